@@ -1,0 +1,42 @@
+# hotpath — a Redis module in Rust. `make help` lists the targets.
+SHELL := /bin/bash
+PORT ?= 6379
+SO := target/release/libhotpath.so
+SERVER ?= redis-server
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+.PHONY: help deps build run test unit integration bench lint fmt fuzz docker clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+deps: ## install what the build and the tests need (Debian 12, as root)
+	@bash scripts/deps.sh
+
+build: deps ## build the module in release mode
+	cargo build --release
+	@echo "built $(SO)"
+
+run: build ## start redis-server on PORT (default 6379) with the module loaded
+	@if (exec 3<>/dev/tcp/127.0.0.1/$(PORT)) 2>/dev/null; then \
+	  echo "port $(PORT) is already in use (another redis-server?): try make run PORT=6380"; exit 1; fi
+	$(SERVER) --port $(PORT) --save "" --appendonly no --loadmodule $(CURDIR)/$(SO)
+
+test: build ## run all unit and integration tests
+	cargo test --release -- --test-threads=2
+	@bash scripts/test-valkey.sh
+
+bench: build ## run the side-by-side benchmark (module vs Lua twin vs native)
+	@bash scripts/bench.sh
+
+lint: deps ## clippy with warnings as errors
+	cargo clippy --release --all-targets -- -D warnings
+
+fmt: ## format the code
+	cargo fmt
+
+docker: ## build the Docker image (needs a Docker engine)
+	docker build -f docker/Dockerfile -t hotpath .
+
+clean: ## remove build output
+	cargo clean

@@ -1,0 +1,172 @@
+//! An argument cursor: integers in range, keyword options, `NOW`, and
+//! "no more arguments".
+//!
+//! Every handler parses all of its arguments with a [`Cursor`] before it
+//! opens a key, so that bad input is refused before anything is written.
+
+use redis_module::{RedisError, RedisString};
+
+use crate::error;
+
+/// Walks a command's arguments, skipping the command name.
+pub struct Cursor {
+    args: Vec<RedisString>,
+    pos: usize,
+    name: String,
+}
+
+impl Cursor {
+    /// Returns a cursor positioned after the command name.
+    ///
+    /// Occurs as an arity error when fewer than `min` arguments (command
+    /// name included) were given.
+    pub fn new(args: Vec<RedisString>, min: usize) -> Result<Self, RedisError> {
+        let name = args
+            .first()
+            .map(|a| a.to_string_lossy())
+            .unwrap_or_default();
+        if args.len() < min {
+            return Err(error::arity(&name));
+        }
+        Ok(Cursor { args, pos: 1, name })
+    }
+
+    /// Returns the command name as the client sent it.
+    pub fn command(&self) -> &str {
+        &self.name
+    }
+
+    /// Returns how many arguments are left.
+    pub fn remaining(&self) -> usize {
+        self.args.len() - self.pos
+    }
+
+    /// Returns true when every argument was consumed.
+    pub fn done(&self) -> bool {
+        self.pos >= self.args.len()
+    }
+
+    /// Returns the next argument, or an arity error when none is left.
+    pub fn next(&mut self) -> Result<RedisString, RedisError> {
+        let a = self
+            .args
+            .get(self.pos)
+            .cloned()
+            .ok_or_else(|| error::arity(&self.name))?;
+        self.pos += 1;
+        Ok(a)
+    }
+
+    /// Returns the next argument's bytes, or an arity error.
+    pub fn next_bytes(&mut self) -> Result<Vec<u8>, RedisError> {
+        Ok(self.next()?.as_slice().to_vec())
+    }
+
+    /// Returns the next argument as UTF-8 text (lossy), or an arity error.
+    pub fn next_str(&mut self) -> Result<String, RedisError> {
+        Ok(self.next()?.to_string_lossy())
+    }
+
+    /// Returns the next argument as an `i64` within `[min, max]`.
+    ///
+    /// Occurs as `ERR value is not an integer or out of range` otherwise.
+    pub fn next_i64(&mut self, min: i64, max: i64) -> Result<i64, RedisError> {
+        let a = self.next()?;
+        parse_i64(a.as_slice(), min, max)
+    }
+
+    /// Returns the next argument for an option that needs a value, as an
+    /// `i64` within `[min, max]`; a missing value is a syntax error (as in
+    /// Redis, where `ZADD k NX` without more is a syntax problem).
+    pub fn option_i64(&mut self, min: i64, max: i64) -> Result<i64, RedisError> {
+        if self.done() {
+            return Err(error::syntax());
+        }
+        self.next_i64(min, max)
+    }
+
+    /// Returns the next argument as the value of an option; missing is a
+    /// syntax error.
+    pub fn option_value(&mut self) -> Result<RedisString, RedisError> {
+        if self.done() {
+            return Err(error::syntax());
+        }
+        self.next()
+    }
+
+    /// Returns the next argument upper-cased, for keyword matching.
+    pub fn next_keyword(&mut self) -> Result<String, RedisError> {
+        Ok(self.next_str()?.to_ascii_uppercase())
+    }
+
+    /// Returns the value of the next option as one of `choices` (matched
+    /// without regard to case); anything else is a syntax error.
+    pub fn option_choice(&mut self, choices: &[&'static str]) -> Result<&'static str, RedisError> {
+        let v = self.option_value()?.to_string_lossy();
+        choices
+            .iter()
+            .find(|c| c.eq_ignore_ascii_case(&v))
+            .copied()
+            .ok_or_else(error::syntax)
+    }
+
+    /// Fails with a syntax error if arguments are left over.
+    pub fn expect_done(&self) -> Result<(), RedisError> {
+        if self.done() {
+            Ok(())
+        } else {
+            Err(error::syntax())
+        }
+    }
+}
+
+/// Parses a strict base-10 `i64` (no spaces, no `+`, no leading zeros
+/// beyond `0` itself is not required) within `[min, max]`.
+///
+/// Occurs as `ERR value is not an integer or out of range` otherwise.
+pub fn parse_i64(bytes: &[u8], min: i64, max: i64) -> Result<i64, RedisError> {
+    let v = parse_i64_plain(bytes).ok_or_else(error::not_integer)?;
+    if v < min || v > max {
+        return Err(error::not_integer());
+    }
+    Ok(v)
+}
+
+/// Parses a base-10 integer the way Redis's `string2ll` does: an optional
+/// `-`, then digits, no spaces, no `+`, no leading zeros.
+pub fn parse_i64_plain(bytes: &[u8]) -> Option<i64> {
+    if bytes.is_empty() || bytes.len() > 20 {
+        return None;
+    }
+    let (neg, digits) = match bytes[0] {
+        b'-' => (true, &bytes[1..]),
+        _ => (false, bytes),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if digits.len() > 1 && digits[0] == b'0' {
+        return None;
+    }
+    if neg && digits == b"0" {
+        return None;
+    }
+    let s = std::str::from_utf8(bytes).ok()?;
+    s.parse::<i64>().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_like_redis() {
+        assert_eq!(parse_i64_plain(b"0"), Some(0));
+        assert_eq!(parse_i64_plain(b"-12"), Some(-12));
+        assert_eq!(parse_i64_plain(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64_plain(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [&b""[..], b"+1", b" 1", b"1 ", b"01", b"-0", b"1.5", b"abc", b"9223372036854775808", b"-", b"1e3"] {
+            assert_eq!(parse_i64_plain(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+}

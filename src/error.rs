@@ -1,0 +1,44 @@
+//! Redis-worded errors shared by every family.
+//!
+//! Generic errors keep Redis's own wording (SPEC §1); family errors read
+//! `ERR <family>: <what is wrong>` and are built with [`family`].
+
+use redis_module::RedisError;
+
+/// Occurs when an argument that must be an integer is not one, or is out of
+/// the range a command accepts.
+pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+/// Occurs when an option keyword is unknown, repeated badly, or misplaced.
+pub const SYNTAX: &str = "ERR syntax error";
+/// Occurs when a key holds a different Redis type than the family needs.
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+/// Occurs when a handler panicked: the panic is caught and the server lives.
+pub const INTERNAL: &str = "ERR hotpath: internal error";
+
+/// Returns `ERR value is not an integer or out of range`.
+pub fn not_integer() -> RedisError {
+    RedisError::Str(NOT_INTEGER)
+}
+
+/// Returns `ERR syntax error`.
+pub fn syntax() -> RedisError {
+    RedisError::Str(SYNTAX)
+}
+
+/// Returns the standard `WRONGTYPE …` error.
+pub fn wrongtype() -> RedisError {
+    RedisError::Str(WRONGTYPE)
+}
+
+/// Returns `ERR <family>: <msg>`, the shape of every family error.
+pub fn family(family: &str, msg: &str) -> RedisError {
+    RedisError::String(format!("ERR {family}: {msg}"))
+}
+
+/// Returns `ERR wrong number of arguments for '<cmd>' command`.
+pub fn arity(cmd: &str) -> RedisError {
+    RedisError::String(format!(
+        "ERR wrong number of arguments for '{}' command",
+        cmd.to_ascii_lowercase()
+    ))
+}

@@ -1,0 +1,367 @@
+//! A small safe wrapper over the raw key API: sorted sets, hashes, strings,
+//! lists, expiry. `redis-module` 2.0.8 has no safe sorted-set API and hides
+//! the raw pointer of its writable keys, so every family opens keys here.
+//!
+//! A [`Key`] closes itself on drop. Reads on a missing key answer "empty"
+//! instead of touching a null handle.
+
+use std::os::raw::{c_char, c_int};
+use std::ptr;
+
+use redis_module::{raw, Context, RedisError, RedisString};
+
+use crate::error;
+
+/// The Redis type a key holds, as the families care about it.
+pub use redis_module::KeyType;
+
+/// An open key; closed on drop.
+pub struct Key {
+    ctx: *mut raw::RedisModuleCtx,
+    ptr: *mut raw::RedisModuleKey,
+}
+
+/// Returns `B:<suffix>`, the name of a family's derived key.
+pub fn derived(base: &[u8], suffix: &str) -> Vec<u8> {
+    let mut v = Vec::with_capacity(base.len() + 1 + suffix.len());
+    v.extend_from_slice(base);
+    v.push(b':');
+    v.extend_from_slice(suffix.as_bytes());
+    v
+}
+
+fn rstr(ctx: *mut raw::RedisModuleCtx, bytes: &[u8]) -> RedisString {
+    RedisString::create_from_slice(ctx, bytes)
+}
+
+impl Key {
+    /// Opens `name` for reading, or for reading and writing.
+    pub fn open(ctx: &Context, name: &[u8], write: bool) -> Key {
+        let s = rstr(ctx.ctx, name);
+        let mode = if write {
+            raw::KeyMode::READ | raw::KeyMode::WRITE
+        } else {
+            raw::KeyMode::READ
+        };
+        let ptr = raw::open_key(ctx.ctx, s.inner, mode);
+        Key { ctx: ctx.ctx, ptr }
+    }
+
+    /// Opens the derived key `base:suffix`.
+    pub fn derived(ctx: &Context, base: &[u8], suffix: &str, write: bool) -> Key {
+        Key::open(ctx, &derived(base, suffix), write)
+    }
+
+    /// Returns the Redis type held by the key (`Empty` when missing).
+    pub fn kind(&self) -> KeyType {
+        if self.ptr.is_null() {
+            return KeyType::Empty;
+        }
+        unsafe { raw::RedisModule_KeyType.unwrap()(self.ptr) }.into()
+    }
+
+    /// Returns true if the key exists.
+    pub fn exists(&self) -> bool {
+        self.kind() != KeyType::Empty
+    }
+
+    /// Returns whether the key exists, or `WRONGTYPE` when it holds another
+    /// type than `want`.
+    pub fn check(&self, want: KeyType) -> Result<bool, RedisError> {
+        match self.kind() {
+            KeyType::Empty => Ok(false),
+            k if k == want => Ok(true),
+            _ => Err(error::wrongtype()),
+        }
+    }
+
+    /// Returns the length of the value (members, fields, bytes, elements).
+    pub fn len(&self) -> usize {
+        if self.ptr.is_null() {
+            return 0;
+        }
+        unsafe { raw::RedisModule_ValueLength.unwrap()(self.ptr) }
+    }
+
+    /// Returns true when the key is missing or empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Deletes the key.
+    pub fn delete(&self) {
+        if !self.ptr.is_null() && self.exists() {
+            unsafe { raw::RedisModule_DeleteKey.unwrap()(self.ptr) };
+        }
+    }
+
+    /// Sets the key to expire in `ms` milliseconds (no-op when missing).
+    pub fn set_expire_ms(&self, ms: i64) {
+        if self.exists() && ms > 0 {
+            unsafe { raw::RedisModule_SetExpire.unwrap()(self.ptr, ms) };
+        }
+    }
+
+    /// Returns the remaining time to live in ms, or -1 when none.
+    pub fn expire_ms(&self) -> i64 {
+        if !self.exists() {
+            return -1;
+        }
+        unsafe { raw::RedisModule_GetExpire.unwrap()(self.ptr) }
+    }
+
+    // ---- sorted sets ----
+
+    /// Returns a member's score.
+    pub fn zscore(&self, member: &[u8]) -> Option<f64> {
+        if self.kind() != KeyType::ZSet {
+            return None;
+        }
+        let m = rstr(self.ctx, member);
+        let mut score = 0f64;
+        let rc = unsafe { raw::RedisModule_ZsetScore.unwrap()(self.ptr, m.inner, &mut score) };
+        (rc == raw::REDISMODULE_OK as c_int).then_some(score)
+    }
+
+    /// Sets a member's score (creating the set).
+    pub fn zadd(&self, member: &[u8], score: f64) {
+        let m = rstr(self.ctx, member);
+        let mut flags: c_int = 0;
+        unsafe { raw::RedisModule_ZsetAdd.unwrap()(self.ptr, score, m.inner, &mut flags) };
+    }
+
+    /// Adds `delta` to a member's score and returns the new score.
+    pub fn zincrby(&self, member: &[u8], delta: f64) -> f64 {
+        let m = rstr(self.ctx, member);
+        let mut flags: c_int = 0;
+        let mut out = 0f64;
+        unsafe {
+            raw::RedisModule_ZsetIncrby.unwrap()(self.ptr, delta, m.inner, &mut flags, &mut out)
+        };
+        out
+    }
+
+    /// Removes a member; returns true if it was there.
+    pub fn zrem(&self, member: &[u8]) -> bool {
+        if self.kind() != KeyType::ZSet {
+            return false;
+        }
+        let m = rstr(self.ctx, member);
+        let mut deleted: c_int = 0;
+        unsafe { raw::RedisModule_ZsetRem.unwrap()(self.ptr, m.inner, &mut deleted) };
+        deleted != 0
+    }
+
+    /// Returns up to `count` members with scores, best (highest) first,
+    /// after skipping `offset`: the order of `ZREVRANGE`.
+    pub fn zrange_desc(&self, offset: usize, count: usize) -> Vec<(Vec<u8>, f64)> {
+        self.zrange(offset, count, true, f64::NEG_INFINITY, f64::INFINITY)
+    }
+
+    /// Returns up to `count` members with scores, lowest first (`ZRANGE`).
+    pub fn zrange_asc(&self, offset: usize, count: usize) -> Vec<(Vec<u8>, f64)> {
+        self.zrange(offset, count, false, f64::NEG_INFINITY, f64::INFINITY)
+    }
+
+    /// Returns members with scores in `[min, max]`, in the given direction,
+    /// after skipping `offset`, at most `count`.
+    pub fn zrange(
+        &self,
+        offset: usize,
+        count: usize,
+        desc: bool,
+        min: f64,
+        max: f64,
+    ) -> Vec<(Vec<u8>, f64)> {
+        let mut out = Vec::new();
+        if self.kind() != KeyType::ZSet || count == 0 {
+            return out;
+        }
+        let f = unsafe {
+            if desc {
+                raw::RedisModule_ZsetLastInScoreRange.unwrap()(self.ptr, min, max, 0, 0)
+            } else {
+                raw::RedisModule_ZsetFirstInScoreRange.unwrap()(self.ptr, min, max, 0, 0)
+            }
+        };
+        if f != raw::REDISMODULE_OK as c_int {
+            return out;
+        }
+        let mut skipped = 0usize;
+        unsafe {
+            while raw::RedisModule_ZsetRangeEndReached.unwrap()(self.ptr) == 0 {
+                if skipped < offset {
+                    skipped += 1;
+                } else {
+                    let mut score = 0f64;
+                    let e = raw::RedisModule_ZsetRangeCurrentElement.unwrap()(self.ptr, &mut score);
+                    let s = RedisString::from_redis_module_string(self.ctx, e);
+                    out.push((s.as_slice().to_vec(), score));
+                    if out.len() >= count {
+                        break;
+                    }
+                }
+                let more = if desc {
+                    raw::RedisModule_ZsetRangePrev.unwrap()(self.ptr)
+                } else {
+                    raw::RedisModule_ZsetRangeNext.unwrap()(self.ptr)
+                };
+                if more == 0 {
+                    break;
+                }
+            }
+            raw::RedisModule_ZsetRangeStop.unwrap()(self.ptr);
+        }
+        out
+    }
+
+    // ---- hashes ----
+
+    /// Returns a field's value.
+    pub fn hget(&self, field: &[u8]) -> Option<Vec<u8>> {
+        if self.kind() != KeyType::Hash {
+            return None;
+        }
+        let f = rstr(self.ctx, field);
+        let mut out: *mut raw::RedisModuleString = ptr::null_mut();
+        unsafe {
+            raw::RedisModule_HashGet.unwrap()(
+                self.ptr,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                f.inner,
+                &mut out as *mut *mut raw::RedisModuleString,
+                ptr::null::<c_char>(),
+            )
+        };
+        if out.is_null() {
+            return None;
+        }
+        let s = RedisString::from_redis_module_string(self.ctx, out);
+        Some(s.as_slice().to_vec())
+    }
+
+    /// Returns a field's value parsed as an integer (None when missing or
+    /// not an integer).
+    pub fn hget_i64(&self, field: &[u8]) -> Option<i64> {
+        self.hget(field)
+            .and_then(|v| crate::args::parse_i64_plain(&v))
+    }
+
+    fn hash_set_raw(&self, flags: u32, field: &[u8], value: *mut raw::RedisModuleString) -> c_int {
+        let f = rstr(self.ctx, field);
+        unsafe {
+            raw::RedisModule_HashSet.unwrap()(
+                self.ptr,
+                flags as c_int,
+                f.inner,
+                value,
+                ptr::null::<c_char>(),
+            )
+        }
+    }
+
+    /// Sets a field; returns true if the field is new.
+    pub fn hset(&self, field: &[u8], value: &[u8]) -> bool {
+        let v = rstr(self.ctx, value);
+        let existed = self.hget(field).is_some();
+        self.hash_set_raw(raw::REDISMODULE_HASH_NONE, field, v.inner);
+        !existed
+    }
+
+    /// Sets a field only if it is absent; returns true if it was set.
+    pub fn hset_nx(&self, field: &[u8], value: &[u8]) -> bool {
+        let v = rstr(self.ctx, value);
+        self.hash_set_raw(raw::REDISMODULE_HASH_NX, field, v.inner) > 0
+    }
+
+    /// Deletes a field; returns true if it was there.
+    pub fn hdel(&self, field: &[u8]) -> bool {
+        if self.kind() != KeyType::Hash {
+            return false;
+        }
+        let del = 1usize as *mut raw::RedisModuleString; // REDISMODULE_HASH_DELETE
+        self.hash_set_raw(raw::REDISMODULE_HASH_NONE, field, del) > 0
+    }
+
+    // ---- strings ----
+
+    /// Returns the string value.
+    pub fn get(&self) -> Option<Vec<u8>> {
+        if self.kind() != KeyType::String {
+            return None;
+        }
+        let mut len = 0usize;
+        let p = raw::string_dma(self.ptr, &mut len, raw::KeyMode::READ);
+        if p.is_null() {
+            return Some(Vec::new());
+        }
+        Some(unsafe { std::slice::from_raw_parts(p as *const u8, len) }.to_vec())
+    }
+
+    /// Returns the string value parsed as an integer (None when missing).
+    pub fn get_i64(&self) -> Option<i64> {
+        self.get().and_then(|v| crate::args::parse_i64_plain(&v))
+    }
+
+    /// Sets the string value (keeps no TTL, like `SET`).
+    pub fn set(&self, value: &[u8]) {
+        let v = rstr(self.ctx, value);
+        unsafe { raw::RedisModule_StringSet.unwrap()(self.ptr, v.inner) };
+    }
+
+    /// Sets the string value keeping the key's current TTL.
+    pub fn set_keep_ttl(&self, value: &[u8]) {
+        let ttl = self.expire_ms();
+        self.set(value);
+        if ttl > 0 {
+            self.set_expire_ms(ttl);
+        }
+    }
+
+    /// Returns the string's bytes for in-place reading and writing, grown
+    /// with zero bytes to at least `min_len` (a bitmap's storage).
+    pub fn bytes_mut(&self, min_len: usize) -> &mut [u8] {
+        let mut len = 0usize;
+        if self.len() < min_len {
+            raw::string_truncate(self.ptr, min_len);
+        }
+        let p = raw::string_dma(self.ptr, &mut len, raw::KeyMode::WRITE);
+        if p.is_null() || len == 0 {
+            return &mut [];
+        }
+        unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) }
+    }
+
+    // ---- lists ----
+
+    /// Pushes at the tail (`RPUSH`).
+    pub fn rpush(&self, value: &[u8]) {
+        let v = rstr(self.ctx, value);
+        unsafe {
+            raw::RedisModule_ListPush.unwrap()(self.ptr, raw::REDISMODULE_LIST_TAIL as c_int, v.inner)
+        };
+    }
+
+    /// Pops from the head (`LPOP`).
+    pub fn lpop(&self) -> Option<Vec<u8>> {
+        if self.kind() != KeyType::List {
+            return None;
+        }
+        let p = unsafe {
+            raw::RedisModule_ListPop.unwrap()(self.ptr, raw::REDISMODULE_LIST_HEAD as c_int)
+        };
+        if p.is_null() {
+            return None;
+        }
+        let s = RedisString::from_redis_module_string(self.ctx, p);
+        Some(s.as_slice().to_vec())
+    }
+}
+
+impl Drop for Key {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            raw::close_key(self.ptr);
+        }
+    }
+}

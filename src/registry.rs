@@ -1,0 +1,243 @@
+//! Command registration: one table entry per command, a panic guard around
+//! every handler, key-specs, arity and `COMMAND DOCS`, ACL categories where
+//! the server has them.
+//!
+//! Each family lists its commands with the [`command!`](crate::command)
+//! macro in a `pub const COMMANDS: &[CommandSpec]`; `lib.rs` registers the
+//! families' tables at load time.
+
+use std::ffi::CString;
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+
+use redis_module::{raw, Context, RedisError, RedisResult, RedisString};
+
+use crate::error;
+
+/// A command handler: parse, validate, open keys, apply, reply, replicate.
+pub type Handler = fn(&Context, Vec<RedisString>) -> RedisResult;
+
+/// The C entry point Redis calls; generated per command by `command!`.
+pub type Callback =
+    extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+
+/// Where a command's keys are.
+#[derive(Clone, Copy, Debug)]
+pub enum Keys {
+    /// No keys.
+    None,
+    /// Arguments `first..=last` (`last` negative counts from the end).
+    Range { first: i32, last: i32 },
+    /// A key count at `numkeys`, keys right after it; `before` extra keys
+    /// at positions `1..numkeys` (e.g. `RANK.MERGE dest numkeys …`).
+    Numkeys { numkeys: i32 },
+}
+
+/// A command's entry in the table.
+pub struct CommandSpec {
+    pub name: &'static str,
+    pub callback: Callback,
+    /// Redis command flags, e.g. `"write deny-oom fast"`.
+    pub flags: &'static str,
+    /// Arity as in `COMMAND INFO` (negative: at least).
+    pub arity: i32,
+    pub keys: Keys,
+    /// True when the command only reads its keys.
+    pub readonly: bool,
+    /// ACL categories besides `hotpath`, e.g. `"write fast"`.
+    pub acl: &'static str,
+    pub summary: &'static str,
+    pub complexity: &'static str,
+}
+
+/// Builds a [`CommandSpec`] with its own C entry point that runs `handler`
+/// under the panic guard.
+#[macro_export]
+macro_rules! command {
+    (name: $name:expr, handler: $handler:path, flags: $flags:expr, arity: $arity:expr,
+     keys: $keys:expr, acl: $acl:expr, summary: $summary:expr, complexity: $cx:expr $(,)?) => {
+        $crate::registry::CommandSpec {
+            name: $name,
+            callback: {
+                extern "C" fn cb(
+                    ctx: *mut redis_module::raw::RedisModuleCtx,
+                    argv: *mut *mut redis_module::raw::RedisModuleString,
+                    argc: std::os::raw::c_int,
+                ) -> std::os::raw::c_int {
+                    $crate::registry::dispatch(ctx, argv, argc, $handler)
+                }
+                cb
+            },
+            flags: $flags,
+            arity: $arity,
+            keys: $keys,
+            readonly: !$crate::registry::is_write($flags),
+            acl: $acl,
+            summary: $summary,
+            complexity: $cx,
+        }
+    };
+}
+
+/// Returns true when the flags string marks a write command.
+pub const fn is_write(flags: &str) -> bool {
+    let b = flags.as_bytes();
+    let mut i = 0;
+    while i + 5 <= b.len() {
+        if b[i] == b'w' && b[i + 1] == b'r' && b[i + 2] == b'i' && b[i + 3] == b't' && b[i + 4] == b'e' {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Runs a handler with its arguments and replies; a panic becomes an `ERR`
+/// reply instead of aborting the server.
+pub fn dispatch(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    handler: Handler,
+) -> c_int {
+    let context = Context::new(ctx);
+    let args = redis_module::decode_args(ctx, argv, argc);
+    let result = catch_unwind(AssertUnwindSafe(|| handler(&context, args)));
+    let reply = match result {
+        Ok(r) => r,
+        Err(_) => Err(RedisError::Str(error::INTERNAL)),
+    };
+    context.reply(reply) as c_int
+}
+
+const INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {
+    version: 1,
+    sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
+    sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
+    sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
+};
+
+fn key_specs(spec: &CommandSpec) -> Vec<raw::RedisModuleCommandKeySpec> {
+    let access = if spec.readonly {
+        raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS
+    } else {
+        raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE
+    } as u64;
+    let zero = || -> raw::RedisModuleCommandKeySpec { unsafe { std::mem::zeroed() } };
+    let mut out = Vec::new();
+    match spec.keys {
+        Keys::None => {}
+        Keys::Range { first, last } => {
+            let mut k = zero();
+            k.flags = access;
+            k.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+            k.bs.index.pos = first;
+            k.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+            k.fk.range.lastkey = if last < 0 { last } else { last - first };
+            k.fk.range.keystep = 1;
+            k.fk.range.limit = 0;
+            out.push(k);
+        }
+        Keys::Numkeys { numkeys } => {
+            if numkeys > 1 {
+                // Keys before the count (e.g. a destination) are written.
+                let mut k = zero();
+                k.flags = (raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE) as u64;
+                k.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+                k.bs.index.pos = 1;
+                k.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+                k.fk.range.lastkey = numkeys - 2;
+                k.fk.range.keystep = 1;
+                out.push(k);
+            }
+            let mut k = zero();
+            k.flags = if numkeys > 1 {
+                (raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS) as u64
+            } else {
+                access
+            };
+            k.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+            k.bs.index.pos = numkeys;
+            k.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM;
+            k.fk.keynum.keynumidx = 0;
+            k.fk.keynum.firstkey = 1;
+            k.fk.keynum.keystep = 1;
+            out.push(k);
+        }
+    }
+    out.push(zero());
+    out
+}
+
+fn legacy_range(keys: Keys) -> (c_int, c_int, c_int) {
+    match keys {
+        Keys::None => (0, 0, 0),
+        Keys::Range { first, last } => (first, last, 1),
+        // Variable key lists are found through the key-specs.
+        Keys::Numkeys { numkeys } => (if numkeys > 1 { 1 } else { 0 }, if numkeys > 1 { 1 } else { 0 }, if numkeys > 1 { 1 } else { 0 }),
+    }
+}
+
+/// Registers one family's commands. Must run inside `RedisModule_OnLoad`.
+pub fn register(ctx: &Context, table: &[CommandSpec]) -> Result<(), String> {
+    for spec in table {
+        let name = CString::new(spec.name).unwrap();
+        let mut flags = spec.flags.to_string();
+        if matches!(spec.keys, Keys::Numkeys { .. }) {
+            flags.push_str(" getkeys-api");
+        }
+        let flags = CString::new(flags).unwrap();
+        let (first, last, step) = legacy_range(spec.keys);
+        let rc = unsafe {
+            raw::RedisModule_CreateCommand.unwrap()(
+                ctx.ctx,
+                name.as_ptr(),
+                Some(spec.callback),
+                flags.as_ptr(),
+                first,
+                last,
+                step,
+            )
+        };
+        if rc != raw::REDISMODULE_OK as c_int {
+            return Err(format!("failed to create command {}", spec.name));
+        }
+        let cmd = unsafe {
+            match raw::RedisModule_GetCommand {
+                Some(get) => get(ctx.ctx, name.as_ptr()),
+                None => ptr::null_mut(),
+            }
+        };
+        if cmd.is_null() {
+            continue;
+        }
+        if let Some(set_info) = unsafe { raw::RedisModule_SetCommandInfo } {
+            let summary = CString::new(spec.summary).unwrap();
+            let complexity = CString::new(spec.complexity).unwrap();
+            let since = CString::new("0.1.0").unwrap();
+            let mut specs = key_specs(spec);
+            let info = raw::RedisModuleCommandInfo {
+                version: &INFO_VERSION,
+                summary: summary.as_ptr(),
+                complexity: complexity.as_ptr(),
+                since: since.as_ptr(),
+                history: ptr::null_mut(),
+                tips: ptr::null(),
+                arity: spec.arity,
+                key_specs: specs.as_mut_ptr(),
+                args: ptr::null_mut(),
+            };
+            if unsafe { set_info(cmd, &info) } != raw::REDISMODULE_OK as c_int {
+                ctx.log_warning(&format!("hotpath: could not set command info of {}", spec.name));
+            }
+        }
+        if let Some(set_acl) = unsafe { raw::RedisModule_SetCommandACLCategories } {
+            let cats = CString::new(format!("{} hotpath", spec.acl).trim()).unwrap();
+            if unsafe { set_acl(cmd, cats.as_ptr()) } != raw::REDISMODULE_OK as c_int {
+                ctx.log_warning(&format!("hotpath: could not set ACL categories of {}", spec.name));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,50 @@
+//! Small helpers every family uses: the clock, `NOW`, cluster hash tags,
+//! keyspace events and replies.
+
+use redis_module::{Context, ContextFlags, NotifyEvent, RedisError, RedisString, RedisValue};
+
+use crate::error;
+
+/// Returns the server clock in unix milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Returns true when `key` has a non-empty `{hash tag}` (Redis Cluster rules).
+pub fn has_hash_tag(key: &[u8]) -> bool {
+    if let Some(open) = key.iter().position(|&c| c == b'{') {
+        if let Some(close) = key[open + 1..].iter().position(|&c| c == b'}') {
+            return close > 0;
+        }
+    }
+    false
+}
+
+/// Fails with `ERR <family>: base key needs a {hash tag} in cluster mode`
+/// when the server runs in cluster mode and `base` has no hash tag, since
+/// its derived keys would then land in other slots.
+pub fn require_hash_tag(ctx: &Context, family: &str, base: &[u8]) -> Result<(), RedisError> {
+    if ctx.get_flags().contains(ContextFlags::CLUSTER) && !has_hash_tag(base) {
+        return Err(error::family(family, "base key needs a {hash tag} in cluster mode"));
+    }
+    Ok(())
+}
+
+/// Raises the keyspace event `hotpath.<family>.<event>` (class "module").
+pub fn notify(ctx: &Context, event: &str, key: &[u8]) {
+    let k = RedisString::create_from_slice(ctx.ctx, key);
+    ctx.notify_keyspace_event(NotifyEvent::MODULE, event, &k);
+}
+
+/// Returns a bulk-string reply of raw bytes.
+pub fn bulk(bytes: impl Into<Vec<u8>>) -> RedisValue {
+    RedisValue::StringBuffer(bytes.into())
+}
+
+/// Returns a flat array reply.
+pub fn array(items: Vec<RedisValue>) -> RedisValue {
+    RedisValue::Array(items)
+}

@@ -1,0 +1,362 @@
+//! The integration-test harness: one real `redis-server` (or
+//! `valkey-server`) per test on a free port with the module loaded, killed
+//! and reaped in `Drop`, plus helpers for a master+replica pair, an AOF
+//! restart and an RDB reload.
+//!
+//! The server binary is `$HOTPATH_SERVER` (default `redis-server`); the
+//! module is `target/release/libhotpath.so` (`make test` builds it first).
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+pub use redis::{Connection, RedisResult, Value};
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// Returns the path of the built module.
+pub fn module_path() -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/libhotpath.so");
+    assert!(p.exists(), "{} is missing: run `cargo build --release` (make test does)", p.display());
+    p
+}
+
+/// Returns the server binary under test.
+pub fn server_bin() -> String {
+    std::env::var("HOTPATH_SERVER").unwrap_or_else(|_| "redis-server".into())
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running server; killed and reaped on drop, its directory removed.
+pub struct Server {
+    pub port: u16,
+    pub dir: PathBuf,
+    child: Option<Child>,
+    extra: Vec<String>,
+}
+
+impl Server {
+    /// Starts a server with the module loaded and no persistence.
+    pub fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// Starts a server with extra `--name value` arguments (e.g. module
+    /// configs are passed as `["--loadmodule-args", …]` through `module_args`).
+    pub fn start_with(extra: &[&str]) -> Server {
+        Server::start_full(extra, &[])
+    }
+
+    /// Starts a server with extra server arguments and module arguments.
+    pub fn start_full(extra: &[&str], module_args: &[&str]) -> Server {
+        let n = SEQ.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("hotpath-test-{}-{}", std::process::id(), n));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let mut load = vec![module_path().display().to_string()];
+        load.extend(module_args.iter().map(|s| s.to_string()));
+        extra.push("--loadmodule".into());
+        extra.extend(load);
+        for attempt in 0..20 {
+            let port = free_port();
+            let mut s = Server { port, dir: dir.clone(), child: None, extra: extra.clone() };
+            if s.spawn() {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(20 * attempt));
+        }
+        panic!("could not start {}", server_bin());
+    }
+
+    fn spawn(&mut self) -> bool {
+        let mut cmd = Command::new(server_bin());
+        cmd.arg("--port")
+            .arg(self.port.to_string())
+            .arg("--bind")
+            .arg("127.0.0.1")
+            .arg("--dir")
+            .arg(&self.dir)
+            .arg("--save")
+            .arg("")
+            .arg("--appendonly")
+            .arg("no")
+            .arg("--enable-debug-command")
+            .arg("yes")
+            .arg("--logfile")
+            .arg(self.dir.join("server.log"));
+        let mut i = 0;
+        while i < self.extra.len() {
+            if self.extra[i] == "--loadmodule" {
+                cmd.args(&self.extra[i..i + 1]);
+                // The module path and its arguments form one directive.
+                let rest: Vec<String> = self.extra[i + 1..].to_vec();
+                cmd.args(rest);
+                break;
+            }
+            cmd.arg(&self.extra[i]);
+            i += 1;
+        }
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        let child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => panic!("cannot run {}: {e}", server_bin()),
+        };
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(c) = self.child.as_mut() {
+                if let Ok(Some(_)) = c.try_wait() {
+                    self.child = None;
+                    return false; // exited early: port taken, or load failure
+                }
+            }
+            if let Ok(mut con) = self.try_conn() {
+                let pong: RedisResult<String> = redis::cmd("PING").query(&mut con);
+                if pong.is_ok() {
+                    return true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    fn try_conn(&self) -> RedisResult<Connection> {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?;
+        client.get_connection_with_timeout(Duration::from_secs(5))
+    }
+
+    /// Returns a new connection.
+    pub fn conn(&self) -> Connection {
+        self.try_conn().expect("connect")
+    }
+
+    /// Returns the server log (for failure messages).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
+    /// Returns true while the server process is running.
+    pub fn alive(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => matches!(c.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// Stops the server (SHUTDOWN NOSAVE) and waits for it.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Restarts the server on the same port and directory with the same
+    /// arguments plus `extra` (e.g. `--appendonly yes` to replay the AOF).
+    pub fn restart(&mut self, extra: &[&str]) {
+        self.stop();
+        let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        args.extend(self.extra.iter().filter(|a| !a.is_empty()).cloned());
+        self.extra = args;
+        assert!(self.spawn(), "restart failed: {}", self.log());
+    }
+
+    /// Returns `DEBUG DIGEST`: equal digests mean byte-identical datasets.
+    pub fn digest(&self) -> String {
+        let mut c = self.conn();
+        redis::cmd("DEBUG").arg("DIGEST").query(&mut c).unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A master and a replica attached to it, both with the module.
+pub struct Pair {
+    pub master: Server,
+    pub replica: Server,
+}
+
+impl Pair {
+    /// Starts both and waits until the replica is in sync.
+    pub fn start() -> Pair {
+        let master = Server::start();
+        let replica = Server::start();
+        let mut c = replica.conn();
+        let _: () = redis::cmd("REPLICAOF")
+            .arg("127.0.0.1")
+            .arg(master.port)
+            .query(&mut c)
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let info: String = redis::cmd("INFO").arg("replication").query(&mut c).unwrap();
+            if info.contains("master_link_status:up") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "replica never synced: {info}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Pair { master, replica }
+    }
+
+    /// Waits until the replica has every write of the master, then returns
+    /// (master digest, replica digest).
+    pub fn sync_digests(&self) -> (String, String) {
+        let mut m = self.master.conn();
+        let _: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+        (self.master.digest(), self.replica.digest())
+    }
+
+    /// Asserts master and replica hold byte-identical data.
+    pub fn assert_equal(&self) {
+        let (a, b) = self.sync_digests();
+        assert_eq!(a, b, "replica differs from master");
+        assert_ne!(a, "0000000000000000000000000000000000000000", "dataset is empty");
+    }
+}
+
+/// Starts a server with the AOF on (fsync always), for restart tests.
+pub fn start_aof() -> Server {
+    Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"])
+}
+
+/// Restarts an AOF server (replaying the AOF) and asserts the digest is
+/// the same as before the restart.
+pub fn assert_aof_restart_equal(s: &mut Server) {
+    let before = s.digest();
+    assert_ne!(before, "0000000000000000000000000000000000000000", "dataset is empty");
+    s.restart(&[]);
+    let after = s.digest();
+    assert_eq!(before, after, "AOF replay differs");
+}
+
+/// Saves an RDB, restarts (loading it) and asserts the digest is unchanged.
+pub fn assert_rdb_reload_equal(s: &Server) {
+    let before = s.digest();
+    let mut c = s.conn();
+    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
+    assert_eq!(before, s.digest(), "RDB reload differs");
+}
+
+/// Runs a command and returns its raw reply (errors as `Err`).
+pub fn cmd(c: &mut Connection, args: &[&str]) -> RedisResult<Value> {
+    let mut q = redis::cmd(args[0]);
+    for a in &args[1..] {
+        q.arg(*a);
+    }
+    q.query(c)
+}
+
+/// Runs a command that must fail and returns its full error text, e.g.
+/// `ERR syntax error` or `WRONGTYPE Operation against …`.
+pub fn err(c: &mut Connection, args: &[&str]) -> String {
+    match cmd(c, args) {
+        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
+        Err(e) => error_text(&e),
+    }
+}
+
+/// Returns the error text as the server sent it (code and message).
+pub fn error_text(e: &redis::RedisError) -> String {
+    match (e.code(), e.detail()) {
+        (Some(code), Some(d)) => format!("{code} {d}"),
+        (Some(code), None) => code.to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// Returns an integer reply.
+pub fn int(c: &mut Connection, args: &[&str]) -> i64 {
+    match cmd(c, args) {
+        Ok(Value::Int(i)) => i,
+        other => panic!("{args:?}: expected an integer, got {other:?}"),
+    }
+}
+
+/// Converts a reply to a readable string form for comparisons:
+/// integers as numbers, bulk strings as text, nil as `nil`, arrays as
+/// `[a, b]`, errors as their text.
+pub fn show(v: &RedisResult<Value>) -> String {
+    match v {
+        Ok(v) => show_value(v),
+        Err(e) => format!("ERR<{}>", error_text(e)),
+    }
+}
+
+fn show_value(v: &Value) -> String {
+    match v {
+        Value::Nil => "nil".into(),
+        Value::Int(i) => i.to_string(),
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Okay => "OK".into(),
+        Value::Array(a) => format!("[{}]", a.iter().map(show_value).collect::<Vec<_>>().join(", ")),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Runs a command and returns [`show`] of its reply.
+pub fn run(c: &mut Connection, args: &[&str]) -> String {
+    show(&cmd(c, args))
+}
+
+/// Loads a Lua twin from `lua-compat/<path>` and returns its SHA.
+pub fn load_script(c: &mut Connection, path: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("lua-compat").join(path);
+    let src = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    redis::cmd("SCRIPT").arg("LOAD").arg(src).query(c).unwrap()
+}
+
+/// Runs a loaded script with `numkeys` keys then arguments, like EVALSHA.
+pub fn evalsha(c: &mut Connection, sha: &str, numkeys: usize, args: &[&str]) -> RedisResult<Value> {
+    let mut q = redis::cmd("EVALSHA");
+    q.arg(sha).arg(numkeys);
+    for a in args {
+        q.arg(*a);
+    }
+    q.query(c)
+}
+
+/// Returns a dump of every key: name, type, TTL presence and content, sorted;
+/// for comparing the module's data with the Lua twin's.
+pub fn dump_keys(c: &mut Connection, pattern: &str) -> Vec<String> {
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg(pattern).query(c).unwrap();
+    keys.sort();
+    keys.iter()
+        .map(|k| {
+            let t: String = redis::cmd("TYPE").arg(k).query(c).unwrap();
+            let ttl: i64 = redis::cmd("PTTL").arg(k).query(c).unwrap();
+            let body = match t.as_str() {
+                "string" => run(c, &["GET", k]),
+                "hash" => {
+                    let mut kv: Vec<(String, String)> = redis::cmd("HGETALL").arg(k).query(c).unwrap();
+                    kv.sort();
+                    format!("{kv:?}")
+                }
+                "zset" => run(c, &["ZRANGE", k, "0", "-1", "WITHSCORES"]),
+                "set" => {
+                    let mut m: Vec<String> = redis::cmd("SMEMBERS").arg(k).query(c).unwrap();
+                    m.sort();
+                    format!("{m:?}")
+                }
+                "list" => run(c, &["LRANGE", k, "0", "-1"]),
+                _ => String::new(),
+            };
+            format!("{k} {t} ttl={} {body}", ttl >= 0)
+        })
+        .collect()
+}
