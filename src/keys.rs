@@ -365,3 +365,20 @@ impl Drop for Key {
         }
     }
 }
+
+impl Key {
+    /// Returns the string's bytes for reading in place, without copying
+    /// (empty when the key is missing or not a string). A bitmap read on
+    /// the hot path must not copy megabytes.
+    pub fn bytes(&self) -> &[u8] {
+        if self.kind() != KeyType::String {
+            return &[];
+        }
+        let mut len = 0usize;
+        let p = raw::string_dma(self.ptr, &mut len, raw::KeyMode::READ);
+        if p.is_null() || len == 0 {
+            return &[];
+        }
+        unsafe { std::slice::from_raw_parts(p as *const u8, len) }
+    }
+}
