@@ -106,29 +106,30 @@ fn chrono_ms() -> i64 {
 
 #[test]
 fn promotion_happens_exactly_past_the_threshold_when_smaller() {
-    let s = server(8);
+    let s = server(16);
     let mut c = s.conn();
-    for u in 0..8 {
+    for u in 0..16 {
         run(&mut c, &["LIKE.ADD", "p", &u.to_string()]);
     }
     assert_eq!(info(&mut c, "p").0, "set");
     assert_eq!(int(&mut c, &["EXISTS", "p:bits"]), 0);
     let before = run(&mut c, &["INFO", "hotpath"]);
     assert!(before.contains("hotpath_like_promoted:0"), "{before}");
-    // The 9th like crosses like-promote-at: ids 0..8 fit in a 2-byte bitmap.
-    assert_eq!(run(&mut c, &["LIKE.ADD", "p", "8"]), "[1, 9]");
+    // The 17th like crosses like-promote-at: ids 0..16 fit in a 3-byte
+    // bitmap (80 bytes of MEMORY USAGE against 96 for the set).
+    assert_eq!(run(&mut c, &["LIKE.ADD", "p", "16"]), "[1, 17]");
     let (enc, n, _) = info(&mut c, "p");
-    assert_eq!((enc.as_str(), n), ("bitmap", 9));
+    assert_eq!((enc.as_str(), n), ("bitmap", 17));
     assert_eq!(int(&mut c, &["EXISTS", "p:set"]), 0, "never both forms");
-    assert_eq!(run(&mut c, &["GET", "p:bits"]), String::from_utf8_lossy(&[0xff, 0x80]));
-    assert_eq!(int(&mut c, &["BITCOUNT", "p:bits"]), 9);
+    assert_eq!(run(&mut c, &["GET", "p:bits"]), String::from_utf8_lossy(&[0xff, 0xff, 0x80]));
+    assert_eq!(int(&mut c, &["BITCOUNT", "p:bits"]), 17);
     assert!(run(&mut c, &["INFO", "hotpath"]).contains("hotpath_like_promoted:1"));
     // Unlike and check after promotion; bitmaps never demote.
-    assert_eq!(run(&mut c, &["LIKE.TOGGLE", "p", "3"]), "[0, 8]");
-    assert_eq!(run(&mut c, &["LIKE.REM", "p", "8"]), "[1, 7]");
-    assert_eq!(run(&mut c, &["LIKE.REM", "p", "8000"]), "[0, 7]");
-    assert_eq!(run(&mut c, &["LIKE.CHECK", "p", "0", "3", "8", "7", "999999"]), "[1, 0, 0, 1, 0]");
-    for u in 0..8 {
+    assert_eq!(run(&mut c, &["LIKE.TOGGLE", "p", "3"]), "[0, 16]");
+    assert_eq!(run(&mut c, &["LIKE.REM", "p", "16"]), "[1, 15]");
+    assert_eq!(run(&mut c, &["LIKE.REM", "p", "8000"]), "[0, 15]");
+    assert_eq!(run(&mut c, &["LIKE.CHECK", "p", "0", "3", "16", "7", "999999"]), "[1, 0, 0, 1, 0]");
+    for u in 0..16 {
         run(&mut c, &["LIKE.REM", "p", &u.to_string()]);
     }
     assert_eq!(info(&mut c, "p").0, "bitmap");
@@ -139,6 +140,19 @@ fn promotion_happens_exactly_past_the_threshold_when_smaller() {
     assert_eq!(int(&mut c, &["STRLEN", "p:bits"]), 1001 + 1001 / 64);
     assert_eq!(int(&mut c, &["GETBIT", "p:bits", "8000"]), 1);
     assert_eq!(structural_count(&mut c, "p"), 1);
+}
+
+#[test]
+fn a_set_that_would_not_shrink_is_not_promoted() {
+    // Nine small ids in a 9-member intset take 80 bytes, the same as the
+    // 2-byte bitmap: no promotion, since it would not save memory.
+    let s = server(8);
+    let mut c = s.conn();
+    for u in 0..9 {
+        run(&mut c, &["LIKE.ADD", "p", &u.to_string()]);
+    }
+    assert_eq!(int(&mut c, &["MEMORY", "USAGE", "p:set", "SAMPLES", "0"]), 80);
+    assert_eq!(info(&mut c, "p").0, "set");
 }
 
 #[test]
@@ -172,13 +186,13 @@ fn sparse_ids_stay_sets_and_a_set_that_fills_is_promoted_at_a_doubling() {
 
 #[test]
 fn promotion_keeps_the_set_ttl() {
-    let s = server(4);
+    let s = server(16);
     let mut c = s.conn();
-    for u in 0..4 {
+    for u in 0..16 {
         run(&mut c, &["LIKE.ADD", "p", &u.to_string()]);
     }
     run(&mut c, &["PEXPIRE", "p:set", "100000"]);
-    run(&mut c, &["LIKE.ADD", "p", "4"]);
+    run(&mut c, &["LIKE.ADD", "p", "16"]);
     assert_eq!(info(&mut c, "p").0, "bitmap");
     let ttl = int(&mut c, &["PTTL", "p:bits"]);
     assert!(ttl > 90_000 && ttl <= 100_000, "{ttl}");
@@ -230,7 +244,7 @@ fn counts_always_equal_scard_or_bitcount() {
 
 #[test]
 fn a_missing_count_is_counted_from_the_structure() {
-    let s = server(4);
+    let s = server(16);
     let mut c = s.conn();
     for u in [1, 2, 3] {
         run(&mut c, &["LIKE.ADD", "p", &u.to_string()]);
@@ -240,11 +254,13 @@ fn a_missing_count_is_counted_from_the_structure() {
     assert_eq!(int(&mut c, &["EXISTS", "p:count"]), 0, "reads do not write");
     assert_eq!(run(&mut c, &["LIKE.ADD", "p", "4"]), "[1, 4]");
     assert_eq!(run(&mut c, &["GET", "p:count"]), "4");
-    run(&mut c, &["LIKE.ADD", "p", "5"]);
+    for u in 5..18 {
+        run(&mut c, &["LIKE.ADD", "p", &u.to_string()]);
+    }
     assert_eq!(info(&mut c, "p").0, "bitmap");
     run(&mut c, &["SET", "p:count", "garbage"]);
-    assert_eq!(int(&mut c, &["LIKE.COUNT", "p"]), 5);
-    assert_eq!(run(&mut c, &["LIKE.REM", "p", "1"]), "[1, 4]");
+    assert_eq!(int(&mut c, &["LIKE.COUNT", "p"]), 17);
+    assert_eq!(run(&mut c, &["LIKE.REM", "p", "1"]), "[1, 16]");
 }
 
 #[test]

@@ -70,7 +70,16 @@ local function bitmap_len(top)
   local need = math.floor(top / 8) + 1
   return math.min(need + math.floor(need / 64), MAX_BITMAP_BYTES)
 end
-local function bitmap_memory(len) return len + math.floor(len / 4) + 64 end
+-- jemalloc size class of n bytes; the bitmap's MEMORY USAGE from its length.
+local function size_class(n)
+  if n <= 8 then return 8 end
+  if n <= 128 then return math.ceil(n / 16) * 16 end
+  local lg = 0
+  while 2 ^ (lg + 1) <= n - 1 do lg = lg + 1 end
+  local delta = 2 ^ (lg - 2)
+  return math.ceil(n / delta) * delta
+end
+local function bitmap_memory(len) return size_class(len + 10) + 64 end
 
 if (OP == 'rem' and #args ~= 1) or #args < 1 then return arity(CMD) end
 local u = args[1]
@@ -162,7 +171,7 @@ end
 if changed and liked and form ~= 'bitmap' and count > PROMOTE_AT
     and (count == PROMOTE_AT + 1 or is_pow2(count))
     and bitmap_memory(bitmap_len(uid)) < count * 64 + 1024 then
-  local set_bytes = redis.call('MEMORY', 'USAGE', SET, 'SAMPLES', '0')
+  local set_bytes = redis.call('MEMORY', 'USAGE', SET)
   if wins(uid, set_bytes) then
     local members = redis.call('SMEMBERS', SET)
     local top, ok = 0, true

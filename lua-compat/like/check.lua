@@ -69,7 +69,16 @@ local function bitmap_len(top)
   local need = math.floor(top / 8) + 1
   return math.min(need + math.floor(need / 64), MAX_BITMAP_BYTES)
 end
-local function bitmap_memory(len) return len + math.floor(len / 4) + 64 end
+-- jemalloc size class of n bytes; the bitmap's MEMORY USAGE from its length.
+local function size_class(n)
+  if n <= 8 then return 8 end
+  if n <= 128 then return math.ceil(n / 16) * 16 end
+  local lg = 0
+  while 2 ^ (lg + 1) <= n - 1 do lg = lg + 1 end
+  local delta = 2 ^ (lg - 2)
+  return math.ceil(n / delta) * delta
+end
+local function bitmap_memory(len) return size_class(len + 10) + 64 end
 
 if #args < 1 then return arity('like.check') end
 local ids = {}

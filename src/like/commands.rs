@@ -122,10 +122,12 @@ fn call_members(ctx: &Context, cmd: &str, args: &[&[u8]]) -> Result<Vec<Vec<u8>>
     }
 }
 
-/// Returns `MEMORY USAGE key SAMPLES 0`: exact, and the same for a module
-/// command and its Lua twin.
+/// Returns `MEMORY USAGE key`, with its default sampling: exact for an
+/// intset or a string, an estimate from the first five members of a
+/// hashtable set (deterministic: the same for a module command, its Lua
+/// twin and a user's own `MEMORY USAGE`), and O(1).
 fn memory_usage(ctx: &Context, key: &[u8]) -> Result<i64, RedisError> {
-    call_i64(ctx, "MEMORY", &[b"USAGE", key, b"SAMPLES", b"0"])
+    call_i64(ctx, "MEMORY", &[b"USAGE", key])
 }
 
 /// Returns the like count: `B:count` when it holds a non-negative integer,
@@ -257,7 +259,7 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
         && form != Form::Bitmap
         && model::promotion_due(count, config::get(&config::LIKE_PROMOTE_AT))
         && model::promotion_possible(count, user)
-        && promote(ctx, &n, user, &mut fx)?;
+        && promote(ctx, &n, user, count, &mut fx)?;
     if changed {
         fx.replicate(ctx);
         if liked {
@@ -307,21 +309,26 @@ fn update_recent(recent: &Key, n: &Names, u: &[u8], liked: bool, now: Option<i64
 /// Converts `B:set` into `B:bits` when the bitmap reaching the largest id
 /// takes less memory than the set; returns true if it did. The new bitmap
 /// keeps the set's TTL. `user` (just added) bounds the largest id from
-/// below, which settles most sparse sets before the set is read.
-fn promote(ctx: &Context, n: &Names, user: u64, fx: &mut Effects) -> Result<bool, RedisError> {
+/// below, and reading the set stops at the first id whose bitmap would be
+/// too large, so a sparse set is settled after a member or two.
+fn promote(ctx: &Context, n: &Names, user: u64, count: i64, fx: &mut Effects) -> Result<bool, RedisError> {
     let set_bytes = memory_usage(ctx, &n.set)?.max(0) as u64;
     if !model::promotion_wins(user, set_bytes) {
         return Ok(false);
     }
-    let members = call_members(ctx, "SMEMBERS", &[&n.set])?;
-    let ids = model::parse_members(members.iter().map(|m| m.as_slice()));
-    if ids.len() != members.len() {
-        return Ok(false); // a member that is not an id: leave the set alone
-    }
-    let top = ids.iter().copied().max().unwrap_or(0);
-    if !model::promotion_wins(top, set_bytes) {
+    let mut ids = Vec::with_capacity(count.max(0) as usize);
+    let complete = Key::open(ctx, &n.set, false).scan(|m| match model::parse_user(m, u64::MAX) {
+        Some(v) if model::promotion_wins(v, set_bytes) => {
+            ids.push(v);
+            true
+        }
+        // Too large an id, or a member that is not an id: stays a set.
+        _ => false,
+    });
+    if !complete {
         return Ok(false);
     }
+    let top = ids.iter().copied().max().unwrap_or(0);
     let len = model::bitmap_len(top) as usize;
     let set = Key::open(ctx, &n.set, true);
     let ttl = set.expire_ms();
@@ -438,9 +445,18 @@ pub fn like_common(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
         (Form::Set, Form::Bitmap) | (Form::Bitmap, Form::Set) => {
             let (set, bits) = if f1 == Form::Set { (&n1.set, &n2.bits) } else { (&n2.set, &n1.bits) };
-            let m = call_members(ctx, "SMEMBERS", &[set])?;
-            let members = model::parse_members(m.iter().map(|m| m.as_slice()));
-            model::filter_bits(Key::open(ctx, bits, false).bytes(), &members)
+            let bits = Key::open(ctx, bits, false);
+            let bytes = bits.bytes();
+            let mut out = Vec::new();
+            Key::open(ctx, set, false).scan(|m| {
+                if let Some(u) = model::parse_user(m, u64::MAX) {
+                    if model::get_bit(bytes, u) {
+                        out.push(u);
+                    }
+                }
+                true
+            });
+            out
         }
     };
     ids.sort_unstable();

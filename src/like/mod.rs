@@ -84,9 +84,9 @@ pub const COMMANDS: &[CommandSpec] = &[
         complexity: "O(N) in the likers (or bitmap bytes) of both",
     },
     crate::command! {
-        name: "like.info", handler: like_info, flags: "readonly",
-        arity: 2, keys: Keys::Range { first: 1, last: 1 }, acl: "read",
+        name: "like.info", handler: like_info, flags: "readonly fast",
+        arity: 2, keys: Keys::Range { first: 1, last: 1 }, acl: "read fast",
         summary: "Returns encoding (set|bitmap|none), count and bytes of B's likes",
-        complexity: "O(N) for a set (exact MEMORY USAGE), O(1) for a bitmap",
+        complexity: "O(1) (MEMORY USAGE with its default sampling)",
     },
 ];

@@ -54,11 +54,26 @@ pub fn grown_len(user: u64, len: u64) -> Option<u64> {
     (user / 8 >= len).then(|| bitmap_len(user))
 }
 
-/// Returns an upper bound of the memory a bitmap of `len` content bytes
-/// takes: the allocator rounds up by at most a quarter (jemalloc size
-/// classes), plus the key's fixed overhead.
+/// Returns the allocation jemalloc makes for `n` bytes: its size classes
+/// are 8, multiples of 16 up to 128, then four classes per doubling.
+pub fn size_class(n: u64) -> u64 {
+    if n <= 8 {
+        8
+    } else if n <= 128 {
+        n.div_ceil(16) * 16
+    } else {
+        let lg = 63 - (n - 1).leading_zeros();
+        let delta = 1u64 << (lg - 2);
+        n.div_ceil(delta) * delta
+    }
+}
+
+/// Returns the memory a bitmap of `len` content bytes takes as `MEMORY
+/// USAGE` reports it under jemalloc: the sds allocation (header and
+/// terminator included) rounded to its size class, plus the key's fixed
+/// overhead. With libc malloc (Valkey wheels) it is an upper bound.
 pub fn bitmap_memory(len: u64) -> u64 {
-    len + len / 4 + STRING_OVERHEAD
+    size_class(len + 10) + STRING_OVERHEAD
 }
 
 /// Returns true when a like that brought the set to `count` members should
@@ -215,6 +230,18 @@ mod tests {
         assert_eq!(due, vec![513, 1024, 2048, 4096]);
         assert!(promotion_due(2, 1));
         assert!(!promotion_due(1, 1));
+    }
+
+    #[test]
+    fn size_classes_match_jemalloc() {
+        assert_eq!(size_class(1), 8);
+        assert_eq!(size_class(17), 32);
+        assert_eq!(size_class(129), 160);
+        assert_eq!(size_class(1_269_541), 1_310_720);
+        assert_eq!(size_class(1 << 20), 1 << 20);
+        assert_eq!(size_class((1 << 20) + 1), 1_310_720);
+        // Measured: a 1,269,531-byte bitmap is 1,310,768 bytes in MEMORY USAGE.
+        assert!(bitmap_memory(1_269_531) >= 1_310_768);
     }
 
     #[test]
