@@ -23,8 +23,15 @@ fn info(c: &mut Connection, b: &str) -> (String, i64, i64) {
         redis::Value::Int(i) => i.to_string(),
         other => format!("{other:?}"),
     };
-    assert_eq!((s(&v[0]), s(&v[2]), s(&v[4])), ("encoding".into(), "count".into(), "bytes".into()));
-    (s(&v[1]), s(&v[3]).parse().unwrap(), s(&v[5]).parse().unwrap())
+    assert_eq!(
+        (s(&v[0]), s(&v[2]), s(&v[4])),
+        ("encoding".into(), "count".into(), "bytes".into())
+    );
+    (
+        s(&v[1]),
+        s(&v[3]).parse().unwrap(),
+        s(&v[5]).parse().unwrap(),
+    )
 }
 
 /// The count the structure itself holds: SCARD of the set or BITCOUNT of
@@ -37,11 +44,23 @@ fn structural_count(c: &mut Connection, b: &str) -> i64 {
 fn toggle_add_rem_are_idempotent_and_count_exactly() {
     let s = server(512);
     let mut c = s.conn();
-    assert_eq!(run(&mut c, &["LIKE.TOGGLE", "p", "7", "NOW", "1000"]), "[1, 1]");
+    assert_eq!(
+        run(&mut c, &["LIKE.TOGGLE", "p", "7", "NOW", "1000"]),
+        "[1, 1]"
+    );
     assert_eq!(run(&mut c, &["LIKE.TOGGLE", "p", "7"]), "[0, 0]");
-    assert_eq!(run(&mut c, &["LIKE.ADD", "p", "7", "NOW", "1001"]), "[1, 1]");
-    assert_eq!(run(&mut c, &["LIKE.ADD", "p", "7", "NOW", "1002"]), "[0, 1]");
-    assert_eq!(run(&mut c, &["LIKE.ADD", "p", "8", "now", "1003"]), "[1, 2]");
+    assert_eq!(
+        run(&mut c, &["LIKE.ADD", "p", "7", "NOW", "1001"]),
+        "[1, 1]"
+    );
+    assert_eq!(
+        run(&mut c, &["LIKE.ADD", "p", "7", "NOW", "1002"]),
+        "[0, 1]"
+    );
+    assert_eq!(
+        run(&mut c, &["LIKE.ADD", "p", "8", "now", "1003"]),
+        "[1, 2]"
+    );
     assert_eq!(run(&mut c, &["LIKE.REM", "p", "7"]), "[1, 1]");
     assert_eq!(run(&mut c, &["LIKE.REM", "p", "7"]), "[0, 1]");
     assert_eq!(run(&mut c, &["LIKE.REM", "nothing", "7"]), "[0, 0]");
@@ -49,7 +68,10 @@ fn toggle_add_rem_are_idempotent_and_count_exactly() {
     assert_eq!(int(&mut c, &["LIKE.COUNT", "nothing"]), 0);
     assert_eq!(run(&mut c, &["GET", "p:count"]), "1");
     assert_eq!(run(&mut c, &["SMEMBERS", "p:set"]), "[8]");
-    assert_eq!(run(&mut c, &["LIKE.CHECK", "p", "8", "7", "0", "8"]), "[1, 0, 0, 1]");
+    assert_eq!(
+        run(&mut c, &["LIKE.CHECK", "p", "8", "7", "0", "8"]),
+        "[1, 0, 0, 1]"
+    );
     assert_eq!(run(&mut c, &["LIKE.CHECK", "nothing", "8"]), "[0]");
     // The last unlike removes every key of the post.
     assert_eq!(run(&mut c, &["LIKE.TOGGLE", "p", "8"]), "[0, 0]");
@@ -58,7 +80,10 @@ fn toggle_add_rem_are_idempotent_and_count_exactly() {
     // Ids at the ends of the range.
     assert_eq!(run(&mut c, &["LIKE.ADD", "q", "0"]), "[1, 1]");
     assert_eq!(run(&mut c, &["LIKE.ADD", "q", MAX]), "[1, 2]");
-    assert_eq!(run(&mut c, &["LIKE.CHECK", "q", "0", MAX, "1"]), "[1, 1, 0]");
+    assert_eq!(
+        run(&mut c, &["LIKE.CHECK", "q", "0", MAX, "1"]),
+        "[1, 1, 0]"
+    );
     let (enc, n, bytes) = info(&mut c, "q");
     assert_eq!((enc.as_str(), n), ("set", 2));
     assert!(bytes > 0);
@@ -72,10 +97,16 @@ fn recent_keeps_the_latest_likers_newest_first() {
     for (u, t) in [("1", "100"), ("2", "200"), ("3", "300"), ("4", "400")] {
         run(&mut c, &["LIKE.ADD", "p", u, "NOW", t]);
     }
-    assert_eq!(run(&mut c, &["LIKE.RECENT", "p"]), "[4, 400, 3, 300, 2, 200]");
+    assert_eq!(
+        run(&mut c, &["LIKE.RECENT", "p"]),
+        "[4, 400, 3, 300, 2, 200]"
+    );
     assert_eq!(run(&mut c, &["LIKE.RECENT", "p", "2"]), "[4, 400, 3, 300]");
     assert_eq!(run(&mut c, &["LIKE.RECENT", "p", "0"]), "[]");
-    assert_eq!(run(&mut c, &["LIKE.RECENT", "p", "100"]), "[4, 400, 3, 300, 2, 200]");
+    assert_eq!(
+        run(&mut c, &["LIKE.RECENT", "p", "100"]),
+        "[4, 400, 3, 300, 2, 200]"
+    );
     assert_eq!(int(&mut c, &["ZCARD", "p:recent"]), 3);
     // An unlike takes the user out of the recent likers.
     run(&mut c, &["LIKE.REM", "p", "3"]);
@@ -83,11 +114,18 @@ fn recent_keeps_the_latest_likers_newest_first() {
     // A repeated like changes nothing, a new like after an unlike is new.
     run(&mut c, &["LIKE.ADD", "p", "4", "NOW", "900"]);
     run(&mut c, &["LIKE.TOGGLE", "p", "3", "NOW", "500"]);
-    assert_eq!(run(&mut c, &["LIKE.RECENT", "p"]), "[3, 500, 4, 400, 2, 200]");
+    assert_eq!(
+        run(&mut c, &["LIKE.RECENT", "p"]),
+        "[3, 500, 4, 400, 2, 200]"
+    );
     // Without NOW the server clock is used.
     let before = chrono_ms();
     run(&mut c, &["LIKE.ADD", "p", "9"]);
-    let v: Vec<i64> = redis::cmd("LIKE.RECENT").arg("p").arg(1).query(&mut c).unwrap();
+    let v: Vec<i64> = redis::cmd("LIKE.RECENT")
+        .arg("p")
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
     assert_eq!(v[0], 9);
     assert!(v[1] >= before - 5 && v[1] <= chrono_ms() + 5, "{v:?}");
     // like-recent 0 turns recording off.
@@ -121,14 +159,20 @@ fn promotion_happens_exactly_past_the_threshold_when_smaller() {
     let (enc, n, _) = info(&mut c, "p");
     assert_eq!((enc.as_str(), n), ("bitmap", 17));
     assert_eq!(int(&mut c, &["EXISTS", "p:set"]), 0, "never both forms");
-    assert_eq!(run(&mut c, &["GET", "p:bits"]), String::from_utf8_lossy(&[0xff, 0xff, 0x80]));
+    assert_eq!(
+        run(&mut c, &["GET", "p:bits"]),
+        String::from_utf8_lossy(&[0xff, 0xff, 0x80])
+    );
     assert_eq!(int(&mut c, &["BITCOUNT", "p:bits"]), 17);
     assert!(run(&mut c, &["INFO", "hotpath"]).contains("hotpath_like_promoted:1"));
     // Unlike and check after promotion; bitmaps never demote.
     assert_eq!(run(&mut c, &["LIKE.TOGGLE", "p", "3"]), "[0, 16]");
     assert_eq!(run(&mut c, &["LIKE.REM", "p", "16"]), "[1, 15]");
     assert_eq!(run(&mut c, &["LIKE.REM", "p", "8000"]), "[0, 15]");
-    assert_eq!(run(&mut c, &["LIKE.CHECK", "p", "0", "3", "16", "7", "999999"]), "[1, 0, 0, 1, 0]");
+    assert_eq!(
+        run(&mut c, &["LIKE.CHECK", "p", "0", "3", "16", "7", "999999"]),
+        "[1, 0, 0, 1, 0]"
+    );
     for u in 0..16 {
         run(&mut c, &["LIKE.REM", "p", &u.to_string()]);
     }
@@ -151,7 +195,10 @@ fn a_set_that_would_not_shrink_is_not_promoted() {
     for u in 0..9 {
         run(&mut c, &["LIKE.ADD", "p", &u.to_string()]);
     }
-    assert_eq!(int(&mut c, &["MEMORY", "USAGE", "p:set", "SAMPLES", "0"]), 80);
+    assert_eq!(
+        int(&mut c, &["MEMORY", "USAGE", "p:set", "SAMPLES", "0"]),
+        80
+    );
     assert_eq!(info(&mut c, "p").0, "set");
 }
 
@@ -166,7 +213,10 @@ fn sparse_ids_stay_sets_and_a_set_that_fills_is_promoted_at_a_doubling() {
         run(&mut c, &["LIKE.ADD", "sparse", &u.to_string()]);
     }
     assert_eq!(info(&mut c, "sparse").0, "set");
-    assert_eq!(structural_count(&mut c, "sparse"), int(&mut c, &["LIKE.COUNT", "sparse"]));
+    assert_eq!(
+        structural_count(&mut c, "sparse"),
+        int(&mut c, &["LIKE.COUNT", "sparse"])
+    );
     // One id at 100000 makes the first checks fail (bitmap 12.5 KB against
     // an intset of a few hundred bytes); at 1024 likes the hashtable set
     // outweighs it and the doubling check promotes it.
@@ -181,7 +231,13 @@ fn sparse_ids_stay_sets_and_a_set_that_fills_is_promoted_at_a_doubling() {
     assert_eq!((enc.as_str(), n), ("bitmap", 1024));
     assert!(bytes < 20_000, "{bytes}");
     assert_eq!(int(&mut c, &["BITCOUNT", "fills:bits"]), 1024);
-    assert_eq!(run(&mut c, &["LIKE.CHECK", "fills", "100000", "5000", "1021", "1022"]), "[1, 1, 1, 0]");
+    assert_eq!(
+        run(
+            &mut c,
+            &["LIKE.CHECK", "fills", "100000", "5000", "1021", "1022"]
+        ),
+        "[1, 1, 1, 0]"
+    );
 }
 
 #[test]
@@ -226,8 +282,16 @@ fn counts_always_equal_scard_or_bitcount() {
                 (run(&mut c, &["LIKE.REM", &b, &us]), changed as i64)
             }
         };
-        assert_eq!(reply.0, format!("[{}, {}]", reply.1, model[p].len()), "step {step}");
-        assert_eq!(structural_count(&mut c, &b), model[p].len() as i64, "step {step}");
+        assert_eq!(
+            reply.0,
+            format!("[{}, {}]", reply.1, model[p].len()),
+            "step {step}"
+        );
+        assert_eq!(
+            structural_count(&mut c, &b),
+            model[p].len() as i64,
+            "step {step}"
+        );
         assert_eq!(int(&mut c, &["LIKE.COUNT", &b]), model[p].len() as i64);
     }
     // At least one post went through a promotion.
@@ -237,7 +301,9 @@ fn counts_always_equal_scard_or_bitcount() {
         let mut args = vec!["LIKE.CHECK".to_string(), format!("p{p}")];
         args.extend(all);
         let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-        let want: Vec<String> = (0..200).map(|u| (m.contains(&u) as i64).to_string()).collect();
+        let want: Vec<String> = (0..200)
+            .map(|u| (m.contains(&u) as i64).to_string())
+            .collect();
         assert_eq!(run(&mut c, &refs), format!("[{}]", want.join(", ")));
     }
 }
@@ -286,13 +352,22 @@ fn common_works_across_every_mix_of_forms() {
     run(&mut c, &["LIKE.ADD", "b", "9"]);
     run(&mut c, &["LIKE.ADD", "b", "12"]);
     assert_eq!(run(&mut c, &["LIKE.COMMON", "a", "b"]), "[5, 9, 3000]");
-    assert_eq!(run(&mut c, &["LIKE.COMMON", "x", "y"]), "[0, 6, 12, 18, 24, 30, 36]");
+    assert_eq!(
+        run(&mut c, &["LIKE.COMMON", "x", "y"]),
+        "[0, 6, 12, 18, 24, 30, 36]"
+    );
     assert_eq!(run(&mut c, &["LIKE.COMMON", "b", "y"]), "[9, 12]");
     assert_eq!(run(&mut c, &["LIKE.COMMON", "y", "b"]), "[9, 12]");
     assert_eq!(run(&mut c, &["LIKE.COMMON", "a", "x"]), "[]");
     assert_eq!(run(&mut c, &["LIKE.COMMON", "a", "none"]), "[]");
-    assert_eq!(run(&mut c, &["LIKE.COMMON", "x", "x"]), run(&mut c, &["LIKE.COMMON", "x", "x"]));
-    assert_eq!(run(&mut c, &["LIKE.COMMON", "a", "a"]), "[1, 5, 9, 200, 3000]");
+    assert_eq!(
+        run(&mut c, &["LIKE.COMMON", "x", "x"]),
+        run(&mut c, &["LIKE.COMMON", "x", "x"])
+    );
+    assert_eq!(
+        run(&mut c, &["LIKE.COMMON", "a", "a"]),
+        "[1, 5, 9, 200, 3000]"
+    );
 }
 
 #[test]
@@ -301,36 +376,91 @@ fn bad_input_is_refused_with_redis_errors_and_nothing_written() {
     let mut c = s.conn();
     let bad_id = format!("ERR like: user id must be an integer from 0 to {MAX}");
     for cmd in ["LIKE.TOGGLE", "LIKE.ADD", "LIKE.REM", "LIKE.CHECK"] {
-        for id in ["-1", "4294967296", "abc", "1.5", "01", "", " 1", "+1", "99999999999999999999999"] {
+        for id in [
+            "-1",
+            "4294967296",
+            "abc",
+            "1.5",
+            "01",
+            "",
+            " 1",
+            "+1",
+            "99999999999999999999999",
+        ] {
             assert_eq!(err(&mut c, &[cmd, "p", id]), bad_id, "{cmd} {id:?}");
         }
         assert_eq!(
             err(&mut c, &[cmd, "p"]),
-            format!("ERR wrong number of arguments for '{}' command", cmd.to_lowercase())
+            format!(
+                "ERR wrong number of arguments for '{}' command",
+                cmd.to_lowercase()
+            )
         );
     }
     assert_eq!(err(&mut c, &["LIKE.CHECK", "p", "1", "2", "x"]), bad_id);
     for cmd in ["LIKE.TOGGLE", "LIKE.ADD"] {
         assert_eq!(err(&mut c, &[cmd, "p", "1", "NOW"]), "ERR syntax error");
-        assert_eq!(err(&mut c, &[cmd, "p", "1", "LATER", "5"]), "ERR syntax error");
-        assert_eq!(err(&mut c, &[cmd, "p", "1", "NOW", "5", "x"]), "ERR syntax error");
+        assert_eq!(
+            err(&mut c, &[cmd, "p", "1", "LATER", "5"]),
+            "ERR syntax error"
+        );
+        assert_eq!(
+            err(&mut c, &[cmd, "p", "1", "NOW", "5", "x"]),
+            "ERR syntax error"
+        );
         for now in ["x", "-1", "1.5", "9007199254740992"] {
-            assert_eq!(err(&mut c, &[cmd, "p", "1", "NOW", now]), "ERR value is not an integer or out of range");
+            assert_eq!(
+                err(&mut c, &[cmd, "p", "1", "NOW", now]),
+                "ERR value is not an integer or out of range"
+            );
         }
-        assert_eq!(err(&mut c, &[cmd]), format!("ERR wrong number of arguments for '{}' command", cmd.to_lowercase()));
+        assert_eq!(
+            err(&mut c, &[cmd]),
+            format!(
+                "ERR wrong number of arguments for '{}' command",
+                cmd.to_lowercase()
+            )
+        );
     }
-    assert_eq!(err(&mut c, &["LIKE.REM", "p", "1", "NOW", "5"]), "ERR wrong number of arguments for 'like.rem' command");
-    assert_eq!(err(&mut c, &["LIKE.COUNT", "p", "x"]), "ERR wrong number of arguments for 'like.count' command");
-    assert_eq!(err(&mut c, &["LIKE.INFO"]), "ERR wrong number of arguments for 'like.info' command");
-    assert_eq!(err(&mut c, &["LIKE.COMMON", "a"]), "ERR wrong number of arguments for 'like.common' command");
-    assert_eq!(err(&mut c, &["LIKE.RECENT"]), "ERR wrong number of arguments for 'like.recent' command");
-    assert_eq!(err(&mut c, &["LIKE.RECENT", "p", "-1"]), "ERR value is not an integer or out of range");
-    assert_eq!(err(&mut c, &["LIKE.RECENT", "p", "x"]), "ERR value is not an integer or out of range");
-    assert_eq!(err(&mut c, &["LIKE.RECENT", "p", "1", "2"]), "ERR syntax error");
+    assert_eq!(
+        err(&mut c, &["LIKE.REM", "p", "1", "NOW", "5"]),
+        "ERR wrong number of arguments for 'like.rem' command"
+    );
+    assert_eq!(
+        err(&mut c, &["LIKE.COUNT", "p", "x"]),
+        "ERR wrong number of arguments for 'like.count' command"
+    );
+    assert_eq!(
+        err(&mut c, &["LIKE.INFO"]),
+        "ERR wrong number of arguments for 'like.info' command"
+    );
+    assert_eq!(
+        err(&mut c, &["LIKE.COMMON", "a"]),
+        "ERR wrong number of arguments for 'like.common' command"
+    );
+    assert_eq!(
+        err(&mut c, &["LIKE.RECENT"]),
+        "ERR wrong number of arguments for 'like.recent' command"
+    );
+    assert_eq!(
+        err(&mut c, &["LIKE.RECENT", "p", "-1"]),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(
+        err(&mut c, &["LIKE.RECENT", "p", "x"]),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(
+        err(&mut c, &["LIKE.RECENT", "p", "1", "2"]),
+        "ERR syntax error"
+    );
     assert_eq!(run(&mut c, &["DBSIZE"]), "0", "nothing was written");
     // like-max-id narrows the range at run time.
     run(&mut c, &["CONFIG", "SET", "hotpath.like-max-id", "1000"]);
-    assert_eq!(err(&mut c, &["LIKE.ADD", "p", "1001"]), "ERR like: user id must be an integer from 0 to 1000");
+    assert_eq!(
+        err(&mut c, &["LIKE.ADD", "p", "1001"]),
+        "ERR like: user id must be an integer from 0 to 1000"
+    );
     assert_eq!(run(&mut c, &["LIKE.ADD", "p", "1000"]), "[1, 1]");
 }
 
@@ -349,7 +479,12 @@ fn wrongtype_on_any_derived_key_writes_nothing() {
     // Each derived key in turn holds a wrong type, over a post in set form
     // and one in bitmap form.
     for promoted in [false, true] {
-        for (suffix, wrong) in [("set", "hash"), ("bits", "list"), ("count", "list"), ("recent", "string")] {
+        for (suffix, wrong) in [
+            ("set", "hash"),
+            ("bits", "list"),
+            ("count", "list"),
+            ("recent", "string"),
+        ] {
             run(&mut c, &["FLUSHALL"]);
             for u in ["2", "3"] {
                 run(&mut c, &["LIKE.ADD", "p", u, "NOW", "1"]);
@@ -370,11 +505,23 @@ fn wrongtype_on_any_derived_key_writes_nothing() {
             let before = dump_keys(&mut c, "*");
             for w in writes {
                 let e = err(&mut c, w);
-                assert!(e.starts_with("WRONGTYPE"), "{w:?} with {key} as {wrong}: {e}");
+                assert!(
+                    e.starts_with("WRONGTYPE"),
+                    "{w:?} with {key} as {wrong}: {e}"
+                );
             }
-            assert_eq!(dump_keys(&mut c, "*"), before, "{key} as {wrong}: something was written");
+            assert_eq!(
+                dump_keys(&mut c, "*"),
+                before,
+                "{key} as {wrong}: something was written"
+            );
             let reads: Vec<&[&str]> = match suffix {
-                "set" | "bits" => vec![&["LIKE.CHECK", "p", "1"], &["LIKE.COUNT", "p"], &["LIKE.INFO", "p"], &["LIKE.COMMON", "p", "q"]],
+                "set" | "bits" => vec![
+                    &["LIKE.CHECK", "p", "1"],
+                    &["LIKE.COUNT", "p"],
+                    &["LIKE.INFO", "p"],
+                    &["LIKE.COMMON", "p", "q"],
+                ],
                 "count" => vec![&["LIKE.COUNT", "p"], &["LIKE.INFO", "p"]],
                 _ => vec![&["LIKE.RECENT", "p"]],
             };
@@ -402,7 +549,11 @@ fn concurrent_togglers_end_with_an_exact_count() {
                 // Users overlap between threads, so they race on the same ids.
                 let u = rng.gen_range(0..1000);
                 toggles[u] += 1;
-                let _: Vec<i64> = redis::cmd("LIKE.TOGGLE").arg("hot").arg(u).query(&mut c).unwrap();
+                let _: Vec<i64> = redis::cmd("LIKE.TOGGLE")
+                    .arg("hot")
+                    .arg(u)
+                    .query(&mut c)
+                    .unwrap();
             }
             toggles
         }));
@@ -420,7 +571,11 @@ fn concurrent_togglers_end_with_an_exact_count() {
     assert_eq!(info(&mut c, "hot").0, "bitmap", "promoted under load");
     for u in 0..1000 {
         let want = (total[u] % 2) as i64;
-        assert_eq!(run(&mut c, &["LIKE.CHECK", "hot", &u.to_string()]), format!("[{want}]"), "user {u}");
+        assert_eq!(
+            run(&mut c, &["LIKE.CHECK", "hot", &u.to_string()]),
+            format!("[{want}]"),
+            "user {u}"
+        );
     }
 }
 

@@ -22,7 +22,9 @@ struct Twins {
 impl Twins {
     fn load(c: &mut Connection) -> Twins {
         let mut shas = HashMap::new();
-        for name in ["toggle", "add", "rem", "check", "count", "recent", "common", "info"] {
+        for name in [
+            "toggle", "add", "rem", "check", "count", "recent", "common", "info",
+        ] {
             shas.insert(name, load_script(c, &format!("like/{name}.lua")));
         }
         Twins { shas }
@@ -30,7 +32,13 @@ impl Twins {
 
     /// Runs `LIKE.<cmd> keys… args…` through the module on `m{…}` and
     /// through the twin on `l{…}`; returns both replies shown.
-    fn both(&self, c: &mut Connection, cmd: &'static str, keys: &[String], args: &[String]) -> (String, String) {
+    fn both(
+        &self,
+        c: &mut Connection,
+        cmd: &'static str,
+        keys: &[String],
+        args: &[String],
+    ) -> (String, String) {
         let mut m: Vec<String> = vec![format!("LIKE.{}", cmd.to_uppercase())];
         m.extend(keys.iter().map(|k| format!("m{k}")));
         m.extend(args.iter().cloned());
@@ -46,11 +54,24 @@ impl Twins {
 }
 
 fn server() -> Server {
-    Server::start_full(&[], &["like-max-id", MAX_ID, "like-promote-at", PROMOTE_AT, "like-recent", RECENT])
+    Server::start_full(
+        &[],
+        &[
+            "like-max-id",
+            MAX_ID,
+            "like-promote-at",
+            PROMOTE_AT,
+            "like-recent",
+            RECENT,
+        ],
+    )
 }
 
 fn assert_same_data(c: &mut Connection, step: usize) {
-    let m: Vec<String> = dump_keys(c, "m{*").into_iter().map(|l| l.replacen("m{", "l{", 1)).collect();
+    let m: Vec<String> = dump_keys(c, "m{*")
+        .into_iter()
+        .map(|l| l.replacen("m{", "l{", 1))
+        .collect();
     let l = dump_keys(c, "l{*");
     assert_eq!(m, l, "data differs after step {step}");
 }
@@ -81,44 +102,58 @@ fn twins_match_the_module_on_random_sequences() {
         now += rng.gen_range(0..3);
         let ts = now.to_string();
         let u = user(&mut rng);
-        let (cmd, keys, args): (&'static str, Vec<String>, Vec<String>) = match rng.gen_range(0..100) {
-            0..=29 => ("toggle", vec![post], vec![u, "NOW".into(), ts]),
-            30..=49 => ("add", vec![post], vec![u, "now".into(), ts]),
-            50..=64 => ("rem", vec![post], vec![u]),
-            65..=72 => {
-                let n = rng.gen_range(1..6);
-                ("check", vec![post], (0..n).map(|_| user(&mut rng)).collect())
-            }
-            73..=76 => ("count", vec![post], vec![]),
-            77..=80 => {
-                let args = match rng.gen_range(0..4) {
-                    0 => vec![],
-                    1 => vec![rng.gen_range(0..6u32).to_string()],
-                    2 => vec!["-1".into()],
-                    _ => vec!["2".into(), "x".into()],
-                };
-                ("recent", vec![post], args)
-            }
-            81..=86 => {
-                let other = format!("{{{}}}", rng.gen_range(0..4));
-                ("common", vec![post, other], vec![])
-            }
-            87..=90 => ("info", vec![post], vec![]),
-            // Malformed calls: bad options, missing values, extra arguments.
-            91 => ("toggle", vec![post], vec![u, "NOW".into()]),
-            92 => ("add", vec![post], vec![u, "NOW".into(), "-5".into()]),
-            93 => ("add", vec![post], vec![u, "SOON".into(), ts]),
-            94 => ("rem", vec![post], vec![u, "NOW".into(), ts]),
-            95 => ("count", vec![post], vec!["x".into()]),
-            96 => ("check", vec![post], vec![]),
-            97 => ("toggle", vec![post], vec![]),
-            98 => ("add", vec![post], vec![u, "NOW".into(), "9007199254740992".into()]),
-            _ => ("common", vec![post], vec![]),
-        };
+        let (cmd, keys, args): (&'static str, Vec<String>, Vec<String>) =
+            match rng.gen_range(0..100) {
+                0..=29 => ("toggle", vec![post], vec![u, "NOW".into(), ts]),
+                30..=49 => ("add", vec![post], vec![u, "now".into(), ts]),
+                50..=64 => ("rem", vec![post], vec![u]),
+                65..=72 => {
+                    let n = rng.gen_range(1..6);
+                    (
+                        "check",
+                        vec![post],
+                        (0..n).map(|_| user(&mut rng)).collect(),
+                    )
+                }
+                73..=76 => ("count", vec![post], vec![]),
+                77..=80 => {
+                    let args = match rng.gen_range(0..4) {
+                        0 => vec![],
+                        1 => vec![rng.gen_range(0..6u32).to_string()],
+                        2 => vec!["-1".into()],
+                        _ => vec!["2".into(), "x".into()],
+                    };
+                    ("recent", vec![post], args)
+                }
+                81..=86 => {
+                    let other = format!("{{{}}}", rng.gen_range(0..4));
+                    ("common", vec![post, other], vec![])
+                }
+                87..=90 => ("info", vec![post], vec![]),
+                // Malformed calls: bad options, missing values, extra arguments.
+                91 => ("toggle", vec![post], vec![u, "NOW".into()]),
+                92 => ("add", vec![post], vec![u, "NOW".into(), "-5".into()]),
+                93 => ("add", vec![post], vec![u, "SOON".into(), ts]),
+                94 => ("rem", vec![post], vec![u, "NOW".into(), ts]),
+                95 => ("count", vec![post], vec!["x".into()]),
+                96 => ("check", vec![post], vec![]),
+                97 => ("toggle", vec![post], vec![]),
+                98 => (
+                    "add",
+                    vec![post],
+                    vec![u, "NOW".into(), "9007199254740992".into()],
+                ),
+                _ => ("common", vec![post], vec![]),
+            };
         if cmd == "common" && keys.len() == 1 {
             // Arity errors come from Redis for the module; the twin reports
             // the same text itself.
-            let (m, l) = t.both(&mut c, "common", &[keys[0].clone(), keys[0].clone()], &["extra".into()]);
+            let (m, l) = t.both(
+                &mut c,
+                "common",
+                &[keys[0].clone(), keys[0].clone()],
+                &["extra".into()],
+            );
             assert_eq!(m, l, "step {step}: common with an extra argument");
             continue;
         }
@@ -138,7 +173,14 @@ fn twins_match_the_module_on_random_sequences() {
                 run(&mut c, &["RENAME", &key, &format!("{key}.saved")]);
                 run(&mut c, &["HSET", &key, "f", "v"]);
             }
-            for (cmd, args) in [("toggle", vec!["1".to_string(), "NOW".into(), "5".into()]), ("rem", vec!["1".into()]), ("count", vec![]), ("info", vec![]), ("check", vec!["1".into()]), ("recent", vec![])] {
+            for (cmd, args) in [
+                ("toggle", vec!["1".to_string(), "NOW".into(), "5".into()]),
+                ("rem", vec!["1".into()]),
+                ("count", vec![]),
+                ("info", vec![]),
+                ("check", vec!["1".into()]),
+                ("recent", vec![]),
+            ] {
                 let (m, l) = t.both(&mut c, cmd, &keys[..1], &args);
                 assert_eq!(m, l, "WRONGTYPE {suffix}: {cmd}");
             }
@@ -151,7 +193,10 @@ fn twins_match_the_module_on_random_sequences() {
         }
     }
     assert_same_data(&mut c, 3000);
-    assert!(promoted_seen, "no post was promoted: the sequence does not test promotion");
+    assert!(
+        promoted_seen,
+        "no post was promoted: the sequence does not test promotion"
+    );
 }
 
 #[test]
@@ -161,14 +206,29 @@ fn twins_match_through_a_large_promotion_and_common_of_bitmaps() {
     let t = Twins::load(&mut c);
     // Dense ids up to 499 on two posts: both promote, then grow and shrink.
     for u in (0..500).step_by(3) {
-        let (m, l) = t.both(&mut c, "add", &["{a}".into()], &[u.to_string(), "NOW".into(), u.to_string()]);
+        let (m, l) = t.both(
+            &mut c,
+            "add",
+            &["{a}".into()],
+            &[u.to_string(), "NOW".into(), u.to_string()],
+        );
         assert_eq!(m, l);
     }
     for u in (0..500).step_by(2) {
-        let (m, l) = t.both(&mut c, "toggle", &["{b}".into()], &[u.to_string(), "NOW".into(), u.to_string()]);
+        let (m, l) = t.both(
+            &mut c,
+            "toggle",
+            &["{b}".into()],
+            &[u.to_string(), "NOW".into(), u.to_string()],
+        );
         assert_eq!(m, l);
     }
-    for (cmd, keys) in [("info", vec!["{a}"]), ("info", vec!["{b}"]), ("common", vec!["{a}", "{b}"]), ("recent", vec!["{a}"])] {
+    for (cmd, keys) in [
+        ("info", vec!["{a}"]),
+        ("info", vec!["{b}"]),
+        ("common", vec!["{a}", "{b}"]),
+        ("recent", vec!["{a}"]),
+    ] {
         let keys: Vec<String> = keys.into_iter().map(String::from).collect();
         let (m, l) = t.both(&mut c, cmd, &keys, &[]);
         assert_eq!(m, l, "{cmd}");

@@ -182,7 +182,7 @@ if changed and liked and form ~= 'bitmap' and count > PROMOTE_AT
     end
     if ok and wins(top, set_bytes) then
       local ttl = redis.call('PTTL', SET)
-      redis.call('DEL', SET)
+      redis.call('UNLINK', SET)
       redis.call('SETRANGE', BITS, bitmap_len(top) - 1, '\0')
       for _, m in ipairs(members) do redis.call('SETBIT', BITS, m, 1) end
       if ttl > 0 then redis.call('PEXPIRE', BITS, ttl) end

@@ -63,7 +63,8 @@ struct Effects(Vec<(&'static str, Vec<Vec<u8>>)>);
 
 impl Effects {
     fn push(&mut self, cmd: &'static str, args: &[&[u8]]) {
-        self.0.push((cmd, args.iter().map(|a| a.to_vec()).collect()));
+        self.0
+            .push((cmd, args.iter().map(|a| a.to_vec()).collect()));
     }
 
     fn replicate(&self, ctx: &Context) {
@@ -79,7 +80,8 @@ fn max_id() -> u64 {
 }
 
 fn parse_user(bytes: &[u8], max: u64) -> Result<u64, RedisError> {
-    model::parse_user(bytes, max).ok_or_else(|| error::family(FAMILY, &model::bad_user_message(max)))
+    model::parse_user(bytes, max)
+        .ok_or_else(|| error::family(FAMILY, &model::bad_user_message(max)))
 }
 
 /// Returns the form of `B`'s likes, or `WRONGTYPE` when `B:set` or `B:bits`
@@ -133,7 +135,12 @@ fn memory_usage(ctx: &Context, key: &[u8]) -> Result<i64, RedisError> {
 /// Returns the like count: `B:count` when it holds a non-negative integer,
 /// otherwise counted from the structure (`SCARD` / popcount) without
 /// writing. The flag tells whether `B:count` held it.
-fn read_count(ctx: &Context, n: &Names, form: Form, count: &Key) -> Result<(i64, bool), RedisError> {
+fn read_count(
+    ctx: &Context,
+    n: &Names,
+    form: Form,
+    count: &Key,
+) -> Result<(i64, bool), RedisError> {
     if form == Form::None {
         return Ok((0, false));
     }
@@ -222,11 +229,18 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
             };
             if was != want {
                 let len = bits.len() as u64;
-                let grown = if want { model::grown_len(user, len) } else { None };
+                let grown = if want {
+                    model::grown_len(user, len)
+                } else {
+                    None
+                };
                 let bytes = bits.bytes_mut(grown.unwrap_or(len) as usize);
                 model::set_bit(bytes, user, want);
                 if let Some(g) = grown {
-                    fx.push("SETRANGE", &[&n.bits, (g - 1).to_string().as_bytes(), b"\0"]);
+                    fx.push(
+                        "SETRANGE",
+                        &[&n.bits, (g - 1).to_string().as_bytes(), b"\0"],
+                    );
                 }
                 fx.push("SETBIT", &[&n.bits, u, if want { b"1" } else { b"0" }]);
             }
@@ -283,7 +297,14 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
 
 /// Records a like in `B:recent` (capped at `like-recent`, oldest dropped),
 /// or takes an unliking user out of it.
-fn update_recent(recent: &Key, n: &Names, u: &[u8], liked: bool, now: Option<i64>, fx: &mut Effects) {
+fn update_recent(
+    recent: &Key,
+    n: &Names,
+    u: &[u8],
+    liked: bool,
+    now: Option<i64>,
+    fx: &mut Effects,
+) {
     let cap = config::get(&config::LIKE_RECENT).max(0) as u64;
     if !liked {
         if recent.zrem(u) {
@@ -311,7 +332,13 @@ fn update_recent(recent: &Key, n: &Names, u: &[u8], liked: bool, now: Option<i64
 /// keeps the set's TTL. `user` (just added) bounds the largest id from
 /// below, and reading the set stops at the first id whose bitmap would be
 /// too large, so a sparse set is settled after a member or two.
-fn promote(ctx: &Context, n: &Names, user: u64, count: i64, fx: &mut Effects) -> Result<bool, RedisError> {
+fn promote(
+    ctx: &Context,
+    n: &Names,
+    user: u64,
+    count: i64,
+    fx: &mut Effects,
+) -> Result<bool, RedisError> {
     let set_bytes = memory_usage(ctx, &n.set)?.max(0) as u64;
     if !model::promotion_wins(user, set_bytes) {
         return Ok(false);
@@ -330,13 +357,14 @@ fn promote(ctx: &Context, n: &Names, user: u64, count: i64, fx: &mut Effects) ->
     }
     let top = ids.iter().copied().max().unwrap_or(0);
     let len = model::bitmap_len(top) as usize;
-    let set = Key::open(ctx, &n.set, true);
-    let ttl = set.expire_ms();
-    set.delete();
-    drop(set);
+    let ttl = Key::open(ctx, &n.set, false).expire_ms();
+    // UNLINK rather than the key API's synchronous delete: freeing a set of
+    // many thousand members would otherwise add to the time the server is
+    // blocked; UNLINK hands it to the lazy-free thread.
+    call_i64(ctx, "UNLINK", &[&n.set])?;
     let bits = Key::open(ctx, &n.bits, true);
     model::fill_bitmap(bits.bytes_mut(len), &ids);
-    fx.push("DEL", &[&n.set]);
+    fx.push("UNLINK", &[&n.set]);
     fx.push("SET", &[&n.bits, bits.bytes()]);
     if ttl > 0 {
         bits.set_expire_ms(ttl);
@@ -367,7 +395,10 @@ pub fn like_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         Form::Bitmap => {
             let bits = Key::open(ctx, &n.bits, false);
             let bytes = bits.bytes();
-            users.iter().map(|&u| model::get_bit(bytes, u) as i64).collect()
+            users
+                .iter()
+                .map(|&u| model::get_bit(bytes, u) as i64)
+                .collect()
         }
         Form::Set => {
             let mut a: Vec<&[u8]> = Vec::with_capacity(raw.len() + 1);
@@ -382,7 +413,9 @@ pub fn like_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             }
         }
     };
-    Ok(RedisValue::Array(flags.into_iter().map(RedisValue::Integer).collect()))
+    Ok(RedisValue::Array(
+        flags.into_iter().map(RedisValue::Integer).collect(),
+    ))
 }
 
 /// `LIKE.COUNT B` → count
@@ -444,7 +477,11 @@ pub fn like_common(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             model::common_bits(a.bytes(), b.bytes())
         }
         (Form::Set, Form::Bitmap) | (Form::Bitmap, Form::Set) => {
-            let (set, bits) = if f1 == Form::Set { (&n1.set, &n2.bits) } else { (&n2.set, &n1.bits) };
+            let (set, bits) = if f1 == Form::Set {
+                (&n1.set, &n2.bits)
+            } else {
+                (&n2.set, &n1.bits)
+            };
             let bits = Key::open(ctx, bits, false);
             let bytes = bits.bytes();
             let mut out = Vec::new();
@@ -461,7 +498,9 @@ pub fn like_common(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     ids.sort_unstable();
     Ok(RedisValue::Array(
-        ids.into_iter().map(|u| RedisValue::Integer(u as i64)).collect(),
+        ids.into_iter()
+            .map(|u| RedisValue::Integer(u as i64))
+            .collect(),
     ))
 }
 

@@ -25,7 +25,9 @@ pub mod model;
 use crate::registry::{CommandSpec, Keys};
 use crate::stats::Counter;
 
-use commands::{like_add, like_check, like_common, like_count, like_info, like_recent, like_rem, like_toggle};
+use commands::{
+    like_add, like_check, like_common, like_count, like_info, like_recent, like_rem, like_toggle,
+};
 
 /// Likes recorded (a user started liking a post).
 pub static LIKES: Counter = Counter::new("like_likes");

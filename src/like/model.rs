@@ -192,11 +192,32 @@ mod tests {
     fn user_ids_parse_like_redis_integers_within_the_range() {
         assert_eq!(parse_user(b"0", 10), Some(0));
         assert_eq!(parse_user(b"10", 10), Some(10));
-        assert_eq!(parse_user(b"4294967295", 4_294_967_295), Some(4_294_967_295));
-        for bad in [&b""[..], b"11", b"-1", b"+1", b"01", b" 1", b"1.0", b"abc", b"99999999999999999999999"] {
-            assert_eq!(parse_user(bad, 10), None, "{:?}", String::from_utf8_lossy(bad));
+        assert_eq!(
+            parse_user(b"4294967295", 4_294_967_295),
+            Some(4_294_967_295)
+        );
+        for bad in [
+            &b""[..],
+            b"11",
+            b"-1",
+            b"+1",
+            b"01",
+            b" 1",
+            b"1.0",
+            b"abc",
+            b"99999999999999999999999",
+        ] {
+            assert_eq!(
+                parse_user(bad, 10),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
-        assert_eq!(bad_user_message(7), "user id must be an integer from 0 to 7");
+        assert_eq!(
+            bad_user_message(7),
+            "user id must be an integer from 0 to 7"
+        );
     }
 
     #[test]
