@@ -141,6 +141,28 @@ fn multi_allows_distinct_candidates_up_to_maxvotes() {
         run(&mut c, &["POLL.INFO", "m"]),
         "[mode, MULTI, maxvotes, 2, start, 0, end, 0, ballots, 0, votes, 0]"
     );
+    // Users may hold ':' (user:1); MULTI candidates may not, so that the
+    // dedup member `user:candidate` stays unambiguous.
+    assert_eq!(int(&mut c, &["POLL.VOTE", "m", "user:1", "b"]), 1);
+    assert_eq!(
+        err(&mut c, &["POLL.VOTE", "m", "user:1", "x:y"]),
+        "ERR poll: candidate must not contain ':' in MODE MULTI"
+    );
+    assert_eq!(
+        err(
+            &mut c,
+            &[
+                "POLL.CREATE",
+                "mc",
+                "MODE",
+                "MULTI",
+                "CANDIDATES",
+                "1",
+                "a:b"
+            ]
+        ),
+        "ERR poll: candidate must not contain ':' in MODE MULTI"
+    );
     // MULTI's default MAXVOTES is 3.
     run(&mut c, &["POLL.CREATE", "m3", "MODE", "multi"]);
     for cand in ["a", "b", "c"] {
