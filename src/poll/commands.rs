@@ -81,7 +81,7 @@ fn ints(n: i64) -> RedisValue {
 /// POLL.CREATE B [MODE ONCE|DAILY|MULTI] [MAXVOTES n] [CANDIDATES n c1 … cn]
 /// [START unix-ms] [END unix-ms] [TZ minutes] [TTL seconds] [NOW unix-ms]
 pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args.clone(), 2)?;
+    let mut c = Cursor::new(args, 2)?;
     let keys = base_of(ctx, &mut c)?;
     let mut mode = Mode::Once;
     let mut maxvotes: Option<i64> = None;
@@ -162,14 +162,14 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     expire_at_if_unset(ctx, &meta, &keys.name("meta"), expires);
     expire_at_if_unset(ctx, &board, &keys.name("board"), expires);
-    replicate_with_now(ctx, &args, now, had_now);
+    replicate_with_now(ctx, c.args(), now, had_now);
     util::notify(ctx, "hotpath.poll.create", &keys.base);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
 /// POLL.VOTE B user candidate [NOW unix-ms]
 pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args.clone(), 4)?;
+    let mut c = Cursor::new(args, 4)?;
     let keys = base_of(ctx, &mut c)?;
     let user = nonempty(c.next_bytes()?, "user")?;
     let cand = nonempty(c.next_bytes()?, "candidate")?;
@@ -242,14 +242,14 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         expire_at_if_unset(ctx, &board, &keys.name("board"), rules.expires);
     }
     super::VOTES.incr();
-    replicate_with_now(ctx, &args, now, had_now);
+    replicate_with_now(ctx, c.args(), now, had_now);
     util::notify(ctx, "hotpath.poll.vote", &keys.base);
     Ok(ints(1))
 }
 
 /// POLL.REVOKE B user [candidate] [NOW unix-ms]
 pub fn poll_revoke(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args.clone(), 3)?;
+    let mut c = Cursor::new(args, 3)?;
     let keys = base_of(ctx, &mut c)?;
     let user = nonempty(c.next_bytes()?, "user")?;
     let only: Option<Vec<u8>> = match c.remaining() {
@@ -313,7 +313,7 @@ pub fn poll_revoke(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     if !taken.is_empty() {
         super::REVOKED.add(taken.len() as u64);
-        replicate_with_now(ctx, &args, now, had_now);
+        replicate_with_now(ctx, c.args(), now, had_now);
         util::notify(ctx, "hotpath.poll.revoke", &keys.base);
     }
     Ok(ints(taken.len() as i64))
