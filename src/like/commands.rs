@@ -100,7 +100,17 @@ fn form_of(ctx: &Context, n: &Names) -> Result<Form, RedisError> {
 }
 
 fn call_i64(ctx: &Context, cmd: &str, args: &[&[u8]]) -> Result<i64, RedisError> {
-    match ctx.call(cmd, args)? {
+    int_reply(ctx.call(cmd, args)?)
+}
+
+/// Calls a set command with the client's own argument strings (no copies:
+/// the hot path's `SADD`/`SREM`/`SMISMEMBER`).
+fn call_strings(ctx: &Context, cmd: &str, args: &[&RedisString]) -> RedisResult {
+    ctx.call(cmd, args)
+}
+
+fn int_reply(v: RedisValue) -> Result<i64, RedisError> {
+    match v {
         RedisValue::Integer(i) => Ok(i),
         RedisValue::Null => Ok(0),
         _ => Err(RedisError::Str(error::INTERNAL)),
@@ -179,9 +189,9 @@ pub fn like_rem(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
     let base = c.next_bytes()?;
-    let user_arg = c.next_bytes()?;
+    let user_arg = c.next()?;
     let max = max_id();
-    let user = parse_user(&user_arg, max)?;
+    let user = parse_user(user_arg.as_slice(), max)?;
     let mut now = None;
     if op == Op::Rem {
         c.expect_done()?;
@@ -202,23 +212,30 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
     recent.check(KeyType::ZSet)?;
     // Everything is valid: from here on the command writes.
     let (old, _) = read_count(ctx, &n, form, &count_key)?;
-    let uid = user.to_string();
-    let u = uid.as_bytes();
+    // The id is canonical (parse_user refuses anything else), so the
+    // client's own string is the member.
+    let u = user_arg.as_slice();
     let mut fx = Effects::default();
     let (changed, liked) = match form {
-        Form::None | Form::Set => match op {
-            Op::Add => (call_i64(ctx, "SADD", &[&n.set, u])? == 1, true),
-            Op::Rem if form == Form::None => (false, false),
-            Op::Rem => (call_i64(ctx, "SREM", &[&n.set, u])? == 1, false),
-            Op::Toggle => {
-                if call_i64(ctx, "SADD", &[&n.set, u])? == 1 {
-                    (true, true)
-                } else {
-                    call_i64(ctx, "SREM", &[&n.set, u])?;
-                    (true, false)
+        Form::None | Form::Set => {
+            let set = ctx.create_string(n.set.as_slice());
+            let call = |cmd| -> Result<bool, RedisError> {
+                Ok(int_reply(call_strings(ctx, cmd, &[&set, &user_arg])?)? == 1)
+            };
+            match op {
+                Op::Add => (call("SADD")?, true),
+                Op::Rem if form == Form::None => (false, false),
+                Op::Rem => (call("SREM")?, false),
+                Op::Toggle => {
+                    if call("SADD")? {
+                        (true, true)
+                    } else {
+                        call("SREM")?;
+                        (true, false)
+                    }
                 }
             }
-        },
+        }
         Form::Bitmap => {
             let bits = Key::open(ctx, &n.bits, true);
             let was = model::get_bit(bits.bytes(), user);
@@ -382,8 +399,8 @@ pub fn like_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut users = Vec::with_capacity(c.remaining());
     let mut raw = Vec::with_capacity(c.remaining());
     while !c.done() {
-        let a = c.next_bytes()?;
-        users.push(parse_user(&a, max)?);
+        let a = c.next()?;
+        users.push(parse_user(a.as_slice(), max)?);
         raw.push(a);
     }
     util::require_hash_tag(ctx, FAMILY, &base)?;
@@ -401,10 +418,11 @@ pub fn like_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 .collect()
         }
         Form::Set => {
-            let mut a: Vec<&[u8]> = Vec::with_capacity(raw.len() + 1);
-            a.push(&n.set);
-            a.extend(raw.iter().map(|r| r.as_slice()));
-            match ctx.call("SMISMEMBER", a.as_slice())? {
+            let set = ctx.create_string(n.set.as_slice());
+            let mut a: Vec<&RedisString> = Vec::with_capacity(raw.len() + 1);
+            a.push(&set);
+            a.extend(raw.iter());
+            match call_strings(ctx, "SMISMEMBER", &a)? {
                 RedisValue::Array(items) => items
                     .into_iter()
                     .map(|v| matches!(v, RedisValue::Integer(1)) as i64)
