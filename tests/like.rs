@@ -641,3 +641,39 @@ fn rdb_reload_ends_identical() {
     workload(&mut c);
     assert_rdb_reload_equal(&s);
 }
+
+#[test]
+fn writes_raise_keyspace_events_and_count_in_info() {
+    let s = server(16);
+    let mut c = s.conn();
+    run(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "Kd"]);
+    let mut sub = s.conn();
+    let mut ps = sub.as_pubsub();
+    ps.subscribe("__keyspace@0__:p").unwrap();
+    ps.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    for u in 0..17 {
+        run(&mut c, &["LIKE.ADD", "p", &u.to_string()]);
+    }
+    run(&mut c, &["LIKE.ADD", "p", "1"]); // no change: no event
+    run(&mut c, &["LIKE.TOGGLE", "p", "1"]);
+    let mut events = Vec::new();
+    while events.len() < 19 {
+        let m = ps.get_message().unwrap();
+        events.push(m.get_payload::<String>().unwrap());
+    }
+    let liked = events.iter().filter(|e| *e == "hotpath.like.liked").count();
+    assert_eq!(liked, 17, "{events:?}");
+    assert_eq!(events[17], "hotpath.like.promoted", "{events:?}");
+    assert_eq!(events[18], "hotpath.like.unliked", "{events:?}");
+    let info = run(&mut c, &["INFO", "hotpath"]);
+    for field in [
+        "hotpath_like_likes:17",
+        "hotpath_like_unlikes:1",
+        "hotpath_like_promoted:1",
+    ] {
+        assert!(info.contains(field), "{field} missing in {info}");
+    }
+    run(&mut c, &["LIKE.CHECK", "p", "1", "2", "3"]);
+    assert!(run(&mut c, &["INFO", "hotpath"]).contains("hotpath_like_checks:3"));
+}
