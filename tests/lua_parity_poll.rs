@@ -235,6 +235,8 @@ struct PollState {
     mode: Mode,
     cands: Option<Vec<Vec<u8>>>,
     epoch: i64,
+    /// A derived key set to a String on both sides.
+    broken: Option<&'static str>,
 }
 
 impl Default for PollState {
@@ -243,6 +245,7 @@ impl Default for PollState {
             mode: Mode::Once,
             cands: None,
             epoch: 0,
+            broken: None,
         }
     }
 }
@@ -354,13 +357,13 @@ fn push_now(r: &mut StdRng, args: &mut Vec<Vec<u8>>) {
 
 /// Random POLL.CREATE arguments; returns them with the state they set if
 /// accepted.
-fn rand_create(r: &mut StdRng) -> (Vec<Vec<u8>>, PollState) {
+fn rand_create(r: &mut StdRng, forced: Option<Mode>) -> (Vec<Vec<u8>>, PollState) {
     let mut opts: Vec<Vec<Vec<u8>>> = Vec::new();
-    let mode = match r.gen_range(0..10) {
+    let mode = forced.clone().unwrap_or(match r.gen_range(0..10) {
         0..=2 => Mode::Once,
         3..=5 => Mode::Daily,
         _ => Mode::Multi,
-    };
+    });
     let mut state = PollState {
         mode: mode.clone(),
         ..PollState::default()
@@ -421,8 +424,12 @@ fn rand_create(r: &mut StdRng) -> (Vec<Vec<u8>>, PollState) {
         opts.swap(i, j);
     }
     let mut args: Vec<Vec<u8>> = opts.into_iter().flatten().collect();
-    // Bad input, now and then.
-    match r.gen_range(0..25) {
+    // Bad input, now and then (never for the first poll of each mode).
+    match if forced.is_some() {
+        99
+    } else {
+        r.gen_range(0..25)
+    } {
         0 => args.push(v("BOGUS")),
         1 => {
             args.push(v("MAXVOTES"));
@@ -473,31 +480,34 @@ fn random_run(b: &mut Bench, seed: u64, polls: usize, ops: usize) {
     let _: () = redis::cmd("FLUSHALL").query(&mut b.c).unwrap();
     let mut states: Vec<PollState> = vec![PollState::default(); polls];
     // Start with a created poll for most slots.
-    for n in 0..polls {
-        if n == polls - 1 {
-            continue; // one poll is never created: the defaults
-        }
-        let (args, st) = rand_create(&mut r);
+    // The last poll is never created: it keeps the defaults.
+    for (n, state) in states.iter_mut().enumerate().take(polls - 1) {
+        let forced = [Mode::Once, Mode::Daily, Mode::Multi].get(n).cloned();
+        let (args, st) = rand_create(&mut r, forced);
         let ctx = format!("seed {seed} create {n}");
         if b.both(&ctx, "POLL.CREATE", Some(n), &args).is_ok() {
-            states[n] = st;
+            *state = st;
         }
     }
     for step in 0..ops {
         let ctx = format!("seed {seed} step {step}");
         let n = r.gen_range(0..polls);
         let p = states[n].clone();
-        let roll = r.gen_range(0..100);
+        let roll = if p.broken.is_some() && r.gen_bool(0.15) {
+            95 // repair soon, so the poll gets used again
+        } else {
+            r.gen_range(0..100)
+        };
         match roll {
             0..=3 => {
-                let (args, st) = rand_create(&mut r);
+                let (args, st) = rand_create(&mut r, None);
                 if b.both(&ctx, "POLL.CREATE", Some(n), &args).is_ok() {
                     states[n] = st;
                 }
             }
             4..=44 => {
                 let mut args = vec![rand_user(&mut r), rand_cand(&mut r, &p)];
-                if p.mode == Mode::Multi && r.gen_bool(0.3) {
+                if p.mode == Mode::Multi && r.gen_bool(0.6) {
                     // Spread MULTI votes over few users to reach MAXVOTES.
                     args[0] = v(pick(&mut r, &["u1", "u2"]));
                 }
@@ -509,6 +519,9 @@ fn random_run(b: &mut Bench, seed: u64, polls: usize, ops: usize) {
             }
             45..=54 => {
                 let mut args = vec![rand_user(&mut r)];
+                if r.gen_bool(0.5) {
+                    args[0] = v(pick(&mut r, &["u1", "u2"]));
+                }
                 if r.gen_bool(0.4) {
                     args.push(rand_cand(&mut r, &p));
                 }
@@ -587,6 +600,7 @@ fn random_run(b: &mut Bench, seed: u64, polls: usize, ops: usize) {
             93..=94 => {
                 // A derived key of the wrong type, on both sides.
                 let s = pick(&mut r, SUFFIXES);
+                states[n].broken = Some(s);
                 for side in ["m", "l"] {
                     let k = format!("{side}{{{n}}}:{s}");
                     let _: () = redis::cmd("DEL").arg(&k).query(&mut b.c).unwrap();
@@ -598,8 +612,11 @@ fn random_run(b: &mut Bench, seed: u64, polls: usize, ops: usize) {
                 }
             }
             95..=97 => {
-                // Drop a derived key on both sides (also clears a wrong type).
-                let s = pick(&mut r, SUFFIXES);
+                // Drop a derived key on both sides, mostly a wrong-typed one.
+                let s = match states[n].broken.take() {
+                    Some(s) if r.gen_bool(0.8) => s,
+                    _ => pick(&mut r, SUFFIXES),
+                };
                 if s == "meta" {
                     states[n].mode = Mode::Once;
                     states[n].cands = None;
@@ -622,7 +639,7 @@ fn random_run(b: &mut Bench, seed: u64, polls: usize, ops: usize) {
 #[test]
 fn random_operations_agree() {
     let mut b = Bench::start();
-    for seed in 1..=8u64 {
+    for seed in 1..=12u64 {
         random_run(&mut b, seed, 7, 300);
     }
 }
@@ -898,4 +915,72 @@ fn daily_across_midnight_with_tz_agrees() {
         .unwrap();
     }
     b.assert_same_data("end");
+}
+
+// ---------------------------------------------------------------------
+// MODULE BUG (reported, not fixed here: src/ belongs to the lead).
+//
+// In MODE MULTI the module keeps a user's candidates as
+// `String::from_utf8_lossy(candidate)` (src/poll/commands.rs, poll_vote),
+// so a candidate that is not valid UTF-8 is recorded in B:uservotes as
+// U+FFFD while B:voted and B:board hold the real bytes:
+// - a second, different non-UTF-8 candidate (b"\xfe" after b"\xff") is
+//   refused as a duplicate (module 0, expected 1);
+// - `POLL.REVOKE B u \xff` takes nothing back (module 0, expected 1);
+// - `POLL.REVOKE B u` replies 1 and drops the user's B:uservotes entry,
+//   but deletes the field `u:\u{FFFD}` instead of `u:\xff` and decrements
+//   nothing: the ballot and the vote stay (INFO ballots 1, votes 1), and
+//   `POLL.VOTE B u \xff` is refused as a duplicate forever (module 0,
+//   expected 1);
+// - POLL.STATUS returns "\u{FFFD}" instead of the candidate.
+// The twin follows the SPEC here (it keeps the exact bytes in the JSON
+// string), so its data differs from the module's for such candidates.
+// ---------------------------------------------------------------------
+
+/// The sequence of the MULTI non-UTF-8 case, with the replies the SPEC
+/// asks for.
+fn multi_non_utf8_steps() -> Vec<(&'static str, Vec<Vec<u8>>, &'static str)> {
+    let ff = vec![0xffu8];
+    let fe = vec![0xfeu8];
+    vec![
+        ("POLL.CREATE", vs(&["MODE", "MULTI"]), "OK"),
+        ("POLL.VOTE", vec![v("u"), ff.clone(), v("NOW"), ms(T0)], "1"),
+        ("POLL.VOTE", vec![v("u"), fe.clone(), v("NOW"), ms(T0)], "1"),
+        ("POLL.REVOKE", vec![v("u"), ff.clone()], "1"),
+        ("POLL.RANK", vec![ff.clone()], "[1, 0]"),
+        ("POLL.VOTE", vec![v("u"), ff, v("NOW"), ms(T0 + 1)], "1"),
+        ("POLL.REVOKE", vec![v("u")], "2"),
+        (
+            "POLL.INFO",
+            vec![],
+            "[mode, MULTI, maxvotes, 3, start, 0, end, 0, ballots, 0, votes, 0]",
+        ),
+    ]
+}
+
+/// MODULE BUG case: the twin alone, against the SPEC's replies.
+#[test]
+fn bug_multi_non_utf8_candidate_twin_follows_spec() {
+    let mut b = Bench::start();
+    let base = Some(&b"l{1}"[..]);
+    for (cmd, args, want) in multi_non_utf8_steps() {
+        let got = show(&b.script(cmd, base, &args));
+        assert_eq!(got, want, "{cmd} {args:?}");
+    }
+    let mut c = b._server.conn();
+    let st: Vec<Vec<u8>> = redis::cmd("HKEYS").arg("l{1}:voted").query(&mut c).unwrap();
+    assert!(st.is_empty(), "{st:?}");
+}
+
+/// MODULE BUG case: module vs twin. Ignored until the module is fixed
+/// (run with `cargo test --release --test lua_parity_poll -- --ignored`).
+#[test]
+#[ignore = "MODULE BUG: MULTI with non-UTF-8 candidates, see the comment above"]
+fn bug_multi_non_utf8_candidate_module_parity() {
+    let mut b = Bench::start();
+    for (cmd, args, want) in multi_non_utf8_steps() {
+        let m = b.both("non-utf8", cmd, Some(1), &args);
+        assert_eq!(show(&m), want, "{cmd} {args:?}");
+    }
+    b.assert_same_data("non-utf8");
 }
