@@ -984,3 +984,100 @@ fn bug_multi_non_utf8_candidate_module_parity() {
     }
     b.assert_same_data("non-utf8");
 }
+
+#[test]
+fn hand_edited_meta_agrees() {
+    let mut b = Bench::start();
+    let edits: &[&[&str]] = &[
+        &["mode", "multi", "maxvotes", "2"],
+        &["mode", "Daily", "tz", "-300", "start", "-5"],
+        &["mode", "weird", "maxvotes", "abc", "closed", "1"],
+        &["maxvotes", "01", "end", "1", "closed", "2"],
+        &["mode", "MULTI", "maxvotes", "-1", "expires", "x"],
+        &["pending", "abc", "epoch", "7"],
+        &["pending", "-3"],
+    ];
+    for (i, fields) in edits.iter().enumerate() {
+        let n = Some(i);
+        for side in ["m", "l"] {
+            let mut q = redis::cmd("HSET");
+            q.arg(format!("{side}{{{i}}}:meta"));
+            for f in fields.iter() {
+                q.arg(*f);
+            }
+            let _: () = q.query(&mut b.c).unwrap();
+        }
+        let t = ms(T0);
+        b.both(
+            "edit",
+            "POLL.VOTE",
+            n,
+            &[v("u"), v("c"), v("NOW"), t.clone()],
+        )
+        .ok();
+        b.both(
+            "edit",
+            "POLL.VOTE",
+            n,
+            &[v("u"), v("d"), v("NOW"), t.clone()],
+        )
+        .ok();
+        b.both(
+            "edit",
+            "POLL.VOTE",
+            n,
+            &[v("u"), v("e"), v("NOW"), t.clone()],
+        )
+        .ok();
+        b.both("edit", "POLL.STATUS", n, &[v("u"), v("NOW"), t.clone()])
+            .ok();
+        b.both("edit", "POLL.INFO", n, &[]).ok();
+        b.both("edit", "POLL.SYNC", n, &[]).ok();
+        b.both("edit", "POLL.SYNCACK", n, &[v("-3")]).ok();
+        b.both("edit", "POLL.SYNCACK", n, &[v("8")]).ok();
+        b.both("edit", "POLL.REVOKE", n, &[v("u"), v("NOW"), t])
+            .ok();
+        b.both("edit", "POLL.CREATE", n, &[]).ok();
+    }
+    // Scores edited by hand to non-integers are truncated like `as i64`.
+    for side in ["m", "l"] {
+        let _: () = redis::cmd("ZADD")
+            .arg(format!("{side}{{20}}:board"))
+            .arg("2.7")
+            .arg("x")
+            .arg("-1.5")
+            .arg("y")
+            .query(&mut b.c)
+            .unwrap();
+    }
+    for cmd in ["POLL.TOP", "POLL.INFO", "POLL.SYNC"] {
+        b.both("scores", cmd, Some(20), &[]).unwrap();
+    }
+    b.both("scores", "POLL.RANK", Some(20), &[v("y")]).unwrap();
+    b.assert_same_data("end");
+}
+
+#[test]
+fn read_only_twins_run_with_evalsha_ro() {
+    let mut b = Bench::start();
+    b.both("create", "POLL.CREATE", Some(1), &vs(&["MODE", "DAILY"]))
+        .unwrap();
+    b.both("vote", "POLL.VOTE", Some(1), &vs(&["u", "c"]))
+        .unwrap();
+    for (cmd, args) in [
+        ("POLL.TOP", vec![]),
+        ("POLL.RANK", vec![v("c")]),
+        ("POLL.STATUS", vec![v("u")]),
+        ("POLL.INFO", vec![]),
+    ] {
+        let sha = b.sha(cmd).to_string();
+        let mut q = redis::cmd("EVALSHA_RO");
+        q.arg(sha).arg(1).arg("l{1}");
+        for a in &args {
+            q.arg(a.as_slice());
+        }
+        let ro: RedisResult<Value> = q.query(&mut b.c);
+        let module = b.module(cmd, Some(b"m{1}"), &args);
+        assert_eq!(show(&ro), show(&module), "{cmd}");
+    }
+}
