@@ -7,13 +7,10 @@ Returns the map [mode, <m>, maxvotes, <n>, start, <ms>, end, <ms>,
         ballots, <fields of B:voted>, votes, <sum of B:board>]. Read-only.
 ]]
 
-local MAX_TIME = 253402300799999
 local B = KEYS[1]
 
 local function fail(msg) error({ hp = msg }, 0) end
 local function arity() fail("ERR wrong number of arguments for 'poll.info' command") end
-local function syntax() fail('ERR syntax error') end
-local function fmt(n) return string.format('%d', n) end
 
 -- Redis string2ll: optional '-', digits, no '+', no leading zeros, no
 -- "-0", at most 20 chars, within the i64 range. Returns a number or nil.

@@ -7,13 +7,10 @@ Returns [rank, votes] (rank 0-based as in ZREVRANK), or nil for a
         candidate not on the board. Read-only.
 ]]
 
-local MAX_TIME = 253402300799999
 local B = KEYS[1]
 
 local function fail(msg) error({ hp = msg }, 0) end
 local function arity() fail("ERR wrong number of arguments for 'poll.rank' command") end
-local function syntax() fail('ERR syntax error') end
-local function fmt(n) return string.format('%d', n) end
 
 local function check(k, want)
   local t = redis.call('TYPE', k).ok

@@ -11,12 +11,10 @@ Writes  on a new freeze: B:syncing (copy of B:board), B:meta `epoch` and
         `pending`; PEXPIREAT at `expires` as the module does.
 ]]
 
-local MAX_TIME = 253402300799999
 local B = KEYS[1]
 
 local function fail(msg) error({ hp = msg }, 0) end
 local function arity() fail("ERR wrong number of arguments for 'poll.sync' command") end
-local function syntax() fail('ERR syntax error') end
 local function fmt(n) return string.format('%d', n) end
 
 -- Redis string2ll: optional '-', digits, no '+', no leading zeros, no

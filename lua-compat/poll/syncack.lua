@@ -8,13 +8,10 @@ Returns 1 when epoch is the pending one (that frozen snapshot becomes the
         epoch.
 ]]
 
-local MAX_TIME = 253402300799999
 local B = KEYS[1]
 
 local function fail(msg) error({ hp = msg }, 0) end
 local function arity() fail("ERR wrong number of arguments for 'poll.syncack' command") end
-local function syntax() fail('ERR syntax error') end
-local function fmt(n) return string.format('%d', n) end
 
 -- Redis string2ll: optional '-', digits, no '+', no leading zeros, no
 -- "-0", at most 20 chars, within the i64 range. Returns a number or nil.
