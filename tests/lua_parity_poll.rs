@@ -646,7 +646,12 @@ fn random_run(b: &mut Bench, seed: u64, polls: usize, ops: usize) {
 #[test]
 fn random_operations_agree() {
     let mut b = Bench::start();
-    for seed in 1..=12u64 {
+    // POLL_PARITY_SEEDS=500 runs a longer campaign.
+    let seeds: u64 = std::env::var("POLL_PARITY_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(12);
+    for seed in 1..=seeds {
         random_run(&mut b, seed, 7, 300);
     }
 }
