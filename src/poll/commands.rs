@@ -115,6 +115,13 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if mode == Mode::Multi && colon {
         return Err(fail("candidate must not contain ':' in MODE MULTI"));
     }
+    let bad_utf8 = candidates
+        .iter()
+        .flatten()
+        .any(|c| std::str::from_utf8(c).is_err());
+    if mode == Mode::Multi && bad_utf8 {
+        return Err(fail("candidate must be valid UTF-8 in MODE MULTI"));
+    }
     if start != 0 && end != 0 && start >= end {
         return Err(fail("START must be before END"));
     }
@@ -135,6 +142,11 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         _ => 1,
     };
     let expires = if ttl > 0 { now + ttl * 1000 } else { 0 };
+    if expires > 0 && expires <= util::now_ms() {
+        // Born expired (NOW + TTL already past): like SET with a past
+        // PXAT, nothing is kept, and nothing reaches replicas.
+        return Ok(RedisValue::SimpleStringStatic("OK"));
+    }
     let fields: [(&[u8], String); 7] = [
         (b"mode", mode.as_str().to_string()),
         (b"maxvotes", maxvotes.to_string()),
@@ -203,6 +215,10 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // splits at its last ':' unambiguously, whatever the user id holds.
     if rules.mode == Mode::Multi && cand.contains(&b':') {
         return Err(fail("candidate must not contain ':' in MODE MULTI"));
+    }
+    // MULTI keeps each user's candidates as a JSON array of strings.
+    if rules.mode == Mode::Multi && std::str::from_utf8(&cand).is_err() {
+        return Err(fail("candidate must be valid UTF-8 in MODE MULTI"));
     }
     let day = if rules.mode == Mode::Daily {
         model::day_of(now, rules.tz_minutes)

@@ -100,7 +100,7 @@ impl Rules {
         let text = std::str::from_utf8(s).ok()?;
         let mut it = text.split(' ');
         let mode = Mode::parse(it.next()?.as_bytes())?;
-        let mut n = || -> Option<i64> { it.next()?.parse().ok() };
+        let mut n = || -> Option<i64> { crate::args::parse_i64_plain(it.next()?.as_bytes()) };
         let r = Rules {
             mode,
             maxvotes: n()?,
@@ -110,7 +110,7 @@ impl Rules {
             closed: n()? == 1,
             expires: n()?,
         };
-        Some(r)
+        it.next().is_none().then_some(r)
     }
 
     /// Returns true when votes are accepted at `now`: `start <= now < end`.
