@@ -17,6 +17,9 @@ const RECENT: &str = "3";
 
 struct Twins {
     shas: HashMap<&'static str, String>,
+    /// like-max-id, like-promote-at, like-recent: the module's configs,
+    /// passed to the twins as their first three ARGV.
+    cfg: [String; 3],
 }
 
 impl Twins {
@@ -27,7 +30,18 @@ impl Twins {
         ] {
             shas.insert(name, load_script(c, &format!("like/{name}.lua")));
         }
-        Twins { shas }
+        Twins {
+            shas,
+            cfg: [MAX_ID.into(), PROMOTE_AT.into(), RECENT.into()],
+        }
+    }
+
+    /// Sets the module's configs and the twins' arguments alike.
+    fn configure(&mut self, c: &mut Connection, max_id: &str, promote_at: &str, recent: &str) {
+        run(c, &["CONFIG", "SET", "hotpath.like-max-id", max_id]);
+        run(c, &["CONFIG", "SET", "hotpath.like-promote-at", promote_at]);
+        run(c, &["CONFIG", "SET", "hotpath.like-recent", recent]);
+        self.cfg = [max_id.into(), promote_at.into(), recent.into()];
     }
 
     /// Runs `LIKE.<cmd> keys… args…` through the module on `m{…}` and
@@ -45,7 +59,7 @@ impl Twins {
         let mrefs: Vec<&str> = m.iter().map(|s| s.as_str()).collect();
         let mine = show(&common::cmd(c, &mrefs));
         let mut l: Vec<String> = keys.iter().map(|k| format!("l{k}")).collect();
-        l.extend([MAX_ID, PROMOTE_AT, RECENT].iter().map(|s| s.to_string()));
+        l.extend(self.cfg.iter().cloned());
         l.extend(args.iter().cloned());
         let lrefs: Vec<&str> = l.iter().map(|s| s.as_str()).collect();
         let theirs = show(&evalsha(c, &self.shas[cmd], keys.len(), &lrefs));
@@ -76,15 +90,15 @@ fn assert_same_data(c: &mut Connection, step: usize) {
     assert_eq!(m, l, "data differs after step {step}");
 }
 
-fn user(rng: &mut StdRng) -> String {
+fn user(rng: &mut StdRng, max: u64) -> String {
     match rng.gen_range(0..40) {
         0 => "abc".into(),
         1 => "-3".into(),
-        2 => "501".into(),
+        2 => (max + 1).to_string(),
         3 => "007".into(),
         // Mostly small ids so posts fill up and promote; some up to the max
         // so bitmaps grow.
-        4..=7 => rng.gen_range(0..=500u32).to_string(),
+        4..=7 => rng.gen_range(0..=max.min(2000)).to_string(),
         _ => rng.gen_range(0..60u32).to_string(),
     }
 }
@@ -93,15 +107,42 @@ fn user(rng: &mut StdRng) -> String {
 fn twins_match_the_module_on_random_sequences() {
     let s = server();
     let mut c = s.conn();
-    let t = Twins::load(&mut c);
-    let mut rng = StdRng::seed_from_u64(42);
+    let mut t = Twins::load(&mut c);
+    // LIKE_PARITY_SEEDS=200 runs a longer campaign.
+    let seeds: u64 = std::env::var("LIKE_PARITY_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4);
+    let configs = [
+        ("500", "8", "3"),
+        ("4294967295", "1", "10"),
+        ("1000", "64", "0"),
+        ("500", "16", "1"),
+    ];
+    let mut promoted_seen = false;
+    for seed in 0..seeds {
+        run(&mut c, &["FLUSHALL"]);
+        let (max, promote_at, recent) = configs[(seed % 4) as usize];
+        t.configure(&mut c, max, promote_at, recent);
+        let mut rng = StdRng::seed_from_u64(42 + seed);
+        promoted_seen |= random_run(&mut c, &t, &mut rng, 1000, max.parse().unwrap());
+    }
+    assert!(
+        promoted_seen,
+        "no post was promoted: the sequence does not test promotion"
+    );
+}
+
+/// Runs `steps` random operations (malformed ones and WRONGTYPE included)
+/// through both; returns true if some post was seen promoted.
+fn random_run(c: &mut Connection, t: &Twins, rng: &mut StdRng, steps: usize, max: u64) -> bool {
     let mut now = 1_700_000_000_000i64;
     let mut promoted_seen = false;
-    for step in 0..3000 {
+    for step in 0..steps {
         let post = format!("{{{}}}", rng.gen_range(0..4));
         now += rng.gen_range(0..3);
         let ts = now.to_string();
-        let u = user(&mut rng);
+        let u = user(rng, max);
         let (cmd, keys, args): (&'static str, Vec<String>, Vec<String>) =
             match rng.gen_range(0..100) {
                 0..=29 => ("toggle", vec![post], vec![u, "NOW".into(), ts]),
@@ -112,7 +153,7 @@ fn twins_match_the_module_on_random_sequences() {
                     (
                         "check",
                         vec![post],
-                        (0..n).map(|_| user(&mut rng)).collect(),
+                        (0..n).map(|_| user(rng, max)).collect(),
                     )
                 }
                 73..=76 => ("count", vec![post], vec![]),
@@ -149,7 +190,7 @@ fn twins_match_the_module_on_random_sequences() {
             // Arity errors come from Redis for the module; the twin reports
             // the same text itself.
             let (m, l) = t.both(
-                &mut c,
+                c,
                 "common",
                 &[keys[0].clone(), keys[0].clone()],
                 &["extra".into()],
@@ -157,21 +198,21 @@ fn twins_match_the_module_on_random_sequences() {
             assert_eq!(m, l, "step {step}: common with an extra argument");
             continue;
         }
-        let (m, l) = t.both(&mut c, cmd, &keys, &args);
+        let (m, l) = t.both(c, cmd, &keys, &args);
         assert_eq!(m, l, "step {step}: {cmd} {keys:?} {args:?}");
         if cmd == "info" && m.contains("bitmap") {
             promoted_seen = true;
         }
         if step % 50 == 0 {
-            assert_same_data(&mut c, step);
+            assert_same_data(c, step);
         }
         // Now and then a derived key holds a wrong type on both sides.
         if step % 400 == 399 {
             let suffix = ["set", "bits", "count", "recent"][rng.gen_range(0..4)];
             for side in ["m", "l"] {
                 let key = format!("{side}{post}:{suffix}", post = keys[0]);
-                run(&mut c, &["RENAME", &key, &format!("{key}.saved")]);
-                run(&mut c, &["HSET", &key, "f", "v"]);
+                run(c, &["RENAME", &key, &format!("{key}.saved")]);
+                run(c, &["HSET", &key, "f", "v"]);
             }
             for (cmd, args) in [
                 ("toggle", vec!["1".to_string(), "NOW".into(), "5".into()]),
@@ -181,22 +222,19 @@ fn twins_match_the_module_on_random_sequences() {
                 ("check", vec!["1".into()]),
                 ("recent", vec![]),
             ] {
-                let (m, l) = t.both(&mut c, cmd, &keys[..1], &args);
+                let (m, l) = t.both(c, cmd, &keys[..1], &args);
                 assert_eq!(m, l, "WRONGTYPE {suffix}: {cmd}");
             }
-            assert_same_data(&mut c, step);
+            assert_same_data(c, step);
             for side in ["m", "l"] {
                 let key = format!("{side}{post}:{suffix}", post = keys[0]);
-                run(&mut c, &["DEL", &key]);
-                run(&mut c, &["RENAME", &format!("{key}.saved"), &key]);
+                run(c, &["DEL", &key]);
+                run(c, &["RENAME", &format!("{key}.saved"), &key]);
             }
         }
     }
-    assert_same_data(&mut c, 3000);
-    assert!(
-        promoted_seen,
-        "no post was promoted: the sequence does not test promotion"
-    );
+    assert_same_data(c, steps);
+    promoted_seen
 }
 
 #[test]
