@@ -57,20 +57,34 @@ impl Names {
     }
 }
 
-/// The commands a write replicates, in the order it applied them.
-#[derive(Default)]
-struct Effects(Vec<(&'static str, Vec<Vec<u8>>)>);
+/// The commands a write replicates, in the order it applied them. The
+/// arguments become Redis strings once, when pushed, and are handed to
+/// `RedisModule_Replicate` without another copy.
+struct Effects<'c> {
+    ctx: &'c Context,
+    ops: Vec<(&'static str, Vec<RedisString>)>,
+}
 
-impl Effects {
-    fn push(&mut self, cmd: &'static str, args: &[&[u8]]) {
-        self.0
-            .push((cmd, args.iter().map(|a| a.to_vec()).collect()));
+impl<'c> Effects<'c> {
+    fn new(ctx: &'c Context) -> Self {
+        Effects {
+            ctx,
+            ops: Vec::with_capacity(4),
+        }
     }
 
-    fn replicate(&self, ctx: &Context) {
-        for (cmd, args) in &self.0 {
-            let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
-            ctx.replicate(cmd, refs.as_slice());
+    fn push(&mut self, cmd: &'static str, args: &[&[u8]]) {
+        let args = args
+            .iter()
+            .map(|a| RedisString::create_from_slice(self.ctx.ctx, a))
+            .collect();
+        self.ops.push((cmd, args));
+    }
+
+    fn replicate(&self) {
+        for (cmd, args) in &self.ops {
+            let refs: Vec<&RedisString> = args.iter().collect();
+            self.ctx.replicate(cmd, refs.as_slice());
         }
     }
 }
@@ -154,7 +168,7 @@ fn read_count(
     if form == Form::None {
         return Ok((0, false));
     }
-    if let Some(v) = count.get_i64().filter(|v| *v >= 0) {
+    if let Some(v) = parse_i64_plain(count.bytes()).filter(|v| *v >= 0) {
         return Ok((v, true));
     }
     let v = match form {
@@ -215,10 +229,10 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
     // The id is canonical (parse_user refuses anything else), so the
     // client's own string is the member.
     let u = user_arg.as_slice();
-    let mut fx = Effects::default();
+    let mut fx = Effects::new(ctx);
     let (changed, liked) = match form {
         Form::None | Form::Set => {
-            let set = ctx.create_string(n.set.as_slice());
+            let set = RedisString::create_from_slice(ctx.ctx, &n.set);
             let call = |cmd| -> Result<bool, RedisError> {
                 Ok(int_reply(call_strings(ctx, cmd, &[&set, &user_arg])?)? == 1)
             };
@@ -292,7 +306,7 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
         && model::promotion_possible(count, user)
         && promote(ctx, &n, user, count, &mut fx)?;
     if changed {
-        fx.replicate(ctx);
+        fx.replicate();
         if liked {
             LIKES.incr();
             util::notify(ctx, "hotpath.like.liked", &base);
@@ -320,7 +334,7 @@ fn update_recent(
     u: &[u8],
     liked: bool,
     now: Option<i64>,
-    fx: &mut Effects,
+    fx: &mut Effects<'_>,
 ) {
     let cap = config::get(&config::LIKE_RECENT).max(0) as u64;
     if !liked {
@@ -354,7 +368,7 @@ fn promote(
     n: &Names,
     user: u64,
     count: i64,
-    fx: &mut Effects,
+    fx: &mut Effects<'_>,
 ) -> Result<bool, RedisError> {
     let set_bytes = memory_usage(ctx, &n.set)?.max(0) as u64;
     if !model::promotion_wins(user, set_bytes) {
@@ -418,7 +432,7 @@ pub fn like_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 .collect()
         }
         Form::Set => {
-            let set = ctx.create_string(n.set.as_slice());
+            let set = RedisString::create_from_slice(ctx.ctx, &n.set);
             let mut a: Vec<&RedisString> = Vec::with_capacity(raw.len() + 1);
             a.push(&set);
             a.extend(raw.iter());
