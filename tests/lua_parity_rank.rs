@@ -10,7 +10,9 @@ use rand::{Rng, SeedableRng};
 use common::*;
 
 const T0: i64 = 1_700_000_000_000;
-const SCRIPTS: [&str; 9] = ["create", "add", "incr", "get", "top", "around", "rem", "count", "merge"];
+const SCRIPTS: [&str; 9] = [
+    "create", "add", "incr", "get", "top", "around", "rem", "count", "merge",
+];
 
 struct Twins {
     shas: Vec<(String, String)>,
@@ -31,7 +33,13 @@ impl Twins {
 
     /// Runs `RANK.<name> m{board} args…` and its twin on `l{board}`;
     /// returns both replies.
-    fn both(&self, c: &mut Connection, name: &str, board: usize, args: &[String]) -> (String, String) {
+    fn both(
+        &self,
+        c: &mut Connection,
+        name: &str,
+        board: usize,
+        args: &[String],
+    ) -> (String, String) {
         let mb = format!("m{{{board}}}");
         let lb = format!("l{{{board}}}");
         let cmd_name = format!("RANK.{}", name.to_uppercase());
@@ -42,7 +50,13 @@ impl Twins {
         (run(c, &m), show(&evalsha(c, self.sha(name), 1, &l)))
     }
 
-    fn merge(&self, c: &mut Connection, dest: usize, srcs: &[usize], opts: &[String]) -> (String, String) {
+    fn merge(
+        &self,
+        c: &mut Connection,
+        dest: usize,
+        srcs: &[usize],
+        opts: &[String],
+    ) -> (String, String) {
         let key = |p: &str, i: usize| format!("{p}{{{i}}}");
         let n = srcs.len().to_string();
         let (md, ld) = (key("m", dest), key("l", dest));
@@ -55,7 +69,10 @@ impl Twins {
         l.extend(ls.iter().map(|s| s.as_str()));
         l.push(&n);
         l.extend(opts.iter().map(|s| s.as_str()));
-        (run(c, &m), show(&evalsha(c, self.sha("merge"), 1 + srcs.len(), &l)))
+        (
+            run(c, &m),
+            show(&evalsha(c, self.sha("merge"), 1 + srcs.len(), &l)),
+        )
     }
 }
 
@@ -65,8 +82,29 @@ fn pick<'a>(rng: &mut StdRng, xs: &[&'a str]) -> &'a str {
 
 fn points(rng: &mut StdRng) -> String {
     match rng.gen_range(0..20) {
-        0 => pick(rng, &["900718", "-900718", "900719", "-900719", "899", "900", "-9007199254740991"]).into(),
-        1 => pick(rng, &["9007199254740992", "9007199254740993", "-18014398509481983", "9223372036854775807"]).into(),
+        0 => pick(
+            rng,
+            &[
+                "900718",
+                "-900718",
+                "900719",
+                "-900719",
+                "899",
+                "900",
+                "-9007199254740991",
+            ],
+        )
+        .into(),
+        1 => pick(
+            rng,
+            &[
+                "9007199254740992",
+                "9007199254740993",
+                "-18014398509481983",
+                "9223372036854775807",
+            ],
+        )
+        .into(),
         2 => pick(rng, &["x", "1.5", "01", "-0", "", "9223372036854775808"]).into(),
         _ => rng.gen_range(-20..40).to_string(),
     }
@@ -88,10 +126,19 @@ fn create_args(rng: &mut StdRng, clock: i64) -> Vec<String> {
     let mut a: Vec<String> = Vec::new();
     for _ in 0..rng.gen_range(0..4) {
         match rng.gen_range(0..8) {
-            0 => a.extend(["TIEBREAK".into(), pick(rng, &["EARLIER", "later", "NONE", "bogus"]).into()]),
+            0 => a.extend([
+                "TIEBREAK".into(),
+                pick(rng, &["EARLIER", "later", "NONE", "bogus"]).into(),
+            ]),
             1 => a.extend(["UNIT".into(), pick(rng, &["MS", "s", "h"]).into()]),
-            2 => a.extend(["DIGITS".into(), pick(rng, &["13", "10", "9", "15", "16", "0", "x"]).into()]),
-            3 => a.extend(["EPOCH".into(), pick(rng, &["0", "1690000000000", "1699999000000", "-1"]).into()]),
+            2 => a.extend([
+                "DIGITS".into(),
+                pick(rng, &["13", "10", "9", "15", "16", "0", "x"]).into(),
+            ]),
+            3 => a.extend([
+                "EPOCH".into(),
+                pick(rng, &["0", "1690000000000", "1699999000000", "-1"]).into(),
+            ]),
             4 => a.extend(["TTL".into(), pick(rng, &["100", "0"]).into()]),
             5 => a.push(pick(rng, &["TIEBREAK", "BOGUS"]).into()),
             _ => {}
@@ -154,15 +201,25 @@ fn lua_twins_match_the_module() {
                 8 => {
                     let mut a = Vec::new();
                     if rng.gen_bool(0.6) {
-                        a.push(pick(&mut rng, &["0", "1", "3", "10", "100", "-1", "x", "9223372036854775807"]).into());
+                        a.push(
+                            pick(
+                                &mut rng,
+                                &["0", "1", "3", "10", "100", "-1", "x", "9223372036854775807"],
+                            )
+                            .into(),
+                        );
                     }
                     if rng.gen_bool(0.5) {
-                        a.extend(["OFFSET".into(), pick(&mut rng, &["0", "1", "2", "5", "50", "-1"]).into()]);
+                        a.extend([
+                            "OFFSET".into(),
+                            pick(&mut rng, &["0", "1", "2", "5", "50", "-1"]).into(),
+                        ]);
                     }
                     ("top", twins.both(&mut c, "top", b, &a))
                 }
                 9 => {
-                    let n = pick(&mut rng, &["0", "1", "2", "5", "-1", "9223372036854775807"]).to_string();
+                    let n = pick(&mut rng, &["0", "1", "2", "5", "-1", "9223372036854775807"])
+                        .to_string();
                     ("around", twins.both(&mut c, "around", b, &[m, n]))
                 }
                 10 => {
@@ -172,10 +229,15 @@ fn lua_twins_match_the_module() {
                 11 => ("count", twins.both(&mut c, "count", b, &[])),
                 _ => {
                     let dest = rng.gen_range(0..7);
-                    let srcs: Vec<usize> = (0..rng.gen_range(1..4)).map(|_| rng.gen_range(0..7)).collect();
+                    let srcs: Vec<usize> = (0..rng.gen_range(1..4))
+                        .map(|_| rng.gen_range(0..7))
+                        .collect();
                     let mut opts: Vec<String> = Vec::new();
                     if rng.gen_bool(0.5) {
-                        opts.extend(["AGGREGATE".into(), pick(&mut rng, &["SUM", "max", "MIN"]).into()]);
+                        opts.extend([
+                            "AGGREGATE".into(),
+                            pick(&mut rng, &["SUM", "max", "MIN"]).into(),
+                        ]);
                     }
                     if rng.gen_range(0..5) == 0 {
                         opts.extend(["TTL".into(), pick(&mut rng, &["100", "0"]).into()]);

@@ -27,38 +27,70 @@ fn ties_go_to_the_earlier_achiever_not_the_member_name() {
     assert_eq!(add(&mut c, "b", "abe", 10, T0 + 5_000), "10");
     assert_eq!(add(&mut c, "b", "mid", 10, T0 + 2_000), "10");
     assert_eq!(add(&mut c, "b", "top", 11, T0 + 9_000), "11");
-    assert_eq!(run(&mut c, &["RANK.TOP", "b"]), "[top, 11, zed, 10, mid, 10, abe, 10]");
+    assert_eq!(
+        run(&mut c, &["RANK.TOP", "b"]),
+        "[top, 11, zed, 10, mid, 10, abe, 10]"
+    );
     // The board is a plain Sorted Set already in leaderboard order.
-    assert_eq!(run(&mut c, &["ZREVRANGE", "b", "0", "-1"]), "[top, zed, mid, abe]");
+    assert_eq!(
+        run(&mut c, &["ZREVRANGE", "b", "0", "-1"]),
+        "[top, zed, mid, abe]"
+    );
 
-    assert_eq!(run(&mut c, &["RANK.CREATE", "late", "TIEBREAK", "LATER"]), "OK");
+    assert_eq!(
+        run(&mut c, &["RANK.CREATE", "late", "TIEBREAK", "LATER"]),
+        "OK"
+    );
     add(&mut c, "late", "zed", 10, T0);
     add(&mut c, "late", "abe", 10, T0 + 5_000);
     assert_eq!(run(&mut c, &["RANK.TOP", "late"]), "[abe, 10, zed, 10]");
 
     // NONE keeps no time: equal points fall back to Redis's member order.
-    assert_eq!(run(&mut c, &["RANK.CREATE", "none", "TIEBREAK", "none"]), "OK");
+    assert_eq!(
+        run(&mut c, &["RANK.CREATE", "none", "TIEBREAK", "none"]),
+        "OK"
+    );
     add(&mut c, "none", "abe", 10, T0);
     add(&mut c, "none", "zed", 10, T0 + 5_000);
     assert_eq!(run(&mut c, &["RANK.TOP", "none"]), "[zed, 10, abe, 10]");
     assert_eq!(run(&mut c, &["ZSCORE", "none", "zed"]), "10");
     assert_eq!(run(&mut c, &["RANK.GET", "none", "abe"]), "[10, 1, nil]");
-    assert_eq!(run(&mut c, &["HGETALL", "none:meta"]), "[tiebreak, NONE, unit, S, digits, 0, epoch, 0]");
+    assert_eq!(
+        run(&mut c, &["HGETALL", "none:meta"]),
+        "[tiebreak, NONE, unit, S, digits, 0, epoch, 0]"
+    );
 }
 
 #[test]
 fn milliseconds_and_epoch_layouts_order_and_report_time() {
     let s = Server::start();
     let mut c = s.conn();
-    let cmd_ = ["RANK.CREATE", "b", "UNIT", "MS", "DIGITS", "9", "EPOCH", &now(T0), "NOW", &now(T0 + 1)];
+    let cmd_ = [
+        "RANK.CREATE",
+        "b",
+        "UNIT",
+        "MS",
+        "DIGITS",
+        "9",
+        "EPOCH",
+        &now(T0),
+        "NOW",
+        &now(T0 + 1),
+    ];
     assert_eq!(run(&mut c, &cmd_), "OK");
     add(&mut c, "b", "x", 3, T0 + 20);
     add(&mut c, "b", "y", 3, T0 + 19);
     assert_eq!(run(&mut c, &["RANK.TOP", "b"]), "[y, 3, x, 3]");
-    assert_eq!(run(&mut c, &["RANK.GET", "b", "x"]), format!("[3, 1, {}]", T0 + 20));
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "x"]),
+        format!("[3, 1, {}]", T0 + 20)
+    );
     // Seconds round down to the second.
     add(&mut c, "d", "x", 1, T0 + 1_999);
-    assert_eq!(run(&mut c, &["RANK.GET", "d", "x"]), format!("[1, 0, {}]", T0 + 1_000));
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "d", "x"]),
+        format!("[1, 0, {}]", T0 + 1_000)
+    );
 }
 
 #[test]
@@ -69,10 +101,22 @@ fn negative_points_rank_below_zero_and_decode_exactly() {
     add(&mut c, "b", "zero", 0, T0 + 9_000);
     add(&mut c, "b", "minus1", -1, T0);
     add(&mut c, "b", "floor", -900_718, T0 + 1_000);
-    assert_eq!(run(&mut c, &["RANK.TOP", "b"]), "[zero, 0, minus1, -1, neg, -5, floor, -900718]");
-    assert_eq!(run(&mut c, &["RANK.GET", "b", "neg"]), format!("[-5, 2, {T0}]"));
-    assert_eq!(run(&mut c, &["RANK.GET", "b", "floor"]), format!("[-900718, 3, {}]", T0 + 1_000));
-    assert_eq!(run(&mut c, &["RANK.INCR", "b", "neg", "7", "NOW", &now(T0)]), "2");
+    assert_eq!(
+        run(&mut c, &["RANK.TOP", "b"]),
+        "[zero, 0, minus1, -1, neg, -5, floor, -900718]"
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "neg"]),
+        format!("[-5, 2, {T0}]")
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "floor"]),
+        format!("[-900718, 3, {}]", T0 + 1_000)
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.INCR", "b", "neg", "7", "NOW", &now(T0)]),
+        "2"
+    );
 }
 
 #[test]
@@ -83,26 +127,47 @@ fn points_beyond_exact_range_are_refused_with_nothing_written() {
     assert_eq!(add(&mut c, "b", "x", 900_718, T0), "900718");
     assert_eq!(err(&mut c, &["RANK.ADD", "b", "y", "900719"]), e);
     assert_eq!(err(&mut c, &["RANK.ADD", "b", "y", "-900719"]), e);
-    assert_eq!(err(&mut c, &["RANK.ADD", "b", "y", "9223372036854775807"]), e);
+    assert_eq!(
+        err(&mut c, &["RANK.ADD", "b", "y", "9223372036854775807"]),
+        e
+    );
     assert_eq!(err(&mut c, &["RANK.INCR", "b", "x", "1"]), e);
-    assert_eq!(err(&mut c, &["RANK.INCR", "b", "x", "9223372036854775807"]), e);
-    assert_eq!(err(&mut c, &["RANK.ADD", "b", "y", "9223372036854775808"]), "ERR value is not an integer or out of range");
+    assert_eq!(
+        err(&mut c, &["RANK.INCR", "b", "x", "9223372036854775807"]),
+        e
+    );
+    assert_eq!(
+        err(&mut c, &["RANK.ADD", "b", "y", "9223372036854775808"]),
+        "ERR value is not an integer or out of range"
+    );
     assert_eq!(int(&mut c, &["RANK.COUNT", "b"]), 1);
-    assert_eq!(run(&mut c, &["RANK.GET", "b", "x"]), format!("[900718, 0, {T0}]"));
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "x"]),
+        format!("[900718, 0, {T0}]")
+    );
     // Nothing at all for a board that did not exist.
     assert_eq!(err(&mut c, &["RANK.ADD", "fresh", "y", "900719"]), e);
     assert_eq!(exists(&mut c, "fresh"), 0);
 
     // The limit follows the layout.
     run(&mut c, &["RANK.CREATE", "ms", "UNIT", "MS", "DIGITS", "13"]);
-    assert_eq!(err(&mut c, &["RANK.ADD", "ms", "y", "900"]), "ERR rank: points out of exact range (max \u{b1}899)");
+    assert_eq!(
+        err(&mut c, &["RANK.ADD", "ms", "y", "900"]),
+        "ERR rank: points out of exact range (max \u{b1}899)"
+    );
     run(&mut c, &["RANK.CREATE", "plain", "TIEBREAK", "NONE"]);
-    assert_eq!(int(&mut c, &["RANK.ADD", "plain", "y", "9007199254740991"]), 9_007_199_254_740_991);
+    assert_eq!(
+        int(&mut c, &["RANK.ADD", "plain", "y", "9007199254740991"]),
+        9_007_199_254_740_991
+    );
     assert_eq!(
         err(&mut c, &["RANK.ADD", "plain", "y", "9007199254740992"]),
         "ERR rank: points out of exact range (max \u{b1}9007199254740991)"
     );
-    assert_eq!(int(&mut c, &["RANK.INCR", "plain", "y", "-18014398509481982"]), -9_007_199_254_740_991);
+    assert_eq!(
+        int(&mut c, &["RANK.INCR", "plain", "y", "-18014398509481982"]),
+        -9_007_199_254_740_991
+    );
 }
 
 #[test]
@@ -110,18 +175,60 @@ fn timestamps_outside_the_layout_are_refused() {
     let s = Server::start();
     let mut c = s.conn();
     let e = "ERR rank: timestamp out of range";
-    run(&mut c, &["RANK.CREATE", "b", "EPOCH", &now(T0), "DIGITS", "3", "NOW", &now(T0)]);
-    assert_eq!(err(&mut c, &["RANK.ADD", "b", "x", "1", "NOW", &now(T0 - 1)]), e);
-    assert_eq!(err(&mut c, &["RANK.ADD", "b", "x", "1", "NOW", &now(T0 + 1_000_000)]), e);
-    assert_eq!(err(&mut c, &["RANK.INCR", "b", "x", "1", "NOW", &now(T0 + 1_000_000)]), e);
-    assert_eq!(int(&mut c, &["RANK.ADD", "b", "x", "1", "NOW", &now(T0 + 999_999)]), 1);
+    run(
+        &mut c,
+        &[
+            "RANK.CREATE",
+            "b",
+            "EPOCH",
+            &now(T0),
+            "DIGITS",
+            "3",
+            "NOW",
+            &now(T0),
+        ],
+    );
+    assert_eq!(
+        err(&mut c, &["RANK.ADD", "b", "x", "1", "NOW", &now(T0 - 1)]),
+        e
+    );
+    assert_eq!(
+        err(
+            &mut c,
+            &["RANK.ADD", "b", "x", "1", "NOW", &now(T0 + 1_000_000)]
+        ),
+        e
+    );
+    assert_eq!(
+        err(
+            &mut c,
+            &["RANK.INCR", "b", "x", "1", "NOW", &now(T0 + 1_000_000)]
+        ),
+        e
+    );
+    assert_eq!(
+        int(
+            &mut c,
+            &["RANK.ADD", "b", "x", "1", "NOW", &now(T0 + 999_999)]
+        ),
+        1
+    );
     assert_eq!(exists(&mut c, "b"), 1);
     // A layout that cannot hold the current time is refused at CREATE.
-    assert_eq!(err(&mut c, &["RANK.CREATE", "c", "UNIT", "MS", "DIGITS", "12"]), e);
+    assert_eq!(
+        err(&mut c, &["RANK.CREATE", "c", "UNIT", "MS", "DIGITS", "12"]),
+        e
+    );
     assert_eq!(err(&mut c, &["RANK.CREATE", "c", "DIGITS", "9"]), e);
-    assert_eq!(err(&mut c, &["RANK.CREATE", "c", "EPOCH", "9000000000000000"]), e);
+    assert_eq!(
+        err(&mut c, &["RANK.CREATE", "c", "EPOCH", "9000000000000000"]),
+        e
+    );
     assert_eq!(exists(&mut c, "c:meta"), 0);
-    assert_eq!(run(&mut c, &["RANK.CREATE", "c", "UNIT", "MS", "DIGITS", "13"]), "OK");
+    assert_eq!(
+        run(&mut c, &["RANK.CREATE", "c", "UNIT", "MS", "DIGITS", "13"]),
+        "OK"
+    );
     // And a board of the default layout holds the clock.
     assert_eq!(int(&mut c, &["RANK.ADD", "d", "x", "1"]), 1);
 }
@@ -131,9 +238,15 @@ fn create_refuses_an_existing_board() {
     let s = Server::start();
     let mut c = s.conn();
     assert_eq!(run(&mut c, &["RANK.CREATE", "b"]), "OK");
-    assert_eq!(err(&mut c, &["RANK.CREATE", "b"]), "ERR rank: board already exists");
+    assert_eq!(
+        err(&mut c, &["RANK.CREATE", "b"]),
+        "ERR rank: board already exists"
+    );
     add(&mut c, "used", "x", 1, T0);
-    assert_eq!(err(&mut c, &["RANK.CREATE", "used", "TIEBREAK", "LATER"]), "ERR rank: board already exists");
+    assert_eq!(
+        err(&mut c, &["RANK.CREATE", "used", "TIEBREAK", "LATER"]),
+        "ERR rank: board already exists"
+    );
     assert_eq!(exists(&mut c, "used:meta"), 0);
 }
 
@@ -143,16 +256,55 @@ fn add_gt_lt_and_same_points_keep_the_original_time() {
     let mut c = s.conn();
     add(&mut c, "b", "x", 10, T0);
     assert_eq!(add(&mut c, "b", "x", 10, T0 + 60_000), "10");
-    assert_eq!(run(&mut c, &["RANK.GET", "b", "x"]), format!("[10, 0, {T0}]"));
-    assert_eq!(run(&mut c, &["RANK.ADD", "b", "x", "5", "GT", "NOW", &now(T0 + 1_000)]), "10");
-    assert_eq!(run(&mut c, &["RANK.ADD", "b", "x", "15", "gt", "NOW", &now(T0 + 2_000)]), "15");
-    assert_eq!(run(&mut c, &["RANK.GET", "b", "x"]), format!("[15, 0, {}]", T0 + 2_000));
-    assert_eq!(run(&mut c, &["RANK.ADD", "b", "x", "20", "LT", "NOW", &now(T0 + 3_000)]), "15");
-    assert_eq!(run(&mut c, &["RANK.ADD", "b", "x", "12", "LT", "NOW", &now(T0 + 4_000)]), "12");
-    assert_eq!(run(&mut c, &["RANK.ADD", "b", "new", "-3", "GT", "NOW", &now(T0)]), "-3");
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "x"]),
+        format!("[10, 0, {T0}]")
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.ADD", "b", "x", "5", "GT", "NOW", &now(T0 + 1_000)]
+        ),
+        "10"
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.ADD", "b", "x", "15", "gt", "NOW", &now(T0 + 2_000)]
+        ),
+        "15"
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "x"]),
+        format!("[15, 0, {}]", T0 + 2_000)
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.ADD", "b", "x", "20", "LT", "NOW", &now(T0 + 3_000)]
+        ),
+        "15"
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.ADD", "b", "x", "12", "LT", "NOW", &now(T0 + 4_000)]
+        ),
+        "12"
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.ADD", "b", "new", "-3", "GT", "NOW", &now(T0)]
+        ),
+        "-3"
+    );
     // Plain ADD may lower.
     assert_eq!(add(&mut c, "b", "x", 1, T0 + 5_000), "1");
-    assert_eq!(run(&mut c, &["RANK.GET", "b", "x"]), format!("[1, 0, {}]", T0 + 5_000));
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "x"]),
+        format!("[1, 0, {}]", T0 + 5_000)
+    );
 }
 
 #[test]
@@ -161,12 +313,30 @@ fn incr_adds_and_moves_the_achievement_time() {
     let mut c = s.conn();
     add(&mut c, "b", "a", 10, T0);
     add(&mut c, "b", "b", 7, T0 + 1_000);
-    assert_eq!(run(&mut c, &["RANK.INCR", "b", "b", "3", "NOW", &now(T0 + 2_000)]), "10");
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.INCR", "b", "b", "3", "NOW", &now(T0 + 2_000)]
+        ),
+        "10"
+    );
     // b reached 10 later than a did.
     assert_eq!(run(&mut c, &["RANK.TOP", "b"]), "[a, 10, b, 10]");
-    assert_eq!(run(&mut c, &["RANK.GET", "b", "b"]), format!("[10, 1, {}]", T0 + 2_000));
-    assert_eq!(run(&mut c, &["RANK.INCR", "b", "new", "-4", "NOW", &now(T0)]), "-4");
-    assert_eq!(run(&mut c, &["RANK.INCR", "b", "a", "0", "NOW", &now(T0 + 3_000)]), "10");
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "b"]),
+        format!("[10, 1, {}]", T0 + 2_000)
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.INCR", "b", "new", "-4", "NOW", &now(T0)]),
+        "-4"
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.INCR", "b", "a", "0", "NOW", &now(T0 + 3_000)]
+        ),
+        "10"
+    );
     assert_eq!(run(&mut c, &["RANK.TOP", "b", "2"]), "[b, 10, a, 10]");
 }
 
@@ -182,9 +352,15 @@ fn get_top_count_and_rem() {
     }
     assert_eq!(int(&mut c, &["RANK.COUNT", "b"]), 15);
     let top = run(&mut c, &["RANK.TOP", "b"]);
-    assert!(top.starts_with("[m14, 14, m13, 13") && top.ends_with("m05, 5]"), "{top}");
+    assert!(
+        top.starts_with("[m14, 14, m13, 13") && top.ends_with("m05, 5]"),
+        "{top}"
+    );
     assert_eq!(run(&mut c, &["RANK.TOP", "b", "0"]), "[]");
-    assert_eq!(run(&mut c, &["RANK.GET", "b", "m10"]), format!("[10, 4, {T0}]"));
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "m10"]),
+        format!("[10, 4, {T0}]")
+    );
     assert_eq!(int(&mut c, &["RANK.REM", "b", "m14", "m13", "nobody"]), 2);
     assert_eq!(int(&mut c, &["RANK.REM", "b", "m14"]), 0);
     assert_eq!(run(&mut c, &["RANK.TOP", "b", "2"]), "[m12, 12, m11, 11]");
@@ -207,18 +383,54 @@ fn paging_with_offset_matches_zrevrange_near_and_far() {
         z.arg(packed).arg(format!("m{i}"));
     }
     let _: i64 = z.query(&mut c).unwrap();
-    for (count, offset) in [(3, 0), (5, 3), (10, 1024), (7, 1025), (5, 2000), (50, 2990), (5, 3000), (5, 9999)] {
-        let got = run(&mut c, &["RANK.TOP", "b", &count.to_string(), "OFFSET", &offset.to_string()]);
+    for (count, offset) in [
+        (3, 0),
+        (5, 3),
+        (10, 1024),
+        (7, 1025),
+        (5, 2000),
+        (50, 2990),
+        (5, 3000),
+        (5, 9999),
+    ] {
+        let got = run(
+            &mut c,
+            &[
+                "RANK.TOP",
+                "b",
+                &count.to_string(),
+                "OFFSET",
+                &offset.to_string(),
+            ],
+        );
         let stop = (offset + count - 1).to_string();
-        let want: Vec<String> = redis::cmd("ZREVRANGE").arg("b").arg(offset).arg(&stop).query(&mut c).unwrap();
+        let want: Vec<String> = redis::cmd("ZREVRANGE")
+            .arg("b")
+            .arg(offset)
+            .arg(&stop)
+            .query(&mut c)
+            .unwrap();
         let want: Vec<String> = want
             .iter()
             .flat_map(|m| [m.clone(), m.trim_start_matches('m').to_string()])
             .collect();
-        assert_eq!(got, format!("[{}]", want.join(", ")), "TOP {count} OFFSET {offset}");
+        assert_eq!(
+            got,
+            format!("[{}]", want.join(", ")),
+            "TOP {count} OFFSET {offset}"
+        );
     }
-    assert_eq!(run(&mut c, &["RANK.TOP", "b", "OFFSET", "2998"]), "[m1, 1, m0, 0]");
-    assert_eq!(run(&mut c, &["RANK.TOP", "b", "2", "OFFSET", "1", "OFFSET", "0"]), "[m2999, 2999, m2998, 2998]");
+    assert_eq!(
+        run(&mut c, &["RANK.TOP", "b", "OFFSET", "2998"]),
+        "[m1, 1, m0, 0]"
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.TOP", "b", "2", "OFFSET", "1", "OFFSET", "0"]
+        ),
+        "[m2999, 2999, m2998, 2998]"
+    );
 }
 
 #[test]
@@ -228,15 +440,24 @@ fn around_at_the_top_middle_and_bottom() {
     for i in 0..6 {
         add(&mut c, "b", &format!("p{i}"), 100 - i, T0);
     }
-    assert_eq!(run(&mut c, &["RANK.AROUND", "b", "p0", "2"]), "[0, p0, 100, 1, p1, 99, 2, p2, 98]");
+    assert_eq!(
+        run(&mut c, &["RANK.AROUND", "b", "p0", "2"]),
+        "[0, p0, 100, 1, p1, 99, 2, p2, 98]"
+    );
     assert_eq!(
         run(&mut c, &["RANK.AROUND", "b", "p3", "1"]),
         "[2, p2, 98, 3, p3, 97, 4, p4, 96]"
     );
-    assert_eq!(run(&mut c, &["RANK.AROUND", "b", "p5", "2"]), "[3, p3, 97, 4, p4, 96, 5, p5, 95]");
+    assert_eq!(
+        run(&mut c, &["RANK.AROUND", "b", "p5", "2"]),
+        "[3, p3, 97, 4, p4, 96, 5, p5, 95]"
+    );
     assert_eq!(run(&mut c, &["RANK.AROUND", "b", "p5", "0"]), "[5, p5, 95]");
     let all = run(&mut c, &["RANK.AROUND", "b", "p2", "9223372036854775807"]);
-    assert!(all.starts_with("[0, p0, 100") && all.ends_with("5, p5, 95]"), "{all}");
+    assert!(
+        all.starts_with("[0, p0, 100") && all.ends_with("5, p5, 95]"),
+        "{all}"
+    );
     assert_eq!(run(&mut c, &["RANK.AROUND", "b", "nobody", "2"]), "nil");
     assert_eq!(run(&mut c, &["RANK.AROUND", "missing", "p0", "2"]), "nil");
 }
@@ -251,18 +472,48 @@ fn merge_sums_or_keeps_the_best_across_boards_and_layouts() {
     add(&mut c, "w2", "c", 8, T0 + 2_000);
     run(&mut c, &["RANK.CREATE", "w3", "UNIT", "MS", "DIGITS", "13"]);
     add(&mut c, "w3", "b", 9, T0 + 500);
-    assert_eq!(int(&mut c, &["RANK.MERGE", "total", "3", "w1", "w2", "w3"]), 3);
+    assert_eq!(
+        int(&mut c, &["RANK.MERGE", "total", "3", "w1", "w2", "w3"]),
+        3
+    );
     assert_eq!(run(&mut c, &["RANK.TOP", "total"]), "[b, 14, a, 13, c, 8]");
-    assert_eq!(run(&mut c, &["RANK.GET", "total", "a"]), format!("[13, 1, {}]", T0 + 9_000));
-    assert_eq!(run(&mut c, &["RANK.GET", "total", "b"]), format!("[14, 0, {}]", T0 + 1_000));
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "total", "a"]),
+        format!("[13, 1, {}]", T0 + 9_000)
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "total", "b"]),
+        format!("[14, 0, {}]", T0 + 1_000)
+    );
 
-    assert_eq!(int(&mut c, &["RANK.MERGE", "best", "3", "w1", "w2", "w3", "AGGREGATE", "max"]), 3);
+    assert_eq!(
+        int(
+            &mut c,
+            &[
+                "RANK.MERGE",
+                "best",
+                "3",
+                "w1",
+                "w2",
+                "w3",
+                "AGGREGATE",
+                "max"
+            ]
+        ),
+        3
+    );
     assert_eq!(run(&mut c, &["RANK.TOP", "best"]), "[a, 10, b, 9, c, 8]");
     // MAX breaks equal points by the destination's tiebreak.
     add(&mut c, "x1", "a", 10, T0 + 5_000);
     add(&mut c, "x2", "a", 10, T0);
-    run(&mut c, &["RANK.MERGE", "bx", "2", "x1", "x2", "AGGREGATE", "MAX"]);
-    assert_eq!(run(&mut c, &["RANK.GET", "bx", "a"]), format!("[10, 0, {T0}]"));
+    run(
+        &mut c,
+        &["RANK.MERGE", "bx", "2", "x1", "x2", "AGGREGATE", "MAX"],
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "bx", "a"]),
+        format!("[10, 0, {T0}]")
+    );
 
     // The destination is replaced, unless it is also a source.
     assert_eq!(int(&mut c, &["RANK.MERGE", "total", "1", "w2"]), 2);
@@ -274,7 +525,10 @@ fn merge_sums_or_keeps_the_best_across_boards_and_layouts() {
     assert_eq!(exists(&mut c, "total"), 0);
 
     // A result the destination's layout cannot hold writes nothing.
-    run(&mut c, &["RANK.CREATE", "small", "UNIT", "MS", "DIGITS", "13"]);
+    run(
+        &mut c,
+        &["RANK.CREATE", "small", "UNIT", "MS", "DIGITS", "13"],
+    );
     add(&mut c, "big", "z", 900, T0);
     add(&mut c, "small", "keep", 1, T0);
     assert_eq!(
@@ -285,8 +539,21 @@ fn merge_sums_or_keeps_the_best_across_boards_and_layouts() {
     // A NONE source has no time: its entries count as achieved at NOW.
     run(&mut c, &["RANK.CREATE", "plain", "TIEBREAK", "NONE"]);
     add(&mut c, "plain", "p", 4, T0);
-    run(&mut c, &["RANK.MERGE", "fromplain", "1", "plain", "NOW", &now(T0 + 7_000)]);
-    assert_eq!(run(&mut c, &["RANK.GET", "fromplain", "p"]), format!("[4, 0, {}]", T0 + 7_000));
+    run(
+        &mut c,
+        &[
+            "RANK.MERGE",
+            "fromplain",
+            "1",
+            "plain",
+            "NOW",
+            &now(T0 + 7_000),
+        ],
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "fromplain", "p"]),
+        format!("[4, 0, {}]", T0 + 7_000)
+    );
 }
 
 #[test]
@@ -361,7 +628,10 @@ fn bad_input_is_refused_with_nothing_written() {
         (vec!["RANK.ADD", "b", "x", "1", "NX"], syntax.into()),
         (vec!["RANK.ADD", "b", "x", "1", "NOW"], syntax.into()),
         (vec!["RANK.ADD", "b", "x", "1", "NOW", "-1"], not_int.into()),
-        (vec!["RANK.ADD", "b", "x", "1", "NOW", "9007199254740992"], not_int.into()),
+        (
+            vec!["RANK.ADD", "b", "x", "1", "NOW", "9007199254740992"],
+            not_int.into(),
+        ),
         (vec!["RANK.ADD", "str", "x", "1"], wrongtype.into()),
         (vec!["RANK.ADD", "sm", "x", "1"], wrongtype.into()),
         (vec!["RANK.INCR", "b", "x"], arity("rank.incr")),
@@ -391,9 +661,18 @@ fn bad_input_is_refused_with_nothing_written() {
         (vec!["RANK.MERGE", "d", "0", "b"], not_int.into()),
         (vec!["RANK.MERGE", "d", "x", "b"], not_int.into()),
         (vec!["RANK.MERGE", "d", "3", "b", "b"], syntax.into()),
-        (vec!["RANK.MERGE", "d", "1", "b", "AGGREGATE", "MIN"], syntax.into()),
-        (vec!["RANK.MERGE", "d", "1", "b", "WEIGHTS", "2"], syntax.into()),
-        (vec!["RANK.MERGE", "d", "1", "b", "TTL", "-5"], not_int.into()),
+        (
+            vec!["RANK.MERGE", "d", "1", "b", "AGGREGATE", "MIN"],
+            syntax.into(),
+        ),
+        (
+            vec!["RANK.MERGE", "d", "1", "b", "WEIGHTS", "2"],
+            syntax.into(),
+        ),
+        (
+            vec!["RANK.MERGE", "d", "1", "b", "TTL", "-5"],
+            not_int.into(),
+        ),
         (vec!["RANK.MERGE", "d", "2", "b", "str"], wrongtype.into()),
         (vec!["RANK.MERGE", "d", "2", "b", "sm"], wrongtype.into()),
         (vec!["RANK.MERGE", "str", "1", "b"], wrongtype.into()),
@@ -405,11 +684,17 @@ fn bad_input_is_refused_with_nothing_written() {
     }
     // A corrupt layout is reported, not guessed.
     run(&mut c, &["HSET", "bad:meta", "digits", "99"]);
-    assert_eq!(err(&mut c, &["RANK.ADD", "bad", "x", "1"]), "ERR rank: invalid board layout");
+    assert_eq!(
+        err(&mut c, &["RANK.ADD", "bad", "x", "1"]),
+        "ERR rank: invalid board layout"
+    );
     run(&mut c, &["DEL", "bad:meta"]);
     assert_eq!(dump_keys(&mut c, "*"), before);
     // The server is alive and the data untouched.
-    assert_eq!(run(&mut c, &["RANK.GET", "b", "x"]), format!("[5, 0, {T0}]"));
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "x"]),
+        format!("[5, 0, {T0}]")
+    );
 }
 
 #[test]
@@ -417,10 +702,26 @@ fn merge_reports_its_keys() {
     let s = Server::start();
     let mut c = s.conn();
     assert_eq!(
-        run(&mut c, &["COMMAND", "GETKEYS", "RANK.MERGE", "d", "2", "a", "b", "AGGREGATE", "MAX"]),
+        run(
+            &mut c,
+            &[
+                "COMMAND",
+                "GETKEYS",
+                "RANK.MERGE",
+                "d",
+                "2",
+                "a",
+                "b",
+                "AGGREGATE",
+                "MAX"
+            ]
+        ),
         "[d, a, b]"
     );
-    assert_eq!(run(&mut c, &["COMMAND", "GETKEYS", "RANK.ADD", "b", "m", "1"]), "[b]");
+    assert_eq!(
+        run(&mut c, &["COMMAND", "GETKEYS", "RANK.ADD", "b", "m", "1"]),
+        "[b]"
+    );
 }
 
 #[test]
@@ -444,7 +745,13 @@ fn concurrent_incr_loses_nothing() {
         t.join().unwrap();
     }
     let mut c = s.conn();
-    assert_eq!(run(&mut c, &["RANK.GET", "b", "shared"]).split(", ").next().unwrap(), "[2000");
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "shared"])
+            .split(", ")
+            .next()
+            .unwrap(),
+        "[2000"
+    );
     assert_eq!(int(&mut c, &["RANK.COUNT", "b"]), 5);
 }
 
@@ -461,10 +768,16 @@ fn counters_and_keyspace_events() {
     let _ = err(&mut c, &["RANK.ADD", "b", "x", "999999999"]);
     run(&mut c, &["RANK.REM", "b", "x"]);
     let info: String = redis::cmd("INFO").arg("hotpath").query(&mut c).unwrap();
-    for want in ["rank_updates:1", "rank_kept:1", "rank_refused:1", "rank_removed:1"] {
+    for want in [
+        "rank_updates:1",
+        "rank_kept:1",
+        "rank_refused:1",
+        "rank_removed:1",
+    ] {
         assert!(info.contains(want), "{want} in {info}");
     }
-    ps.set_read_timeout(Some(std::time::Duration::from_secs(2))).unwrap();
+    ps.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+        .unwrap();
     let m: String = ps.get_message().unwrap().get_payload().unwrap();
     assert_eq!(m, "hotpath.rank.add");
 }
@@ -472,11 +785,30 @@ fn counters_and_keyspace_events() {
 /// Every write command, using the server clock (no NOW) so replicas and
 /// AOF replay must get the master's values, not their own.
 fn every_write(c: &mut Connection) {
-    run(c, &["RANK.CREATE", "b", "TTL", "1000", "UNIT", "MS", "DIGITS", "13"]);
+    run(
+        c,
+        &[
+            "RANK.CREATE",
+            "b",
+            "TTL",
+            "1000",
+            "UNIT",
+            "MS",
+            "DIGITS",
+            "13",
+        ],
+    );
     run(c, &["RANK.CREATE", "late", "TIEBREAK", "LATER"]);
     for i in 0..20 {
-        assert!(!run(c, &["RANK.ADD", "b", &format!("m{i}"), &(i % 7).to_string()]).starts_with("ERR"));
-        run(c, &["RANK.ADD", "late", &format!("m{i}"), &(i % 3).to_string()]);
+        assert!(!run(
+            c,
+            &["RANK.ADD", "b", &format!("m{i}"), &(i % 7).to_string()]
+        )
+        .starts_with("ERR"));
+        run(
+            c,
+            &["RANK.ADD", "late", &format!("m{i}"), &(i % 3).to_string()],
+        );
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
     run(c, &["RANK.ADD", "b", "m1", "50", "GT"]);
@@ -484,8 +816,14 @@ fn every_write(c: &mut Connection) {
     run(c, &["RANK.INCR", "b", "m3", "4"]);
     run(c, &["RANK.INCR", "fresh", "z", "4"]);
     run(c, &["RANK.REM", "b", "m4", "m5"]);
-    assert_eq!(int(c, &["RANK.MERGE", "sum", "2", "b", "late", "TTL", "500"]), 20);
-    run(c, &["RANK.MERGE", "max", "2", "b", "late", "AGGREGATE", "MAX"]);
+    assert_eq!(
+        int(c, &["RANK.MERGE", "sum", "2", "b", "late", "TTL", "500"]),
+        20
+    );
+    run(
+        c,
+        &["RANK.MERGE", "max", "2", "b", "late", "AGGREGATE", "MAX"],
+    );
     run(c, &["RANK.MERGE", "b", "2", "b", "late"]);
 }
 
@@ -498,7 +836,11 @@ fn replica_ends_identical_to_master() {
     let mut r = p.replica.conn();
     assert_eq!(dump_keys(&mut r, "*"), dump_keys(&mut c, "*"));
     for k in ["b", "b:meta", "sum"] {
-        assert_eq!(int(&mut r, &["PEXPIRETIME", k]), int(&mut c, &["PEXPIRETIME", k]), "{k}");
+        assert_eq!(
+            int(&mut r, &["PEXPIRETIME", k]),
+            int(&mut c, &["PEXPIRETIME", k]),
+            "{k}"
+        );
     }
 }
 

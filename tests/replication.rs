@@ -59,7 +59,43 @@ fn cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
 
 /// Cases of the other families (kept apart to merge cleanly).
 fn family_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
-    Vec::new()
+    let v = |lines: &[&str]| -> Vec<Vec<String>> {
+        lines
+            .iter()
+            .map(|l| l.split_whitespace().map(String::from).collect())
+            .collect()
+    };
+    vec![
+        (
+            "rank.create",
+            v(&[
+                "RANK.CREATE r:{k}1 UNIT MS DIGITS 13 TTL 1000",
+                "RANK.CREATE r:{k}2 TIEBREAK LATER",
+            ]),
+        ),
+        (
+            "rank.add",
+            v(&[
+                "RANK.ADD r:{k}1 a 5",
+                "RANK.ADD r:{k}1 b 5",
+                "RANK.ADD r:{k}1 a 9 GT",
+                "RANK.ADD r:{k}2 a 3",
+                "RANK.ADD r:{k}3 a -2",
+            ]),
+        ),
+        (
+            "rank.incr",
+            v(&["RANK.INCR r:{k}1 b 4", "RANK.INCR r:{k}2 c 1"]),
+        ),
+        ("rank.rem", v(&["RANK.REM r:{k}3 a", "RANK.REM r:{k}1 zz"])),
+        (
+            "rank.merge",
+            v(&[
+                "RANK.MERGE r:{k}4 2 r:{k}1 r:{k}2 TTL 500",
+                "RANK.MERGE r:{k}5 2 r:{k}1 r:{k}2 AGGREGATE MAX",
+            ]),
+        ),
+    ]
 }
 
 fn write_commands(c: &mut Connection) -> Vec<String> {

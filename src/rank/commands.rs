@@ -6,7 +6,9 @@ use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 use crate::args::{parse_i64, Cursor};
 use crate::error;
 use crate::keys::{derived, Key, KeyType};
-use crate::rank::model::{self, Aggregate, Condition, Layout, RankError, Tiebreak, Unit, EXACT_MAX, MAX_DIGITS, MAX_TTL_S};
+use crate::rank::model::{
+    self, Aggregate, Condition, Layout, RankError, Tiebreak, Unit, EXACT_MAX, MAX_DIGITS, MAX_TTL_S,
+};
 use crate::rank::{KEPT, MERGES, REFUSED, REMOVED, UPDATES};
 use crate::util;
 
@@ -46,15 +48,28 @@ fn open_board(ctx: &Context, base: &[u8], write: bool) -> Result<Board, RedisErr
     board.check(KeyType::ZSet)?;
     let meta = Key::derived(ctx, base, "meta", write);
     let layout = read_layout(&meta)?;
-    Ok(Board { board, meta, layout })
+    Ok(Board {
+        board,
+        meta,
+        layout,
+    })
 }
 
 fn read_layout(meta: &Key) -> Result<Layout, RedisError> {
     if !meta.check(KeyType::Hash)? {
         return Ok(Layout::default());
     }
-    let f: Vec<Option<Vec<u8>>> = model::META_FIELDS.iter().map(|f| meta.hget(f.as_bytes())).collect();
-    Layout::from_fields([f[0].as_deref(), f[1].as_deref(), f[2].as_deref(), f[3].as_deref()]).map_err(rank_error)
+    let f: Vec<Option<Vec<u8>>> = model::META_FIELDS
+        .iter()
+        .map(|f| meta.hget(f.as_bytes()))
+        .collect();
+    Layout::from_fields([
+        f[0].as_deref(),
+        f[1].as_deref(),
+        f[2].as_deref(),
+        f[3].as_deref(),
+    ])
+    .map_err(rank_error)
 }
 
 /// Gives a board that was just created the expiry of its `B:meta`, so that
@@ -88,7 +103,8 @@ pub fn rank_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "TIEBREAK" => {
-                tiebreak = Tiebreak::parse(c.option_value()?.as_slice()).ok_or_else(error::syntax)?;
+                tiebreak =
+                    Tiebreak::parse(c.option_value()?.as_slice()).ok_or_else(error::syntax)?;
             }
             "UNIT" => unit = Unit::parse(c.option_value()?.as_slice()).ok_or_else(error::syntax)?,
             "DIGITS" => digits = Some(c.option_i64(0, MAX_DIGITS as i64)? as u32),
@@ -99,7 +115,12 @@ pub fn rank_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
     }
     util::require_hash_tag(ctx, "rank", &base)?;
-    let layout = Layout { tiebreak, unit, digits: digits.unwrap_or(Layout::default_digits(tiebreak)), epoch };
+    let layout = Layout {
+        tiebreak,
+        unit,
+        digits: digits.unwrap_or(Layout::default_digits(tiebreak)),
+        epoch,
+    };
     let board = Key::open(ctx, &base, false);
     board.check(KeyType::ZSet)?;
     let meta_name = derived(&base, "meta");
@@ -107,7 +128,9 @@ pub fn rank_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if meta.check(KeyType::Hash)? || board.exists() {
         return Err(error::family("rank", "board already exists"));
     }
-    layout.tick(now.unwrap_or_else(util::now_ms)).map_err(rank_error)?;
+    layout
+        .tick(now.unwrap_or_else(util::now_ms))
+        .map_err(rank_error)?;
 
     let values = layout.to_fields();
     let mut hset: Vec<&[u8]> = vec![&meta_name];
@@ -159,7 +182,10 @@ pub fn rank_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     util::require_hash_tag(ctx, "rank", &base)?;
     let b = open_board(ctx, &base, true)?;
-    let t = b.layout.tick(now.unwrap_or_else(util::now_ms)).map_err(rank_error)?;
+    let t = b
+        .layout
+        .tick(now.unwrap_or_else(util::now_ms))
+        .map_err(rank_error)?;
     b.layout.check_points(points).map_err(rank_error)?;
 
     let current = b.board.zscore(&member).map(|s| b.layout.unpack(s).points);
@@ -187,8 +213,14 @@ pub fn rank_incr(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     util::require_hash_tag(ctx, "rank", &base)?;
     let b = open_board(ctx, &base, true)?;
-    let t = b.layout.tick(now.unwrap_or_else(util::now_ms)).map_err(rank_error)?;
-    let current = b.board.zscore(&member).map_or(0, |s| b.layout.unpack(s).points);
+    let t = b
+        .layout
+        .tick(now.unwrap_or_else(util::now_ms))
+        .map_err(rank_error)?;
+    let current = b
+        .board
+        .zscore(&member)
+        .map_or(0, |s| b.layout.unpack(s).points);
     let points = model::incr_points(&b.layout, current, delta).map_err(rank_error)?;
     write_score(ctx, &b, &base, &member, b.layout.pack_tick(points, t));
     util::notify(ctx, "hotpath.rank.incr", &base);
@@ -205,9 +237,17 @@ fn rev_rank(ctx: &Context, base: &[u8], member: &[u8]) -> Result<Option<i64>, Re
 }
 
 /// Returns `ZREVRANGE base start stop WITHSCORES` as (member, score) pairs.
-fn rev_range(ctx: &Context, base: &[u8], start: i64, stop: i64) -> Result<Vec<(Vec<u8>, f64)>, RedisError> {
+fn rev_range(
+    ctx: &Context,
+    base: &[u8],
+    start: i64,
+    stop: i64,
+) -> Result<Vec<(Vec<u8>, f64)>, RedisError> {
     let (start, stop) = (start.to_string(), stop.to_string());
-    let reply = ctx.call("ZREVRANGE", &[base, start.as_bytes(), stop.as_bytes(), b"WITHSCORES"])?;
+    let reply = ctx.call(
+        "ZREVRANGE",
+        &[base, start.as_bytes(), stop.as_bytes(), b"WITHSCORES"],
+    )?;
     let items = match reply {
         RedisValue::Array(items) => items,
         _ => return Ok(Vec::new()),
@@ -222,7 +262,10 @@ fn rev_range(ctx: &Context, base: &[u8], start: i64, stop: i64) -> Result<Vec<(V
     let mut out = Vec::with_capacity(items.len() / 2);
     let mut it = items.into_iter();
     while let (Some(m), Some(s)) = (it.next(), it.next()) {
-        let score = std::str::from_utf8(&bytes(s)).ok().and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+        let score = std::str::from_utf8(&bytes(s))
+            .ok()
+            .and_then(|s| s.parse::<f64>().ok())
+            .unwrap_or(0.0);
         out.push((bytes(m), score));
     }
     Ok(out)
@@ -275,7 +318,8 @@ pub fn rank_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Ok(RedisValue::Array(Vec::new()));
     }
     let entries = if offset <= WALK_MAX_OFFSET {
-        b.board.zrange_desc(offset as usize, count.min(len) as usize)
+        b.board
+            .zrange_desc(offset as usize, count.min(len) as usize)
     } else {
         rev_range(ctx, &base, offset, offset.saturating_add(count - 1))?
     };
@@ -351,7 +395,10 @@ pub fn rank_count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// the `numkeys` sources.
 fn merge_keys(ctx: &Context, args: &[RedisString]) -> RedisResult {
     ctx.key_at_pos(1);
-    if let Some(n) = args.get(2).and_then(|a| parse_i64(a.as_slice(), 1, i64::MAX).ok()) {
+    if let Some(n) = args
+        .get(2)
+        .and_then(|a| parse_i64(a.as_slice(), 1, i64::MAX).ok())
+    {
         let last = (3 + n).min(args.len() as i64);
         for pos in 3..last {
             ctx.key_at_pos(pos as i32);
@@ -402,7 +449,8 @@ pub fn rank_merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         let src = open_board(ctx, s, false)?;
         inputs.push((src.layout, src.board.zrange_asc(0, usize::MAX)));
     }
-    let merged = model::merge(&inputs, &d.layout, agg, now.unwrap_or_else(util::now_ms)).map_err(rank_error)?;
+    let merged = model::merge(&inputs, &d.layout, agg, now.unwrap_or_else(util::now_ms))
+        .map_err(rank_error)?;
     drop(inputs);
 
     d.board.delete();

@@ -117,7 +117,12 @@ impl Default for Layout {
     /// TIEBREAK EARLIER, UNIT S, DIGITS 10, EPOCH 0: the layout of a board
     /// that was never created.
     fn default() -> Self {
-        Layout { tiebreak: Tiebreak::Earlier, unit: Unit::S, digits: 10, epoch: 0 }
+        Layout {
+            tiebreak: Tiebreak::Earlier,
+            unit: Unit::S,
+            digits: 10,
+            epoch: 0,
+        }
     }
 }
 
@@ -150,11 +155,15 @@ impl Layout {
     pub fn from_fields(fields: [Option<&[u8]>; 4]) -> Result<Layout, RankError> {
         let tiebreak = match fields[0] {
             None => Tiebreak::Earlier,
-            Some(v) => Tiebreak::parse(v).filter(|t| t.name().as_bytes() == v).ok_or(RankError::BadLayout)?,
+            Some(v) => Tiebreak::parse(v)
+                .filter(|t| t.name().as_bytes() == v)
+                .ok_or(RankError::BadLayout)?,
         };
         let unit = match fields[1] {
             None => Unit::S,
-            Some(v) => Unit::parse(v).filter(|u| u.name().as_bytes() == v).ok_or(RankError::BadLayout)?,
+            Some(v) => Unit::parse(v)
+                .filter(|u| u.name().as_bytes() == v)
+                .ok_or(RankError::BadLayout)?,
         };
         let digits = match fields[2] {
             None => Layout::default_digits(tiebreak),
@@ -170,7 +179,12 @@ impl Layout {
                 _ => return Err(RankError::BadLayout),
             },
         };
-        Ok(Layout { tiebreak, unit, digits, epoch })
+        Ok(Layout {
+            tiebreak,
+            unit,
+            digits,
+            epoch,
+        })
     }
 
     /// Returns the `B:meta` values, in the order of [`META_FIELDS`].
@@ -257,7 +271,13 @@ impl Layout {
     /// Returns the entry a stored score stands for. Scores that are not
     /// integers (written by hand) are read as their floor; nothing panics.
     pub fn unpack(&self, score: f64) -> Entry {
-        let p = if score.is_finite() { score.floor() as i64 } else if score > 0.0 { i64::MAX } else { i64::MIN };
+        let p = if score.is_finite() {
+            score.floor() as i64
+        } else if score > 0.0 {
+            i64::MAX
+        } else {
+            i64::MIN
+        };
         let m = self.scale();
         let points = p.div_euclid(m);
         let rem = p.rem_euclid(m);
@@ -266,7 +286,10 @@ impl Layout {
             Tiebreak::Earlier => Some(self.time_of(m - 1 - rem)),
             Tiebreak::Later => Some(self.time_of(rem)),
         };
-        Entry { points, achieved_ms }
+        Entry {
+            points,
+            achieved_ms,
+        }
     }
 
     fn time_of(&self, t: i64) -> i64 {
@@ -301,7 +324,9 @@ pub fn add_writes(current: Option<i64>, points: i64, cond: Condition) -> bool {
 ///
 /// Occurs as [`RankError::PointsRange`] when the sum leaves the board.
 pub fn incr_points(layout: &Layout, current: i64, delta: i64) -> Result<i64, RankError> {
-    let new = current.checked_add(delta).ok_or(RankError::PointsRange(layout.limit()))?;
+    let new = current
+        .checked_add(delta)
+        .ok_or(RankError::PointsRange(layout.limit()))?;
     layout.check_points(new)?;
     Ok(new)
 }
@@ -327,6 +352,9 @@ fn better(tiebreak: Tiebreak, a: (i64, i64), b: (i64, i64)) -> bool {
     }
 }
 
+/// A source board for [`merge`]: its layout and its `(member, score)` list.
+pub type Source = (Layout, Vec<(Vec<u8>, f64)>);
+
 /// Merges source boards (each with its layout and `(member, score)` list)
 /// into the packed entries of a destination with layout `dest`. An entry
 /// without a time (from a NONE board) counts as achieved at `now_ms`.
@@ -335,7 +363,7 @@ fn better(tiebreak: Tiebreak, a: (i64, i64), b: (i64, i64)) -> bool {
 /// Occurs as [`RankError::Timestamp`] when a time does not fit `dest` and
 /// [`RankError::PointsRange`] when points do not: nothing is returned then.
 pub fn merge(
-    sources: &[(Layout, Vec<(Vec<u8>, f64)>)],
+    sources: &[Source],
     dest: &Layout,
     agg: Aggregate,
     now_ms: i64,
@@ -405,13 +433,23 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     fn layout(tiebreak: Tiebreak, unit: Unit, digits: u32, epoch: i64) -> Layout {
-        Layout { tiebreak, unit, digits, epoch }
+        Layout {
+            tiebreak,
+            unit,
+            digits,
+            epoch,
+        }
     }
 
     fn random_layout(rng: &mut StdRng) -> Layout {
         let tiebreak = [Tiebreak::Earlier, Tiebreak::Later, Tiebreak::None][rng.gen_range(0..3)];
         let unit = if rng.gen_bool(0.5) { Unit::Ms } else { Unit::S };
-        layout(tiebreak, unit, rng.gen_range(1..=MAX_DIGITS), rng.gen_range(0..2_000_000_000_000))
+        layout(
+            tiebreak,
+            unit,
+            rng.gen_range(1..=MAX_DIGITS),
+            rng.gen_range(0..2_000_000_000_000),
+        )
     }
 
     /// A random time that fits `l` (its `t` spans the whole digit range).
@@ -425,8 +463,14 @@ mod tests {
         assert_eq!(Layout::default().limit(), 900_718);
         let max = Layout::default().pack(900_718, 9_999_999_999_999).unwrap();
         assert!(max <= EXACT_MAX);
-        assert_eq!(Layout::default().pack(900_719, 0), Err(RankError::PointsRange(900_718)));
-        assert_eq!(Layout::default().pack(-900_719, 0), Err(RankError::PointsRange(900_718)));
+        assert_eq!(
+            Layout::default().pack(900_719, 0),
+            Err(RankError::PointsRange(900_718))
+        );
+        assert_eq!(
+            Layout::default().pack(-900_719, 0),
+            Err(RankError::PointsRange(900_718))
+        );
         assert_eq!(
             RankError::PointsRange(900_718).message(),
             "points out of exact range (max \u{b1}900718)"
@@ -454,7 +498,11 @@ mod tests {
             assert_eq!(e.points, points, "{l:?} {now}");
             match l.tiebreak {
                 Tiebreak::None => assert_eq!(e.achieved_ms, None),
-                _ => assert_eq!(e.achieved_ms, Some(now - (now - l.epoch) % l.unit.ms()), "{l:?}"),
+                _ => assert_eq!(
+                    e.achieved_ms,
+                    Some(now - (now - l.epoch) % l.unit.ms()),
+                    "{l:?}"
+                ),
             }
         }
     }
@@ -467,7 +515,10 @@ mod tests {
             let limit = l.limit().min(1000);
             let (pa, pb) = (rng.gen_range(-limit..=limit), rng.gen_range(-limit..=limit));
             let (ta, tb) = (random_time(&mut rng, &l), random_time(&mut rng, &l));
-            let (sa, sb) = (l.pack(pa, ta).unwrap() as f64, l.pack(pb, tb).unwrap() as f64);
+            let (sa, sb) = (
+                l.pack(pa, ta).unwrap() as f64,
+                l.pack(pb, tb).unwrap() as f64,
+            );
             let (ua, ub) = (l.tick(ta).unwrap(), l.tick(tb).unwrap());
             if pa != pb {
                 assert_eq!(sa > sb, pa > pb);
@@ -506,7 +557,10 @@ mod tests {
             let top = (limit + 1) as i128 * l.scale() as i128 + l.max_tiebreak() as i128;
             assert!(top > EXACT_MAX as i128);
         }
-        assert_eq!(incr_points(&Layout::default(), 900_000, i64::MAX), Err(RankError::PointsRange(900_718)));
+        assert_eq!(
+            incr_points(&Layout::default(), 900_000, i64::MAX),
+            Err(RankError::PointsRange(900_718))
+        );
         assert_eq!(incr_points(&Layout::default(), 900_000, 718), Ok(900_718));
     }
 
@@ -515,13 +569,24 @@ mod tests {
         let now = 1_764_000_000_000; // 2025-11
         assert!(Layout::default().tick(now).is_ok());
         // Milliseconds since 1970 need 13 digits.
-        assert_eq!(layout(Tiebreak::Earlier, Unit::Ms, 12, 0).tick(now), Err(RankError::Timestamp));
+        assert_eq!(
+            layout(Tiebreak::Earlier, Unit::Ms, 12, 0).tick(now),
+            Err(RankError::Timestamp)
+        );
         assert!(layout(Tiebreak::Earlier, Unit::Ms, 13, 0).tick(now).is_ok());
         // Seconds since 1970 need 10; since a recent EPOCH fewer.
-        assert_eq!(layout(Tiebreak::Later, Unit::S, 9, 0).tick(now), Err(RankError::Timestamp));
-        assert!(layout(Tiebreak::Later, Unit::S, 8, 1_700_000_000_000).tick(now).is_ok());
+        assert_eq!(
+            layout(Tiebreak::Later, Unit::S, 9, 0).tick(now),
+            Err(RankError::Timestamp)
+        );
+        assert!(layout(Tiebreak::Later, Unit::S, 8, 1_700_000_000_000)
+            .tick(now)
+            .is_ok());
         // An EPOCH in the future cannot hold now.
-        assert_eq!(layout(Tiebreak::Earlier, Unit::S, 10, now + 1).tick(now), Err(RankError::Timestamp));
+        assert_eq!(
+            layout(Tiebreak::Earlier, Unit::S, 10, now + 1).tick(now),
+            Err(RankError::Timestamp)
+        );
         // NONE keeps no time at all.
         assert_eq!(layout(Tiebreak::None, Unit::S, 0, now + 1).tick(now), Ok(0));
     }
@@ -552,7 +617,12 @@ mod tests {
             assert_eq!(back, Ok(l));
         }
         assert_eq!(Layout::from_fields([None; 4]), Ok(Layout::default()));
-        assert_eq!(Layout::from_fields([Some(b"NONE"), None, None, None]).unwrap().digits, 0);
+        assert_eq!(
+            Layout::from_fields([Some(b"NONE"), None, None, None])
+                .unwrap()
+                .digits,
+            0
+        );
         for bad in [
             [Some(&b"earlier"[..]), None, None, None],
             [None, Some(b"H"), None, None],
@@ -567,10 +637,19 @@ mod tests {
     #[test]
     fn merge_sums_points_and_keeps_latest_time() {
         let l = Layout::default();
-        let a = vec![(b"x".to_vec(), l.pack(10, 5_000).unwrap() as f64), (b"y".to_vec(), l.pack(1, 1_000).unwrap() as f64)];
+        let a = vec![
+            (b"x".to_vec(), l.pack(10, 5_000).unwrap() as f64),
+            (b"y".to_vec(), l.pack(1, 1_000).unwrap() as f64),
+        ];
         let b = vec![(b"x".to_vec(), l.pack(-3, 9_000).unwrap() as f64)];
         let out = merge(&[(l, a.clone()), (l, b.clone())], &l, Aggregate::Sum, 0).unwrap();
-        assert_eq!(out, vec![(b"x".to_vec(), l.pack(7, 9_000).unwrap()), (b"y".to_vec(), l.pack(1, 1_000).unwrap())]);
+        assert_eq!(
+            out,
+            vec![
+                (b"x".to_vec(), l.pack(7, 9_000).unwrap()),
+                (b"y".to_vec(), l.pack(1, 1_000).unwrap())
+            ]
+        );
         let out = merge(&[(l, a), (l, b)], &l, Aggregate::Max, 0).unwrap();
         assert_eq!(out[0], (b"x".to_vec(), l.pack(10, 5_000).unwrap()));
     }
@@ -582,8 +661,14 @@ mod tests {
         let a = vec![(b"x".to_vec(), l.pack(10, 5_000).unwrap() as f64)];
         let b = vec![(b"x".to_vec(), l.pack(10, 9_000).unwrap() as f64)];
         let srcs = [(l, a), (l, b)];
-        assert_eq!(merge(&srcs, &l, Aggregate::Max, 0).unwrap()[0].1, l.pack(10, 5_000).unwrap());
-        assert_eq!(merge(&srcs, &later, Aggregate::Max, 0).unwrap()[0].1, later.pack(10, 9_000).unwrap());
+        assert_eq!(
+            merge(&srcs, &l, Aggregate::Max, 0).unwrap()[0].1,
+            l.pack(10, 5_000).unwrap()
+        );
+        assert_eq!(
+            merge(&srcs, &later, Aggregate::Max, 0).unwrap()[0].1,
+            later.pack(10, 9_000).unwrap()
+        );
     }
 
     #[test]
@@ -591,23 +676,53 @@ mod tests {
         let big = layout(Tiebreak::None, Unit::S, 0, 0);
         let src = vec![(b"x".to_vec(), 5_000_000.0)];
         assert_eq!(
-            merge(&[(big, src.clone())], &Layout::default(), Aggregate::Sum, 1_000),
+            merge(
+                &[(big, src.clone())],
+                &Layout::default(),
+                Aggregate::Sum,
+                1_000
+            ),
             Err(RankError::PointsRange(900_718))
         );
         let recent = layout(Tiebreak::Earlier, Unit::S, 10, 1_000_000);
-        let old = vec![(b"x".to_vec(), Layout::default().pack(1, 500).unwrap() as f64)];
-        assert_eq!(merge(&[(Layout::default(), old)], &recent, Aggregate::Sum, 0), Err(RankError::Timestamp));
+        let old = vec![(
+            b"x".to_vec(),
+            Layout::default().pack(1, 500).unwrap() as f64,
+        )];
+        assert_eq!(
+            merge(&[(Layout::default(), old)], &recent, Aggregate::Sum, 0),
+            Err(RankError::Timestamp)
+        );
         // Sums that pass through large values but end in range are exact.
         let parts = vec![(b"x".to_vec(), EXACT_MAX as f64)];
         let neg = vec![(b"x".to_vec(), -(EXACT_MAX as f64) + 2.0)];
-        let out = merge(&[(big, parts.clone()), (big, parts), (big, neg.clone()), (big, neg)], &big, Aggregate::Sum, 0).unwrap();
+        let out = merge(
+            &[
+                (big, parts.clone()),
+                (big, parts),
+                (big, neg.clone()),
+                (big, neg),
+            ],
+            &big,
+            Aggregate::Sum,
+            0,
+        )
+        .unwrap();
         assert_eq!(out[0].1, 4);
     }
 
     #[test]
     fn unpack_never_panics_on_odd_scores() {
         let l = Layout::default();
-        for s in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1.5, -0.5, 1e300, -1e300] {
+        for s in [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1.5,
+            -0.5,
+            1e300,
+            -1e300,
+        ] {
             let _ = l.unpack(s);
         }
         assert_eq!(l.unpack(-0.5).points, -1);
