@@ -27,6 +27,17 @@ def fill(b, key, score_of, batch=1000):
     pipe.execute()
 
 
+def best(b, rounds, pairs):
+    """Measures each (command, calls_fn) `rounds` times, interleaved, and
+    returns the lowest µs/call of each: on a shared machine the minimum is
+    the figure least disturbed by other load."""
+    out = [float("inf")] * len(pairs)
+    for _ in range(rounds):
+        for i, (command, calls) in enumerate(pairs):
+            out[i] = min(out[i], b.measure(command, calls()))
+    return out
+
+
 def bench(b):
     r = b.r
     rnd = random.Random(1)
@@ -38,25 +49,44 @@ def bench(b):
     top = r.execute_command("RANK.TOP", "board", 1)
     assert int(top[1]) == max(points), top
 
-    ours = b.measure("rank.top", (("RANK.TOP", "board", 10) for _ in range(CALLS)))
-    native = b.measure("zrevrange", (("ZREVRANGE", "board", 0, 9, "WITHSCORES") for _ in range(CALLS)))
+    ours, native = best(b, 3, [
+        ("rank.top", lambda: (("RANK.TOP", "board", 10) for _ in range(CALLS))),
+        ("zrevrange", lambda: (("ZREVRANGE", "board", 0, 9, "WITHSCORES") for _ in range(CALLS))),
+    ])
     b.row("RANK.TOP 10 (1M board)", ours, [("ZREVRANGE 0 9 WITHSCORES", native)], "≤ 1.2× ZREVRANGE")
 
     members = [f"u{rnd.randrange(N)}" for _ in range(CALLS)]
-    ours = b.measure("rank.get", (("RANK.GET", "board", m) for m in members))
-    zscore = b.measure("zscore", (("ZSCORE", "board", m) for m in members))
-    zrevrank = b.measure("zrevrank", (("ZREVRANK", "board", m) for m in members))
+    ours, zscore, zrevrank = best(b, 3, [
+        ("rank.get", lambda: (("RANK.GET", "board", m) for m in members)),
+        ("zscore", lambda: (("ZSCORE", "board", m) for m in members)),
+        ("zrevrank", lambda: (("ZREVRANK", "board", m) for m in members)),
+    ])
     b.row("RANK.GET (1M board)", ours, [("ZSCORE+ZREVRANK", zscore + zrevrank)], "")
 
     incr = b.lua("rank/incr.lua")
-    ours = b.measure("rank.incr", (("RANK.INCR", "board", m, 3) for m in members))
-    lua = b.measure("evalsha", (("EVALSHA", incr, 1, "board", m, 3) for m in members))
-    zincrby = b.measure("zincrby", (("ZINCRBY", "plain", 3, m) for m in members))
+    ours, lua, zincrby = best(b, 3, [
+        ("rank.incr", lambda: (("RANK.INCR", "board", m, 3) for m in members)),
+        ("evalsha", lambda: (("EVALSHA", incr, 1, "board", m, 3) for m in members)),
+        ("zincrby", lambda: (("ZINCRBY", "plain", 3, m) for m in members)),
+    ])
     b.row("RANK.INCR (1M board)", ours, [("Lua twin", lua), ("ZINCRBY, no tie-break", zincrby)], "≤ 1/3 of Lua")
 
+    # The same on a 10,000-member board, where the Sorted Set update is
+    # cheap and the command's own overhead shows.
+    small = [f"s{rnd.randrange(10_000)}" for _ in range(CALLS)]
+    ours_s, lua_s, zincrby_s = best(b, 3, [
+        ("rank.incr", lambda: (("RANK.INCR", "small", m, 3) for m in small)),
+        ("evalsha", lambda: (("EVALSHA", incr, 1, "small", m, 3) for m in small)),
+        ("zincrby", lambda: (("ZINCRBY", "smallplain", 3, m) for m in small)),
+    ])
+    b.row("RANK.INCR (10k board)", ours_s, [("Lua twin", lua_s), ("ZINCRBY, no tie-break", zincrby_s)],
+          "≤ 1/3 of Lua")
+
     add = b.lua("rank/add.lua")
-    ours = b.measure("rank.add", (("RANK.ADD", "board", m, 5, "GT") for m in members))
-    lua = b.measure("evalsha", (("EVALSHA", add, 1, "board", m, 5, "GT") for m in members))
+    ours, lua = best(b, 3, [
+        ("rank.add", lambda: (("RANK.ADD", "board", m, 5, "GT") for m in members)),
+        ("evalsha", lambda: (("EVALSHA", add, 1, "board", m, 5, "GT") for m in members)),
+    ])
     b.row("RANK.ADD GT, kept (1M board)", ours, [("Lua twin", lua)], "")
 
     mb = 1024 * 1024

@@ -857,3 +857,48 @@ fn aof_restart_and_rdb_reload_end_identical() {
     assert_eq!(int(&mut c, &["PEXPIRETIME", "b"]), at);
     assert_rdb_reload_equal(&s);
 }
+
+/// A one-node cluster that owns every slot: cluster rules (hash tags,
+/// CROSSSLOT, key extraction through MERGE's getkeys-api) without a
+/// three-node setup.
+fn one_node_cluster() -> Server {
+    let s = Server::start_with(&["--cluster-enabled", "yes"]);
+    let mut c = s.conn();
+    run(&mut c, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !run(&mut c, &["CLUSTER", "INFO"]).contains("cluster_state:ok") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "cluster never became ok"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    s
+}
+
+#[test]
+fn cluster_mode_needs_hash_tags_and_one_slot_for_merge() {
+    let s = one_node_cluster();
+    let mut c = s.conn();
+    let e = "ERR rank: base key needs a {hash tag} in cluster mode";
+    assert_eq!(err(&mut c, &["RANK.ADD", "plain", "x", "1"]), e);
+    assert_eq!(err(&mut c, &["RANK.CREATE", "plain"]), e);
+    assert_eq!(exists(&mut c, "plain"), 0);
+    assert_eq!(run(&mut c, &["RANK.CREATE", "w1:{s1}"]), "OK");
+    assert_eq!(add(&mut c, "w1:{s1}", "a", 3, T0), "3");
+    assert_eq!(add(&mut c, "w2:{s1}", "a", 4, T0), "4");
+    assert_eq!(
+        int(
+            &mut c,
+            &["RANK.MERGE", "all:{s1}", "2", "w1:{s1}", "w2:{s1}"]
+        ),
+        1
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "all:{s1}", "a"]),
+        format!("[7, 0, {T0}]")
+    );
+    let cross = err(&mut c, &["RANK.MERGE", "all:{s1}", "1", "w:{other}"]);
+    assert!(cross.starts_with("CROSSSLOT"), "{cross}");
+    assert_eq!(run(&mut c, &["RANK.TOP", "all:{s1}"]), "[a, 7]");
+}
