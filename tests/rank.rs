@@ -902,3 +902,23 @@ fn cluster_mode_needs_hash_tags_and_one_slot_for_merge() {
     assert!(cross.starts_with("CROSSSLOT"), "{cross}");
     assert_eq!(run(&mut c, &["RANK.TOP", "all:{s1}"]), "[a, 7]");
 }
+
+#[test]
+fn writes_leave_a_watched_meta_untouched() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let mut w = s.conn();
+    run(&mut c, &["RANK.CREATE", "b"]);
+    run(&mut w, &["WATCH", "b:meta"]);
+    add(&mut c, "b", "x", 1, T0);
+    run(&mut c, &["RANK.INCR", "b", "x", "1", "NOW", &now(T0)]);
+    run(&mut w, &["MULTI"]);
+    run(&mut w, &["SET", "k", "v"]);
+    assert_eq!(run(&mut w, &["EXEC"]), "[OK]");
+    // The board itself is signalled, as ZADD would be.
+    run(&mut w, &["WATCH", "b"]);
+    add(&mut c, "b", "y", 1, T0);
+    run(&mut w, &["MULTI"]);
+    run(&mut w, &["SET", "k", "v"]);
+    assert_eq!(run(&mut w, &["EXEC"]), "nil");
+}

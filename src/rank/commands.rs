@@ -41,18 +41,25 @@ struct Board {
     layout: Layout,
 }
 
+/// How a command opens a board's keys.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Read,
+    /// `B` writable; `B:meta` only read (opening it writable would signal
+    /// it as modified to WATCH and client tracking on every write).
+    WriteBoard,
+    /// Both writable (MERGE may set the meta's expiry).
+    WriteBoth,
+}
+
 /// Opens `B` and `B:meta`, checks their types (WRONGTYPE before anything
 /// else) and reads the layout.
-fn open_board(ctx: &Context, base: &[u8], write: bool) -> Result<Board, RedisError> {
-    let board = Key::open(ctx, base, write);
+fn open_board(ctx: &Context, base: &[u8], access: Access) -> Result<Board, RedisError> {
+    let board = Key::open(ctx, base, access != Access::Read);
     board.check(KeyType::ZSet)?;
-    let meta = Key::derived(ctx, base, "meta", write);
+    let meta = Key::derived(ctx, base, "meta", access == Access::WriteBoth);
     let layout = read_layout(&meta)?;
-    Ok(Board {
-        board,
-        meta,
-        layout,
-    })
+    Ok(Board { board, meta, layout })
 }
 
 fn read_layout(meta: &Key) -> Result<Layout, RedisError> {
@@ -181,7 +188,7 @@ pub fn rank_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
     }
     util::require_hash_tag(ctx, "rank", &base)?;
-    let b = open_board(ctx, &base, true)?;
+    let b = open_board(ctx, &base, Access::WriteBoard)?;
     let t = b
         .layout
         .tick(now.unwrap_or_else(util::now_ms))
@@ -212,7 +219,7 @@ pub fn rank_incr(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
     }
     util::require_hash_tag(ctx, "rank", &base)?;
-    let b = open_board(ctx, &base, true)?;
+    let b = open_board(ctx, &base, Access::WriteBoard)?;
     let t = b
         .layout
         .tick(now.unwrap_or_else(util::now_ms))
@@ -279,7 +286,7 @@ pub fn rank_get(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if !c.done() {
         return Err(error::arity(c.command()));
     }
-    let b = open_board(ctx, &base, false)?;
+    let b = open_board(ctx, &base, Access::Read)?;
     let Some(score) = b.board.zscore(&member) else {
         return Ok(RedisValue::Null);
     };
@@ -312,7 +319,7 @@ pub fn rank_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
         first = false;
     }
-    let b = open_board(ctx, &base, false)?;
+    let b = open_board(ctx, &base, Access::Read)?;
     let len = b.board.len() as i64;
     if count == 0 || offset >= len {
         return Ok(RedisValue::Array(Vec::new()));
@@ -340,7 +347,7 @@ pub fn rank_around(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if !c.done() {
         return Err(error::arity(c.command()));
     }
-    let b = open_board(ctx, &base, false)?;
+    let b = open_board(ctx, &base, Access::Read)?;
     if b.board.zscore(&member).is_none() {
         return Ok(RedisValue::Null);
     }
@@ -443,10 +450,10 @@ pub fn rank_merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     for s in &sources {
         util::require_hash_tag(ctx, "rank", s)?;
     }
-    let d = open_board(ctx, &dest, true)?;
+    let d = open_board(ctx, &dest, Access::WriteBoth)?;
     let mut inputs = Vec::with_capacity(sources.len());
     for s in &sources {
-        let src = open_board(ctx, s, false)?;
+        let src = open_board(ctx, s, Access::Read)?;
         inputs.push((src.layout, src.board.zrange_asc(0, usize::MAX)));
     }
     let merged = model::merge(&inputs, &d.layout, agg, now.unwrap_or_else(util::now_ms))
