@@ -922,3 +922,17 @@ fn writes_leave_a_watched_meta_untouched() {
     run(&mut w, &["SET", "k", "v"]);
     assert_eq!(run(&mut w, &["EXEC"]), "nil");
 }
+
+#[test]
+fn a_kept_value_leaves_a_watched_board_untouched() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let mut w = s.conn();
+    add(&mut c, "b", "x", 10, T0);
+    run(&mut w, &["WATCH", "b"]);
+    add(&mut c, "b", "x", 10, T0 + 1_000);
+    run(&mut c, &["RANK.ADD", "b", "x", "5", "GT"]);
+    run(&mut w, &["MULTI"]);
+    run(&mut w, &["SET", "k", "v"]);
+    assert_eq!(run(&mut w, &["EXEC"]), "[OK]");
+}

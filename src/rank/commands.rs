@@ -59,7 +59,11 @@ fn open_board(ctx: &Context, base: &[u8], access: Access) -> Result<Board, Redis
     board.check(KeyType::ZSet)?;
     let meta = Key::derived(ctx, base, "meta", access == Access::WriteBoth);
     let layout = read_layout(&meta)?;
-    Ok(Board { board, meta, layout })
+    Ok(Board {
+        board,
+        meta,
+        layout,
+    })
 }
 
 fn read_layout(meta: &Key) -> Result<Layout, RedisError> {
@@ -188,7 +192,9 @@ pub fn rank_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
     }
     util::require_hash_tag(ctx, "rank", &base)?;
-    let b = open_board(ctx, &base, Access::WriteBoard)?;
+    // Read first: a kept value must not signal the board as modified
+    // (WATCH, client tracking), just as a ZADD that changes nothing.
+    let mut b = open_board(ctx, &base, Access::Read)?;
     let t = b
         .layout
         .tick(now.unwrap_or_else(util::now_ms))
@@ -200,6 +206,7 @@ pub fn rank_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         KEPT.incr();
         return Ok(RedisValue::Integer(current.unwrap_or(points)));
     }
+    b.board = Key::open(ctx, &base, true);
     write_score(ctx, &b, &base, &member, b.layout.pack_tick(points, t));
     util::notify(ctx, "hotpath.rank.add", &base);
     Ok(RedisValue::Integer(points))
