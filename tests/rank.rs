@@ -57,7 +57,7 @@ fn ties_go_to_the_earlier_achiever_not_the_member_name() {
     assert_eq!(run(&mut c, &["RANK.GET", "none", "abe"]), "[10, 1, nil]");
     assert_eq!(
         run(&mut c, &["HGETALL", "none:meta"]),
-        "[tiebreak, NONE, unit, S, digits, 0, epoch, 0]"
+        "[layout, NONE S 0 0]"
     );
 }
 
@@ -683,11 +683,14 @@ fn bad_input_is_refused_with_nothing_written() {
         assert_eq!(&err(&mut c, args), want, "{args:?}");
     }
     // A corrupt layout is reported, not guessed.
-    run(&mut c, &["HSET", "bad:meta", "digits", "99"]);
-    assert_eq!(
-        err(&mut c, &["RANK.ADD", "bad", "x", "1"]),
-        "ERR rank: invalid board layout"
-    );
+    for bad in ["EARLIER S 99 0", "EARLIER S 10", "earlier S 10 0", ""] {
+        run(&mut c, &["HSET", "bad:meta", "layout", bad]);
+        assert_eq!(
+            err(&mut c, &["RANK.ADD", "bad", "x", "1"]),
+            "ERR rank: invalid board layout",
+            "{bad:?}"
+        );
+    }
     run(&mut c, &["DEL", "bad:meta"]);
     assert_eq!(dump_keys(&mut c, "*"), before);
     // The server is alive and the data untouched.

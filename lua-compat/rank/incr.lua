@@ -46,17 +46,22 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The board's layout from B:meta (defaults for a board never created);
--- nil when a field is not valid.
+-- The board's layout from the `layout` field of B:meta,
+-- "<TIEBREAK> <UNIT> <DIGITS> <EPOCH>" (defaults for a board never
+-- created); nil when the value is not a layout.
 local function layout(meta)
-  local f = redis.call('HMGET', meta, 'tiebreak', 'unit', 'digits', 'epoch')
-  local l = { tiebreak = f[1] or 'EARLIER', unit = f[2] or 'S' }
-  if l.tiebreak ~= 'EARLIER' and l.tiebreak ~= 'LATER' and l.tiebreak ~= 'NONE' then return nil end
-  if l.unit ~= 'MS' and l.unit ~= 'S' then return nil end
-  if f[3] then l.digits = int_in(f[3], 0, 15) elseif l.tiebreak == 'NONE' then l.digits = 0 else l.digits = 10 end
-  l.epoch = 0
-  if f[4] then l.epoch = int_in(f[4], 0, EXACT_MAX) end
-  if l.digits == nil or l.epoch == nil then return nil end
+  local v = redis.call('HGET', meta, 'layout')
+  local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
+  if v then
+    local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
+    if not tb then return nil end
+    if tb ~= 'EARLIER' and tb ~= 'LATER' and tb ~= 'NONE' then return nil end
+    if unit ~= 'MS' and unit ~= 'S' then return nil end
+    l.tiebreak, l.unit = tb, unit
+    l.digits = int_in(digits, 0, 15)
+    l.epoch = int_in(epoch, 0, EXACT_MAX)
+    if l.digits == nil or l.epoch == nil then return nil end
+  end
   l.unitms = (l.unit == 'S') and 1000 or 1
   l.scale = 1
   for _ = 1, l.digits do l.scale = l.scale * 10 end

@@ -70,17 +70,7 @@ fn read_layout(meta: &Key) -> Result<Layout, RedisError> {
     if !meta.check(KeyType::Hash)? {
         return Ok(Layout::default());
     }
-    let f: Vec<Option<Vec<u8>>> = model::META_FIELDS
-        .iter()
-        .map(|f| meta.hget(f.as_bytes()))
-        .collect();
-    Layout::from_fields([
-        f[0].as_deref(),
-        f[1].as_deref(),
-        f[2].as_deref(),
-        f[3].as_deref(),
-    ])
-    .map_err(rank_error)
+    Layout::from_field(meta.hget(model::META_FIELD.as_bytes()).as_deref()).map_err(rank_error)
 }
 
 /// Gives a board that was just created the expiry of its `B:meta`, so that
@@ -143,14 +133,10 @@ pub fn rank_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .tick(now.unwrap_or_else(util::now_ms))
         .map_err(rank_error)?;
 
-    let values = layout.to_fields();
-    let mut hset: Vec<&[u8]> = vec![&meta_name];
-    for (f, v) in model::META_FIELDS.iter().zip(values.iter()) {
-        meta.hset(f.as_bytes(), v.as_bytes());
-        hset.push(f.as_bytes());
-        hset.push(v.as_bytes());
-    }
-    ctx.replicate("HSET", hset.as_slice());
+    let value = layout.to_field();
+    let field = model::META_FIELD.as_bytes();
+    meta.hput(field, value.as_bytes());
+    ctx.replicate("HSET", &[&meta_name, field, value.as_bytes()]);
     if let Some(ttl) = ttl {
         let at = ttl_instant(ttl);
         meta.set_abs_expire_ms(at);

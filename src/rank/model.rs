@@ -134,8 +134,10 @@ pub struct Entry {
     pub achieved_ms: Option<i64>,
 }
 
-/// The `B:meta` fields, in the order they are written.
-pub const META_FIELDS: [&str; 4] = ["tiebreak", "unit", "digits", "epoch"];
+/// The `B:meta` field that holds the layout, as
+/// `"<TIEBREAK> <UNIT> <DIGITS> <EPOCH>"`, e.g. `"EARLIER S 10 0"`: one field
+/// so that every command reads the layout with a single lookup.
+pub const META_FIELD: &str = "layout";
 
 impl Layout {
     /// Returns the default DIGITS for a tiebreak: 10, or 0 for NONE (the
@@ -148,10 +150,36 @@ impl Layout {
         }
     }
 
-    /// Returns the layout stored in `B:meta` (fields `tiebreak`, `unit`,
-    /// `digits`, `epoch`; a missing field takes its default).
+    /// Returns the layout stored in the `layout` field of `B:meta` (the
+    /// defaults when there is none).
     ///
-    /// Occurs as [`RankError::BadLayout`] when a field is not valid.
+    /// Occurs as [`RankError::BadLayout`] unless the value is four words
+    /// separated by single spaces, each valid.
+    pub fn from_field(v: Option<&[u8]>) -> Result<Layout, RankError> {
+        let Some(v) = v else {
+            return Ok(Layout::default());
+        };
+        let parts: Vec<&[u8]> = v.split(|&b| b == b' ').collect();
+        if parts.len() != 4 {
+            return Err(RankError::BadLayout);
+        }
+        Layout::from_fields([
+            Some(parts[0]),
+            Some(parts[1]),
+            Some(parts[2]),
+            Some(parts[3]),
+        ])
+    }
+
+    /// Returns the value of the `layout` field.
+    pub fn to_field(&self) -> String {
+        self.to_fields().join(" ")
+    }
+
+    /// Returns the layout from its four words (`tiebreak`, `unit`,
+    /// `digits`, `epoch`; a missing word takes its default).
+    ///
+    /// Occurs as [`RankError::BadLayout`] when a word is not valid.
     pub fn from_fields(fields: [Option<&[u8]>; 4]) -> Result<Layout, RankError> {
         let tiebreak = match fields[0] {
             None => Tiebreak::Earlier,
@@ -187,7 +215,7 @@ impl Layout {
         })
     }
 
-    /// Returns the `B:meta` values, in the order of [`META_FIELDS`].
+    /// Returns the four words of the layout.
     pub fn to_fields(&self) -> [String; 4] {
         [
             self.tiebreak.name().to_string(),
@@ -617,6 +645,23 @@ mod tests {
             assert_eq!(back, Ok(l));
         }
         assert_eq!(Layout::from_fields([None; 4]), Ok(Layout::default()));
+        assert_eq!(Layout::default().to_field(), "EARLIER S 10 0");
+        let mut rng2 = StdRng::seed_from_u64(6);
+        for _ in 0..1000 {
+            let l = random_layout(&mut rng2);
+            assert_eq!(Layout::from_field(Some(l.to_field().as_bytes())), Ok(l));
+        }
+        assert_eq!(Layout::from_field(None), Ok(Layout::default()));
+        for bad in [
+            &b""[..],
+            b"EARLIER S 10",
+            b"EARLIER S 10 0 ",
+            b"EARLIER  S 10 0",
+            b"EARLIER S 10 x",
+            b"LATER MS 16 0",
+        ] {
+            assert_eq!(Layout::from_field(Some(bad)), Err(RankError::BadLayout));
+        }
         assert_eq!(
             Layout::from_fields([Some(b"NONE"), None, None, None])
                 .unwrap()
