@@ -43,6 +43,9 @@ def bench(b):
     rnd = random.Random(1)
     points = [rnd.randrange(0, 100_000) for _ in range(N)]
     times = [T0 + rnd.randrange(0, 30 * 86_400_000) for _ in range(N)]
+    # Created boards (with B:meta), so every command pays the layout lookup.
+    r.execute_command("RANK.CREATE", "board")
+    r.execute_command("RANK.CREATE", "small")
     fill(b, "board", lambda i: packed(points[i], times[i]))
     fill(b, "plain", lambda i: points[i])
     assert r.execute_command("RANK.COUNT", "board") == N
