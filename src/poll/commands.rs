@@ -25,7 +25,7 @@ impl PollKeys {
         derived(&self.base, suffix)
     }
     fn open(&self, ctx: &Context, suffix: &str, write: bool) -> Key {
-        Key::open(ctx, &self.name(suffix), write)
+        Key::derived(ctx, &self.base, suffix, write)
     }
 }
 
@@ -187,9 +187,16 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 4)?;
     let keys = base_of(ctx, &mut c)?;
-    let user = nonempty(c.next_bytes()?, "user")?;
-    let cand = nonempty(c.next_bytes()?, "candidate")?;
+    // The hot path reads user and candidate in place, without copies.
+    c.skip(2)?;
+    if c.arg(2).is_empty() {
+        return Err(fail("user must not be empty"));
+    }
+    if c.arg(3).is_empty() {
+        return Err(fail("candidate must not be empty"));
+    }
     let (now, had_now) = trailing_now(&mut c)?;
+    let (user, cand) = (c.arg(2), c.arg(3));
 
     let meta = keys.open(ctx, "meta", false);
     let rules = read_rules(&meta)?;
@@ -247,7 +254,7 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         super::DUPLICATES.incr();
         return Ok(ints(0));
     }
-    board.zincrby(&cand, 1.0);
+    board.zincrby_arg(&c.args()[3], 1.0);
     if let Some(uv) = &uservotes {
         let had = uv.exists();
         uv.hput(&user, model::format_user_votes(&list).as_bytes());
@@ -263,7 +270,7 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     super::VOTES.incr();
     replicate_with_now(ctx, c.args(), now, had_now);
-    util::notify(ctx, "hotpath.poll.vote", &keys.base);
+    util::notify_arg(ctx, "hotpath.poll.vote", &c.args()[1]);
     Ok(ints(1))
 }
 

@@ -142,14 +142,17 @@ pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// A short byte string kept on the stack (ballot fields and records).
+pub type Bytes = smallvec::SmallVec<[u8; 96]>;
+
 /// Returns the dedup member (a field of `B:voted`) of a vote.
-pub fn ballot_field(mode: Mode, user: &[u8], candidate: &[u8], day: i64) -> Vec<u8> {
-    let mut f = user.to_vec();
+pub fn ballot_field(mode: Mode, user: &[u8], candidate: &[u8], day: i64) -> Bytes {
+    let mut f = Bytes::from_slice(user);
     match mode {
         Mode::Once => {}
         Mode::Daily => {
             f.push(b':');
-            f.extend_from_slice(day.to_string().as_bytes());
+            push_int(&mut f, day);
         }
         Mode::Multi => {
             f.push(b':');
@@ -160,11 +163,31 @@ pub fn ballot_field(mode: Mode, user: &[u8], candidate: &[u8], day: i64) -> Vec<
 }
 
 /// Returns the audit record of a ballot: `<candidate>:<unix-ms>`.
-pub fn ballot_value(candidate: &[u8], now: i64) -> Vec<u8> {
-    let mut v = candidate.to_vec();
+pub fn ballot_value(candidate: &[u8], now: i64) -> Bytes {
+    let mut v = Bytes::from_slice(candidate);
     v.push(b':');
-    v.extend_from_slice(now.to_string().as_bytes());
+    push_int(&mut v, now);
     v
+}
+
+/// Appends the decimal form of `n` without allocating.
+fn push_int(out: &mut Bytes, n: i64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let neg = n < 0;
+    let mut m = n.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    if neg {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&buf[i..]);
 }
 
 /// Returns the candidate of an audit record (everything before the last
@@ -254,7 +277,7 @@ mod tests {
     #[test]
     fn audit_record_round_trips_candidates_with_colons() {
         let v = ballot_value(b"a:b", 1700000000000);
-        assert_eq!(v, b"a:b:1700000000000");
+        assert_eq!(&v[..], b"a:b:1700000000000");
         assert_eq!(ballot_candidate(&v), b"a:b");
     }
 
