@@ -51,7 +51,11 @@ fn find_bag(ctx: &Context, base: &[u8], write: bool) -> Result<Option<Bag>, Redi
     }
     let rules = Rules::from_fields(|f| meta.hget(f)).ok_or_else(|| ferr(model::ERR_CORRUPT))?;
     let ttl_ms = meta.expire_ms();
-    Ok(Some(Bag { meta, rules, ttl_ms }))
+    Ok(Some(Bag {
+        meta,
+        rules,
+        ttl_ms,
+    }))
 }
 
 /// Opens a bag that must exist and still be open (for writes).
@@ -147,7 +151,15 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if meta.check(KeyType::Hash)? {
         return Err(ferr(model::ERR_EXISTS));
     }
-    let rules = Rules { winners, shards, poolcap, highscore_text, highscore, restore, drawn: false };
+    let rules = Rules {
+        winners,
+        shards,
+        poolcap,
+        highscore_text,
+        highscore,
+        restore,
+        drawn: false,
+    };
     let fields = rules.fields();
     let mut hset: Vec<&[u8]> = vec![&meta_name];
     for (f, v) in &fields {
@@ -198,7 +210,10 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let participants = before.checked_add(1).ok_or_else(error::not_integer)?;
 
     // Sets have no low-level API: SADD is the dedup and the first write.
-    let added = matches!(ctx.call("SADD", &[&joined_name[..], &user[..]])?, RedisValue::Integer(1));
+    let added = matches!(
+        ctx.call("SADD", &[&joined_name[..], &user[..]])?,
+        RedisValue::Integer(1)
+    );
     if !added {
         super::DUPLICATES.incr();
         let pooled = cand.zscore(&user).is_some();
@@ -223,7 +238,11 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             adopt_ttl(&cand, bag.ttl_ms);
         }
     }
-    let count_ttl = if count_existed { count.expire_ms() } else { bag.ttl_ms };
+    let count_ttl = if count_existed {
+        count.expire_ms()
+    } else {
+        bag.ttl_ms
+    };
     count.set(participants.to_string().as_bytes());
     adopt_ttl(&count, count_ttl);
 
@@ -258,7 +277,10 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// Parses `B user` and opens the bag and the user's candidate pool.
-fn user_command(ctx: &Context, args: Vec<RedisString>) -> Result<(Vec<u8>, Vec<u8>, Bag, Vec<u8>, Key), RedisError> {
+fn user_command(
+    ctx: &Context,
+    args: Vec<RedisString>,
+) -> Result<(Vec<u8>, Vec<u8>, Bag, Vec<u8>, Key), RedisError> {
     let mut c = Cursor::new(args, 3)?;
     let base = c.next_bytes()?;
     let user = c.next_bytes()?;
@@ -385,14 +407,19 @@ pub fn luckybag_result(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     c.expect_done()?;
     util::require_hash_tag(ctx, FAMILY, &base)?;
     let Some(bag) = find_bag(ctx, &base, false)? else {
-        return Ok(RedisValue::SimpleStringStatic(model::Outcome::Absent.word()));
+        return Ok(RedisValue::SimpleStringStatic(
+            model::Outcome::Absent.word(),
+        ));
     };
     let joined_name = shard_key(&base, "joined", model::shard_of(&user, bag.rules.shards));
     let joined_exists = Key::open(ctx, &joined_name, false).check(KeyType::Set)?;
     let winners = Key::derived(ctx, &base, "winners", false);
     winners.check(KeyType::ZSet)?;
     let joined = joined_exists
-        && matches!(ctx.call("SISMEMBER", &[&joined_name[..], &user[..]])?, RedisValue::Integer(1));
+        && matches!(
+            ctx.call("SISMEMBER", &[&joined_name[..], &user[..]])?,
+            RedisValue::Integer(1)
+        );
     let won = bag.rules.drawn && winners.zscore(&user).is_some();
     let outcome = model::Outcome::of(joined, bag.rules.drawn, won);
     Ok(RedisValue::SimpleStringStatic(outcome.word()))
@@ -419,7 +446,11 @@ pub fn luckybag_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         cand.check(KeyType::ZSet)?;
         pooled += cand.len();
     }
-    let state: &[u8] = if bag.rules.drawn { model::DRAWN } else { model::OPEN };
+    let state: &[u8] = if bag.rules.drawn {
+        model::DRAWN
+    } else {
+        model::OPEN
+    };
     Ok(RedisValue::Array(vec![
         util::bulk("state"),
         util::bulk(state),

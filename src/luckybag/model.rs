@@ -91,7 +91,11 @@ pub fn parse_highscore(bytes: &[u8]) -> Option<Result<f64, ()>> {
         return None;
     }
     let v: f64 = std::str::from_utf8(bytes).ok()?.parse().ok()?;
-    Some(if (0.0..=1.0).contains(&v) { Ok(v) } else { Err(()) })
+    Some(if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(())
+    })
 }
 
 /// Returns a fresh score `r / 1000000`, `r` uniform in `0 ..= 999999`.
@@ -155,8 +159,22 @@ impl Rules {
             (field::SHARDS, self.shards.to_string().into_bytes()),
             (field::POOLCAP, self.poolcap.to_string().into_bytes()),
             (field::HIGHSCORE, self.highscore_text.clone()),
-            (field::RESTORE, if self.restore { b"yes".to_vec() } else { b"no".to_vec() }),
-            (field::STATE, if self.drawn { DRAWN.to_vec() } else { OPEN.to_vec() }),
+            (
+                field::RESTORE,
+                if self.restore {
+                    b"yes".to_vec()
+                } else {
+                    b"no".to_vec()
+                },
+            ),
+            (
+                field::STATE,
+                if self.drawn {
+                    DRAWN.to_vec()
+                } else {
+                    OPEN.to_vec()
+                },
+            ),
         ]
     }
 
@@ -179,7 +197,15 @@ impl Rules {
             s if s == DRAWN => true,
             _ => return None,
         };
-        Some(Rules { winners, shards, poolcap, highscore_text, highscore, restore, drawn })
+        Some(Rules {
+            winners,
+            shards,
+            poolcap,
+            highscore_text,
+            highscore,
+            restore,
+            drawn,
+        })
     }
 }
 
@@ -266,7 +292,11 @@ pub fn merge_top(lists: &[Vec<Entry>], n: usize) -> Vec<Entry> {
     let mut heap = BinaryHeap::with_capacity(lists.len());
     for (i, l) in lists.iter().enumerate() {
         if let Some(e) = l.first() {
-            heap.push(Head { entry: e, list: i, pos: 0 });
+            heap.push(Head {
+                entry: e,
+                list: i,
+                pos: 0,
+            });
         }
     }
     let mut out = Vec::with_capacity(n.min(lists.iter().map(Vec::len).sum()));
@@ -274,7 +304,11 @@ pub fn merge_top(lists: &[Vec<Entry>], n: usize) -> Vec<Entry> {
         let Some(h) = heap.pop() else { break };
         out.push(h.entry.clone());
         if let Some(e) = lists[h.list].get(h.pos + 1) {
-            heap.push(Head { entry: e, list: h.list, pos: h.pos + 1 });
+            heap.push(Head {
+                entry: e,
+                list: h.list,
+                pos: h.pos + 1,
+            });
         }
     }
     out
@@ -313,7 +347,14 @@ mod tests {
         assert_eq!(fnv1a32(b"foobar"), 0xbf9c_f968);
         assert_eq!(shard_of(b"foobar", 16), 0x8);
         // Not integers as Redis reads them: hashed.
-        for id in [&b"007"[..], b"+1", b" 1", b"1.0", b"-0", b"9223372036854775808"] {
+        for id in [
+            &b"007"[..],
+            b"+1",
+            b" 1",
+            b"1.0",
+            b"-0",
+            b"9223372036854775808",
+        ] {
             assert_eq!(shard_of(id, 1024), u64::from(fnv1a32(id)) & 1023);
         }
     }
@@ -353,8 +394,25 @@ mod tests {
         assert_eq!(parse_highscore(b"00.25"), Some(Ok(0.25)));
         assert_eq!(parse_highscore(b"1.5"), Some(Err(())));
         assert_eq!(parse_highscore(b"2"), Some(Err(())));
-        for bad in [&b""[..], b"-0.5", b"+0.5", b"1e-2", b"0.", b".", b"abc", b" 0.5", b"0x1", b"inf", b"nan"] {
-            assert_eq!(parse_highscore(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        for bad in [
+            &b""[..],
+            b"-0.5",
+            b"+0.5",
+            b"1e-2",
+            b"0.",
+            b".",
+            b"abc",
+            b" 0.5",
+            b"0x1",
+            b"inf",
+            b"nan",
+        ] {
+            assert_eq!(
+                parse_highscore(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
@@ -384,7 +442,10 @@ mod tests {
         }
         // Chi-square with 9 degrees of freedom: 27.88 is the 0.1% quantile.
         let expect = f64::from(n) / 10.0;
-        let chi: f64 = buckets.iter().map(|&c| (f64::from(c) - expect).powi(2) / expect).sum();
+        let chi: f64 = buckets
+            .iter()
+            .map(|&c| (f64::from(c) - expect).powi(2) / expect)
+            .sum();
         assert!(chi < 27.88, "chi-square {chi}: {buckets:?}");
     }
 
@@ -426,7 +487,12 @@ mod tests {
 
     #[test]
     fn ties_rank_by_member_descending() {
-        let mut v: Vec<Entry> = vec![(b"a".to_vec(), 0.5), (b"b".to_vec(), 0.5), (b"c".to_vec(), 0.9), (b"ab".to_vec(), 0.5)];
+        let mut v: Vec<Entry> = vec![
+            (b"a".to_vec(), 0.5),
+            (b"b".to_vec(), 0.5),
+            (b"c".to_vec(), 0.9),
+            (b"ab".to_vec(), 0.5),
+        ];
         v.sort_by(rank_order);
         let names: Vec<&[u8]> = v.iter().map(|e| e.0.as_slice()).collect();
         assert_eq!(names, vec![&b"c"[..], b"b", b"ab", b"a"]);
@@ -443,7 +509,12 @@ mod tests {
             let mut all: Vec<Entry> = Vec::new();
             let mut pools: Vec<Vec<Entry>> = vec![Vec::new(); shards as usize];
             for u in 0..users {
-                let id = if rng.gen_bool(0.5) { format!("{u}") } else { format!("user:{u}") }.into_bytes();
+                let id = if rng.gen_bool(0.5) {
+                    format!("{u}")
+                } else {
+                    format!("user:{u}")
+                }
+                .into_bytes();
                 let score = match rng.gen_range(0..10) {
                     0 => PENDING_SCORE,
                     1 => AWAY_SCORE,
@@ -456,7 +527,11 @@ mod tests {
             // Each shard's top n among eligible scores, as the server gives it.
             let tops: Vec<Vec<Entry>> = pools.iter().map(|p| brute_top(p, n)).collect();
             let merged = merge_top(&tops, n);
-            assert_eq!(merged, brute_top(&all, n), "round {round}: shards {shards}, n {n}");
+            assert_eq!(
+                merged,
+                brute_top(&all, n),
+                "round {round}: shards {shards}, n {n}"
+            );
             assert!(merged.len() <= n);
         }
     }
