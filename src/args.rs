@@ -31,6 +31,11 @@ impl Cursor {
         Ok(Cursor { args, pos: 1, name })
     }
 
+    /// Returns every argument, the command name first (for replication).
+    pub fn args(&self) -> &[RedisString] {
+        &self.args
+    }
+
     /// Returns the command name as the client sent it.
     pub fn command(&self) -> &str {
         &self.name
@@ -47,6 +52,7 @@ impl Cursor {
     }
 
     /// Returns the next argument, or an arity error when none is left.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<RedisString, RedisError> {
         let a = self
             .args
@@ -165,8 +171,25 @@ mod tests {
         assert_eq!(parse_i64_plain(b"-12"), Some(-12));
         assert_eq!(parse_i64_plain(b"9223372036854775807"), Some(i64::MAX));
         assert_eq!(parse_i64_plain(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [&b""[..], b"+1", b" 1", b"1 ", b"01", b"-0", b"1.5", b"abc", b"9223372036854775808", b"-", b"1e3"] {
-            assert_eq!(parse_i64_plain(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        for bad in [
+            &b""[..],
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"01",
+            b"-0",
+            b"1.5",
+            b"abc",
+            b"9223372036854775808",
+            b"-",
+            b"1e3",
+        ] {
+            assert_eq!(
+                parse_i64_plain(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 }

@@ -28,7 +28,10 @@ pub fn has_hash_tag(key: &[u8]) -> bool {
 /// its derived keys would then land in other slots.
 pub fn require_hash_tag(ctx: &Context, family: &str, base: &[u8]) -> Result<(), RedisError> {
     if ctx.get_flags().contains(ContextFlags::CLUSTER) && !has_hash_tag(base) {
-        return Err(error::family(family, "base key needs a {hash tag} in cluster mode"));
+        return Err(error::family(
+            family,
+            "base key needs a {hash tag} in cluster mode",
+        ));
     }
     Ok(())
 }
@@ -47,4 +50,51 @@ pub fn bulk(bytes: impl Into<Vec<u8>>) -> RedisValue {
 /// Returns a flat array reply.
 pub fn array(items: Vec<RedisValue>) -> RedisValue {
     RedisValue::Array(items)
+}
+
+/// Replicates the command the client sent, with `NOW <now>` appended when
+/// the client gave none, so that replicas and the AOF re-run it at the
+/// master's time.
+pub fn replicate_with_now(ctx: &Context, args: &[RedisString], now: i64, had_now: bool) {
+    if had_now {
+        ctx.replicate_verbatim();
+        return;
+    }
+    let now_v = now.to_string();
+    replicate_with_extra(ctx, args, &[b"NOW", now_v.as_bytes()]);
+}
+
+/// Replicates the client's command with `extra` arguments appended. The
+/// client's own argument strings are passed as they are (no copies): this
+/// runs on hot paths.
+pub fn replicate_with_extra(ctx: &Context, args: &[RedisString], extra: &[&[u8]]) {
+    let extra: Vec<RedisString> = extra
+        .iter()
+        .map(|e| RedisString::create_from_slice(ctx.ctx, e))
+        .collect();
+    let mut argv: Vec<*mut redis_module::raw::RedisModuleString> =
+        args[1..].iter().map(|a| a.inner).collect();
+    argv.extend(extra.iter().map(|e| e.inner));
+    // A command name's string is an sds, which is always NUL-terminated.
+    let mut len = 0usize;
+    let name = redis_module::raw::string_ptr_len(args[0].inner, &mut len);
+    unsafe {
+        redis_module::raw::RedisModule_Replicate.unwrap()(
+            ctx.ctx,
+            name,
+            c"v".as_ptr(),
+            argv.as_ptr(),
+            argv.len(),
+        );
+    }
+}
+
+/// Sets an absolute expiry (unix ms) on a key that has none, through
+/// `PEXPIREAT` so that the same absolute time reaches replicas and the AOF
+/// when the command is re-run there.
+pub fn expire_at_if_unset(ctx: &Context, key: &crate::keys::Key, name: &[u8], at_ms: i64) {
+    if at_ms > 0 && key.exists() && key.expire_ms() < 0 {
+        let at = at_ms.to_string();
+        let _ = ctx.call("PEXPIREAT", &[name, at.as_bytes()][..]);
+    }
 }
