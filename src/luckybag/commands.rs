@@ -163,7 +163,7 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let fields = rules.fields();
     let mut hset: Vec<&[u8]> = vec![&meta_name];
     for (f, v) in &fields {
-        meta.hset(f, v);
+        meta.hput(f, v);
         hset.push(f);
         hset.push(v);
     }
@@ -276,11 +276,18 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     ]))
 }
 
+/// A command on one user of an open bag: `B user`.
+struct UserCommand {
+    base: Vec<u8>,
+    user: Vec<u8>,
+    bag: Bag,
+    /// `B:cand:<s>` of the user's shard, open for writing, type-checked.
+    cand_name: Vec<u8>,
+    cand: Key,
+}
+
 /// Parses `B user` and opens the bag and the user's candidate pool.
-fn user_command(
-    ctx: &Context,
-    args: Vec<RedisString>,
-) -> Result<(Vec<u8>, Vec<u8>, Bag, Vec<u8>, Key), RedisError> {
+fn user_command(ctx: &Context, args: Vec<RedisString>) -> Result<UserCommand, RedisError> {
     let mut c = Cursor::new(args, 3)?;
     let base = c.next_bytes()?;
     let user = c.next_bytes()?;
@@ -290,12 +297,24 @@ fn user_command(
     let cand_name = shard_key(&base, "cand", model::shard_of(&user, bag.rules.shards));
     let cand = Key::open(ctx, &cand_name, true);
     cand.check(KeyType::ZSet)?;
-    Ok((base, user, bag, cand_name, cand))
+    Ok(UserCommand {
+        base,
+        user,
+        bag,
+        cand_name,
+        cand,
+    })
 }
 
 /// LUCKYBAG.TASK B user → 1 if a pending user now has a random score
 pub fn luckybag_task(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (base, user, _bag, cand_name, cand) = user_command(ctx, args)?;
+    let UserCommand {
+        base,
+        user,
+        cand_name,
+        cand,
+        ..
+    } = user_command(ctx, args)?;
     if cand.zscore(&user) != Some(model::PENDING_SCORE) {
         return Ok(RedisValue::Integer(0));
     }
@@ -310,7 +329,13 @@ pub fn luckybag_task(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
 /// LUCKYBAG.LEAVE B user → 1 if the user's score was kept and set to -1
 pub fn luckybag_leave(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (base, user, bag, _cand_name, cand) = user_command(ctx, args)?;
+    let UserCommand {
+        base,
+        user,
+        bag,
+        cand,
+        ..
+    } = user_command(ctx, args)?;
     let stored = Key::derived(ctx, &base, "stored", true);
     let stored_existed = stored.check(KeyType::Hash)?;
     let score = match cand.zscore(&user) {
@@ -318,7 +343,7 @@ pub fn luckybag_leave(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         _ => return Ok(RedisValue::Integer(0)),
     };
     if bag.rules.restore {
-        stored.hset(&user, model::format_score(score).as_bytes());
+        stored.hput(&user, model::format_score(score).as_bytes());
         if !stored_existed {
             adopt_ttl(&stored, bag.ttl_ms);
         }
@@ -332,7 +357,13 @@ pub fn luckybag_leave(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
 /// LUCKYBAG.ENTER B user → 1 if the kept score was restored (RESTORE YES)
 pub fn luckybag_enter(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (base, user, bag, _cand_name, cand) = user_command(ctx, args)?;
+    let UserCommand {
+        base,
+        user,
+        bag,
+        cand,
+        ..
+    } = user_command(ctx, args)?;
     let stored = Key::derived(ctx, &base, "stored", true);
     stored.check(KeyType::Hash)?;
     if !bag.rules.restore || cand.zscore(&user) != Some(model::AWAY_SCORE) {
@@ -391,7 +422,7 @@ pub fn luckybag_draw(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if !drawn.is_empty() {
         adopt_ttl(&winners, bag.ttl_ms);
     }
-    bag.meta.hset(field::STATE, model::DRAWN);
+    bag.meta.hput(field::STATE, model::DRAWN);
     ctx.replicate_verbatim();
     super::DRAWS.incr();
     super::WINNERS_DRAWN.add(drawn.len() as u64);
