@@ -184,7 +184,12 @@ fn sequence(seed: u64, steps: usize) {
                     0..=5 => &[],
                     6 => &["TASK", "DONE"],
                     7 | 8 => &["task", "pending"],
-                    _ => [&["TASK"][..], &["TASK", "later"], &["FOO", "1"]][rng.gen_range(0..3)],
+                    _ => [
+                        &["TASK"][..],
+                        &["TASK", "later"],
+                        &["FOO", "1"],
+                        &["SCORE", "5"],
+                    ][rng.gen_range(0..4)],
                 };
                 let mut a = vec![user];
                 a.extend_from_slice(extra);

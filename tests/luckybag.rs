@@ -321,6 +321,8 @@ fn bad_input_is_refused_with_nothing_written() {
         &["LUCKYBAG.JOIN", "b", "u", "TASK", "LATER"],
         &["LUCKYBAG.JOIN", "b", "u", "TASK", "DONE", "X"],
         &["LUCKYBAG.JOIN", "b", "u", "NOW", "1"],
+        // Only the master or the AOF may give a score.
+        &["LUCKYBAG.JOIN", "b", "u", "SCORE", "999999"],
     ] {
         assert_eq!(err(&mut c, args), "ERR syntax error", "{args:?}");
     }

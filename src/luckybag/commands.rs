@@ -2,14 +2,15 @@
 //! open and type-check every key the command touches, apply the model,
 //! reply, replicate, notify.
 //!
-//! Replication: `JOIN` and `TASK` draw random scores, so they replicate
-//! their effects (`SADD`, `ZADD` with the score given, `INCR`, `PEXPIREAT`);
+//! Replication: `JOIN` draws a random score, so it replicates itself with
+//! the score made explicit (`SCORE <r>`, accepted only from the master or
+//! the AOF); `TASK` replicates its effect (`ZADD` with the score given);
 //! `CREATE` replicates `HSET` + `PEXPIREAT` so that an AOF replay does not
 //! restart its TTL; `LEAVE`, `ENTER` and `DRAW` are deterministic given the
 //! data and replicate verbatim.
 
 use rand::thread_rng;
-use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::args::{parse_i64, Cursor};
 use crate::error;
@@ -178,14 +179,22 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// LUCKYBAG.JOIN B user [TASK DONE|PENDING] → [new, pooled, participants]
+///
+/// Replicates itself with the drawn score made explicit (`SCORE <r>`, an
+/// argument only replicas and AOF replay may pass: a client choosing its
+/// own score would defeat the lottery).
 pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
     let base = c.next_bytes()?;
     let user = c.next_bytes()?;
     let mut pending = false;
+    let mut given: Option<u32> = None;
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "TASK" => pending = c.option_choice(&["DONE", "PENDING"])? == "PENDING",
+            "SCORE" if from_master_or_aof(ctx) => {
+                given = Some(c.option_i64(0, i64::from(model::SCALE) - 1)? as u32)
+            }
             _ => return Err(error::syntax()),
         }
     }
@@ -196,11 +205,9 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // Type-check every key before the first write.
     let joined_name = shard_key(&base, "joined", shard);
     let joined_existed = Key::open(ctx, &joined_name, false).check(KeyType::Set)?;
-    let cand_name = shard_key(&base, "cand", shard);
-    let cand = Key::open(ctx, &cand_name, true);
+    let cand = Key::open(ctx, &shard_key(&base, "cand", shard), true);
     let cand_existed = cand.check(KeyType::ZSet)?;
-    let count_name = derived(&base, "count");
-    let count = Key::open(ctx, &count_name, true);
+    let count = Key::derived(ctx, &base, "count", true);
     let count_existed = count.check(KeyType::String)?;
     let before = if count_existed {
         count.get_i64().ok_or_else(error::not_integer)?
@@ -226,11 +233,12 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if !joined_existed && bag.ttl_ms > 0 {
         adopt_ttl(&Key::open(ctx, &joined_name, true), bag.ttl_ms);
     }
-    let score = if pending {
-        model::PENDING_SCORE
-    } else {
-        model::random_score(&mut thread_rng())
+    let drawn = match (pending, given) {
+        (true, _) => None,
+        (false, Some(r)) => Some(r),
+        (false, None) => Some(model::random_r(&mut thread_rng())),
     };
+    let score = drawn.map_or(model::PENDING_SCORE, model::score_of);
     let pooled = model::enters_pool(participants, bag.rules.poolcap, score, bag.rules.highscore);
     if pooled {
         cand.zadd(&user, score);
@@ -246,34 +254,30 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     count.set(participants.to_string().as_bytes());
     adopt_ttl(&count, count_ttl);
 
-    ctx.replicate("SADD", &[&joined_name[..], &user[..]]);
-    if pooled {
-        let s = model::format_score(score);
-        ctx.replicate("ZADD", &[&cand_name[..], s.as_bytes(), &user[..]]);
+    match (drawn, given) {
+        (Some(r), None) => {
+            util::replicate_with_extra(ctx, c.args(), &[b"SCORE", r.to_string().as_bytes()])
+        }
+        _ => ctx.replicate_verbatim(),
     }
-    ctx.replicate("INCR", &[&count_name[..]]);
-    if !joined_existed {
-        replicate_expire(ctx, &joined_name, bag.ttl_ms);
-    }
-    if pooled && !cand_existed {
-        replicate_expire(ctx, &cand_name, bag.ttl_ms);
-    }
-    if !count_existed {
-        replicate_expire(ctx, &count_name, bag.ttl_ms);
-    }
-
     super::JOINED.incr();
     if pooled {
         super::POOLED.incr();
     } else {
         super::CAPPED.incr();
     }
-    event(ctx, "join", &base);
+    util::notify(ctx, "hotpath.luckybag.join", &base);
     Ok(RedisValue::Array(vec![
         RedisValue::Integer(1),
         RedisValue::Integer(pooled as i64),
         RedisValue::Integer(participants),
     ]))
+}
+
+/// Returns true when the command comes from the master or the AOF.
+fn from_master_or_aof(ctx: &Context) -> bool {
+    let f = ctx.get_flags();
+    f.contains(ContextFlags::REPLICATED) || f.contains(ContextFlags::LOADING)
 }
 
 /// A command on one user of an open bag: `B user`.
@@ -408,13 +412,17 @@ pub fn luckybag_draw(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Ok(winners_reply(&winners.zrange_desc(0, usize::MAX)));
     }
     let n = bag.rules.winners as usize;
-    let mut tops = Vec::with_capacity(bag.rules.shards as usize);
+    let mut pools = Vec::with_capacity(bag.rules.shards as usize);
     for s in 0..bag.rules.shards {
         let cand = Key::open(ctx, &shard_key(&base, "cand", s), false);
         cand.check(KeyType::ZSet)?;
-        tops.push(cand.zrange(0, n, true, 0.0, 1.0));
+        pools.push(cand);
     }
-    let drawn = model::merge_top(&tops, n);
+    let shards = pools.len();
+    let drawn = model::draw_top(shards, n, |s, count| {
+        pools[s].zrange(0, count, true, 0.0, 1.0)
+    });
+    drop(pools);
     winners.delete();
     for (u, s) in &drawn {
         winners.zadd(u, *s);
