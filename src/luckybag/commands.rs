@@ -31,8 +31,8 @@ fn not_float() -> RedisError {
     RedisError::Str("ERR value is not a valid float")
 }
 
-fn event(ctx: &Context, name: &str, base: &[u8]) {
-    util::notify(ctx, &format!("hotpath.luckybag.{name}"), base);
+fn event(ctx: &Context, name: &'static str, base: &[u8]) {
+    util::notify(ctx, name, base);
 }
 
 /// An open bag: its meta key, its rules and the TTL its keys share.
@@ -174,7 +174,7 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         replicate_expire(ctx, &meta_name, ttl * 1000);
     }
     super::BAGS_CREATED.incr();
-    event(ctx, "create", &base);
+    event(ctx, "hotpath.luckybag.create", &base);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
@@ -203,8 +203,9 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let shard = model::shard_of(&user, bag.rules.shards);
 
     // Type-check every key before the first write.
+    // B:joined:<s> is checked by SADD itself, the first write: a WRONGTYPE
+    // there leaves nothing written.
     let joined_name = shard_key(&base, "joined", shard);
-    let joined_existed = Key::open(ctx, &joined_name, false).check(KeyType::Set)?;
     let cand = Key::open(ctx, &shard_key(&base, "cand", shard), true);
     let cand_existed = cand.check(KeyType::ZSet)?;
     let count = Key::derived(ctx, &base, "count", true);
@@ -230,8 +231,11 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             RedisValue::Integer(before),
         ]));
     }
-    if !joined_existed && bag.ttl_ms > 0 {
-        adopt_ttl(&Key::open(ctx, &joined_name, true), bag.ttl_ms);
+    if bag.ttl_ms > 0 {
+        let joined = Key::open(ctx, &joined_name, true);
+        if joined.expire_ms() < 0 {
+            adopt_ttl(&joined, bag.ttl_ms);
+        }
     }
     let drawn = match (pending, given) {
         (true, _) => None,
@@ -327,7 +331,7 @@ pub fn luckybag_task(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let s = model::format_score(score);
     ctx.replicate("ZADD", &[&cand_name[..], s.as_bytes(), &user[..]]);
     super::TASKS_DONE.incr();
-    event(ctx, "task", &base);
+    event(ctx, "hotpath.luckybag.task", &base);
     Ok(RedisValue::Integer(1))
 }
 
@@ -355,7 +359,7 @@ pub fn luckybag_leave(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     cand.zadd(&user, model::AWAY_SCORE);
     ctx.replicate_verbatim();
     super::LEFT.incr();
-    event(ctx, "leave", &base);
+    event(ctx, "hotpath.luckybag.leave", &base);
     Ok(RedisValue::Integer(1))
 }
 
@@ -385,7 +389,7 @@ pub fn luckybag_enter(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     stored.hdel(&user);
     ctx.replicate_verbatim();
     super::RESTORED.incr();
-    event(ctx, "enter", &base);
+    event(ctx, "hotpath.luckybag.enter", &base);
     Ok(RedisValue::Integer(1))
 }
 
@@ -434,7 +438,7 @@ pub fn luckybag_draw(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     ctx.replicate_verbatim();
     super::DRAWS.incr();
     super::WINNERS_DRAWN.add(drawn.len() as u64);
-    event(ctx, "draw", &base);
+    event(ctx, "hotpath.luckybag.draw", &base);
     Ok(winners_reply(&drawn))
 }
 
