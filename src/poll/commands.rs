@@ -44,21 +44,15 @@ fn nonempty(v: Vec<u8>, what: &str) -> Result<Vec<u8>, RedisError> {
 
 /// Reads a poll's rules from `B:meta` (defaults for a poll never created).
 fn read_rules(meta: &Key) -> Result<Rules, RedisError> {
-    let mut r = Rules::default();
     if !meta.check(KeyType::Hash)? {
-        return Ok(r);
+        return Ok(Rules::default());
     }
-    if let Some(m) = meta.hget(b"mode").and_then(|m| Mode::parse(&m)) {
-        r.mode = m;
-    }
-    let int = |f: &[u8]| meta.hget_i64(f).unwrap_or(0);
-    r.maxvotes = meta.hget_i64(b"maxvotes").unwrap_or(1);
-    r.start = int(b"start");
-    r.end = int(b"end");
-    r.tz_minutes = int(b"tz");
-    r.closed = int(b"closed") == 1;
-    r.expires = int(b"expires");
-    Ok(r)
+    // One packed field: each field read costs about as much as a whole
+    // HSET, and VOTE reads the rules on every call.
+    Ok(meta
+        .hget(b"rules")
+        .and_then(|v| Rules::unpack(&v))
+        .unwrap_or_default())
 }
 
 /// Parses a trailing `NOW <unix-ms>`; returns (now, given).
@@ -121,6 +115,13 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if mode == Mode::Multi && colon {
         return Err(fail("candidate must not contain ':' in MODE MULTI"));
     }
+    let bad_utf8 = candidates
+        .iter()
+        .flatten()
+        .any(|c| std::str::from_utf8(c).is_err());
+    if mode == Mode::Multi && bad_utf8 {
+        return Err(fail("candidate must be valid UTF-8 in MODE MULTI"));
+    }
     if start != 0 && end != 0 && start >= end {
         return Err(fail("START must be before END"));
     }
@@ -141,6 +142,11 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         _ => 1,
     };
     let expires = if ttl > 0 { now + ttl * 1000 } else { 0 };
+    if expires > 0 && expires <= util::now_ms() {
+        // Born expired (NOW + TTL already past): like SET with a past
+        // PXAT, nothing is kept, and nothing reaches replicas.
+        return Ok(RedisValue::SimpleStringStatic("OK"));
+    }
     let fields: [(&[u8], String); 7] = [
         (b"mode", mode.as_str().to_string()),
         (b"maxvotes", maxvotes.to_string()),
@@ -153,6 +159,16 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     for (f, v) in fields.iter() {
         meta.hput(f, v.as_bytes());
     }
+    let rules = Rules {
+        mode,
+        maxvotes,
+        start,
+        end,
+        tz_minutes: tz,
+        closed: candidates.is_some(),
+        expires,
+    };
+    meta.hput(b"rules", rules.pack().as_bytes());
     if let Some(list) = &candidates {
         for cand in list {
             if board.zscore(cand).is_none() {
@@ -199,6 +215,10 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // splits at its last ':' unambiguously, whatever the user id holds.
     if rules.mode == Mode::Multi && cand.contains(&b':') {
         return Err(fail("candidate must not contain ':' in MODE MULTI"));
+    }
+    // MULTI keeps each user's candidates as a JSON array of strings.
+    if rules.mode == Mode::Multi && std::str::from_utf8(&cand).is_err() {
+        return Err(fail("candidate must be valid UTF-8 in MODE MULTI"));
     }
     let day = if rules.mode == Mode::Daily {
         model::day_of(now, rules.tz_minutes)

@@ -132,9 +132,14 @@ impl Server {
                 }
             }
             if let Ok(mut con) = self.try_conn() {
-                let pong: RedisResult<String> = redis::cmd("PING").query(&mut con);
-                if pong.is_ok() {
-                    return true;
+                // Another test's server may hold the port: only our own
+                // process counts as ready.
+                let info: RedisResult<String> = redis::cmd("INFO").arg("server").query(&mut con);
+                if let Ok(info) = info {
+                    let pid = self.child.as_ref().map(|c| c.id()).unwrap_or(0);
+                    if info.contains(&format!("process_id:{pid}\r\n")) {
+                        return true;
+                    }
                 }
             }
             std::thread::sleep(Duration::from_millis(50));
