@@ -6,6 +6,7 @@ pub mod args;
 pub mod config;
 pub mod error;
 pub mod keys;
+pub mod luckybag;
 pub mod poll;
 pub mod registry;
 pub mod stats;
@@ -17,7 +18,10 @@ use crate::registry::CommandSpec;
 use crate::stats::Counter;
 
 /// Every family: its command table and its `INFO hotpath` counters.
-pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[(poll::COMMANDS, poll::COUNTERS)];
+pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[
+    (poll::COMMANDS, poll::COUNTERS),
+    (luckybag::COMMANDS, luckybag::COUNTERS),
+];
 
 #[cfg_attr(test, allow(dead_code))]
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
