@@ -266,12 +266,18 @@ mod tests {
 
     #[test]
     fn ballot_fields_follow_the_spec() {
-        assert_eq!(ballot_field(Mode::Once, b"u1", b"c", 20250101), b"u1");
+        assert_eq!(&ballot_field(Mode::Once, b"u1", b"c", 20250101)[..], b"u1");
         assert_eq!(
-            ballot_field(Mode::Daily, b"u1", b"c", 20250101),
+            &ballot_field(Mode::Daily, b"u1", b"c", 20250101)[..],
             b"u1:20250101"
         );
-        assert_eq!(ballot_field(Mode::Multi, b"u1", b"c", 20250101), b"u1:c");
+        assert_eq!(
+            &ballot_field(Mode::Multi, b"u1", b"c", 20250101)[..],
+            b"u1:c"
+        );
+        assert_eq!(&ballot_value(b"c", -12)[..], b"c:-12");
+        assert_eq!(&ballot_value(b"c", 0)[..], b"c:0");
+        assert_eq!(&ballot_value(b"c", i64::MIN)[..], b"c:-9223372036854775808");
     }
 
     #[test]
