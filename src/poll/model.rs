@@ -24,12 +24,9 @@ impl Mode {
 
     /// Parses a keyword (any case); None when unknown.
     pub fn parse(s: &[u8]) -> Option<Mode> {
-        match s.to_ascii_uppercase().as_slice() {
-            b"ONCE" => Some(Mode::Once),
-            b"DAILY" => Some(Mode::Daily),
-            b"MULTI" => Some(Mode::Multi),
-            _ => None,
-        }
+        [Mode::Once, Mode::Daily, Mode::Multi]
+            .into_iter()
+            .find(|m| m.as_str().as_bytes().eq_ignore_ascii_case(s))
     }
 }
 
@@ -97,20 +94,26 @@ impl Rules {
 
     /// Parses [`Rules::pack`]'s form; None when malformed.
     pub fn unpack(s: &[u8]) -> Option<Rules> {
-        let text = std::str::from_utf8(s).ok()?;
-        let mut it = text.split(' ');
-        let mode = Mode::parse(it.next()?.as_bytes())?;
-        let mut n = || -> Option<i64> { crate::args::parse_i64_plain(it.next()?.as_bytes()) };
-        let r = Rules {
+        // Read on every vote: split by hand, no UTF-8 pass, no allocation.
+        let mut parts = s.split(|&c| c == b' ');
+        let mode = Mode::parse(parts.next()?)?;
+        let mut n = [0i64; 6];
+        for v in n.iter_mut() {
+            *v = crate::args::parse_i64_plain(parts.next()?)?;
+        }
+        if parts.next().is_some() {
+            return None;
+        }
+        let [maxvotes, start, end, tz_minutes, closed, expires] = n;
+        Some(Rules {
             mode,
-            maxvotes: n()?,
-            start: n()?,
-            end: n()?,
-            tz_minutes: n()?,
-            closed: n()? == 1,
-            expires: n()?,
-        };
-        it.next().is_none().then_some(r)
+            maxvotes,
+            start,
+            end,
+            tz_minutes,
+            closed: closed == 1,
+            expires,
+        })
     }
 
     /// Returns true when votes are accepted at `now`: `start <= now < end`.
