@@ -7,7 +7,9 @@ pub mod config;
 pub mod error;
 pub mod keys;
 pub mod like;
+pub mod luckybag;
 pub mod poll;
+pub mod rank;
 pub mod registry;
 pub mod stats;
 pub mod util;
@@ -20,7 +22,9 @@ use crate::stats::Counter;
 /// Every family: its command table and its `INFO hotpath` counters.
 pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[
     (poll::COMMANDS, poll::COUNTERS),
+    (rank::COMMANDS, rank::COUNTERS),
     (like::COMMANDS, like::COUNTERS),
+    (luckybag::COMMANDS, luckybag::COUNTERS),
 ];
 
 #[cfg_attr(test, allow(dead_code))]

@@ -388,7 +388,7 @@ fn promote(
     }
     let top = ids.iter().copied().max().unwrap_or(0);
     let len = model::bitmap_len(top) as usize;
-    let ttl = Key::open(ctx, &n.set, false).expire_ms();
+    let expires_at = Key::open(ctx, &n.set, false).abs_expire_ms();
     // UNLINK rather than the key API's synchronous delete: freeing a set of
     // many thousand members would otherwise add to the time the server is
     // blocked; UNLINK hands it to the lazy-free thread.
@@ -397,9 +397,9 @@ fn promote(
     model::fill_bitmap(bits.bytes_mut(len), &ids);
     fx.push("UNLINK", &[&n.set]);
     fx.push("SET", &[&n.bits, bits.bytes()]);
-    if ttl > 0 {
-        bits.set_expire_ms(ttl);
-        let at = util::now_ms() + ttl;
+    if let Some(at) = expires_at {
+        // The bitmap expires at the set's own instant, on replicas too.
+        bits.set_abs_expire_ms(at);
         fx.push("PEXPIREAT", &[&n.bits, at.to_string().as_bytes()]);
     }
     Ok(true)

@@ -185,7 +185,16 @@ impl Server {
         let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         args.extend(self.extra.iter().filter(|a| !a.is_empty()).cloned());
         self.extra = args;
-        assert!(self.spawn(), "restart failed: {}", self.log());
+        // The old port may have been taken meanwhile by another test's
+        // server: then move to a new one.
+        for attempt in 0..20 {
+            if self.spawn() {
+                return;
+            }
+            self.port = free_port();
+            std::thread::sleep(Duration::from_millis(20 * attempt));
+        }
+        panic!("restart failed: {}", self.log());
     }
 
     /// Returns `DEBUG DIGEST`: equal digests mean byte-identical datasets.
