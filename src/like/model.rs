@@ -8,8 +8,9 @@ use bitvec::prelude::*;
 /// bounds a bitmap: ids up to 2^32 − 1 fit exactly.
 pub const MAX_BITMAP_BYTES: u64 = 512 * 1024 * 1024;
 
-/// Bytes Redis spends on a string key besides its content (object, sds
-/// header, key entry), as `MEMORY USAGE` shows it (measured: 48).
+/// Bytes Redis spends on a string key besides its content allocation
+/// (object, key name, dict entry), as `MEMORY USAGE` shows it: measured 48
+/// for short key names, rounded up so the estimate stays an upper bound.
 pub const STRING_OVERHEAD: u64 = 64;
 
 /// Upper bound of what a Set spends per member (measured 40–60 bytes for a
