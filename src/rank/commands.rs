@@ -391,28 +391,9 @@ pub fn rank_count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     Ok(RedisValue::Integer(board.len() as i64))
 }
 
-/// Answers a key-position request for MERGE (`getkeys-api`): `dest` and
-/// the `numkeys` sources.
-fn merge_keys(ctx: &Context, args: &[RedisString]) -> RedisResult {
-    ctx.key_at_pos(1);
-    if let Some(n) = args
-        .get(2)
-        .and_then(|a| parse_i64(a.as_slice(), 1, i64::MAX).ok())
-    {
-        let last = (3 + n).min(args.len() as i64);
-        for pos in 3..last {
-            ctx.key_at_pos(pos as i32);
-        }
-    }
-    Ok(RedisValue::NoReply)
-}
-
 /// RANK.MERGE dest numkeys src [src ...] [AGGREGATE SUM|MAX] [TTL seconds]
 /// [NOW unix-ms]
 pub fn rank_merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if ctx.is_keys_position_request() {
-        return merge_keys(ctx, &args);
-    }
     let mut c = Cursor::new(args, 4)?;
     let dest = c.next_bytes()?;
     let numkeys = c.next_i64(1, i64::MAX)?;
