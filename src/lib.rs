@@ -6,6 +6,7 @@ pub mod args;
 pub mod config;
 pub mod error;
 pub mod keys;
+pub mod redpacket;
 pub mod registry;
 pub mod stats;
 pub mod util;
@@ -16,7 +17,9 @@ use crate::registry::CommandSpec;
 use crate::stats::Counter;
 
 /// Every family: its command table and its `INFO hotpath` counters.
-pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[];
+pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[
+    (redpacket::COMMANDS, redpacket::COUNTERS),
+];
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     if let Some(add) = unsafe { redis_module::raw::RedisModule_AddACLCategory } {
