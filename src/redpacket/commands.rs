@@ -163,7 +163,7 @@ pub fn redpacket_split(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         ("expires", &expires_s),
     ];
     for (f, v) in fields {
-        packet.meta.hset(f.as_bytes(), v.as_bytes());
+        packet.meta.hput(f.as_bytes(), v.as_bytes());
     }
     drop(packet);
     let pool_name = derived(&base, "pool");
@@ -351,7 +351,7 @@ pub fn redpacket_refund(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     while let Some(share) = packet.pool.lpop() {
         left += i128::from(parse_i64_plain(&share).unwrap_or(0));
     }
-    packet.meta.hset(b"state", model::STATE_CLOSED.as_bytes());
+    packet.meta.hput(b"state", model::STATE_CLOSED.as_bytes());
     drop(packet);
     let left = left.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
     ctx.replicate_verbatim();
