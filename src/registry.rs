@@ -194,6 +194,12 @@ pub fn register(ctx: &Context, table: &[CommandSpec]) -> Result<(), String> {
     for spec in table {
         let name = CString::new(spec.name).unwrap();
         let mut flags = spec.flags.to_string();
+        // Every write is refused under memory pressure (maxmemory with
+        // noeviction), even those that only shrink data: a command is
+        // either applied whole or refused whole.
+        if is_write(spec.flags) && !spec.flags.contains("deny-oom") {
+            flags.push_str(" deny-oom");
+        }
         if matches!(spec.keys, Keys::Numkeys { .. }) {
             flags.push_str(" getkeys-api");
         }

@@ -117,6 +117,10 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if maxvotes.is_some() && mode != Mode::Multi {
         return Err(fail("MAXVOTES needs MODE MULTI"));
     }
+    let colon = candidates.iter().flatten().any(|c| c.contains(&b':'));
+    if mode == Mode::Multi && colon {
+        return Err(fail("candidate must not contain ':' in MODE MULTI"));
+    }
     if start != 0 && end != 0 && start >= end {
         return Err(fail("START must be before END"));
     }
@@ -191,8 +195,10 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if rules.closed && board.zscore(&cand).is_none() {
         return Err(fail("unknown candidate"));
     }
-    if rules.mode == Mode::Multi && user.contains(&b':') {
-        return Err(fail("user must not contain ':' in MODE MULTI"));
+    // The dedup member is `user:candidate`: with no ':' in candidates it
+    // splits at its last ':' unambiguously, whatever the user id holds.
+    if rules.mode == Mode::Multi && cand.contains(&b':') {
+        return Err(fail("candidate must not contain ':' in MODE MULTI"));
     }
     let day = if rules.mode == Mode::Daily {
         model::day_of(now, rules.tz_minutes)
