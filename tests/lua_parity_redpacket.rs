@@ -215,6 +215,12 @@ fn twins_give_the_same_errors() {
         ("split", vec!["100", "2", "TTL"]),
         ("split", vec!["100", "2", "NOW", "-5"]),
         ("split", vec!["100", "2", "WHAT", "1"]),
+        ("split", vec!["9007199254740992", "2"]),
+        ("split", vec!["100", "9999999999999999999"]),
+        ("split", vec!["100", "-9999999999999999999"]),
+        ("split", vec!["100", "2", "TTL", "3153600001"]),
+        ("split", vec!["100", "2", "NOW", "253402300800000"]),
+        ("grab", vec!["u", "NOW", "253402300800000"]),
         ("grab", vec![]),
         ("grab", vec!["u", "NOW"]),
         ("grab", vec!["u", "NOW", "1e3"]),
@@ -230,6 +236,15 @@ fn twins_give_the_same_errors() {
     }
     let (m, l) = dumps(&mut c);
     assert!(m.is_empty() && l.is_empty(), "errors wrote data: {m:?} {l:?}");
+    // The largest accepted values behave alike.
+    let big: Vec<String> = ["9007199254740991", "3", "MODE", "EQUAL", "TTL", "3153600000", "NOW", "253402300799999"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (m, l) = twins.both(&mut c, "split", "big", &big);
+    assert_eq!((m.as_str(), l.as_str()), ("3", "3"));
+    let (m, l) = dumps(&mut c);
+    assert_eq!(m, l);
 }
 
 #[test]

@@ -1,10 +1,13 @@
 -- REDPACKET.GRAB twin. KEYS[1] = B; ARGV = user [NOW unix-ms].
 -- Reply {status, cents}: OK, ALREADY, EMPTY, CLOSED or NOSUCH.
+local MAX_TIME = 253402300799999
 local NOTINT = 'ERR value is not an integer or out of range'
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 local function int(s)
   if type(s) ~= 'string' or #s > 19 then return nil end
   if s ~= '0' and not s:match('^%-?[1-9]%d*$') then return nil end
+  local digits = s:gsub('^%-', '')
+  if #digits == 19 and digits > '9223372036854775807' then return nil end
   return tonumber(s)
 end
 if #ARGV < 1 then
@@ -19,7 +22,7 @@ while i <= #ARGV do
     return redis.error_reply('ERR syntax error')
   end
   now = int(ARGV[i + 1])
-  if not now or now < 0 then return redis.error_reply(NOTINT) end
+  if not now or now < 0 or now > MAX_TIME then return redis.error_reply(NOTINT) end
   i = i + 2
 end
 local tm = redis.call('TYPE', meta).ok

@@ -1,11 +1,14 @@
 -- REDPACKET.INFO twin. KEYS[1] = B; ARGV = [NOW unix-ms].
 -- Reply {total, t, count, c, left_cents, l, left_count, n, state, s,
 -- expires, e}, or {} for an unknown packet.
+local MAX_TIME = 253402300799999
 local NOTINT = 'ERR value is not an integer or out of range'
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 local function int(s)
   if type(s) ~= 'string' or #s > 19 then return nil end
   if s ~= '0' and not s:match('^%-?[1-9]%d*$') then return nil end
+  local digits = s:gsub('^%-', '')
+  if #digits == 19 and digits > '9223372036854775807' then return nil end
   return tonumber(s)
 end
 local B = KEYS[1]
@@ -17,7 +20,7 @@ while i <= #ARGV do
     return redis.error_reply('ERR syntax error')
   end
   now = int(ARGV[i + 1])
-  if not now or now < 0 then return redis.error_reply(NOTINT) end
+  if not now or now < 0 or now > MAX_TIME then return redis.error_reply(NOTINT) end
   i = i + 2
 end
 local tm = redis.call('TYPE', meta).ok

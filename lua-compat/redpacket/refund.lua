@@ -5,6 +5,8 @@ local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of v
 local function int(s)
   if type(s) ~= 'string' or #s > 19 then return nil end
   if s ~= '0' and not s:match('^%-?[1-9]%d*$') then return nil end
+  local digits = s:gsub('^%-', '')
+  if #digits == 19 and digits > '9223372036854775807' then return nil end
   return tonumber(s)
 end
 if #ARGV > 0 then

@@ -4,11 +4,16 @@
 -- the server clock), so RANDOM splits differ from the module's; EQUAL is
 -- identical. redpacket-max-count cannot be read from a script: 10000 here.
 local MAX_COUNT = 10000
+local MAX_TIME = 253402300799999
+local MAX_TTL = 3153600000
+local MAX_TOTAL = 9007199254740991
 local NOTINT = 'ERR value is not an integer or out of range'
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 local function int(s)
   if type(s) ~= 'string' or #s > 19 then return nil end
   if s ~= '0' and not s:match('^%-?[1-9]%d*$') then return nil end
+  local digits = s:gsub('^%-', '')
+  if #digits == 19 and digits > '9223372036854775807' then return nil end
   return tonumber(s)
 end
 if #ARGV < 2 then
@@ -17,7 +22,7 @@ end
 local B = KEYS[1]
 local meta, pool, grabbed = B .. ':meta', B .. ':pool', B .. ':grabbed'
 local total, count = int(ARGV[1]), int(ARGV[2])
-if not total or not count then return redis.error_reply(NOTINT) end
+if not total or total > MAX_TOTAL or not count then return redis.error_reply(NOTINT) end
 local mode, ttl, now = 'RANDOM', nil, nil
 local i = 3
 while i <= #ARGV do
@@ -31,10 +36,10 @@ while i <= #ARGV do
     if v == nil then return redis.error_reply('ERR syntax error') end
     local n = int(v)
     if k == 'TTL' then
-      if not n or n < 1 then return redis.error_reply(NOTINT) end
+      if not n or n < 1 or n > MAX_TTL then return redis.error_reply(NOTINT) end
       ttl = n
     else
-      if not n or n < 0 then return redis.error_reply(NOTINT) end
+      if not n or n < 0 or n > MAX_TIME then return redis.error_reply(NOTINT) end
       now = n
     end
   else

@@ -78,7 +78,7 @@ fn parse_now(cur: &mut Cursor) -> Result<Option<i64>, RedisError> {
     let mut now = None;
     while !cur.done() {
         match cur.next_keyword()?.as_str() {
-            "NOW" => now = Some(cur.option_i64(0, i64::MAX)?),
+            "NOW" => now = Some(cur.option_i64(0, model::MAX_TIME_MS)?),
             _ => return Err(error::syntax()),
         }
     }
@@ -120,7 +120,7 @@ fn pexpireat(ctx: &Context, key: &[u8], at_ms: i64) -> Result<(), RedisError> {
 pub fn redpacket_split(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut cur = Cursor::new(args, 4)?;
     let base = cur.next_bytes()?;
-    let total = cur.next_i64(i64::MIN, i64::MAX)?;
+    let total = cur.next_i64(i64::MIN, model::MAX_TOTAL)?;
     let count = cur.next_i64(i64::MIN, i64::MAX)?;
     let mut mode = Mode::Random;
     let mut ttl = None;
@@ -131,8 +131,8 @@ pub fn redpacket_split(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 let name = cur.option_choice(&["RANDOM", "EQUAL"])?;
                 mode = Mode::parse(name).ok_or_else(error::syntax)?;
             }
-            "TTL" => ttl = Some(cur.option_i64(1, i64::MAX)?),
-            "NOW" => now = Some(cur.option_i64(0, i64::MAX)?),
+            "TTL" => ttl = Some(cur.option_i64(1, model::MAX_TTL_S)?),
+            "NOW" => now = Some(cur.option_i64(0, model::MAX_TIME_MS)?),
             _ => return Err(error::syntax()),
         }
     }

@@ -105,7 +105,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     crate::command! {
         name: "redpacket.refund",
         handler: commands::redpacket_refund,
-        flags: "write",
+        flags: "write deny-oom",
         arity: 2,
         keys: ONE_KEY,
         acl: "write",

@@ -7,6 +7,15 @@
 
 use rand::Rng;
 
+/// The latest time accepted (`NOW`), 9999-12-31T23:59:59.999Z in unix ms:
+/// exact in Lua numbers too, so the twins agree.
+pub const MAX_TIME_MS: i64 = 253_402_300_799_999;
+/// The longest TTL accepted, 100 years in seconds.
+pub const MAX_TTL_S: i64 = 3_153_600_000;
+/// The largest total accepted, 2^53 − 1 cents: every amount stays exact in
+/// Lua numbers and JSON clients.
+pub const MAX_TOTAL: i64 = 9_007_199_254_740_991;
+
 /// How an amount is split into shares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -215,7 +224,7 @@ mod tests {
         assert_eq!(validate_split(9, 10, 10_000), Err(SplitError::TotalBelowCount));
         assert_eq!(validate_split(-1, 1, 10_000), Err(SplitError::TotalBelowCount));
         assert_eq!(validate_split(10, 10, 10_000), Ok(()));
-        assert_eq!(validate_split(i64::MAX, 10_000, 10_000), Ok(()));
+        assert_eq!(validate_split(MAX_TOTAL, 10_000, 10_000), Ok(()));
         assert_eq!(
             SplitError::Count { max: 5 }.message(),
             "count must be from 1 to 5"
@@ -337,6 +346,7 @@ mod tests {
     #[test]
     fn expiry_is_checked_for_overflow() {
         assert_eq!(expires_at(1_000, 60), Some(61_000));
+        assert!(expires_at(MAX_TIME_MS, MAX_TTL_S).is_some());
         assert_eq!(expires_at(i64::MAX - 10, 1), None);
         assert_eq!(expires_at(0, i64::MAX), None);
     }
