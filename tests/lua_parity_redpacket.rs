@@ -53,18 +53,29 @@ fn cmd_ref(c: &mut Connection, args: &[&str]) -> RedisResult<Value> {
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
 }
 
 /// Returns the module's keys and the twin's keys, named alike.
 fn dumps(c: &mut Connection) -> (Vec<String>, Vec<String>) {
-    let m: Vec<String> = dump_keys(c, "m{*").into_iter().map(|l| format!("l{}", &l[1..])).collect();
+    let m: Vec<String> = dump_keys(c, "m{*")
+        .into_iter()
+        .map(|l| format!("l{}", &l[1..]))
+        .collect();
     let l = dump_keys(c, "l{*");
     (m, l)
 }
 
 fn list(c: &mut Connection, key: &str) -> Vec<i64> {
-    let v: Vec<String> = redis::cmd("LRANGE").arg(key).arg(0).arg(-1).query(c).unwrap();
+    let v: Vec<String> = redis::cmd("LRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .query(c)
+        .unwrap();
     v.iter().map(|s| s.parse().unwrap()).collect()
 }
 
@@ -78,7 +89,7 @@ fn assert_valid_split(shares: &[i64], total: i64, count: i64) {
         let left = count - i as i64;
         assert!(s >= 1);
         if left > 1 {
-            assert!(s <= 2 * rest / left - 1, "{s} over the bound: {shares:?}");
+            assert!(s < 2 * rest / left, "{s} over the bound: {shares:?}");
         }
         rest -= s;
     }
@@ -156,7 +167,10 @@ fn module_and_lua_twins_agree_on_random_sequences() {
                     // Start the packet over on both sides.
                     for side in ["m", "l"] {
                         for suffix in ["meta", "pool", "grabbed"] {
-                            let _: i64 = redis::cmd("DEL").arg(format!("{side}{{{k}}}:{suffix}")).query(&mut c).unwrap();
+                            let _: i64 = redis::cmd("DEL")
+                                .arg(format!("{side}{{{k}}}:{suffix}"))
+                                .query(&mut c)
+                                .unwrap();
                         }
                     }
                     continue;
@@ -164,7 +178,11 @@ fn module_and_lua_twins_agree_on_random_sequences() {
             };
             let (m, l) = twins.both(&mut c, cmd, &k, &args);
             assert_eq!(m, l, "seed {seed} step {step}: {cmd} {k} {args:?}");
-            let outcome = m.split([',', ' ', '>']).next().unwrap_or("").trim_start_matches('[');
+            let outcome = m
+                .split([',', ' ', '>'])
+                .next()
+                .unwrap_or("")
+                .trim_start_matches('[');
             *seen.entry(format!("{cmd} {outcome}")).or_default() += 1;
             let random = !args.iter().any(|a| a.eq_ignore_ascii_case("EQUAL"));
             if cmd == "split" && !m.starts_with("ERR") && random {
@@ -178,20 +196,47 @@ fn module_and_lua_twins_agree_on_random_sequences() {
                 // Same pool on both sides from here on.
                 let ttl: i64 = redis::cmd("PEXPIRETIME").arg(&lpool).query(&mut c).unwrap();
                 let _: i64 = redis::cmd("DEL").arg(&lpool).query(&mut c).unwrap();
-                let _: i64 = redis::cmd("RPUSH").arg(&lpool).arg(&mshares).query(&mut c).unwrap();
+                let _: i64 = redis::cmd("RPUSH")
+                    .arg(&lpool)
+                    .arg(&mshares)
+                    .query(&mut c)
+                    .unwrap();
                 if ttl > 0 {
-                    let _: i64 = redis::cmd("PEXPIREAT").arg(&lpool).arg(ttl).query(&mut c).unwrap();
+                    let _: i64 = redis::cmd("PEXPIREAT")
+                        .arg(&lpool)
+                        .arg(ttl)
+                        .query(&mut c)
+                        .unwrap();
                 }
             }
             let (dm, dl) = dumps(&mut c);
-            assert_eq!(dm, dl, "seed {seed} step {step}: data differs after {cmd} {k} {args:?}");
+            assert_eq!(
+                dm, dl,
+                "seed {seed} step {step}: data differs after {cmd} {k} {args:?}"
+            );
         }
     }
     // The sequences reach every outcome, not only errors.
-    for outcome in ["grab OK", "grab ALREADY", "grab EMPTY", "grab CLOSED", "grab NOSUCH", "grab ERR<WRONGTYPE", "info total", "refund 0"] {
-        assert!(seen.get(outcome).copied().unwrap_or(0) >= 3, "{outcome} too rare: {seen:?}");
+    for outcome in [
+        "grab OK",
+        "grab ALREADY",
+        "grab EMPTY",
+        "grab CLOSED",
+        "grab NOSUCH",
+        "grab ERR<WRONGTYPE",
+        "info total",
+        "refund 0",
+    ] {
+        assert!(
+            seen.get(outcome).copied().unwrap_or(0) >= 3,
+            "{outcome} too rare: {seen:?}"
+        );
     }
-    let splits = seen.iter().filter(|(k, _)| k.starts_with("split") && !k.contains("ERR")).map(|(_, n)| n).sum::<usize>();
+    let splits = seen
+        .iter()
+        .filter(|(k, _)| k.starts_with("split") && !k.contains("ERR"))
+        .map(|(_, n)| n)
+        .sum::<usize>();
     assert!(splits >= 20, "{seen:?}");
 }
 
@@ -235,12 +280,24 @@ fn twins_give_the_same_errors() {
         assert_eq!(m, l, "{cmd} {args:?}");
     }
     let (m, l) = dumps(&mut c);
-    assert!(m.is_empty() && l.is_empty(), "errors wrote data: {m:?} {l:?}");
+    assert!(
+        m.is_empty() && l.is_empty(),
+        "errors wrote data: {m:?} {l:?}"
+    );
     // The largest accepted values behave alike.
-    let big: Vec<String> = ["9007199254740991", "3", "MODE", "EQUAL", "TTL", "3153600000", "NOW", "253402300799999"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let big: Vec<String> = [
+        "9007199254740991",
+        "3",
+        "MODE",
+        "EQUAL",
+        "TTL",
+        "3153600000",
+        "NOW",
+        "253402300799999",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let (m, l) = twins.both(&mut c, "split", "big", &big);
     assert_eq!((m.as_str(), l.as_str()), ("3", "3"));
     let (m, l) = dumps(&mut c);
@@ -261,5 +318,8 @@ fn equal_splits_are_identical() {
     assert_eq!((m.as_str(), l.as_str()), ("7", "7"));
     let (dm, dl) = dumps(&mut c);
     assert_eq!(dm, dl);
-    assert_eq!(list(&mut c, "l{eq}:pool"), vec![14287, 14286, 14286, 14286, 14286, 14286, 14286]);
+    assert_eq!(
+        list(&mut c, "l{eq}:pool"),
+        vec![14287, 14286, 14286, 14286, 14286, 14286, 14286]
+    );
 }

@@ -10,7 +10,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use common::*;
 
 fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
 }
 
 fn ints(c: &mut Connection, args: &[&str]) -> Vec<i64> {
@@ -23,11 +26,17 @@ fn pool(c: &mut Connection, b: &str) -> Vec<i64> {
 }
 
 fn grabbed(c: &mut Connection, b: &str) -> Vec<(String, i64)> {
-    redis::cmd("HGETALL").arg(format!("{b}:grabbed")).query(c).unwrap()
+    redis::cmd("HGETALL")
+        .arg(format!("{b}:grabbed"))
+        .query(c)
+        .unwrap()
 }
 
 fn meta(c: &mut Connection, b: &str) -> Vec<(String, String)> {
-    let mut m: Vec<(String, String)> = redis::cmd("HGETALL").arg(format!("{b}:meta")).query(c).unwrap();
+    let mut m: Vec<(String, String)> = redis::cmd("HGETALL")
+        .arg(format!("{b}:meta"))
+        .query(c)
+        .unwrap();
     m.sort();
     m
 }
@@ -67,7 +76,13 @@ fn split_random_fills_the_pool_and_meta() {
     );
     assert_eq!(int(&mut c, &["PTTL", "p:pool"]), -1);
     // The smallest possible packet: one cent per share.
-    assert_eq!(int(&mut c, &["REDPACKET.SPLIT", "tiny", "5", "5", "MODE", "random"]), 5);
+    assert_eq!(
+        int(
+            &mut c,
+            &["REDPACKET.SPLIT", "tiny", "5", "5", "MODE", "random"]
+        ),
+        5
+    );
     assert_eq!(pool(&mut c, "tiny"), vec![1, 1, 1, 1, 1]);
     assert_eq!(int(&mut c, &["REDPACKET.SPLIT", "one", "777", "1"]), 1);
     assert_eq!(pool(&mut c, "one"), vec![777]);
@@ -83,17 +98,33 @@ fn split_random_differs_between_packets() {
         int(&mut c, &["REDPACKET.SPLIT", &b, "100000", "10"]);
         seen.insert(pool(&mut c, &b));
     }
-    assert!(seen.len() >= 19, "splits repeat: {} distinct of 20", seen.len());
+    assert!(
+        seen.len() >= 19,
+        "splits repeat: {} distinct of 20",
+        seen.len()
+    );
 }
 
 #[test]
 fn split_equal_spreads_the_remainder_one_cent_at_a_time() {
     let s = Server::start();
     let mut c = s.conn();
-    assert_eq!(int(&mut c, &["REDPACKET.SPLIT", "e", "10", "3", "MODE", "EQUAL"]), 3);
+    assert_eq!(
+        int(
+            &mut c,
+            &["REDPACKET.SPLIT", "e", "10", "3", "MODE", "EQUAL"]
+        ),
+        3
+    );
     assert_eq!(pool(&mut c, "e"), vec![4, 3, 3]);
-    int(&mut c, &["REDPACKET.SPLIT", "f", "10003", "10", "mode", "equal"]);
-    assert_eq!(pool(&mut c, "f"), vec![1001, 1001, 1001, 1000, 1000, 1000, 1000, 1000, 1000, 1000]);
+    int(
+        &mut c,
+        &["REDPACKET.SPLIT", "f", "10003", "10", "mode", "equal"],
+    );
+    assert_eq!(
+        pool(&mut c, "f"),
+        vec![1001, 1001, 1001, 1000, 1000, 1000, 1000, 1000, 1000, 1000]
+    );
 }
 
 #[test]
@@ -102,7 +133,19 @@ fn split_with_ttl_expires_every_key_together() {
     let mut c = s.conn();
     let now = now_ms();
     let expires = now + 600_000;
-    int(&mut c, &["REDPACKET.SPLIT", "p", "1000", "4", "TTL", "600", "NOW", &now.to_string()]);
+    int(
+        &mut c,
+        &[
+            "REDPACKET.SPLIT",
+            "p",
+            "1000",
+            "4",
+            "TTL",
+            "600",
+            "NOW",
+            &now.to_string(),
+        ],
+    );
     assert!(meta(&mut c, "p").contains(&("expires".into(), expires.to_string())));
     assert_eq!(int(&mut c, &["PEXPIRETIME", "p:pool"]), expires);
     assert_eq!(int(&mut c, &["PEXPIRETIME", "p:meta"]), expires);
@@ -122,11 +165,17 @@ fn expired_packets_are_closed_then_gone() {
     let mut c = s.conn();
     let now = now_ms();
     let t = now.to_string();
-    int(&mut c, &["REDPACKET.SPLIT", "p", "1000", "4", "TTL", "60", "NOW", &t]);
+    int(
+        &mut c,
+        &["REDPACKET.SPLIT", "p", "1000", "4", "TTL", "60", "NOW", &t],
+    );
     let last_ms = (now + 59_999).to_string();
     let end = (now + 60_000).to_string();
     assert_eq!(grab(&mut c, &["p", "u1", "NOW", &last_ms]).0, "OK");
-    assert_eq!(grab(&mut c, &["p", "u2", "NOW", &end]), ("CLOSED".into(), 0));
+    assert_eq!(
+        grab(&mut c, &["p", "u2", "NOW", &end]),
+        ("CLOSED".into(), 0)
+    );
     assert_eq!(grab(&mut c, &["p", "u1", "NOW", &end]).0, "ALREADY");
     let info = run(&mut c, &["REDPACKET.INFO", "p", "NOW", &end]);
     assert!(info.contains("state, closed"), "{info}");
@@ -160,7 +209,13 @@ fn grab_gives_one_share_per_user_then_empty() {
     assert!(dump_keys(&mut c, "nope*").is_empty());
     assert_conserved(&mut c, "p", 1000);
     let g = run(&mut c, &["REDPACKET.GRABBED", "p"]);
-    assert_eq!(g, format!("[alice, {}, bob, {}, carol, {}]", shares[0], shares[1], shares[2]));
+    assert_eq!(
+        g,
+        format!(
+            "[alice, {}, bob, {}, carol, {}]",
+            shares[0], shares[1], shares[2]
+        )
+    );
     assert_eq!(run(&mut c, &["REDPACKET.GRABBED", "nope"]), "[]");
 }
 
@@ -169,7 +224,10 @@ fn info_reports_what_is_left() {
     let s = Server::start();
     let mut c = s.conn();
     assert_eq!(run(&mut c, &["REDPACKET.INFO", "p"]), "[]");
-    int(&mut c, &["REDPACKET.SPLIT", "p", "1000", "4", "MODE", "EQUAL"]);
+    int(
+        &mut c,
+        &["REDPACKET.SPLIT", "p", "1000", "4", "MODE", "EQUAL"],
+    );
     assert_eq!(
         run(&mut c, &["REDPACKET.INFO", "p"]),
         "[total, 1000, count, 4, left_cents, 1000, left_count, 4, state, open, expires, 0]"
@@ -202,7 +260,10 @@ fn refund_returns_exactly_what_is_left_and_closes() {
     assert_eq!(grab(&mut c, &["p", "d"]), ("CLOSED".into(), 0));
     assert_eq!(grab(&mut c, &["p", "a"]).0, "ALREADY");
     // Grabbed shares stay where they are.
-    assert_eq!(grabbed(&mut c, "p").iter().map(|(_, v)| v).sum::<i64>(), won);
+    assert_eq!(
+        grabbed(&mut c, "p").iter().map(|(_, v)| v).sum::<i64>(),
+        won
+    );
     // Unknown packet: 0, nothing created.
     assert_eq!(int(&mut c, &["REDPACKET.REFUND", "nope"]), 0);
     assert!(dump_keys(&mut c, "nope*").is_empty());
@@ -227,29 +288,99 @@ fn bad_input_is_refused_with_nothing_written() {
         (vec!["REDPACKET.SPLIT", "p", "x", "10"], notint.clone()),
         (vec!["REDPACKET.SPLIT", "p", "1.5", "10"], notint.clone()),
         (vec!["REDPACKET.SPLIT", "p", "100", "ten"], notint.clone()),
-        (vec!["REDPACKET.SPLIT", "p", "100", "99999999999999999999"], notint.clone()),
-        (vec!["REDPACKET.SPLIT", "p", "9", "10"], "ERR redpacket: total must be at least count cents".into()),
-        (vec!["REDPACKET.SPLIT", "p", "0", "1"], "ERR redpacket: total must be at least count cents".into()),
-        (vec!["REDPACKET.SPLIT", "p", "-100", "1"], "ERR redpacket: total must be at least count cents".into()),
-        (vec!["REDPACKET.SPLIT", "p", "100", "0"], "ERR redpacket: count must be from 1 to 10000".into()),
-        (vec!["REDPACKET.SPLIT", "p", "100", "-2"], "ERR redpacket: count must be from 1 to 10000".into()),
-        (vec!["REDPACKET.SPLIT", "p", "1000000", "10001"], "ERR redpacket: count must be from 1 to 10000".into()),
-        (vec!["REDPACKET.SPLIT", "p", "100", "2", "MODE"], syntax.clone()),
-        (vec!["REDPACKET.SPLIT", "p", "100", "2", "MODE", "FAIR"], syntax.clone()),
-        (vec!["REDPACKET.SPLIT", "p", "100", "2", "TTL"], syntax.clone()),
-        (vec!["REDPACKET.SPLIT", "p", "100", "2", "TTL", "0"], notint.clone()),
-        (vec!["REDPACKET.SPLIT", "p", "100", "2", "TTL", "-5"], notint.clone()),
-        (vec!["REDPACKET.SPLIT", "p", "100", "2", "TTL", "1x"], notint.clone()),
-        (vec!["REDPACKET.SPLIT", "p", "100", "2", "TTL", "9223372036854775"], notint.clone()),
-        (vec!["REDPACKET.SPLIT", "p", "100", "2", "TTL", "3153600001"], notint.clone()),
-        (vec!["REDPACKET.SPLIT", "p", "9007199254740992", "2"], notint.clone()),
-        (vec!["REDPACKET.SPLIT", "p", "100", "2", "NOW", "-1"], notint.clone()),
-        (vec!["REDPACKET.SPLIT", "p", "100", "2", "NOW", "253402300800000"], notint.clone()),
-        (vec!["REDPACKET.SPLIT", "p", "100", "2", "NOW"], syntax.clone()),
-        (vec!["REDPACKET.SPLIT", "p", "100", "2", "LATER"], syntax.clone()),
+        (
+            vec!["REDPACKET.SPLIT", "p", "100", "99999999999999999999"],
+            notint.clone(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "9", "10"],
+            "ERR redpacket: total must be at least count cents".into(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "0", "1"],
+            "ERR redpacket: total must be at least count cents".into(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "-100", "1"],
+            "ERR redpacket: total must be at least count cents".into(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "100", "0"],
+            "ERR redpacket: count must be from 1 to 10000".into(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "100", "-2"],
+            "ERR redpacket: count must be from 1 to 10000".into(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "1000000", "10001"],
+            "ERR redpacket: count must be from 1 to 10000".into(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "100", "2", "MODE"],
+            syntax.clone(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "100", "2", "MODE", "FAIR"],
+            syntax.clone(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "100", "2", "TTL"],
+            syntax.clone(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "100", "2", "TTL", "0"],
+            notint.clone(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "100", "2", "TTL", "-5"],
+            notint.clone(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "100", "2", "TTL", "1x"],
+            notint.clone(),
+        ),
+        (
+            vec![
+                "REDPACKET.SPLIT",
+                "p",
+                "100",
+                "2",
+                "TTL",
+                "9223372036854775",
+            ],
+            notint.clone(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "100", "2", "TTL", "3153600001"],
+            notint.clone(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "9007199254740992", "2"],
+            notint.clone(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "100", "2", "NOW", "-1"],
+            notint.clone(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "100", "2", "NOW", "253402300800000"],
+            notint.clone(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "100", "2", "NOW"],
+            syntax.clone(),
+        ),
+        (
+            vec!["REDPACKET.SPLIT", "p", "100", "2", "LATER"],
+            syntax.clone(),
+        ),
         (vec!["REDPACKET.GRAB", "p"], arity("grab")),
         (vec!["REDPACKET.GRAB", "p", "u", "NOW"], syntax.clone()),
-        (vec!["REDPACKET.GRAB", "p", "u", "NOW", "soon"], notint.clone()),
+        (
+            vec!["REDPACKET.GRAB", "p", "u", "NOW", "soon"],
+            notint.clone(),
+        ),
         (vec!["REDPACKET.GRAB", "p", "u", "AGAIN"], syntax.clone()),
         (vec!["REDPACKET.INFO"], arity("info")),
         (vec!["REDPACKET.INFO", "p", "NOW", "x"], notint.clone()),
@@ -268,11 +399,32 @@ fn bad_input_is_refused_with_nothing_written() {
     int(&mut c, &["REDPACKET.SPLIT", "p", "100", "2"]);
     grab(&mut c, &["p", "u"]);
     let before = dump_keys(&mut c, "*");
-    assert_eq!(err(&mut c, &["REDPACKET.SPLIT", "p", "500", "5"]), "ERR redpacket: packet already exists");
-    assert_eq!(err(&mut c, &["REDPACKET.SPLIT", "p", "500", "5", "MODE", "EQUAL", "TTL", "9"]), "ERR redpacket: packet already exists");
+    assert_eq!(
+        err(&mut c, &["REDPACKET.SPLIT", "p", "500", "5"]),
+        "ERR redpacket: packet already exists"
+    );
+    assert_eq!(
+        err(
+            &mut c,
+            &[
+                "REDPACKET.SPLIT",
+                "p",
+                "500",
+                "5",
+                "MODE",
+                "EQUAL",
+                "TTL",
+                "9"
+            ]
+        ),
+        "ERR redpacket: packet already exists"
+    );
     // Also when only a leftover B:grabbed remains.
     int(&mut c, &["HSET", "q:grabbed", "u", "5"]);
-    assert_eq!(err(&mut c, &["REDPACKET.SPLIT", "q", "500", "5"]), "ERR redpacket: packet already exists");
+    assert_eq!(
+        err(&mut c, &["REDPACKET.SPLIT", "q", "500", "5"]),
+        "ERR redpacket: packet already exists"
+    );
     int(&mut c, &["DEL", "q:grabbed"]);
     assert_eq!(dump_keys(&mut c, "*"), before);
 }
@@ -281,12 +433,26 @@ fn bad_input_is_refused_with_nothing_written() {
 fn max_count_follows_the_config() {
     let s = Server::start_full(&[], &["redpacket-max-count", "3"]);
     let mut c = s.conn();
-    assert_eq!(err(&mut c, &["REDPACKET.SPLIT", "p", "100", "4"]), "ERR redpacket: count must be from 1 to 3");
+    assert_eq!(
+        err(&mut c, &["REDPACKET.SPLIT", "p", "100", "4"]),
+        "ERR redpacket: count must be from 1 to 3"
+    );
     assert_eq!(int(&mut c, &["REDPACKET.SPLIT", "p", "100", "3"]), 3);
-    let _: () = redis::cmd("CONFIG").arg("SET").arg("hotpath.redpacket-max-count").arg("20000").query(&mut c).unwrap();
-    assert_eq!(int(&mut c, &["REDPACKET.SPLIT", "big", "20000", "20000"]), 20000);
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("hotpath.redpacket-max-count")
+        .arg("20000")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(
+        int(&mut c, &["REDPACKET.SPLIT", "big", "20000", "20000"]),
+        20000
+    );
     assert_eq!(pool(&mut c, "big").len(), 20000);
-    assert_eq!(err(&mut c, &["REDPACKET.SPLIT", "q", "30000", "20001"]), "ERR redpacket: count must be from 1 to 20000");
+    assert_eq!(
+        err(&mut c, &["REDPACKET.SPLIT", "q", "30000", "20001"]),
+        "ERR redpacket: count must be from 1 to 20000"
+    );
 }
 
 #[test]
@@ -349,7 +515,15 @@ fn fifty_clients_grabbing_at_once_conserve_money() {
         let total = 100_000;
         let shares = 30;
         let mut c = s.conn();
-        int(&mut c, &["REDPACKET.SPLIT", &b, &total.to_string(), &shares.to_string()]);
+        int(
+            &mut c,
+            &[
+                "REDPACKET.SPLIT",
+                &b,
+                &total.to_string(),
+                &shares.to_string(),
+            ],
+        );
         let barrier = Arc::new(Barrier::new(50));
         let handles: Vec<_> = (0..50)
             .map(|t| {
@@ -369,10 +543,13 @@ fn fifty_clients_grabbing_at_once_conserve_money() {
                 })
             })
             .collect();
-        let results: Vec<(String, (String, i64))> =
-            handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+        let results: Vec<(String, (String, i64))> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
         assert_conserved(&mut c, &b, total);
-        let held: std::collections::HashMap<String, i64> = grabbed(&mut c, &b).into_iter().collect();
+        let held: std::collections::HashMap<String, i64> =
+            grabbed(&mut c, &b).into_iter().collect();
         // 25 users, 30 shares: every user won exactly one share.
         assert_eq!(held.len(), 25);
         let won: Vec<_> = results.iter().filter(|(_, (st, _))| st == "OK").collect();
@@ -408,12 +585,21 @@ fn fifty_clients_grabbing_at_once_conserve_money() {
 fn counters_and_notifications() {
     let s = Server::start();
     let mut c = s.conn();
-    let _: () = redis::cmd("CONFIG").arg("SET").arg("notify-keyspace-events").arg("KEA").query(&mut c).unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg("KEA")
+        .query(&mut c)
+        .unwrap();
     let client = redis::Client::open(format!("redis://127.0.0.1:{}/", s.port)).unwrap();
     let mut sub = client.get_connection().unwrap();
     let mut pubsub = sub.as_pubsub();
-    pubsub.psubscribe("__keyevent@0__:hotpath.redpacket.*").unwrap();
-    pubsub.set_read_timeout(Some(std::time::Duration::from_secs(2))).unwrap();
+    pubsub
+        .psubscribe("__keyevent@0__:hotpath.redpacket.*")
+        .unwrap();
+    pubsub
+        .set_read_timeout(Some(std::time::Duration::from_secs(2)))
+        .unwrap();
     int(&mut c, &["REDPACKET.SPLIT", "p", "100", "2"]);
     grab(&mut c, &["p", "a"]);
     grab(&mut c, &["p", "a"]);
@@ -455,15 +641,42 @@ fn workload(c: &mut Connection) {
     let now = now_ms();
     let t = now.to_string();
     int(c, &["REDPACKET.SPLIT", "r{1}", "100000", "50"]);
-    int(c, &["REDPACKET.SPLIT", "r{2}", "99999", "40", "MODE", "EQUAL", "TTL", "3600"]);
-    int(c, &["REDPACKET.SPLIT", "r{3}", "5000", "30", "TTL", "3600", "NOW", &t]);
+    int(
+        c,
+        &[
+            "REDPACKET.SPLIT",
+            "r{2}",
+            "99999",
+            "40",
+            "MODE",
+            "EQUAL",
+            "TTL",
+            "3600",
+        ],
+    );
+    int(
+        c,
+        &[
+            "REDPACKET.SPLIT",
+            "r{3}",
+            "5000",
+            "30",
+            "TTL",
+            "3600",
+            "NOW",
+            &t,
+        ],
+    );
     for u in 0..35 {
         for b in ["r{1}", "r{2}", "r{3}"] {
             grab(c, &[b, &format!("u{u}")]);
         }
     }
     grab(c, &["r{3}", "late", "NOW", &(now + 1).to_string()]);
-    grab(c, &["r{3}", "expired", "NOW", &(now + 3_600_000).to_string()]);
+    grab(
+        c,
+        &["r{3}", "expired", "NOW", &(now + 3_600_000).to_string()],
+    );
     int(c, &["REDPACKET.REFUND", "r{1}"]);
     int(c, &["REDPACKET.REFUND", "r{2}"]);
     grab(c, &["r{2}", "after"]);
@@ -477,12 +690,25 @@ fn replicas_get_exactly_what_the_master_split_and_grabbed() {
     pair.assert_equal();
     let mut r = pair.replica.conn();
     for b in ["r{1}", "r{2}", "r{3}"] {
-        assert_eq!(dump_keys(&mut m, &format!("{b}*")), dump_keys(&mut r, &format!("{b}*")));
+        assert_eq!(
+            dump_keys(&mut m, &format!("{b}*")),
+            dump_keys(&mut r, &format!("{b}*"))
+        );
         assert_eq!(grabbed(&mut m, b), grabbed(&mut r, b));
         assert_eq!(pool(&mut m, b), pool(&mut r, b));
     }
-    for k in ["r{2}:meta", "r{2}:pool", "r{2}:grabbed", "r{3}:meta", "r{3}:grabbed"] {
-        assert_eq!(int(&mut m, &["PEXPIRETIME", k]), int(&mut r, &["PEXPIRETIME", k]), "{k}");
+    for k in [
+        "r{2}:meta",
+        "r{2}:pool",
+        "r{2}:grabbed",
+        "r{3}:meta",
+        "r{3}:grabbed",
+    ] {
+        assert_eq!(
+            int(&mut m, &["PEXPIRETIME", k]),
+            int(&mut r, &["PEXPIRETIME", k]),
+            "{k}"
+        );
     }
 }
 
@@ -491,11 +717,17 @@ fn aof_replay_restores_the_same_packets() {
     let mut s = start_aof();
     let mut c = s.conn();
     workload(&mut c);
-    let pools: Vec<_> = ["r{1}", "r{2}", "r{3}"].iter().map(|b| pool(&mut c, b)).collect();
+    let pools: Vec<_> = ["r{1}", "r{2}", "r{3}"]
+        .iter()
+        .map(|b| pool(&mut c, b))
+        .collect();
     drop(c);
     assert_aof_restart_equal(&mut s);
     let mut c = s.conn();
-    let after: Vec<_> = ["r{1}", "r{2}", "r{3}"].iter().map(|b| pool(&mut c, b)).collect();
+    let after: Vec<_> = ["r{1}", "r{2}", "r{3}"]
+        .iter()
+        .map(|b| pool(&mut c, b))
+        .collect();
     assert_eq!(pools, after);
     assert_conserved(&mut c, "r{3}", 5000);
 }
@@ -507,7 +739,10 @@ fn rdb_reload_keeps_the_packets() {
     workload(&mut c);
     assert_rdb_reload_equal(&s);
     assert_conserved(&mut c, "r{3}", 5000);
-    assert_eq!(int(&mut c, &["REDPACKET.REFUND", "r{3}"]), pool_sum_after_reload(&mut c));
+    assert_eq!(
+        int(&mut c, &["REDPACKET.REFUND", "r{3}"]),
+        pool_sum_after_reload(&mut c)
+    );
 }
 
 fn pool_sum_after_reload(c: &mut Connection) -> i64 {

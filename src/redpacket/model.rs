@@ -218,11 +218,26 @@ mod tests {
 
     #[test]
     fn validate_refuses_bad_counts_and_small_totals() {
-        assert_eq!(validate_split(100, 0, 10_000), Err(SplitError::Count { max: 10_000 }));
-        assert_eq!(validate_split(100, -3, 10_000), Err(SplitError::Count { max: 10_000 }));
-        assert_eq!(validate_split(100_000, 10_001, 10_000), Err(SplitError::Count { max: 10_000 }));
-        assert_eq!(validate_split(9, 10, 10_000), Err(SplitError::TotalBelowCount));
-        assert_eq!(validate_split(-1, 1, 10_000), Err(SplitError::TotalBelowCount));
+        assert_eq!(
+            validate_split(100, 0, 10_000),
+            Err(SplitError::Count { max: 10_000 })
+        );
+        assert_eq!(
+            validate_split(100, -3, 10_000),
+            Err(SplitError::Count { max: 10_000 })
+        );
+        assert_eq!(
+            validate_split(100_000, 10_001, 10_000),
+            Err(SplitError::Count { max: 10_000 })
+        );
+        assert_eq!(
+            validate_split(9, 10, 10_000),
+            Err(SplitError::TotalBelowCount)
+        );
+        assert_eq!(
+            validate_split(-1, 1, 10_000),
+            Err(SplitError::TotalBelowCount)
+        );
         assert_eq!(validate_split(10, 10, 10_000), Ok(()));
         assert_eq!(validate_split(MAX_TOTAL, 10_000, 10_000), Ok(()));
         assert_eq!(
@@ -244,7 +259,10 @@ mod tests {
             };
             let shares = split_random(total, count, &mut rng);
             assert_eq!(shares.len() as i64, count);
-            assert_eq!(shares.iter().map(|&s| s as i128).sum::<i128>(), total as i128);
+            assert_eq!(
+                shares.iter().map(|&s| s as i128).sum::<i128>(),
+                total as i128
+            );
             assert!(shares.iter().all(|&s| s >= 1), "{total} {count} {shares:?}");
         }
     }
@@ -261,7 +279,10 @@ mod tests {
                 let left = count - i as i64;
                 if left > 1 {
                     let bound = 2 * rest / left - 1;
-                    assert!(s >= 1 && s <= bound, "share {s} above {bound} (rest {rest}, left {left})");
+                    assert!(
+                        s >= 1 && s <= bound,
+                        "share {s} above {bound} (rest {rest}, left {left})"
+                    );
                     assert!(rest - s >= left - 1, "later shares starved");
                 }
                 rest -= s;
@@ -305,7 +326,10 @@ mod tests {
             assert!(max - min <= 1, "{total}/{count}: {min}..{max}");
             // The extra cents go first, one each.
             let extra = total % count;
-            assert_eq!(shares.iter().filter(|&&s| s == min + 1).count() as i64, if max > min { extra } else { 0 });
+            assert_eq!(
+                shares.iter().filter(|&&s| s == min + 1).count() as i64,
+                if max > min { extra } else { 0 }
+            );
             assert!(shares.windows(2).all(|w| w[0] >= w[1]));
         }
     }
@@ -333,7 +357,10 @@ mod tests {
         let a = split(10_000, 10, Mode::Random, &mut StdRng::seed_from_u64(5));
         let b = split(10_000, 10, Mode::Random, &mut StdRng::seed_from_u64(5));
         assert_eq!(a, b);
-        assert_eq!(split(10, 4, Mode::Equal, &mut StdRng::seed_from_u64(5)), vec![3, 3, 2, 2]);
+        assert_eq!(
+            split(10, 4, Mode::Equal, &mut StdRng::seed_from_u64(5)),
+            vec![3, 3, 2, 2]
+        );
     }
 
     #[test]
@@ -353,10 +380,21 @@ mod tests {
 
     #[test]
     fn grab_checks_come_in_order() {
-        let open = Meta { total: 100, count: 2, refunded: false, expires: 5_000 };
-        let refunded = Meta { refunded: true, ..open };
+        let open = Meta {
+            total: 100,
+            count: 2,
+            refunded: false,
+            expires: 5_000,
+        };
+        let refunded = Meta {
+            refunded: true,
+            ..open
+        };
         assert_eq!(precheck_grab(None, Some(7), 0), Ok(Grab::NoSuch));
-        assert_eq!(precheck_grab(Some(&refunded), Some(7), 0), Ok(Grab::Already(7)));
+        assert_eq!(
+            precheck_grab(Some(&refunded), Some(7), 0),
+            Ok(Grab::Already(7))
+        );
         assert_eq!(precheck_grab(Some(&refunded), None, 0), Ok(Grab::Closed));
         assert_eq!(precheck_grab(Some(&open), None, 4_999), Err(()));
         assert_eq!(precheck_grab(Some(&open), None, 5_000), Ok(Grab::Closed));
