@@ -346,8 +346,9 @@ mod tests {
                 sums[i] += s;
             }
         }
-        for (i, &s) in sums.iter().enumerate() {
-            let mean = s as f64 / rounds as f64;
+        let means: Vec<f64> = sums.iter().map(|&s| s as f64 / rounds as f64).collect();
+        eprintln!("mean share by position: {means:?}");
+        for (i, &mean) in means.iter().enumerate() {
             assert!((mean - 1000.0).abs() < 10.0, "position {i}: mean {mean}");
         }
     }
