@@ -749,3 +749,25 @@ fn pool_sum_after_reload(c: &mut Connection) -> i64 {
     let g: i64 = grabbed(c, "r{3}").iter().map(|(_, v)| v).sum();
     5000 - g
 }
+
+#[test]
+fn grabs_replay_from_the_aof_after_the_packet_closed() {
+    // The keys are made persistent so they outlive `expires`; the grabs won
+    // before that moment must replay as won, not as CLOSED, at restart.
+    let mut s = start_aof();
+    let mut c = s.conn();
+    int(&mut c, &["REDPACKET.SPLIT", "p", "1000", "10", "TTL", "1"]);
+    assert_eq!(grab(&mut c, &["p", "u1"]).0, "OK");
+    assert_eq!(grab(&mut c, &["p", "u2"]).0, "OK");
+    for k in ["p:pool", "p:meta", "p:grabbed"] {
+        assert_eq!(int(&mut c, &["PERSIST", k]), 1, "{k}");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(grab(&mut c, &["p", "u3"]), ("CLOSED".into(), 0));
+    let before = (pool(&mut c, "p"), grabbed(&mut c, "p"));
+    assert_eq!(before.0.len(), 8);
+    drop(c);
+    assert_aof_restart_equal(&mut s);
+    let mut c = s.conn();
+    assert_eq!((pool(&mut c, "p"), grabbed(&mut c, "p")), before);
+}

@@ -41,7 +41,10 @@ if now == nil and expires > 0 then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-if m[1] == 'closed' or (expires > 0 and now >= expires) then return { 'CLOSED', 0 } end
+-- REFUND empties the pool: a packet with shares left is not refunded.
+if (m[1] == 'closed' and tp == 'none') or (expires > 0 and now >= expires) then
+  return { 'CLOSED', 0 }
+end
 local share = redis.call('LPOP', pool)
 if not share then return { 'EMPTY', 0 } end
 local cents = int(share)

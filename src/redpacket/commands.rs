@@ -1,7 +1,7 @@
 //! REDPACKET handlers: parse every argument, validate, open and type-check
 //! the packet's keys, apply the model, reply, replicate, notify.
 
-use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::model::{self, Grab, Meta, Mode};
 use super::{
@@ -66,15 +66,21 @@ impl Packet {
         })
     }
 
-    /// Returns the fields GRAB needs (state and expiry; not the amounts).
+    /// Returns the fields GRAB needs (refunded and expiry; not the amounts).
+    ///
+    /// REFUND empties the pool, so a packet that still has shares was not
+    /// refunded: `state` is read only once the pool is empty, which saves
+    /// the hot path a hash lookup. (The Lua twin decides the same way.)
     fn gate(&self) -> Option<Meta> {
         if !self.has_meta {
             return None;
         }
+        let refunded = !self.has_pool
+            && self.meta.hget(b"state").as_deref() == Some(model::STATE_CLOSED.as_bytes());
         Some(Meta {
             total: 0,
             count: 0,
-            refunded: self.meta.hget(b"state").as_deref() == Some(model::STATE_CLOSED.as_bytes()),
+            refunded,
             expires: self.meta.hget_i64(b"expires").unwrap_or(0),
         })
     }
@@ -215,7 +221,8 @@ pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     util::require_hash_tag(ctx, FAMILY, &base)?;
 
     let packet = Packet::open(ctx, &base, true)?;
-    let gate = packet.gate();
+    let meta = packet.gate();
+    let expires = meta.map_or(0, |m| m.expires);
     let held = if packet.has_grabbed {
         packet
             .grabbed
@@ -224,9 +231,20 @@ pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     } else {
         None
     };
-    let now = now_arg.unwrap_or_else(util::now_ms);
-    let decided = model::precheck_grab(gate.as_ref(), held, now);
-    let expires = gate.map_or(0, |m| m.expires);
+    // A grab that reaches a replica or the AOF was decided open by the
+    // master (only won shares are propagated), so there it must not consult
+    // the local clock, which may be past `expires` by then: the command is
+    // replicated verbatim and re-executes to the same result.
+    let from_master = ctx
+        .get_flags()
+        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING);
+    let now = match now_arg {
+        _ if from_master => None,
+        Some(t) => Some(t),
+        None if expires > 0 => Some(util::now_ms()),
+        None => None,
+    };
+    let decided = model::precheck_grab(meta.as_ref(), held, now);
     let outcome = match decided {
         Ok(outcome) => outcome,
         Err(()) => match packet.pool.lpop() {
@@ -234,7 +252,7 @@ pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             Some(share) => {
                 let Some(cents) = parse_i64_plain(&share) else {
                     drop(packet);
-                    replicate_grab(ctx, &base, &user, now_arg, now, expires);
+                    ctx.replicate_verbatim();
                     return Err(error::family(FAMILY, CORRUPT));
                 };
                 packet.grabbed.hset_nx(&user, &share);
@@ -244,7 +262,7 @@ pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                     // B:grabbed is born now: it gets the packet's expiry.
                     pexpireat(ctx, &derived(&base, "grabbed"), expires)?;
                 }
-                replicate_grab(ctx, &base, &user, now_arg, now, expires);
+                ctx.replicate_verbatim();
                 util::notify(ctx, "hotpath.redpacket.grab", &base);
                 Grab::Won(cents)
             }
@@ -261,26 +279,6 @@ pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         text(outcome.status()),
         RedisValue::Integer(outcome.cents()),
     ]))
-}
-
-/// Replicates a GRAB that took a share. Its effects follow from the data
-/// alone, except for the expiry check: when the packet expires and the
-/// client sent no NOW, the master's NOW is made explicit so that replicas
-/// and the AOF decide exactly as the master did.
-fn replicate_grab(
-    ctx: &Context,
-    base: &[u8],
-    user: &[u8],
-    now_arg: Option<i64>,
-    now: i64,
-    expires: i64,
-) {
-    if now_arg.is_some() || expires == 0 {
-        ctx.replicate_verbatim();
-    } else {
-        let now_s = now.to_string();
-        ctx.replicate("REDPACKET.GRAB", &[base, user, b"NOW", now_s.as_bytes()]);
-    }
 }
 
 /// REDPACKET.INFO B [NOW unix-ms]
@@ -363,7 +361,7 @@ pub fn redpacket_refund(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     cur.expect_done()?;
     util::require_hash_tag(ctx, FAMILY, &base)?;
     let packet = Packet::open(ctx, &base, true)?;
-    let Some(meta) = packet.gate() else {
+    let Some(meta) = packet.meta() else {
         return Ok(RedisValue::Integer(0));
     };
     if meta.refunded {

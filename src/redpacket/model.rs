@@ -195,15 +195,22 @@ impl Grab {
 /// Decides a grab from what is stored, before anything is popped:
 /// `Ok(outcome)` when the answer is known, `Err(())` when the next share
 /// must be taken from the pool (the caller then gets `Won` or `Empty`).
+///
+/// `now` is `None` when the clock must not be consulted: a grab re-executed
+/// on a replica or from the AOF, which the master already found open.
 #[allow(clippy::result_unit_err)]
-pub fn precheck_grab(meta: Option<&Meta>, held: Option<i64>, now: i64) -> Result<Grab, ()> {
+pub fn precheck_grab(meta: Option<&Meta>, held: Option<i64>, now: Option<i64>) -> Result<Grab, ()> {
     let Some(meta) = meta else {
         return Ok(Grab::NoSuch);
     };
     if let Some(cents) = held {
         return Ok(Grab::Already(cents));
     }
-    if meta.closed_at(now) {
+    let closed = match now {
+        Some(now) => meta.closed_at(now),
+        None => meta.refunded,
+    };
+    if closed {
         return Ok(Grab::Closed);
     }
     Err(())
@@ -391,16 +398,25 @@ mod tests {
             refunded: true,
             ..open
         };
-        assert_eq!(precheck_grab(None, Some(7), 0), Ok(Grab::NoSuch));
+        assert_eq!(precheck_grab(None, Some(7), Some(0)), Ok(Grab::NoSuch));
         assert_eq!(
-            precheck_grab(Some(&refunded), Some(7), 0),
+            precheck_grab(Some(&refunded), Some(7), Some(0)),
             Ok(Grab::Already(7))
         );
-        assert_eq!(precheck_grab(Some(&refunded), None, 0), Ok(Grab::Closed));
-        assert_eq!(precheck_grab(Some(&open), None, 4_999), Err(()));
-        assert_eq!(precheck_grab(Some(&open), None, 5_000), Ok(Grab::Closed));
+        assert_eq!(
+            precheck_grab(Some(&refunded), None, Some(0)),
+            Ok(Grab::Closed)
+        );
+        assert_eq!(precheck_grab(Some(&open), None, Some(4_999)), Err(()));
+        assert_eq!(
+            precheck_grab(Some(&open), None, Some(5_000)),
+            Ok(Grab::Closed)
+        );
         let forever = Meta { expires: 0, ..open };
-        assert_eq!(precheck_grab(Some(&forever), None, i64::MAX), Err(()));
+        assert_eq!(precheck_grab(Some(&forever), None, Some(i64::MAX)), Err(()));
+        // Without a clock (re-executed from the master) only REFUND closes.
+        assert_eq!(precheck_grab(Some(&open), None, None), Err(()));
+        assert_eq!(precheck_grab(Some(&refunded), None, None), Ok(Grab::Closed));
         assert_eq!(open.state_at(0), "open");
         assert_eq!(open.state_at(5_000), "closed");
         assert_eq!(Grab::Won(5).status(), "OK");
