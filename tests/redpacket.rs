@@ -771,3 +771,40 @@ fn grabs_replay_from_the_aof_after_the_packet_closed() {
     let mut c = s.conn();
     assert_eq!((pool(&mut c, "p"), grabbed(&mut c, "p")), before);
 }
+
+#[test]
+fn binary_keys_and_users_work() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let base: &[u8] = b"p\0\xff{1}";
+    let user: &[u8] = b"\0u\xfe";
+    let n: i64 = redis::cmd("REDPACKET.SPLIT")
+        .arg(base)
+        .arg(100)
+        .arg(3)
+        .arg("TTL")
+        .arg(60)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 3);
+    let (st, cents): (String, i64) = redis::cmd("REDPACKET.GRAB")
+        .arg(base)
+        .arg(user)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(st, "OK");
+    let g: Vec<(Vec<u8>, i64)> = redis::cmd("REDPACKET.GRABBED")
+        .arg(base)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(g, vec![(user.to_vec(), cents)]);
+    let left: i64 = redis::cmd("REDPACKET.REFUND")
+        .arg(base)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(left + cents, 100);
+    let mut pool = base.to_vec();
+    pool.extend_from_slice(b":meta");
+    let ttl: i64 = redis::cmd("PTTL").arg(&pool).query(&mut c).unwrap();
+    assert!(ttl > 0);
+}

@@ -1,7 +1,9 @@
 //! REDPACKET handlers: parse every argument, validate, open and type-check
 //! the packet's keys, apply the model, reply, replicate, notify.
 
-use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
+use std::os::raw::c_longlong;
+
+use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::model::{self, Grab, Meta, Mode};
 use super::{
@@ -120,6 +122,16 @@ fn call_strings(ctx: &Context, cmd: &str, args: &[&[u8]]) -> Result<Vec<Vec<u8>>
     }
 }
 
+/// Returns `v` as a Redis string, made by Redis directly from the integer
+/// (no text formatting on our side: SPLIT makes thousands of them).
+fn int_string(ctx: &Context, v: i64) -> RedisString {
+    // SAFETY: the function is part of the module API on every supported
+    // server; the string it returns is owned by the RedisString, which
+    // frees it on drop.
+    let p = unsafe { raw::RedisModule_CreateStringFromLongLong.unwrap()(ctx.ctx, v as c_longlong) };
+    RedisString::from_redis_module_string(ctx.ctx, p)
+}
+
 /// Sets the absolute expiry `at_ms` on `key` (never replicated by itself).
 fn pexpireat(ctx: &Context, key: &[u8], at_ms: i64) -> Result<(), RedisError> {
     ctx.call("PEXPIREAT", &[key, at_ms.to_string().as_bytes()])?;
@@ -170,8 +182,8 @@ pub fn redpacket_split(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let pool_name = derived(&base, "pool");
     let meta_name = derived(&base, "meta");
     let mut rpush: Vec<RedisString> = Vec::with_capacity(shares.len() + 1);
-    rpush.push(ctx.create_string(pool_name.clone()));
-    rpush.extend(shares.iter().map(|s| ctx.create_string(s.to_string())));
+    rpush.push(RedisString::create_from_slice(ctx.ctx, &pool_name));
+    rpush.extend(shares.iter().map(|&s| int_string(ctx, s)));
     let rpush: Vec<&RedisString> = rpush.iter().collect();
     ctx.call("RPUSH", rpush.as_slice())?;
     let (total_s, count_s, expires_s) = (total.to_string(), count.to_string(), expires.to_string());
