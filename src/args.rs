@@ -31,6 +31,11 @@ impl Cursor {
         Ok(Cursor { args, pos: 1, name })
     }
 
+    /// Returns every argument, the command name first (for replication).
+    pub fn args(&self) -> &[RedisString] {
+        &self.args
+    }
+
     /// Returns the command name as the client sent it.
     pub fn command(&self) -> &str {
         &self.name

@@ -80,6 +80,39 @@ impl Default for Rules {
 }
 
 impl Rules {
+    /// Returns the packed form kept in `B:meta`'s `rules` field:
+    /// `<MODE> <maxvotes> <start> <end> <tz> <closed 0|1> <expires>`.
+    pub fn pack(&self) -> String {
+        format!(
+            "{} {} {} {} {} {} {}",
+            self.mode.as_str(),
+            self.maxvotes,
+            self.start,
+            self.end,
+            self.tz_minutes,
+            self.closed as i64,
+            self.expires
+        )
+    }
+
+    /// Parses [`Rules::pack`]'s form; None when malformed.
+    pub fn unpack(s: &[u8]) -> Option<Rules> {
+        let text = std::str::from_utf8(s).ok()?;
+        let mut it = text.split(' ');
+        let mode = Mode::parse(it.next()?.as_bytes())?;
+        let mut n = || -> Option<i64> { it.next()?.parse().ok() };
+        let r = Rules {
+            mode,
+            maxvotes: n()?,
+            start: n()?,
+            end: n()?,
+            tz_minutes: n()?,
+            closed: n()? == 1,
+            expires: n()?,
+        };
+        Some(r)
+    }
+
     /// Returns true when votes are accepted at `now`: `start <= now < end`.
     pub fn is_open(&self, now: i64) -> bool {
         (self.start == 0 || now >= self.start) && (self.end == 0 || now < self.end)
@@ -230,6 +263,23 @@ mod tests {
         let v = vec!["x".to_string(), "y:z".to_string(), "\"q\"".to_string()];
         assert_eq!(parse_user_votes(format_user_votes(&v).as_bytes()), v);
         assert!(parse_user_votes(b"not json").is_empty());
+    }
+
+    #[test]
+    fn rules_pack_round_trips() {
+        let r = Rules {
+            mode: Mode::Multi,
+            maxvotes: 5,
+            start: 1,
+            end: 2,
+            tz_minutes: -300,
+            closed: true,
+            expires: 9,
+        };
+        assert_eq!(r.pack(), "MULTI 5 1 2 -300 1 9");
+        assert_eq!(Rules::unpack(r.pack().as_bytes()), Some(r));
+        assert_eq!(Rules::unpack(b"MULTI 5 1"), None);
+        assert_eq!(Rules::unpack(b"ONCE x 0 0 0 0 0"), None);
     }
 
     #[test]
