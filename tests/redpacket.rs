@@ -667,6 +667,22 @@ fn workload(c: &mut Connection) {
             &t,
         ],
     );
+    // Born expired (NOW long ago): deleted on the master at once, and on
+    // the replicas and in the AOF too.
+    int(
+        c,
+        &[
+            "REDPACKET.SPLIT",
+            "r{4}",
+            "100",
+            "2",
+            "TTL",
+            "60",
+            "NOW",
+            "1000",
+        ],
+    );
+    assert!(dump_keys(c, "r{4}*").is_empty());
     for u in 0..35 {
         for b in ["r{1}", "r{2}", "r{3}"] {
             grab(c, &[b, &format!("u{u}")]);
@@ -697,6 +713,10 @@ fn replicas_get_exactly_what_the_master_split_and_grabbed() {
         assert_eq!(grabbed(&mut m, b), grabbed(&mut r, b));
         assert_eq!(pool(&mut m, b), pool(&mut r, b));
     }
+    assert!(dump_keys(&mut r, "r{4}*").is_empty());
+    let n: i64 = redis::cmd("DBSIZE").query(&mut r).unwrap();
+    let m_n: i64 = redis::cmd("DBSIZE").query(&mut m).unwrap();
+    assert_eq!(n, m_n, "the replica keeps keys the master deleted");
     for k in [
         "r{2}:meta",
         "r{2}:pool",

@@ -3,7 +3,10 @@
 
 use std::os::raw::c_longlong;
 
-use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{
+    raw, CallOptionsBuilder, CallResult, Context, ContextFlags, RedisError, RedisResult,
+    RedisString, RedisValue,
+};
 
 use super::model::{self, Grab, Meta, Mode};
 use super::{
@@ -132,10 +135,18 @@ fn int_string(ctx: &Context, v: i64) -> RedisString {
     RedisString::from_redis_module_string(ctx.ctx, p)
 }
 
-/// Sets the absolute expiry `at_ms` on `key` (never replicated by itself).
+/// Sets the absolute expiry `at_ms` on `key` through `PEXPIREAT`, whose
+/// effect replicates itself: the same `PEXPIREAT`, or, when `at_ms` is
+/// already past and the master deletes the key at once, that `DEL` (a
+/// replica applying a past `PEXPIREAT` would keep the key instead). Call it
+/// after replicating the writes that create the key.
 fn pexpireat(ctx: &Context, key: &[u8], at_ms: i64) -> Result<(), RedisError> {
-    ctx.call("PEXPIREAT", &[key, at_ms.to_string().as_bytes()])?;
-    Ok(())
+    let at = at_ms.to_string();
+    let options = CallOptionsBuilder::new().replicate().build();
+    let reply: CallResult = ctx.call_ext("PEXPIREAT", &options, &[key, at.as_bytes()][..]);
+    reply
+        .map(|_| ())
+        .map_err(|e| RedisError::String(e.to_string()))
 }
 
 /// REDPACKET.SPLIT B total-cents count [MODE RANDOM|EQUAL] [TTL seconds] [NOW unix-ms]
@@ -203,17 +214,15 @@ pub fn redpacket_split(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         meta.hput(pair[0], pair[1]);
     }
     drop(meta);
-    if expires > 0 {
-        pexpireat(ctx, &pool_name, expires)?;
-        pexpireat(ctx, &meta_name, expires)?;
-    }
 
-    // The shares are random: the replicas and the AOF get what was drawn.
+    // The shares are random: the replicas and the AOF get what was drawn,
+    // then the expiry (a packet whose expiry is already past is deleted
+    // on the master at once, and that deletion is what replicates).
     ctx.replicate("RPUSH", rpush.as_slice());
     ctx.replicate("HSET", &hset[..]);
     if expires > 0 {
-        ctx.replicate("PEXPIREAT", &[&pool_name[..], expires_s.as_bytes()]);
-        ctx.replicate("PEXPIREAT", &[&meta_name[..], expires_s.as_bytes()]);
+        pexpireat(ctx, &pool_name, expires)?;
+        pexpireat(ctx, &meta_name, expires)?;
     }
     util::notify(ctx, "hotpath.redpacket.split", &base);
     COUNT_SPLITS.incr();
@@ -270,11 +279,11 @@ pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 packet.grabbed.hset_nx(&user, &share);
                 let first_grab = !packet.has_grabbed;
                 drop(packet);
+                ctx.replicate_verbatim();
                 if first_grab && expires > 0 {
                     // B:grabbed is born now: it gets the packet's expiry.
                     pexpireat(ctx, &derived(&base, "grabbed"), expires)?;
                 }
-                ctx.replicate_verbatim();
                 util::notify(ctx, "hotpath.redpacket.grab", &base);
                 Grab::Won(cents)
             }
