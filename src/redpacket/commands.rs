@@ -41,9 +41,19 @@ impl Packet {
     /// Occurs as `WRONGTYPE` when any of them holds another type than its
     /// own (Hash, List, Hash), before anything is written.
     fn open(ctx: &Context, base: &[u8], write: bool) -> Result<Packet, RedisError> {
-        let meta = Key::derived(ctx, base, "meta", write);
-        let pool = Key::derived(ctx, base, "pool", write);
-        let grabbed = Key::derived(ctx, base, "grabbed", write);
+        // One buffer for the three names: GRAB opens them on every call.
+        let mut name = Vec::with_capacity(base.len() + 8);
+        name.extend_from_slice(base);
+        name.push(b':');
+        let stem = name.len();
+        let mut open = |suffix: &[u8]| {
+            name.truncate(stem);
+            name.extend_from_slice(suffix);
+            Key::open(ctx, &name, write)
+        };
+        let meta = open(b"meta");
+        let pool = open(b"pool");
+        let grabbed = open(b"grabbed");
         let has_meta = meta.check(KeyType::Hash)?;
         let has_pool = pool.check(KeyType::List)?;
         let has_grabbed = grabbed.check(KeyType::Hash)?;
@@ -242,9 +252,7 @@ pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     util::require_hash_tag(ctx, FAMILY, &base)?;
 
     let packet = Packet::open(ctx, &base, true)?;
-    let meta = packet.gate();
-    let expires = meta.map_or(0, |m| m.expires);
-    let held = if packet.has_grabbed {
+    let held = if packet.has_meta && packet.has_grabbed {
         packet
             .grabbed
             .hget(&user)
@@ -252,6 +260,12 @@ pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     } else {
         None
     };
+    // A user who holds a share is answered without reading the meta.
+    let meta = match held {
+        Some(_) => packet.has_meta.then_some(Meta::default()),
+        None => packet.gate(),
+    };
+    let expires = meta.map_or(0, |m| m.expires);
     // A grab that reaches a replica or the AOF was decided open by the
     // master (only won shares are propagated), so there it must not consult
     // the local clock, which may be past `expires` by then: the command is

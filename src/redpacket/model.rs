@@ -124,7 +124,7 @@ pub fn expires_at(now: i64, ttl_s: i64) -> Option<i64> {
 }
 
 /// The state of a packet as `B:meta` records it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Meta {
     pub total: i64,
     pub count: i64,
