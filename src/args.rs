@@ -63,6 +63,21 @@ impl Cursor {
         Ok(a)
     }
 
+    /// Skips `n` arguments the caller reads in place with [`Cursor::arg`];
+    /// an arity error when fewer are left.
+    pub fn skip(&mut self, n: usize) -> Result<(), RedisError> {
+        if self.remaining() < n {
+            return Err(error::arity(&self.name));
+        }
+        self.pos += n;
+        Ok(())
+    }
+
+    /// Returns argument `i` (0 is the command name) without copying.
+    pub fn arg(&self, i: usize) -> &[u8] {
+        self.args.get(i).map(|a| a.as_slice()).unwrap_or(&[])
+    }
+
     /// Returns the next argument's bytes, or an arity error.
     pub fn next_bytes(&mut self) -> Result<Vec<u8>, RedisError> {
         Ok(self.next()?.as_slice().to_vec())

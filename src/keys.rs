@@ -21,9 +21,17 @@ pub struct Key {
     ptr: *mut raw::RedisModuleKey,
 }
 
+/// A key name built on the stack when short (no allocation on hot paths).
+pub type Name = smallvec::SmallVec<[u8; 96]>;
+
 /// Returns `B:<suffix>`, the name of a family's derived key.
 pub fn derived(base: &[u8], suffix: &str) -> Vec<u8> {
-    let mut v = Vec::with_capacity(base.len() + 1 + suffix.len());
+    derived_name(base, suffix).to_vec()
+}
+
+/// Returns `B:<suffix>` on the stack when short.
+pub fn derived_name(base: &[u8], suffix: &str) -> Name {
+    let mut v = Name::with_capacity(base.len() + 1 + suffix.len());
     v.extend_from_slice(base);
     v.push(b':');
     v.extend_from_slice(suffix.as_bytes());
@@ -49,7 +57,7 @@ impl Key {
 
     /// Opens the derived key `base:suffix`.
     pub fn derived(ctx: &Context, base: &[u8], suffix: &str, write: bool) -> Key {
-        Key::open(ctx, &derived(base, suffix), write)
+        Key::open(ctx, &derived_name(base, suffix), write)
     }
 
     /// Returns the Redis type held by the key (`Empty` when missing).
@@ -128,6 +136,22 @@ impl Key {
         let m = rstr(self.ctx, member);
         let mut flags: c_int = 0;
         unsafe { raw::RedisModule_ZsetAdd.unwrap()(self.ptr, score, m.inner, &mut flags) };
+    }
+
+    /// Adds `delta` to a member the client sent (no copy of the member).
+    pub fn zincrby_arg(&self, member: &RedisString, delta: f64) -> f64 {
+        let mut flags: c_int = 0;
+        let mut out = 0f64;
+        unsafe {
+            raw::RedisModule_ZsetIncrby.unwrap()(
+                self.ptr,
+                delta,
+                member.inner,
+                &mut flags,
+                &mut out,
+            )
+        };
+        out
     }
 
     /// Adds `delta` to a member's score and returns the new score.

@@ -6,6 +6,7 @@ pub mod args;
 pub mod config;
 pub mod error;
 pub mod keys;
+pub mod luckybag;
 pub mod poll;
 pub mod redpacket;
 pub mod registry;
@@ -21,6 +22,7 @@ use crate::stats::Counter;
 pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[
     (poll::COMMANDS, poll::COUNTERS),
     (redpacket::COMMANDS, redpacket::COUNTERS),
+    (luckybag::COMMANDS, luckybag::COUNTERS),
 ];
 
 #[cfg_attr(test, allow(dead_code))]

@@ -657,7 +657,7 @@ fn random_operations_agree() {
 }
 
 /// The twins' writes reach a replica as they are on the master (the
-/// module's own replication is tested elsewhere; see also the MODULE BUG
+/// module's own replication is tested elsewhere; see also the case
 /// case about expiries already past).
 #[test]
 fn twins_replicate_identically() {
@@ -782,7 +782,6 @@ fn multi_json_with_special_candidates_agrees() {
         "🎉",
         "ctl\u{1}\u{1f}\u{7f}",
         "tab\t\n\r\u{8}\u{c}",
-        "a:b",
     ];
     let mut args = vs(&["MODE", "MULTI", "MAXVOTES", "8", "CANDIDATES"]);
     args.push(ms(names.len() as i64));
@@ -834,7 +833,7 @@ fn multi_json_with_special_candidates_agrees() {
     b.assert_same_data("after revoke");
     assert_eq!(
         show(&b.both("revoke all", "POLL.REVOKE", Some(1), &[v("u")])),
-        "6"
+        "5"
     );
     b.both("top", "POLL.TOP", Some(1), &[v("20")]).unwrap();
     b.assert_same_data("end");
@@ -945,73 +944,51 @@ fn daily_across_midnight_with_tz_agrees() {
     b.assert_same_data("end");
 }
 
-// ---------------------------------------------------------------------
-// MODULE BUG (reported, not fixed here: src/ belongs to the lead).
-//
-// In MODE MULTI the module keeps a user's candidates as
-// `String::from_utf8_lossy(candidate)` (src/poll/commands.rs, poll_vote),
-// so a candidate that is not valid UTF-8 is recorded in B:uservotes as
-// U+FFFD while B:voted and B:board hold the real bytes:
-// - a second, different non-UTF-8 candidate (b"\xfe" after b"\xff") is
-//   refused as a duplicate (module 0, expected 1);
-// - `POLL.REVOKE B u \xff` takes nothing back (module 0, expected 1);
-// - `POLL.REVOKE B u` replies 1 and drops the user's B:uservotes entry,
-//   but deletes the field `u:\u{FFFD}` instead of `u:\xff` and decrements
-//   nothing: the ballot and the vote stay (INFO ballots 1, votes 1), and
-//   `POLL.VOTE B u \xff` is refused as a duplicate forever (module 0,
-//   expected 1);
-// - POLL.STATUS returns "\u{FFFD}" instead of the candidate.
-// The twin follows the SPEC here (it keeps the exact bytes in the JSON
-// string), so its data differs from the module's for such candidates.
-// ---------------------------------------------------------------------
-
-/// The sequence of the MULTI non-UTF-8 case, with the replies the SPEC
-/// asks for.
-fn multi_non_utf8_steps() -> Vec<(&'static str, Vec<Vec<u8>>, &'static str)> {
-    let ff = vec![0xffu8];
-    let fe = vec![0xfeu8];
-    vec![
-        ("POLL.CREATE", vs(&["MODE", "MULTI"]), "OK"),
-        ("POLL.VOTE", vec![v("u"), ff.clone(), v("NOW"), ms(T0)], "1"),
-        ("POLL.VOTE", vec![v("u"), fe.clone(), v("NOW"), ms(T0)], "1"),
-        ("POLL.REVOKE", vec![v("u"), ff.clone()], "1"),
-        ("POLL.RANK", vec![ff.clone()], "[1, 0]"),
-        ("POLL.VOTE", vec![v("u"), ff, v("NOW"), ms(T0 + 1)], "1"),
-        ("POLL.REVOKE", vec![v("u")], "2"),
-        (
-            "POLL.INFO",
-            vec![],
-            "[mode, MULTI, maxvotes, 3, start, 0, end, 0, ballots, 0, votes, 0]",
-        ),
-    ]
-}
-
-/// MODULE BUG case: the twin alone, against the SPEC's replies.
+/// MULTI keeps each user's candidates as a JSON array of strings, so a
+/// candidate that is not valid UTF-8 is refused there, by both sides, with
+/// nothing written (the parity campaign first found the module mangling
+/// such names into U+FFFD).
 #[test]
-fn bug_multi_non_utf8_candidate_twin_follows_spec() {
+fn non_utf8_candidates_are_refused_in_multi() {
     let mut b = Bench::start();
-    let base = Some(&b"l{1}"[..]);
-    for (cmd, args, want) in multi_non_utf8_steps() {
-        let got = show(&b.script(cmd, base, &args));
-        assert_eq!(got, want, "{cmd} {args:?}");
-    }
-    let st: Vec<Vec<u8>> = redis::cmd("HKEYS")
-        .arg("l{1}:voted")
-        .query(&mut b.c)
+    b.both("create", "POLL.CREATE", Some(1), &vs(&["MODE", "MULTI"]))
         .unwrap();
-    assert!(st.is_empty(), "{st:?}");
-}
-
-/// MODULE BUG case: module vs twin. Ignored until the module is fixed
-/// (run with `cargo test --release --test lua_parity_poll -- --ignored`).
-#[test]
-#[ignore = "MODULE BUG: MULTI with non-UTF-8 candidates, see the comment above"]
-fn bug_multi_non_utf8_candidate_module_parity() {
-    let mut b = Bench::start();
-    for (cmd, args, want) in multi_non_utf8_steps() {
-        let m = b.both("non-utf8", cmd, Some(1), &args);
-        assert_eq!(show(&m), want, "{cmd} {args:?}");
+    for bad in [
+        vec![0xffu8],
+        vec![0xc0, 0x80],
+        vec![0xed, 0xa0, 0x80],
+        b"ok\xfe".to_vec(),
+    ] {
+        let r = b.both(
+            "non-utf8",
+            "POLL.VOTE",
+            Some(1),
+            &[v("u"), bad.clone(), v("NOW"), ms(T0)],
+        );
+        if std::str::from_utf8(&bad).is_ok() {
+            assert_eq!(show(&r), "1");
+        } else {
+            assert_eq!(
+                show(&r),
+                "ERR<ERR poll: candidate must be valid UTF-8 in MODE MULTI>"
+            );
+        }
     }
+    let mut args = vs(&["MODE", "MULTI", "CANDIDATES", "2", "fine"]);
+    args.push(vec![0xf5]);
+    let r = b.both("create-bad", "POLL.CREATE", Some(2), &args);
+    assert_eq!(
+        show(&r),
+        "ERR<ERR poll: candidate must be valid UTF-8 in MODE MULTI>"
+    );
+    // Other modes take any bytes.
+    let r = b.both(
+        "once",
+        "POLL.VOTE",
+        Some(3),
+        &[v("u"), vec![0xff], v("NOW"), ms(T0)],
+    );
+    assert_eq!(show(&r), "1");
     b.assert_same_data("non-utf8");
 }
 
@@ -1026,6 +1003,13 @@ fn hand_edited_meta_agrees() {
         &["mode", "MULTI", "maxvotes", "-1", "expires", "x"],
         &["pending", "abc", "epoch", "7"],
         &["pending", "-3"],
+        &["rules", "multi 2 0 0 0 0 0"],
+        &["rules", "DAILY 1 -5 0 -300 0 0"],
+        &["rules", "weird 1 0 0 0 0 0"],
+        &["rules", "ONCE 01 0 1 0 2 0"],
+        &["rules", "MULTI -1 0 0 0 0 x"],
+        &["rules", "ONCE 1 0 0 0 0 0 extra"],
+        &["rules", "MULTI 1 0 0 0 1 0"],
     ];
     for (i, fields) in edits.iter().enumerate() {
         let n = Some(i);
@@ -1113,7 +1097,7 @@ fn read_only_twins_run_with_evalsha_ro() {
 }
 
 // ---------------------------------------------------------------------
-// MODULE BUG (reported, not fixed here): POLL.CREATE whose expiry is
+// Found by this campaign, now fixed: POLL.CREATE whose expiry is
 // already past (`NOW` + `TTL` before the server clock, e.g. a client whose
 // clock lags by more than a short TTL).
 //
@@ -1128,7 +1112,9 @@ fn read_only_twins_run_with_evalsha_ro() {
 // the master replies 1 (the poll is gone: defaults, any candidate) while
 // the replica fails with "ERR poll: unknown candidate" (its log shows
 // "== CRITICAL == This replica is sending an error to its master") and
-// keeps no ballot: master and replica differ (DEBUG DIGEST).
+// keeps no ballot: master and replica differed (DEBUG DIGEST). The fix:
+// a poll born expired keeps nothing on the master (like SET with a past
+// PXAT) and so sends nothing to the replica.
 // The twin is replicated as its effects (PEXPIREAT in the past becomes a
 // DEL), so its replica stays identical.
 // ---------------------------------------------------------------------
@@ -1161,9 +1147,9 @@ fn past_ttl_sequence(c: &mut Connection, script: Option<(&str, &str)>) -> Vec<St
     out
 }
 
-/// MODULE BUG case: the twin's replica stays identical.
+/// A poll born expired: the twin's replica stays identical.
 #[test]
-fn bug_create_ttl_already_past_twin_replicates() {
+fn create_ttl_already_past_twin_replicates() {
     let p = Pair::start();
     let mut c = p.master.conn();
     let create = load_script(&mut c, "poll/create.lua");
@@ -1175,10 +1161,11 @@ fn bug_create_ttl_already_past_twin_replicates() {
     p.assert_equal();
 }
 
-/// MODULE BUG case: the module's replica diverges. Ignored until fixed.
+/// A poll born expired: the module keeps nothing and replicates nothing,
+/// so its replica stays identical too.
 #[test]
-#[ignore = "MODULE BUG: CREATE with an expiry already past, see the comment above"]
-fn bug_create_ttl_already_past_module_replicates() {
+
+fn create_ttl_already_past_module_replicates() {
     let p = Pair::start();
     let mut c = p.master.conn();
     assert_eq!(past_ttl_sequence(&mut c, None), ["OK", "1"]);

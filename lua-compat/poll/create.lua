@@ -65,6 +65,32 @@ local function clock()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+
+-- Valid UTF-8 exactly as Rust's std::str::from_utf8 judges it (no
+-- overlong forms, no surrogates, nothing above U+10FFFF).
+local function valid_utf8(s)
+  local i, n = 1, #s
+  while i <= n do
+    local c = string.byte(s, i)
+    local len
+    if c < 0x80 then len = 1
+    elseif c >= 0xC2 and c <= 0xDF then len = 2
+    elseif c >= 0xE0 and c <= 0xEF then len = 3
+    elseif c >= 0xF0 and c <= 0xF4 then len = 4
+    else return false end
+    if i + len - 1 > n then return false end
+    for k = i + 1, i + len - 1 do
+      local b = string.byte(s, k)
+      if b < 0x80 or b > 0xBF then return false end
+    end
+    local b = string.byte(s, i + 1)
+    if len == 3 and ((c == 0xE0 and b < 0xA0) or (c == 0xED and b > 0x9F)) then return false end
+    if len == 4 and ((c == 0xF0 and b < 0x90) or (c == 0xF4 and b > 0x8F)) then return false end
+    i = i + len
+  end
+  return true
+end
+
 local function expire_at_if_unset(k, at)
   if at > 0 and redis.call('EXISTS', k) == 1 and redis.call('PTTL', k) < 0 then
     redis.call('PEXPIREAT', k, fmt(at))
@@ -109,6 +135,14 @@ local function main()
     end
   end
   if maxvotes ~= nil and mode ~= 'MULTI' then fail('ERR poll: MAXVOTES needs MODE MULTI') end
+  if mode == 'MULTI' and cands then
+    for _, c in ipairs(cands) do
+      if string.find(c, ':', 1, true) then fail("ERR poll: candidate must not contain ':' in MODE MULTI") end
+    end
+    for _, c in ipairs(cands) do
+      if not valid_utf8(c) then fail('ERR poll: candidate must be valid UTF-8 in MODE MULTI') end
+    end
+  end
   if start ~= 0 and stop ~= 0 and start >= stop then fail('ERR poll: START must be before END') end
   if now == nil then now = clock() end
 
@@ -120,8 +154,12 @@ local function main()
   if mode == 'MULTI' then maxvotes = maxvotes or 3 else maxvotes = 1 end
   local expires = 0
   if ttl > 0 then expires = now + ttl * 1000 end
+  -- Born expired (NOW + TTL already past): like SET with a past PXAT,
+  -- nothing is kept.
+  if expires > 0 and expires <= clock() then return redis.status_reply('OK') end
   redis.call('HSET', meta, 'mode', mode, 'maxvotes', fmt(maxvotes), 'start', fmt(start),
-    'end', fmt(stop), 'tz', fmt(tz), 'closed', cands and '1' or '0', 'expires', fmt(expires))
+    'end', fmt(stop), 'tz', fmt(tz), 'closed', cands and '1' or '0', 'expires', fmt(expires),
+    'rules', table.concat({ mode, fmt(maxvotes), fmt(start), fmt(stop), fmt(tz), cands and '1' or '0', fmt(expires) }, ' '))
   if cands then
     local args = {}
     for _, c in ipairs(cands) do

@@ -37,16 +37,29 @@ end
 local function read_rules(meta)
   local r = { mode = 'ONCE', maxvotes = 1, start = 0, stop = 0, tz = 0, closed = false, expires = 0 }
   if not check(meta, 'hash') then return r end
-  local v = redis.call('HMGET', meta, 'mode', 'maxvotes', 'start', 'end', 'tz', 'closed', 'expires')
-  local m = v[1] and string.upper(v[1])
-  if m == 'ONCE' or m == 'DAILY' or m == 'MULTI' then r.mode = m end
-  r.maxvotes = parse_int(v[2]) or 1
-  r.start = parse_int(v[3]) or 0
-  r.stop = parse_int(v[4]) or 0
-  r.tz = parse_int(v[5]) or 0
-  r.closed = (parse_int(v[6]) or 0) == 1
-  r.expires = parse_int(v[7]) or 0
-  return r
+  -- One packed field, as the module keeps it:
+  -- "<MODE> <maxvotes> <start> <end> <tz> <closed> <expires>".
+  local packed = redis.call('HGET', meta, 'rules')
+  if not packed then return r end
+  local p, i = {}, 1
+  while true do
+    local j = string.find(packed, ' ', i, true)
+    if not j then
+      p[#p + 1] = string.sub(packed, i)
+      break
+    end
+    p[#p + 1] = string.sub(packed, i, j - 1)
+    i = j + 1
+  end
+  if #p ~= 7 then return r end
+  local m = string.upper(p[1])
+  if m ~= 'ONCE' and m ~= 'DAILY' and m ~= 'MULTI' then return r end
+  local n = {}
+  for k = 2, 7 do
+    n[k] = parse_int(p[k])
+    if n[k] == nil then return r end
+  end
+  return { mode = m, maxvotes = n[2], start = n[3], stop = n[4], tz = n[5], closed = n[6] == 1, expires = n[7] }
 end
 
 local function main()

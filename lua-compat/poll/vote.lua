@@ -68,20 +68,59 @@ local function check(k, want)
   return true
 end
 
+
+-- Valid UTF-8 exactly as Rust's std::str::from_utf8 judges it (no
+-- overlong forms, no surrogates, nothing above U+10FFFF).
+local function valid_utf8(s)
+  local i, n = 1, #s
+  while i <= n do
+    local c = string.byte(s, i)
+    local len
+    if c < 0x80 then len = 1
+    elseif c >= 0xC2 and c <= 0xDF then len = 2
+    elseif c >= 0xE0 and c <= 0xEF then len = 3
+    elseif c >= 0xF0 and c <= 0xF4 then len = 4
+    else return false end
+    if i + len - 1 > n then return false end
+    for k = i + 1, i + len - 1 do
+      local b = string.byte(s, k)
+      if b < 0x80 or b > 0xBF then return false end
+    end
+    local b = string.byte(s, i + 1)
+    if len == 3 and ((c == 0xE0 and b < 0xA0) or (c == 0xED and b > 0x9F)) then return false end
+    if len == 4 and ((c == 0xF0 and b < 0x90) or (c == 0xF4 and b > 0x8F)) then return false end
+    i = i + len
+  end
+  return true
+end
+
 -- The poll's rules from B:meta (defaults for a poll never created).
 local function read_rules(meta)
   local r = { mode = 'ONCE', maxvotes = 1, start = 0, stop = 0, tz = 0, closed = false, expires = 0 }
   if not check(meta, 'hash') then return r end
-  local v = redis.call('HMGET', meta, 'mode', 'maxvotes', 'start', 'end', 'tz', 'closed', 'expires')
-  local m = v[1] and string.upper(v[1])
-  if m == 'ONCE' or m == 'DAILY' or m == 'MULTI' then r.mode = m end
-  r.maxvotes = parse_int(v[2]) or 1
-  r.start = parse_int(v[3]) or 0
-  r.stop = parse_int(v[4]) or 0
-  r.tz = parse_int(v[5]) or 0
-  r.closed = (parse_int(v[6]) or 0) == 1
-  r.expires = parse_int(v[7]) or 0
-  return r
+  -- One packed field, as the module keeps it:
+  -- "<MODE> <maxvotes> <start> <end> <tz> <closed> <expires>".
+  local packed = redis.call('HGET', meta, 'rules')
+  if not packed then return r end
+  local p, i = {}, 1
+  while true do
+    local j = string.find(packed, ' ', i, true)
+    if not j then
+      p[#p + 1] = string.sub(packed, i)
+      break
+    end
+    p[#p + 1] = string.sub(packed, i, j - 1)
+    i = j + 1
+  end
+  if #p ~= 7 then return r end
+  local m = string.upper(p[1])
+  if m ~= 'ONCE' and m ~= 'DAILY' and m ~= 'MULTI' then return r end
+  local n = {}
+  for k = 2, 7 do
+    n[k] = parse_int(p[k])
+    if n[k] == nil then return r end
+  end
+  return { mode = m, maxvotes = n[2], start = n[3], stop = n[4], tz = n[5], closed = n[6] == 1, expires = n[7] }
 end
 
 local function expire_at_if_unset(k, at)
@@ -154,8 +193,11 @@ local function main()
     fail('ERR poll: not open')
   end
   if r.closed and not redis.call('ZSCORE', board, cand) then fail('ERR poll: unknown candidate') end
-  if multi and string.find(user, ':', 1, true) then
-    fail("ERR poll: user must not contain ':' in MODE MULTI")
+  if multi and string.find(cand, ':', 1, true) then
+    fail("ERR poll: candidate must not contain ':' in MODE MULTI")
+  end
+  if multi and not valid_utf8(cand) then
+    fail('ERR poll: candidate must be valid UTF-8 in MODE MULTI')
   end
   local field = user
   if r.mode == 'DAILY' then
