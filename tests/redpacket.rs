@@ -845,3 +845,43 @@ fn binary_keys_and_users_work() {
     let ttl: i64 = redis::cmd("PTTL").arg(&pool).query(&mut c).unwrap();
     assert!(ttl > 0);
 }
+
+#[test]
+fn cluster_mode_needs_a_hash_tag() {
+    let s = Server::start_with(&[
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+    ]);
+    let mut c = s.conn();
+    let _: () = redis::cmd("CLUSTER")
+        .arg("ADDSLOTSRANGE")
+        .arg(0)
+        .arg(16383)
+        .query(&mut c)
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
+        if info.contains("cluster_state:ok") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{info}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let refused = "ERR redpacket: base key needs a {hash tag} in cluster mode";
+    for args in [
+        vec!["REDPACKET.SPLIT", "rp:untagged", "100", "2"],
+        vec!["REDPACKET.GRAB", "rp:untagged", "u"],
+        vec!["REDPACKET.INFO", "rp:untagged"],
+        vec!["REDPACKET.GRABBED", "rp:untagged"],
+        vec!["REDPACKET.REFUND", "rp:untagged"],
+    ] {
+        assert_eq!(err(&mut c, &args), refused, "{args:?}");
+    }
+    assert!(dump_keys(&mut c, "*").is_empty());
+    assert_eq!(int(&mut c, &["REDPACKET.SPLIT", "rp:{7}", "100", "2"]), 2);
+    assert_eq!(grab(&mut c, &["rp:{7}", "u"]).0, "OK");
+    assert_eq!(dump_keys(&mut c, "rp:{7}*").len(), 3);
+}
