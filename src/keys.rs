@@ -409,3 +409,40 @@ impl Drop for Key {
         }
     }
 }
+
+// ---- absolute expiry (added for RANK: every key of a board shares one
+// expiry instant, and replicas must receive that instant, not a relative TTL) ----
+impl Key {
+    /// Returns the key's expiry as a unix-ms instant, or None when the key
+    /// is missing or has no expiry.
+    pub fn abs_expire_ms(&self) -> Option<i64> {
+        if !self.exists() {
+            return None;
+        }
+        let at = match unsafe { raw::RedisModule_GetAbsExpire } {
+            Some(get) => unsafe { get(self.ptr) },
+            None => {
+                let rel = self.expire_ms();
+                if rel < 0 {
+                    return None;
+                }
+                crate::util::now_ms() + rel
+            }
+        };
+        (at >= 0).then_some(at)
+    }
+
+    /// Sets the key to expire at the unix-ms instant `at` (no-op when the
+    /// key is missing).
+    pub fn set_abs_expire_ms(&self, at: i64) {
+        if !self.exists() {
+            return;
+        }
+        match unsafe { raw::RedisModule_SetAbsExpire } {
+            Some(set) => unsafe {
+                set(self.ptr, at);
+            },
+            None => self.set_expire_ms((at - crate::util::now_ms()).max(1)),
+        }
+    }
+}

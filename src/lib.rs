@@ -8,6 +8,7 @@ pub mod error;
 pub mod keys;
 pub mod luckybag;
 pub mod poll;
+pub mod rank;
 pub mod redpacket;
 pub mod registry;
 pub mod stats;
@@ -21,6 +22,7 @@ use crate::stats::Counter;
 /// Every family: its command table and its `INFO hotpath` counters.
 pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[
     (poll::COMMANDS, poll::COUNTERS),
+    (rank::COMMANDS, rank::COUNTERS),
     (redpacket::COMMANDS, redpacket::COUNTERS),
     (luckybag::COMMANDS, luckybag::COUNTERS),
 ];
