@@ -4,8 +4,8 @@
 use std::os::raw::c_longlong;
 
 use redis_module::{
-    raw, CallOptionsBuilder, CallResult, Context, ContextFlags, RedisError, RedisResult,
-    RedisString, RedisValue,
+    raw, CallOptionsBuilder, CallResult, Context, ContextFlags, NotifyEvent, RedisError,
+    RedisResult, RedisString, RedisValue,
 };
 
 use super::model::{self, Grab, Meta, Mode};
@@ -16,7 +16,7 @@ use super::{
 use crate::args::{parse_i64_plain, Cursor};
 use crate::config;
 use crate::error;
-use crate::keys::{derived, Key, KeyType};
+use crate::keys::{derived, HashField, Key, KeyType};
 use crate::util;
 
 /// Occurs when SPLIT finds the packet's keys already there.
@@ -91,12 +91,18 @@ impl Packet {
             return None;
         }
         let refunded = !self.has_pool
-            && self.meta.hget(b"state").as_deref() == Some(model::STATE_CLOSED.as_bytes());
+            && self
+                .meta
+                .hget_arg(HashField::Name(c"state"))
+                .is_some_and(|v| v.as_slice() == model::STATE_CLOSED.as_bytes());
+        let expires = self.meta.hget_arg(HashField::Name(c"expires"));
         Some(Meta {
             total: 0,
             count: 0,
             refunded,
-            expires: self.meta.hget_i64(b"expires").unwrap_or(0),
+            expires: expires
+                .and_then(|v| parse_i64_plain(v.as_slice()))
+                .unwrap_or(0),
         })
     }
 }
@@ -246,17 +252,20 @@ pub fn redpacket_split(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// `NOSUCH 0`.
 pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut cur = Cursor::new(args, 3)?;
-    let base = cur.next_bytes()?;
-    let user = cur.next_bytes()?;
+    let base_arg = cur.next()?;
+    let base = base_arg.as_slice();
+    // The user stays the Redis string the client sent: it is looked up and
+    // stored without copies.
+    let user = cur.next()?;
     let now_arg = parse_now(&mut cur)?;
-    util::require_hash_tag(ctx, FAMILY, &base)?;
+    util::require_hash_tag(ctx, FAMILY, base)?;
 
-    let packet = Packet::open(ctx, &base, true)?;
+    let packet = Packet::open(ctx, base, true)?;
     let held = if packet.has_meta && packet.has_grabbed {
         packet
             .grabbed
-            .hget(&user)
-            .map(|v| parse_i64_plain(&v).unwrap_or(0))
+            .hget_arg(HashField::Arg(&user))
+            .map(|v| parse_i64_plain(v.as_slice()).unwrap_or(0))
     } else {
         None
     };
@@ -282,23 +291,23 @@ pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let decided = model::precheck_grab(meta.as_ref(), held, now);
     let outcome = match decided {
         Ok(outcome) => outcome,
-        Err(()) => match packet.pool.lpop() {
+        Err(()) => match packet.pool.lpop_string() {
             None => Grab::Empty,
             Some(share) => {
-                let Some(cents) = parse_i64_plain(&share) else {
+                let Some(cents) = parse_i64_plain(share.as_slice()) else {
                     drop(packet);
                     ctx.replicate_verbatim();
                     return Err(error::family(FAMILY, CORRUPT));
                 };
-                packet.grabbed.hset_nx(&user, &share);
+                packet.grabbed.hset_nx_arg(&user, &share);
                 let first_grab = !packet.has_grabbed;
                 drop(packet);
                 ctx.replicate_verbatim();
                 if first_grab && expires > 0 {
                     // B:grabbed is born now: it gets the packet's expiry.
-                    pexpireat(ctx, &derived(&base, "grabbed"), expires)?;
+                    pexpireat(ctx, &derived(base, "grabbed"), expires)?;
                 }
-                util::notify(ctx, "hotpath.redpacket.grab", &base);
+                ctx.notify_keyspace_event(NotifyEvent::MODULE, "hotpath.redpacket.grab", &base_arg);
                 Grab::Won(cents)
             }
         },
