@@ -6,6 +6,7 @@ pub mod args;
 pub mod config;
 pub mod error;
 pub mod keys;
+pub mod like;
 pub mod luckybag;
 pub mod poll;
 pub mod rank;
@@ -24,6 +25,7 @@ pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[
     (poll::COMMANDS, poll::COUNTERS),
     (rank::COMMANDS, rank::COUNTERS),
     (redpacket::COMMANDS, redpacket::COUNTERS),
+    (like::COMMANDS, like::COUNTERS),
     (luckybag::COMMANDS, luckybag::COUNTERS),
 ];
 
