@@ -447,6 +447,73 @@ impl Key {
     }
 }
 
+// ---- without copies: Redis strings in, Redis strings out (REDPACKET.GRAB) ----
+
+impl Key {
+    /// Returns a hash field's value; the field is a string the client sent
+    /// and a constant field name is a C string (`c"expires"`), so no field
+    /// is copied into a new Redis string.
+    pub fn hget_arg(&self, field: HashField) -> Option<RedisString> {
+        if self.kind() != KeyType::Hash {
+            return None;
+        }
+        let mut out: *mut raw::RedisModuleString = ptr::null_mut();
+        let (flags, f) = match field {
+            HashField::Arg(s) => (
+                raw::REDISMODULE_HASH_NONE,
+                s.inner as *const std::ffi::c_void,
+            ),
+            HashField::Name(c) => (
+                raw::REDISMODULE_HASH_CFIELDS,
+                c.as_ptr() as *const std::ffi::c_void,
+            ),
+        };
+        unsafe {
+            raw::RedisModule_HashGet.unwrap()(
+                self.ptr,
+                flags as c_int,
+                f,
+                &mut out as *mut *mut raw::RedisModuleString,
+                ptr::null::<c_char>(),
+            )
+        };
+        (!out.is_null()).then(|| RedisString::from_redis_module_string(self.ctx, out))
+    }
+
+    /// Sets a field only if it is absent, field and value given as Redis
+    /// strings (no copies); returns true if it was set.
+    pub fn hset_nx_arg(&self, field: &RedisString, value: &RedisString) -> bool {
+        unsafe {
+            raw::RedisModule_HashSet.unwrap()(
+                self.ptr,
+                (raw::REDISMODULE_HASH_NX | raw::REDISMODULE_HASH_COUNT_ALL) as c_int,
+                field.inner,
+                value.inner,
+                ptr::null::<c_char>(),
+            ) > 0
+        }
+    }
+
+    /// Pops from the head (`LPOP`) and returns the element as the Redis
+    /// string the list gave (no copy).
+    pub fn lpop_string(&self) -> Option<RedisString> {
+        if self.kind() != KeyType::List {
+            return None;
+        }
+        let p = unsafe {
+            raw::RedisModule_ListPop.unwrap()(self.ptr, raw::REDISMODULE_LIST_HEAD as c_int)
+        };
+        (!p.is_null()).then(|| RedisString::from_redis_module_string(self.ctx, p))
+    }
+}
+
+/// A hash field for [`Key::hget_arg`]: a string the client sent, or a
+/// constant field name.
+pub enum HashField<'a> {
+    Arg(&'a RedisString),
+    Name(&'a std::ffi::CStr),
+}
+
 impl Key {
     /// Returns the string's bytes for reading in place, without copying
     /// (empty when the key is missing or not a string). A bitmap read on

@@ -10,6 +10,7 @@ pub mod like;
 pub mod luckybag;
 pub mod poll;
 pub mod rank;
+pub mod redpacket;
 pub mod registry;
 pub mod stats;
 pub mod util;
@@ -23,6 +24,7 @@ use crate::stats::Counter;
 pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[
     (poll::COMMANDS, poll::COUNTERS),
     (rank::COMMANDS, rank::COUNTERS),
+    (redpacket::COMMANDS, redpacket::COUNTERS),
     (like::COMMANDS, like::COUNTERS),
     (luckybag::COMMANDS, luckybag::COUNTERS),
 ];

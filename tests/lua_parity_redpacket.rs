@@ -1,0 +1,335 @@
+//! The module against its Lua twins (`lua-compat/redpacket/*.lua`): random
+//! operation sequences run on base keys `m{…}` through the module and on
+//! `l{…}` through the scripts, on the same server.
+//!
+//! SPLIT RANDOM draws different amounts on each side, so for it the test
+//! checks the invariants on both pools and then copies the module's pool
+//! over the twin's; every other command (and EQUAL splits) must give the
+//! same replies and leave the same data.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use common::*;
+
+const COMMANDS: [&str; 5] = ["split", "grab", "info", "grabbed", "refund"];
+
+struct Twins {
+    shas: HashMap<&'static str, String>,
+}
+
+impl Twins {
+    fn load(c: &mut Connection) -> Twins {
+        let shas = COMMANDS
+            .iter()
+            .map(|&n| (n, load_script(c, &format!("redpacket/{n}.lua"))))
+            .collect();
+        Twins { shas }
+    }
+
+    /// Runs `cmd` through the module on `m{k}` and through its twin on
+    /// `l{k}`; returns both replies in readable form.
+    fn both(&self, c: &mut Connection, cmd: &str, k: &str, args: &[String]) -> (String, String) {
+        let mb = format!("m{{{k}}}");
+        let lb = format!("l{{{k}}}");
+        let name = format!("REDPACKET.{}", cmd.to_uppercase());
+        let mut margs: Vec<&str> = vec![&name, &mb];
+        margs.extend(args.iter().map(String::as_str));
+        let module = show(&cmd_ref(c, &margs));
+        let mut largs: Vec<&str> = vec![&lb];
+        largs.extend(args.iter().map(String::as_str));
+        let lua = show(&evalsha(c, &self.shas[cmd], 1, &largs));
+        (module, lua)
+    }
+}
+
+fn cmd_ref(c: &mut Connection, args: &[&str]) -> RedisResult<Value> {
+    cmd(c, args)
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// Returns the module's keys and the twin's keys, named alike.
+fn dumps(c: &mut Connection) -> (Vec<String>, Vec<String>) {
+    let m: Vec<String> = dump_keys(c, "m{*")
+        .into_iter()
+        .map(|l| format!("l{}", &l[1..]))
+        .collect();
+    let l = dump_keys(c, "l{*");
+    (m, l)
+}
+
+fn list(c: &mut Connection, key: &str) -> Vec<i64> {
+    let v: Vec<String> = redis::cmd("LRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .query(c)
+        .unwrap();
+    v.iter().map(|s| s.parse().unwrap()).collect()
+}
+
+/// Checks a RANDOM split: count shares, each at least a cent, each draw
+/// within the double-mean bound, summing to the total.
+fn assert_valid_split(shares: &[i64], total: i64, count: i64) {
+    assert_eq!(shares.len() as i64, count);
+    assert_eq!(shares.iter().sum::<i64>(), total);
+    let mut rest = total;
+    for (i, &s) in shares.iter().enumerate() {
+        let left = count - i as i64;
+        assert!(s >= 1);
+        if left > 1 {
+            assert!(s < 2 * rest / left, "{s} over the bound: {shares:?}");
+        }
+        rest -= s;
+    }
+}
+
+fn random_split_args(rng: &mut StdRng, now: i64) -> Vec<String> {
+    let count: i64 = match rng.gen_range(0..10) {
+        0 => rng.gen_range(-2..=0),
+        1 => 10_001,
+        _ => rng.gen_range(1..=12),
+    };
+    let total: i64 = match rng.gen_range(0..8) {
+        0 => count.max(1) - 1,
+        1 => count.max(1),
+        _ => rng.gen_range(count.max(1)..=100_000),
+    };
+    let mut a = vec![total.to_string(), count.to_string()];
+    if rng.gen_bool(0.5) {
+        a.push("MODE".into());
+        a.push(["RANDOM", "EQUAL", "equal", "random", "BOTH"][rng.gen_range(0..5)].into());
+    }
+    if rng.gen_bool(0.4) {
+        a.push("TTL".into());
+        a.push(["3600", "60", "0", "-1", "x"][rng.gen_range(0..5)].into());
+        a.push("NOW".into());
+        // Now, or so long ago that the packet is born expired.
+        a.push(if rng.gen_bool(0.8) {
+            now.to_string()
+        } else {
+            "1000".into()
+        });
+    }
+    if rng.gen_bool(0.05) {
+        a.push(["NOW", "FOO", "TTL"][rng.gen_range(0..3)].into());
+    }
+    a
+}
+
+fn random_now(rng: &mut StdRng, now: i64) -> Vec<String> {
+    match rng.gen_range(0..4) {
+        0 => vec!["NOW".into(), now.to_string()],
+        1 => vec!["NOW".into(), (now + 60_000).to_string()],
+        2 if rng.gen_bool(0.1) => vec!["NOW".into(), "soon".into()],
+        _ => vec![],
+    }
+}
+
+#[test]
+fn module_and_lua_twins_agree_on_random_sequences() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let twins = Twins::load(&mut c);
+    let now = now_ms();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for seed in 0..12u64 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        for step in 0..120 {
+            let k = format!("k{}", rng.gen_range(0..4));
+            let op = rng.gen_range(0..20);
+            let (cmd, args): (&str, Vec<String>) = match op {
+                0..=2 => ("split", random_split_args(&mut rng, now)),
+                3..=11 => {
+                    let mut a = vec![format!("u{}", rng.gen_range(0..8))];
+                    a.extend(random_now(&mut rng, now));
+                    ("grab", a)
+                }
+                12..=13 => ("info", random_now(&mut rng, now)),
+                14..=15 => ("grabbed", vec![]),
+                16 => ("refund", vec![]),
+                17 => {
+                    // Break one derived key's type on both sides.
+                    let suffix = ["meta", "pool", "grabbed"][rng.gen_range(0..3)];
+                    for side in ["m", "l"] {
+                        let key = format!("{side}{{{k}}}:{suffix}");
+                        let _: () = redis::cmd("SET").arg(&key).arg("x").query(&mut c).unwrap();
+                    }
+                    continue;
+                }
+                _ => {
+                    // Start the packet over on both sides.
+                    for side in ["m", "l"] {
+                        for suffix in ["meta", "pool", "grabbed"] {
+                            let _: i64 = redis::cmd("DEL")
+                                .arg(format!("{side}{{{k}}}:{suffix}"))
+                                .query(&mut c)
+                                .unwrap();
+                        }
+                    }
+                    continue;
+                }
+            };
+            let (m, l) = twins.both(&mut c, cmd, &k, &args);
+            assert_eq!(m, l, "seed {seed} step {step}: {cmd} {k} {args:?}");
+            let outcome = m
+                .split([',', ' ', '>'])
+                .next()
+                .unwrap_or("")
+                .trim_start_matches('[');
+            *seen.entry(format!("{cmd} {outcome}")).or_default() += 1;
+            let random = !args.iter().any(|a| a.eq_ignore_ascii_case("EQUAL"));
+            if cmd == "split" && !m.starts_with("ERR") && random {
+                let total: i64 = args[0].parse().unwrap();
+                let count: i64 = args[1].parse().unwrap();
+                let mpool = format!("m{{{k}}}:pool");
+                let lpool = format!("l{{{k}}}:pool");
+                let mshares = list(&mut c, &mpool);
+                if mshares.is_empty() {
+                    // Born expired: both sides deleted the packet at once.
+                    assert!(list(&mut c, &lpool).is_empty());
+                    continue;
+                }
+                assert_valid_split(&mshares, total, count);
+                assert_valid_split(&list(&mut c, &lpool), total, count);
+                // Same pool on both sides from here on.
+                let ttl: i64 = redis::cmd("PEXPIRETIME").arg(&lpool).query(&mut c).unwrap();
+                let _: i64 = redis::cmd("DEL").arg(&lpool).query(&mut c).unwrap();
+                let _: i64 = redis::cmd("RPUSH")
+                    .arg(&lpool)
+                    .arg(&mshares)
+                    .query(&mut c)
+                    .unwrap();
+                if ttl > 0 {
+                    let _: i64 = redis::cmd("PEXPIREAT")
+                        .arg(&lpool)
+                        .arg(ttl)
+                        .query(&mut c)
+                        .unwrap();
+                }
+            }
+            let (dm, dl) = dumps(&mut c);
+            assert_eq!(
+                dm, dl,
+                "seed {seed} step {step}: data differs after {cmd} {k} {args:?}"
+            );
+        }
+    }
+    // The sequences reach every outcome, not only errors.
+    for outcome in [
+        "grab OK",
+        "grab ALREADY",
+        "grab EMPTY",
+        "grab CLOSED",
+        "grab NOSUCH",
+        "grab ERR<WRONGTYPE",
+        "info total",
+        "refund 0",
+    ] {
+        assert!(
+            seen.get(outcome).copied().unwrap_or(0) >= 3,
+            "{outcome} too rare: {seen:?}"
+        );
+    }
+    let splits = seen
+        .iter()
+        .filter(|(k, _)| k.starts_with("split") && !k.contains("ERR"))
+        .map(|(_, n)| n)
+        .sum::<usize>();
+    assert!(splits >= 20, "{seen:?}");
+}
+
+#[test]
+fn twins_give_the_same_errors() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let twins = Twins::load(&mut c);
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        ("split", vec!["100"]),
+        ("split", vec!["x", "2"]),
+        ("split", vec!["1.5", "2"]),
+        ("split", vec!["100", "01"]),
+        ("split", vec!["100", "-0"]),
+        ("split", vec!["1", "2"]),
+        ("split", vec!["100", "0"]),
+        ("split", vec!["100000", "10001"]),
+        ("split", vec!["100", "2", "MODE"]),
+        ("split", vec!["100", "2", "MODE", "x"]),
+        ("split", vec!["100", "2", "TTL", "0"]),
+        ("split", vec!["100", "2", "TTL"]),
+        ("split", vec!["100", "2", "NOW", "-5"]),
+        ("split", vec!["100", "2", "WHAT", "1"]),
+        ("split", vec!["9007199254740992", "2"]),
+        ("split", vec!["100", "9999999999999999999"]),
+        ("split", vec!["100", "-9999999999999999999"]),
+        ("split", vec!["100", "2", "TTL", "3153600001"]),
+        ("split", vec!["100", "2", "NOW", "253402300800000"]),
+        ("grab", vec!["u", "NOW", "253402300800000"]),
+        ("grab", vec![]),
+        ("grab", vec!["u", "NOW"]),
+        ("grab", vec!["u", "NOW", "1e3"]),
+        ("grab", vec!["u", "X", "1"]),
+        ("info", vec!["NOW"]),
+        ("info", vec!["LATER", "5"]),
+    ];
+    for (cmd, args) in cases {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let (m, l) = twins.both(&mut c, cmd, "e", &args);
+        assert!(m.starts_with("ERR<"), "{cmd} {args:?} should fail: {m}");
+        assert_eq!(m, l, "{cmd} {args:?}");
+    }
+    let (m, l) = dumps(&mut c);
+    assert!(
+        m.is_empty() && l.is_empty(),
+        "errors wrote data: {m:?} {l:?}"
+    );
+    // The largest accepted values behave alike.
+    let big: Vec<String> = [
+        "9007199254740991",
+        "3",
+        "MODE",
+        "EQUAL",
+        "TTL",
+        "3153600000",
+        "NOW",
+        "253402300799999",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (m, l) = twins.both(&mut c, "split", "big", &big);
+    assert_eq!((m.as_str(), l.as_str()), ("3", "3"));
+    let (m, l) = dumps(&mut c);
+    assert_eq!(m, l);
+}
+
+#[test]
+fn equal_splits_are_identical() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let twins = Twins::load(&mut c);
+    let now = now_ms().to_string();
+    let args: Vec<String> = ["100003", "7", "MODE", "EQUAL", "TTL", "600", "NOW", &now]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (m, l) = twins.both(&mut c, "split", "eq", &args);
+    assert_eq!((m.as_str(), l.as_str()), ("7", "7"));
+    let (dm, dl) = dumps(&mut c);
+    assert_eq!(dm, dl);
+    assert_eq!(
+        list(&mut c, "l{eq}:pool"),
+        vec![14287, 14286, 14286, 14286, 14286, 14286, 14286]
+    );
+}
