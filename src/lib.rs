@@ -6,6 +6,7 @@ pub mod args;
 pub mod config;
 pub mod error;
 pub mod keys;
+pub mod rate;
 pub mod registry;
 pub mod stats;
 pub mod util;
