@@ -47,6 +47,7 @@ impl Cursor {
     }
 
     /// Returns the next argument, or an arity error when none is left.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<RedisString, RedisError> {
         let a = self
             .args
@@ -165,8 +166,25 @@ mod tests {
         assert_eq!(parse_i64_plain(b"-12"), Some(-12));
         assert_eq!(parse_i64_plain(b"9223372036854775807"), Some(i64::MAX));
         assert_eq!(parse_i64_plain(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [&b""[..], b"+1", b" 1", b"1 ", b"01", b"-0", b"1.5", b"abc", b"9223372036854775808", b"-", b"1e3"] {
-            assert_eq!(parse_i64_plain(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        for bad in [
+            &b""[..],
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"01",
+            b"-0",
+            b"1.5",
+            b"abc",
+            b"9223372036854775808",
+            b"-",
+            b"1e3",
+        ] {
+            assert_eq!(
+                parse_i64_plain(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 }

@@ -268,10 +268,20 @@ impl Key {
         !existed
     }
 
+    /// Sets a field without checking whether it existed (one lookup).
+    pub fn hput(&self, field: &[u8], value: &[u8]) {
+        let v = rstr(self.ctx, value);
+        self.hash_set_raw(raw::REDISMODULE_HASH_NONE, field, v.inner);
+    }
+
     /// Sets a field only if it is absent; returns true if it was set.
     pub fn hset_nx(&self, field: &[u8], value: &[u8]) -> bool {
         let v = rstr(self.ctx, value);
-        self.hash_set_raw(raw::REDISMODULE_HASH_NX, field, v.inner) > 0
+        self.hash_set_raw(
+            raw::REDISMODULE_HASH_NX | raw::REDISMODULE_HASH_COUNT_ALL,
+            field,
+            v.inner,
+        ) > 0
     }
 
     /// Deletes a field; returns true if it was there.
@@ -279,6 +289,8 @@ impl Key {
         if self.kind() != KeyType::Hash {
             return false;
         }
+        // REDISMODULE_HASH_DELETE is the pointer value 1, not a real string.
+        #[allow(clippy::manual_dangling_ptr)]
         let del = 1usize as *mut raw::RedisModuleString; // REDISMODULE_HASH_DELETE
         self.hash_set_raw(raw::REDISMODULE_HASH_NONE, field, del) > 0
     }
@@ -320,6 +332,10 @@ impl Key {
 
     /// Returns the string's bytes for in-place reading and writing, grown
     /// with zero bytes to at least `min_len` (a bitmap's storage).
+    ///
+    /// The slice aliases the key's value: use it before any other call on
+    /// this key.
+    #[allow(clippy::mut_from_ref)]
     pub fn bytes_mut(&self, min_len: usize) -> &mut [u8] {
         let mut len = 0usize;
         if self.len() < min_len {
@@ -338,7 +354,11 @@ impl Key {
     pub fn rpush(&self, value: &[u8]) {
         let v = rstr(self.ctx, value);
         unsafe {
-            raw::RedisModule_ListPush.unwrap()(self.ptr, raw::REDISMODULE_LIST_TAIL as c_int, v.inner)
+            raw::RedisModule_ListPush.unwrap()(
+                self.ptr,
+                raw::REDISMODULE_LIST_TAIL as c_int,
+                v.inner,
+            )
         };
     }
 

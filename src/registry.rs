@@ -85,7 +85,12 @@ pub const fn is_write(flags: &str) -> bool {
     let b = flags.as_bytes();
     let mut i = 0;
     while i + 5 <= b.len() {
-        if b[i] == b'w' && b[i + 1] == b'r' && b[i + 2] == b'i' && b[i + 3] == b't' && b[i + 4] == b'e' {
+        if b[i] == b'w'
+            && b[i + 1] == b'r'
+            && b[i + 2] == b'i'
+            && b[i + 3] == b't'
+            && b[i + 4] == b'e'
+        {
             return true;
         }
         i += 1;
@@ -144,7 +149,8 @@ fn key_specs(spec: &CommandSpec) -> Vec<raw::RedisModuleCommandKeySpec> {
                 // Keys before the count (e.g. a destination) are written.
                 let mut k = zero();
                 k.flags = (raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE) as u64;
-                k.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+                k.begin_search_type =
+                    raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
                 k.bs.index.pos = 1;
                 k.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
                 k.fk.range.lastkey = numkeys - 2;
@@ -175,7 +181,11 @@ fn legacy_range(keys: Keys) -> (c_int, c_int, c_int) {
         Keys::None => (0, 0, 0),
         Keys::Range { first, last } => (first, last, 1),
         // Variable key lists are found through the key-specs.
-        Keys::Numkeys { numkeys } => (if numkeys > 1 { 1 } else { 0 }, if numkeys > 1 { 1 } else { 0 }, if numkeys > 1 { 1 } else { 0 }),
+        Keys::Numkeys { numkeys } => (
+            if numkeys > 1 { 1 } else { 0 },
+            if numkeys > 1 { 1 } else { 0 },
+            if numkeys > 1 { 1 } else { 0 },
+        ),
     }
 }
 
@@ -184,6 +194,12 @@ pub fn register(ctx: &Context, table: &[CommandSpec]) -> Result<(), String> {
     for spec in table {
         let name = CString::new(spec.name).unwrap();
         let mut flags = spec.flags.to_string();
+        // Every write is refused under memory pressure (maxmemory with
+        // noeviction), even those that only shrink data: a command is
+        // either applied whole or refused whole.
+        if is_write(spec.flags) && !spec.flags.contains("deny-oom") {
+            flags.push_str(" deny-oom");
+        }
         if matches!(spec.keys, Keys::Numkeys { .. }) {
             flags.push_str(" getkeys-api");
         }
@@ -229,13 +245,19 @@ pub fn register(ctx: &Context, table: &[CommandSpec]) -> Result<(), String> {
                 args: ptr::null_mut(),
             };
             if unsafe { set_info(cmd, &info) } != raw::REDISMODULE_OK as c_int {
-                ctx.log_warning(&format!("hotpath: could not set command info of {}", spec.name));
+                ctx.log_warning(&format!(
+                    "hotpath: could not set command info of {}",
+                    spec.name
+                ));
             }
         }
         if let Some(set_acl) = unsafe { raw::RedisModule_SetCommandACLCategories } {
             let cats = CString::new(format!("{} hotpath", spec.acl).trim()).unwrap();
             if unsafe { set_acl(cmd, cats.as_ptr()) } != raw::REDISMODULE_OK as c_int {
-                ctx.log_warning(&format!("hotpath: could not set ACL categories of {}", spec.name));
+                ctx.log_warning(&format!(
+                    "hotpath: could not set ACL categories of {}",
+                    spec.name
+                ));
             }
         }
     }

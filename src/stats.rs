@@ -11,7 +11,10 @@ pub struct Counter {
 impl Counter {
     /// Returns a counter at zero.
     pub const fn new(name: &'static str) -> Counter {
-        Counter { name, value: AtomicU64::new(0) }
+        Counter {
+            name,
+            value: AtomicU64::new(0),
+        }
     }
 
     /// Adds `n`.

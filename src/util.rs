@@ -28,7 +28,10 @@ pub fn has_hash_tag(key: &[u8]) -> bool {
 /// its derived keys would then land in other slots.
 pub fn require_hash_tag(ctx: &Context, family: &str, base: &[u8]) -> Result<(), RedisError> {
     if ctx.get_flags().contains(ContextFlags::CLUSTER) && !has_hash_tag(base) {
-        return Err(error::family(family, "base key needs a {hash tag} in cluster mode"));
+        return Err(error::family(
+            family,
+            "base key needs a {hash tag} in cluster mode",
+        ));
     }
     Ok(())
 }
@@ -47,4 +50,30 @@ pub fn bulk(bytes: impl Into<Vec<u8>>) -> RedisValue {
 /// Returns a flat array reply.
 pub fn array(items: Vec<RedisValue>) -> RedisValue {
     RedisValue::Array(items)
+}
+
+/// Replicates the command the client sent, with `NOW <now>` appended when
+/// the client gave none, so that replicas and the AOF re-run it at the
+/// master's time.
+pub fn replicate_with_now(ctx: &Context, args: &[RedisString], now: i64, had_now: bool) {
+    if had_now {
+        ctx.replicate_verbatim();
+        return;
+    }
+    let name = args[0].to_string_lossy();
+    let now_s = now.to_string();
+    let mut rest: Vec<&[u8]> = args[1..].iter().map(|a| a.as_slice()).collect();
+    rest.push(b"NOW");
+    rest.push(now_s.as_bytes());
+    ctx.replicate(&name, rest.as_slice());
+}
+
+/// Sets an absolute expiry (unix ms) on a key that has none, through
+/// `PEXPIREAT` so that the same absolute time reaches replicas and the AOF
+/// when the command is re-run there.
+pub fn expire_at_if_unset(ctx: &Context, key: &crate::keys::Key, name: &[u8], at_ms: i64) {
+    if at_ms > 0 && key.exists() && key.expire_ms() < 0 {
+        let at = at_ms.to_string();
+        let _ = ctx.call("PEXPIREAT", &[name, at.as_bytes()][..]);
+    }
 }

@@ -21,7 +21,11 @@ static SEQ: AtomicU32 = AtomicU32::new(0);
 /// Returns the path of the built module.
 pub fn module_path() -> PathBuf {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/libhotpath.so");
-    assert!(p.exists(), "{} is missing: run `cargo build --release` (make test does)", p.display());
+    assert!(
+        p.exists(),
+        "{} is missing: run `cargo build --release` (make test does)",
+        p.display()
+    );
     p
 }
 
@@ -31,7 +35,11 @@ pub fn server_bin() -> String {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A running server; killed and reaped on drop, its directory removed.
@@ -67,7 +75,12 @@ impl Server {
         extra.extend(load);
         for attempt in 0..20 {
             let port = free_port();
-            let mut s = Server { port, dir: dir.clone(), child: None, extra: extra.clone() };
+            let mut s = Server {
+                port,
+                dir: dir.clone(),
+                child: None,
+                extra: extra.clone(),
+            };
             if s.spawn() {
                 return s;
             }
@@ -225,7 +238,10 @@ impl Pair {
     pub fn assert_equal(&self) {
         let (a, b) = self.sync_digests();
         assert_eq!(a, b, "replica differs from master");
-        assert_ne!(a, "0000000000000000000000000000000000000000", "dataset is empty");
+        assert_ne!(
+            a, "0000000000000000000000000000000000000000",
+            "dataset is empty"
+        );
     }
 }
 
@@ -238,7 +254,10 @@ pub fn start_aof() -> Server {
 /// the same as before the restart.
 pub fn assert_aof_restart_equal(s: &mut Server) {
     let before = s.digest();
-    assert_ne!(before, "0000000000000000000000000000000000000000", "dataset is empty");
+    assert_ne!(
+        before, "0000000000000000000000000000000000000000",
+        "dataset is empty"
+    );
     s.restart(&[]);
     let after = s.digest();
     assert_eq!(before, after, "AOF replay differs");
@@ -304,7 +323,10 @@ fn show_value(v: &Value) -> String {
         Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
         Value::SimpleString(s) => s.clone(),
         Value::Okay => "OK".into(),
-        Value::Array(a) => format!("[{}]", a.iter().map(show_value).collect::<Vec<_>>().join(", ")),
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(show_value).collect::<Vec<_>>().join(", ")
+        ),
         other => format!("{other:?}"),
     }
 }
@@ -316,7 +338,9 @@ pub fn run(c: &mut Connection, args: &[&str]) -> String {
 
 /// Loads a Lua twin from `lua-compat/<path>` and returns its SHA.
 pub fn load_script(c: &mut Connection, path: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("lua-compat").join(path);
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("lua-compat")
+        .join(path);
     let src = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     redis::cmd("SCRIPT").arg("LOAD").arg(src).query(c).unwrap()
 }
@@ -343,7 +367,8 @@ pub fn dump_keys(c: &mut Connection, pattern: &str) -> Vec<String> {
             let body = match t.as_str() {
                 "string" => run(c, &["GET", k]),
                 "hash" => {
-                    let mut kv: Vec<(String, String)> = redis::cmd("HGETALL").arg(k).query(c).unwrap();
+                    let mut kv: Vec<(String, String)> =
+                        redis::cmd("HGETALL").arg(k).query(c).unwrap();
                     kv.sort();
                     format!("{kv:?}")
                 }

@@ -1,0 +1,107 @@
+"""Shared benchmark helpers: one server, one run, server-side cost per call.
+
+Every figure is read from the server itself (`INFO commandstats`,
+usec_per_call), so client and network time do not count, and the module,
+its Lua twin and the native commands are measured in the same run on the
+same server.
+"""
+import os
+import socket
+import subprocess
+import tempfile
+import time
+
+import redis
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SO = os.path.join(ROOT, "target", "release", "libhotpath.so")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Server:
+    """A redis-server with the module loaded, no persistence."""
+
+    def __init__(self, binary="redis-server"):
+        self.dir = tempfile.mkdtemp(prefix="hotpath-bench-")
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", self.dir,
+             "--loadmodule", SO],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.r = redis.Redis(port=self.port)
+        for _ in range(200):
+            try:
+                self.r.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+class Bench:
+    """What a family's `bench(b)` gets: a client, Lua loading, measuring."""
+
+    def __init__(self, server):
+        self.server = server
+        self.r = server.r
+        self.rows = []
+        self.notes = []
+        self._shas = {}
+
+    def lua(self, path):
+        """Returns the SHA of lua-compat/<path>, loaded into the server."""
+        if path not in self._shas:
+            with open(os.path.join(ROOT, "lua-compat", path)) as f:
+                self._shas[path] = self.r.script_load(f.read())
+        return self._shas[path]
+
+    def stats(self):
+        """Returns {command: (calls, usec_per_call)} from INFO commandstats."""
+        out = {}
+        for k, v in self.r.info("commandstats").items():
+            name = k[len("cmdstat_"):]
+            out[name] = (int(v["calls"]), float(v["usec_per_call"]))
+        return out
+
+    def measure(self, command, calls, batch=1000):
+        """Runs `calls` (an iterable of argument tuples, the command name
+        first) pipelined, and returns the server µs per call of `command`
+        (lower-case name as in commandstats, e.g. "poll.vote", "evalsha").
+        Errors in replies fail the benchmark: a fast error is no result."""
+        self.r.config_resetstat()
+        pipe = self.r.pipeline(transaction=False)
+        n = 0
+        for args in calls:
+            pipe.execute_command(*args)
+            n += 1
+            if n % batch == 0:
+                self._flush(pipe)
+        self._flush(pipe)
+        calls_seen, usec = self.stats().get(command, (0, 0.0))
+        if calls_seen == 0:
+            raise RuntimeError(f"no calls of {command} were recorded")
+        return usec
+
+    @staticmethod
+    def _flush(pipe):
+        for reply in pipe.execute(raise_on_error=False):
+            if isinstance(reply, Exception):
+                raise RuntimeError(f"benchmark command failed: {reply}")
+
+    def row(self, name, ours, others, target=""):
+        """Records a table row: our µs/call against [(label, µs), …]."""
+        self.rows.append((name, ours, others, target))
+
+    def note(self, text):
+        self.notes.append(text)

@@ -1,0 +1,45 @@
+"""Runs the side-by-side benchmark: `python3 bench/run.py [family …]`.
+
+Each family's `bench/<family>.py` defines `bench(b)` (see common.Bench).
+Prints one markdown table (µs per call measured by the server, and the
+ratio of each comparison to ours) and writes it to bench/results.md.
+"""
+import importlib
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Bench, Server  # noqa: E402
+
+FAMILIES = ["poll", "rank", "like", "redpacket", "luckybag", "rate"]
+
+
+def main():
+    wanted = sys.argv[1:] or [f for f in FAMILIES
+                              if os.path.exists(os.path.join(os.path.dirname(__file__), f + ".py"))]
+    lines = ["| benchmark | hotpath µs/call | compared with (µs/call, ratio hotpath ÷ it) | target |",
+             "|---|---:|---|---|"]
+    notes = []
+    for fam in wanted:
+        mod = importlib.import_module(fam)
+        server = Server()
+        try:
+            b = Bench(server)
+            mod.bench(b)
+        finally:
+            server.stop()
+        for name, ours, others, target in b.rows:
+            cmp = "; ".join(f"{label} {us:.2f} ({ours / us:.2f}×)" if us else f"{label} {us}"
+                            for label, us in others)
+            lines.append(f"| {name} | {ours:.2f} | {cmp} | {target} |")
+            print(lines[-1], flush=True)
+        notes.extend(f"- {fam}: {n}" for n in b.notes)
+    table = "\n".join(lines + [""] + notes) + "\n"
+    print()
+    print(table)
+    with open(os.path.join(os.path.dirname(__file__), "results.md"), "w") as f:
+        f.write(table)
+
+
+if __name__ == "__main__":
+    main()

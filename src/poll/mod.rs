@@ -1,0 +1,55 @@
+//! POLL — one vote per rule, a live board, an audit trail and a two-phase
+//! write-back to a database.
+//!
+//! Keys of a poll `B`:
+//! - `B:voted` Hash: dedup member → `<candidate>:<unix-ms>` (ballots + audit)
+//! - `B:board` Sorted Set: candidate → votes
+//! - `B:meta` Hash: the rules (`mode`, `maxvotes`, `start`, `end`, `tz`,
+//!   `closed`, `expires`) and the write-back state (`epoch`, `pending`)
+//! - `B:uservotes` Hash (MULTI): user → JSON array of its candidates
+//! - `B:synced` / `B:syncing` Sorted Sets: the acknowledged and the frozen
+//!   write-back snapshots (candidate → votes)
+//!
+//! Commands: POLL.CREATE, POLL.VOTE, POLL.REVOKE, POLL.TOP, POLL.RANK,
+//! POLL.STATUS, POLL.INFO, POLL.SYNC, POLL.SYNCACK.
+
+pub mod commands;
+pub mod model;
+
+use crate::command;
+use crate::registry::{CommandSpec, Keys};
+use crate::stats::Counter;
+
+use commands::*;
+
+pub static VOTES: Counter = Counter::new("poll_votes");
+pub static DUPLICATES: Counter = Counter::new("poll_duplicates");
+pub static REVOKED: Counter = Counter::new("poll_revoked");
+pub static SYNCS: Counter = Counter::new("poll_syncs");
+
+/// `INFO hotpath` counters of POLL.
+pub static COUNTERS: &[&Counter] = &[&VOTES, &DUPLICATES, &REVOKED, &SYNCS];
+
+const B: Keys = Keys::Range { first: 1, last: 1 };
+
+/// POLL's command table.
+pub const COMMANDS: &[CommandSpec] = &[
+    command!(name: "poll.create", handler: poll_create, flags: "write deny-oom", arity: -2, keys: B,
+        acl: "write", summary: "Creates a poll with its rules", complexity: "O(N) for N candidates"),
+    command!(name: "poll.vote", handler: poll_vote, flags: "write deny-oom fast", arity: -4, keys: B,
+        acl: "write fast", summary: "Casts a vote if the poll's rule allows it", complexity: "O(log N)"),
+    command!(name: "poll.revoke", handler: poll_revoke, flags: "write", arity: -3, keys: B,
+        acl: "write fast", summary: "Takes back a user's votes", complexity: "O(M log N) for M votes"),
+    command!(name: "poll.top", handler: poll_top, flags: "readonly", arity: -2, keys: B,
+        acl: "read", summary: "Returns the candidates with the most votes", complexity: "O(log N + M)"),
+    command!(name: "poll.rank", handler: poll_rank, flags: "readonly fast", arity: 3, keys: B,
+        acl: "read fast", summary: "Returns a candidate's rank and votes", complexity: "O(log N)"),
+    command!(name: "poll.status", handler: poll_status, flags: "readonly fast", arity: -3, keys: B,
+        acl: "read fast", summary: "Returns the candidates a user voted for", complexity: "O(1)"),
+    command!(name: "poll.info", handler: poll_info, flags: "readonly", arity: 2, keys: B,
+        acl: "read", summary: "Returns a poll's rules and totals", complexity: "O(N) for N candidates"),
+    command!(name: "poll.sync", handler: poll_sync, flags: "write deny-oom", arity: 2, keys: B,
+        acl: "write", summary: "Freezes and returns the vote changes since the last acknowledged write-back", complexity: "O(N) for N candidates"),
+    command!(name: "poll.syncack", handler: poll_syncack, flags: "write", arity: 3, keys: B,
+        acl: "write", summary: "Acknowledges a frozen write-back snapshot", complexity: "O(N) for N candidates"),
+];

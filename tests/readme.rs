@@ -1,0 +1,98 @@
+//! The README's examples, run for real so that they cannot rot: every
+//! `$ redis-cli …` line of its console blocks (through the real
+//! `redis-cli`), the Python example (redis-py) and the Rust example (the
+//! `redis` crate).
+
+mod common;
+
+#[path = "../examples/quickstart.rs"]
+mod quickstart;
+
+use std::process::Command;
+
+use common::*;
+
+fn readme() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap()
+}
+
+/// Returns (command line, expected output) pairs of the console blocks.
+fn console_steps(text: &str) -> Vec<(String, String)> {
+    let mut steps: Vec<(String, String)> = Vec::new();
+    let mut in_block = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            in_block = line == "```console";
+            continue;
+        }
+        if !in_block {
+            continue;
+        }
+        if let Some(cmd) = line.strip_prefix("$ redis-cli ") {
+            steps.push((cmd.to_string(), String::new()));
+        } else if let Some(last) = steps.last_mut() {
+            last.1.push_str(line);
+            last.1.push('\n');
+        }
+    }
+    steps
+}
+
+#[test]
+fn redis_cli_tour_prints_what_the_readme_shows() {
+    let srv = Server::start();
+    let steps = console_steps(&readme());
+    assert!(steps.len() >= 10, "the tour is missing");
+    for (cmd, want) in steps {
+        let out = Command::new("redis-cli")
+            .arg("-p")
+            .arg(srv.port.to_string())
+            .args(cmd.split_whitespace())
+            .output()
+            .expect("redis-cli");
+        let got = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(got.trim_end(), want.trim_end(), "redis-cli {cmd}");
+    }
+}
+
+#[test]
+fn python_example_runs() {
+    let srv = Server::start();
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/quickstart.py"
+    ))
+    .unwrap();
+    // The README quotes the example; keep the two the same.
+    for line in readme()
+        .lines()
+        .filter(|l| l.starts_with("r.execute_command(\"POLL.CREATE\""))
+    {
+        assert!(
+            src.contains(line),
+            "README line not in examples/quickstart.py: {line}"
+        );
+    }
+    let out = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/quickstart.py"
+        ))
+        .env("REDIS_URL", format!("redis://127.0.0.1:{}", srv.port))
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout, "[b'rust', 2, b'zig', 1]\n[1, 1]\n");
+}
+
+#[test]
+fn rust_example_runs() {
+    let srv = Server::start();
+    let top = quickstart::tour(&format!("redis://127.0.0.1:{}/", srv.port)).unwrap();
+    assert_eq!(top, vec![("rust".to_string(), 2), ("zig".to_string(), 1)]);
+}
