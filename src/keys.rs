@@ -385,3 +385,20 @@ impl Drop for Key {
         }
     }
 }
+
+impl Key {
+    /// Sets the key to expire at `unix_ms` (absolute), so that the same
+    /// instant can be replicated as `PEXPIREAT`/`PXAT` (no-op when missing;
+    /// falls back to a relative expiry where the server lacks the call).
+    pub fn set_expire_at_ms(&self, unix_ms: i64) {
+        if !self.exists() {
+            return;
+        }
+        match unsafe { raw::RedisModule_SetAbsExpire } {
+            Some(set) => unsafe {
+                set(self.ptr, unix_ms);
+            },
+            None => self.set_expire_ms((unix_ms - crate::util::now_ms()).max(1)),
+        }
+    }
+}

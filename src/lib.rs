@@ -18,7 +18,10 @@ use crate::registry::CommandSpec;
 use crate::stats::Counter;
 
 /// Every family: its command table and its `INFO hotpath` counters.
-pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[(poll::COMMANDS, poll::COUNTERS)];
+pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[
+    (poll::COMMANDS, poll::COUNTERS),
+    (rate::COMMANDS, rate::COUNTERS),
+];
 
 #[cfg_attr(test, allow(dead_code))]
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {

@@ -16,7 +16,7 @@
 //! - SLIDING compares `prev × (period − elapsed) ≤ (limit − count − cost) ×
 //!   period`, never a float.
 //!
-//! All products stay below 2^53 when `burst × period ≤ 2^53` (checked by
+//! All products stay below 2^53 when `burst × period ≤ 2^52` (checked by
 //! the handler, see [`MAX_PRODUCT`]), so the Lua twins, whose numbers are
 //! doubles, compute exactly the same integers.
 //!
@@ -25,9 +25,10 @@
 //! is refused changes nothing.
 
 /// The largest `burst × period-ms` (GCRA, BUCKET) or `limit × period-ms`
-/// (SLIDING) accepted: 2^53, so that every intermediate value is an exact
-/// integer in a Lua double too.
-pub const MAX_PRODUCT: i128 = 1 << 53;
+/// (SLIDING) accepted: 2^52, so that every intermediate value (and a
+/// theoretical arrival time of up to `NOW` + 2^52 ms) is an exact integer
+/// in a Lua double too.
+pub const MAX_PRODUCT: i128 = 1 << 52;
 
 /// The algorithm a limiter key holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
