@@ -75,7 +75,7 @@ end
 burst = burst or limit
 local cap = (algo == 'sliding') and limit or burst
 if (algo == 'gcra' or algo == 'bucket' or algo == 'sliding') and cap * period > MAX_PRODUCT then
-  return redis.error_reply('ERR rate: limit or burst × period-ms exceeds 2^52')
+  return redis.error_reply('ERR rate: limit or burst * period-ms exceeds 2^52')
 end
 if not now then
   local t = redis.call('TIME')

@@ -77,7 +77,7 @@ if not now then
 end
 for _, r in ipairs(rules) do
   if r.limit * r.period > MAX_PRODUCT then
-    return redis.error_reply('ERR rate: limit or burst × period-ms exceeds 2^52')
+    return redis.error_reply('ERR rate: limit or burst * period-ms exceeds 2^52')
   end
 end
 -- States: {ms, num, den} or false.

@@ -63,7 +63,7 @@ end
 if i <= #ARGV then return redis.error_reply(SYNTAX) end
 local L, P, B = per, period_s * 1000, max_burst + 1
 if B * P > MAX_PRODUCT then
-  return redis.error_reply('ERR rate: limit or burst × period-ms exceeds 2^52')
+  return redis.error_reply('ERR rate: limit or burst * period-ms exceeds 2^52')
 end
 if not now then
   local t = redis.call('TIME')

@@ -38,7 +38,7 @@ fn holds(algo: Algo) -> RedisError {
 }
 
 fn too_large() -> RedisError {
-    fail("limit or burst × period-ms exceeds 2^52")
+    fail("limit or burst * period-ms exceeds 2^52")
 }
 
 fn reply(fields: [i64; 5]) -> RedisValue {
