@@ -93,7 +93,11 @@ fn random_stream(seed: u64, steps: usize) {
         let key = vec![s(k)];
         let op = rng.gen_range(0..100);
         let (cmd, keys, rest): (&str, Vec<String>, Vec<String>) = if op < 70 {
-            let algo = if rng.gen_bool(0.9) { home[k] } else { ALGOS[rng.gen_range(0..5)] };
+            let algo = if rng.gen_bool(0.9) {
+                home[k]
+            } else {
+                ALGOS[rng.gen_range(0..5)]
+            };
             let limit = rng.gen_range(1..7);
             let period = periods[rng.gen_range(0..periods.len())];
             if algo == "FIXED" && period - (now % period) < 1000 {
@@ -108,7 +112,11 @@ fn random_stream(seed: u64, steps: usize) {
                 rest.extend([s("BURST"), s(rng.gen_range(1..9))]);
             }
             if rng.gen_bool(0.5) {
-                let cost = if rng.gen_bool(0.1) { 9 } else { rng.gen_range(0..4) };
+                let cost = if rng.gen_bool(0.1) {
+                    9
+                } else {
+                    rng.gen_range(0..4)
+                };
                 rest.extend([s("COST"), s(cost)]);
             }
             if rng.gen_bool(0.15) {
@@ -121,7 +129,10 @@ fn random_stream(seed: u64, steps: usize) {
             let keys: Vec<String> = (0..n).map(|_| s(rng.gen_range(0..6))).collect();
             let mut rest = vec![s("LIMITS")];
             for _ in 0..n {
-                rest.extend([s(rng.gen_range(1..6)), s(periods[rng.gen_range(0..periods.len())])]);
+                rest.extend([
+                    s(rng.gen_range(1..6)),
+                    s(periods[rng.gen_range(0..periods.len())]),
+                ]);
             }
             if rng.gen_bool(0.4) {
                 rest.extend([s("COST"), s(rng.gen_range(0..4))]);
@@ -132,7 +143,11 @@ fn random_stream(seed: u64, steps: usize) {
             rest.extend([s("NOW"), s(now)]);
             ("RATE.MULTI", keys, rest)
         } else if op < 90 {
-            let mut rest = vec![s(rng.gen_range(0..5)), s(rng.gen_range(1..6)), s(rng.gen_range(60..200))];
+            let mut rest = vec![
+                s(rng.gen_range(0..5)),
+                s(rng.gen_range(1..6)),
+                s(rng.gen_range(60..200)),
+            ];
             if rng.gen_bool(0.5) {
                 rest.push(s(rng.gen_range(0..4)));
             }
@@ -156,7 +171,7 @@ fn random_stream(seed: u64, steps: usize) {
                 &["5", "01000"],
             ];
             let b = bad[rng.gen_range(0..bad.len())];
-            ("RATE.CHECK", key, b.iter().map(|x| s(x)).collect())
+            ("RATE.CHECK", key, b.iter().map(s).collect())
         };
         both(&mut c, &lua, cmd, &keys, &rest, step);
         compare_and_persist(&mut c, step, cmd);
@@ -183,20 +198,50 @@ fn lua_twins_refuse_wrong_keys_like_the_module() {
     for p in ["m", "l"] {
         run(&mut c, &["SET", &format!("{p}{{str}}"), "hello"]);
         run(&mut c, &["HSET", &format!("{p}{{hash}}"), "algo", "other"]);
-        run(&mut c, &["HSET", &format!("{p}{{badb}}"), "algo", "bucket", "tokens", "x"]);
+        run(
+            &mut c,
+            &[
+                "HSET",
+                &format!("{p}{{badb}}"),
+                "algo",
+                "bucket",
+                "tokens",
+                "x",
+            ],
+        );
         run(&mut c, &["SADD", &format!("{p}{{set}}"), "a"]);
         run(&mut c, &["SET", &format!("{p}{{tat}}"), "gcra:1:5:3"]);
     }
     for k in ["str", "hash", "badb", "set", "tat"] {
         let key = vec![k.to_string()];
         for a in ALGOS {
-            let rest: Vec<String> = ["3", "1000", "ALGO", a].iter().map(|x| x.to_string()).collect();
+            let rest: Vec<String> = ["3", "1000", "ALGO", a]
+                .iter()
+                .map(|x| x.to_string())
+                .collect();
             both(&mut c, &lua, "RATE.CHECK", &key, &rest, 0);
         }
-        both(&mut c, &lua, "RATE.THROTTLE", &key, &["1".into(), "1".into(), "1".into()], 0);
-        both(&mut c, &lua, "RATE.MULTI", &key, &["LIMITS".into(), "1".into(), "1000".into()], 0);
+        both(
+            &mut c,
+            &lua,
+            "RATE.THROTTLE",
+            &key,
+            &["1".into(), "1".into(), "1".into()],
+            0,
+        );
+        both(
+            &mut c,
+            &lua,
+            "RATE.MULTI",
+            &key,
+            &["LIMITS".into(), "1".into(), "1000".into()],
+            0,
+        );
         both(&mut c, &lua, "RATE.RESET", &key, &[], 0);
     }
-    let m: Vec<String> = dump_keys(&mut c, "m{*").into_iter().map(|l| format!("l{}", &l[1..])).collect();
+    let m: Vec<String> = dump_keys(&mut c, "m{*")
+        .into_iter()
+        .map(|l| format!("l{}", &l[1..]))
+        .collect();
     assert_eq!(m, dump_keys(&mut c, "l{*"));
 }

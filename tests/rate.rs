@@ -40,13 +40,27 @@ fn gcra_lets_a_burst_through_then_one_per_spacing() {
     assert_eq!(check(&mut c, "g", &a, 11999), "[0, 5, 0, 1, 48001]");
     assert_eq!(check(&mut c, "g", &a, 12000), "[1, 5, 0, -1, 60000]");
     // The state is the theoretical arrival time, exact: T0 + 72 s.
-    assert_eq!(run(&mut c, &["GET", "g"]), format!("gcra:{}:0:5", T0 + 72000));
+    assert_eq!(
+        run(&mut c, &["GET", "g"]),
+        format!("gcra:{}:0:5", T0 + 72000)
+    );
     // BURST 1: no tolerance, spacing only.
-    assert_eq!(check(&mut c, "g1", &["5", "60000", "BURST", "1"], 0), "[1, 5, 0, -1, 12000]");
-    assert_eq!(check(&mut c, "g1", &["5", "60000", "BURST", "1"], 6000), "[0, 5, 0, 6000, 6000]");
+    assert_eq!(
+        check(&mut c, "g1", &["5", "60000", "BURST", "1"], 0),
+        "[1, 5, 0, -1, 12000]"
+    );
+    assert_eq!(
+        check(&mut c, "g1", &["5", "60000", "BURST", "1"], 6000),
+        "[0, 5, 0, 6000, 6000]"
+    );
     // Explicit ALGO GCRA is the default.
     assert_eq!(
-        check(&mut c, "g1", &["5", "60000", "ALGO", "gcra", "BURST", "1"], 12000),
+        check(
+            &mut c,
+            "g1",
+            &["5", "60000", "ALGO", "gcra", "BURST", "1"],
+            12000
+        ),
         "[1, 5, 0, -1, 12000]"
     );
 }
@@ -61,7 +75,11 @@ fn fixed_counts_per_window_aligned_to_the_period() {
     assert_eq!(check(&mut c, "f", &a, 200), "[1, 3, 0, -1, 59800]");
     assert_eq!(check(&mut c, "f", &a, 200), "[0, 3, 0, 59800, 59800]");
     assert_eq!(run(&mut c, &["GET", "f"]), format!("fixed:{T0}:3"));
-    assert_eq!(check(&mut c, "f", &a, 60000), "[1, 3, 2, -1, 60000]", "a new window starts at the multiple");
+    assert_eq!(
+        check(&mut c, "f", &a, 60000),
+        "[1, 3, 2, -1, 60000]",
+        "a new window starts at the multiple"
+    );
 }
 
 #[test]
@@ -80,7 +98,13 @@ fn sliding_weighs_the_previous_window() {
     assert_eq!(check(&mut c, "s", &a, 75000), "[0, 10, 0, 3000, 105000]");
     assert_eq!(check(&mut c, "s", &a, 78000), "[1, 10, 0, -1, 102000]");
     let h = run(&mut c, &["HGETALL", "s"]);
-    assert_eq!(h, format!("[algo, sliding, window, {}, count, 3, prev, 10]", T0 + 60000));
+    assert_eq!(
+        h,
+        format!(
+            "[algo, sliding, window, {}, count, 3, prev, 10]",
+            T0 + 60000
+        )
+    );
 }
 
 #[test]
@@ -100,8 +124,14 @@ fn log_is_an_exact_sliding_log() {
         format!("[{}-1, {}]", T0 + 1000, T0 + 1000)
     );
     // COST adds one entry per unit, numbered within the millisecond.
-    assert!(check(&mut c, "l2", &["5", "60000", "ALGO", "LOG", "COST", "3"], 0).starts_with("[1, 5, 2,"));
-    assert_eq!(run(&mut c, &["ZRANGE", "l2", "0", "-1"]), format!("[{T0}-0, {T0}-1, {T0}-2]"));
+    assert!(
+        check(&mut c, "l2", &["5", "60000", "ALGO", "LOG", "COST", "3"], 0)
+            .starts_with("[1, 5, 2,")
+    );
+    assert_eq!(
+        run(&mut c, &["ZRANGE", "l2", "0", "-1"]),
+        format!("[{T0}-0, {T0}-1, {T0}-2]")
+    );
 }
 
 #[test]
@@ -110,7 +140,10 @@ fn bucket_refills_continuously() {
     let mut c = srv.conn();
     let a = ["1", "60000", "ALGO", "BUCKET", "BURST", "3"];
     for i in 0..3 {
-        assert_eq!(check(&mut c, "b", &a, 0), format!("[1, 1, {}, -1, {}]", 2 - i, 60000 * (i + 1)));
+        assert_eq!(
+            check(&mut c, "b", &a, 0),
+            format!("[1, 1, {}, -1, {}]", 2 - i, 60000 * (i + 1))
+        );
     }
     assert_eq!(check(&mut c, "b", &a, 0), "[0, 1, 0, 60000, 180000]");
     assert_eq!(check(&mut c, "b", &a, 36000), "[0, 1, 0, 24000, 144000]");
@@ -129,15 +162,30 @@ fn cost_and_peek_and_refusals_consume_nothing() {
         let k = format!("k{algo}");
         let a = ["5", "100000", "ALGO", algo];
         // PEEK answers as the request would, without consuming.
-        assert_eq!(check(&mut c, &k, &[&a[..], &["COST", "2", "PEEK"]].concat(), 0).get(..5), Some("[1, 5"));
+        assert_eq!(
+            check(&mut c, &k, &[&a[..], &["COST", "2", "PEEK"]].concat(), 0).get(..5),
+            Some("[1, 5")
+        );
         assert_eq!(int(&mut c, &["EXISTS", &k]), 0, "{algo}: PEEK wrote");
-        assert!(check(&mut c, &k, &[&a[..], &["COST", "4"]].concat(), 0).starts_with("[1, 5, 1,"), "{algo}");
+        assert!(
+            check(&mut c, &k, &[&a[..], &["COST", "4"]].concat(), 0).starts_with("[1, 5, 1,"),
+            "{algo}"
+        );
         let dump = dump_keys(&mut c, &k);
         // Refused: 4 more would exceed, 6 never fits.
-        assert!(check(&mut c, &k, &[&a[..], &["COST", "4"]].concat(), 0).starts_with("[0, 5, 1,"), "{algo}");
-        assert!(check(&mut c, &k, &[&a[..], &["COST", "6"]].concat(), 0).starts_with("[0, 5, 1, -1,"), "{algo}");
+        assert!(
+            check(&mut c, &k, &[&a[..], &["COST", "4"]].concat(), 0).starts_with("[0, 5, 1,"),
+            "{algo}"
+        );
+        assert!(
+            check(&mut c, &k, &[&a[..], &["COST", "6"]].concat(), 0).starts_with("[0, 5, 1, -1,"),
+            "{algo}"
+        );
         // COST 0 reports the current state.
-        assert!(check(&mut c, &k, &[&a[..], &["COST", "0"]].concat(), 0).starts_with("[1, 5, 1, -1"), "{algo}");
+        assert!(
+            check(&mut c, &k, &[&a[..], &["COST", "0"]].concat(), 0).starts_with("[1, 5, 1, -1"),
+            "{algo}"
+        );
         assert_eq!(dump_keys(&mut c, &k), dump, "{algo}: a refusal wrote");
         assert!(check(&mut c, &k, &a, 0).starts_with("[1, 5, 0,"), "{algo}");
     }
@@ -148,14 +196,23 @@ fn throttle_matches_redis_cell() {
     let srv = Server::start();
     let mut c = srv.conn();
     // redis-cell's README: CL.THROTTLE user123 15 30 60 → 0 16 15 -1 2
-    assert_eq!(run(&mut c, &["RATE.THROTTLE", "user123", "15", "30", "60"]), "[0, 16, 15, -1, 2]");
+    assert_eq!(
+        run(&mut c, &["RATE.THROTTLE", "user123", "15", "30", "60"]),
+        "[0, 16, 15, -1, 2]"
+    );
     // redis-cell's own test table (max_burst 4, 1 per second).
     let t = |c: &mut Connection, dt: i64, q: &str| {
-        run(c, &["RATE.THROTTLE", "cell", "4", "1", "1", q, "NOW", &at(dt)])
+        run(
+            c,
+            &["RATE.THROTTLE", "cell", "4", "1", "1", q, "NOW", &at(dt)],
+        )
     };
     assert_eq!(t(&mut c, 0, "6"), "[1, 5, 5, -1, 0]");
     for i in 0..5 {
-        assert_eq!(t(&mut c, 0, "1"), format!("[0, 5, {}, -1, {}]", 4 - i, i + 1));
+        assert_eq!(
+            t(&mut c, 0, "1"),
+            format!("[0, 5, {}, -1, {}]", 4 - i, i + 1)
+        );
     }
     assert_eq!(t(&mut c, 0, "1"), "[1, 5, 0, 1, 5]");
     assert_eq!(t(&mut c, 3000, "1"), "[0, 5, 2, -1, 3]");
@@ -164,8 +221,15 @@ fn throttle_matches_redis_cell() {
     assert_eq!(t(&mut c, 9500, "5"), "[0, 5, 0, -1, 5]");
     assert_eq!(t(&mut c, 9500, "1"), "[1, 5, 0, 1, 5]");
     // THROTTLE and RATE.CHECK share the GCRA state.
-    assert!(run(&mut c, &["RATE.THROTTLE", "shared", "0", "1", "1", "NOW", &at(0)]).starts_with("[0,"));
-    assert_eq!(check(&mut c, "shared", &["1", "1000", "BURST", "1"], 0), "[0, 1, 0, 1000, 1000]");
+    assert!(run(
+        &mut c,
+        &["RATE.THROTTLE", "shared", "0", "1", "1", "NOW", &at(0)]
+    )
+    .starts_with("[0,"));
+    assert_eq!(
+        check(&mut c, "shared", &["1", "1000", "BURST", "1"], 0),
+        "[0, 1, 0, 1000, 1000]"
+    );
 }
 
 #[test]
@@ -173,25 +237,88 @@ fn multi_consumes_only_when_every_rule_allows() {
     let srv = Server::start();
     let mut c = srv.conn();
     let m = |c: &mut Connection, t: i64| {
-        run(c, &["RATE.MULTI", "2", "u:{1}:s", "u:{1}:d", "LIMITS", "2", "60000", "3", "86400000", "NOW", &at(t)])
+        run(
+            c,
+            &[
+                "RATE.MULTI",
+                "2",
+                "u:{1}:s",
+                "u:{1}:d",
+                "LIMITS",
+                "2",
+                "60000",
+                "3",
+                "86400000",
+                "NOW",
+                &at(t),
+            ],
+        )
     };
     assert_eq!(m(&mut c, 0), "[1, 2, 1, -1, 30000]");
     assert_eq!(m(&mut c, 0), "[1, 2, 0, -1, 60000]");
     let day = run(&mut c, &["GET", "u:{1}:d"]);
-    assert_eq!(m(&mut c, 0), "[0, 2, 0, 30000, 60000]", "the per-minute rule refuses");
-    assert_eq!(run(&mut c, &["GET", "u:{1}:d"]), day, "so the daily rule consumed nothing");
+    assert_eq!(
+        m(&mut c, 0),
+        "[0, 2, 0, 30000, 60000]",
+        "the per-minute rule refuses"
+    );
+    assert_eq!(
+        run(&mut c, &["GET", "u:{1}:d"]),
+        day,
+        "so the daily rule consumed nothing"
+    );
     assert_eq!(m(&mut c, 30000), "[1, 2, 0, -1, 60000]");
     let r = m(&mut c, 60000);
-    assert!(r.starts_with("[0, 3, 0, "), "now the daily rule refuses: {r}");
+    assert!(
+        r.starts_with("[0, 3, 0, "),
+        "now the daily rule refuses: {r}"
+    );
     // PEEK and a key holding another algorithm.
-    assert!(run(&mut c, &["RATE.MULTI", "1", "p", "LIMITS", "1", "1000", "PEEK"]).starts_with("[1,"));
+    assert!(run(
+        &mut c,
+        &["RATE.MULTI", "1", "p", "LIMITS", "1", "1000", "PEEK"]
+    )
+    .starts_with("[1,"));
     assert_eq!(int(&mut c, &["EXISTS", "p"]), 0);
     check(&mut c, "fx", &["1", "100000", "ALGO", "FIXED"], 0);
     assert_eq!(
-        err(&mut c, &["RATE.MULTI", "2", "p", "fx", "LIMITS", "1", "1000", "1", "1000"]),
+        err(
+            &mut c,
+            &[
+                "RATE.MULTI",
+                "2",
+                "p",
+                "fx",
+                "LIMITS",
+                "1",
+                "1000",
+                "1",
+                "1000"
+            ]
+        ),
         "ERR rate: key holds a fixed limiter"
     );
     assert_eq!(int(&mut c, &["EXISTS", "p"]), 0);
+    // Cluster routing and ACLs find every key of a MULTI.
+    assert_eq!(
+        run(
+            &mut c,
+            &[
+                "COMMAND",
+                "GETKEYS",
+                "RATE.MULTI",
+                "2",
+                "a",
+                "b",
+                "LIMITS",
+                "1",
+                "1",
+                "1",
+                "1"
+            ]
+        ),
+        "[a, b]"
+    );
 }
 
 #[test]
@@ -205,7 +332,14 @@ fn high_rates_are_exact() {
     let mut p = redis::pipe();
     p.atomic();
     for _ in 0..1000 {
-        p.cmd("RATE.CHECK").arg("h").arg(100_000).arg(1000).arg("BURST").arg(100).arg("NOW").arg(&now);
+        p.cmd("RATE.CHECK")
+            .arg("h")
+            .arg(100_000)
+            .arg(1000)
+            .arg("BURST")
+            .arg(100)
+            .arg("NOW")
+            .arg(&now);
     }
     let out: Vec<Vec<i64>> = p.query(&mut c).unwrap();
     assert_eq!(out.iter().filter(|r| r[0] == 1).count(), 100);
@@ -213,23 +347,46 @@ fn high_rates_are_exact() {
     let mut p = redis::pipe();
     p.atomic();
     for _ in 0..1000 {
-        p.cmd("RATE.CHECK").arg("h").arg(100_000).arg(1000).arg("BURST").arg(100).arg("NOW").arg(&later);
+        p.cmd("RATE.CHECK")
+            .arg("h")
+            .arg(100_000)
+            .arg(1000)
+            .arg("BURST")
+            .arg(100)
+            .arg("NOW")
+            .arg(&later);
     }
     let out: Vec<Vec<i64>> = p.query(&mut c).unwrap();
     assert_eq!(out.iter().filter(|r| r[0] == 1).count(), 100);
     // 10,000,000 per second with a burst of 1: one request each 100 ns.
     let h2 = |p: &mut redis::Pipeline| {
-        p.cmd("RATE.CHECK").arg("h2").arg(10_000_000).arg(1000).arg("BURST").arg(1).arg("NOW").arg(at(0));
+        p.cmd("RATE.CHECK")
+            .arg("h2")
+            .arg(10_000_000)
+            .arg(1000)
+            .arg("BURST")
+            .arg(1)
+            .arg("NOW")
+            .arg(at(0));
     };
     let mut p = redis::pipe();
     p.atomic();
     h2(&mut p);
     h2(&mut p);
     let out: Vec<Vec<i64>> = p.query(&mut c).unwrap();
-    assert_eq!(out, vec![vec![1, 10_000_000, 0, -1, 1], vec![0, 10_000_000, 0, 1, 1]]);
+    assert_eq!(
+        out,
+        vec![vec![1, 10_000_000, 0, -1, 1], vec![0, 10_000_000, 0, 1, 1]]
+    );
     // A period of a day: 7 per day.
-    assert_eq!(check(&mut c, "d", &["7", "86400000", "BURST", "1"], 0), "[1, 7, 0, -1, 12342858]");
-    assert_eq!(check(&mut c, "d", &["7", "86400000", "BURST", "1"], 0), "[0, 7, 0, 12342858, 12342858]");
+    assert_eq!(
+        check(&mut c, "d", &["7", "86400000", "BURST", "1"], 0),
+        "[1, 7, 0, -1, 12342858]"
+    );
+    assert_eq!(
+        check(&mut c, "d", &["7", "86400000", "BURST", "1"], 0),
+        "[0, 7, 0, 12342858, 12342858]"
+    );
 }
 
 #[test]
@@ -240,17 +397,27 @@ fn keys_expire_once_idle() {
     let algos = ["GCRA", "FIXED", "SLIDING", "LOG", "BUCKET"];
     for algo in algos {
         let k = format!("e{algo}");
-        run(&mut c, &["RATE.CHECK", &k, "2", "60", "ALGO", algo, "NOW", &now]);
+        run(
+            &mut c,
+            &["RATE.CHECK", &k, "2", "60", "ALGO", algo, "NOW", &now],
+        );
         let pttl = int(&mut c, &["PTTL", &k]);
         assert!(pttl > 0 && pttl <= 120, "{algo}: pttl {pttl}");
     }
     // A day-long limiter keeps its key for as long as it is not full.
-    run(&mut c, &["RATE.CHECK", "long", "1", "86400000", "NOW", &now]);
+    run(
+        &mut c,
+        &["RATE.CHECK", "long", "1", "86400000", "NOW", &now],
+    );
     let pttl = int(&mut c, &["PTTL", "long"]);
     assert!(pttl > 86_390_000 && pttl <= 86_400_000, "{pttl}");
     std::thread::sleep(Duration::from_millis(250));
     for algo in algos {
-        assert_eq!(int(&mut c, &["EXISTS", &format!("e{algo}")]), 0, "{algo} did not expire");
+        assert_eq!(
+            int(&mut c, &["EXISTS", &format!("e{algo}")]),
+            0,
+            "{algo} did not expire"
+        );
     }
 }
 
@@ -266,35 +433,135 @@ fn bad_input_is_refused_with_nothing_written() {
     let srv = Server::start();
     let mut c = srv.conn();
     let cases: &[(&[&str], &str)] = &[
-        (&["RATE.CHECK", "x", "1"], "ERR wrong number of arguments for 'rate.check' command"),
-        (&["RATE.CHECK", "x", "a", "1000"], "ERR value is not an integer or out of range"),
-        (&["RATE.CHECK", "x", "0", "1000"], "ERR value is not an integer or out of range"),
-        (&["RATE.CHECK", "x", "1", "0"], "ERR value is not an integer or out of range"),
-        (&["RATE.CHECK", "x", "1", "-5"], "ERR value is not an integer or out of range"),
-        (&["RATE.CHECK", "x", "1", "1000", "ALGO"], "ERR syntax error"),
-        (&["RATE.CHECK", "x", "1", "1000", "ALGO", "LEAKY"], "ERR syntax error"),
-        (&["RATE.CHECK", "x", "1", "1000", "BURST", "0"], "ERR value is not an integer or out of range"),
-        (&["RATE.CHECK", "x", "1", "1000", "COST", "-1"], "ERR value is not an integer or out of range"),
-        (&["RATE.CHECK", "x", "1", "1000", "COST", "1.5"], "ERR value is not an integer or out of range"),
+        (
+            &["RATE.CHECK", "x", "1"],
+            "ERR wrong number of arguments for 'rate.check' command",
+        ),
+        (
+            &["RATE.CHECK", "x", "a", "1000"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["RATE.CHECK", "x", "0", "1000"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["RATE.CHECK", "x", "1", "0"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["RATE.CHECK", "x", "1", "-5"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["RATE.CHECK", "x", "1", "1000", "ALGO"],
+            "ERR syntax error",
+        ),
+        (
+            &["RATE.CHECK", "x", "1", "1000", "ALGO", "LEAKY"],
+            "ERR syntax error",
+        ),
+        (
+            &["RATE.CHECK", "x", "1", "1000", "BURST", "0"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["RATE.CHECK", "x", "1", "1000", "COST", "-1"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["RATE.CHECK", "x", "1", "1000", "COST", "1.5"],
+            "ERR value is not an integer or out of range",
+        ),
         (&["RATE.CHECK", "x", "1", "1000", "NOW"], "ERR syntax error"),
-        (&["RATE.CHECK", "x", "1", "1000", "NOW", "-1"], "ERR value is not an integer or out of range"),
-        (&["RATE.CHECK", "x", "1", "1000", "FAST"], "ERR syntax error"),
-        (&["RATE.CHECK", "x", "1", "1000", "ALGO", "FIXED", "BURST", "2"], "ERR rate: BURST applies only to GCRA and BUCKET"),
-        (&["RATE.CHECK", "x", "100001", "1000", "ALGO", "LOG"], "ERR rate: LOG limit must be at most 100000"),
-        (&["RATE.CHECK", "x", "1", "1000000000000", "BURST", "5000"], "ERR rate: limit or burst * period-ms exceeds 2^52"),
-        (&["RATE.CHECK", "x", "10000", "1000000000000", "ALGO", "SLIDING"], "ERR rate: limit or burst * period-ms exceeds 2^52"),
-        (&["RATE.MULTI", "1", "x", "LIMITS", "1"], "ERR wrong number of arguments for 'rate.multi' command"),
-        (&["RATE.MULTI", "0", "x", "LIMITS", "1", "1"], "ERR value is not an integer or out of range"),
-        (&["RATE.MULTI", "5", "x", "LIMITS", "1", "1"], "ERR syntax error"),
-        (&["RATE.MULTI", "1", "x", "LIMIT", "1", "1"], "ERR syntax error"),
-        (&["RATE.MULTI", "2", "x", "y", "LIMITS", "1", "1", "1"], "ERR wrong number of arguments for 'rate.multi' command"),
-        (&["RATE.MULTI", "1", "x", "LIMITS", "1", "1", "BURST", "1"], "ERR syntax error"),
-        (&["RATE.THROTTLE", "x", "1", "1"], "ERR wrong number of arguments for 'rate.throttle' command"),
-        (&["RATE.THROTTLE", "x", "-1", "1", "1"], "ERR value is not an integer or out of range"),
-        (&["RATE.THROTTLE", "x", "1", "0", "1"], "ERR value is not an integer or out of range"),
-        (&["RATE.THROTTLE", "x", "1", "1", "1", "2", "3"], "ERR syntax error"),
-        (&["RATE.THROTTLE", "x", "1", "1", "1", "NOW"], "ERR syntax error"),
-        (&["RATE.RESET"], "ERR wrong number of arguments for 'rate.reset' command"),
+        (
+            &["RATE.CHECK", "x", "1", "1000", "NOW", "-1"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["RATE.CHECK", "x", "1", "1000", "FAST"],
+            "ERR syntax error",
+        ),
+        (
+            &[
+                "RATE.CHECK",
+                "x",
+                "1",
+                "1000",
+                "ALGO",
+                "FIXED",
+                "BURST",
+                "2",
+            ],
+            "ERR rate: BURST applies only to GCRA and BUCKET",
+        ),
+        (
+            &["RATE.CHECK", "x", "100001", "1000", "ALGO", "LOG"],
+            "ERR rate: LOG limit must be at most 100000",
+        ),
+        (
+            &["RATE.CHECK", "x", "1", "1000000000000", "BURST", "5000"],
+            "ERR rate: limit or burst * period-ms exceeds 2^52",
+        ),
+        (
+            &[
+                "RATE.CHECK",
+                "x",
+                "10000",
+                "1000000000000",
+                "ALGO",
+                "SLIDING",
+            ],
+            "ERR rate: limit or burst * period-ms exceeds 2^52",
+        ),
+        (
+            &["RATE.MULTI", "1", "x", "LIMITS", "1"],
+            "ERR wrong number of arguments for 'rate.multi' command",
+        ),
+        (
+            &["RATE.MULTI", "0", "x", "LIMITS", "1", "1"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["RATE.MULTI", "5", "x", "LIMITS", "1", "1"],
+            "ERR syntax error",
+        ),
+        (
+            &["RATE.MULTI", "1", "x", "LIMIT", "1", "1"],
+            "ERR syntax error",
+        ),
+        (
+            &["RATE.MULTI", "2", "x", "y", "LIMITS", "1", "1", "1"],
+            "ERR wrong number of arguments for 'rate.multi' command",
+        ),
+        (
+            &["RATE.MULTI", "1", "x", "LIMITS", "1", "1", "BURST", "1"],
+            "ERR syntax error",
+        ),
+        (
+            &["RATE.THROTTLE", "x", "1", "1"],
+            "ERR wrong number of arguments for 'rate.throttle' command",
+        ),
+        (
+            &["RATE.THROTTLE", "x", "-1", "1", "1"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["RATE.THROTTLE", "x", "1", "0", "1"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["RATE.THROTTLE", "x", "1", "1", "1", "2", "3"],
+            "ERR syntax error",
+        ),
+        (
+            &["RATE.THROTTLE", "x", "1", "1", "1", "NOW"],
+            "ERR syntax error",
+        ),
+        (
+            &["RATE.RESET"],
+            "ERR wrong number of arguments for 'rate.reset' command",
+        ),
     ];
     for (args, want) in cases {
         assert_eq!(&err(&mut c, args), want, "{args:?}");
@@ -316,14 +583,26 @@ fn wrong_kinds_of_key_are_refused() {
     let algos = ["GCRA", "FIXED", "SLIDING", "LOG", "BUCKET"];
     for k in ["str", "num", "hash", "list", "set"] {
         for a in algos {
-            assert_eq!(err(&mut c, &["RATE.CHECK", k, "1", "1000", "ALGO", a]), WT, "{k} {a}");
+            assert_eq!(
+                err(&mut c, &["RATE.CHECK", k, "1", "1000", "ALGO", a]),
+                WT,
+                "{k} {a}"
+            );
         }
         assert_eq!(err(&mut c, &["RATE.THROTTLE", k, "1", "1", "1"]), WT, "{k}");
-        assert_eq!(err(&mut c, &["RATE.MULTI", "1", k, "LIMITS", "1", "1000"]), WT, "{k}");
+        assert_eq!(
+            err(&mut c, &["RATE.MULTI", "1", k, "LIMITS", "1", "1000"]),
+            WT,
+            "{k}"
+        );
         assert_eq!(err(&mut c, &["RATE.RESET", k]), WT, "{k}");
     }
     for a in ["GCRA", "FIXED", "SLIDING", "BUCKET"] {
-        assert_eq!(err(&mut c, &["RATE.CHECK", "zset", "1", "1000", "ALGO", a]), WT, "zset {a}");
+        assert_eq!(
+            err(&mut c, &["RATE.CHECK", "zset", "1", "1000", "ALGO", a]),
+            WT,
+            "zset {a}"
+        );
     }
     // One limiter per key: another algorithm of the same Redis type is a
     // clear error, of another type WRONGTYPE.
@@ -331,13 +610,46 @@ fn wrong_kinds_of_key_are_refused() {
         check(&mut c, &format!("L{a}"), &["5", "100000", "ALGO", a], 0);
     }
     let holds = |x: &str| format!("ERR rate: key holds a {x} limiter");
-    assert_eq!(err(&mut c, &["RATE.CHECK", "LGCRA", "5", "1000", "ALGO", "FIXED"]), holds("gcra"));
-    assert_eq!(err(&mut c, &["RATE.CHECK", "LFIXED", "5", "1000"]), holds("fixed"));
-    assert_eq!(err(&mut c, &["RATE.THROTTLE", "LFIXED", "1", "1", "1"]), holds("fixed"));
-    assert_eq!(err(&mut c, &["RATE.CHECK", "LSLIDING", "5", "1000", "ALGO", "BUCKET"]), holds("sliding"));
-    assert_eq!(err(&mut c, &["RATE.CHECK", "LBUCKET", "5", "1000", "ALGO", "SLIDING"]), holds("bucket"));
-    assert_eq!(err(&mut c, &["RATE.CHECK", "LLOG", "5", "1000", "ALGO", "GCRA"]), WT);
-    assert_eq!(err(&mut c, &["RATE.CHECK", "LGCRA", "5", "1000", "ALGO", "BUCKET"]), WT);
+    assert_eq!(
+        err(
+            &mut c,
+            &["RATE.CHECK", "LGCRA", "5", "1000", "ALGO", "FIXED"]
+        ),
+        holds("gcra")
+    );
+    assert_eq!(
+        err(&mut c, &["RATE.CHECK", "LFIXED", "5", "1000"]),
+        holds("fixed")
+    );
+    assert_eq!(
+        err(&mut c, &["RATE.THROTTLE", "LFIXED", "1", "1", "1"]),
+        holds("fixed")
+    );
+    assert_eq!(
+        err(
+            &mut c,
+            &["RATE.CHECK", "LSLIDING", "5", "1000", "ALGO", "BUCKET"]
+        ),
+        holds("sliding")
+    );
+    assert_eq!(
+        err(
+            &mut c,
+            &["RATE.CHECK", "LBUCKET", "5", "1000", "ALGO", "SLIDING"]
+        ),
+        holds("bucket")
+    );
+    assert_eq!(
+        err(&mut c, &["RATE.CHECK", "LLOG", "5", "1000", "ALGO", "GCRA"]),
+        WT
+    );
+    assert_eq!(
+        err(
+            &mut c,
+            &["RATE.CHECK", "LGCRA", "5", "1000", "ALGO", "BUCKET"]
+        ),
+        WT
+    );
     assert_eq!(run(&mut c, &["GET", "str"]), "hello");
     assert_eq!(run(&mut c, &["GET", "num"]), "12345");
     assert_eq!(run(&mut c, &["HGETALL", "hash"]), "[f, v]");
@@ -354,7 +666,10 @@ fn reset_drops_state() {
         assert!(check(&mut c, &k, &["1", "100000", "ALGO", a], 0).starts_with("[0,"));
         assert_eq!(int(&mut c, &["RATE.RESET", &k]), 1);
         assert_eq!(int(&mut c, &["RATE.RESET", &k]), 0);
-        assert!(check(&mut c, &k, &["1", "100000", "ALGO", a], 0).starts_with("[1,"), "{a}");
+        assert!(
+            check(&mut c, &k, &["1", "100000", "ALGO", a], 0).starts_with("[1,"),
+            "{a}"
+        );
     }
 }
 
@@ -408,10 +723,35 @@ fn workload(c: &mut Connection) {
             run(c, &["RATE.CHECK", &k, "3", "60000", "ALGO", a]);
             run(c, &["RATE.CHECK", &k, "3", "60000", "ALGO", a, "COST", "2"]);
         }
-        run(c, &["RATE.CHECK", &format!("n{a}"), "3", "60000", "ALGO", a, "NOW", &at(5)]);
+        run(
+            c,
+            &[
+                "RATE.CHECK",
+                &format!("n{a}"),
+                "3",
+                "60000",
+                "ALGO",
+                a,
+                "NOW",
+                &at(5),
+            ],
+        );
     }
     for _ in 0..3 {
-        run(c, &["RATE.MULTI", "2", "m:{1}:a", "m:{1}:b", "LIMITS", "2", "60000", "5", "600000"]);
+        run(
+            c,
+            &[
+                "RATE.MULTI",
+                "2",
+                "m:{1}:a",
+                "m:{1}:b",
+                "LIMITS",
+                "2",
+                "60000",
+                "5",
+                "600000",
+            ],
+        );
         run(c, &["RATE.THROTTLE", "t", "2", "10", "60"]);
         run(c, &["RATE.THROTTLE", "t2", "2", "10", "60", "2"]);
     }

@@ -171,7 +171,11 @@ pub fn rate_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let period = c.next_i64(1, MAX_PERIOD_MS)?;
     let mut algo = Algo::Gcra;
     let mut burst: Option<i64> = None;
-    let mut o = Common { cost: 1, peek: false, now: -1 };
+    let mut o = Common {
+        cost: 1,
+        peek: false,
+        now: -1,
+    };
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "ALGO" => {
@@ -191,7 +195,11 @@ pub fn rate_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if algo == Algo::Log && limit > MAX_LOG_LIMIT {
         return Err(fail("LOG limit must be at most 100000"));
     }
-    let rule = Rule { limit, period_ms: period, burst: burst.unwrap_or(limit) };
+    let rule = Rule {
+        limit,
+        period_ms: period,
+        burst: burst.unwrap_or(limit),
+    };
     if !rule.fits(algo) {
         return Err(too_large());
     }
@@ -216,7 +224,13 @@ fn consumed(ctx: &Context, name: &[u8]) {
     util::notify(ctx, "hotpath.rate.consume", name);
 }
 
-fn check_gcra(ctx: &Context, key: &Key, name: &[u8], rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
+fn check_gcra(
+    ctx: &Context,
+    key: &Key,
+    name: &[u8],
+    rule: Rule,
+    o: &Common,
+) -> Result<[i64; 5], RedisError> {
     let tat = read_tat(key)?;
     let step = model::gcra(rule, tat, o.now, o.cost);
     if let (Some(t), false) = (step.new, o.peek) {
@@ -226,7 +240,13 @@ fn check_gcra(ctx: &Context, key: &Key, name: &[u8], rule: Rule, o: &Common) -> 
     Ok(step.reply.fields())
 }
 
-fn check_fixed(ctx: &Context, key: &Key, name: &[u8], rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
+fn check_fixed(
+    ctx: &Context,
+    key: &Key,
+    name: &[u8],
+    rule: Rule,
+    o: &Common,
+) -> Result<[i64; 5], RedisError> {
     let state = match read_text(key)? {
         Text::Empty => None,
         Text::Fixed(w) => Some(w),
@@ -240,7 +260,13 @@ fn check_fixed(ctx: &Context, key: &Key, name: &[u8], rule: Rule, o: &Common) ->
     Ok(r.fields())
 }
 
-fn check_sliding(ctx: &Context, key: &Key, name: &[u8], rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
+fn check_sliding(
+    ctx: &Context,
+    key: &Key,
+    name: &[u8],
+    rule: Rule,
+    o: &Common,
+) -> Result<[i64; 5], RedisError> {
     let state = match read_hash_kind(key)? {
         None => None,
         Some(Algo::Sliding) => Some(Sliding {
@@ -264,7 +290,13 @@ fn check_sliding(ctx: &Context, key: &Key, name: &[u8], rule: Rule, o: &Common) 
     Ok(r.fields())
 }
 
-fn check_bucket(ctx: &Context, key: &Key, name: &[u8], rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
+fn check_bucket(
+    ctx: &Context,
+    key: &Key,
+    name: &[u8],
+    rule: Rule,
+    o: &Common,
+) -> Result<[i64; 5], RedisError> {
     let state = match read_hash_kind(key)? {
         None => None,
         Some(Algo::Bucket) => Some(Bucket {
@@ -288,7 +320,13 @@ fn check_bucket(ctx: &Context, key: &Key, name: &[u8], rule: Rule, o: &Common) -
     Ok(r.fields())
 }
 
-fn check_log(ctx: &Context, key: &Key, name: &[u8], rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
+fn check_log(
+    ctx: &Context,
+    key: &Key,
+    name: &[u8],
+    rule: Rule,
+    o: &Common,
+) -> Result<[i64; 5], RedisError> {
     key.check(KeyType::ZSet)?;
     let log = ZLog(key);
     let cutoff = o.now - rule.period_ms;
@@ -306,7 +344,9 @@ fn check_log(ctx: &Context, key: &Key, name: &[u8], rule: Rule, o: &Common) -> R
             key.zrem(m);
         }
         let score = o.now.to_string();
-        let members: Vec<String> = (0..o.cost).map(|i| format!("{}-{}", o.now, first + i)).collect();
+        let members: Vec<String> = (0..o.cost)
+            .map(|i| format!("{}-{}", o.now, first + i))
+            .collect();
         for m in &members {
             key.zadd(m.as_bytes(), o.now as f64);
         }
@@ -329,7 +369,11 @@ fn check_log(ctx: &Context, key: &Key, name: &[u8], rule: Rule, o: &Common) -> R
 
 /// Parses the trailing `[COST n] [PEEK] [NOW unix-ms]` of RATE.MULTI.
 fn common_options(c: &mut Cursor) -> Result<Common, RedisError> {
-    let mut o = Common { cost: 1, peek: false, now: -1 };
+    let mut o = Common {
+        cost: 1,
+        peek: false,
+        now: -1,
+    };
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "COST" => o.cost = c.option_i64(0, MAX_COUNT)?,
@@ -349,8 +393,12 @@ fn common_options(c: &mut Cursor) -> Result<Common, RedisError> {
 pub fn rate_multi(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if ctx.is_keys_position_request() {
         // Only reached when the key-spec cannot be applied (a bad numkeys).
-        if let Some(n) = args.get(1).and_then(|a| crate::args::parse_i64_plain(a.as_slice())) {
-            for i in 0..n.clamp(0, args.len() as i64 - 2) {
+        if let Some(n) = args
+            .get(1)
+            .and_then(|a| crate::args::parse_i64_plain(a.as_slice()))
+        {
+            let last = (args.len() as i64 - 2).max(0);
+            for i in 0..n.clamp(0, last) {
                 ctx.key_at_pos(2 + i as i32);
             }
         }
@@ -381,7 +429,14 @@ pub fn rate_multi(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     for &slot in &slots {
         let limit = c.next_i64(1, MAX_COUNT)?;
         let period = c.next_i64(1, MAX_PERIOD_MS)?;
-        rules.push(MultiRule { rule: Rule { limit, period_ms: period, burst: limit }, key: slot });
+        rules.push(MultiRule {
+            rule: Rule {
+                limit,
+                period_ms: period,
+                burst: limit,
+            },
+            key: slot,
+        });
     }
     let o = common_options(&mut c)?;
     if rules.iter().any(|r| !r.rule.fits(Algo::Gcra)) {
@@ -432,7 +487,11 @@ pub fn rate_throttle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
     }
     c.expect_done()?;
-    let rule = Rule { limit: per, period_ms: period_s * 1000, burst: max_burst + 1 };
+    let rule = Rule {
+        limit: per,
+        period_ms: period_s * 1000,
+        burst: max_burst + 1,
+    };
     if !rule.fits(Algo::Gcra) {
         return Err(too_large());
     }

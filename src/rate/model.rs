@@ -54,9 +54,15 @@ impl Algo {
 
     /// Returns the algorithm named `s` (any case).
     pub fn parse(s: &str) -> Option<Algo> {
-        [Algo::Gcra, Algo::Fixed, Algo::Sliding, Algo::Log, Algo::Bucket]
-            .into_iter()
-            .find(|a| a.name().eq_ignore_ascii_case(s))
+        [
+            Algo::Gcra,
+            Algo::Fixed,
+            Algo::Sliding,
+            Algo::Log,
+            Algo::Bucket,
+        ]
+        .into_iter()
+        .find(|a| a.name().eq_ignore_ascii_case(s))
     }
 
     /// Returns true for the algorithms that take `BURST`.
@@ -104,7 +110,13 @@ pub struct Reply {
 impl Reply {
     /// Returns the five reply fields.
     pub fn fields(&self) -> [i64; 5] {
-        [self.allowed as i64, self.limit, self.remaining, self.retry_ms, self.reset_ms]
+        [
+            self.allowed as i64,
+            self.limit,
+            self.remaining,
+            self.retry_ms,
+            self.reset_ms,
+        ]
     }
 }
 
@@ -202,16 +214,29 @@ pub fn gcra(rule: Rule, tat: Option<Tat>, now: i64, cost: i64) -> GcraStep {
     let want = if possible { cost as i128 * p } else { 0 };
     let allowed = possible && debt + want <= cap;
     let after = if allowed { debt + want } else { debt };
-    let wait = if allowed || !possible { 0 } else { debt + want - cap };
+    let wait = if allowed || !possible {
+        0
+    } else {
+        debt + want - cap
+    };
     let reply = Reply {
         allowed,
         limit: rule.limit,
         remaining: to_i64(((cap - after) / p).max(0)),
-        retry_ms: if allowed || !possible { -1 } else { to_i64(ceil_div(wait, l)) },
+        retry_ms: if allowed || !possible {
+            -1
+        } else {
+            to_i64(ceil_div(wait, l))
+        },
         reset_ms: to_i64(ceil_div(after, l)),
     };
     let new = (allowed && cost > 0).then(|| Tat::from_debt(now, rule.limit, after));
-    GcraStep { reply, debt: after, wait, new }
+    GcraStep {
+        reply,
+        debt: after,
+        wait,
+        new,
+    }
 }
 
 /// Returns redis-cell's `CL.THROTTLE` reply for a GCRA step computed with
@@ -226,7 +251,13 @@ pub fn throttle_reply(rule: Rule, step: &GcraStep) -> [i64; 5] {
     let secs = |units: i128| to_i64(ceil_div(units / l, 1000));
     let r = &step.reply;
     let retry = if r.retry_ms < 0 { -1 } else { secs(step.wait) };
-    [(!r.allowed) as i64, rule.burst, r.remaining, retry, secs(step.debt)]
+    [
+        (!r.allowed) as i64,
+        rule.burst,
+        r.remaining,
+        retry,
+        secs(step.debt),
+    ]
 }
 
 /// One rule of a RATE.MULTI: its rule and the index of its key among the
@@ -284,9 +315,18 @@ pub fn multi(rules: &[MultiRule], states: &[Option<Tat>], now: i64, cost: i64) -
         }
         all &= reply.allowed;
     }
-    let reply = best.unwrap_or(Reply { allowed: true, limit: 0, remaining: 0, retry_ms: -1, reset_ms: 0 });
+    let reply = best.unwrap_or(Reply {
+        allowed: true,
+        limit: 0,
+        remaining: 0,
+        retry_ms: -1,
+        reset_ms: 0,
+    });
     let new = if all && cost > 0 {
-        cur.iter().zip(&touched).map(|(t, &w)| if w { *t } else { None }).collect()
+        cur.iter()
+            .zip(&touched)
+            .map(|(t, &w)| if w { *t } else { None })
+            .collect()
     } else {
         vec![None; states.len()]
     };
@@ -323,7 +363,13 @@ impl Window {
 
 /// FIXED: a counter per window, windows aligned to multiples of the period
 /// (a window starts at `now − now mod period`).
-pub fn fixed(limit: i64, period: i64, state: Option<Window>, now: i64, cost: i64) -> (Reply, Option<Window>) {
+pub fn fixed(
+    limit: i64,
+    period: i64,
+    state: Option<Window>,
+    now: i64,
+    cost: i64,
+) -> (Reply, Option<Window>) {
     let start = now - now.rem_euclid(period);
     let count = state.filter(|w| w.start == start).map_or(0, |w| w.count);
     let possible = cost <= limit;
@@ -337,7 +383,10 @@ pub fn fixed(limit: i64, period: i64, state: Option<Window>, now: i64, cost: i64
         retry_ms: if allowed || !possible { -1 } else { end },
         reset_ms: if after > 0 { end } else { 0 },
     };
-    let new = (allowed && cost > 0).then_some(Window { start, count: after });
+    let new = (allowed && cost > 0).then_some(Window {
+        start,
+        count: after,
+    });
     (reply, new)
 }
 
@@ -354,14 +403,26 @@ pub struct Sliding {
 
 /// SLIDING: the weighted two-window estimate `prev × (period − elapsed) /
 /// period + count` must stay within `limit` after the request.
-pub fn sliding(limit: i64, period: i64, state: Option<Sliding>, now: i64, cost: i64) -> (Reply, Option<Sliding>) {
+pub fn sliding(
+    limit: i64,
+    period: i64,
+    state: Option<Sliding>,
+    now: i64,
+    cost: i64,
+) -> (Reply, Option<Sliding>) {
     let start = now - now.rem_euclid(period);
     let (count, prev) = match state {
         Some(s) if s.window == start => (s.count, s.prev),
         Some(s) if s.window == start - period => (0, s.count),
         _ => (0, 0),
     };
-    let (l, p, c, pv, k) = (limit as i128, period as i128, count as i128, prev as i128, cost as i128);
+    let (l, p, c, pv, k) = (
+        limit as i128,
+        period as i128,
+        count as i128,
+        prev as i128,
+        cost as i128,
+    );
     let e = (now - start) as i128;
     let weighted = pv * (p - e); // prev's share, in 1/period requests
     let possible = k <= l;
@@ -393,7 +454,11 @@ pub fn sliding(limit: i64, period: i64, state: Option<Sliding>, now: i64, cost: 
         retry_ms,
         reset_ms: to_i64(reset),
     };
-    let new = (allowed && cost > 0).then_some(Sliding { window: start, count: to_i64(after), prev });
+    let new = (allowed && cost > 0).then_some(Sliding {
+        window: start,
+        count: to_i64(after),
+        prev,
+    });
     (reply, new)
 }
 
@@ -438,7 +503,9 @@ pub fn log(limit: i64, period: i64, log: &impl Log, now: i64, cost: i64) -> (Rep
         -1
     } else {
         // The (count + cost − limit)-th oldest entry must leave the window.
-        let t = log.nth_after(cutoff, count + cost - limit - 1).unwrap_or(now);
+        let t = log
+            .nth_after(cutoff, count + cost - limit - 1)
+            .unwrap_or(now);
         (t + period - now).max(1)
     };
     let newest = match (log.newest(), allowed && cost > 0) {
@@ -450,7 +517,13 @@ pub fn log(limit: i64, period: i64, log: &impl Log, now: i64, cost: i64) -> (Rep
         Some(t) if after > 0 => (t + period - now).max(0),
         _ => 0,
     };
-    let reply = Reply { allowed, limit, remaining: (limit - after).max(0), retry_ms, reset_ms };
+    let reply = Reply {
+        allowed,
+        limit,
+        remaining: (limit - after).max(0),
+        retry_ms,
+        reset_ms,
+    };
     (reply, allowed && cost > 0)
 }
 
@@ -469,7 +542,11 @@ pub struct Bucket {
 /// BUCKET: a bucket of `burst` tokens refilling `limit` tokens per period
 /// (continuously, exactly); a request takes `cost` tokens.
 pub fn bucket(rule: Rule, state: Option<Bucket>, now: i64, cost: i64) -> (Reply, Option<Bucket>) {
-    let (l, p, b) = (rule.limit as i128, rule.period_ms as i128, rule.burst as i128);
+    let (l, p, b) = (
+        rule.limit as i128,
+        rule.period_ms as i128,
+        rule.burst as i128,
+    );
     let (mut tokens, mut carry, mut ts) = match state {
         None => (b, 0i128, now),
         Some(s) => (s.tokens as i128, (s.carry as i128).min(p - 1), s.ts),
@@ -503,7 +580,11 @@ pub fn bucket(rule: Rule, state: Option<Bucket>, now: i64, cost: i64) -> (Reply,
     } else {
         to_i64(ahead + ceil_div((k - tokens) * p - carry, l))
     };
-    let reset = if tokens >= b { 0 } else { ahead + ceil_div((b - tokens) * p - carry, l) };
+    let reset = if tokens >= b {
+        0
+    } else {
+        ahead + ceil_div((b - tokens) * p - carry, l)
+    };
     let reply = Reply {
         allowed,
         limit: rule.limit,
@@ -511,7 +592,11 @@ pub fn bucket(rule: Rule, state: Option<Bucket>, now: i64, cost: i64) -> (Reply,
         retry_ms,
         reset_ms: to_i64(reset),
     };
-    let new = (allowed && cost > 0).then_some(Bucket { tokens: to_i64(tokens), carry: to_i64(carry), ts });
+    let new = (allowed && cost > 0).then_some(Bucket {
+        tokens: to_i64(tokens),
+        carry: to_i64(carry),
+        ts,
+    });
     (reply, new)
 }
 
@@ -525,7 +610,11 @@ mod tests {
     const T0: i64 = 1_764_700_000_000;
 
     fn rule(limit: i64, period_ms: i64, burst: i64) -> Rule {
-        Rule { limit, period_ms, burst }
+        Rule {
+            limit,
+            period_ms,
+            burst,
+        }
     }
 
     /// Runs GCRA requests of cost 1 at `times`, returning the replies.
@@ -556,7 +645,10 @@ mod tests {
             tat = gcra(r, tat, T0, 1).new;
         }
         assert!(!gcra(r, tat, T0 + 99, 1).reply.allowed);
-        assert_eq!(gcra(r, tat, T0 + 100, 1).reply.fields(), [1, 10, 0, -1, 1000]);
+        assert_eq!(
+            gcra(r, tat, T0 + 100, 1).reply.fields(),
+            [1, 10, 0, -1, 1000]
+        );
     }
 
     #[test]
@@ -566,7 +658,11 @@ mod tests {
         let r = rule(3, 1000, 1);
         let out = run_gcra(r, &[T0, T0 + 333, T0 + 334, T0 + 667, T0 + 668]);
         assert_eq!(out[0], [1, 3, 0, -1, 334]);
-        assert_eq!(out[1], [0, 3, 0, 1, 1], "333 ms is ⅓ ms early: retry rounds up to 1");
+        assert_eq!(
+            out[1],
+            [0, 3, 0, 1, 1],
+            "333 ms is ⅓ ms early: retry rounds up to 1"
+        );
         assert_eq!(out[2][0], 1);
         assert_eq!(out[3], [0, 3, 0, 1, 1], "the next slot is 334 + 333⅓");
         assert_eq!(out[4][0], 1);
@@ -582,7 +678,11 @@ mod tests {
             tat = s.new;
         }
         let denied = gcra(r, tat, T0, 1).reply;
-        assert_eq!(denied.fields(), [0, 100_000, 0, 1, 1000], "a 10 µs wait rounds up to 1 ms");
+        assert_eq!(
+            denied.fields(),
+            [0, 100_000, 0, 1, 1000],
+            "a 10 µs wait rounds up to 1 ms"
+        );
         // One millisecond later exactly 100 more pass.
         let mut n = 0;
         loop {
@@ -625,11 +725,13 @@ mod tests {
     fn gcra_admits_exactly_burst_plus_rate_under_constant_demand() {
         let mut rng = StdRng::seed_from_u64(7);
         for _ in 0..200 {
+            // At most one slot per millisecond (limit ≤ period), so that
+            // demand on every millisecond can use every slot. A burst of 1
+            // has no tolerance: a request arriving on a later millisecond
+            // than its slot restarts the schedule, so the exact count holds
+            // from a burst of 2.
             let limit = rng.gen_range(1..50);
-            let period = rng.gen_range(1..400);
-            // A burst of 1 has no tolerance: a request arriving on a later
-            // millisecond than its slot restarts the schedule, so the exact
-            // count holds from a burst of 2 (or for whole-ms spacings).
+            let period = rng.gen_range(limit..400);
             let burst = rng.gen_range(2..20);
             let r = rule(limit, period, burst);
             let m = rng.gen_range(0..2000);
@@ -658,7 +760,11 @@ mod tests {
         assert_eq!(refused.reply.fields(), [0, 5, 2, 200, 600]);
         assert_eq!(refused.new, None);
         let never = gcra(r, s.new, T0, 6);
-        assert_eq!(never.reply.fields(), [0, 5, 2, -1, 600], "more than the burst never passes");
+        assert_eq!(
+            never.reply.fields(),
+            [0, 5, 2, -1, 600],
+            "more than the burst never passes"
+        );
         let peek = gcra(r, s.new, T0, 0);
         assert_eq!(peek.reply.fields(), [1, 5, 2, -1, 600]);
         assert_eq!(peek.new, None);
@@ -666,9 +772,21 @@ mod tests {
 
     #[test]
     fn tat_round_trips_and_rejects_garbage() {
-        let t = Tat { ms: T0, num: 2, den: 3 };
+        let t = Tat {
+            ms: T0,
+            num: 2,
+            den: 3,
+        };
         assert_eq!(Tat::parse(t.format().as_bytes()), Some(t));
-        for bad in [&b"gcra:1:3:3"[..], b"gcra:1:0:0", b"gcra:1:2", b"gcra:-1:0:1", b"123", b"fixed:1:2", b"gcra:01:0:1"] {
+        for bad in [
+            &b"gcra:1:3:3"[..],
+            b"gcra:1:0:0",
+            b"gcra:1:2",
+            b"gcra:-1:0:1",
+            b"123",
+            b"fixed:1:2",
+            b"gcra:01:0:1",
+        ] {
             assert_eq!(Tat::parse(bad), None, "{}", String::from_utf8_lossy(bad));
         }
         // A state written with another limit is rounded up to a whole ms.
@@ -716,8 +834,14 @@ mod tests {
 
     #[test]
     fn multi_consumes_only_when_every_rule_allows() {
-        let per_sec = MultiRule { rule: rule(2, 1000, 2), key: 0 };
-        let per_min = MultiRule { rule: rule(3, 60_000, 3), key: 1 };
+        let per_sec = MultiRule {
+            rule: rule(2, 1000, 2),
+            key: 0,
+        };
+        let per_min = MultiRule {
+            rule: rule(3, 60_000, 3),
+            key: 1,
+        };
         let rules = [per_sec, per_min];
         let mut st = vec![None, None];
         for _ in 0..2 {
@@ -726,19 +850,44 @@ mod tests {
             st = o.new.iter().zip(&st).map(|(n, o)| n.or(*o)).collect();
         }
         let o = multi(&rules, &st, T0, 1);
-        assert_eq!(o.reply.fields(), [0, 2, 0, 500, 1000], "the per-second rule is the tightest");
-        assert_eq!(o.new, vec![None, None], "the per-minute rule consumed nothing");
+        assert_eq!(
+            o.reply.fields(),
+            [0, 2, 0, 500, 1000],
+            "the per-second rule is the tightest"
+        );
+        assert_eq!(
+            o.new,
+            vec![None, None],
+            "the per-minute rule consumed nothing"
+        );
         let o = multi(&rules, &st, T0 + 500, 1);
         assert!(o.reply.allowed);
-        assert_eq!((o.reply.limit, o.reply.remaining), (2, 0), "both have none left: the first wins the tie");
+        assert_eq!(
+            (o.reply.limit, o.reply.remaining),
+            (2, 0),
+            "both have none left: the first wins the tie"
+        );
         st = o.new.iter().zip(&st).map(|(n, o)| n.or(*o)).collect();
         let o = multi(&rules, &st, T0 + 1000, 1);
-        assert_eq!(o.reply.fields(), [0, 3, 0, 19_000, 59_000], "the per-minute rule now waits longest");
+        assert_eq!(
+            o.reply.fields(),
+            [0, 3, 0, 19_000, 59_000],
+            "the per-minute rule now waits longest"
+        );
     }
 
     #[test]
     fn multi_sees_earlier_rules_on_the_same_key() {
-        let rules = [MultiRule { rule: rule(1, 1000, 1), key: 0 }, MultiRule { rule: rule(1, 1000, 1), key: 0 }];
+        let rules = [
+            MultiRule {
+                rule: rule(1, 1000, 1),
+                key: 0,
+            },
+            MultiRule {
+                rule: rule(1, 1000, 1),
+                key: 0,
+            },
+        ];
         let o = multi(&rules, &[None], T0, 1);
         assert!(!o.reply.allowed);
         assert_eq!(o.new, vec![None]);
@@ -756,10 +905,28 @@ mod tests {
         };
         assert_eq!(at(5_000_900, 1), [1, 3, 2, -1, 100]);
         assert_eq!(at(5_000_950, 2), [1, 3, 0, -1, 50]);
-        assert_eq!(at(5_000_999, 1), [0, 3, 0, 1, 1], "the window ends at the next multiple");
-        assert_eq!(at(5_001_000, 3), [1, 3, 0, -1, 1000], "a new window starts full");
-        assert_eq!(at(5_001_000, 4), [0, 3, 0, -1, 1000], "more than the limit never passes");
-        assert_eq!(Window::parse(b"fixed:5001000:3"), Some(Window { start: 5_001_000, count: 3 }));
+        assert_eq!(
+            at(5_000_999, 1),
+            [0, 3, 0, 1, 1],
+            "the window ends at the next multiple"
+        );
+        assert_eq!(
+            at(5_001_000, 3),
+            [1, 3, 0, -1, 1000],
+            "a new window starts full"
+        );
+        assert_eq!(
+            at(5_001_000, 4),
+            [0, 3, 0, -1, 1000],
+            "more than the limit never passes"
+        );
+        assert_eq!(
+            Window::parse(b"fixed:5001000:3"),
+            Some(Window {
+                start: 5_001_000,
+                count: 3
+            })
+        );
         assert_eq!(Window::parse(b"fixed:1"), None);
     }
 
@@ -767,20 +934,36 @@ mod tests {
     fn sliding_weighs_the_previous_window() {
         // 10 per second; the previous window was full; 25% into this one
         // the estimate is 10 × 0.75 + count.
-        let st = Some(Sliding { window: 4_000_000, count: 10, prev: 0 });
+        let st = Some(Sliding {
+            window: 4_000_000,
+            count: 10,
+            prev: 0,
+        });
         let (r1, st1) = sliding(10, 1000, st, 4_001_250, 1);
         assert_eq!(r1.fields(), [1, 10, 1, -1, 1750]);
         let (r2, st2) = sliding(10, 1000, st1, 4_001_250, 1);
         assert_eq!(r2.fields(), [1, 10, 0, -1, 1750]);
         let (r3, none) = sliding(10, 1000, st2, 4_001_250, 1);
-        assert_eq!(r3.fields(), [0, 10, 0, 50, 1750], "at 300 ms 10×0.7 + 3 = 10");
+        assert_eq!(
+            r3.fields(),
+            [0, 10, 0, 50, 1750],
+            "at 300 ms 10×0.7 + 3 = 10"
+        );
         assert_eq!(none, None);
         let (r4, _) = sliding(10, 1000, st2, 4_001_300, 1);
         assert!(r4.allowed);
         // Over the limit in this window alone: wait for the next one.
-        let full = Some(Sliding { window: 4_001_000, count: 10, prev: 0 });
+        let full = Some(Sliding {
+            window: 4_001_000,
+            count: 10,
+            prev: 0,
+        });
         let (r5, _) = sliding(10, 1000, full, 4_001_400, 1);
-        assert_eq!(r5.fields(), [0, 10, 0, 700, 1600], "at 100 ms into the next: 10×0.9 + 1");
+        assert_eq!(
+            r5.fields(),
+            [0, 10, 0, 700, 1600],
+            "at 100 ms into the next: 10×0.9 + 1"
+        );
     }
 
     #[test]
@@ -810,11 +993,14 @@ mod tests {
             for _ in 0..300 {
                 t += rng.gen_range(0..40);
                 let cost = rng.gen_range(0..4);
-                let inside = entries.iter().filter(|&&e| e > t - period && e <= t).count() as i64;
+                let inside = entries
+                    .iter()
+                    .filter(|&&e| e > t - period && e <= t)
+                    .count() as i64;
                 let (r, add) = log(limit, period, &entries, t, cost);
                 assert_eq!(r.allowed, cost <= limit && inside + cost <= limit);
                 if add {
-                    entries.extend(std::iter::repeat(t).take(cost as usize));
+                    entries.extend(std::iter::repeat_n(t, cost as usize));
                 }
                 if !r.allowed && r.retry_ms > 0 {
                     let (later, _) = log(limit, period, &entries, t + r.retry_ms, cost);
@@ -839,14 +1025,21 @@ mod tests {
         assert_eq!((rep.fields(), n), ([0, 1, 0, 1000, 5000], None));
         assert_eq!(bucket(r, st, T0 + 500, 1).0.retry_ms, 500);
         assert!(bucket(r, st, T0 + 1000, 1).0.allowed);
-        assert_eq!(bucket(r, st, T0 + 1000, 2).0.fields(), [0, 1, 1, 1000, 4000]);
+        assert_eq!(
+            bucket(r, st, T0 + 1000, 2).0.fields(),
+            [0, 1, 1, 1000, 4000]
+        );
     }
 
     #[test]
     fn bucket_and_gcra_agree_on_random_streams() {
         let mut rng = StdRng::seed_from_u64(3);
         for _ in 0..200 {
-            let r = rule(rng.gen_range(1..30), rng.gen_range(1..500), rng.gen_range(1..10));
+            let r = rule(
+                rng.gen_range(1..30),
+                rng.gen_range(1..500),
+                rng.gen_range(1..10),
+            );
             let (mut tat, mut b) = (None, None);
             let mut t = T0;
             for _ in 0..200 {
@@ -869,7 +1062,11 @@ mod tests {
     fn retry_after_is_never_early_and_never_late() {
         let mut rng = StdRng::seed_from_u64(5);
         for _ in 0..300 {
-            let r = rule(rng.gen_range(1..40), rng.gen_range(1..3000), rng.gen_range(1..8));
+            let r = rule(
+                rng.gen_range(1..40),
+                rng.gen_range(1..3000),
+                rng.gen_range(1..8),
+            );
             let mut tat = None;
             let mut sl = None;
             let mut t = T0;
@@ -887,8 +1084,16 @@ mod tests {
                 if n.is_some() {
                     sl = n;
                 } else if s.retry_ms > 0 {
-                    assert!(sliding(r.limit, r.period_ms, sl, t + s.retry_ms, cost).0.allowed);
-                    assert!(!sliding(r.limit, r.period_ms, sl, t + s.retry_ms - 1, cost).0.allowed);
+                    assert!(
+                        sliding(r.limit, r.period_ms, sl, t + s.retry_ms, cost)
+                            .0
+                            .allowed
+                    );
+                    assert!(
+                        !sliding(r.limit, r.period_ms, sl, t + s.retry_ms - 1, cost)
+                            .0
+                            .allowed
+                    );
                 }
             }
         }
