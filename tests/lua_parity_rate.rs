@@ -82,7 +82,8 @@ fn random_stream(seed: u64, steps: usize) {
     let mut now = T0 + rng.gen_range(0..5000);
     // Each key mostly keeps one algorithm, sometimes another is tried.
     let home: Vec<&str> = (0..6).map(|i| ALGOS[i % 5]).collect();
-    let periods = [60_000, 90_000, 180_000, 600_000];
+    // Some periods no small limit divides, so spacings have fractions.
+    let periods = [60_000, 60_007, 90_001, 180_000, 600_011];
     for step in 0..steps {
         now += match rng.gen_range(0..10) {
             0..=3 => 0,
@@ -98,7 +99,7 @@ fn random_stream(seed: u64, steps: usize) {
             } else {
                 ALGOS[rng.gen_range(0..5)]
             };
-            let limit = rng.gen_range(1..7);
+            let limit = rng.gen_range(1..9);
             let period = periods[rng.gen_range(0..periods.len())];
             if algo == "FIXED" && period - (now % period) < 1000 {
                 continue;
@@ -130,7 +131,7 @@ fn random_stream(seed: u64, steps: usize) {
             let mut rest = vec![s("LIMITS")];
             for _ in 0..n {
                 rest.extend([
-                    s(rng.gen_range(1..6)),
+                    s(rng.gen_range(1..9)),
                     s(periods[rng.gen_range(0..periods.len())]),
                 ]);
             }
@@ -145,7 +146,7 @@ fn random_stream(seed: u64, steps: usize) {
         } else if op < 90 {
             let mut rest = vec![
                 s(rng.gen_range(0..5)),
-                s(rng.gen_range(1..6)),
+                s(rng.gen_range(1..9)),
                 s(rng.gen_range(60..200)),
             ];
             if rng.gen_bool(0.5) {
