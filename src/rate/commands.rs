@@ -7,7 +7,10 @@
 //! carrying the master's clock, so replicas and the AOF end byte-identical
 //! (TTLs included) and need no module to replay them.
 
-use redis_module::{Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
+use std::ffi::CStr;
+use std::os::raw::c_char;
+
+use redis_module::{raw, Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::model::{self, Algo, Bucket, Log, MultiRule, Rule, Sliding, Tat, Window};
 use super::{ALLOWED, LIMITED, RESETS};
@@ -114,10 +117,81 @@ fn expire(key: &Key, reset_ms: i64) -> String {
     at.to_string()
 }
 
+/// Replicates `cmd name a b` / `cmd name a b c d` … straight from byte
+/// buffers (format `b`: pointer and length), without first building a
+/// module string per argument as `ctx.replicate` does: the write path is
+/// dominated by allocations.
+fn replicate_bufs(ctx: &Context, cmd: &CStr, args: &[&[u8]]) {
+    let f = match unsafe { raw::RedisModule_Replicate } {
+        Some(f) => f,
+        None => return,
+    };
+    let p = |i: usize| args[i].as_ptr() as *const c_char;
+    let l = |i: usize| args[i].len();
+    unsafe {
+        match args.len() {
+            2 => f(
+                ctx.ctx,
+                cmd.as_ptr(),
+                c"bb".as_ptr(),
+                p(0),
+                l(0),
+                p(1),
+                l(1),
+            ),
+            4 => f(
+                ctx.ctx,
+                cmd.as_ptr(),
+                c"bbbb".as_ptr(),
+                p(0),
+                l(0),
+                p(1),
+                l(1),
+                p(2),
+                l(2),
+                p(3),
+                l(3),
+            ),
+            9 => f(
+                ctx.ctx,
+                cmd.as_ptr(),
+                c"bbbbbbbbb".as_ptr(),
+                p(0),
+                l(0),
+                p(1),
+                l(1),
+                p(2),
+                l(2),
+                p(3),
+                l(3),
+                p(4),
+                l(4),
+                p(5),
+                l(5),
+                p(6),
+                l(6),
+                p(7),
+                l(7),
+                p(8),
+                l(8),
+            ),
+            _ => {
+                let name = cmd.to_string_lossy();
+                ctx.replicate(&name, args);
+                0
+            }
+        };
+    }
+}
+
 fn write_text(ctx: &Context, key: &Key, name: &[u8], value: &str, reset_ms: i64) {
     key.set(value.as_bytes());
     let at = expire(key, reset_ms);
-    ctx.replicate("SET", &[name, value.as_bytes(), b"PXAT", at.as_bytes()][..]);
+    replicate_bufs(
+        ctx,
+        c"SET",
+        &[name, value.as_bytes(), b"PXAT", at.as_bytes()],
+    );
 }
 
 fn write_hash(ctx: &Context, key: &Key, name: &[u8], fields: &[(&str, String)], reset_ms: i64) {
@@ -128,8 +202,8 @@ fn write_hash(ctx: &Context, key: &Key, name: &[u8], fields: &[(&str, String)], 
         args.push(v.as_bytes());
     }
     let at = expire(key, reset_ms);
-    ctx.replicate("HSET", args.as_slice());
-    ctx.replicate("PEXPIREAT", &[name, at.as_bytes()][..]);
+    replicate_bufs(ctx, c"HSET", &args);
+    replicate_bufs(ctx, c"PEXPIREAT", &[name, at.as_bytes()]);
 }
 
 /// A LOG's Sorted Set seen through the model's [`Log`] trait.
