@@ -31,6 +31,11 @@ impl Cursor {
         Ok(Cursor { args, pos: 1, name })
     }
 
+    /// Returns every argument, the command name first (for replication).
+    pub fn args(&self) -> &[RedisString] {
+        &self.args
+    }
+
     /// Returns the command name as the client sent it.
     pub fn command(&self) -> &str {
         &self.name
@@ -56,6 +61,21 @@ impl Cursor {
             .ok_or_else(|| error::arity(&self.name))?;
         self.pos += 1;
         Ok(a)
+    }
+
+    /// Skips `n` arguments the caller reads in place with [`Cursor::arg`];
+    /// an arity error when fewer are left.
+    pub fn skip(&mut self, n: usize) -> Result<(), RedisError> {
+        if self.remaining() < n {
+            return Err(error::arity(&self.name));
+        }
+        self.pos += n;
+        Ok(())
+    }
+
+    /// Returns argument `i` (0 is the command name) without copying.
+    pub fn arg(&self, i: usize) -> &[u8] {
+        self.args.get(i).map(|a| a.as_slice()).unwrap_or(&[])
     }
 
     /// Returns the next argument's bytes, or an arity error.

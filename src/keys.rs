@@ -21,9 +21,17 @@ pub struct Key {
     ptr: *mut raw::RedisModuleKey,
 }
 
+/// A key name built on the stack when short (no allocation on hot paths).
+pub type Name = smallvec::SmallVec<[u8; 96]>;
+
 /// Returns `B:<suffix>`, the name of a family's derived key.
 pub fn derived(base: &[u8], suffix: &str) -> Vec<u8> {
-    let mut v = Vec::with_capacity(base.len() + 1 + suffix.len());
+    derived_name(base, suffix).to_vec()
+}
+
+/// Returns `B:<suffix>` on the stack when short.
+pub fn derived_name(base: &[u8], suffix: &str) -> Name {
+    let mut v = Name::with_capacity(base.len() + 1 + suffix.len());
     v.extend_from_slice(base);
     v.push(b':');
     v.extend_from_slice(suffix.as_bytes());
@@ -49,7 +57,7 @@ impl Key {
 
     /// Opens the derived key `base:suffix`.
     pub fn derived(ctx: &Context, base: &[u8], suffix: &str, write: bool) -> Key {
-        Key::open(ctx, &derived(base, suffix), write)
+        Key::open(ctx, &derived_name(base, suffix), write)
     }
 
     /// Returns the Redis type held by the key (`Empty` when missing).
@@ -128,6 +136,22 @@ impl Key {
         let m = rstr(self.ctx, member);
         let mut flags: c_int = 0;
         unsafe { raw::RedisModule_ZsetAdd.unwrap()(self.ptr, score, m.inner, &mut flags) };
+    }
+
+    /// Adds `delta` to a member the client sent (no copy of the member).
+    pub fn zincrby_arg(&self, member: &RedisString, delta: f64) -> f64 {
+        let mut flags: c_int = 0;
+        let mut out = 0f64;
+        unsafe {
+            raw::RedisModule_ZsetIncrby.unwrap()(
+                self.ptr,
+                delta,
+                member.inner,
+                &mut flags,
+                &mut out,
+            )
+        };
+        out
     }
 
     /// Adds `delta` to a member's score and returns the new score.
@@ -386,19 +410,39 @@ impl Drop for Key {
     }
 }
 
+// ---- absolute expiry (added for RANK: every key of a board shares one
+// expiry instant, and replicas must receive that instant, not a relative TTL) ----
 impl Key {
-    /// Sets the key to expire at `unix_ms` (absolute), so that the same
-    /// instant can be replicated as `PEXPIREAT`/`PXAT` (no-op when missing;
-    /// falls back to a relative expiry where the server lacks the call).
-    pub fn set_expire_at_ms(&self, unix_ms: i64) {
+    /// Returns the key's expiry as a unix-ms instant, or None when the key
+    /// is missing or has no expiry.
+    pub fn abs_expire_ms(&self) -> Option<i64> {
+        if !self.exists() {
+            return None;
+        }
+        let at = match unsafe { raw::RedisModule_GetAbsExpire } {
+            Some(get) => unsafe { get(self.ptr) },
+            None => {
+                let rel = self.expire_ms();
+                if rel < 0 {
+                    return None;
+                }
+                crate::util::now_ms() + rel
+            }
+        };
+        (at >= 0).then_some(at)
+    }
+
+    /// Sets the key to expire at the unix-ms instant `at` (no-op when the
+    /// key is missing).
+    pub fn set_abs_expire_ms(&self, at: i64) {
         if !self.exists() {
             return;
         }
         match unsafe { raw::RedisModule_SetAbsExpire } {
             Some(set) => unsafe {
-                set(self.ptr, unix_ms);
+                set(self.ptr, at);
             },
-            None => self.set_expire_ms((unix_ms - crate::util::now_ms()).max(1)),
+            None => self.set_expire_ms((at - crate::util::now_ms()).max(1)),
         }
     }
 }

@@ -6,7 +6,9 @@ pub mod args;
 pub mod config;
 pub mod error;
 pub mod keys;
+pub mod luckybag;
 pub mod poll;
+pub mod rank;
 pub mod rate;
 pub mod registry;
 pub mod stats;
@@ -20,6 +22,8 @@ use crate::stats::Counter;
 /// Every family: its command table and its `INFO hotpath` counters.
 pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[
     (poll::COMMANDS, poll::COUNTERS),
+    (rank::COMMANDS, rank::COUNTERS),
+    (luckybag::COMMANDS, luckybag::COUNTERS),
     (rate::COMMANDS, rate::COUNTERS),
 ];
 

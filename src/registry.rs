@@ -65,7 +65,7 @@ macro_rules! command {
                     argv: *mut *mut redis_module::raw::RedisModuleString,
                     argc: std::os::raw::c_int,
                 ) -> std::os::raw::c_int {
-                    $crate::registry::dispatch(ctx, argv, argc, $handler)
+                    $crate::registry::dispatch(ctx, argv, argc, $handler, $keys)
                 }
                 cb
             },
@@ -105,15 +105,41 @@ pub fn dispatch(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
     handler: Handler,
+    keys: Keys,
 ) -> c_int {
     let context = Context::new(ctx);
     let args = redis_module::decode_args(ctx, argv, argc);
+    if let Keys::Numkeys { numkeys } = keys {
+        // `getkeys-api` commands are asked for their key positions (cluster
+        // routing, ACL key checks, COMMAND GETKEYS) before they run.
+        if context.is_keys_position_request() {
+            for pos in numkeys_positions(&args, numkeys as usize) {
+                context.key_at_pos(pos as i32);
+            }
+            return raw::REDISMODULE_OK as c_int;
+        }
+    }
     let result = catch_unwind(AssertUnwindSafe(|| handler(&context, args)));
     let reply = match result {
         Ok(r) => r,
         Err(_) => Err(RedisError::Str(error::INTERNAL)),
     };
     context.reply(reply) as c_int
+}
+
+/// Returns the key positions of `… k1 … k(numkeys-1) count key1 … keyN …`:
+/// the keys before the count, then `count` keys after it (as many as
+/// there are).
+pub fn numkeys_positions(args: &[RedisString], numkeys: usize) -> Vec<usize> {
+    let mut out: Vec<usize> = (1..numkeys.min(args.len())).collect();
+    let count = args
+        .get(numkeys)
+        .and_then(|a| crate::args::parse_i64_plain(a.as_slice()))
+        .unwrap_or(0)
+        .max(0) as usize;
+    let first = numkeys + 1;
+    out.extend(first..(first.saturating_add(count)).min(args.len()));
+    out
 }
 
 const INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {

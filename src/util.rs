@@ -42,6 +42,11 @@ pub fn notify(ctx: &Context, event: &str, key: &[u8]) {
     ctx.notify_keyspace_event(NotifyEvent::MODULE, event, &k);
 }
 
+/// Raises `hotpath.<family>.<event>` for a key the client sent (no copy).
+pub fn notify_arg(ctx: &Context, event: &str, key: &RedisString) {
+    ctx.notify_keyspace_event(NotifyEvent::MODULE, event, key);
+}
+
 /// Returns a bulk-string reply of raw bytes.
 pub fn bulk(bytes: impl Into<Vec<u8>>) -> RedisValue {
     RedisValue::StringBuffer(bytes.into())
@@ -60,12 +65,33 @@ pub fn replicate_with_now(ctx: &Context, args: &[RedisString], now: i64, had_now
         ctx.replicate_verbatim();
         return;
     }
-    let name = args[0].to_string_lossy();
-    let now_s = now.to_string();
-    let mut rest: Vec<&[u8]> = args[1..].iter().map(|a| a.as_slice()).collect();
-    rest.push(b"NOW");
-    rest.push(now_s.as_bytes());
-    ctx.replicate(&name, rest.as_slice());
+    let now_v = now.to_string();
+    replicate_with_extra(ctx, args, &[b"NOW", now_v.as_bytes()]);
+}
+
+/// Replicates the client's command with `extra` arguments appended. The
+/// client's own argument strings are passed as they are (no copies): this
+/// runs on hot paths.
+pub fn replicate_with_extra(ctx: &Context, args: &[RedisString], extra: &[&[u8]]) {
+    let extra: Vec<RedisString> = extra
+        .iter()
+        .map(|e| RedisString::create_from_slice(ctx.ctx, e))
+        .collect();
+    let mut argv: Vec<*mut redis_module::raw::RedisModuleString> =
+        args[1..].iter().map(|a| a.inner).collect();
+    argv.extend(extra.iter().map(|e| e.inner));
+    // A command name's string is an sds, which is always NUL-terminated.
+    let mut len = 0usize;
+    let name = redis_module::raw::string_ptr_len(args[0].inner, &mut len);
+    unsafe {
+        redis_module::raw::RedisModule_Replicate.unwrap()(
+            ctx.ctx,
+            name,
+            c"v".as_ptr(),
+            argv.as_ptr(),
+            argv.len(),
+        );
+    }
 }
 
 /// Sets an absolute expiry (unix ms) on a key that has none, through

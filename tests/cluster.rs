@@ -84,6 +84,26 @@ fn every_family_works_with_hash_tags_across_the_cluster() {
         assert_eq!(q(&mut c, &["POLL.TOP", &b]), "[x, 1]");
         assert_eq!(q(&mut c, &["ZSCORE", &format!("{b}:board"), "x"]), "1");
     }
+    for tag in ["a", "b", "c", "d"] {
+        let b = format!("rank:{{{tag}}}");
+        assert_eq!(q(&mut c, &["RANK.CREATE", &b]), "OK");
+        assert_eq!(
+            q(&mut c, &["RANK.ADD", &b, "alice", "10", "NOW", "1000000"]),
+            "10"
+        );
+        assert_eq!(q(&mut c, &["RANK.TOP", &b]), "[alice, 10]");
+        let bag = format!("bag:{{{tag}}}");
+        assert_eq!(
+            q(
+                &mut c,
+                &["LUCKYBAG.CREATE", &bag, "WINNERS", "1", "SHARDS", "4"]
+            ),
+            "OK"
+        );
+        assert_eq!(q(&mut c, &["LUCKYBAG.JOIN", &bag, "7"]), "[1, 1, 1]");
+        assert_eq!(q(&mut c, &["LUCKYBAG.DRAW", &bag]).matches(", ").count(), 1);
+        assert_eq!(q(&mut c, &["LUCKYBAG.RESULT", &bag, "7"]), "WON");
+    }
     let used: std::collections::HashSet<u16> = cl
         .nodes
         .iter()
@@ -102,4 +122,50 @@ fn base_key_without_hash_tag_is_refused_in_cluster_mode() {
         "ERR<ERR poll: base key needs a {hash tag} in cluster mode>"
     );
     assert_eq!(q(&mut c, &["EXISTS", "poll:untagged:voted"]), "0");
+    assert_eq!(
+        q(&mut c, &["RANK.CREATE", "rank:untagged"]),
+        "ERR<ERR rank: base key needs a {hash tag} in cluster mode>"
+    );
+    assert_eq!(
+        q(&mut c, &["LUCKYBAG.CREATE", "bag:untagged", "WINNERS", "1"]),
+        "ERR<ERR luckybag: base key needs a {hash tag} in cluster mode>"
+    );
+}
+
+/// Sends a command to the nodes until one does not redirect it (so that
+/// the server, not the client library, judges the slots).
+fn on_owner(cl: &Cluster, args: &[&str]) -> String {
+    for n in &cl.nodes {
+        let mut c = n.conn();
+        let r = cmd(&mut c, args);
+        if !show(&r).starts_with("ERR<MOVED") {
+            return show(&r);
+        }
+    }
+    panic!("no node took {args:?}");
+}
+
+#[test]
+fn multi_key_commands_work_in_one_slot_and_refuse_cross_slot() {
+    let cl = Cluster::start();
+    let mut c = cl.client();
+    q(&mut c, &["RANK.ADD", "r:{s}:1", "a", "1", "NOW", "1000000"]);
+    q(&mut c, &["RANK.ADD", "r:{s}:2", "a", "2", "NOW", "1000000"]);
+    assert_eq!(
+        on_owner(
+            &cl,
+            &[
+                "RANK.MERGE",
+                "r:{s}:d",
+                "2",
+                "r:{s}:1",
+                "r:{s}:2",
+                "NOW",
+                "1000000"
+            ]
+        ),
+        "1"
+    );
+    let cross = on_owner(&cl, &["RANK.MERGE", "r:{s}:d", "2", "r:{s}:1", "r:{t}:2"]);
+    assert!(cross.starts_with("ERR<CROSSSLOT"), "{cross}");
 }

@@ -25,7 +25,7 @@ impl PollKeys {
         derived(&self.base, suffix)
     }
     fn open(&self, ctx: &Context, suffix: &str, write: bool) -> Key {
-        Key::open(ctx, &self.name(suffix), write)
+        Key::derived(ctx, &self.base, suffix, write)
     }
 }
 
@@ -44,21 +44,15 @@ fn nonempty(v: Vec<u8>, what: &str) -> Result<Vec<u8>, RedisError> {
 
 /// Reads a poll's rules from `B:meta` (defaults for a poll never created).
 fn read_rules(meta: &Key) -> Result<Rules, RedisError> {
-    let mut r = Rules::default();
     if !meta.check(KeyType::Hash)? {
-        return Ok(r);
+        return Ok(Rules::default());
     }
-    if let Some(m) = meta.hget(b"mode").and_then(|m| Mode::parse(&m)) {
-        r.mode = m;
-    }
-    let int = |f: &[u8]| meta.hget_i64(f).unwrap_or(0);
-    r.maxvotes = meta.hget_i64(b"maxvotes").unwrap_or(1);
-    r.start = int(b"start");
-    r.end = int(b"end");
-    r.tz_minutes = int(b"tz");
-    r.closed = int(b"closed") == 1;
-    r.expires = int(b"expires");
-    Ok(r)
+    // One packed field: each field read costs about as much as a whole
+    // HSET, and VOTE reads the rules on every call.
+    Ok(meta
+        .hget(b"rules")
+        .and_then(|v| Rules::unpack(&v))
+        .unwrap_or_default())
 }
 
 /// Parses a trailing `NOW <unix-ms>`; returns (now, given).
@@ -81,7 +75,7 @@ fn ints(n: i64) -> RedisValue {
 /// POLL.CREATE B [MODE ONCE|DAILY|MULTI] [MAXVOTES n] [CANDIDATES n c1 … cn]
 /// [START unix-ms] [END unix-ms] [TZ minutes] [TTL seconds] [NOW unix-ms]
 pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args.clone(), 2)?;
+    let mut c = Cursor::new(args, 2)?;
     let keys = base_of(ctx, &mut c)?;
     let mut mode = Mode::Once;
     let mut maxvotes: Option<i64> = None;
@@ -121,6 +115,13 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if mode == Mode::Multi && colon {
         return Err(fail("candidate must not contain ':' in MODE MULTI"));
     }
+    let bad_utf8 = candidates
+        .iter()
+        .flatten()
+        .any(|c| std::str::from_utf8(c).is_err());
+    if mode == Mode::Multi && bad_utf8 {
+        return Err(fail("candidate must be valid UTF-8 in MODE MULTI"));
+    }
     if start != 0 && end != 0 && start >= end {
         return Err(fail("START must be before END"));
     }
@@ -141,6 +142,11 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         _ => 1,
     };
     let expires = if ttl > 0 { now + ttl * 1000 } else { 0 };
+    if expires > 0 && expires <= util::now_ms() {
+        // Born expired (NOW + TTL already past): like SET with a past
+        // PXAT, nothing is kept, and nothing reaches replicas.
+        return Ok(RedisValue::SimpleStringStatic("OK"));
+    }
     let fields: [(&[u8], String); 7] = [
         (b"mode", mode.as_str().to_string()),
         (b"maxvotes", maxvotes.to_string()),
@@ -153,6 +159,16 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     for (f, v) in fields.iter() {
         meta.hput(f, v.as_bytes());
     }
+    let rules = Rules {
+        mode,
+        maxvotes,
+        start,
+        end,
+        tz_minutes: tz,
+        closed: candidates.is_some(),
+        expires,
+    };
+    meta.hput(b"rules", rules.pack().as_bytes());
     if let Some(list) = &candidates {
         for cand in list {
             if board.zscore(cand).is_none() {
@@ -162,18 +178,25 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     expire_at_if_unset(ctx, &meta, &keys.name("meta"), expires);
     expire_at_if_unset(ctx, &board, &keys.name("board"), expires);
-    replicate_with_now(ctx, &args, now, had_now);
+    replicate_with_now(ctx, c.args(), now, had_now);
     util::notify(ctx, "hotpath.poll.create", &keys.base);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
 /// POLL.VOTE B user candidate [NOW unix-ms]
 pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args.clone(), 4)?;
+    let mut c = Cursor::new(args, 4)?;
     let keys = base_of(ctx, &mut c)?;
-    let user = nonempty(c.next_bytes()?, "user")?;
-    let cand = nonempty(c.next_bytes()?, "candidate")?;
+    // The hot path reads user and candidate in place, without copies.
+    c.skip(2)?;
+    if c.arg(2).is_empty() {
+        return Err(fail("user must not be empty"));
+    }
+    if c.arg(3).is_empty() {
+        return Err(fail("candidate must not be empty"));
+    }
     let (now, had_now) = trailing_now(&mut c)?;
+    let (user, cand) = (c.arg(2), c.arg(3));
 
     let meta = keys.open(ctx, "meta", false);
     let rules = read_rules(&meta)?;
@@ -192,7 +215,7 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if !rules.is_open(now) {
         return Err(fail("not open"));
     }
-    if rules.closed && board.zscore(&cand).is_none() {
+    if rules.closed && board.zscore(cand).is_none() {
         return Err(fail("unknown candidate"));
     }
     // The dedup member is `user:candidate`: with no ':' in candidates it
@@ -200,19 +223,23 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if rules.mode == Mode::Multi && cand.contains(&b':') {
         return Err(fail("candidate must not contain ':' in MODE MULTI"));
     }
+    // MULTI keeps each user's candidates as a JSON array of strings.
+    if rules.mode == Mode::Multi && std::str::from_utf8(cand).is_err() {
+        return Err(fail("candidate must be valid UTF-8 in MODE MULTI"));
+    }
     let day = if rules.mode == Mode::Daily {
         model::day_of(now, rules.tz_minutes)
     } else {
         0
     };
-    let field = model::ballot_field(rules.mode, &user, &cand, day);
+    let field = model::ballot_field(rules.mode, user, cand, day);
     let mut list = Vec::new();
     if let Some(uv) = &uservotes {
         list = uv
-            .hget(&user)
+            .hget(user)
             .map(|j| model::parse_user_votes(&j))
             .unwrap_or_default();
-        let cand_s = String::from_utf8_lossy(&cand).into_owned();
+        let cand_s = String::from_utf8_lossy(cand).into_owned();
         if list.contains(&cand_s) || voted.hget(&field).is_some() {
             super::DUPLICATES.incr();
             return Ok(ints(0));
@@ -223,14 +250,14 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         list.push(cand_s);
     }
     let created = (voted.exists(), board.exists());
-    if !voted.hset_nx(&field, &model::ballot_value(&cand, now)) {
+    if !voted.hset_nx(&field, &model::ballot_value(cand, now)) {
         super::DUPLICATES.incr();
         return Ok(ints(0));
     }
-    board.zincrby(&cand, 1.0);
+    board.zincrby_arg(&c.args()[3], 1.0);
     if let Some(uv) = &uservotes {
         let had = uv.exists();
-        uv.hput(&user, model::format_user_votes(&list).as_bytes());
+        uv.hput(user, model::format_user_votes(&list).as_bytes());
         if !had {
             expire_at_if_unset(ctx, uv, &keys.name("uservotes"), rules.expires);
         }
@@ -242,14 +269,14 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         expire_at_if_unset(ctx, &board, &keys.name("board"), rules.expires);
     }
     super::VOTES.incr();
-    replicate_with_now(ctx, &args, now, had_now);
-    util::notify(ctx, "hotpath.poll.vote", &keys.base);
+    replicate_with_now(ctx, c.args(), now, had_now);
+    util::notify_arg(ctx, "hotpath.poll.vote", &c.args()[1]);
     Ok(ints(1))
 }
 
 /// POLL.REVOKE B user [candidate] [NOW unix-ms]
 pub fn poll_revoke(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args.clone(), 3)?;
+    let mut c = Cursor::new(args, 3)?;
     let keys = base_of(ctx, &mut c)?;
     let user = nonempty(c.next_bytes()?, "user")?;
     let only: Option<Vec<u8>> = match c.remaining() {
@@ -313,7 +340,7 @@ pub fn poll_revoke(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     if !taken.is_empty() {
         super::REVOKED.add(taken.len() as u64);
-        replicate_with_now(ctx, &args, now, had_now);
+        replicate_with_now(ctx, c.args(), now, had_now);
         util::notify(ctx, "hotpath.poll.revoke", &keys.base);
     }
     Ok(ints(taken.len() as i64))

@@ -24,12 +24,9 @@ impl Mode {
 
     /// Parses a keyword (any case); None when unknown.
     pub fn parse(s: &[u8]) -> Option<Mode> {
-        match s.to_ascii_uppercase().as_slice() {
-            b"ONCE" => Some(Mode::Once),
-            b"DAILY" => Some(Mode::Daily),
-            b"MULTI" => Some(Mode::Multi),
-            _ => None,
-        }
+        [Mode::Once, Mode::Daily, Mode::Multi]
+            .into_iter()
+            .find(|m| m.as_str().as_bytes().eq_ignore_ascii_case(s))
     }
 }
 
@@ -80,6 +77,45 @@ impl Default for Rules {
 }
 
 impl Rules {
+    /// Returns the packed form kept in `B:meta`'s `rules` field:
+    /// `<MODE> <maxvotes> <start> <end> <tz> <closed 0|1> <expires>`.
+    pub fn pack(&self) -> String {
+        format!(
+            "{} {} {} {} {} {} {}",
+            self.mode.as_str(),
+            self.maxvotes,
+            self.start,
+            self.end,
+            self.tz_minutes,
+            self.closed as i64,
+            self.expires
+        )
+    }
+
+    /// Parses [`Rules::pack`]'s form; None when malformed.
+    pub fn unpack(s: &[u8]) -> Option<Rules> {
+        // Read on every vote: split by hand, no UTF-8 pass, no allocation.
+        let mut parts = s.split(|&c| c == b' ');
+        let mode = Mode::parse(parts.next()?)?;
+        let mut n = [0i64; 6];
+        for v in n.iter_mut() {
+            *v = crate::args::parse_i64_plain(parts.next()?)?;
+        }
+        if parts.next().is_some() {
+            return None;
+        }
+        let [maxvotes, start, end, tz_minutes, closed, expires] = n;
+        Some(Rules {
+            mode,
+            maxvotes,
+            start,
+            end,
+            tz_minutes,
+            closed: closed == 1,
+            expires,
+        })
+    }
+
     /// Returns true when votes are accepted at `now`: `start <= now < end`.
     pub fn is_open(&self, now: i64) -> bool {
         (self.start == 0 || now >= self.start) && (self.end == 0 || now < self.end)
@@ -109,14 +145,17 @@ pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// A short byte string kept on the stack (ballot fields and records).
+pub type Bytes = smallvec::SmallVec<[u8; 96]>;
+
 /// Returns the dedup member (a field of `B:voted`) of a vote.
-pub fn ballot_field(mode: Mode, user: &[u8], candidate: &[u8], day: i64) -> Vec<u8> {
-    let mut f = user.to_vec();
+pub fn ballot_field(mode: Mode, user: &[u8], candidate: &[u8], day: i64) -> Bytes {
+    let mut f = Bytes::from_slice(user);
     match mode {
         Mode::Once => {}
         Mode::Daily => {
             f.push(b':');
-            f.extend_from_slice(day.to_string().as_bytes());
+            push_int(&mut f, day);
         }
         Mode::Multi => {
             f.push(b':');
@@ -127,11 +166,31 @@ pub fn ballot_field(mode: Mode, user: &[u8], candidate: &[u8], day: i64) -> Vec<
 }
 
 /// Returns the audit record of a ballot: `<candidate>:<unix-ms>`.
-pub fn ballot_value(candidate: &[u8], now: i64) -> Vec<u8> {
-    let mut v = candidate.to_vec();
+pub fn ballot_value(candidate: &[u8], now: i64) -> Bytes {
+    let mut v = Bytes::from_slice(candidate);
     v.push(b':');
-    v.extend_from_slice(now.to_string().as_bytes());
+    push_int(&mut v, now);
     v
+}
+
+/// Appends the decimal form of `n` without allocating.
+fn push_int(out: &mut Bytes, n: i64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let neg = n < 0;
+    let mut m = n.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    if neg {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&buf[i..]);
 }
 
 /// Returns the candidate of an audit record (everything before the last
@@ -210,18 +269,24 @@ mod tests {
 
     #[test]
     fn ballot_fields_follow_the_spec() {
-        assert_eq!(ballot_field(Mode::Once, b"u1", b"c", 20250101), b"u1");
+        assert_eq!(&ballot_field(Mode::Once, b"u1", b"c", 20250101)[..], b"u1");
         assert_eq!(
-            ballot_field(Mode::Daily, b"u1", b"c", 20250101),
+            &ballot_field(Mode::Daily, b"u1", b"c", 20250101)[..],
             b"u1:20250101"
         );
-        assert_eq!(ballot_field(Mode::Multi, b"u1", b"c", 20250101), b"u1:c");
+        assert_eq!(
+            &ballot_field(Mode::Multi, b"u1", b"c", 20250101)[..],
+            b"u1:c"
+        );
+        assert_eq!(&ballot_value(b"c", -12)[..], b"c:-12");
+        assert_eq!(&ballot_value(b"c", 0)[..], b"c:0");
+        assert_eq!(&ballot_value(b"c", i64::MIN)[..], b"c:-9223372036854775808");
     }
 
     #[test]
     fn audit_record_round_trips_candidates_with_colons() {
         let v = ballot_value(b"a:b", 1700000000000);
-        assert_eq!(v, b"a:b:1700000000000");
+        assert_eq!(&v[..], b"a:b:1700000000000");
         assert_eq!(ballot_candidate(&v), b"a:b");
     }
 
@@ -230,6 +295,23 @@ mod tests {
         let v = vec!["x".to_string(), "y:z".to_string(), "\"q\"".to_string()];
         assert_eq!(parse_user_votes(format_user_votes(&v).as_bytes()), v);
         assert!(parse_user_votes(b"not json").is_empty());
+    }
+
+    #[test]
+    fn rules_pack_round_trips() {
+        let r = Rules {
+            mode: Mode::Multi,
+            maxvotes: 5,
+            start: 1,
+            end: 2,
+            tz_minutes: -300,
+            closed: true,
+            expires: 9,
+        };
+        assert_eq!(r.pack(), "MULTI 5 1 2 -300 1 9");
+        assert_eq!(Rules::unpack(r.pack().as_bytes()), Some(r));
+        assert_eq!(Rules::unpack(b"MULTI 5 1"), None);
+        assert_eq!(Rules::unpack(b"ONCE x 0 0 0 0 0"), None);
     }
 
     #[test]

@@ -113,7 +113,7 @@ fn read_hash_kind(key: &Key) -> Result<Option<Algo>, RedisError> {
 /// absolute time, for `PEXPIREAT`/`PXAT`.
 fn expire(key: &Key, reset_ms: i64) -> String {
     let at = util::now_ms() + reset_ms.max(1);
-    key.set_expire_at_ms(at);
+    key.set_abs_expire_ms(at);
     at.to_string()
 }
 
@@ -465,19 +465,6 @@ fn common_options(c: &mut Cursor) -> Result<Common, RedisError> {
 /// RATE.MULTI numkeys B1 … Bn LIMITS limit1 period1-ms … limitn periodn-ms
 /// [COST n] [PEEK] [NOW unix-ms]
 pub fn rate_multi(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if ctx.is_keys_position_request() {
-        // Only reached when the key-spec cannot be applied (a bad numkeys).
-        if let Some(n) = args
-            .get(1)
-            .and_then(|a| crate::args::parse_i64_plain(a.as_slice()))
-        {
-            let last = (args.len() as i64 - 2).max(0);
-            for i in 0..n.clamp(0, last) {
-                ctx.key_at_pos(2 + i as i32);
-            }
-        }
-        return Ok(RedisValue::Null);
-    }
     let mut c = Cursor::new(args, 6)?;
     let n = c.next_i64(1, MAX_RULES)? as usize;
     if c.remaining() < n {

@@ -132,9 +132,14 @@ impl Server {
                 }
             }
             if let Ok(mut con) = self.try_conn() {
-                let pong: RedisResult<String> = redis::cmd("PING").query(&mut con);
-                if pong.is_ok() {
-                    return true;
+                // Another test's server may hold the port: only our own
+                // process counts as ready.
+                let info: RedisResult<String> = redis::cmd("INFO").arg("server").query(&mut con);
+                if let Ok(info) = info {
+                    let pid = self.child.as_ref().map(|c| c.id()).unwrap_or(0);
+                    if info.contains(&format!("process_id:{pid}\r\n")) {
+                        return true;
+                    }
                 }
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -180,7 +185,16 @@ impl Server {
         let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         args.extend(self.extra.iter().filter(|a| !a.is_empty()).cloned());
         self.extra = args;
-        assert!(self.spawn(), "restart failed: {}", self.log());
+        // The old port may have been taken meanwhile by another test's
+        // server: then move to a new one.
+        for attempt in 0..20 {
+            if self.spawn() {
+                return;
+            }
+            self.port = free_port();
+            std::thread::sleep(Duration::from_millis(20 * attempt));
+        }
+        panic!("restart failed: {}", self.log());
     }
 
     /// Returns `DEBUG DIGEST`: equal digests mean byte-identical datasets.

@@ -1,0 +1,204 @@
+--[[ hotpath Lua twin of POLL.REVOKE
+
+Usage:  EVALSHA <sha> 1 B user [candidate] [NOW unix-ms]
+KEYS[1] = B, the poll's base key.
+ARGV    = the arguments of POLL.REVOKE after B, verbatim.
+Returns the number of votes taken back, or the same error as the module.
+        ONCE/MULTI: all the user's ballots, or only the named candidate's;
+        DAILY: the user's ballot of the day given by NOW.
+Writes  HDEL on B:voted (and B:uservotes in MODE MULTI), ZINCRBY -1 on
+        B:board for every candidate still on the board.
+]]
+
+local MAX_TIME = 253402300799999
+local B = KEYS[1]
+
+local function fail(msg) error({ hp = msg }, 0) end
+local function arity() fail("ERR wrong number of arguments for 'poll.revoke' command") end
+local function syntax() fail('ERR syntax error') end
+local function fmt(n) return string.format('%d', n) end
+
+-- Redis string2ll: optional '-', digits, no '+', no leading zeros, no
+-- "-0", at most 20 chars, within the i64 range. Returns a number or nil.
+local function parse_int(s)
+  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
+  if s ~= '0' and not string.find(s, '^%-?[1-9]%d*$') then return nil end
+  local digits = string.gsub(s, '^%-', '')
+  if #digits > 19 then return nil end
+  if #digits == 19 then
+    local lim = (digits == s) and '9223372036854775807' or '9223372036854775808'
+    if digits > lim then return nil end
+  end
+  return tonumber(s)
+end
+
+local function int_in(s, lo, hi)
+  local n = parse_int(s)
+  if n == nil or n < lo or n > hi then fail('ERR value is not an integer or out of range') end
+  return n
+end
+
+local pos = 1
+local function done() return pos > #ARGV end
+local function nxt()
+  local a = ARGV[pos]
+  if a == nil then arity() end
+  pos = pos + 1
+  return a
+end
+
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function trailing_now()
+  if done() then return clock() end
+  if string.upper(nxt()) ~= 'NOW' then syntax() end
+  if done() then syntax() end
+  local now = int_in(nxt(), 0, MAX_TIME)
+  if not done() then syntax() end
+  return now
+end
+
+local function check(k, want)
+  local t = redis.call('TYPE', k).ok
+  if t == 'none' then return false end
+  if t ~= want then fail('WRONGTYPE Operation against a key holding the wrong kind of value') end
+  return true
+end
+
+-- The poll's rules from B:meta (defaults for a poll never created).
+local function read_rules(meta)
+  local r = { mode = 'ONCE', maxvotes = 1, start = 0, stop = 0, tz = 0, closed = false, expires = 0 }
+  if not check(meta, 'hash') then return r end
+  -- One packed field, as the module keeps it:
+  -- "<MODE> <maxvotes> <start> <end> <tz> <closed> <expires>".
+  local packed = redis.call('HGET', meta, 'rules')
+  if not packed then return r end
+  local p, i = {}, 1
+  while true do
+    local j = string.find(packed, ' ', i, true)
+    if not j then
+      p[#p + 1] = string.sub(packed, i)
+      break
+    end
+    p[#p + 1] = string.sub(packed, i, j - 1)
+    i = j + 1
+  end
+  if #p ~= 7 then return r end
+  local m = string.upper(p[1])
+  if m ~= 'ONCE' and m ~= 'DAILY' and m ~= 'MULTI' then return r end
+  local n = {}
+  for k = 2, 7 do
+    n[k] = parse_int(p[k])
+    if n[k] == nil then return r end
+  end
+  return { mode = m, maxvotes = n[2], start = n[3], stop = n[4], tz = n[5], closed = n[6] == 1, expires = n[7] }
+end
+
+-- Calendar day yyyymmdd of now_ms at UTC+tz (Hinnant's days-to-civil).
+local function day_of(now_ms, tz)
+  local fl = math.floor
+  local days = fl((now_ms + tz * 60000) / 86400000)
+  local z = days + 719468
+  local era = fl(z / 146097)
+  local doe = z - era * 146097
+  local yoe = fl((doe - fl(doe / 1460) + fl(doe / 36524) - fl(doe / 146096)) / 365)
+  local y = yoe + era * 400
+  local doy = doe - (365 * yoe + fl(yoe / 4) - fl(yoe / 100))
+  local mp = fl((5 * doy + 2) / 153)
+  local d = doy - fl((153 * mp + 2) / 5) + 1
+  local m = (mp < 10) and (mp + 3) or (mp - 9)
+  if m <= 2 then y = y + 1 end
+  return y * 10000 + m * 100 + d
+end
+
+-- A MULTI user's vote list; anything but a JSON array of strings reads as {}.
+local function parse_list(j)
+  if type(j) ~= 'string' then return {} end
+  local ok, t = pcall(cjson.decode, j)
+  if not ok or type(t) ~= 'table' then return {} end
+  local n = 0
+  for k, v in pairs(t) do
+    if type(k) ~= 'number' or type(v) ~= 'string' then return {} end
+    n = n + 1
+  end
+  for i = 1, n do
+    if t[i] == nil then return {} end
+  end
+  return t
+end
+
+-- JSON exactly as serde_json writes a Vec<String> (cjson would escape '/').
+local ESC = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f',
+  ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t' }
+local function json_list(list)
+  local out = {}
+  for i, s in ipairs(list) do
+    out[i] = '"' .. string.gsub(s, '[%z\001-\031"\\]', function(c)
+      return ESC[c] or string.format('\\u%04x', string.byte(c))
+    end) .. '"'
+  end
+  return '[' .. table.concat(out, ',') .. ']'
+end
+
+local function main()
+  if #KEYS ~= 1 or #ARGV < 1 then arity() end
+  local user = nxt()
+  if user == '' then fail('ERR poll: user must not be empty') end
+  local rest = #ARGV - 1
+  local only = nil
+  if rest == 1 or rest == 3 then
+    only = nxt()
+    if only == '' then fail('ERR poll: candidate must not be empty') end
+  end
+  local now = trailing_now()
+
+  local meta, voted, board, uvk = B .. ':meta', B .. ':voted', B .. ':board', B .. ':uservotes'
+  local r = read_rules(meta)
+  check(voted, 'hash')
+  check(board, 'zset')
+  local taken = {}
+  if r.mode ~= 'MULTI' then
+    local field = user
+    if r.mode == 'DAILY' then field = user .. ':' .. fmt(day_of(now, r.tz)) end
+    local v = redis.call('HGET', voted, field)
+    if v then
+      -- The candidate is everything before the last ':'.
+      local cand = string.match(v, '^(.*):') or v
+      if only == nil or only == cand then
+        redis.call('HDEL', voted, field)
+        taken[#taken + 1] = cand
+      end
+    end
+  else
+    check(uvk, 'hash')
+    local list = parse_list(redis.call('HGET', uvk, user))
+    local kept = {}
+    for _, cand in ipairs(list) do
+      if only == nil or only == cand then
+        redis.call('HDEL', voted, user .. ':' .. cand)
+        taken[#taken + 1] = cand
+      else
+        kept[#kept + 1] = cand
+      end
+    end
+    if #taken > 0 then
+      if #kept == 0 then
+        redis.call('HDEL', uvk, user)
+      else
+        redis.call('HSET', uvk, user, json_list(kept))
+      end
+    end
+  end
+  for _, cand in ipairs(taken) do
+    if redis.call('ZSCORE', board, cand) then redis.call('ZINCRBY', board, '-1', cand) end
+  end
+  return #taken
+end
+
+local ok, res = pcall(main)
+if ok then return res end
+if type(res) == 'table' and res.hp then return redis.error_reply(res.hp) end
+error(res, 0)

@@ -1,0 +1,235 @@
+--[[ hotpath Lua twin of POLL.VOTE
+
+Usage:  EVALSHA <sha> 1 B user candidate [NOW unix-ms]
+KEYS[1] = B, the poll's base key.
+ARGV    = the arguments of POLL.VOTE after B, verbatim.
+Returns 1 when the vote is counted, 0 when refused as a duplicate under
+        the poll's rule, or the same error as the module.
+Writes  B:voted (dedup member -> "<candidate>:<unix-ms>"), B:board
+        (ZINCRBY 1) and, in MODE MULTI, B:uservotes (user -> JSON array);
+        keys it creates get PEXPIREAT at B:meta's `expires`.
+]]
+
+local MAX_TIME = 253402300799999
+local B = KEYS[1]
+
+local function fail(msg) error({ hp = msg }, 0) end
+local function arity() fail("ERR wrong number of arguments for 'poll.vote' command") end
+local function syntax() fail('ERR syntax error') end
+local function fmt(n) return string.format('%d', n) end
+
+-- Redis string2ll: optional '-', digits, no '+', no leading zeros, no
+-- "-0", at most 20 chars, within the i64 range. Returns a number or nil.
+local function parse_int(s)
+  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
+  if s ~= '0' and not string.find(s, '^%-?[1-9]%d*$') then return nil end
+  local digits = string.gsub(s, '^%-', '')
+  if #digits > 19 then return nil end
+  if #digits == 19 then
+    local lim = (digits == s) and '9223372036854775807' or '9223372036854775808'
+    if digits > lim then return nil end
+  end
+  return tonumber(s)
+end
+
+local function int_in(s, lo, hi)
+  local n = parse_int(s)
+  if n == nil or n < lo or n > hi then fail('ERR value is not an integer or out of range') end
+  return n
+end
+
+local pos = 1
+local function done() return pos > #ARGV end
+local function nxt()
+  local a = ARGV[pos]
+  if a == nil then arity() end
+  pos = pos + 1
+  return a
+end
+
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function trailing_now()
+  if done() then return clock() end
+  if string.upper(nxt()) ~= 'NOW' then syntax() end
+  if done() then syntax() end
+  local now = int_in(nxt(), 0, MAX_TIME)
+  if not done() then syntax() end
+  return now
+end
+
+local function check(k, want)
+  local t = redis.call('TYPE', k).ok
+  if t == 'none' then return false end
+  if t ~= want then fail('WRONGTYPE Operation against a key holding the wrong kind of value') end
+  return true
+end
+
+
+-- Valid UTF-8 exactly as Rust's std::str::from_utf8 judges it (no
+-- overlong forms, no surrogates, nothing above U+10FFFF).
+local function valid_utf8(s)
+  local i, n = 1, #s
+  while i <= n do
+    local c = string.byte(s, i)
+    local len
+    if c < 0x80 then len = 1
+    elseif c >= 0xC2 and c <= 0xDF then len = 2
+    elseif c >= 0xE0 and c <= 0xEF then len = 3
+    elseif c >= 0xF0 and c <= 0xF4 then len = 4
+    else return false end
+    if i + len - 1 > n then return false end
+    for k = i + 1, i + len - 1 do
+      local b = string.byte(s, k)
+      if b < 0x80 or b > 0xBF then return false end
+    end
+    local b = string.byte(s, i + 1)
+    if len == 3 and ((c == 0xE0 and b < 0xA0) or (c == 0xED and b > 0x9F)) then return false end
+    if len == 4 and ((c == 0xF0 and b < 0x90) or (c == 0xF4 and b > 0x8F)) then return false end
+    i = i + len
+  end
+  return true
+end
+
+-- The poll's rules from B:meta (defaults for a poll never created).
+local function read_rules(meta)
+  local r = { mode = 'ONCE', maxvotes = 1, start = 0, stop = 0, tz = 0, closed = false, expires = 0 }
+  if not check(meta, 'hash') then return r end
+  -- One packed field, as the module keeps it:
+  -- "<MODE> <maxvotes> <start> <end> <tz> <closed> <expires>".
+  local packed = redis.call('HGET', meta, 'rules')
+  if not packed then return r end
+  local p, i = {}, 1
+  while true do
+    local j = string.find(packed, ' ', i, true)
+    if not j then
+      p[#p + 1] = string.sub(packed, i)
+      break
+    end
+    p[#p + 1] = string.sub(packed, i, j - 1)
+    i = j + 1
+  end
+  if #p ~= 7 then return r end
+  local m = string.upper(p[1])
+  if m ~= 'ONCE' and m ~= 'DAILY' and m ~= 'MULTI' then return r end
+  local n = {}
+  for k = 2, 7 do
+    n[k] = parse_int(p[k])
+    if n[k] == nil then return r end
+  end
+  return { mode = m, maxvotes = n[2], start = n[3], stop = n[4], tz = n[5], closed = n[6] == 1, expires = n[7] }
+end
+
+local function expire_at_if_unset(k, at)
+  if at > 0 and redis.call('EXISTS', k) == 1 and redis.call('PTTL', k) < 0 then
+    redis.call('PEXPIREAT', k, fmt(at))
+  end
+end
+
+-- Calendar day yyyymmdd of now_ms at UTC+tz (Hinnant's days-to-civil).
+local function day_of(now_ms, tz)
+  local fl = math.floor
+  local days = fl((now_ms + tz * 60000) / 86400000)
+  local z = days + 719468
+  local era = fl(z / 146097)
+  local doe = z - era * 146097
+  local yoe = fl((doe - fl(doe / 1460) + fl(doe / 36524) - fl(doe / 146096)) / 365)
+  local y = yoe + era * 400
+  local doy = doe - (365 * yoe + fl(yoe / 4) - fl(yoe / 100))
+  local mp = fl((5 * doy + 2) / 153)
+  local d = doy - fl((153 * mp + 2) / 5) + 1
+  local m = (mp < 10) and (mp + 3) or (mp - 9)
+  if m <= 2 then y = y + 1 end
+  return y * 10000 + m * 100 + d
+end
+
+-- A MULTI user's vote list; anything but a JSON array of strings reads as {}.
+local function parse_list(j)
+  if type(j) ~= 'string' then return {} end
+  local ok, t = pcall(cjson.decode, j)
+  if not ok or type(t) ~= 'table' then return {} end
+  local n = 0
+  for k, v in pairs(t) do
+    if type(k) ~= 'number' or type(v) ~= 'string' then return {} end
+    n = n + 1
+  end
+  for i = 1, n do
+    if t[i] == nil then return {} end
+  end
+  return t
+end
+
+-- JSON exactly as serde_json writes a Vec<String> (cjson would escape '/').
+local ESC = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f',
+  ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t' }
+local function json_list(list)
+  local out = {}
+  for i, s in ipairs(list) do
+    out[i] = '"' .. string.gsub(s, '[%z\001-\031"\\]', function(c)
+      return ESC[c] or string.format('\\u%04x', string.byte(c))
+    end) .. '"'
+  end
+  return '[' .. table.concat(out, ',') .. ']'
+end
+
+local function main()
+  if #KEYS ~= 1 or #ARGV < 2 then arity() end
+  local user = nxt()
+  if user == '' then fail('ERR poll: user must not be empty') end
+  local cand = nxt()
+  if cand == '' then fail('ERR poll: candidate must not be empty') end
+  local now = trailing_now()
+
+  local meta, voted, board, uvk = B .. ':meta', B .. ':voted', B .. ':board', B .. ':uservotes'
+  local r = read_rules(meta)
+  check(voted, 'hash')
+  check(board, 'zset')
+  local multi = r.mode == 'MULTI'
+  if multi then check(uvk, 'hash') end
+  if not ((r.start == 0 or now >= r.start) and (r.stop == 0 or now < r.stop)) then
+    fail('ERR poll: not open')
+  end
+  if r.closed and not redis.call('ZSCORE', board, cand) then fail('ERR poll: unknown candidate') end
+  if multi and string.find(cand, ':', 1, true) then
+    fail("ERR poll: candidate must not contain ':' in MODE MULTI")
+  end
+  if multi and not valid_utf8(cand) then
+    fail('ERR poll: candidate must be valid UTF-8 in MODE MULTI')
+  end
+  local field = user
+  if r.mode == 'DAILY' then
+    field = user .. ':' .. fmt(day_of(now, r.tz))
+  elseif multi then
+    field = user .. ':' .. cand
+  end
+  local list
+  if multi then
+    list = parse_list(redis.call('HGET', uvk, user))
+    for _, c in ipairs(list) do
+      if c == cand then return 0 end
+    end
+    if redis.call('HEXISTS', voted, field) == 1 then return 0 end
+    if #list >= r.maxvotes then fail('ERR poll: vote limit reached') end
+    list[#list + 1] = cand
+  end
+  local had_voted = redis.call('EXISTS', voted) == 1
+  local had_board = redis.call('EXISTS', board) == 1
+  if redis.call('HSETNX', voted, field, cand .. ':' .. fmt(now)) == 0 then return 0 end
+  redis.call('ZINCRBY', board, '1', cand)
+  if multi then
+    local had = redis.call('EXISTS', uvk) == 1
+    redis.call('HSET', uvk, user, json_list(list))
+    if not had then expire_at_if_unset(uvk, r.expires) end
+  end
+  if not had_voted then expire_at_if_unset(voted, r.expires) end
+  if not had_board then expire_at_if_unset(board, r.expires) end
+  return 1
+end
+
+local ok, res = pcall(main)
+if ok then return res end
+if type(res) == 'table' and res.hp then return redis.error_reply(res.hp) end
+error(res, 0)

@@ -1,0 +1,123 @@
+//! LUCKYBAG — the live-stream lottery over sharded candidate pools
+//! (SPEC §6).
+//!
+//! A bag `B` is created with its rules, viewers join it (hundreds of
+//! thousands within seconds), leave and re-enter the room, finish the bag's
+//! task, and at the deadline `DRAW` picks the top `WINNERS` random scores
+//! across all shards, atomically and once.
+//!
+//! Keys (all derived from `B`, which needs a `{hash tag}` in cluster mode):
+//!
+//! | key | type | holds |
+//! |---|---|---|
+//! | `B:meta` | Hash | `winners`, `shards`, `poolcap`, `highscore`, `restore` (`yes`/`no`), `state` (`open`/`drawn`) |
+//! | `B:joined:<s>` | Set | every participant of shard `s`, for dedup |
+//! | `B:cand:<s>` | Sorted Set | the candidate pool of shard `s`: user → score |
+//! | `B:stored` | Hash | user → score kept while the user is out of the room |
+//! | `B:count` | String | number of participants |
+//! | `B:winners` | Sorted Set | user → score, written by `DRAW` |
+//!
+//! `s = user & (SHARDS − 1)` for integer ids and the low bits of the
+//! 32-bit FNV-1a hash of the id otherwise. A pool score is `r / 1000000`
+//! (`r` uniform in `0 … 999999` from a CSPRNG), `-2` while the user's task
+//! is pending, `-1` while the user is out of the room.
+//!
+//! Commands: `LUCKYBAG.CREATE`, `JOIN`, `TASK`, `LEAVE`, `ENTER`, `DRAW`,
+//! `RESULT`, `INFO` (see `docs/luckybag.md`).
+
+pub mod commands;
+pub mod model;
+
+use crate::registry::{CommandSpec, Keys};
+use crate::stats::Counter;
+
+use commands::*;
+
+/// Bags created.
+pub static BAGS_CREATED: Counter = Counter::new("luckybag_bags_created");
+/// Participants counted by `JOIN`.
+pub static JOINED: Counter = Counter::new("luckybag_joined");
+/// `JOIN`s refused as duplicates.
+pub static DUPLICATES: Counter = Counter::new("luckybag_duplicates");
+/// Participants that entered a candidate pool.
+pub static POOLED: Counter = Counter::new("luckybag_pooled");
+/// Participants counted but kept out of the pool by the pool cap.
+pub static CAPPED: Counter = Counter::new("luckybag_capped");
+/// Pending tasks completed (`TASK` that gave a score).
+pub static TASKS_DONE: Counter = Counter::new("luckybag_tasks_done");
+/// `LEAVE`s that set a score to -1.
+pub static LEFT: Counter = Counter::new("luckybag_left");
+/// `ENTER`s that restored a kept score.
+pub static RESTORED: Counter = Counter::new("luckybag_restored");
+/// Bags drawn.
+pub static DRAWS: Counter = Counter::new("luckybag_draws");
+/// Winners picked by all draws.
+pub static WINNERS_DRAWN: Counter = Counter::new("luckybag_winners");
+
+/// The family's `INFO hotpath` counters.
+pub static COUNTERS: &[&Counter] = &[
+    &BAGS_CREATED,
+    &JOINED,
+    &DUPLICATES,
+    &POOLED,
+    &CAPPED,
+    &TASKS_DONE,
+    &LEFT,
+    &RESTORED,
+    &DRAWS,
+    &WINNERS_DRAWN,
+];
+
+const BASE: Keys = Keys::Range { first: 1, last: 1 };
+
+/// The family's commands.
+pub const COMMANDS: &[CommandSpec] = &[
+    crate::command! {
+        name: "luckybag.create", handler: luckybag_create, flags: "write deny-oom fast", arity: -4,
+        keys: BASE, acl: "write fast",
+        summary: "Creates a lucky bag with its rules: WINNERS, SHARDS, POOLCAP, HIGHSCORE, RESTORE, TTL",
+        complexity: "O(1)",
+    },
+    crate::command! {
+        name: "luckybag.join", handler: luckybag_join, flags: "write deny-oom fast", arity: -3,
+        keys: BASE, acl: "write fast",
+        summary: "Counts a participant once and gives it a random score in its shard's candidate pool",
+        complexity: "O(log N) with N the members of the user's shard",
+    },
+    crate::command! {
+        name: "luckybag.task", handler: luckybag_task, flags: "write deny-oom fast", arity: 3,
+        keys: BASE, acl: "write fast",
+        summary: "Gives a user whose task was pending a random score",
+        complexity: "O(log N)",
+    },
+    crate::command! {
+        name: "luckybag.leave", handler: luckybag_leave, flags: "write deny-oom fast", arity: 3,
+        keys: BASE, acl: "write fast",
+        summary: "Keeps a user's score aside and sets it to -1 while the user is out of the room",
+        complexity: "O(log N)",
+    },
+    crate::command! {
+        name: "luckybag.enter", handler: luckybag_enter, flags: "write deny-oom fast", arity: 3,
+        keys: BASE, acl: "write fast",
+        summary: "Restores the score kept when the user left the room (RESTORE YES)",
+        complexity: "O(log N)",
+    },
+    crate::command! {
+        name: "luckybag.draw", handler: luckybag_draw, flags: "write deny-oom", arity: 2,
+        keys: BASE, acl: "write",
+        summary: "Draws the winners (top WINNERS scores over all shards), closes the bag; idempotent",
+        complexity: "O(S*(log N + W) + W*log S) with S shards and W winners",
+    },
+    crate::command! {
+        name: "luckybag.result", handler: luckybag_result, flags: "readonly fast", arity: 3,
+        keys: BASE, acl: "read fast",
+        summary: "Returns PENDING, WON, LOST or ABSENT for a user",
+        complexity: "O(1)",
+    },
+    crate::command! {
+        name: "luckybag.info", handler: luckybag_info, flags: "readonly", arity: 2,
+        keys: BASE, acl: "read",
+        summary: "Returns the bag's state, participants, pooled users, winners and shards",
+        complexity: "O(S) with S shards",
+    },
+];

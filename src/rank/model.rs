@@ -1,0 +1,775 @@
+//! The pure logic of RANK: a board's layout, packing points and achievement
+//! time into one exact double, decoding it back, the ADD rule and MERGE's
+//! aggregation. Nothing here touches Redis; time comes in as a parameter.
+//!
+//! `packed = points × 10^D + tiebreak`, with `tiebreak = 10^D − 1 − t` for
+//! EARLIER, `t` for LATER and `0` for NONE, where `t = (ts − EPOCH)` counted
+//! in UNIT and `0 ≤ t < 10^D`. Every packed value is an integer strictly
+//! below 2^53 in magnitude, so the double holds it exactly and `ZREVRANGE`
+//! on the board is already the leaderboard order: points first, then time.
+
+use std::collections::HashMap;
+
+/// The largest integer a double holds exactly together with all smaller
+/// ones: packed values stay strictly below 2^53 in magnitude.
+pub const EXACT_MAX: i64 = (1i64 << 53) - 1;
+/// The largest DIGITS: 10^16 is already beyond 2^53.
+pub const MAX_DIGITS: u32 = 15;
+/// The largest TTL in seconds (about 317 years).
+pub const MAX_TTL_S: i64 = 10_000_000_000;
+
+/// How equal points are ordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tiebreak {
+    /// Whoever got there first ranks higher.
+    Earlier,
+    /// Whoever got there last ranks higher.
+    Later,
+    /// No time is kept: equal points fall back to Redis's member order.
+    None,
+}
+
+/// The unit `t` is counted in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Ms,
+    S,
+}
+
+impl Tiebreak {
+    /// Returns the keyword stored in `B:meta` and accepted by CREATE.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tiebreak::Earlier => "EARLIER",
+            Tiebreak::Later => "LATER",
+            Tiebreak::None => "NONE",
+        }
+    }
+
+    /// Parses a keyword (any case).
+    pub fn parse(s: &[u8]) -> Option<Tiebreak> {
+        [Tiebreak::Earlier, Tiebreak::Later, Tiebreak::None]
+            .into_iter()
+            .find(|t| t.name().as_bytes().eq_ignore_ascii_case(s))
+    }
+}
+
+impl Unit {
+    /// Returns the keyword stored in `B:meta` and accepted by CREATE.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Ms => "MS",
+            Unit::S => "S",
+        }
+    }
+
+    /// Returns the unit's length in milliseconds.
+    pub fn ms(self) -> i64 {
+        match self {
+            Unit::Ms => 1,
+            Unit::S => 1000,
+        }
+    }
+
+    /// Parses a keyword (any case).
+    pub fn parse(s: &[u8]) -> Option<Unit> {
+        [Unit::Ms, Unit::S]
+            .into_iter()
+            .find(|u| u.name().as_bytes().eq_ignore_ascii_case(s))
+    }
+}
+
+/// What can go wrong with a value on a board.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RankError {
+    /// Occurs when points (given or computed) would make a packed value of
+    /// 2^53 or more in magnitude; carries the board's limit.
+    PointsRange(i64),
+    /// Occurs when a time is before EPOCH or needs more than DIGITS digits.
+    Timestamp,
+    /// Occurs when `B:meta` holds something that is not a layout.
+    BadLayout,
+}
+
+impl RankError {
+    /// Returns the error text after `ERR rank: `.
+    pub fn message(&self) -> String {
+        match self {
+            RankError::PointsRange(limit) => {
+                format!("points out of exact range (max \u{b1}{limit})")
+            }
+            RankError::Timestamp => "timestamp out of range".into(),
+            RankError::BadLayout => "invalid board layout".into(),
+        }
+    }
+}
+
+/// A board's layout, as stored in `B:meta`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub tiebreak: Tiebreak,
+    pub unit: Unit,
+    pub digits: u32,
+    pub epoch: i64,
+}
+
+impl Default for Layout {
+    /// TIEBREAK EARLIER, UNIT S, DIGITS 10, EPOCH 0: the layout of a board
+    /// that was never created.
+    fn default() -> Self {
+        Layout {
+            tiebreak: Tiebreak::Earlier,
+            unit: Unit::S,
+            digits: 10,
+            epoch: 0,
+        }
+    }
+}
+
+/// One decoded entry: points and, unless the board is TIEBREAK NONE, the
+/// achievement time (unix ms, rounded down to the board's UNIT).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub points: i64,
+    pub achieved_ms: Option<i64>,
+}
+
+/// The `B:meta` field that holds the layout, as
+/// `"<TIEBREAK> <UNIT> <DIGITS> <EPOCH>"`, e.g. `"EARLIER S 10 0"`: one field
+/// so that every command reads the layout with a single lookup.
+pub const META_FIELD: &str = "layout";
+
+impl Layout {
+    /// Returns the default DIGITS for a tiebreak: 10, or 0 for NONE (the
+    /// score is then the points themselves).
+    pub fn default_digits(tiebreak: Tiebreak) -> u32 {
+        if tiebreak == Tiebreak::None {
+            0
+        } else {
+            10
+        }
+    }
+
+    /// Returns the layout stored in the `layout` field of `B:meta` (the
+    /// defaults when there is none).
+    ///
+    /// Occurs as [`RankError::BadLayout`] unless the value is four words
+    /// separated by single spaces, each valid.
+    pub fn from_field(v: Option<&[u8]>) -> Result<Layout, RankError> {
+        let Some(v) = v else {
+            return Ok(Layout::default());
+        };
+        let parts: Vec<&[u8]> = v.split(|&b| b == b' ').collect();
+        if parts.len() != 4 {
+            return Err(RankError::BadLayout);
+        }
+        Layout::from_fields([
+            Some(parts[0]),
+            Some(parts[1]),
+            Some(parts[2]),
+            Some(parts[3]),
+        ])
+    }
+
+    /// Returns the value of the `layout` field.
+    pub fn to_field(&self) -> String {
+        self.to_fields().join(" ")
+    }
+
+    /// Returns the layout from its four words (`tiebreak`, `unit`,
+    /// `digits`, `epoch`; a missing word takes its default).
+    ///
+    /// Occurs as [`RankError::BadLayout`] when a word is not valid.
+    pub fn from_fields(fields: [Option<&[u8]>; 4]) -> Result<Layout, RankError> {
+        let tiebreak = match fields[0] {
+            None => Tiebreak::Earlier,
+            Some(v) => Tiebreak::parse(v)
+                .filter(|t| t.name().as_bytes() == v)
+                .ok_or(RankError::BadLayout)?,
+        };
+        let unit = match fields[1] {
+            None => Unit::S,
+            Some(v) => Unit::parse(v)
+                .filter(|u| u.name().as_bytes() == v)
+                .ok_or(RankError::BadLayout)?,
+        };
+        let digits = match fields[2] {
+            None => Layout::default_digits(tiebreak),
+            Some(v) => match parse_int(v) {
+                Some(d) if (0..=MAX_DIGITS as i64).contains(&d) => d as u32,
+                _ => return Err(RankError::BadLayout),
+            },
+        };
+        let epoch = match fields[3] {
+            None => 0,
+            Some(v) => match parse_int(v) {
+                Some(e) if (0..=EXACT_MAX).contains(&e) => e,
+                _ => return Err(RankError::BadLayout),
+            },
+        };
+        Ok(Layout {
+            tiebreak,
+            unit,
+            digits,
+            epoch,
+        })
+    }
+
+    /// Returns the four words of the layout.
+    pub fn to_fields(&self) -> [String; 4] {
+        [
+            self.tiebreak.name().to_string(),
+            self.unit.name().to_string(),
+            self.digits.to_string(),
+            self.epoch.to_string(),
+        ]
+    }
+
+    /// Returns 10^DIGITS.
+    pub fn scale(&self) -> i64 {
+        10i64.pow(self.digits.min(MAX_DIGITS))
+    }
+
+    fn max_tiebreak(&self) -> i64 {
+        if self.tiebreak == Tiebreak::None {
+            0
+        } else {
+            self.scale() - 1
+        }
+    }
+
+    /// Returns the largest |points| the board holds exactly: every packed
+    /// value stays within ±(2^53 − 1). 900718 for the default layout.
+    pub fn limit(&self) -> i64 {
+        (EXACT_MAX - self.max_tiebreak()) / self.scale()
+    }
+
+    /// Returns `t`, the time `now_ms` counted in UNIT from EPOCH (0 for
+    /// NONE, which keeps no time).
+    ///
+    /// Occurs as [`RankError::Timestamp`] when `now_ms` is before EPOCH or
+    /// `t` needs more than DIGITS digits.
+    pub fn tick(&self, now_ms: i64) -> Result<i64, RankError> {
+        if self.tiebreak == Tiebreak::None {
+            return Ok(0);
+        }
+        let d = now_ms.checked_sub(self.epoch).ok_or(RankError::Timestamp)?;
+        if d < 0 {
+            return Err(RankError::Timestamp);
+        }
+        let t = d / self.unit.ms();
+        if t >= self.scale() {
+            return Err(RankError::Timestamp);
+        }
+        Ok(t)
+    }
+
+    /// Checks that `points` fit the board.
+    ///
+    /// Occurs as [`RankError::PointsRange`] otherwise.
+    pub fn check_points(&self, points: i64) -> Result<(), RankError> {
+        let limit = self.limit();
+        if points < -limit || points > limit {
+            return Err(RankError::PointsRange(limit));
+        }
+        Ok(())
+    }
+
+    /// Returns the packed score of `points` achieved at `now_ms`.
+    ///
+    /// Occurs as [`RankError::Timestamp`] for a time outside the layout
+    /// (checked first) and [`RankError::PointsRange`] for points beyond the
+    /// limit.
+    pub fn pack(&self, points: i64, now_ms: i64) -> Result<i64, RankError> {
+        let t = self.tick(now_ms)?;
+        self.check_points(points)?;
+        Ok(self.pack_tick(points, t))
+    }
+
+    /// Returns the packed score for already checked `points` and `t`.
+    pub fn pack_tick(&self, points: i64, t: i64) -> i64 {
+        let tb = match self.tiebreak {
+            Tiebreak::Earlier => self.scale() - 1 - t,
+            Tiebreak::Later => t,
+            Tiebreak::None => 0,
+        };
+        points * self.scale() + tb
+    }
+
+    /// Returns the entry a stored score stands for. Scores that are not
+    /// integers (written by hand) are read as their floor; nothing panics.
+    pub fn unpack(&self, score: f64) -> Entry {
+        let p = if score.is_finite() {
+            score.floor() as i64
+        } else if score > 0.0 {
+            i64::MAX
+        } else {
+            i64::MIN
+        };
+        let m = self.scale();
+        let points = p.div_euclid(m);
+        let rem = p.rem_euclid(m);
+        let achieved_ms = match self.tiebreak {
+            Tiebreak::None => None,
+            Tiebreak::Earlier => Some(self.time_of(m - 1 - rem)),
+            Tiebreak::Later => Some(self.time_of(rem)),
+        };
+        Entry {
+            points,
+            achieved_ms,
+        }
+    }
+
+    fn time_of(&self, t: i64) -> i64 {
+        t.saturating_mul(self.unit.ms()).saturating_add(self.epoch)
+    }
+}
+
+/// GT/LT of RANK.ADD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Condition {
+    Always,
+    Gt,
+    Lt,
+}
+
+/// Returns true when ADD must write `points` over the `current` points:
+/// never for the same points (the original time stays), and under GT/LT
+/// only for a better value.
+pub fn add_writes(current: Option<i64>, points: i64, cond: Condition) -> bool {
+    match current {
+        None => true,
+        Some(c) if c == points => false,
+        Some(c) => match cond {
+            Condition::Always => true,
+            Condition::Gt => points > c,
+            Condition::Lt => points < c,
+        },
+    }
+}
+
+/// Returns INCR's new points.
+///
+/// Occurs as [`RankError::PointsRange`] when the sum leaves the board.
+pub fn incr_points(layout: &Layout, current: i64, delta: i64) -> Result<i64, RankError> {
+    let new = current
+        .checked_add(delta)
+        .ok_or(RankError::PointsRange(layout.limit()))?;
+    layout.check_points(new)?;
+    Ok(new)
+}
+
+/// MERGE's AGGREGATE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aggregate {
+    /// Points add up; the latest achievement time is kept.
+    Sum,
+    /// The best entry (points, then time per the destination's tiebreak).
+    Max,
+}
+
+/// Returns true when `a` ranks above `b` on a board with `tiebreak`.
+fn better(tiebreak: Tiebreak, a: (i64, i64), b: (i64, i64)) -> bool {
+    if a.0 != b.0 {
+        return a.0 > b.0;
+    }
+    match tiebreak {
+        Tiebreak::Earlier => a.1 < b.1,
+        Tiebreak::Later => a.1 > b.1,
+        Tiebreak::None => false,
+    }
+}
+
+/// A source board for [`merge`]: its layout and its `(member, score)` list.
+pub type Source = (Layout, Vec<(Vec<u8>, f64)>);
+
+/// Merges source boards (each with its layout and `(member, score)` list)
+/// into the packed entries of a destination with layout `dest`. An entry
+/// without a time (from a NONE board) counts as achieved at `now_ms`.
+/// The result is in the order members were first seen.
+///
+/// Occurs as [`RankError::Timestamp`] when a time does not fit `dest` and
+/// [`RankError::PointsRange`] when points do not: nothing is returned then.
+pub fn merge(
+    sources: &[Source],
+    dest: &Layout,
+    agg: Aggregate,
+    now_ms: i64,
+) -> Result<Vec<(Vec<u8>, i64)>, RankError> {
+    // Members in the order first seen (sources in order, each lowest
+    // score first), so that the first entry that does not fit is the same
+    // one the Lua twin reports. Points as i128: SUM cannot overflow.
+    let mut index: HashMap<&[u8], usize> = HashMap::new();
+    let mut members: Vec<(&[u8], (i128, i64))> = Vec::new();
+    for (layout, entries) in sources {
+        for (member, score) in entries {
+            let e = layout.unpack(*score);
+            let ms = e.achieved_ms.unwrap_or(now_ms);
+            match index.get(member.as_slice()) {
+                None => {
+                    index.insert(member.as_slice(), members.len());
+                    members.push((member.as_slice(), (e.points as i128, ms)));
+                }
+                Some(&i) => {
+                    let cur = &mut members[i].1;
+                    match agg {
+                        Aggregate::Sum => {
+                            cur.0 += e.points as i128;
+                            cur.1 = cur.1.max(ms);
+                        }
+                        Aggregate::Max => {
+                            if better(dest.tiebreak, (e.points, ms), (cur.0 as i64, cur.1)) {
+                                *cur = (e.points as i128, ms);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let limit = dest.limit();
+    let mut out = Vec::with_capacity(members.len());
+    for (member, (points, ms)) in members {
+        let t = dest.tick(ms)?;
+        let p = i64::try_from(points).map_err(|_| RankError::PointsRange(limit))?;
+        dest.check_points(p)?;
+        out.push((member.to_vec(), dest.pack_tick(p, t)));
+    }
+    Ok(out)
+}
+
+/// Parses an integer the way Redis does (no `+`, no spaces, no leading
+/// zeros).
+fn parse_int(v: &[u8]) -> Option<i64> {
+    if v.is_empty() || v.len() > 20 {
+        return None;
+    }
+    let digits = v.strip_prefix(b"-").unwrap_or(v);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if (digits.len() > 1 && digits[0] == b'0') || v == b"-0" {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    fn layout(tiebreak: Tiebreak, unit: Unit, digits: u32, epoch: i64) -> Layout {
+        Layout {
+            tiebreak,
+            unit,
+            digits,
+            epoch,
+        }
+    }
+
+    fn random_layout(rng: &mut StdRng) -> Layout {
+        let tiebreak = [Tiebreak::Earlier, Tiebreak::Later, Tiebreak::None][rng.gen_range(0..3)];
+        let unit = if rng.gen_bool(0.5) { Unit::Ms } else { Unit::S };
+        layout(
+            tiebreak,
+            unit,
+            rng.gen_range(1..=MAX_DIGITS),
+            rng.gen_range(0..2_000_000_000_000),
+        )
+    }
+
+    /// A random time that fits `l` (its `t` spans the whole digit range).
+    fn random_time(rng: &mut StdRng, l: &Layout) -> i64 {
+        let t = rng.gen_range(0..l.scale());
+        l.epoch + t * l.unit.ms() + rng.gen_range(0..l.unit.ms())
+    }
+
+    #[test]
+    fn default_layout_limit_is_900718() {
+        assert_eq!(Layout::default().limit(), 900_718);
+        let max = Layout::default().pack(900_718, 9_999_999_999_999).unwrap();
+        assert!(max <= EXACT_MAX);
+        assert_eq!(
+            Layout::default().pack(900_719, 0),
+            Err(RankError::PointsRange(900_718))
+        );
+        assert_eq!(
+            Layout::default().pack(-900_719, 0),
+            Err(RankError::PointsRange(900_718))
+        );
+        assert_eq!(
+            RankError::PointsRange(900_718).message(),
+            "points out of exact range (max \u{b1}900718)"
+        );
+    }
+
+    #[test]
+    fn points_and_time_round_trip_exactly() {
+        let mut rng = StdRng::seed_from_u64(7);
+        for _ in 0..200_000 {
+            let l = random_layout(&mut rng);
+            let limit = l.limit();
+            let points = match rng.gen_range(0..4) {
+                0 => limit,
+                1 => -limit,
+                _ => rng.gen_range(-limit..=limit),
+            };
+            let now = random_time(&mut rng, &l);
+            let packed = l.pack(points, now).unwrap();
+            assert!(packed.abs() <= EXACT_MAX, "{l:?} {points} {now}");
+            // Through the double the board stores.
+            let score = packed as f64;
+            assert_eq!(score as i64, packed);
+            let e = l.unpack(score);
+            assert_eq!(e.points, points, "{l:?} {now}");
+            match l.tiebreak {
+                Tiebreak::None => assert_eq!(e.achieved_ms, None),
+                _ => assert_eq!(
+                    e.achieved_ms,
+                    Some(now - (now - l.epoch) % l.unit.ms()),
+                    "{l:?}"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn order_is_points_then_time_per_tiebreak() {
+        let mut rng = StdRng::seed_from_u64(11);
+        for _ in 0..100_000 {
+            let l = random_layout(&mut rng);
+            let limit = l.limit().min(1000);
+            let (pa, pb) = (rng.gen_range(-limit..=limit), rng.gen_range(-limit..=limit));
+            let (ta, tb) = (random_time(&mut rng, &l), random_time(&mut rng, &l));
+            let (sa, sb) = (
+                l.pack(pa, ta).unwrap() as f64,
+                l.pack(pb, tb).unwrap() as f64,
+            );
+            let (ua, ub) = (l.tick(ta).unwrap(), l.tick(tb).unwrap());
+            if pa != pb {
+                assert_eq!(sa > sb, pa > pb);
+            } else {
+                match l.tiebreak {
+                    Tiebreak::Earlier => assert_eq!(sa.partial_cmp(&sb), ub.partial_cmp(&ua)),
+                    Tiebreak::Later => assert_eq!(sa.partial_cmp(&sb), ua.partial_cmp(&ub)),
+                    Tiebreak::None => assert_eq!(sa, sb),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn negative_points_decode_by_floor() {
+        let l = Layout::default();
+        let s = l.pack(-1, 1_700_000_000_000).unwrap();
+        assert!(s < 0 && s > -l.scale());
+        assert_eq!(l.unpack(s as f64).points, -1);
+        assert_eq!(l.unpack(s as f64).achieved_ms, Some(1_700_000_000_000));
+        // -1 ranks below 0 whatever the times.
+        assert!(l.pack(-1, 0).unwrap() < l.pack(0, 9_999_999_999_000).unwrap());
+    }
+
+    #[test]
+    fn beyond_exact_range_is_refused_for_every_layout() {
+        let mut rng = StdRng::seed_from_u64(3);
+        for _ in 0..50_000 {
+            let l = random_layout(&mut rng);
+            let limit = l.limit();
+            let now = random_time(&mut rng, &l);
+            let over = limit + rng.gen_range(1..1_000_000_000);
+            assert_eq!(l.pack(over, now), Err(RankError::PointsRange(limit)));
+            assert_eq!(l.pack(-over, now), Err(RankError::PointsRange(limit)));
+            // The limit is tight: one more would not be exact.
+            let top = (limit + 1) as i128 * l.scale() as i128 + l.max_tiebreak() as i128;
+            assert!(top > EXACT_MAX as i128);
+        }
+        assert_eq!(
+            incr_points(&Layout::default(), 900_000, i64::MAX),
+            Err(RankError::PointsRange(900_718))
+        );
+        assert_eq!(incr_points(&Layout::default(), 900_000, 718), Ok(900_718));
+    }
+
+    #[test]
+    fn layouts_that_cannot_hold_now_are_refused() {
+        let now = 1_764_000_000_000; // 2025-11
+        assert!(Layout::default().tick(now).is_ok());
+        // Milliseconds since 1970 need 13 digits.
+        assert_eq!(
+            layout(Tiebreak::Earlier, Unit::Ms, 12, 0).tick(now),
+            Err(RankError::Timestamp)
+        );
+        assert!(layout(Tiebreak::Earlier, Unit::Ms, 13, 0).tick(now).is_ok());
+        // Seconds since 1970 need 10; since a recent EPOCH fewer.
+        assert_eq!(
+            layout(Tiebreak::Later, Unit::S, 9, 0).tick(now),
+            Err(RankError::Timestamp)
+        );
+        assert!(layout(Tiebreak::Later, Unit::S, 8, 1_700_000_000_000)
+            .tick(now)
+            .is_ok());
+        // An EPOCH in the future cannot hold now.
+        assert_eq!(
+            layout(Tiebreak::Earlier, Unit::S, 10, now + 1).tick(now),
+            Err(RankError::Timestamp)
+        );
+        // NONE keeps no time at all.
+        assert_eq!(layout(Tiebreak::None, Unit::S, 0, now + 1).tick(now), Ok(0));
+    }
+
+    #[test]
+    fn add_keeps_same_points_and_honours_gt_lt() {
+        assert!(add_writes(None, 5, Condition::Gt));
+        assert!(!add_writes(Some(5), 5, Condition::Always));
+        assert!(add_writes(Some(5), 4, Condition::Always));
+        assert!(add_writes(Some(5), 6, Condition::Gt));
+        assert!(!add_writes(Some(5), 4, Condition::Gt));
+        assert!(add_writes(Some(5), 4, Condition::Lt));
+        assert!(!add_writes(Some(5), 6, Condition::Lt));
+    }
+
+    #[test]
+    fn layout_fields_round_trip_and_bad_ones_are_refused() {
+        let mut rng = StdRng::seed_from_u64(5);
+        for _ in 0..1000 {
+            let l = random_layout(&mut rng);
+            let f = l.to_fields();
+            let back = Layout::from_fields([
+                Some(f[0].as_bytes()),
+                Some(f[1].as_bytes()),
+                Some(f[2].as_bytes()),
+                Some(f[3].as_bytes()),
+            ]);
+            assert_eq!(back, Ok(l));
+        }
+        assert_eq!(Layout::from_fields([None; 4]), Ok(Layout::default()));
+        assert_eq!(Layout::default().to_field(), "EARLIER S 10 0");
+        let mut rng2 = StdRng::seed_from_u64(6);
+        for _ in 0..1000 {
+            let l = random_layout(&mut rng2);
+            assert_eq!(Layout::from_field(Some(l.to_field().as_bytes())), Ok(l));
+        }
+        assert_eq!(Layout::from_field(None), Ok(Layout::default()));
+        for bad in [
+            &b""[..],
+            b"EARLIER S 10",
+            b"EARLIER S 10 0 ",
+            b"EARLIER  S 10 0",
+            b"EARLIER S 10 x",
+            b"LATER MS 16 0",
+        ] {
+            assert_eq!(Layout::from_field(Some(bad)), Err(RankError::BadLayout));
+        }
+        assert_eq!(
+            Layout::from_fields([Some(b"NONE"), None, None, None])
+                .unwrap()
+                .digits,
+            0
+        );
+        for bad in [
+            [Some(&b"earlier"[..]), None, None, None],
+            [None, Some(b"H"), None, None],
+            [None, None, Some(b"16"), None],
+            [None, None, Some(b"x"), None],
+            [None, None, None, Some(b"-1")],
+        ] {
+            assert_eq!(Layout::from_fields(bad), Err(RankError::BadLayout));
+        }
+    }
+
+    #[test]
+    fn merge_sums_points_and_keeps_latest_time() {
+        let l = Layout::default();
+        let a = vec![
+            (b"x".to_vec(), l.pack(10, 5_000).unwrap() as f64),
+            (b"y".to_vec(), l.pack(1, 1_000).unwrap() as f64),
+        ];
+        let b = vec![(b"x".to_vec(), l.pack(-3, 9_000).unwrap() as f64)];
+        let out = merge(&[(l, a.clone()), (l, b.clone())], &l, Aggregate::Sum, 0).unwrap();
+        assert_eq!(
+            out,
+            vec![
+                (b"x".to_vec(), l.pack(7, 9_000).unwrap()),
+                (b"y".to_vec(), l.pack(1, 1_000).unwrap())
+            ]
+        );
+        let out = merge(&[(l, a), (l, b)], &l, Aggregate::Max, 0).unwrap();
+        assert_eq!(out[0], (b"x".to_vec(), l.pack(10, 5_000).unwrap()));
+    }
+
+    #[test]
+    fn merge_max_breaks_ties_by_destination_tiebreak() {
+        let l = Layout::default();
+        let later = layout(Tiebreak::Later, Unit::S, 10, 0);
+        let a = vec![(b"x".to_vec(), l.pack(10, 5_000).unwrap() as f64)];
+        let b = vec![(b"x".to_vec(), l.pack(10, 9_000).unwrap() as f64)];
+        let srcs = [(l, a), (l, b)];
+        assert_eq!(
+            merge(&srcs, &l, Aggregate::Max, 0).unwrap()[0].1,
+            l.pack(10, 5_000).unwrap()
+        );
+        assert_eq!(
+            merge(&srcs, &later, Aggregate::Max, 0).unwrap()[0].1,
+            later.pack(10, 9_000).unwrap()
+        );
+    }
+
+    #[test]
+    fn merge_refuses_what_the_destination_cannot_hold() {
+        let big = layout(Tiebreak::None, Unit::S, 0, 0);
+        let src = vec![(b"x".to_vec(), 5_000_000.0)];
+        assert_eq!(
+            merge(
+                &[(big, src.clone())],
+                &Layout::default(),
+                Aggregate::Sum,
+                1_000
+            ),
+            Err(RankError::PointsRange(900_718))
+        );
+        let recent = layout(Tiebreak::Earlier, Unit::S, 10, 1_000_000);
+        let old = vec![(
+            b"x".to_vec(),
+            Layout::default().pack(1, 500).unwrap() as f64,
+        )];
+        assert_eq!(
+            merge(&[(Layout::default(), old)], &recent, Aggregate::Sum, 0),
+            Err(RankError::Timestamp)
+        );
+        // Sums that pass through large values but end in range are exact.
+        let parts = vec![(b"x".to_vec(), EXACT_MAX as f64)];
+        let neg = vec![(b"x".to_vec(), -(EXACT_MAX as f64) + 2.0)];
+        let out = merge(
+            &[
+                (big, parts.clone()),
+                (big, parts),
+                (big, neg.clone()),
+                (big, neg),
+            ],
+            &big,
+            Aggregate::Sum,
+            0,
+        )
+        .unwrap();
+        assert_eq!(out[0].1, 4);
+    }
+
+    #[test]
+    fn unpack_never_panics_on_odd_scores() {
+        let l = Layout::default();
+        for s in [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1.5,
+            -0.5,
+            1e300,
+            -1e300,
+        ] {
+            let _ = l.unpack(s);
+        }
+        assert_eq!(l.unpack(-0.5).points, -1);
+    }
+}

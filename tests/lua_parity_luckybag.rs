@@ -1,0 +1,341 @@
+//! LUCKYBAG module vs its Lua twins: random operation sequences run
+//! through the module (base `m{…}`) and the scripts (base `l{…}`) must give
+//! identical replies and identical data.
+//!
+//! Random scores differ between the two by nature, so after every command
+//! that draws one (`JOIN`, `TASK`) the test copies the module's score onto
+//! the twin's pool entry; from then on everything — eligibility, counts,
+//! kept scores, RESULT states, DRAW's winners and their order — must match
+//! exactly. The pool cap is exercised with `HIGHSCORE` 0 or 1 (or a cap
+//! that is never reached), where pooling does not depend on the score.
+
+mod common;
+
+use std::collections::HashMap;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use common::*;
+
+const CMDS: [&str; 8] = [
+    "create", "join", "task", "leave", "enter", "draw", "result", "info",
+];
+const USERS: [&str; 16] = [
+    "1",
+    "2",
+    "3",
+    "4",
+    "5",
+    "6",
+    "7",
+    "12",
+    "-3",
+    "0",
+    "alice",
+    "bob",
+    "007",
+    "",
+    "用户",
+    "9223372036854775807",
+];
+
+struct Twins {
+    c: Connection,
+    sha: HashMap<&'static str, String>,
+    m: String,
+    l: String,
+}
+
+impl Twins {
+    fn new(s: &Server, tag: u32) -> Twins {
+        let mut c = s.conn();
+        let sha = CMDS
+            .iter()
+            .map(|n| (*n, load_script(&mut c, &format!("luckybag/{n}.lua"))))
+            .collect();
+        Twins {
+            c,
+            sha,
+            m: format!("m{{{tag}}}"),
+            l: format!("l{{{tag}}}"),
+        }
+    }
+
+    /// Runs one command both ways; asserts identical replies.
+    fn both(&mut self, cmd: &'static str, args: &[&str]) -> String {
+        let mut margs = vec![format!("LUCKYBAG.{}", cmd.to_uppercase()), self.m.clone()];
+        margs.extend(args.iter().map(|s| s.to_string()));
+        let margs: Vec<&str> = margs.iter().map(String::as_str).collect();
+        let ours = run(&mut self.c, &margs);
+        let mut largs = vec![self.l.as_str()];
+        largs.extend_from_slice(args);
+        let twin = show(&evalsha(&mut self.c, &self.sha[cmd], 1, &largs));
+        assert_eq!(ours, twin, "{cmd} {args:?}");
+        ours
+    }
+
+    fn shards(&mut self) -> u64 {
+        let m = self.m.clone();
+        match cmd(&mut self.c, &["HGET", &format!("{m}:meta"), "shards"]) {
+            Ok(Value::BulkString(b)) => String::from_utf8_lossy(&b).parse().unwrap_or(1),
+            _ => 1,
+        }
+    }
+
+    /// Copies the module's score of `user` onto the twin's pool entry.
+    fn sync_score(&mut self, user: &str) {
+        for s in 0..self.shards() {
+            let (mk, lk) = (
+                format!("{}:cand:{s}", self.m),
+                format!("{}:cand:{s}", self.l),
+            );
+            if let Ok(Value::BulkString(sc)) = cmd(&mut self.c, &["ZSCORE", &mk, user]) {
+                let sc = String::from_utf8_lossy(&sc).into_owned();
+                let t = run(&mut self.c, &["TYPE", &lk]);
+                if t == "zset" {
+                    run(&mut self.c, &["ZADD", &lk, "XX", &sc, user]);
+                }
+            }
+        }
+    }
+
+    fn assert_same_data(&mut self, what: &str) {
+        let (m, l) = (self.m.clone(), self.l.clone());
+        let ours: Vec<String> = dump_keys(&mut self.c, &format!("{m}*"))
+            .into_iter()
+            .map(|k| k.replacen(&m, &l, 1))
+            .collect();
+        let twin = dump_keys(&mut self.c, &format!("{l}*"));
+        assert_eq!(ours, twin, "data differs after {what}");
+    }
+
+    /// Runs a plain Redis command on both bases' key `suffix`.
+    fn raw_both(&mut self, args: &[&str], suffix: &str) {
+        for base in [self.m.clone(), self.l.clone()] {
+            let k = format!("{base}{suffix}");
+            let mut a: Vec<&str> = vec![args[0], &k];
+            a.extend_from_slice(&args[1..]);
+            run(&mut self.c, &a);
+        }
+    }
+}
+
+fn create_args(rng: &mut StdRng) -> Vec<String> {
+    let mut a: Vec<String> = Vec::new();
+    let pick = |rng: &mut StdRng, xs: &[&str]| xs[rng.gen_range(0..xs.len())].to_string();
+    a.push(pick(
+        rng,
+        &["WINNERS", "winners", "WINNERS", "WINNERS", "SHARDS"],
+    ));
+    a.push(pick(rng, &["1", "2", "3", "5", "3", "0", "x", "100001"]));
+    if rng.gen_bool(0.7) {
+        a.push("SHARDS".into());
+        a.push(pick(rng, &["1", "2", "4", "4", "3", "2048"]));
+    }
+    // Pooling must not depend on the (different) random scores.
+    match rng.gen_range(0..4) {
+        0 => {}
+        1 => a.extend([
+            "POOLCAP".into(),
+            pick(rng, &["0", "3", "5"]),
+            "HIGHSCORE".into(),
+            pick(rng, &["0", "1", "1.0", "0.0", ".0"]),
+        ]),
+        2 => a.extend([
+            "POOLCAP".into(),
+            "1000".into(),
+            "HIGHSCORE".into(),
+            pick(rng, &["0.5", ".99", "1.5", "-1", "abc"]),
+        ]),
+        _ => a.extend(["POOLCAP".into(), pick(rng, &["-1", "x", "1000"])]),
+    }
+    if rng.gen_bool(0.4) {
+        a.push("RESTORE".into());
+        a.push(pick(rng, &["YES", "NO", "no", "maybe"]));
+    }
+    if rng.gen_bool(0.3) {
+        a.push("TTL".into());
+        a.push(pick(rng, &["100", "1000", "0", "x"]));
+    }
+    if rng.gen_bool(0.05) {
+        a.push("EXTRA".into());
+    }
+    a
+}
+
+fn sequence(seed: u64, steps: usize) {
+    let s = Server::start();
+    let mut t = Twins::new(&s, seed as u32);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut broken: Option<String> = None;
+    for step in 0..steps {
+        let user = USERS[rng.gen_range(0..USERS.len())];
+        let roll = rng.gen_range(0..100);
+        let what = match roll {
+            0..=7 => {
+                let a = create_args(&mut rng);
+                let a: Vec<&str> = a.iter().map(String::as_str).collect();
+                t.both("create", &a);
+                format!("create {a:?}")
+            }
+            8..=39 => {
+                let extra: &[&str] = match rng.gen_range(0..10) {
+                    0..=5 => &[],
+                    6 => &["TASK", "DONE"],
+                    7 | 8 => &["task", "pending"],
+                    _ => [
+                        &["TASK"][..],
+                        &["TASK", "later"],
+                        &["FOO", "1"],
+                        &["SCORE", "5"],
+                    ][rng.gen_range(0..4)],
+                };
+                let mut a = vec![user];
+                a.extend_from_slice(extra);
+                t.both("join", &a);
+                t.sync_score(user);
+                format!("join {a:?}")
+            }
+            40..=49 => {
+                t.both("task", &[user]);
+                t.sync_score(user);
+                format!("task {user}")
+            }
+            50..=61 => {
+                t.both("leave", &[user]);
+                format!("leave {user}")
+            }
+            62..=71 => {
+                t.both("enter", &[user]);
+                format!("enter {user}")
+            }
+            72..=77 => {
+                t.both("result", &[user]);
+                format!("result {user}")
+            }
+            78..=80 => {
+                t.both("info", &[]);
+                "info".into()
+            }
+            81..=84 => {
+                // Force ties at the top, on both sides alike.
+                for s in 0..t.shards() {
+                    let k = format!(":cand:{s}");
+                    t.raw_both(&["ZADD", "XX", "0.999999", user], &k);
+                }
+                format!("tie {user}")
+            }
+            85..=88 => {
+                t.both("draw", &[]);
+                t.both("draw", &[]);
+                format!("draw at step {step}")
+            }
+            89 => {
+                // Start a new round: drop both bags.
+                for base in [t.m.clone(), t.l.clone()] {
+                    let ks: Vec<String> = redis::cmd("KEYS")
+                        .arg(format!("{base}*"))
+                        .query(&mut t.c)
+                        .unwrap();
+                    for k in ks {
+                        run(&mut t.c, &["DEL", &k]);
+                    }
+                }
+                broken = None;
+                "reset".into()
+            }
+            90..=92 => {
+                // A derived key of the wrong type, on both sides.
+                let suffix = [
+                    ":winners",
+                    ":stored",
+                    ":count",
+                    ":cand:0",
+                    ":joined:1",
+                    ":meta",
+                ][rng.gen_range(0..6)];
+                let mk = format!("{}{suffix}", t.m);
+                if broken.is_none() && int(&mut t.c, &["EXISTS", &mk]) == 0 {
+                    t.raw_both(&["SET", "x"], suffix);
+                    broken = Some(suffix.to_string());
+                }
+                format!("break {suffix}")
+            }
+            93..=95 => {
+                if let Some(suffix) = broken.take() {
+                    t.raw_both(&["DEL"], &suffix);
+                }
+                "fix".into()
+            }
+            _ => {
+                // Arity errors.
+                let (c, a): (&'static str, &[&str]) = [
+                    ("join", &[][..]),
+                    ("task", &[]),
+                    ("task", &["1", "2"]),
+                    ("leave", &[]),
+                    ("enter", &["1", "2"]),
+                    ("draw", &["x"]),
+                    ("result", &[]),
+                    ("info", &["x"]),
+                    ("create", &["WINNERS"]),
+                ][rng.gen_range(0..9)];
+                t.both(c, a);
+                format!("arity {c} {a:?}")
+            }
+        };
+        t.assert_same_data(&format!("step {step}: {what}"));
+    }
+}
+
+#[test]
+fn random_sequences_match_the_lua_twins() {
+    for seed in 1..=6 {
+        sequence(seed, 250);
+    }
+}
+
+#[test]
+fn draw_matches_the_twin_on_identical_pools() {
+    let s = Server::start();
+    let mut t = Twins::new(&s, 99);
+    t.both("create", &["WINNERS", "40", "SHARDS", "16"]);
+    let mut rng = StdRng::seed_from_u64(5);
+    for u in 0..500 {
+        let u = if u % 3 == 0 {
+            format!("user:{u}")
+        } else {
+            u.to_string()
+        };
+        t.both("join", &[&u]);
+        // Few distinct scores: many ties across and within shards.
+        let sc = format!("0.99999{}", rng.gen_range(0..4));
+        t.raw_both(
+            &["ZADD", "XX", &sc, &u],
+            &format!(":cand:{}", shard_of_test(&u)),
+        );
+        if rng.gen_bool(0.1) {
+            t.both("leave", &[&u]);
+        }
+    }
+    t.assert_same_data("filling");
+    let first = t.both("draw", &[]);
+    assert!(first.starts_with("[user:"), "{first}");
+    assert_eq!(t.both("draw", &[]), first);
+    t.assert_same_data("draw");
+}
+
+fn shard_of_test(user: &str) -> u64 {
+    match user.parse::<u64>() {
+        Ok(v) => v & 15,
+        Err(_) => {
+            let mut h: u32 = 2_166_136_261;
+            for &b in user.as_bytes() {
+                h ^= u32::from(b);
+                h = h.wrapping_mul(16_777_619);
+            }
+            u64::from(h) & 15
+        }
+    }
+}

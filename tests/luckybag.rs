@@ -1,0 +1,1003 @@
+//! LUCKYBAG on a real server: every command and option, every SPEC error
+//! with nothing written, shard placement, leave/enter/restore, pending
+//! tasks, the pool cap, uniform scores, the draw against a brute-force top,
+//! RESULT states, concurrency, replication, AOF and RDB.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+
+use common::*;
+
+fn fnv1a32(bytes: &[u8]) -> u32 {
+    let mut h: u32 = 2_166_136_261;
+    for &b in bytes {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(16_777_619);
+    }
+    h
+}
+
+/// The shard SPEC §6 prescribes.
+fn shard(user: &str, shards: u64) -> u64 {
+    let strict = user == "0" || {
+        let d = user.strip_prefix('-').unwrap_or(user);
+        !d.is_empty() && !d.starts_with('0') && d.bytes().all(|c| c.is_ascii_digit())
+    };
+    match user.parse::<i64>() {
+        Ok(v) if strict => (v as u64) & (shards - 1),
+        _ => u64::from(fnv1a32(user.as_bytes())) & (shards - 1),
+    }
+}
+
+fn zscore(c: &mut Connection, key: &str, member: &str) -> Option<f64> {
+    let v: Option<String> = redis::cmd("ZSCORE").arg(key).arg(member).query(c).unwrap();
+    v.map(|s| s.parse().unwrap())
+}
+
+fn zall(c: &mut Connection, key: &str) -> Vec<(String, f64)> {
+    redis::cmd("ZRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query(c)
+        .unwrap()
+}
+
+fn join(c: &mut Connection, bag: &str, user: &str) -> (i64, i64, i64) {
+    redis::cmd("LUCKYBAG.JOIN")
+        .arg(bag)
+        .arg(user)
+        .query(c)
+        .unwrap()
+}
+
+fn keys(c: &mut Connection) -> Vec<String> {
+    dump_keys(c, "*")
+}
+
+fn draw(c: &mut Connection, bag: &str) -> Vec<(String, String)> {
+    redis::cmd("LUCKYBAG.DRAW").arg(bag).query(c).unwrap()
+}
+
+/// Every eligible pool entry of a bag, in the draw's order (score
+/// descending, then member descending byte-wise), cut at `n`.
+fn brute_top(c: &mut Connection, bag: &str, shards: u64, n: usize) -> Vec<(String, String)> {
+    let mut all = Vec::new();
+    for s in 0..shards {
+        for (m, sc) in zall(c, &format!("{bag}:cand:{s}")) {
+            if (0.0..=1.0).contains(&sc) {
+                all.push((m, sc));
+            }
+        }
+    }
+    all.sort_by(|a, b| {
+        b.1.partial_cmp(&a.1)
+            .unwrap()
+            .then_with(|| b.0.as_bytes().cmp(a.0.as_bytes()))
+    });
+    all.truncate(n);
+    all.into_iter()
+        .map(|(m, s)| (m, format!("{s:.6}")))
+        .collect()
+}
+
+#[test]
+fn create_stores_defaults_and_options() {
+    let s = Server::start();
+    let mut c = s.conn();
+    assert_eq!(
+        run(&mut c, &["LUCKYBAG.CREATE", "bag", "WINNERS", "3"]),
+        "OK"
+    );
+    let mut meta: Vec<(String, String)> =
+        redis::cmd("HGETALL").arg("bag:meta").query(&mut c).unwrap();
+    meta.sort();
+    assert_eq!(
+        format!("{meta:?}"),
+        r#"[("highscore", "0.99"), ("poolcap", "700000"), ("restore", "yes"), ("shards", "16"), ("state", "open"), ("winners", "3")]"#
+    );
+    assert_eq!(int(&mut c, &["PTTL", "bag:meta"]), -1);
+    assert_eq!(
+        run(&mut c, &["LUCKYBAG.INFO", "bag"]),
+        "[state, open, participants, 0, pooled, 0, winners, 3, shards, 16]"
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &[
+                "luckybag.create",
+                "b2",
+                "restore",
+                "no",
+                "shards",
+                "1024",
+                "poolcap",
+                "0",
+                "highscore",
+                ".5",
+                "ttl",
+                "60",
+                "winners",
+                "100000"
+            ]
+        ),
+        "OK"
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &[
+                "HMGET",
+                "b2:meta",
+                "winners",
+                "shards",
+                "poolcap",
+                "highscore",
+                "restore"
+            ]
+        ),
+        "[100000, 1024, 0, .5, no]"
+    );
+    let ttl = int(&mut c, &["PTTL", "b2:meta"]);
+    assert!(ttl > 59_000 && ttl <= 60_000, "{ttl}");
+    // A later option wins, as in Redis.
+    assert_eq!(
+        run(
+            &mut c,
+            &[
+                "LUCKYBAG.CREATE",
+                "b3",
+                "WINNERS",
+                "3",
+                "WINNERS",
+                "4",
+                "SHARDS",
+                "1"
+            ]
+        ),
+        "OK"
+    );
+    assert_eq!(run(&mut c, &["HGET", "b3:meta", "winners"]), "4");
+    assert_eq!(
+        run(&mut c, &["LUCKYBAG.CREATE", "bag", "WINNERS", "9"]),
+        "ERR<ERR luckybag: bag already exists>"
+    );
+    assert_eq!(run(&mut c, &["HGET", "bag:meta", "winners"]), "3");
+}
+
+#[test]
+fn bad_input_is_refused_with_nothing_written() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["LUCKYBAG.CREATE", "b"],
+            "ERR wrong number of arguments for 'luckybag.create' command",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS"],
+            "ERR wrong number of arguments for 'luckybag.create' command",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "SHARDS", "16"],
+            "ERR syntax error",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "3", "SHARDS"],
+            "ERR syntax error",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "3", "BOGUS", "1"],
+            "ERR syntax error",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "x"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "1.5"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "0"],
+            "ERR luckybag: winners must be between 1 and 100000",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "100001"],
+            "ERR luckybag: winners must be between 1 and 100000",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "3", "SHARDS", "12"],
+            "ERR luckybag: shards must be a power of two up to 1024",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "3", "SHARDS", "2048"],
+            "ERR luckybag: shards must be a power of two up to 1024",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "3", "SHARDS", "0"],
+            "ERR luckybag: shards must be a power of two up to 1024",
+        ),
+        (
+            &[
+                "LUCKYBAG.CREATE",
+                "b",
+                "WINNERS",
+                "3",
+                "SHARDS",
+                "99999999999999999999",
+            ],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "3", "POOLCAP", "-1"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "3", "HIGHSCORE", "1.01"],
+            "ERR luckybag: highscore must be between 0 and 1",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "3", "HIGHSCORE", "-0.5"],
+            "ERR value is not a valid float",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "3", "HIGHSCORE", "1e-2"],
+            "ERR value is not a valid float",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "3", "RESTORE", "MAYBE"],
+            "ERR syntax error",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "3", "TTL", "0"],
+            "ERR invalid expire time in 'luckybag.create' command",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "3", "TTL", "-5"],
+            "ERR invalid expire time in 'luckybag.create' command",
+        ),
+        (
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "3", "TTL", "soon"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["LUCKYBAG.JOIN", "b"],
+            "ERR wrong number of arguments for 'luckybag.join' command",
+        ),
+        (&["LUCKYBAG.JOIN", "b", "u"], "ERR luckybag: no such bag"),
+        (&["LUCKYBAG.TASK", "b", "u"], "ERR luckybag: no such bag"),
+        (&["LUCKYBAG.LEAVE", "b", "u"], "ERR luckybag: no such bag"),
+        (&["LUCKYBAG.ENTER", "b", "u"], "ERR luckybag: no such bag"),
+        (&["LUCKYBAG.DRAW", "b"], "ERR luckybag: no such bag"),
+        (
+            &["LUCKYBAG.TASK", "b"],
+            "ERR wrong number of arguments for 'luckybag.task' command",
+        ),
+        (
+            &["LUCKYBAG.TASK", "b", "u", "x"],
+            "ERR wrong number of arguments for 'luckybag.task' command",
+        ),
+        (
+            &["LUCKYBAG.LEAVE", "b"],
+            "ERR wrong number of arguments for 'luckybag.leave' command",
+        ),
+        (
+            &["LUCKYBAG.ENTER", "b"],
+            "ERR wrong number of arguments for 'luckybag.enter' command",
+        ),
+        (
+            &["LUCKYBAG.DRAW"],
+            "ERR wrong number of arguments for 'luckybag.draw' command",
+        ),
+        (
+            &["LUCKYBAG.DRAW", "b", "x"],
+            "ERR wrong number of arguments for 'luckybag.draw' command",
+        ),
+        (
+            &["LUCKYBAG.RESULT", "b"],
+            "ERR wrong number of arguments for 'luckybag.result' command",
+        ),
+        (
+            &["LUCKYBAG.INFO"],
+            "ERR wrong number of arguments for 'luckybag.info' command",
+        ),
+    ];
+    for (args, want) in cases {
+        assert_eq!(err(&mut c, args), *want, "{args:?}");
+    }
+    assert!(keys(&mut c).is_empty(), "{:?}", keys(&mut c));
+    // Reads of a missing bag are empty, as Redis reads missing keys.
+    assert_eq!(run(&mut c, &["LUCKYBAG.RESULT", "b", "u"]), "ABSENT");
+    assert_eq!(run(&mut c, &["LUCKYBAG.INFO", "b"]), "[]");
+
+    // JOIN's own syntax, on an existing bag.
+    assert_eq!(run(&mut c, &["LUCKYBAG.CREATE", "b", "WINNERS", "3"]), "OK");
+    let before = keys(&mut c);
+    for args in [
+        &["LUCKYBAG.JOIN", "b", "u", "TASK"][..],
+        &["LUCKYBAG.JOIN", "b", "u", "TASK", "LATER"],
+        &["LUCKYBAG.JOIN", "b", "u", "TASK", "DONE", "X"],
+        &["LUCKYBAG.JOIN", "b", "u", "NOW", "1"],
+        // Only the master or the AOF may give a score.
+        &["LUCKYBAG.JOIN", "b", "u", "SCORE", "999999"],
+    ] {
+        assert_eq!(err(&mut c, args), "ERR syntax error", "{args:?}");
+    }
+    assert_eq!(keys(&mut c), before);
+}
+
+#[test]
+fn wrong_types_on_every_derived_key_are_refused_with_nothing_written() {
+    let s = Server::start();
+    let mut c = s.conn();
+    const WT: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    run(&mut c, &["SET", "m:meta", "x"]);
+    for args in [
+        &["LUCKYBAG.CREATE", "m", "WINNERS", "1"][..],
+        &["LUCKYBAG.JOIN", "m", "1"],
+        &["LUCKYBAG.TASK", "m", "1"],
+        &["LUCKYBAG.LEAVE", "m", "1"],
+        &["LUCKYBAG.ENTER", "m", "1"],
+        &["LUCKYBAG.DRAW", "m"],
+        &["LUCKYBAG.RESULT", "m", "1"],
+        &["LUCKYBAG.INFO", "m"],
+    ] {
+        assert_eq!(err(&mut c, args), WT, "{args:?}");
+    }
+
+    // User 1 lives in shard 1 of 4; user 2 is pending in shard 2.
+    run(
+        &mut c,
+        &["LUCKYBAG.CREATE", "b", "WINNERS", "2", "SHARDS", "4"],
+    );
+    join(&mut c, "b", "5");
+    run(&mut c, &["LUCKYBAG.JOIN", "b", "2", "TASK", "PENDING"]);
+    run(&mut c, &["LUCKYBAG.LEAVE", "b", "5"]);
+    let cases: &[(&str, &[&str])] = &[
+        ("b:joined:1", &["LUCKYBAG.JOIN", "b", "1"]),
+        ("b:cand:1", &["LUCKYBAG.JOIN", "b", "1"]),
+        ("b:count", &["LUCKYBAG.JOIN", "b", "1"]),
+        ("b:cand:2", &["LUCKYBAG.TASK", "b", "2"]),
+        ("b:cand:1", &["LUCKYBAG.LEAVE", "b", "1"]),
+        ("b:stored", &["LUCKYBAG.LEAVE", "b", "2"]),
+        ("b:cand:1", &["LUCKYBAG.ENTER", "b", "5"]),
+        ("b:stored", &["LUCKYBAG.ENTER", "b", "5"]),
+        ("b:winners", &["LUCKYBAG.DRAW", "b"]),
+        ("b:cand:3", &["LUCKYBAG.DRAW", "b"]),
+        ("b:joined:1", &["LUCKYBAG.RESULT", "b", "5"]),
+        ("b:winners", &["LUCKYBAG.RESULT", "b", "5"]),
+        ("b:count", &["LUCKYBAG.INFO", "b"]),
+        ("b:cand:0", &["LUCKYBAG.INFO", "b"]),
+    ];
+    for (key, args) in cases {
+        let saved: Vec<u8> = redis::cmd("DUMP")
+            .arg(*key)
+            .query(&mut c)
+            .unwrap_or_default();
+        run(&mut c, &["DEL", key]);
+        run(&mut c, &["LPUSH", key, "intruder"]);
+        let before = keys(&mut c);
+        assert_eq!(err(&mut c, args), WT, "{key} {args:?}");
+        assert_eq!(keys(&mut c), before, "{key} {args:?} wrote something");
+        run(&mut c, &["DEL", key]);
+        if !saved.is_empty() {
+            let _: () = redis::cmd("RESTORE")
+                .arg(*key)
+                .arg(0)
+                .arg(saved)
+                .query(&mut c)
+                .unwrap();
+        }
+    }
+    assert_eq!(run(&mut c, &["HGET", "b:meta", "state"]), "open");
+}
+
+#[test]
+fn join_counts_each_user_once_in_the_right_shard() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(&mut c, &["LUCKYBAG.CREATE", "b", "WINNERS", "1"]);
+    let users = [
+        "0",
+        "1",
+        "17",
+        "31",
+        "-1",
+        "-16",
+        "9223372036854775807",
+        "alice",
+        "bob",
+        "007",
+        "+5",
+        "",
+        "用户",
+    ];
+    for (i, u) in users.iter().enumerate() {
+        assert_eq!(join(&mut c, "b", u), (1, 1, i as i64 + 1), "{u}");
+    }
+    for u in users {
+        let s = shard(u, 16);
+        assert_eq!(
+            int(&mut c, &["SISMEMBER", &format!("b:joined:{s}"), u]),
+            1,
+            "{u} in shard {s}"
+        );
+        let sc = zscore(&mut c, &format!("b:cand:{s}"), u).unwrap();
+        assert!(
+            (0.0..1.0).contains(&sc) && (sc * 1e6).round() / 1e6 == sc,
+            "{u}: {sc}"
+        );
+    }
+    assert_eq!(shard("-1", 16), 15);
+    assert_eq!(shard("alice", 16), u64::from(fnv1a32(b"alice")) & 15);
+    let total: i64 = (0..16)
+        .map(|s| int(&mut c, &["SCARD", &format!("b:joined:{s}")]))
+        .sum();
+    assert_eq!(total, users.len() as i64);
+    // Joining twice changes nothing.
+    let before = keys(&mut c);
+    assert_eq!(join(&mut c, "b", "alice"), (0, 1, users.len() as i64));
+    assert_eq!(keys(&mut c), before);
+    assert_eq!(run(&mut c, &["GET", "b:count"]), users.len().to_string());
+
+    // One shard, and 1024 shards.
+    run(
+        &mut c,
+        &["LUCKYBAG.CREATE", "one", "WINNERS", "1", "SHARDS", "1"],
+    );
+    run(
+        &mut c,
+        &["LUCKYBAG.CREATE", "wide", "WINNERS", "1", "SHARDS", "1024"],
+    );
+    for u in ["5", "1023", "1024", "x"] {
+        join(&mut c, "one", u);
+        join(&mut c, "wide", u);
+        assert_eq!(int(&mut c, &["SISMEMBER", "one:joined:0", u]), 1);
+        assert_eq!(
+            int(
+                &mut c,
+                &["SISMEMBER", &format!("wide:joined:{}", shard(u, 1024)), u]
+            ),
+            1
+        );
+    }
+    assert_eq!(int(&mut c, &["SISMEMBER", "wide:joined:1023", "1023"]), 1);
+    assert_eq!(int(&mut c, &["SISMEMBER", "wide:joined:0", "1024"]), 1);
+}
+
+#[test]
+fn pending_tasks_score_minus_two_until_done() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(
+        &mut c,
+        &["LUCKYBAG.CREATE", "b", "WINNERS", "1", "SHARDS", "2"],
+    );
+    assert_eq!(
+        run(&mut c, &["LUCKYBAG.JOIN", "b", "4", "TASK", "pending"]),
+        "[1, 1, 1]"
+    );
+    assert_eq!(
+        run(&mut c, &["LUCKYBAG.JOIN", "b", "6", "task", "DONE"]),
+        "[1, 1, 2]"
+    );
+    assert_eq!(zscore(&mut c, "b:cand:0", "4"), Some(-2.0));
+    assert!(zscore(&mut c, "b:cand:0", "6").unwrap() >= 0.0);
+    assert_eq!(
+        int(&mut c, &["LUCKYBAG.TASK", "b", "6"]),
+        0,
+        "task already done"
+    );
+    assert_eq!(int(&mut c, &["LUCKYBAG.TASK", "b", "9"]), 0, "never joined");
+    assert_eq!(int(&mut c, &["LUCKYBAG.TASK", "b", "4"]), 1);
+    let sc = zscore(&mut c, "b:cand:0", "4").unwrap();
+    assert!((0.0..1.0).contains(&sc));
+    assert_eq!(int(&mut c, &["LUCKYBAG.TASK", "b", "4"]), 0);
+    assert_eq!(zscore(&mut c, "b:cand:0", "4"), Some(sc));
+    // A pending user out of the room is not pending in the room.
+    run(&mut c, &["LUCKYBAG.JOIN", "b", "8", "TASK", "PENDING"]);
+    assert_eq!(int(&mut c, &["LUCKYBAG.LEAVE", "b", "8"]), 1);
+    assert_eq!(int(&mut c, &["LUCKYBAG.TASK", "b", "8"]), 0);
+    assert_eq!(run(&mut c, &["HGET", "b:stored", "8"]), "-2.000000");
+    assert_eq!(int(&mut c, &["LUCKYBAG.ENTER", "b", "8"]), 1);
+    assert_eq!(zscore(&mut c, "b:cand:0", "8"), Some(-2.0));
+    assert_eq!(int(&mut c, &["LUCKYBAG.TASK", "b", "8"]), 1);
+}
+
+#[test]
+fn leave_keeps_the_score_and_enter_restores_it() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(
+        &mut c,
+        &["LUCKYBAG.CREATE", "b", "WINNERS", "1", "SHARDS", "4"],
+    );
+    join(&mut c, "b", "alice");
+    let key = format!("b:cand:{}", shard("alice", 4));
+    let sc = zscore(&mut c, &key, "alice").unwrap();
+    assert_eq!(int(&mut c, &["LUCKYBAG.LEAVE", "b", "alice"]), 1);
+    assert_eq!(zscore(&mut c, &key, "alice"), Some(-1.0));
+    assert_eq!(
+        run(&mut c, &["HGET", "b:stored", "alice"]),
+        format!("{sc:.6}")
+    );
+    assert_eq!(
+        int(&mut c, &["LUCKYBAG.LEAVE", "b", "alice"]),
+        0,
+        "already out"
+    );
+    assert_eq!(int(&mut c, &["LUCKYBAG.LEAVE", "b", "nobody"]), 0);
+    assert_eq!(int(&mut c, &["LUCKYBAG.ENTER", "b", "nobody"]), 0);
+    assert_eq!(int(&mut c, &["LUCKYBAG.ENTER", "b", "alice"]), 1);
+    assert_eq!(zscore(&mut c, &key, "alice"), Some(sc));
+    assert_eq!(
+        int(&mut c, &["EXISTS", "b:stored"]),
+        0,
+        "kept score removed"
+    );
+    assert_eq!(
+        int(&mut c, &["LUCKYBAG.ENTER", "b", "alice"]),
+        0,
+        "already in"
+    );
+    // Out of the room at the draw: not a winner, even alone.
+    assert_eq!(int(&mut c, &["LUCKYBAG.LEAVE", "b", "alice"]), 1);
+    join(&mut c, "b", "bob");
+    assert_eq!(draw(&mut c, "b").len(), 1);
+    assert_eq!(run(&mut c, &["LUCKYBAG.RESULT", "b", "alice"]), "LOST");
+    assert_eq!(run(&mut c, &["LUCKYBAG.RESULT", "b", "bob"]), "WON");
+}
+
+#[test]
+fn restore_no_forfeits_the_score_on_leaving() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(
+        &mut c,
+        &[
+            "LUCKYBAG.CREATE",
+            "b",
+            "WINNERS",
+            "1",
+            "SHARDS",
+            "1",
+            "RESTORE",
+            "NO",
+        ],
+    );
+    join(&mut c, "b", "alice");
+    assert_eq!(int(&mut c, &["LUCKYBAG.LEAVE", "b", "alice"]), 1);
+    assert_eq!(zscore(&mut c, "b:cand:0", "alice"), Some(-1.0));
+    assert_eq!(int(&mut c, &["EXISTS", "b:stored"]), 0);
+    assert_eq!(int(&mut c, &["LUCKYBAG.ENTER", "b", "alice"]), 0);
+    assert_eq!(zscore(&mut c, "b:cand:0", "alice"), Some(-1.0));
+    assert_eq!(draw(&mut c, "b"), vec![]);
+}
+
+#[test]
+fn pool_cap_admits_only_high_scores_but_counts_everyone() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(
+        &mut c,
+        &[
+            "LUCKYBAG.CREATE",
+            "b",
+            "WINNERS",
+            "5",
+            "SHARDS",
+            "4",
+            "POOLCAP",
+            "10",
+            "HIGHSCORE",
+            "0.5",
+        ],
+    );
+    let mut late_pooled = 0;
+    for u in 0..400 {
+        let (new, pooled, n) = join(&mut c, "b", &u.to_string());
+        assert_eq!((new, n), (1, u + 1));
+        let sc = zscore(&mut c, &format!("b:cand:{}", u & 3), &u.to_string());
+        assert_eq!(pooled == 1, sc.is_some(), "user {u}");
+        if u < 10 {
+            assert_eq!(pooled, 1, "under the cap everyone enters");
+        } else if let Some(sc) = sc {
+            assert!(sc >= 0.5, "user {u} entered with {sc}");
+            late_pooled += 1;
+        }
+    }
+    // About half of the 390 late users have a score of at least 0.5.
+    assert!((140..=250).contains(&late_pooled), "{late_pooled}");
+    // Pending users past the cap are counted but not pooled.
+    assert_eq!(
+        run(&mut c, &["LUCKYBAG.JOIN", "b", "p", "TASK", "PENDING"]),
+        "[1, 0, 401]"
+    );
+    assert_eq!(
+        int(
+            &mut c,
+            &["SISMEMBER", &format!("b:joined:{}", shard("p", 4)), "p"]
+        ),
+        1
+    );
+    assert_eq!(int(&mut c, &["LUCKYBAG.TASK", "b", "p"]), 0);
+    assert_eq!(run(&mut c, &["LUCKYBAG.JOIN", "b", "p"]), "[0, 0, 401]");
+    let info = run(&mut c, &["LUCKYBAG.INFO", "b"]);
+    assert_eq!(
+        info,
+        format!(
+            "[state, open, participants, 401, pooled, {}, winners, 5, shards, 4]",
+            10 + late_pooled
+        )
+    );
+    assert_eq!(run(&mut c, &["LUCKYBAG.RESULT", "b", "p"]), "PENDING");
+
+    // HIGHSCORE 1 closes the pool after the cap; POOLCAP 0 from the start.
+    run(
+        &mut c,
+        &[
+            "LUCKYBAG.CREATE",
+            "z",
+            "WINNERS",
+            "1",
+            "POOLCAP",
+            "0",
+            "HIGHSCORE",
+            "1",
+        ],
+    );
+    for u in 0..50 {
+        assert_eq!(join(&mut c, "z", &u.to_string()), (1, 0, u + 1));
+    }
+    assert_eq!(draw(&mut c, "z"), vec![]);
+    assert_eq!(run(&mut c, &["LUCKYBAG.RESULT", "z", "3"]), "LOST");
+}
+
+#[test]
+fn scores_are_uniform_micro_steps() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(&mut c, &["LUCKYBAG.CREATE", "b", "WINNERS", "1"]);
+    let n = 20_000;
+    let mut p = redis::pipe();
+    for u in 0..n {
+        p.cmd("LUCKYBAG.JOIN").arg("b").arg(u).ignore();
+    }
+    let _: () = p.query(&mut c).unwrap();
+    let mut buckets = [0u32; 20];
+    let mut distinct = BTreeSet::new();
+    for s in 0..16 {
+        for (_, sc) in zall(&mut c, &format!("b:cand:{s}")) {
+            assert!((0.0..1.0).contains(&sc));
+            let r = (sc * 1e6).round();
+            assert_eq!(r / 1e6, sc, "score {sc} is not r/1000000");
+            distinct.insert(r as u64);
+            buckets[(sc * 20.0) as usize] += 1;
+        }
+    }
+    assert_eq!(buckets.iter().sum::<u32>(), n);
+    let expect = f64::from(n) / 20.0;
+    let chi: f64 = buckets
+        .iter()
+        .map(|&b| (f64::from(b) - expect).powi(2) / expect)
+        .sum();
+    // 19 degrees of freedom: 43.82 is the 0.1% quantile.
+    assert!(chi < 43.82, "chi-square {chi}: {buckets:?}");
+    // 20000 draws from a million values: a few hundred collisions at most.
+    assert!(distinct.len() > 19_000, "{}", distinct.len());
+    // Every shard got its share of the sequential ids.
+    for s in 0..16 {
+        assert_eq!(
+            int(&mut c, &["ZCARD", &format!("b:cand:{s}")]),
+            i64::from(n) / 16
+        );
+    }
+}
+
+#[test]
+fn draw_takes_the_global_top_and_closes_the_bag() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(
+        &mut c,
+        &["LUCKYBAG.CREATE", "b", "WINNERS", "25", "SHARDS", "8"],
+    );
+    for u in 0..600 {
+        let u = u.to_string();
+        if u.ends_with('7') {
+            run(&mut c, &["LUCKYBAG.JOIN", "b", &u, "TASK", "PENDING"]);
+        } else {
+            join(&mut c, "b", &u);
+        }
+        if u.ends_with('3') {
+            run(&mut c, &["LUCKYBAG.LEAVE", "b", &u]);
+        }
+    }
+    // Ties across shards and within one: a few users share the top score.
+    let tied = ["100", "101", "102", "204", "x"];
+    for u in tied {
+        run(
+            &mut c,
+            &["ZADD", &format!("b:cand:{}", shard(u, 8)), "0.999999", u],
+        );
+    }
+    run(
+        &mut c,
+        &["SADD", &format!("b:joined:{}", shard("x", 8)), "x"],
+    );
+    assert_eq!(run(&mut c, &["LUCKYBAG.RESULT", "b", "100"]), "PENDING");
+    let want = brute_top(&mut c, "b", 8, 25);
+    let got = draw(&mut c, "b");
+    assert_eq!(got, want);
+    let names: Vec<&str> = got
+        .iter()
+        .map(|(m, _)| m.as_str())
+        .filter(|m| tied.contains(m))
+        .collect();
+    assert_eq!(
+        names,
+        vec!["x", "204", "102", "101", "100"],
+        "ties: member descending"
+    );
+    assert_eq!(got[0].1, "0.999999");
+    assert!(
+        got.iter()
+            .all(|(m, _)| !m.ends_with('7') && !m.ends_with('3')),
+        "pending or away users won"
+    );
+    // Idempotent, and written to B:winners.
+    assert_eq!(draw(&mut c, "b"), got);
+    let mut stored: Vec<(String, String)> = redis::cmd("ZREVRANGE")
+        .arg("b:winners")
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query(&mut c)
+        .unwrap();
+    for (_, sc) in stored.iter_mut() {
+        *sc = format!("{:.6}", sc.parse::<f64>().unwrap());
+    }
+    assert_eq!(stored, got);
+    assert_eq!(run(&mut c, &["HGET", "b:meta", "state"]), "drawn");
+    assert!(run(&mut c, &["LUCKYBAG.INFO", "b"]).starts_with("[state, drawn, participants, 600,"));
+    // Closed: every write but DRAW is refused, nothing written.
+    let before = keys(&mut c);
+    for args in [
+        &["LUCKYBAG.JOIN", "b", "new"][..],
+        &["LUCKYBAG.JOIN", "b", "5"],
+        &["LUCKYBAG.TASK", "b", "7"],
+        &["LUCKYBAG.LEAVE", "b", "5"],
+        &["LUCKYBAG.ENTER", "b", "3"],
+    ] {
+        assert_eq!(err(&mut c, args), "ERR luckybag: bag is closed", "{args:?}");
+    }
+    assert_eq!(keys(&mut c), before);
+    // RESULT: winners, losers, never joined.
+    let winners: HashMap<String, String> = got.into_iter().collect();
+    for u in 0..600 {
+        let u = u.to_string();
+        let want = if winners.contains_key(&u) {
+            "WON"
+        } else {
+            "LOST"
+        };
+        assert_eq!(run(&mut c, &["LUCKYBAG.RESULT", "b", &u]), want, "{u}");
+    }
+    assert_eq!(run(&mut c, &["LUCKYBAG.RESULT", "b", "600"]), "ABSENT");
+}
+
+#[test]
+fn draw_with_fewer_candidates_than_winners_takes_all() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(&mut c, &["LUCKYBAG.CREATE", "e", "WINNERS", "3"]);
+    assert_eq!(draw(&mut c, "e"), vec![]);
+    assert_eq!(int(&mut c, &["EXISTS", "e:winners"]), 0);
+    assert_eq!(
+        run(&mut c, &["LUCKYBAG.INFO", "e"]),
+        "[state, drawn, participants, 0, pooled, 0, winners, 3, shards, 16]"
+    );
+    run(
+        &mut c,
+        &["LUCKYBAG.CREATE", "b", "WINNERS", "10", "SHARDS", "2"],
+    );
+    for u in ["1", "2", "3"] {
+        join(&mut c, "b", u);
+    }
+    let got = draw(&mut c, "b");
+    assert_eq!(got.len(), 3);
+    assert_eq!(got, brute_top(&mut c, "b", 2, 10));
+    assert!(got.windows(2).all(|w| w[0].1 >= w[1].1));
+}
+
+#[test]
+fn ttl_reaches_every_key_of_the_bag() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(
+        &mut c,
+        &[
+            "LUCKYBAG.CREATE",
+            "b",
+            "WINNERS",
+            "2",
+            "SHARDS",
+            "2",
+            "TTL",
+            "100",
+        ],
+    );
+    for u in ["1", "2", "3", "4"] {
+        join(&mut c, "b", u);
+    }
+    run(&mut c, &["LUCKYBAG.LEAVE", "b", "1"]);
+    run(&mut c, &["LUCKYBAG.JOIN", "b", "5", "TASK", "PENDING"]);
+    run(&mut c, &["LUCKYBAG.TASK", "b", "5"]);
+    draw(&mut c, "b");
+    let all: Vec<String> = redis::cmd("KEYS").arg("b:*").query(&mut c).unwrap();
+    assert_eq!(all.len(), 8, "{all:?}"); // meta, count, stored, winners, 2 joined, 2 cand
+    for k in all {
+        let ttl = int(&mut c, &["PTTL", &k]);
+        assert!(ttl > 95_000 && ttl <= 100_000, "{k}: {ttl}");
+    }
+}
+
+#[test]
+fn concurrent_joins_count_each_user_once() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(&mut c, &["LUCKYBAG.CREATE", "b", "WINNERS", "10"]);
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            let mut c = s.conn();
+            std::thread::spawn(move || {
+                // Overlapping ranges: users t*500 .. t*500+1500.
+                let mut new = 0;
+                for u in (t * 500)..(t * 500 + 1500) {
+                    let (n, _, _): (i64, i64, i64) = redis::cmd("LUCKYBAG.JOIN")
+                        .arg("b")
+                        .arg(u)
+                        .query(&mut c)
+                        .unwrap();
+                    new += n;
+                }
+                new
+            })
+        })
+        .collect();
+    let new: i64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    let distinct = 5 * 500 + 1500;
+    assert_eq!(new, distinct);
+    assert_eq!(run(&mut c, &["GET", "b:count"]), distinct.to_string());
+    let joined: i64 = (0..16)
+        .map(|s| int(&mut c, &["SCARD", &format!("b:joined:{s}")]))
+        .sum();
+    let pooled: i64 = (0..16)
+        .map(|s| int(&mut c, &["ZCARD", &format!("b:cand:{s}")]))
+        .sum();
+    assert_eq!((joined, pooled), (distinct, distinct));
+}
+
+#[test]
+fn counters_and_events_are_raised() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KA"]);
+    let mut sub = s.conn();
+    let mut ps = sub.as_pubsub();
+    ps.psubscribe("__keyspace@0__:b").unwrap();
+    run(&mut c, &["LUCKYBAG.CREATE", "b", "WINNERS", "1"]);
+    join(&mut c, "b", "1");
+    join(&mut c, "b", "1");
+    draw(&mut c, "b");
+    let mut events = Vec::new();
+    ps.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+        .unwrap();
+    for _ in 0..3 {
+        let m = ps.get_message().unwrap();
+        events.push(m.get_payload::<String>().unwrap());
+    }
+    assert_eq!(
+        events,
+        vec![
+            "hotpath.luckybag.create",
+            "hotpath.luckybag.join",
+            "hotpath.luckybag.draw"
+        ]
+    );
+    let info: String = redis::cmd("INFO").arg("hotpath").query(&mut c).unwrap();
+    for line in [
+        "luckybag_joined:1",
+        "luckybag_duplicates:1",
+        "luckybag_draws:1",
+        "luckybag_winners:1",
+        "luckybag_bags_created:1",
+    ] {
+        assert!(info.contains(line), "{line} missing in {info}");
+    }
+}
+
+/// Every write command of the family, with randomness and TTLs.
+fn workload(c: &mut Connection) {
+    run(
+        c,
+        &[
+            "LUCKYBAG.CREATE",
+            "b",
+            "WINNERS",
+            "20",
+            "SHARDS",
+            "8",
+            "POOLCAP",
+            "150",
+            "HIGHSCORE",
+            "0.6",
+            "TTL",
+            "1000",
+        ],
+    );
+    run(
+        c,
+        &[
+            "LUCKYBAG.CREATE",
+            "n",
+            "WINNERS",
+            "3",
+            "SHARDS",
+            "2",
+            "RESTORE",
+            "NO",
+        ],
+    );
+    for u in 0..300 {
+        let u = u.to_string();
+        let task = if u.ends_with('9') { "PENDING" } else { "DONE" };
+        assert!(run(c, &["LUCKYBAG.JOIN", "b", &u, "TASK", task]).starts_with("[1,"));
+        run(c, &["LUCKYBAG.JOIN", "n", &format!("u{u}")]);
+    }
+    for u in (9..300).step_by(20) {
+        run(c, &["LUCKYBAG.TASK", "b", &u.to_string()]);
+    }
+    for u in (0..300).step_by(7) {
+        run(c, &["LUCKYBAG.LEAVE", "b", &u.to_string()]);
+        run(c, &["LUCKYBAG.LEAVE", "n", &format!("u{u}")]);
+    }
+    for u in (0..300).step_by(14) {
+        run(c, &["LUCKYBAG.ENTER", "b", &u.to_string()]);
+        run(c, &["LUCKYBAG.ENTER", "n", &format!("u{u}")]);
+    }
+    assert_eq!(draw(c, "b").len(), 20);
+    draw(c, "b");
+}
+
+#[test]
+fn replica_is_byte_identical() {
+    let pair = Pair::start();
+    let mut m = pair.master.conn();
+    workload(&mut m);
+    pair.assert_equal();
+    // The random scores themselves reached the replica.
+    let mut r = pair.replica.conn();
+    for s in 0..8 {
+        let k = format!("b:cand:{s}");
+        assert_eq!(zall(&mut m, &k), zall(&mut r, &k));
+    }
+    let w: Vec<(String, f64)> = zall(&mut m, "b:winners");
+    assert_eq!(w.len(), 20);
+    assert_eq!(w, zall(&mut r, "b:winners"));
+}
+
+#[test]
+fn aof_replay_and_rdb_reload_are_byte_identical() {
+    let mut s = start_aof();
+    let mut c = s.conn();
+    workload(&mut c);
+    let before = zall(&mut c, "b:cand:3");
+    assert_aof_restart_equal(&mut s);
+    let mut c = s.conn();
+    assert_eq!(zall(&mut c, "b:cand:3"), before);
+    assert_rdb_reload_equal(&s);
+}

@@ -1,0 +1,941 @@
+//! RANK on a real server: ties, negative points, exact-range errors, GT/LT,
+//! INCR, AROUND edges, paging, MERGE, TTL, bad input, replication, AOF/RDB.
+
+mod common;
+
+use common::*;
+
+const T0: i64 = 1_700_000_000_000;
+
+fn now(ms: i64) -> String {
+    ms.to_string()
+}
+
+fn add(c: &mut Connection, b: &str, m: &str, p: i64, at: i64) -> String {
+    run(c, &["RANK.ADD", b, m, &p.to_string(), "NOW", &now(at)])
+}
+
+fn exists(c: &mut Connection, k: &str) -> i64 {
+    int(c, &["EXISTS", k])
+}
+
+#[test]
+fn ties_go_to_the_earlier_achiever_not_the_member_name() {
+    let s = Server::start();
+    let mut c = s.conn();
+    assert_eq!(add(&mut c, "b", "zed", 10, T0), "10");
+    assert_eq!(add(&mut c, "b", "abe", 10, T0 + 5_000), "10");
+    assert_eq!(add(&mut c, "b", "mid", 10, T0 + 2_000), "10");
+    assert_eq!(add(&mut c, "b", "top", 11, T0 + 9_000), "11");
+    assert_eq!(
+        run(&mut c, &["RANK.TOP", "b"]),
+        "[top, 11, zed, 10, mid, 10, abe, 10]"
+    );
+    // The board is a plain Sorted Set already in leaderboard order.
+    assert_eq!(
+        run(&mut c, &["ZREVRANGE", "b", "0", "-1"]),
+        "[top, zed, mid, abe]"
+    );
+
+    assert_eq!(
+        run(&mut c, &["RANK.CREATE", "late", "TIEBREAK", "LATER"]),
+        "OK"
+    );
+    add(&mut c, "late", "zed", 10, T0);
+    add(&mut c, "late", "abe", 10, T0 + 5_000);
+    assert_eq!(run(&mut c, &["RANK.TOP", "late"]), "[abe, 10, zed, 10]");
+
+    // NONE keeps no time: equal points fall back to Redis's member order.
+    assert_eq!(
+        run(&mut c, &["RANK.CREATE", "none", "TIEBREAK", "none"]),
+        "OK"
+    );
+    add(&mut c, "none", "abe", 10, T0);
+    add(&mut c, "none", "zed", 10, T0 + 5_000);
+    assert_eq!(run(&mut c, &["RANK.TOP", "none"]), "[zed, 10, abe, 10]");
+    assert_eq!(run(&mut c, &["ZSCORE", "none", "zed"]), "10");
+    assert_eq!(run(&mut c, &["RANK.GET", "none", "abe"]), "[10, 1, nil]");
+    assert_eq!(
+        run(&mut c, &["HGETALL", "none:meta"]),
+        "[layout, NONE S 0 0]"
+    );
+}
+
+#[test]
+fn milliseconds_and_epoch_layouts_order_and_report_time() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let cmd_ = [
+        "RANK.CREATE",
+        "b",
+        "UNIT",
+        "MS",
+        "DIGITS",
+        "9",
+        "EPOCH",
+        &now(T0),
+        "NOW",
+        &now(T0 + 1),
+    ];
+    assert_eq!(run(&mut c, &cmd_), "OK");
+    add(&mut c, "b", "x", 3, T0 + 20);
+    add(&mut c, "b", "y", 3, T0 + 19);
+    assert_eq!(run(&mut c, &["RANK.TOP", "b"]), "[y, 3, x, 3]");
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "x"]),
+        format!("[3, 1, {}]", T0 + 20)
+    );
+    // Seconds round down to the second.
+    add(&mut c, "d", "x", 1, T0 + 1_999);
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "d", "x"]),
+        format!("[1, 0, {}]", T0 + 1_000)
+    );
+}
+
+#[test]
+fn negative_points_rank_below_zero_and_decode_exactly() {
+    let s = Server::start();
+    let mut c = s.conn();
+    add(&mut c, "b", "neg", -5, T0);
+    add(&mut c, "b", "zero", 0, T0 + 9_000);
+    add(&mut c, "b", "minus1", -1, T0);
+    add(&mut c, "b", "floor", -900_718, T0 + 1_000);
+    assert_eq!(
+        run(&mut c, &["RANK.TOP", "b"]),
+        "[zero, 0, minus1, -1, neg, -5, floor, -900718]"
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "neg"]),
+        format!("[-5, 2, {T0}]")
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "floor"]),
+        format!("[-900718, 3, {}]", T0 + 1_000)
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.INCR", "b", "neg", "7", "NOW", &now(T0)]),
+        "2"
+    );
+}
+
+#[test]
+fn points_beyond_exact_range_are_refused_with_nothing_written() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let e = "ERR rank: points out of exact range (max \u{b1}900718)";
+    assert_eq!(add(&mut c, "b", "x", 900_718, T0), "900718");
+    assert_eq!(err(&mut c, &["RANK.ADD", "b", "y", "900719"]), e);
+    assert_eq!(err(&mut c, &["RANK.ADD", "b", "y", "-900719"]), e);
+    assert_eq!(
+        err(&mut c, &["RANK.ADD", "b", "y", "9223372036854775807"]),
+        e
+    );
+    assert_eq!(err(&mut c, &["RANK.INCR", "b", "x", "1"]), e);
+    assert_eq!(
+        err(&mut c, &["RANK.INCR", "b", "x", "9223372036854775807"]),
+        e
+    );
+    assert_eq!(
+        err(&mut c, &["RANK.ADD", "b", "y", "9223372036854775808"]),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(int(&mut c, &["RANK.COUNT", "b"]), 1);
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "x"]),
+        format!("[900718, 0, {T0}]")
+    );
+    // Nothing at all for a board that did not exist.
+    assert_eq!(err(&mut c, &["RANK.ADD", "fresh", "y", "900719"]), e);
+    assert_eq!(exists(&mut c, "fresh"), 0);
+
+    // The limit follows the layout.
+    run(&mut c, &["RANK.CREATE", "ms", "UNIT", "MS", "DIGITS", "13"]);
+    assert_eq!(
+        err(&mut c, &["RANK.ADD", "ms", "y", "900"]),
+        "ERR rank: points out of exact range (max \u{b1}899)"
+    );
+    run(&mut c, &["RANK.CREATE", "plain", "TIEBREAK", "NONE"]);
+    assert_eq!(
+        int(&mut c, &["RANK.ADD", "plain", "y", "9007199254740991"]),
+        9_007_199_254_740_991
+    );
+    assert_eq!(
+        err(&mut c, &["RANK.ADD", "plain", "y", "9007199254740992"]),
+        "ERR rank: points out of exact range (max \u{b1}9007199254740991)"
+    );
+    assert_eq!(
+        int(&mut c, &["RANK.INCR", "plain", "y", "-18014398509481982"]),
+        -9_007_199_254_740_991
+    );
+}
+
+#[test]
+fn timestamps_outside_the_layout_are_refused() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let e = "ERR rank: timestamp out of range";
+    run(
+        &mut c,
+        &[
+            "RANK.CREATE",
+            "b",
+            "EPOCH",
+            &now(T0),
+            "DIGITS",
+            "3",
+            "NOW",
+            &now(T0),
+        ],
+    );
+    assert_eq!(
+        err(&mut c, &["RANK.ADD", "b", "x", "1", "NOW", &now(T0 - 1)]),
+        e
+    );
+    assert_eq!(
+        err(
+            &mut c,
+            &["RANK.ADD", "b", "x", "1", "NOW", &now(T0 + 1_000_000)]
+        ),
+        e
+    );
+    assert_eq!(
+        err(
+            &mut c,
+            &["RANK.INCR", "b", "x", "1", "NOW", &now(T0 + 1_000_000)]
+        ),
+        e
+    );
+    assert_eq!(
+        int(
+            &mut c,
+            &["RANK.ADD", "b", "x", "1", "NOW", &now(T0 + 999_999)]
+        ),
+        1
+    );
+    assert_eq!(exists(&mut c, "b"), 1);
+    // A layout that cannot hold the current time is refused at CREATE.
+    assert_eq!(
+        err(&mut c, &["RANK.CREATE", "c", "UNIT", "MS", "DIGITS", "12"]),
+        e
+    );
+    assert_eq!(err(&mut c, &["RANK.CREATE", "c", "DIGITS", "9"]), e);
+    assert_eq!(
+        err(&mut c, &["RANK.CREATE", "c", "EPOCH", "9000000000000000"]),
+        e
+    );
+    assert_eq!(exists(&mut c, "c:meta"), 0);
+    assert_eq!(
+        run(&mut c, &["RANK.CREATE", "c", "UNIT", "MS", "DIGITS", "13"]),
+        "OK"
+    );
+    // And a board of the default layout holds the clock.
+    assert_eq!(int(&mut c, &["RANK.ADD", "d", "x", "1"]), 1);
+}
+
+#[test]
+fn create_refuses_an_existing_board() {
+    let s = Server::start();
+    let mut c = s.conn();
+    assert_eq!(run(&mut c, &["RANK.CREATE", "b"]), "OK");
+    assert_eq!(
+        err(&mut c, &["RANK.CREATE", "b"]),
+        "ERR rank: board already exists"
+    );
+    add(&mut c, "used", "x", 1, T0);
+    assert_eq!(
+        err(&mut c, &["RANK.CREATE", "used", "TIEBREAK", "LATER"]),
+        "ERR rank: board already exists"
+    );
+    assert_eq!(exists(&mut c, "used:meta"), 0);
+}
+
+#[test]
+fn add_gt_lt_and_same_points_keep_the_original_time() {
+    let s = Server::start();
+    let mut c = s.conn();
+    add(&mut c, "b", "x", 10, T0);
+    assert_eq!(add(&mut c, "b", "x", 10, T0 + 60_000), "10");
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "x"]),
+        format!("[10, 0, {T0}]")
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.ADD", "b", "x", "5", "GT", "NOW", &now(T0 + 1_000)]
+        ),
+        "10"
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.ADD", "b", "x", "15", "gt", "NOW", &now(T0 + 2_000)]
+        ),
+        "15"
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "x"]),
+        format!("[15, 0, {}]", T0 + 2_000)
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.ADD", "b", "x", "20", "LT", "NOW", &now(T0 + 3_000)]
+        ),
+        "15"
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.ADD", "b", "x", "12", "LT", "NOW", &now(T0 + 4_000)]
+        ),
+        "12"
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.ADD", "b", "new", "-3", "GT", "NOW", &now(T0)]
+        ),
+        "-3"
+    );
+    // Plain ADD may lower.
+    assert_eq!(add(&mut c, "b", "x", 1, T0 + 5_000), "1");
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "x"]),
+        format!("[1, 0, {}]", T0 + 5_000)
+    );
+}
+
+#[test]
+fn incr_adds_and_moves_the_achievement_time() {
+    let s = Server::start();
+    let mut c = s.conn();
+    add(&mut c, "b", "a", 10, T0);
+    add(&mut c, "b", "b", 7, T0 + 1_000);
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.INCR", "b", "b", "3", "NOW", &now(T0 + 2_000)]
+        ),
+        "10"
+    );
+    // b reached 10 later than a did.
+    assert_eq!(run(&mut c, &["RANK.TOP", "b"]), "[a, 10, b, 10]");
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "b"]),
+        format!("[10, 1, {}]", T0 + 2_000)
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.INCR", "b", "new", "-4", "NOW", &now(T0)]),
+        "-4"
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.INCR", "b", "a", "0", "NOW", &now(T0 + 3_000)]
+        ),
+        "10"
+    );
+    assert_eq!(run(&mut c, &["RANK.TOP", "b", "2"]), "[b, 10, a, 10]");
+}
+
+#[test]
+fn get_top_count_and_rem() {
+    let s = Server::start();
+    let mut c = s.conn();
+    assert_eq!(run(&mut c, &["RANK.GET", "b", "x"]), "nil");
+    assert_eq!(run(&mut c, &["RANK.TOP", "b"]), "[]");
+    assert_eq!(int(&mut c, &["RANK.COUNT", "b"]), 0);
+    for i in 0..15 {
+        add(&mut c, "b", &format!("m{i:02}"), i, T0);
+    }
+    assert_eq!(int(&mut c, &["RANK.COUNT", "b"]), 15);
+    let top = run(&mut c, &["RANK.TOP", "b"]);
+    assert!(
+        top.starts_with("[m14, 14, m13, 13") && top.ends_with("m05, 5]"),
+        "{top}"
+    );
+    assert_eq!(run(&mut c, &["RANK.TOP", "b", "0"]), "[]");
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "m10"]),
+        format!("[10, 4, {T0}]")
+    );
+    assert_eq!(int(&mut c, &["RANK.REM", "b", "m14", "m13", "nobody"]), 2);
+    assert_eq!(int(&mut c, &["RANK.REM", "b", "m14"]), 0);
+    assert_eq!(run(&mut c, &["RANK.TOP", "b", "2"]), "[m12, 12, m11, 11]");
+    let all: Vec<String> = (0..13).map(|i| format!("m{i:02}")).collect();
+    let mut args = vec!["RANK.REM", "b"];
+    args.extend(all.iter().map(|s| s.as_str()));
+    assert_eq!(int(&mut c, &args), 13);
+    assert_eq!(exists(&mut c, "b"), 0);
+}
+
+#[test]
+fn paging_with_offset_matches_zrevrange_near_and_far() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let mut z = redis::cmd("ZADD");
+    z.arg("b");
+    for i in 0..3000i64 {
+        // Packed default-layout scores: points i, time T0 (t = T0 / 1000).
+        let packed = i * 10_000_000_000 + (10_000_000_000 - 1 - T0 / 1000);
+        z.arg(packed).arg(format!("m{i}"));
+    }
+    let _: i64 = z.query(&mut c).unwrap();
+    for (count, offset) in [
+        (3, 0),
+        (5, 3),
+        (10, 1024),
+        (7, 1025),
+        (5, 2000),
+        (50, 2990),
+        (5, 3000),
+        (5, 9999),
+    ] {
+        let got = run(
+            &mut c,
+            &[
+                "RANK.TOP",
+                "b",
+                &count.to_string(),
+                "OFFSET",
+                &offset.to_string(),
+            ],
+        );
+        let stop = (offset + count - 1).to_string();
+        let want: Vec<String> = redis::cmd("ZREVRANGE")
+            .arg("b")
+            .arg(offset)
+            .arg(&stop)
+            .query(&mut c)
+            .unwrap();
+        let want: Vec<String> = want
+            .iter()
+            .flat_map(|m| [m.clone(), m.trim_start_matches('m').to_string()])
+            .collect();
+        assert_eq!(
+            got,
+            format!("[{}]", want.join(", ")),
+            "TOP {count} OFFSET {offset}"
+        );
+    }
+    assert_eq!(
+        run(&mut c, &["RANK.TOP", "b", "OFFSET", "2998"]),
+        "[m1, 1, m0, 0]"
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.TOP", "b", "2", "OFFSET", "1", "OFFSET", "0"]
+        ),
+        "[m2999, 2999, m2998, 2998]"
+    );
+}
+
+#[test]
+fn around_at_the_top_middle_and_bottom() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for i in 0..6 {
+        add(&mut c, "b", &format!("p{i}"), 100 - i, T0);
+    }
+    assert_eq!(
+        run(&mut c, &["RANK.AROUND", "b", "p0", "2"]),
+        "[0, p0, 100, 1, p1, 99, 2, p2, 98]"
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.AROUND", "b", "p3", "1"]),
+        "[2, p2, 98, 3, p3, 97, 4, p4, 96]"
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.AROUND", "b", "p5", "2"]),
+        "[3, p3, 97, 4, p4, 96, 5, p5, 95]"
+    );
+    assert_eq!(run(&mut c, &["RANK.AROUND", "b", "p5", "0"]), "[5, p5, 95]");
+    let all = run(&mut c, &["RANK.AROUND", "b", "p2", "9223372036854775807"]);
+    assert!(
+        all.starts_with("[0, p0, 100") && all.ends_with("5, p5, 95]"),
+        "{all}"
+    );
+    assert_eq!(run(&mut c, &["RANK.AROUND", "b", "nobody", "2"]), "nil");
+    assert_eq!(run(&mut c, &["RANK.AROUND", "missing", "p0", "2"]), "nil");
+}
+
+#[test]
+fn merge_sums_or_keeps_the_best_across_boards_and_layouts() {
+    let s = Server::start();
+    let mut c = s.conn();
+    add(&mut c, "w1", "a", 10, T0);
+    add(&mut c, "w1", "b", 5, T0 + 1_000);
+    add(&mut c, "w2", "a", 3, T0 + 9_000);
+    add(&mut c, "w2", "c", 8, T0 + 2_000);
+    run(&mut c, &["RANK.CREATE", "w3", "UNIT", "MS", "DIGITS", "13"]);
+    add(&mut c, "w3", "b", 9, T0 + 500);
+    assert_eq!(
+        int(&mut c, &["RANK.MERGE", "total", "3", "w1", "w2", "w3"]),
+        3
+    );
+    assert_eq!(run(&mut c, &["RANK.TOP", "total"]), "[b, 14, a, 13, c, 8]");
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "total", "a"]),
+        format!("[13, 1, {}]", T0 + 9_000)
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "total", "b"]),
+        format!("[14, 0, {}]", T0 + 1_000)
+    );
+
+    assert_eq!(
+        int(
+            &mut c,
+            &[
+                "RANK.MERGE",
+                "best",
+                "3",
+                "w1",
+                "w2",
+                "w3",
+                "AGGREGATE",
+                "max"
+            ]
+        ),
+        3
+    );
+    assert_eq!(run(&mut c, &["RANK.TOP", "best"]), "[a, 10, b, 9, c, 8]");
+    // MAX breaks equal points by the destination's tiebreak.
+    add(&mut c, "x1", "a", 10, T0 + 5_000);
+    add(&mut c, "x2", "a", 10, T0);
+    run(
+        &mut c,
+        &["RANK.MERGE", "bx", "2", "x1", "x2", "AGGREGATE", "MAX"],
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "bx", "a"]),
+        format!("[10, 0, {T0}]")
+    );
+
+    // The destination is replaced, unless it is also a source.
+    assert_eq!(int(&mut c, &["RANK.MERGE", "total", "1", "w2"]), 2);
+    assert_eq!(run(&mut c, &["RANK.TOP", "total"]), "[c, 8, a, 3]");
+    assert_eq!(int(&mut c, &["RANK.MERGE", "total", "2", "total", "w2"]), 2);
+    assert_eq!(run(&mut c, &["RANK.TOP", "total"]), "[c, 16, a, 6]");
+    // Empty sources leave no destination.
+    assert_eq!(int(&mut c, &["RANK.MERGE", "total", "1", "nothing"]), 0);
+    assert_eq!(exists(&mut c, "total"), 0);
+
+    // A result the destination's layout cannot hold writes nothing.
+    run(
+        &mut c,
+        &["RANK.CREATE", "small", "UNIT", "MS", "DIGITS", "13"],
+    );
+    add(&mut c, "big", "z", 900, T0);
+    add(&mut c, "small", "keep", 1, T0);
+    assert_eq!(
+        err(&mut c, &["RANK.MERGE", "small", "1", "big"]),
+        "ERR rank: points out of exact range (max \u{b1}899)"
+    );
+    assert_eq!(run(&mut c, &["RANK.TOP", "small"]), "[keep, 1]");
+    // A NONE source has no time: its entries count as achieved at NOW.
+    run(&mut c, &["RANK.CREATE", "plain", "TIEBREAK", "NONE"]);
+    add(&mut c, "plain", "p", 4, T0);
+    run(
+        &mut c,
+        &[
+            "RANK.MERGE",
+            "fromplain",
+            "1",
+            "plain",
+            "NOW",
+            &now(T0 + 7_000),
+        ],
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "fromplain", "p"]),
+        format!("[4, 0, {}]", T0 + 7_000)
+    );
+}
+
+#[test]
+fn ttl_lands_on_every_key_of_the_board() {
+    let s = Server::start();
+    let mut c = s.conn();
+    assert_eq!(run(&mut c, &["RANK.CREATE", "b", "TTL", "100"]), "OK");
+    let meta_at = int(&mut c, &["PEXPIRETIME", "b:meta"]);
+    assert!(meta_at > 0);
+    add(&mut c, "b", "x", 1, T0);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "b"]), meta_at);
+    // The board emptied and created again takes the same instant.
+    run(&mut c, &["RANK.REM", "b", "x"]);
+    run(&mut c, &["RANK.INCR", "b", "y", "1"]);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "b"]), meta_at);
+    // MERGE TTL sets destination and its meta; without TTL the destination
+    // takes its meta's expiry.
+    run(&mut c, &["RANK.CREATE", "d"]);
+    run(&mut c, &["RANK.MERGE", "d", "1", "b", "TTL", "50"]);
+    let d_at = int(&mut c, &["PEXPIRETIME", "d"]);
+    assert!(d_at > 0 && d_at < meta_at);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "d:meta"]), d_at);
+    run(&mut c, &["RANK.MERGE", "d", "1", "b"]);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "d"]), d_at);
+    // No TTL anywhere without one.
+    add(&mut c, "plain", "x", 1, T0);
+    assert_eq!(int(&mut c, &["PTTL", "plain"]), -1);
+    // Keys really go.
+    run(&mut c, &["RANK.CREATE", "short", "TTL", "1"]);
+    add(&mut c, "short", "x", 1, T0);
+    std::thread::sleep(std::time::Duration::from_millis(1_200));
+    assert_eq!(int(&mut c, &["EXISTS", "short", "short:meta"]), 0);
+}
+
+fn wrong_type_keys(c: &mut Connection) {
+    run(c, &["SET", "str", "v"]);
+    run(c, &["HSET", "hb", "f", "v"]);
+    run(c, &["SET", "sm:meta", "v"]);
+    run(c, &["ZADD", "sm", "1", "x"]);
+}
+
+#[test]
+fn bad_input_is_refused_with_nothing_written() {
+    let s = Server::start();
+    let mut c = s.conn();
+    add(&mut c, "b", "x", 5, T0);
+    run(&mut c, &["RANK.CREATE", "cb", "TTL", "100"]);
+    wrong_type_keys(&mut c);
+    let before = dump_keys(&mut c, "*");
+    let arity = |n: &str| format!("ERR wrong number of arguments for '{n}' command");
+    let syntax = "ERR syntax error";
+    let not_int = "ERR value is not an integer or out of range";
+    let wrongtype = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (vec!["RANK.CREATE"], arity("rank.create")),
+        (vec!["RANK.CREATE", "n", "TIEBREAK"], syntax.into()),
+        (vec!["RANK.CREATE", "n", "TIEBREAK", "FIRST"], syntax.into()),
+        (vec!["RANK.CREATE", "n", "UNIT", "H"], syntax.into()),
+        (vec!["RANK.CREATE", "n", "DIGITS", "16"], not_int.into()),
+        (vec!["RANK.CREATE", "n", "DIGITS", "x"], not_int.into()),
+        (vec!["RANK.CREATE", "n", "EPOCH", "-1"], not_int.into()),
+        (vec!["RANK.CREATE", "n", "TTL", "0"], not_int.into()),
+        (vec!["RANK.CREATE", "n", "NOW", "1.5"], not_int.into()),
+        (vec!["RANK.CREATE", "n", "BOGUS"], syntax.into()),
+        (vec!["RANK.CREATE", "str"], wrongtype.into()),
+        (vec!["RANK.CREATE", "sm"], wrongtype.into()),
+        (vec!["RANK.ADD", "b", "x"], arity("rank.add")),
+        (vec!["RANK.ADD", "b", "x", "1.5"], not_int.into()),
+        (vec!["RANK.ADD", "b", "x", " 1"], not_int.into()),
+        (vec!["RANK.ADD", "b", "x", "01"], not_int.into()),
+        (vec!["RANK.ADD", "b", "x", "1", "GT", "LT"], syntax.into()),
+        (vec!["RANK.ADD", "b", "x", "1", "NX"], syntax.into()),
+        (vec!["RANK.ADD", "b", "x", "1", "NOW"], syntax.into()),
+        (vec!["RANK.ADD", "b", "x", "1", "NOW", "-1"], not_int.into()),
+        (
+            vec!["RANK.ADD", "b", "x", "1", "NOW", "9007199254740992"],
+            not_int.into(),
+        ),
+        (vec!["RANK.ADD", "str", "x", "1"], wrongtype.into()),
+        (vec!["RANK.ADD", "sm", "x", "1"], wrongtype.into()),
+        (vec!["RANK.INCR", "b", "x"], arity("rank.incr")),
+        (vec!["RANK.INCR", "b", "x", "a"], not_int.into()),
+        (vec!["RANK.INCR", "b", "x", "1", "GT"], syntax.into()),
+        (vec!["RANK.INCR", "str", "x", "1"], wrongtype.into()),
+        (vec!["RANK.INCR", "sm", "x", "1"], wrongtype.into()),
+        (vec!["RANK.GET", "b"], arity("rank.get")),
+        (vec!["RANK.GET", "b", "x", "y"], arity("rank.get")),
+        (vec!["RANK.GET", "str", "x"], wrongtype.into()),
+        (vec!["RANK.GET", "sm", "x"], wrongtype.into()),
+        (vec!["RANK.TOP"], arity("rank.top")),
+        (vec!["RANK.TOP", "b", "-1"], not_int.into()),
+        (vec!["RANK.TOP", "b", "x"], not_int.into()),
+        (vec!["RANK.TOP", "b", "1", "2"], syntax.into()),
+        (vec!["RANK.TOP", "b", "OFFSET"], syntax.into()),
+        (vec!["RANK.TOP", "b", "OFFSET", "-1"], not_int.into()),
+        (vec!["RANK.TOP", "hb"], wrongtype.into()),
+        (vec!["RANK.AROUND", "b", "x"], arity("rank.around")),
+        (vec!["RANK.AROUND", "b", "x", "-1"], not_int.into()),
+        (vec!["RANK.AROUND", "str", "x", "1"], wrongtype.into()),
+        (vec!["RANK.REM", "b"], arity("rank.rem")),
+        (vec!["RANK.REM", "str", "x"], wrongtype.into()),
+        (vec!["RANK.COUNT"], arity("rank.count")),
+        (vec!["RANK.COUNT", "hb"], wrongtype.into()),
+        (vec!["RANK.MERGE", "d", "1"], arity("rank.merge")),
+        (vec!["RANK.MERGE", "d", "0", "b"], not_int.into()),
+        (vec!["RANK.MERGE", "d", "x", "b"], not_int.into()),
+        (vec!["RANK.MERGE", "d", "3", "b", "b"], syntax.into()),
+        (
+            vec!["RANK.MERGE", "d", "1", "b", "AGGREGATE", "MIN"],
+            syntax.into(),
+        ),
+        (
+            vec!["RANK.MERGE", "d", "1", "b", "WEIGHTS", "2"],
+            syntax.into(),
+        ),
+        (
+            vec!["RANK.MERGE", "d", "1", "b", "TTL", "-5"],
+            not_int.into(),
+        ),
+        (vec!["RANK.MERGE", "d", "2", "b", "str"], wrongtype.into()),
+        (vec!["RANK.MERGE", "d", "2", "b", "sm"], wrongtype.into()),
+        (vec!["RANK.MERGE", "str", "1", "b"], wrongtype.into()),
+        (vec!["RANK.MERGE", "sm", "1", "b"], wrongtype.into()),
+        (vec!["RANK.MERGE", "b", "1", "hb"], wrongtype.into()),
+    ];
+    for (args, want) in &cases {
+        assert_eq!(&err(&mut c, args), want, "{args:?}");
+    }
+    // A corrupt layout is reported, not guessed.
+    for bad in ["EARLIER S 99 0", "EARLIER S 10", "earlier S 10 0", ""] {
+        run(&mut c, &["HSET", "bad:meta", "layout", bad]);
+        assert_eq!(
+            err(&mut c, &["RANK.ADD", "bad", "x", "1"]),
+            "ERR rank: invalid board layout",
+            "{bad:?}"
+        );
+    }
+    run(&mut c, &["DEL", "bad:meta"]);
+    assert_eq!(dump_keys(&mut c, "*"), before);
+    // The server is alive and the data untouched.
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "x"]),
+        format!("[5, 0, {T0}]")
+    );
+}
+
+#[test]
+fn merge_reports_its_keys() {
+    let s = Server::start();
+    let mut c = s.conn();
+    assert_eq!(
+        run(
+            &mut c,
+            &[
+                "COMMAND",
+                "GETKEYS",
+                "RANK.MERGE",
+                "d",
+                "2",
+                "a",
+                "b",
+                "AGGREGATE",
+                "MAX"
+            ]
+        ),
+        "[d, a, b]"
+    );
+    assert_eq!(
+        run(&mut c, &["COMMAND", "GETKEYS", "RANK.ADD", "b", "m", "1"]),
+        "[b]"
+    );
+}
+
+#[test]
+fn concurrent_incr_loses_nothing() {
+    let s = Server::start();
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let mut c = s.conn();
+            std::thread::spawn(move || {
+                for i in 0..250 {
+                    int(&mut c, &["RANK.INCR", "b", "shared", "2"]);
+                    int(&mut c, &["RANK.INCR", "b", &format!("t{t}"), "1"]);
+                    if i % 50 == 0 {
+                        run(&mut c, &["RANK.TOP", "b", "3"]);
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut c = s.conn();
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "shared"])
+            .split(", ")
+            .next()
+            .unwrap(),
+        "[2000"
+    );
+    assert_eq!(int(&mut c, &["RANK.COUNT", "b"]), 5);
+}
+
+#[test]
+fn counters_and_keyspace_events() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEd"]);
+    let mut sub = s.conn();
+    let mut ps = sub.as_pubsub();
+    ps.psubscribe("__keyspace@0__:b").unwrap();
+    add(&mut c, "b", "x", 1, T0);
+    add(&mut c, "b", "x", 1, T0);
+    let _ = err(&mut c, &["RANK.ADD", "b", "x", "999999999"]);
+    run(&mut c, &["RANK.REM", "b", "x"]);
+    let info: String = redis::cmd("INFO").arg("hotpath").query(&mut c).unwrap();
+    for want in [
+        "rank_updates:1",
+        "rank_kept:1",
+        "rank_refused:1",
+        "rank_removed:1",
+    ] {
+        assert!(info.contains(want), "{want} in {info}");
+    }
+    ps.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+        .unwrap();
+    let m: String = ps.get_message().unwrap().get_payload().unwrap();
+    assert_eq!(m, "hotpath.rank.add");
+}
+
+/// Every write command, using the server clock (no NOW) so replicas and
+/// AOF replay must get the master's values, not their own.
+fn every_write(c: &mut Connection) {
+    run(
+        c,
+        &[
+            "RANK.CREATE",
+            "b",
+            "TTL",
+            "1000",
+            "UNIT",
+            "MS",
+            "DIGITS",
+            "13",
+        ],
+    );
+    run(c, &["RANK.CREATE", "late", "TIEBREAK", "LATER"]);
+    for i in 0..20 {
+        assert!(!run(
+            c,
+            &["RANK.ADD", "b", &format!("m{i}"), &(i % 7).to_string()]
+        )
+        .starts_with("ERR"));
+        run(
+            c,
+            &["RANK.ADD", "late", &format!("m{i}"), &(i % 3).to_string()],
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    run(c, &["RANK.ADD", "b", "m1", "50", "GT"]);
+    run(c, &["RANK.ADD", "b", "m2", "-1", "LT"]);
+    run(c, &["RANK.INCR", "b", "m3", "4"]);
+    run(c, &["RANK.INCR", "fresh", "z", "4"]);
+    run(c, &["RANK.REM", "b", "m4", "m5"]);
+    assert_eq!(
+        int(c, &["RANK.MERGE", "sum", "2", "b", "late", "TTL", "500"]),
+        20
+    );
+    run(
+        c,
+        &["RANK.MERGE", "max", "2", "b", "late", "AGGREGATE", "MAX"],
+    );
+    run(c, &["RANK.MERGE", "b", "2", "b", "late"]);
+}
+
+#[test]
+fn replica_ends_identical_to_master() {
+    let p = Pair::start();
+    let mut c = p.master.conn();
+    every_write(&mut c);
+    p.assert_equal();
+    let mut r = p.replica.conn();
+    assert_eq!(dump_keys(&mut r, "*"), dump_keys(&mut c, "*"));
+    for k in ["b", "b:meta", "sum"] {
+        assert_eq!(
+            int(&mut r, &["PEXPIRETIME", k]),
+            int(&mut c, &["PEXPIRETIME", k]),
+            "{k}"
+        );
+    }
+}
+
+#[test]
+fn aof_restart_and_rdb_reload_end_identical() {
+    let mut s = start_aof();
+    let mut c = s.conn();
+    every_write(&mut c);
+    let before = dump_keys(&mut c, "*");
+    let at = int(&mut c, &["PEXPIRETIME", "b"]);
+    assert_aof_restart_equal(&mut s);
+    let mut c = s.conn();
+    assert_eq!(dump_keys(&mut c, "*"), before);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "b"]), at);
+    assert_rdb_reload_equal(&s);
+}
+
+/// A one-node cluster that owns every slot: cluster rules (hash tags,
+/// CROSSSLOT, key extraction through MERGE's getkeys-api) without a
+/// three-node setup.
+fn one_node_cluster() -> Server {
+    let s = Server::start_with(&["--cluster-enabled", "yes"]);
+    let mut c = s.conn();
+    run(&mut c, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !run(&mut c, &["CLUSTER", "INFO"]).contains("cluster_state:ok") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "cluster never became ok"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    s
+}
+
+#[test]
+fn cluster_mode_needs_hash_tags_and_one_slot_for_merge() {
+    let s = one_node_cluster();
+    let mut c = s.conn();
+    let e = "ERR rank: base key needs a {hash tag} in cluster mode";
+    assert_eq!(err(&mut c, &["RANK.ADD", "plain", "x", "1"]), e);
+    assert_eq!(err(&mut c, &["RANK.CREATE", "plain"]), e);
+    assert_eq!(exists(&mut c, "plain"), 0);
+    assert_eq!(run(&mut c, &["RANK.CREATE", "w1:{s1}"]), "OK");
+    assert_eq!(add(&mut c, "w1:{s1}", "a", 3, T0), "3");
+    assert_eq!(add(&mut c, "w2:{s1}", "a", 4, T0), "4");
+    assert_eq!(
+        int(
+            &mut c,
+            &["RANK.MERGE", "all:{s1}", "2", "w1:{s1}", "w2:{s1}"]
+        ),
+        1
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "all:{s1}", "a"]),
+        format!("[7, 0, {T0}]")
+    );
+    let cross = err(&mut c, &["RANK.MERGE", "all:{s1}", "1", "w:{other}"]);
+    assert!(cross.starts_with("CROSSSLOT"), "{cross}");
+    assert_eq!(run(&mut c, &["RANK.TOP", "all:{s1}"]), "[a, 7]");
+}
+
+#[test]
+fn writes_leave_a_watched_meta_untouched() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let mut w = s.conn();
+    run(&mut c, &["RANK.CREATE", "b"]);
+    run(&mut w, &["WATCH", "b:meta"]);
+    add(&mut c, "b", "x", 1, T0);
+    run(&mut c, &["RANK.INCR", "b", "x", "1", "NOW", &now(T0)]);
+    run(&mut w, &["MULTI"]);
+    run(&mut w, &["SET", "k", "v"]);
+    assert_eq!(run(&mut w, &["EXEC"]), "[OK]");
+    // The board itself is signalled, as ZADD would be.
+    run(&mut w, &["WATCH", "b"]);
+    add(&mut c, "b", "y", 1, T0);
+    run(&mut w, &["MULTI"]);
+    run(&mut w, &["SET", "k", "v"]);
+    assert_eq!(run(&mut w, &["EXEC"]), "nil");
+}
+
+#[test]
+fn a_kept_value_leaves_a_watched_board_untouched() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let mut w = s.conn();
+    add(&mut c, "b", "x", 10, T0);
+    run(&mut w, &["WATCH", "b"]);
+    add(&mut c, "b", "x", 10, T0 + 1_000);
+    run(&mut c, &["RANK.ADD", "b", "x", "5", "GT"]);
+    run(&mut w, &["MULTI"]);
+    run(&mut w, &["SET", "k", "v"]);
+    assert_eq!(run(&mut w, &["EXEC"]), "[OK]");
+}
