@@ -139,6 +139,17 @@ fn replicate_bufs(ctx: &Context, cmd: &CStr, args: &[&[u8]]) {
                 p(1),
                 l(1),
             ),
+            3 => f(
+                ctx.ctx,
+                cmd.as_ptr(),
+                c"bbb".as_ptr(),
+                p(0),
+                l(0),
+                p(1),
+                l(1),
+                p(2),
+                l(2),
+            ),
             4 => f(
                 ctx.ctx,
                 cmd.as_ptr(),
@@ -151,6 +162,25 @@ fn replicate_bufs(ctx: &Context, cmd: &CStr, args: &[&[u8]]) {
                 l(2),
                 p(3),
                 l(3),
+            ),
+            7 => f(
+                ctx.ctx,
+                cmd.as_ptr(),
+                c"bbbbbbb".as_ptr(),
+                p(0),
+                l(0),
+                p(1),
+                l(1),
+                p(2),
+                l(2),
+                p(3),
+                l(3),
+                p(4),
+                l(4),
+                p(5),
+                l(5),
+                p(6),
+                l(6),
             ),
             9 => f(
                 ctx.ctx,
@@ -352,13 +382,17 @@ fn check_sliding(
     };
     let (r, new) = model::sliding(rule.limit, rule.period_ms, state, o.now, o.cost);
     if let (Some(s), false) = (new, o.peek) {
-        let fields = [
+        // Within the stored window only the count moves: write just that
+        // field (the resulting Hash is the same, with one write, not four).
+        let same_window = state.is_some_and(|old| old.window == s.window && old.prev == s.prev);
+        let all = [
             ("algo", "sliding".to_string()),
             ("window", s.window.to_string()),
             ("count", s.count.to_string()),
             ("prev", s.prev.to_string()),
         ];
-        write_hash(ctx, key, name, &fields, r.reset_ms);
+        let fields = if same_window { &all[2..3] } else { &all[..] };
+        write_hash(ctx, key, name, fields, r.reset_ms);
         consumed(ctx, name);
     }
     Ok(r.fields())
@@ -382,13 +416,15 @@ fn check_bucket(
     };
     let (r, new) = model::bucket(rule, state, o.now, o.cost);
     if let (Some(b), false) = (new, o.peek) {
-        let fields = [
+        // An existing bucket already holds its `algo` field.
+        let all = [
             ("algo", "bucket".to_string()),
             ("tokens", b.tokens.to_string()),
             ("carry", b.carry.to_string()),
             ("ts", b.ts.to_string()),
         ];
-        write_hash(ctx, key, name, &fields, r.reset_ms);
+        let fields = if state.is_some() { &all[1..] } else { &all[..] };
+        write_hash(ctx, key, name, fields, r.reset_ms);
         consumed(ctx, name);
     }
     Ok(r.fields())
