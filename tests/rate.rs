@@ -812,8 +812,8 @@ fn info_counts_and_events_fire() {
     let mut ps = sub.as_pubsub();
     ps.psubscribe("__keyevent@0__:hotpath.rate.*").unwrap();
     ps.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    check(&mut c, "i", &["1", "1000"], 0);
-    check(&mut c, "i", &["1", "1000"], 0);
+    check(&mut c, "i", &["1", "100000"], 0);
+    check(&mut c, "i", &["1", "100000"], 0);
     run(&mut c, &["RATE.RESET", "i"]);
     let first: String = ps.get_message().unwrap().get_channel_name().to_string();
     let second: String = ps.get_message().unwrap().get_channel_name().to_string();
