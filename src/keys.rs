@@ -446,3 +446,64 @@ impl Key {
         }
     }
 }
+
+impl Key {
+    /// Returns the string's bytes for reading in place, without copying
+    /// (empty when the key is missing or not a string). A bitmap read on
+    /// the hot path must not copy megabytes.
+    pub fn bytes(&self) -> &[u8] {
+        if self.kind() != KeyType::String {
+            return &[];
+        }
+        let mut len = 0usize;
+        let p = raw::string_dma(self.ptr, &mut len, raw::KeyMode::READ);
+        if p.is_null() || len == 0 {
+            return &[];
+        }
+        unsafe { std::slice::from_raw_parts(p as *const u8, len) }
+    }
+
+    /// Calls `f` with each member of a Set (each field of a Hash) until it
+    /// returns false; returns false when stopped early. Uses
+    /// `RedisModule_ScanKey`, so no reply is built: reading a set of a
+    /// million members through `ctx.call("SMEMBERS")` costs several times
+    /// more.
+    pub fn scan(&self, mut f: impl FnMut(&[u8]) -> bool) -> bool {
+        struct State<'a> {
+            f: &'a mut dyn FnMut(&[u8]) -> bool,
+            go: bool,
+        }
+        unsafe extern "C" fn each(
+            _key: *mut raw::RedisModuleKey,
+            field: *mut raw::RedisModuleString,
+            _value: *mut raw::RedisModuleString,
+            privdata: *mut std::os::raw::c_void,
+        ) {
+            let st = &mut *(privdata as *mut State);
+            if !st.go || field.is_null() {
+                return;
+            }
+            let mut len = 0usize;
+            let p = raw::RedisModule_StringPtrLen.unwrap()(field, &mut len);
+            let bytes = if p.is_null() { &[][..] } else { std::slice::from_raw_parts(p as *const u8, len) };
+            st.go = (st.f)(bytes);
+        }
+        if self.ptr.is_null() || !matches!(self.kind(), KeyType::Set | KeyType::Hash) {
+            return true;
+        }
+        let mut st = State { f: &mut f, go: true };
+        unsafe {
+            let cursor = raw::RedisModule_ScanCursorCreate.unwrap()();
+            while st.go
+                && raw::RedisModule_ScanKey.unwrap()(
+                    self.ptr,
+                    cursor,
+                    Some(each),
+                    &mut st as *mut State as *mut std::os::raw::c_void,
+                ) != 0
+            {}
+            raw::RedisModule_ScanCursorDestroy.unwrap()(cursor);
+        }
+        st.go
+    }
+}

@@ -6,6 +6,7 @@ pub mod args;
 pub mod config;
 pub mod error;
 pub mod keys;
+pub mod like;
 pub mod luckybag;
 pub mod poll;
 pub mod rank;
@@ -23,6 +24,7 @@ use crate::stats::Counter;
 pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[
     (poll::COMMANDS, poll::COUNTERS),
     (rank::COMMANDS, rank::COUNTERS),
+    (like::COMMANDS, like::COUNTERS),
     (luckybag::COMMANDS, luckybag::COUNTERS),
     (rate::COMMANDS, rate::COUNTERS),
 ];

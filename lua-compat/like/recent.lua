@@ -1,0 +1,102 @@
+-- Lua twin of LIKE.RECENT: LIKE.RECENT B [n] -> [user, unix-ms, ...] newest first
+-- KEYS: B
+-- ARGV: like-max-id, like-promote-at, like-recent (the module's configs),
+--       then the command's arguments after the key(s), verbatim.
+-- Same replies, errors and derived keys as the module (see README.md).
+local B = KEYS[1]
+local MAXID = tonumber(ARGV[1])
+local PROMOTE_AT = tonumber(ARGV[2])
+local RECENT_CAP = tonumber(ARGV[3])
+local args = {}
+for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
+
+local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
+local function arity(cmd)
+  return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
+end
+local function syntax() return redis.error_reply('ERR syntax error') end
+local function not_integer() return redis.error_reply('ERR value is not an integer or out of range') end
+local function bad_user()
+  return redis.error_reply('ERR like: user id must be an integer from 0 to ' .. string.format('%d', MAXID))
+end
+
+-- Redis's string2ll: optional '-', digits, no leading zeros, within int64.
+local function parse_int(s)
+  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
+  local neg = string.sub(s, 1, 1) == '-'
+  local d = neg and string.sub(s, 2) or s
+  if #d == 0 or not string.match(d, '^%d+$') then return nil end
+  if #d > 1 and string.sub(d, 1, 1) == '0' then return nil end
+  if neg and d == '0' then return nil end
+  if #d > 19 or (#d == 19 and d > (neg and '9223372036854775808' or '9223372036854775807')) then return nil end
+  return tonumber(s)
+end
+
+-- A user id: a canonical non-negative integer up to max.
+local function parse_user(s, max)
+  if type(s) ~= 'string' or #s == 0 or #s > 20 or not string.match(s, '^%d+$') then return nil end
+  if #s > 1 and string.sub(s, 1, 1) == '0' then return nil end
+  local v = tonumber(s)
+  if max ~= nil and v > max then return nil end
+  return v
+end
+
+local function type_of(k) return redis.call('TYPE', k)['ok'] end
+
+-- The form of a post's likes: 'bitmap', 'set' or 'none'; nil on WRONGTYPE.
+local function form_of(base)
+  local ts, tb = type_of(base .. ':set'), type_of(base .. ':bits')
+  if (ts ~= 'none' and ts ~= 'set') or (tb ~= 'none' and tb ~= 'string') then return nil end
+  if tb == 'string' then return 'bitmap' elseif ts == 'set' then return 'set' end
+  return 'none'
+end
+
+-- B:count when it holds a non-negative integer, else counted (no write).
+local function read_count(base, form)
+  if form == 'none' then return 0 end
+  local v = redis.call('GET', base .. ':count')
+  if v then
+    local n = parse_int(v)
+    if n ~= nil and n >= 0 then return n end
+  end
+  if form == 'set' then return redis.call('SCARD', base .. ':set') end
+  return redis.call('BITCOUNT', base .. ':bits')
+end
+
+local MAX_BITMAP_BYTES = 536870912
+-- Bytes up to bit top, plus 1/64 of slack (capped at 512 MB).
+local function bitmap_len(top)
+  local need = math.floor(top / 8) + 1
+  return math.min(need + math.floor(need / 64), MAX_BITMAP_BYTES)
+end
+-- jemalloc size class of n bytes; the bitmap's MEMORY USAGE from its length.
+local function size_class(n)
+  if n <= 8 then return 8 end
+  if n <= 128 then return math.ceil(n / 16) * 16 end
+  local lg = 0
+  while 2 ^ (lg + 1) <= n - 1 do lg = lg + 1 end
+  local delta = 2 ^ (lg - 2)
+  return math.ceil(n / delta) * delta
+end
+local function bitmap_memory(len) return size_class(len + 10) + 64 end
+
+local n = RECENT_CAP
+if #args >= 1 then
+  n = parse_int(args[1])
+  if n == nil or n < 0 then return not_integer() end
+end
+if #args > 1 then return syntax() end
+local RECENT = B .. ':recent'
+local tr = type_of(RECENT)
+if tr ~= 'none' and tr ~= 'zset' then return redis.error_reply(WRONGTYPE) end
+local card = redis.call('ZCARD', RECENT)
+if n > card then n = card end
+if n == 0 then return {} end
+local r = redis.call('ZREVRANGE', RECENT, 0, n - 1, 'WITHSCORES')
+local out = {}
+for i = 1, #r, 2 do
+  local id = parse_int(r[i])
+  if id ~= nil then out[#out + 1] = id else out[#out + 1] = r[i] end
+  out[#out + 1] = tonumber(r[i + 1])
+end
+return out
