@@ -485,13 +485,20 @@ impl Key {
             }
             let mut len = 0usize;
             let p = raw::RedisModule_StringPtrLen.unwrap()(field, &mut len);
-            let bytes = if p.is_null() { &[][..] } else { std::slice::from_raw_parts(p as *const u8, len) };
+            let bytes = if p.is_null() {
+                &[][..]
+            } else {
+                std::slice::from_raw_parts(p as *const u8, len)
+            };
             st.go = (st.f)(bytes);
         }
         if self.ptr.is_null() || !matches!(self.kind(), KeyType::Set | KeyType::Hash) {
             return true;
         }
-        let mut st = State { f: &mut f, go: true };
+        let mut st = State {
+            f: &mut f,
+            go: true,
+        };
         unsafe {
             let cursor = raw::RedisModule_ScanCursorCreate.unwrap()();
             while st.go

@@ -103,6 +103,9 @@ fn every_family_works_with_hash_tags_across_the_cluster() {
         assert_eq!(q(&mut c, &["LUCKYBAG.JOIN", &bag, "7"]), "[1, 1, 1]");
         assert_eq!(q(&mut c, &["LUCKYBAG.DRAW", &bag]).matches(", ").count(), 1);
         assert_eq!(q(&mut c, &["LUCKYBAG.RESULT", &bag, "7"]), "WON");
+        let post = format!("post:{{{tag}}}");
+        assert_eq!(q(&mut c, &["LIKE.TOGGLE", &post, "5"]), "[1, 1]");
+        assert_eq!(q(&mut c, &["LIKE.CHECK", &post, "5", "6"]), "[1, 0]");
     }
     let used: std::collections::HashSet<u16> = cl
         .nodes
@@ -125,6 +128,10 @@ fn base_key_without_hash_tag_is_refused_in_cluster_mode() {
     assert_eq!(
         q(&mut c, &["RANK.CREATE", "rank:untagged"]),
         "ERR<ERR rank: base key needs a {hash tag} in cluster mode>"
+    );
+    assert_eq!(
+        q(&mut c, &["LIKE.TOGGLE", "post:untagged", "1"]),
+        "ERR<ERR like: base key needs a {hash tag} in cluster mode>"
     );
     assert_eq!(
         q(&mut c, &["LUCKYBAG.CREATE", "bag:untagged", "WINNERS", "1"]),
@@ -167,5 +174,10 @@ fn multi_key_commands_work_in_one_slot_and_refuse_cross_slot() {
         "1"
     );
     let cross = on_owner(&cl, &["RANK.MERGE", "r:{s}:d", "2", "r:{s}:1", "r:{t}:2"]);
+    assert!(cross.starts_with("ERR<CROSSSLOT"), "{cross}");
+    q(&mut c, &["LIKE.ADD", "p:{s}:1", "5"]);
+    q(&mut c, &["LIKE.ADD", "p:{s}:2", "5"]);
+    assert_eq!(on_owner(&cl, &["LIKE.COMMON", "p:{s}:1", "p:{s}:2"]), "[5]");
+    let cross = on_owner(&cl, &["LIKE.COMMON", "p:{s}:1", "p:{t}:2"]);
     assert!(cross.starts_with("ERR<CROSSSLOT"), "{cross}");
 }

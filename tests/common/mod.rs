@@ -138,7 +138,12 @@ impl Server {
                 if let Ok(info) = info {
                     let pid = self.child.as_ref().map(|c| c.id()).unwrap_or(0);
                     if info.contains(&format!("process_id:{pid}\r\n")) {
-                        return true;
+                        // Ready means done loading the RDB/AOF too.
+                        let p: RedisResult<String> =
+                            redis::cmd("INFO").arg("persistence").query(&mut con);
+                        if p.map(|p| p.contains("loading:0\r\n")).unwrap_or(false) {
+                            return true;
+                        }
                     }
                 }
             }
