@@ -10,6 +10,7 @@ pub mod like;
 pub mod luckybag;
 pub mod poll;
 pub mod rank;
+pub mod rate;
 pub mod redpacket;
 pub mod registry;
 pub mod stats;
@@ -27,6 +28,7 @@ pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[
     (redpacket::COMMANDS, redpacket::COUNTERS),
     (like::COMMANDS, like::COUNTERS),
     (luckybag::COMMANDS, luckybag::COUNTERS),
+    (rate::COMMANDS, rate::COUNTERS),
 ];
 
 #[cfg_attr(test, allow(dead_code))]
