@@ -184,8 +184,8 @@ fn family_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
         (
             "rate.multi",
             v(&[
-                "RATE.MULTI 2 r:t6 r:t7 LIMITS 10 1000 1000 86400000",
-                "RATE.MULTI 2 r:t6 r:t7 LIMITS 10 1000 1000 86400000 COST 2",
+                "RATE.MULTI 2 r:t6 r:t7 LIMITS 10 60000 1000 86400000",
+                "RATE.MULTI 2 r:t6 r:t7 LIMITS 10 60000 1000 86400000 COST 2",
             ]),
         ),
         (
