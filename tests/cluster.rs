@@ -106,6 +106,24 @@ fn every_family_works_with_hash_tags_across_the_cluster() {
         let post = format!("post:{{{tag}}}");
         assert_eq!(q(&mut c, &["LIKE.TOGGLE", &post, "5"]), "[1, 1]");
         assert_eq!(q(&mut c, &["LIKE.CHECK", &post, "5", "6"]), "[1, 0]");
+        let rp = format!("rp:{{{tag}}}");
+        assert_eq!(
+            q(
+                &mut c,
+                &["REDPACKET.SPLIT", &rp, "100", "2", "MODE", "EQUAL"]
+            ),
+            "2"
+        );
+        assert_eq!(q(&mut c, &["REDPACKET.GRAB", &rp, "u1"]), "[OK, 50]");
+        let lim = format!("rate:{{{tag}}}");
+        assert_eq!(
+            q(&mut c, &["RATE.CHECK", &lim, "1", "60000", "NOW", "1000"]),
+            "[1, 1, 0, -1, 60000]"
+        );
+        assert_eq!(
+            q(&mut c, &["RATE.CHECK", &lim, "1", "60000", "NOW", "1000"]),
+            "[0, 1, 0, 60000, 60000]"
+        );
     }
     let used: std::collections::HashSet<u16> = cl
         .nodes
@@ -132,6 +150,10 @@ fn base_key_without_hash_tag_is_refused_in_cluster_mode() {
     assert_eq!(
         q(&mut c, &["LIKE.TOGGLE", "post:untagged", "1"]),
         "ERR<ERR like: base key needs a {hash tag} in cluster mode>"
+    );
+    assert_eq!(
+        q(&mut c, &["REDPACKET.SPLIT", "rp:untagged", "100", "2"]),
+        "ERR<ERR redpacket: base key needs a {hash tag} in cluster mode>"
     );
     assert_eq!(
         q(&mut c, &["LUCKYBAG.CREATE", "bag:untagged", "WINNERS", "1"]),
@@ -179,5 +201,37 @@ fn multi_key_commands_work_in_one_slot_and_refuse_cross_slot() {
     q(&mut c, &["LIKE.ADD", "p:{s}:2", "5"]);
     assert_eq!(on_owner(&cl, &["LIKE.COMMON", "p:{s}:1", "p:{s}:2"]), "[5]");
     let cross = on_owner(&cl, &["LIKE.COMMON", "p:{s}:1", "p:{t}:2"]);
+    assert!(cross.starts_with("ERR<CROSSSLOT"), "{cross}");
+    let both = on_owner(
+        &cl,
+        &[
+            "RATE.MULTI",
+            "2",
+            "u:{s}",
+            "ip:{s}",
+            "LIMITS",
+            "10",
+            "1000",
+            "100",
+            "60000",
+            "NOW",
+            "5000",
+        ],
+    );
+    assert!(both.starts_with("[1, "), "{both}");
+    let cross = on_owner(
+        &cl,
+        &[
+            "RATE.MULTI",
+            "2",
+            "u:{s}",
+            "ip:{t}",
+            "LIMITS",
+            "10",
+            "1000",
+            "100",
+            "60000",
+        ],
+    );
     assert!(cross.starts_with("ERR<CROSSSLOT"), "{cross}");
 }
