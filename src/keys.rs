@@ -402,6 +402,16 @@ impl Key {
     }
 }
 
+/// Sets an absolute expiry (unix ms) on a key that has none, through
+/// `PEXPIREAT` so that the same absolute time reaches replicas and the AOF
+/// when the command is re-run there.
+pub fn expire_at_if_unset(ctx: &Context, key: &Key, name: &[u8], at_ms: i64) {
+    if at_ms > 0 && key.exists() && key.expire_ms() < 0 {
+        let at = at_ms.to_string();
+        let _ = ctx.call("PEXPIREAT", &[name, at.as_bytes()][..]);
+    }
+}
+
 impl Drop for Key {
     fn drop(&mut self) {
         if !self.ptr.is_null() {

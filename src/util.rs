@@ -93,13 +93,3 @@ pub fn replicate_with_extra(ctx: &Context, args: &[RedisString], extra: &[&[u8]]
         );
     }
 }
-
-/// Sets an absolute expiry (unix ms) on a key that has none, through
-/// `PEXPIREAT` so that the same absolute time reaches replicas and the AOF
-/// when the command is re-run there.
-pub fn expire_at_if_unset(ctx: &Context, key: &crate::keys::Key, name: &[u8], at_ms: i64) {
-    if at_ms > 0 && key.exists() && key.expire_ms() < 0 {
-        let at = at_ms.to_string();
-        let _ = ctx.call("PEXPIREAT", &[name, at.as_bytes()][..]);
-    }
-}

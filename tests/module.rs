@@ -119,14 +119,23 @@ fn acl_can_deny_commands_by_name_and_by_category_where_supported() {
         assert!(cat.contains("poll.vote"), "{cat}");
         // Every module command is in @hotpath and in exactly one of
         // @read / @write, matching its flags.
-        let names: Vec<String> = redis::cmd("COMMAND").arg("LIST").arg("FILTERBY").arg("MODULE").arg("hotpath")
-            .query(&mut c).unwrap();
+        let names: Vec<String> = redis::cmd("COMMAND")
+            .arg("LIST")
+            .arg("FILTERBY")
+            .arg("MODULE")
+            .arg("hotpath")
+            .query(&mut c)
+            .unwrap();
         for name in &names {
             let info = run(&mut c, &["COMMAND", "INFO", name]);
             assert!(info.contains("@hotpath"), "{name}: {info}");
             let (r, w) = (info.contains("@read"), info.contains("@write"));
             assert!(r ^ w, "{name}: {info}");
-            assert_eq!(w, info.contains(", write,") || info.contains("[write,"), "{name}: {info}");
+            assert_eq!(
+                w,
+                info.contains(", write,") || info.contains("[write,"),
+                "{name}: {info}"
+            );
         }
     }
 }

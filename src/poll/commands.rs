@@ -6,8 +6,8 @@ use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 use super::model::{self, Mode, Rules};
 use crate::args::Cursor;
 use crate::error;
-use crate::keys::{derived, Key, KeyType};
-use crate::util::{self, bulk, expire_at_if_unset, replicate_with_now};
+use crate::keys::{derived, expire_at_if_unset, Key, KeyType};
+use crate::util::{self, bulk, replicate_with_now};
 
 const FAMILY: &str = "poll";
 
