@@ -5,7 +5,7 @@
 //! handler may panic (a caught panic replies `ERR hotpath: internal error`).
 //!
 //! `make test` runs a short pass; `make fuzz` runs `FUZZ_COMMANDS=1000000`.
-//! `FUZZ_SEED` repeats a run.
+//! `FUZZ_SEED=<n>` repeats a run; `make fuzz` uses a new seed each time.
 
 mod common;
 
@@ -259,14 +259,15 @@ fn random_commands_never_crash_the_server() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(30_000);
-    let seed = std::env::var("FUZZ_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_secs()
-        });
+    // `make test` is deterministic (seed 1); `make fuzz` draws a new seed
+    // per run (FUZZ_SEED=time) and prints it, so a failure can be replayed.
+    let seed = match std::env::var("FUZZ_SEED").ok().as_deref() {
+        Some("time") => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+        Some(v) => v.parse().expect("FUZZ_SEED must be a number or 'time'"),
+        None => 1,
+    };
     fuzz(n, seed);
 }
