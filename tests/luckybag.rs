@@ -684,8 +684,10 @@ fn scores_are_uniform_micro_steps() {
         .iter()
         .map(|&b| (f64::from(b) - expect).powi(2) / expect)
         .sum();
-    // 19 degrees of freedom: 43.82 is the 0.1% quantile.
-    assert!(chi < 43.82, "chi-square {chi}: {buckets:?}");
+    // 19 degrees of freedom: 64.4 is about the one-in-a-million quantile
+    // (the server's generator is not seeded, so the test must not fail one
+    // CI run in a thousand); a biased generator lands in the hundreds.
+    assert!(chi < 64.4, "chi-square {chi}: {buckets:?}");
     // 20000 draws from a million values: a few hundred collisions at most.
     assert!(distinct.len() > 19_000, "{}", distinct.len());
     // Every shard got its share of the sequential ids.
