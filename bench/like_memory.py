@@ -4,7 +4,8 @@
 needed: it stores likes in ordinary Sets and bitmaps), fills Sets of n random
 integer ids below R and bitmaps reaching the largest id (built the way a
 promotion builds them: one exact-sized string), and prints a markdown table of
-MEMORY USAGE (SAMPLES 0) in bytes. docs/like.md holds the table and the
+MEMORY USAGE (SAMPLES 0) in bytes, next to the fixed memory model that the
+promotion rule uses (src/like/model.rs). docs/like.md holds the table and the
 default `like-promote-at` chosen from it.
 """
 import os
@@ -31,6 +32,20 @@ def fill_bitmap(r, key, ids):
     for u in ids:
         buf[u >> 3] |= 0x80 >> (u & 7)
     r.set(key, bytes(buf))
+
+
+def model_set(n, top):
+    """The promotion rule's model of a Set (src/like/model.rs set_memory)."""
+    if n <= 512:
+        width = 2 if top <= 0x7FFF else 4 if top <= 0x7FFF_FFFF else 8
+        return 64 + 8 + n * width
+    return 64 + 48 * n
+
+
+def model_bitmap(top):
+    """The model of the bitmap a promotion builds (bitmap_len + 64)."""
+    need = top // 8 + 1
+    return 64 + min(need + need // 64, 512 * 1024 * 1024)
 
 
 def mem(r, key):
@@ -60,14 +75,17 @@ def main():
                 else:
                     bm = None
                 rows.append((n, rng_top, enc, sm, bm))
-                print(f"| {n} | {rng_top} | {enc} | {sm} | {sm / n:.1f} | "
-                      f"{bm if bm is not None else '(>64 MB, not built)'} | "
-                      f"{'bitmap' if bm is not None and bm < sm else 'set'} |", flush=True)
+                ms, mb = model_set(n, max(ids)), model_bitmap(max(ids))
+                print(f"| {n:,} | {rng_top:,} | {enc} | {sm:,} | {ms:,} | {sm / n:.1f} | "
+                      f"{f'{bm:,}' if bm is not None else '(>64 MB, not built)'} | {mb:,} | "
+                      f"{'bitmap' if bm is not None and bm < sm else 'set'} | "
+                      f"{'bitmap' if mb < ms else 'set'} |", flush=True)
     finally:
         s.stop()
 
 
 if __name__ == "__main__":
-    print("| likes n | ids below | set encoding | Set bytes | Set bytes/like | bitmap bytes | smaller |")
-    print("|---:|---:|---|---:|---:|---:|---|")
+    print("| likes | ids below | Set encoding | Set bytes | model | bytes/like | bitmap bytes | model | "
+          "smaller (measured) | promoted (model) |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---|---|")
     main()

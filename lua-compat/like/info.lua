@@ -69,16 +69,18 @@ local function bitmap_len(top)
   local need = math.floor(top / 8) + 1
   return math.min(need + math.floor(need / 64), MAX_BITMAP_BYTES)
 end
--- jemalloc size class of n bytes; the bitmap's MEMORY USAGE from its length.
-local function size_class(n)
-  if n <= 8 then return 8 end
-  if n <= 128 then return math.ceil(n / 16) * 16 end
-  local lg = 0
-  while 2 ^ (lg + 1) <= n - 1 do lg = lg + 1 end
-  local delta = 2 ^ (lg - 2)
-  return math.ceil(n / delta) * delta
+-- The memory model of promotion (docs/like.md): a key costs 64 bytes; a
+-- bitmap adds its length; a set of at most 512 ids (an intset) adds 8 plus
+-- 2, 4 or 8 bytes per id by the largest id; a larger set 48 bytes per id.
+local function bitmap_memory(len) return 64 + len end
+local function set_memory(n, top)
+  if n <= 512 then
+    local w = 8
+    if top <= 32767 then w = 2 elseif top <= 2147483647 then w = 4 end
+    return 72 + n * w
+  end
+  return 64 + 48 * n
 end
-local function bitmap_memory(len) return size_class(len + 10) + 64 end
 
 if #args ~= 0 then return arity('like.info') end
 local form = form_of(B)
@@ -86,10 +88,19 @@ if form == nil then return redis.error_reply(WRONGTYPE) end
 local tc = type_of(B .. ':count')
 if tc ~= 'none' and tc ~= 'string' then return redis.error_reply(WRONGTYPE) end
 local count = read_count(B, form)
+-- The modelled memory of the structure, the figure promotion compares.
 local bytes = 0
 if form == 'set' then
-  bytes = redis.call('MEMORY', 'USAGE', B .. ':set')
+  local n, top = redis.call('SCARD', B .. ':set'), 0
+  if n <= 512 then
+    for _, m in ipairs(redis.call('SMEMBERS', B .. ':set')) do
+      local v = parse_user(m, nil)
+      if v == nil then v = 2 ^ 63 end
+      if v > top then top = v end
+    end
+  end
+  bytes = set_memory(n, top)
 elseif form == 'bitmap' then
-  bytes = redis.call('MEMORY', 'USAGE', B .. ':bits')
+  bytes = bitmap_memory(redis.call('STRLEN', B .. ':bits'))
 end
 return {'encoding', form, 'count', count, 'bytes', bytes}

@@ -69,16 +69,18 @@ local function bitmap_len(top)
   local need = math.floor(top / 8) + 1
   return math.min(need + math.floor(need / 64), MAX_BITMAP_BYTES)
 end
--- jemalloc size class of n bytes; the bitmap's MEMORY USAGE from its length.
-local function size_class(n)
-  if n <= 8 then return 8 end
-  if n <= 128 then return math.ceil(n / 16) * 16 end
-  local lg = 0
-  while 2 ^ (lg + 1) <= n - 1 do lg = lg + 1 end
-  local delta = 2 ^ (lg - 2)
-  return math.ceil(n / delta) * delta
+-- The memory model of promotion (docs/like.md): a key costs 64 bytes; a
+-- bitmap adds its length; a set of at most 512 ids (an intset) adds 8 plus
+-- 2, 4 or 8 bytes per id by the largest id; a larger set 48 bytes per id.
+local function bitmap_memory(len) return 64 + len end
+local function set_memory(n, top)
+  if n <= 512 then
+    local w = 8
+    if top <= 32767 then w = 2 elseif top <= 2147483647 then w = 4 end
+    return 72 + n * w
+  end
+  return 64 + 48 * n
 end
-local function bitmap_memory(len) return size_class(len + 10) + 64 end
 
 local n = RECENT_CAP
 if #args >= 1 then

@@ -70,16 +70,18 @@ local function bitmap_len(top)
   local need = math.floor(top / 8) + 1
   return math.min(need + math.floor(need / 64), MAX_BITMAP_BYTES)
 end
--- jemalloc size class of n bytes; the bitmap's MEMORY USAGE from its length.
-local function size_class(n)
-  if n <= 8 then return 8 end
-  if n <= 128 then return math.ceil(n / 16) * 16 end
-  local lg = 0
-  while 2 ^ (lg + 1) <= n - 1 do lg = lg + 1 end
-  local delta = 2 ^ (lg - 2)
-  return math.ceil(n / delta) * delta
+-- The memory model of promotion (docs/like.md): a key costs 64 bytes; a
+-- bitmap adds its length; a set of at most 512 ids (an intset) adds 8 plus
+-- 2, 4 or 8 bytes per id by the largest id; a larger set 48 bytes per id.
+local function bitmap_memory(len) return 64 + len end
+local function set_memory(n, top)
+  if n <= 512 then
+    local w = 8
+    if top <= 32767 then w = 2 elseif top <= 2147483647 then w = 4 end
+    return 72 + n * w
+  end
+  return 64 + 48 * n
 end
-local function bitmap_memory(len) return size_class(len + 10) + 64 end
 
 if (OP == 'rem' and #args ~= 1) or #args < 1 then return arity(CMD) end
 local u = args[1]
@@ -165,28 +167,30 @@ local function is_pow2(c)
   while c > 1 and c % 2 == 0 do c = c / 2 end
   return c == 1
 end
-local function wins(top, set_bytes)
-  return math.floor(top / 8) < MAX_BITMAP_BYTES and bitmap_memory(bitmap_len(top)) < set_bytes
+-- The bitmap could be smaller than some set of n ids holding id.
+local function possible(n, id)
+  return math.floor(id / 8) < MAX_BITMAP_BYTES and bitmap_memory(bitmap_len(id)) < set_memory(n, 2 ^ 63)
+end
+-- The bitmap reaching top is smaller than the set of n ids up to top.
+local function wins(n, top)
+  return math.floor(top / 8) < MAX_BITMAP_BYTES and bitmap_memory(bitmap_len(top)) < set_memory(n, top)
 end
 if changed and liked and form ~= 'bitmap' and count > PROMOTE_AT
-    and (count == PROMOTE_AT + 1 or is_pow2(count))
-    and bitmap_memory(bitmap_len(uid)) < count * 64 + 1024 then
-  local set_bytes = redis.call('MEMORY', 'USAGE', SET)
-  if wins(uid, set_bytes) then
-    local members = redis.call('SMEMBERS', SET)
-    local top, ok = 0, true
-    for _, m in ipairs(members) do
-      local v = parse_user(m, nil)
-      if v == nil then ok = false break end
-      if v > top then top = v end
-    end
-    if ok and wins(top, set_bytes) then
-      local ttl = redis.call('PTTL', SET)
-      redis.call('UNLINK', SET)
-      redis.call('SETRANGE', BITS, bitmap_len(top) - 1, '\0')
-      for _, m in ipairs(members) do redis.call('SETBIT', BITS, m, 1) end
-      if ttl > 0 then redis.call('PEXPIRE', BITS, ttl) end
-    end
+    and (count == PROMOTE_AT + 1 or is_pow2(count)) and possible(count, uid) then
+  local n = redis.call('SCARD', SET)
+  local members = redis.call('SMEMBERS', SET)
+  local top, ok = 0, true
+  for _, m in ipairs(members) do
+    local v = parse_user(m, nil)
+    if v == nil or not possible(n, v) then ok = false break end
+    if v > top then top = v end
+  end
+  if ok and wins(n, top) then
+    local ttl = redis.call('PTTL', SET)
+    redis.call('UNLINK', SET)
+    redis.call('SETRANGE', BITS, bitmap_len(top) - 1, '\0')
+    for _, m in ipairs(members) do redis.call('SETBIT', BITS, m, 1) end
+    if ttl > 0 then redis.call('PEXPIRE', BITS, ttl) end
   end
 end
 

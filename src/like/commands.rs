@@ -148,12 +148,28 @@ fn call_members(ctx: &Context, cmd: &str, args: &[&[u8]]) -> Result<Vec<Vec<u8>>
     }
 }
 
-/// Returns `MEMORY USAGE key`, with its default sampling: exact for an
-/// intset or a string, an estimate from the first five members of a
-/// hashtable set (deterministic: the same for a module command, its Lua
-/// twin and a user's own `MEMORY USAGE`), and O(1).
-fn memory_usage(ctx: &Context, key: &[u8]) -> Result<i64, RedisError> {
-    call_i64(ctx, "MEMORY", &[b"USAGE", key])
+/// Returns the modelled memory of the like structure (the figure that
+/// promotion compares): `64 + length` for a bitmap; for a set, the intset
+/// or hashtable model, reading the members of a set small enough to be an
+/// intset (at most 512) for its largest id. A member that is not an id
+/// counts as the widest.
+fn structure_bytes(ctx: &Context, n: &Names, form: Form) -> u64 {
+    match form {
+        Form::None => 0,
+        Form::Bitmap => model::bitmap_memory(Key::open(ctx, &n.bits, false).len() as u64),
+        Form::Set => {
+            let set = Key::open(ctx, &n.set, false);
+            let members = set.len() as u64;
+            let mut top = 0;
+            if members <= model::INTSET_MAX_ENTRIES {
+                set.scan(|m| {
+                    top = top.max(model::parse_user(m, u64::MAX).unwrap_or(u64::MAX));
+                    true
+                });
+            }
+            model::set_memory(members, top)
+        }
+    }
 }
 
 /// Returns the like count: `B:count` when it holds a non-negative integer,
@@ -303,8 +319,8 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
         && liked
         && form != Form::Bitmap
         && model::promotion_due(count, config::get(&config::LIKE_PROMOTE_AT))
-        && model::promotion_possible(count, user)
-        && promote(ctx, &n, user, count, &mut fx)?;
+        && model::promotion_possible(count as u64, user)
+        && promote(ctx, &n, &mut fx)?;
     if changed {
         fx.replicate();
         if liked {
@@ -359,34 +375,26 @@ fn update_recent(
 }
 
 /// Converts `B:set` into `B:bits` when the bitmap reaching the largest id
-/// takes less memory than the set; returns true if it did. The new bitmap
-/// keeps the set's TTL. `user` (just added) bounds the largest id from
-/// below, and reading the set stops at the first id whose bitmap would be
-/// too large, so a sparse set is settled after a member or two.
-fn promote(
-    ctx: &Context,
-    n: &Names,
-    user: u64,
-    count: i64,
-    fx: &mut Effects<'_>,
-) -> Result<bool, RedisError> {
-    let set_bytes = memory_usage(ctx, &n.set)?.max(0) as u64;
-    if !model::promotion_wins(user, set_bytes) {
-        return Ok(false);
-    }
-    let mut ids = Vec::with_capacity(count.max(0) as usize);
+/// takes less memory than the set, by the memory model of
+/// [`model::set_memory`] and [`model::bitmap_memory`]; returns true if it
+/// did. The new bitmap keeps the set's TTL. Reading the set stops at the
+/// first id whose bitmap could not be smaller, so a sparse set is settled
+/// after a member or two.
+fn promote(ctx: &Context, n: &Names, fx: &mut Effects<'_>) -> Result<bool, RedisError> {
+    let members = Key::open(ctx, &n.set, false).len() as u64;
+    let mut ids = Vec::with_capacity(members as usize);
     let complete = Key::open(ctx, &n.set, false).scan(|m| match model::parse_user(m, u64::MAX) {
-        Some(v) if model::promotion_wins(v, set_bytes) => {
+        Some(v) if model::promotion_possible(members, v) => {
             ids.push(v);
             true
         }
         // Too large an id, or a member that is not an id: stays a set.
         _ => false,
     });
-    if !complete {
+    let top = ids.iter().copied().max().unwrap_or(0);
+    if !complete || !model::promotion_wins(members, top) {
         return Ok(false);
     }
-    let top = ids.iter().copied().max().unwrap_or(0);
     let len = model::bitmap_len(top) as usize;
     let expires_at = Key::open(ctx, &n.set, false).abs_expire_ms();
     // UNLINK rather than the key API's synchronous delete: freeing a set of
@@ -547,11 +555,7 @@ pub fn like_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let count_key = Key::open(ctx, &n.count, false);
     count_key.check(KeyType::String)?;
     let (count, _) = read_count(ctx, &n, form, &count_key)?;
-    let bytes = match form {
-        Form::None => 0,
-        Form::Set => memory_usage(ctx, &n.set)?,
-        Form::Bitmap => memory_usage(ctx, &n.bits)?,
-    };
+    let bytes = structure_bytes(ctx, &n, form) as i64;
     Ok(RedisValue::Array(vec![
         util::bulk("encoding"),
         util::bulk(form.name()),

@@ -14,9 +14,9 @@
 //! `LIKE.COUNT`, `LIKE.RECENT`, `LIKE.COMMON`, `LIKE.INFO`.
 //!
 //! Promotion: a like that brings the set past `like-promote-at` members,
-//! or to a power-of-two size beyond it, compares `MEMORY USAGE` of the set
-//! with the bitmap reaching its largest id and converts when the bitmap is
-//! smaller, in the same atomic step. Bitmaps never demote. See
+//! or to a power-of-two size beyond it, compares the modelled memory of the
+//! set (`model::set_memory`) with the bitmap reaching its largest id and
+//! converts when the bitmap is smaller, in the same atomic step. Bitmaps never demote. See
 //! `docs/like.md` for the measured crossover.
 
 pub mod commands;
@@ -89,6 +89,6 @@ pub const COMMANDS: &[CommandSpec] = &[
         name: "like.info", handler: like_info, flags: "readonly fast",
         arity: 2, keys: Keys::Range { first: 1, last: 1 }, acl: "read fast",
         summary: "Returns encoding (set|bitmap|none), count and bytes of B's likes",
-        complexity: "O(1) (MEMORY USAGE with its default sampling)",
+        complexity: "O(1) (O(512) at most to find the largest id of a small set)",
     },
 ];

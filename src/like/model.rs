@@ -8,15 +8,20 @@ use bitvec::prelude::*;
 /// bounds a bitmap: ids up to 2^32 − 1 fit exactly.
 pub const MAX_BITMAP_BYTES: u64 = 512 * 1024 * 1024;
 
-/// Bytes Redis spends on a string key besides its content allocation
-/// (object, key name, dict entry), as `MEMORY USAGE` shows it: measured 48
-/// for short key names, rounded up so the estimate stays an upper bound.
-pub const STRING_OVERHEAD: u64 = 64;
-
-/// Upper bound of what a Set spends per member (measured 40–60 bytes for a
-/// hashtable Set of integer ids, 2–10 for an intset), used to skip a
-/// promotion check that cannot succeed without reading the Set.
-pub const SET_BYTES_PER_MEMBER_MAX: u64 = 64;
+/// The memory model of promotion, in bytes. It follows what `MEMORY
+/// USAGE` shows for Redis 7 under jemalloc closely enough to pick the
+/// smaller form, but it is fixed arithmetic, so the module, its Lua twin, a
+/// replica and any server build (jemalloc or libc malloc, Redis or Valkey)
+/// decide the same promotion. See `docs/like.md` for the measurements.
+///
+/// Any key: object, key name, dict entry.
+pub const KEY_BYTES: u64 = 64;
+/// A Set of at most this many integers is an intset (`set-max-intset-entries`).
+pub const INTSET_MAX_ENTRIES: u64 = 512;
+/// An intset's header.
+pub const INTSET_HEADER_BYTES: u64 = 8;
+/// A hashtable Set's cost per member (dict entry, sds member, table slot).
+pub const HASHTABLE_MEMBER_BYTES: u64 = 48;
 
 /// The largest `NOW`: unix-ms must stay exact as a sorted-set score.
 pub const MAX_NOW_MS: i64 = (1 << 53) - 1;
@@ -55,26 +60,25 @@ pub fn grown_len(user: u64, len: u64) -> Option<u64> {
     (user / 8 >= len).then(|| bitmap_len(user))
 }
 
-/// Returns the allocation jemalloc makes for `n` bytes: its size classes
-/// are 8, multiples of 16 up to 128, then four classes per doubling.
-pub fn size_class(n: u64) -> u64 {
-    if n <= 8 {
-        8
-    } else if n <= 128 {
-        n.div_ceil(16) * 16
-    } else {
-        let lg = 63 - (n - 1).leading_zeros();
-        let delta = 1u64 << (lg - 2);
-        n.div_ceil(delta) * delta
-    }
+/// Returns the modelled memory of a bitmap of `len` content bytes.
+pub fn bitmap_memory(len: u64) -> u64 {
+    KEY_BYTES + len
 }
 
-/// Returns the memory a bitmap of `len` content bytes takes as `MEMORY
-/// USAGE` reports it under jemalloc: the sds allocation (header and
-/// terminator included) rounded to its size class, plus the key's fixed
-/// overhead. With libc malloc (Valkey wheels) it is an upper bound.
-pub fn bitmap_memory(len: u64) -> u64 {
-    size_class(len + 10) + STRING_OVERHEAD
+/// Returns the modelled memory of a Set of `members` integer ids whose
+/// largest is `top`: an intset of 2, 4 or 8 bytes per id up to
+/// [`INTSET_MAX_ENTRIES`] members, a hashtable beyond.
+pub fn set_memory(members: u64, top: u64) -> u64 {
+    if members <= INTSET_MAX_ENTRIES {
+        let width = match top {
+            0..=0x7fff => 2,
+            0x8000..=0x7fff_ffff => 4,
+            _ => 8,
+        };
+        KEY_BYTES + INTSET_HEADER_BYTES + members * width
+    } else {
+        KEY_BYTES + members.saturating_mul(HASHTABLE_MEMBER_BYTES)
+    }
 }
 
 /// Returns true when a like that brought the set to `count` members should
@@ -85,17 +89,18 @@ pub fn promotion_due(count: i64, promote_at: i64) -> bool {
     count > promote_at && (count == promote_at + 1 || (count as u64).is_power_of_two())
 }
 
-/// Returns false when a set of `members` cannot be larger than the bitmap
-/// that must reach `top` (no need to read the set).
-pub fn promotion_possible(members: i64, top: u64) -> bool {
-    let set_max = (members.max(0) as u64).saturating_mul(SET_BYTES_PER_MEMBER_MAX) + 1024;
-    bitmap_memory(bitmap_len(top)) < set_max
+/// Returns false when no set of `members` ids holding `id` can be promoted:
+/// the bitmap reaching `id` is already no smaller than the largest such set
+/// could be. A cheap test that needs no read of the set; the scan of the
+/// set stops at the first member that fails it.
+pub fn promotion_possible(members: u64, id: u64) -> bool {
+    id / 8 < MAX_BITMAP_BYTES && bitmap_memory(bitmap_len(id)) < set_memory(members, u64::MAX)
 }
 
-/// Returns true when the bitmap reaching `top` takes less memory than a set
-/// measured at `set_bytes`: the promotion rule.
-pub fn promotion_wins(top: u64, set_bytes: u64) -> bool {
-    top / 8 < MAX_BITMAP_BYTES && bitmap_memory(bitmap_len(top)) < set_bytes
+/// Returns true when the bitmap reaching `top` takes less memory than a
+/// set of `members` ids whose largest is `top`: the promotion rule.
+pub fn promotion_wins(members: u64, top: u64) -> bool {
+    top / 8 < MAX_BITMAP_BYTES && bitmap_memory(bitmap_len(top)) < set_memory(members, top)
 }
 
 /// Returns the bitmap of `len` bytes with the bits of `ids` set.
@@ -255,27 +260,54 @@ mod tests {
     }
 
     #[test]
-    fn size_classes_match_jemalloc() {
-        assert_eq!(size_class(1), 8);
-        assert_eq!(size_class(17), 32);
-        assert_eq!(size_class(129), 160);
-        assert_eq!(size_class(1_269_541), 1_310_720);
-        assert_eq!(size_class(1 << 20), 1 << 20);
-        assert_eq!(size_class((1 << 20) + 1), 1_310_720);
-        // Measured: a 1,269,531-byte bitmap is 1,310,768 bytes in MEMORY USAGE.
-        assert!(bitmap_memory(1_269_531) >= 1_310_768);
+    fn the_memory_model_follows_the_set_encodings() {
+        // Intsets: 16-bit ids up to 32767, 32-bit up to 2^31 - 1, then 64.
+        assert_eq!(set_memory(17, 16), 64 + 8 + 17 * 2);
+        assert_eq!(set_memory(512, 32_768), 64 + 8 + 512 * 4);
+        assert_eq!(set_memory(512, u32::MAX as u64), 64 + 8 + 512 * 8);
+        // A hashtable beyond 512 members, whatever the ids.
+        assert_eq!(set_memory(513, 0), 64 + 513 * 48);
+        assert_eq!(bitmap_memory(3), 67);
+        // Non-decreasing in both members and the largest id.
+        for m in [1u64, 100, 512, 513, 10_000] {
+            for t in [0u64, 32_767, 32_768, 1 << 31, 1 << 40] {
+                assert!(set_memory(m, t) <= set_memory(m + 1, t));
+                assert!(set_memory(m, t) <= set_memory(m, t.saturating_mul(2) + 1));
+            }
+        }
     }
 
     #[test]
     fn promotion_wins_only_when_the_bitmap_is_smaller() {
-        // 32768 likes with ids below 10M: measured Set 1,546,528 bytes.
-        assert!(promotion_wins(9_999_999, 1_546_528));
-        // 10000 likes, ids below 10M: Set 588,920 bytes stays a set.
-        assert!(!promotion_wins(9_999_999, 588_920));
+        // 17 ids 0..16: a 3-byte bitmap (67) against a 106-byte intset.
+        assert!(promotion_wins(17, 16));
+        // 9 ids up to 300: a 38-byte bitmap (102) against 90: stays.
+        assert!(!promotion_wins(9, 300));
+        // 32768 likes with ids below 10M: 1.57 MB set, 1.29 MB bitmap.
+        assert!(promotion_wins(32_768, 9_999_999));
+        // 10000 likes, ids below 10M: a 480 KB set stays a set.
+        assert!(!promotion_wins(10_000, 9_999_999));
         // Sparse huge ids never fit a reasonable bitmap.
-        assert!(!promotion_wins(u32::MAX as u64, 5_572_816));
+        assert!(!promotion_wins(100_000, u32::MAX as u64));
         assert!(!promotion_possible(600, u32::MAX as u64));
         assert!(promotion_possible(100_000, 9_999_999));
+    }
+
+    /// The cheap gate never refuses a promotion the full rule would make:
+    /// for random sets, `promotion_wins(n, top)` implies that every member
+    /// passes `promotion_possible(n, member)`.
+    #[test]
+    fn the_cheap_gate_never_refuses_a_winning_promotion() {
+        let mut rng = StdRng::seed_from_u64(9);
+        for _ in 0..2000 {
+            let n: u64 = rng.gen_range(1..5000);
+            let bits: u32 = rng.gen_range(1..34);
+            let top: u64 = rng.gen_range(0..1u64 << bits);
+            if promotion_wins(n, top) {
+                let member = rng.gen_range(0..=top);
+                assert!(promotion_possible(n, member), "n={n} top={top} id={member}");
+            }
+        }
     }
 
     #[test]
