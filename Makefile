@@ -30,6 +30,7 @@ bench: build ## run the side-by-side benchmark (module vs Lua twin vs native)
 	@bash scripts/bench.sh
 
 fuzz: build ## send 1,000,000 random commands to a real server (FUZZ_COMMANDS, FUZZ_SEED)
+	HOTPATH_PARSER_FUZZ=1000000 cargo test --release --lib parser_fuzz
 	FUZZ_COMMANDS=$${FUZZ_COMMANDS:-1000000} FUZZ_SEED=$${FUZZ_SEED:-time} cargo test --release --test fuzz -- --nocapture
 
 lint: deps ## clippy with warnings as errors

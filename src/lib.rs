@@ -16,6 +16,9 @@ pub mod registry;
 pub mod stats;
 pub mod util;
 
+#[cfg(test)]
+mod parser_fuzz;
+
 use redis_module::{Context, InfoContext, RedisResult, RedisString, Status};
 
 use crate::registry::CommandSpec;
