@@ -11,7 +11,7 @@ use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
-use redis_module::{raw, Context, RedisError, RedisResult, RedisString};
+use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::error;
 
@@ -124,7 +124,32 @@ pub fn dispatch(
         Ok(r) => r,
         Err(_) => Err(RedisError::Str(error::INTERNAL)),
     };
-    context.reply(reply) as c_int
+    reply_to(&context, reply)
+}
+
+/// Sends a handler's reply. Integers and arrays of integers (the replies
+/// of most hot commands) go straight to the reply API; the crate's general
+/// `Context::reply` costs about 250 instructions more per element.
+fn reply_to(context: &Context, reply: RedisResult) -> c_int {
+    let ints = |items: &[RedisValue]| items.iter().all(|v| matches!(v, RedisValue::Integer(_)));
+    match &reply {
+        Ok(RedisValue::Integer(v)) => unsafe {
+            raw::RedisModule_ReplyWithLongLong.unwrap()(context.ctx, *v);
+        },
+        Ok(RedisValue::Array(items)) if ints(items) => unsafe {
+            raw::RedisModule_ReplyWithArray.unwrap()(
+                context.ctx,
+                items.len() as std::os::raw::c_long,
+            );
+            for v in items {
+                if let RedisValue::Integer(i) = v {
+                    raw::RedisModule_ReplyWithLongLong.unwrap()(context.ctx, *i);
+                }
+            }
+        },
+        _ => return context.reply(reply) as c_int,
+    }
+    raw::REDISMODULE_OK as c_int
 }
 
 /// Returns the key positions of `… k1 … k(numkeys-1) count key1 … keyN …`:

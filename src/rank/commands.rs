@@ -277,7 +277,7 @@ pub fn rank_get(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let base = c.next_bytes()?;
     let member = c.next_bytes()?;
     if !c.done() {
-        return Err(error::arity(c.command()));
+        return Err(error::arity(&c.command()));
     }
     let b = open_board(ctx, &base, Access::Read)?;
     let Some(score) = b.board.zscore(&member) else {
@@ -338,7 +338,7 @@ pub fn rank_around(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let member = c.next_bytes()?;
     let n = c.next_i64(0, i64::MAX)?;
     if !c.done() {
-        return Err(error::arity(c.command()));
+        return Err(error::arity(&c.command()));
     }
     let b = open_board(ctx, &base, Access::Read)?;
     if b.board.zscore(&member).is_none() {
@@ -384,7 +384,7 @@ pub fn rank_count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
     let base = c.next_bytes()?;
     if !c.done() {
-        return Err(error::arity(c.command()));
+        return Err(error::arity(&c.command()));
     }
     let board = Key::open(ctx, &base, false);
     board.check(KeyType::ZSet)?;

@@ -114,7 +114,7 @@ fn read_hash_kind(key: &Key) -> Result<Option<Algo>, RedisError> {
 fn expire(key: &Key, reset_ms: i64) -> String {
     let at = util::now_ms() + reset_ms.max(1);
     key.set_abs_expire_ms(at);
-    at.to_string()
+    itoa::Buffer::new().format(at).to_string()
 }
 
 /// Replicates `cmd name a b` / `cmd name a b c d` … straight from byte

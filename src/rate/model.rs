@@ -156,7 +156,7 @@ impl Tat {
 
     /// Returns the stored form.
     pub fn format(&self) -> String {
-        format!("gcra:{}:{}:{}", self.ms, self.num, self.den)
+        join_ints("gcra:", &[self.ms, self.num, self.den])
     }
 
     /// Returns `(tat − now) × limit`, at least 0. A state computed with
@@ -179,6 +179,21 @@ impl Tat {
             den: limit,
         }
     }
+}
+
+/// Returns `prefix` then the integers separated by `:`, formatted with
+/// `itoa` (the write path's hottest formatting).
+fn join_ints(prefix: &str, vals: &[i64]) -> String {
+    let mut s = String::with_capacity(prefix.len() + vals.len() * 20);
+    s.push_str(prefix);
+    let mut buf = itoa::Buffer::new();
+    for (i, v) in vals.iter().enumerate() {
+        if i > 0 {
+            s.push(':');
+        }
+        s.push_str(buf.format(*v));
+    }
+    s
 }
 
 fn parse_nonneg(b: &[u8]) -> Option<i64> {
@@ -357,7 +372,7 @@ impl Window {
 
     /// Returns the stored form.
     pub fn format(&self) -> String {
-        format!("fixed:{}:{}", self.start, self.count)
+        join_ints("fixed:", &[self.start, self.count])
     }
 }
 
