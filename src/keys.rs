@@ -4,7 +4,14 @@
 //!
 //! A [`Key`] closes itself on drop. Reads on a missing key answer "empty"
 //! instead of touching a null handle.
+//!
+//! Modified-key signals: the module sets `NO_IMPLICIT_SIGNAL_MODIFIED`, so
+//! opening a key for writing no longer tells `WATCH` and client-side
+//! caching that it changed; every method here that changes a key marks it,
+//! and the drop signals only marked keys. A refused vote, a denied rate
+//! check or a repeated like thus leaves a client's `WATCH` intact.
 
+use std::cell::Cell;
 use std::os::raw::{c_char, c_int};
 use std::ptr;
 
@@ -19,6 +26,8 @@ pub use redis_module::KeyType;
 pub struct Key {
     ctx: *mut raw::RedisModuleCtx,
     ptr: *mut raw::RedisModuleKey,
+    name: RedisString,
+    modified: Cell<bool>,
 }
 
 /// A key name built on the stack when short (no allocation on hot paths).
@@ -52,7 +61,25 @@ impl Key {
             raw::KeyMode::READ
         };
         let ptr = raw::open_key(ctx.ctx, s.inner, mode);
-        Key { ctx: ctx.ctx, ptr }
+        Key {
+            ctx: ctx.ctx,
+            ptr,
+            name: s,
+            modified: Cell::new(false),
+        }
+    }
+
+    /// Records that the key changed, for the modified-key signal on drop.
+    fn touch(&self) {
+        self.modified.set(true);
+    }
+
+    /// Returns `changed` after recording it.
+    fn touch_if(&self, changed: bool) -> bool {
+        if changed {
+            self.touch();
+        }
+        changed
     }
 
     /// Opens the derived key `base:suffix`.
@@ -100,6 +127,7 @@ impl Key {
     pub fn delete(&self) {
         if !self.ptr.is_null() && self.exists() {
             unsafe { raw::RedisModule_DeleteKey.unwrap()(self.ptr) };
+            self.touch();
         }
     }
 
@@ -107,6 +135,7 @@ impl Key {
     pub fn set_expire_ms(&self, ms: i64) {
         if self.exists() && ms > 0 {
             unsafe { raw::RedisModule_SetExpire.unwrap()(self.ptr, ms) };
+            self.touch();
         }
     }
 
@@ -136,6 +165,7 @@ impl Key {
         let m = rstr(self.ctx, member);
         let mut flags: c_int = 0;
         unsafe { raw::RedisModule_ZsetAdd.unwrap()(self.ptr, score, m.inner, &mut flags) };
+        self.touch();
     }
 
     /// Adds `delta` to a member the client sent (no copy of the member).
@@ -151,6 +181,7 @@ impl Key {
                 &mut out,
             )
         };
+        self.touch();
         out
     }
 
@@ -162,6 +193,7 @@ impl Key {
         unsafe {
             raw::RedisModule_ZsetIncrby.unwrap()(self.ptr, delta, m.inner, &mut flags, &mut out)
         };
+        self.touch();
         out
     }
 
@@ -173,7 +205,7 @@ impl Key {
         let m = rstr(self.ctx, member);
         let mut deleted: c_int = 0;
         unsafe { raw::RedisModule_ZsetRem.unwrap()(self.ptr, m.inner, &mut deleted) };
-        deleted != 0
+        self.touch_if(deleted != 0)
     }
 
     /// Returns up to `count` members with scores, best (highest) first,
@@ -271,9 +303,13 @@ impl Key {
             .and_then(|v| crate::args::parse_i64_plain(&v))
     }
 
+    /// Sets (or, with the DELETE marker, deletes) a field. The count the
+    /// API returns covers inserted fields only under `COUNT_ALL`, so a plain
+    /// set always counts as a change; NX and deletes count when they did
+    /// something.
     fn hash_set_raw(&self, flags: u32, field: &[u8], value: *mut raw::RedisModuleString) -> c_int {
         let f = rstr(self.ctx, field);
-        unsafe {
+        let rc = unsafe {
             raw::RedisModule_HashSet.unwrap()(
                 self.ptr,
                 flags as c_int,
@@ -281,7 +317,10 @@ impl Key {
                 value,
                 ptr::null::<c_char>(),
             )
-        }
+        };
+        let conditional = flags & raw::REDISMODULE_HASH_NX != 0 || value as usize == 1;
+        self.touch_if(!conditional || rc > 0);
+        rc
     }
 
     /// Sets a field; returns true if the field is new.
@@ -343,6 +382,7 @@ impl Key {
     pub fn set(&self, value: &[u8]) {
         let v = rstr(self.ctx, value);
         unsafe { raw::RedisModule_StringSet.unwrap()(self.ptr, v.inner) };
+        self.touch();
     }
 
     /// Sets the string value keeping the key's current TTL.
@@ -365,6 +405,8 @@ impl Key {
         if self.len() < min_len {
             raw::string_truncate(self.ptr, min_len);
         }
+        // The caller writes through the slice: count it as a change.
+        self.touch();
         let p = raw::string_dma(self.ptr, &mut len, raw::KeyMode::WRITE);
         if p.is_null() || len == 0 {
             return &mut [];
@@ -384,6 +426,7 @@ impl Key {
                 v.inner,
             )
         };
+        self.touch();
     }
 
     /// Pops from the head (`LPOP`).
@@ -397,6 +440,7 @@ impl Key {
         if p.is_null() {
             return None;
         }
+        self.touch();
         let s = RedisString::from_redis_module_string(self.ctx, p);
         Some(s.as_slice().to_vec())
     }
@@ -414,6 +458,9 @@ pub fn expire_at_if_unset(ctx: &Context, key: &Key, name: &[u8], at_ms: i64) {
 
 impl Drop for Key {
     fn drop(&mut self) {
+        if self.modified.get() {
+            unsafe { raw::RedisModule_SignalModifiedKey.unwrap()(self.ctx, self.name.inner) };
+        }
         if !self.ptr.is_null() {
             raw::close_key(self.ptr);
         }
@@ -451,6 +498,7 @@ impl Key {
         match unsafe { raw::RedisModule_SetAbsExpire } {
             Some(set) => unsafe {
                 set(self.ptr, at);
+                self.touch();
             },
             None => self.set_expire_ms((at - crate::util::now_ms()).max(1)),
         }
@@ -493,7 +541,7 @@ impl Key {
     /// Sets a field only if it is absent, field and value given as Redis
     /// strings (no copies); returns true if it was set.
     pub fn hset_nx_arg(&self, field: &RedisString, value: &RedisString) -> bool {
-        unsafe {
+        let set = unsafe {
             raw::RedisModule_HashSet.unwrap()(
                 self.ptr,
                 (raw::REDISMODULE_HASH_NX | raw::REDISMODULE_HASH_COUNT_ALL) as c_int,
@@ -501,7 +549,8 @@ impl Key {
                 value.inner,
                 ptr::null::<c_char>(),
             ) > 0
-        }
+        };
+        self.touch_if(set)
     }
 
     /// Pops from the head (`LPOP`) and returns the element as the Redis
@@ -513,6 +562,7 @@ impl Key {
         let p = unsafe {
             raw::RedisModule_ListPop.unwrap()(self.ptr, raw::REDISMODULE_LIST_HEAD as c_int)
         };
+        self.touch_if(!p.is_null());
         (!p.is_null()).then(|| RedisString::from_redis_module_string(self.ctx, p))
     }
 }

@@ -36,6 +36,12 @@ pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[
 
 #[cfg_attr(test, allow(dead_code))]
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    // Keys signal "modified" only when a command changed them (see keys.rs),
+    // not merely because they were opened for writing.
+    if let Some(set) = unsafe { redis_module::raw::RedisModule_SetModuleOptions } {
+        let opt = redis_module::raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as i32;
+        unsafe { set(ctx.ctx, opt) };
+    }
     if let Some(add) = unsafe { redis_module::raw::RedisModule_AddACLCategory } {
         let cat = std::ffi::CString::new("hotpath").unwrap();
         unsafe { add(ctx.ctx, cat.as_ptr()) };

@@ -139,3 +139,92 @@ fn acl_can_deny_commands_by_name_and_by_category_where_supported() {
         }
     }
 }
+
+/// Runs `WATCH keys`, then `cmd` on the same connection, then an empty
+/// `MULTI`/`EXEC`; returns true when the transaction ran, i.e. when `cmd`
+/// did not signal any watched key as modified.
+fn exec_survives(c: &mut Connection, keys: &[&str], cmd: &[&str]) -> bool {
+    let mut w = redis::cmd("WATCH");
+    for k in keys {
+        w.arg(*k);
+    }
+    w.query::<()>(c).unwrap();
+    let _ = common::cmd(c, cmd);
+    redis::cmd("MULTI").query::<()>(c).unwrap();
+    redis::cmd("PING").query::<()>(c).unwrap();
+    let v: Value = redis::cmd("EXEC").query(c).unwrap();
+    !matches!(v, Value::Nil)
+}
+
+#[test]
+fn watch_is_broken_by_writes_only_not_by_refusals() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    // POLL: a refused duplicate vote leaves the ballot box and the board
+    // alone; a real vote touches them.
+    let poll = ["p:voted", "p:board", "p:meta"];
+    assert!(!exec_survives(
+        &mut c,
+        &poll,
+        &["POLL.VOTE", "p", "u1", "a"]
+    ));
+    assert!(exec_survives(&mut c, &poll, &["POLL.VOTE", "p", "u1", "b"]));
+    assert!(!exec_survives(
+        &mut c,
+        &poll,
+        &["POLL.VOTE", "p", "u2", "b"]
+    ));
+    // LIKE: a repeated like changes nothing.
+    let like = ["l:set", "l:count", "l:recent", "l:bits"];
+    assert!(!exec_survives(&mut c, &like, &["LIKE.ADD", "l", "5"]));
+    assert!(exec_survives(&mut c, &like, &["LIKE.ADD", "l", "5"]));
+    assert!(exec_survives(&mut c, &like, &["LIKE.REM", "l", "6"]));
+    assert!(!exec_survives(&mut c, &like, &["LIKE.TOGGLE", "l", "5"]));
+    // RATE: a denied request consumes nothing and writes nothing.
+    let rate = ["r"];
+    assert!(!exec_survives(
+        &mut c,
+        &rate,
+        &["RATE.CHECK", "r", "1", "60000"]
+    ));
+    assert!(exec_survives(
+        &mut c,
+        &rate,
+        &["RATE.CHECK", "r", "1", "60000"]
+    ));
+    assert!(exec_survives(
+        &mut c,
+        &rate,
+        &["RATE.CHECK", "r", "1", "60000", "PEEK"]
+    ));
+    // RANK: GT that keeps the better score writes nothing.
+    let rank = ["k", "k:meta"];
+    assert!(!exec_survives(
+        &mut c,
+        &rank,
+        &["RANK.ADD", "k", "m", "10", "GT"]
+    ));
+    assert!(exec_survives(
+        &mut c,
+        &rank,
+        &["RANK.ADD", "k", "m", "5", "GT"]
+    ));
+    assert!(!exec_survives(
+        &mut c,
+        &rank,
+        &["RANK.ADD", "k", "m", "11", "GT"]
+    ));
+    // REDPACKET: a second grab by the same user is ALREADY, not a write.
+    run(&mut c, &["REDPACKET.SPLIT", "h", "100", "3"]);
+    let packet = ["h:pool", "h:grabbed", "h:meta"];
+    assert!(!exec_survives(
+        &mut c,
+        &packet,
+        &["REDPACKET.GRAB", "h", "u1"]
+    ));
+    assert!(exec_survives(
+        &mut c,
+        &packet,
+        &["REDPACKET.GRAB", "h", "u1"]
+    ));
+}
