@@ -125,6 +125,14 @@ impl Cursor {
         self.next()
     }
 
+    /// Returns the value of an option in place; missing is a syntax error.
+    pub fn option_bytes(&mut self) -> Result<&[u8], RedisError> {
+        if self.done() {
+            return Err(error::syntax());
+        }
+        self.next_slice()
+    }
+
     /// Returns the next argument upper-cased, for keyword matching.
     pub fn next_keyword(&mut self) -> Result<String, RedisError> {
         let mut k = self.next_str()?;

@@ -283,7 +283,7 @@ pub fn rate_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "ALGO" => {
-                let v = c.option_value()?.to_string_lossy();
+                let v = String::from_utf8_lossy(c.option_bytes()?);
                 algo = Algo::parse(&v).ok_or_else(error::syntax)?;
             }
             "BURST" => burst = Some(c.option_i64(1, MAX_COUNT)?),
@@ -570,11 +570,11 @@ pub fn rate_throttle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut qty = 1;
     let mut now = -1;
     if !c.done() {
-        let a = c.next()?;
-        if a.as_slice().eq_ignore_ascii_case(b"NOW") {
+        // Argument 5 is either the quantity or NOW.
+        if c.next_slice()?.eq_ignore_ascii_case(b"NOW") {
             now = c.option_i64(0, MAX_NOW_MS)?;
         } else {
-            qty = crate::args::parse_i64(a.as_slice(), 0, MAX_COUNT)?;
+            qty = crate::args::parse_i64(c.arg(5), 0, MAX_COUNT)?;
             if !c.done() {
                 if c.next_keyword()? != "NOW" {
                     return Err(error::syntax());
