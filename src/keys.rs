@@ -446,20 +446,30 @@ impl Key {
     }
 }
 
-/// Sets an absolute expiry (unix ms) on a key that has none, through
-/// `PEXPIREAT` so that the same absolute time reaches replicas and the AOF
-/// when the command is re-run there.
-pub fn expire_at_if_unset(ctx: &Context, key: &Key, name: &[u8], at_ms: i64) {
+/// Sets an absolute expiry (unix ms) on a key that has none, through the
+/// open key itself: a `PEXPIREAT` through `ctx.call` while the key is open
+/// can reallocate its value under the handle (Valkey 8+ embeds the expiry
+/// in the object) and crash the server when the key is closed. An instant
+/// already past deletes the key at once, as `PEXPIREAT` does. The command
+/// that calls this replicates itself with the same instant, so replicas and
+/// the AOF reach the same state.
+pub fn expire_at_if_unset(key: &Key, at_ms: i64) {
     if at_ms > 0 && key.exists() && key.expire_ms() < 0 {
-        let at = at_ms.to_string();
-        let _ = ctx.call("PEXPIREAT", &[name, at.as_bytes()][..]);
+        if at_ms <= crate::util::now_ms() {
+            key.delete();
+        } else {
+            key.set_abs_expire_ms(at_ms);
+        }
     }
 }
 
 impl Drop for Key {
     fn drop(&mut self) {
         if self.modified.get() {
-            unsafe { raw::RedisModule_SignalModifiedKey.unwrap()(self.ctx, self.name.inner) };
+            // No unwrap in a drop: a panic here could abort the server.
+            if let Some(signal) = unsafe { raw::RedisModule_SignalModifiedKey } {
+                unsafe { signal(self.ctx, self.name.inner) };
+            }
         }
         if !self.ptr.is_null() {
             raw::close_key(self.ptr);

@@ -85,8 +85,8 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "MODE" => {
-                let v = c.option_value()?;
-                mode = Mode::parse(v.as_slice()).ok_or_else(error::syntax)?;
+                let v = c.option_bytes()?;
+                mode = Mode::parse(v).ok_or_else(error::syntax)?;
             }
             "MAXVOTES" => maxvotes = Some(c.option_i64(1, model::MAX_MAXVOTES)?),
             "CANDIDATES" => {
@@ -176,8 +176,8 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             }
         }
     }
-    expire_at_if_unset(ctx, &meta, &keys.name("meta"), expires);
-    expire_at_if_unset(ctx, &board, &keys.name("board"), expires);
+    expire_at_if_unset(&meta, expires);
+    expire_at_if_unset(&board, expires);
     replicate_with_now(ctx, c.args(), now, had_now);
     util::notify(ctx, "hotpath.poll.create", &keys.base);
     Ok(RedisValue::SimpleStringStatic("OK"))
@@ -259,14 +259,14 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         let had = uv.exists();
         uv.hput(user, model::format_user_votes(&list).as_bytes());
         if !had {
-            expire_at_if_unset(ctx, uv, &keys.name("uservotes"), rules.expires);
+            expire_at_if_unset(uv, rules.expires);
         }
     }
     if !created.0 {
-        expire_at_if_unset(ctx, &voted, &keys.name("voted"), rules.expires);
+        expire_at_if_unset(&voted, rules.expires);
     }
     if !created.1 {
-        expire_at_if_unset(ctx, &board, &keys.name("board"), rules.expires);
+        expire_at_if_unset(&board, rules.expires);
     }
     super::VOTES.incr();
     replicate_with_now(ctx, c.args(), now, had_now);
@@ -487,9 +487,9 @@ pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         meta.hput(b"epoch", epoch.to_string().as_bytes());
         meta.hput(b"pending", epoch.to_string().as_bytes());
         if !had_meta {
-            expire_at_if_unset(ctx, &meta, &keys.name("meta"), rules.expires);
+            expire_at_if_unset(&meta, rules.expires);
         }
-        expire_at_if_unset(ctx, &syncing, &keys.name("syncing"), rules.expires);
+        expire_at_if_unset(&syncing, rules.expires);
         super::SYNCS.incr();
         ctx.replicate_verbatim();
         util::notify(ctx, "hotpath.poll.sync", &keys.base);
