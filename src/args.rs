@@ -116,15 +116,6 @@ impl Cursor {
         self.next_i64(min, max)
     }
 
-    /// Returns the next argument as the value of an option; missing is a
-    /// syntax error.
-    pub fn option_value(&mut self) -> Result<RedisString, RedisError> {
-        if self.done() {
-            return Err(error::syntax());
-        }
-        self.next()
-    }
-
     /// Returns the value of an option in place; missing is a syntax error.
     pub fn option_bytes(&mut self) -> Result<&[u8], RedisError> {
         if self.done() {
@@ -143,7 +134,7 @@ impl Cursor {
     /// Returns the value of the next option as one of `choices` (matched
     /// without regard to case); anything else is a syntax error.
     pub fn option_choice(&mut self, choices: &[&'static str]) -> Result<&'static str, RedisError> {
-        let v = self.option_value()?.to_string_lossy();
+        let v = String::from_utf8_lossy(self.option_bytes()?);
         choices
             .iter()
             .find(|c| c.eq_ignore_ascii_case(&v))

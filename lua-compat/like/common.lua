@@ -63,24 +63,6 @@ local function read_count(base, form)
   return redis.call('BITCOUNT', base .. ':bits')
 end
 
-local MAX_BITMAP_BYTES = 536870912
--- Bytes up to bit top, plus 1/64 of slack (capped at 512 MB).
-local function bitmap_len(top)
-  local need = math.floor(top / 8) + 1
-  return math.min(need + math.floor(need / 64), MAX_BITMAP_BYTES)
-end
--- The memory model of promotion (docs/like.md): a key costs 64 bytes; a
--- bitmap adds its length; a set of at most 512 ids (an intset) adds 8 plus
--- 2, 4 or 8 bytes per id by the largest id; a larger set 48 bytes per id.
-local function bitmap_memory(len) return 64 + len end
-local function set_memory(n, top)
-  if n <= 512 then
-    local w = 8
-    if top <= 32767 then w = 2 elseif top <= 2147483647 then w = 4 end
-    return 72 + n * w
-  end
-  return 64 + 48 * n
-end
 
 if #args ~= 0 then return arity('like.common') end
 local B2 = KEYS[2]

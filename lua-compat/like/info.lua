@@ -63,12 +63,6 @@ local function read_count(base, form)
   return redis.call('BITCOUNT', base .. ':bits')
 end
 
-local MAX_BITMAP_BYTES = 536870912
--- Bytes up to bit top, plus 1/64 of slack (capped at 512 MB).
-local function bitmap_len(top)
-  local need = math.floor(top / 8) + 1
-  return math.min(need + math.floor(need / 64), MAX_BITMAP_BYTES)
-end
 -- The memory model of promotion (docs/like.md): a key costs 64 bytes; a
 -- bitmap adds its length; a set of at most 512 ids (an intset) adds 8 plus
 -- 2, 4 or 8 bytes per id by the largest id; a larger set 48 bytes per id.

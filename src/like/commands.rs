@@ -381,9 +381,10 @@ fn update_recent(
 /// first id whose bitmap could not be smaller, so a sparse set is settled
 /// after a member or two.
 fn promote(ctx: &Context, n: &Names, fx: &mut Effects<'_>) -> Result<bool, RedisError> {
-    let members = Key::open(ctx, &n.set, false).len() as u64;
+    let set = Key::open(ctx, &n.set, false);
+    let members = set.len() as u64;
     let mut ids = Vec::with_capacity(members as usize);
-    let complete = Key::open(ctx, &n.set, false).scan(|m| match model::parse_user(m, u64::MAX) {
+    let complete = set.scan(|m| match model::parse_user(m, u64::MAX) {
         Some(v) if model::promotion_possible(members, v) => {
             ids.push(v);
             true
@@ -396,7 +397,8 @@ fn promote(ctx: &Context, n: &Names, fx: &mut Effects<'_>) -> Result<bool, Redis
         return Ok(false);
     }
     let len = model::bitmap_len(top) as usize;
-    let expires_at = Key::open(ctx, &n.set, false).abs_expire_ms();
+    let expires_at = set.abs_expire_ms();
+    drop(set);
     // UNLINK rather than the key API's synchronous delete: freeing a set of
     // many thousand members would otherwise add to the time the server is
     // blocked; UNLINK hands it to the lazy-free thread.

@@ -102,16 +102,16 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "WINNERS" => {
-                let v = c.option_value()?;
-                let n = parse_i64(v.as_slice(), i64::MIN, i64::MAX)?;
+                let v = c.option_bytes()?;
+                let n = parse_i64(v, i64::MIN, i64::MAX)?;
                 if !(1..=model::MAX_WINNERS).contains(&n) {
                     return Err(ferr(model::ERR_WINNERS));
                 }
                 winners = Some(n);
             }
             "SHARDS" => {
-                let v = c.option_value()?;
-                let n = parse_i64(v.as_slice(), i64::MIN, i64::MAX)?;
+                let v = c.option_bytes()?;
+                let n = parse_i64(v, i64::MIN, i64::MAX)?;
                 if !model::valid_shards(n) {
                     return Err(ferr(model::ERR_SHARDS));
                 }
@@ -119,20 +119,20 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             }
             "POOLCAP" => poolcap = c.option_i64(0, i64::MAX)?,
             "HIGHSCORE" => {
-                let v = c.option_value()?;
-                match model::parse_highscore(v.as_slice()) {
+                let v = c.option_bytes()?;
+                match model::parse_highscore(v) {
                     None => return Err(not_float()),
                     Some(Err(())) => return Err(ferr(model::ERR_HIGHSCORE)),
                     Some(Ok(h)) => {
                         highscore = h;
-                        highscore_text = v.as_slice().to_vec();
+                        highscore_text = v.to_vec();
                     }
                 }
             }
             "RESTORE" => restore = c.option_choice(&["YES", "NO"])? == "YES",
             "TTL" => {
-                let v = c.option_value()?;
-                let n = parse_i64(v.as_slice(), i64::MIN, i64::MAX)?;
+                let v = c.option_bytes()?;
+                let n = parse_i64(v, i64::MIN, i64::MAX)?;
                 if !(1..=MAX_TTL_SECONDS).contains(&n) {
                     return Err(RedisError::String(format!(
                         "ERR invalid expire time in '{}' command",

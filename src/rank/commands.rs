@@ -104,10 +104,9 @@ pub fn rank_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "TIEBREAK" => {
-                tiebreak =
-                    Tiebreak::parse(c.option_value()?.as_slice()).ok_or_else(error::syntax)?;
+                tiebreak = Tiebreak::parse(c.option_bytes()?).ok_or_else(error::syntax)?;
             }
-            "UNIT" => unit = Unit::parse(c.option_value()?.as_slice()).ok_or_else(error::syntax)?,
+            "UNIT" => unit = Unit::parse(c.option_bytes()?).ok_or_else(error::syntax)?,
             "DIGITS" => digits = Some(c.option_i64(0, MAX_DIGITS as i64)? as u32),
             "EPOCH" => epoch = c.option_i64(0, EXACT_MAX)?,
             "TTL" => ttl = Some(c.option_i64(1, MAX_TTL_S)?),
