@@ -42,3 +42,45 @@ pub fn arity(cmd: &str) -> RedisError {
         cmd.to_ascii_lowercase()
     ))
 }
+
+/// Returns `ERR <family>: user must not be empty`: every family refuses an
+/// empty user id (or member) the same way, before it opens a key.
+pub fn empty_user(family: &str) -> RedisError {
+    RedisError::String(format!("ERR {family}: user must not be empty"))
+}
+
+/// Renders a key name for an error line: lossy UTF-8, with control
+/// characters (which would break the RESP error line) replaced by `?`.
+pub fn key_text(key: &[u8]) -> String {
+    String::from_utf8_lossy(key)
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+/// Returns `ERR <family>: corrupt data in '<key>'` or, for a hash field,
+/// `ERR <family>: corrupt data in '<key>' field '<field>'`.
+///
+/// Occurs when a key holds a value the family never writes (a hand-edited
+/// `total`, a negative share, malformed JSON): the command refuses and
+/// writes nothing, instead of reading the value as a default.
+pub fn corrupt(family: &str, key: &[u8], field: Option<&str>) -> RedisError {
+    let key = key_text(key);
+    RedisError::String(match field {
+        Some(f) => format!("ERR {family}: corrupt data in '{key}' field '{f}'"),
+        None => format!("ERR {family}: corrupt data in '{key}'"),
+    })
+}
+
+/// Returns `ERR <family>: integer overflow in '<key>'` (with `field '<f>'`
+/// for a hash field).
+///
+/// Occurs when applying a command would take a stored integer past the
+/// i64 range: arithmetic never wraps around.
+pub fn overflow(family: &str, key: &[u8], field: Option<&str>) -> RedisError {
+    let key = key_text(key);
+    RedisError::String(match field {
+        Some(f) => format!("ERR {family}: integer overflow in '{key}' field '{f}'"),
+        None => format!("ERR {family}: integer overflow in '{key}'"),
+    })
+}
