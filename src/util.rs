@@ -56,8 +56,24 @@ pub fn cluster_mode(ctx: &Context) -> bool {
 
 /// Raises the keyspace event `hotpath.<family>.<event>` (class "module").
 pub fn notify(ctx: &Context, event: &str, key: &[u8]) {
+    if !module_events_on() {
+        return;
+    }
     let k = RedisString::create_from_slice(ctx.ctx, key);
     ctx.notify_keyspace_event(NotifyEvent::MODULE, event, &k);
+}
+
+/// Returns true when `notify-keyspace-events` has the module class (`d`)
+/// on: otherwise a module event reaches no client, and building the key's
+/// Redis string for it would be wasted work on every write.
+fn module_events_on() -> bool {
+    match unsafe { redis_module::raw::RedisModule_GetNotifyKeyspaceEvents } {
+        Some(get) => {
+            let on = unsafe { get() };
+            on & (redis_module::raw::REDISMODULE_NOTIFY_MODULE as i32) != 0
+        }
+        None => true,
+    }
 }
 
 /// Raises `hotpath.<family>.<event>` for a key the client sent (no copy).
