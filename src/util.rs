@@ -70,7 +70,7 @@ fn module_events_on() -> bool {
     match unsafe { redis_module::raw::RedisModule_GetNotifyKeyspaceEvents } {
         Some(get) => {
             let on = unsafe { get() };
-            on & (redis_module::raw::REDISMODULE_NOTIFY_MODULE as i32) != 0
+            on & redis_module::raw::REDISMODULE_NOTIFY_MODULE != 0
         }
         None => true,
     }
