@@ -90,10 +90,12 @@ fn count(allowed: bool) {
 
 /// Returns the server clock in unix microseconds.
 fn clock_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0)
+    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        // Seconds and microseconds apart: `as_micros` goes through a
+        // 128-bit division.
+        Ok(d) => d.as_secs() as i64 * 1_000_000 + d.subsec_micros() as i64,
+        Err(_) => 0,
+    }
 }
 
 /// Returns the absolute expiry (unix ms) of a state that is full again

@@ -148,6 +148,7 @@ impl Reply {
 /// bits, where a division is one instruction instead of a call into the
 /// 128-bit division routine (about 60 instructions): this runs several
 /// times per request.
+#[inline(always)]
 fn floor_div(a: i128, b: i128) -> i128 {
     match (i64::try_from(a), i64::try_from(b)) {
         (Ok(x), Ok(y)) => x.div_euclid(y) as i128,
@@ -156,11 +157,13 @@ fn floor_div(a: i128, b: i128) -> i128 {
 }
 
 /// Returns `a mod b` in `[0, b)` for `b > 0`.
+#[inline(always)]
 fn floor_mod(a: i128, b: i128) -> i128 {
     a - floor_div(a, b) * b
 }
 
 /// Returns `ceil(a / b)` for `b > 0` (any sign of `a`).
+#[inline(always)]
 fn ceil_div(a: i128, b: i128) -> i128 {
     -floor_div(-a, b)
 }
@@ -194,32 +197,38 @@ pub fn parse_nonneg(b: &[u8]) -> Option<i64> {
 }
 
 /// Splits `a:b:c…` after `prefix` into exactly `N` non-negative integers
-/// (each as [`parse_nonneg`] reads it), in one pass over the bytes.
+/// (each as [`parse_nonneg`] reads it). Each field's digits are read in a
+/// tight loop that stops at the first non-digit: this runs on every
+/// request.
 fn parse_fields<const N: usize>(v: &[u8], prefix: &[u8]) -> Option<[i64; N]> {
     let rest = v.strip_prefix(prefix)?;
     let mut out = [0i64; N];
-    let (mut field, mut n, mut digits) = (0usize, 0i64, 0u32);
-    for &c in rest {
-        if c == b':' {
-            if digits == 0 || field + 1 >= N {
-                return None;
+    let mut i = 0;
+    for (f, slot) in out.iter_mut().enumerate() {
+        let start = i;
+        let mut n: i64 = 0;
+        while i < rest.len() {
+            let d = rest[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
             }
-            out[field] = n;
-            (field, n, digits) = (field + 1, 0, 0);
-            continue;
+            n = n.wrapping_mul(10).wrapping_add(d as i64);
+            i += 1;
         }
-        let d = c.wrapping_sub(b'0');
-        if d > 9 || (digits == 1 && n == 0) || digits == 18 {
+        let len = i - start;
+        if len == 0 || len > 18 || (len > 1 && rest[start] == b'0') {
             return None;
         }
-        n = n * 10 + d as i64;
-        digits += 1;
+        *slot = n;
+        // Fields are separated by ':' and the last one ends the value.
+        if f + 1 < N {
+            if rest.get(i) != Some(&b':') {
+                return None;
+            }
+            i += 1;
+        }
     }
-    if digits == 0 || field + 1 != N {
-        return None;
-    }
-    out[field] = n;
-    Some(out)
+    (i == rest.len()).then_some(out)
 }
 
 /// A small stack buffer for formatting stored values without allocating.
