@@ -9,6 +9,9 @@
 //! millisecond version, damaged states, and LOGs long enough for the
 //! module's O(log N) path.
 //!
+//! `PARITY_TRACE=1` prints every command and the module's reply, to find
+//! the step where the two sides part.
+//!
 //! The state never depends on when a key expires (an expired limiter reads
 //! as a full one), so after comparing each step the keys are made
 //! persistent: the server's real clock then cannot make the two sides
