@@ -651,3 +651,68 @@ impl Key {
         st.go
     }
 }
+
+// ---- without copies on the write path (added for RATE): keys named by
+// the client's own string, strings rewritten in place, raw access for a
+// family's own batched hash and sorted-set calls ----
+impl Key {
+    /// Opens the key named by a string the client sent, without copying
+    /// the name.
+    pub fn open_arg(ctx: &Context, name: &RedisString, write: bool) -> Key {
+        let mode = if write {
+            raw::KeyMode::READ | raw::KeyMode::WRITE
+        } else {
+            raw::KeyMode::READ
+        };
+        let ptr = raw::open_key(ctx.ctx, name.inner, mode);
+        Key {
+            ctx: ctx.ctx,
+            ptr,
+            // Retains the client's string (a reference count, no copy).
+            name: RedisString::new(std::ptr::NonNull::new(ctx.ctx), name.inner),
+            modified: Cell::new(false),
+        }
+    }
+
+    /// Sets the string value in place, keeping the key's expiry; creates
+    /// the key when missing. `RedisModule_StringSet` deletes the key and
+    /// adds a new value (about 2,300 instructions); rewriting the bytes of
+    /// the existing value costs a tenth of that.
+    pub fn write_string(&self, value: &[u8]) {
+        if self.ptr.is_null() {
+            return;
+        }
+        let truncate = match unsafe { raw::RedisModule_StringTruncate } {
+            Some(f) => f,
+            None => return self.set(value),
+        };
+        if unsafe { truncate(self.ptr, value.len()) } != raw::REDISMODULE_OK as c_int {
+            return self.set(value);
+        }
+        let mut len = 0usize;
+        let p = raw::string_dma(self.ptr, &mut len, raw::KeyMode::WRITE);
+        if p.is_null() || len != value.len() {
+            return self.set(value);
+        }
+        unsafe { std::ptr::copy_nonoverlapping(value.as_ptr(), p as *mut u8, len) };
+        self.touch();
+    }
+
+    /// Returns the raw key handle, for module API calls this wrapper does
+    /// not cover. A caller that changes the key through it must call
+    /// [`Key::mark_modified`].
+    pub fn raw(&self) -> *mut raw::RedisModuleKey {
+        self.ptr
+    }
+
+    /// Records a change made through [`Key::raw`], so that the key is
+    /// signalled as modified when it is closed.
+    pub fn mark_modified(&self) {
+        self.touch();
+    }
+
+    /// Returns the key's name as the Redis string it was opened with.
+    pub fn name(&self) -> &RedisString {
+        &self.name
+    }
+}
