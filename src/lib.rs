@@ -3,6 +3,7 @@
 //! name, configs, and each family's commands and counters.
 
 pub mod args;
+pub mod cluster_guard;
 pub mod config;
 pub mod error;
 pub mod keys;
@@ -47,6 +48,7 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         let cat = std::ffi::CString::new("hotpath").unwrap();
         unsafe { add(ctx.ctx, cat.as_ptr()) };
     }
+    cluster_guard::register(ctx);
     for (table, _) in FAMILIES {
         if let Err(e) = registry::register(ctx, table) {
             ctx.log_warning(&e);

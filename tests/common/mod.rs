@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -160,6 +162,17 @@ impl Server {
     /// Returns a new connection.
     pub fn conn(&self) -> Connection {
         self.try_conn().expect("connect")
+    }
+
+    /// Returns a new connection, or `None` when the server does not answer.
+    pub fn conn_opt(&self) -> Option<Connection> {
+        self.try_conn().ok()
+    }
+
+    /// Returns true until [`stop`](Self::stop) (the process was started by
+    /// this harness and not stopped since).
+    pub fn running(&self) -> bool {
+        self.child.is_some()
     }
 
     /// Returns the server log (for failure messages).
