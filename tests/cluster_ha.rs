@@ -420,3 +420,57 @@ fn moving_a_slot_under_load_keeps_every_key_of_a_poll() {
     assert!(tryagain > 0, "no TRYAGAIN while the slot moved");
     eprintln!("reshard: {moved} keys moved, {n} writes, {tryagain} TRYAGAIN replies");
 }
+
+/// `make cluster-soak`: three rounds of a master killed and brought back
+/// plus a slot moved, all under continuous load on one post and one poll;
+/// no durable write is lost and no client gives up.
+#[test]
+#[ignore]
+fn soak_failovers_and_slot_moves() {
+    let mut cl = Cluster::start_opts(ClusterOpts {
+        node_timeout_ms: 2000,
+        ..ClusterOpts::default()
+    });
+    let (post, poll) = ("post:{soak}", "poll:{soak}");
+    let mut c = cl.client();
+    assert_eq!(
+        show(&q(
+            &mut c,
+            &["POLL.CREATE", poll, "CANDIDATES", "3", "c0", "c1", "c2"]
+        )),
+        "OK"
+    );
+    let slot = cl.slot_of(post);
+    let load = start_load(&cl, post, poll, 4);
+    for round in 0..3 {
+        load.wait_for(load.done.load(Ordering::Relaxed) + 2000);
+        let victim = cl.owner_of_slot(slot);
+        let promoted = cl.kill_master(victim);
+        cl.nodes[victim].restart(&[]);
+        cl.wait_stable(Duration::from_secs(60));
+        load.wait_for(load.done.load(Ordering::Relaxed) + 2000);
+        let to = *cl.masters().iter().find(|&&m| m != promoted).unwrap();
+        let moved = cl.move_slot(slot, to, 1, Duration::from_millis(100));
+        eprintln!(
+            "round {round}: killed {victim}, promoted {promoted}, moved {moved} keys to {to}"
+        );
+    }
+    load.wait_for(load.done.load(Ordering::Relaxed) + 2000);
+    let (durable, replied, errors) = load.finish();
+    assert!(errors.is_empty(), "{:?}", &errors[..errors.len().min(5)]);
+    cl.wait_replication(5000);
+    let mut c = cl.client();
+    let upto = replied.iter().max().copied().unwrap_or(0) + 64;
+    let (likers, voters) = present(&mut c, post, poll, upto);
+    assert!(durable.is_subset(&likers) && durable.is_subset(&voters));
+    assert_eq!(
+        show(&q(&mut c, &["LIKE.COUNT", post])),
+        likers.len().to_string()
+    );
+    eprintln!(
+        "soak: {} writes replied, {} durable, {} present",
+        replied.len(),
+        durable.len(),
+        likers.len()
+    );
+}
