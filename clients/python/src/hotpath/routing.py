@@ -6,7 +6,7 @@ check.
 """
 from __future__ import annotations
 
-import os
+import pkgutil
 import re
 from typing import List, Tuple, Union
 
@@ -64,9 +64,11 @@ def key_slot(key: Bytes) -> int:
 
 
 def _load_tags() -> List[str]:
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slot_tags.txt")
-    with open(path, "r", encoding="ascii") as f:
-        tags = f.read().split()
+    # pkgutil reads package data from a directory, a wheel or a zip alike.
+    data = pkgutil.get_data(__name__.rpartition(".")[0] or "hotpath", "slot_tags.txt")
+    if data is None:
+        raise RuntimeError("hotpath: slot_tags.txt is missing from the package")
+    tags = data.decode("ascii").split()
     if len(tags) != SLOTS:
         raise RuntimeError("hotpath: slot_tags.txt must hold 16384 tags")
     return tags
