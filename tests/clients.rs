@@ -439,6 +439,17 @@ fn python_client_on_a_cluster() {
 fn python_package_builds_and_imports_from_its_wheel() {
     let dir = std::env::temp_dir().join(format!("hotpath-wheel-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
+    // setuptools writes build/ and *.egg-info next to the sources: build a
+    // copy, so that the test leaves the repository as it was.
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("src");
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(root().join("clients/python"))
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(status.success());
     // No build isolation: the build uses the setuptools and wheel already
     // installed (scripts/deps.sh), so the test needs no download.
     let out = Command::new("python3")
@@ -452,7 +463,7 @@ fn python_package_builds_and_imports_from_its_wheel() {
             "-w",
         ])
         .arg(&dir)
-        .arg(root().join("clients/python"))
+        .arg(&src)
         .output()
         .expect("pip");
     assert!(
