@@ -87,10 +87,27 @@ extern "C" fn watch_setslot(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     }
 }
 
+/// Returns true while some slot may be moving (the only time [`check`]
+/// has anything to do): one relaxed atomic load.
+#[inline]
+pub fn active() -> bool {
+    ACTIVE.load(Ordering::Relaxed)
+}
+
 /// Fails with `TRYAGAIN …` when the slot of `key` is being migrated to or
 /// from this node.
 pub fn check(ctx: &Context, key: &[u8]) -> Result<(), RedisError> {
     if !ACTIVE.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    // What the master sends, and the AOF, must always run: a replica that
+    // refused a replicated command would silently differ from its master
+    // (Valkey 8+ replicates SETSLOT, so replicas can see moving slots too).
+    let flags = ctx.get_flags();
+    if flags.contains(ContextFlags::REPLICATED)
+        || flags.contains(ContextFlags::LOADING)
+        || !flags.contains(ContextFlags::MASTER)
+    {
         return Ok(());
     }
     let now = crate::util::now_ms();

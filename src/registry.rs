@@ -141,7 +141,11 @@ pub fn dispatch_guarded(
     keys: Keys,
     name: &str,
 ) -> c_int {
-    if argc >= 2 && !matches!(keys, Keys::None) && !name.starts_with("rate.") {
+    if crate::cluster_guard::active()
+        && argc >= 2
+        && !matches!(keys, Keys::None)
+        && !name.starts_with("rate.")
+    {
         let context = Context::new(ctx);
         if !context.is_keys_position_request() {
             let key = unsafe {

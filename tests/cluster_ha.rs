@@ -418,6 +418,17 @@ fn moving_a_slot_under_load_keeps_every_key_of_a_poll() {
         })
         .sum();
     assert!(tryagain > 0, "no TRYAGAIN while the slot moved");
+    // Replicas ran everything their masters did (the guard never refuses
+    // a replicated command).
+    cl.wait_replication(5000);
+    for m in [from, to] {
+        let r = cl.replicas_of(m)[0];
+        assert_eq!(
+            cl.nodes[m].digest(),
+            cl.nodes[r].digest(),
+            "master {m} vs replica {r}"
+        );
+    }
     eprintln!("reshard: {moved} keys moved, {n} writes, {tryagain} TRYAGAIN replies");
 }
 
