@@ -38,7 +38,7 @@ cluster-soak: build ## long cluster runs: repeated failovers and slot moves unde
 
 cluster-bench: build ## fan-out measured client-side vs over the cluster bus (prototype in bench/busproto)
 	cargo build --release -p hotpath-busproto
-	cargo test --release --test cluster_bus_bench -- --ignored --nocapture
+	cargo test --release --features cluster-bench --test cluster_bus_bench -- --ignored --nocapture
 
 lint: deps ## clippy with warnings as errors
 	cargo clippy --release --all-targets -- -D warnings

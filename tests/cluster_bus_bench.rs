@@ -6,7 +6,7 @@
 //! replies when both answered). Same per-shard work in both.
 //!
 //! Ignored by default; `make cluster-bench` builds the prototype and runs
-//! it: `cargo test --release --test cluster_bus_bench -- --ignored --nocapture`.
+//! it: `cargo test --release --features cluster-bench --test cluster_bus_bench -- --ignored --nocapture`.
 
 mod common;
 
