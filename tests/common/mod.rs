@@ -86,6 +86,10 @@ impl Server {
             if s.spawn() {
                 return s;
             }
+            // A failed attempt leaves nothing behind: a cluster node's
+            // nodes.conf names the old port (and is locked while its
+            // process lives, which `spawn` now ends).
+            let _ = std::fs::remove_file(dir.join("nodes.conf"));
             std::thread::sleep(Duration::from_millis(20 * attempt));
         }
         panic!("could not start {}", server_bin());
@@ -150,6 +154,12 @@ impl Server {
                 }
             }
             std::thread::sleep(Duration::from_millis(50));
+        }
+        // Not ready in time (a loaded machine): end it, so that the next
+        // attempt does not meet it on the directory or the port.
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
         }
         false
     }
