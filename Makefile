@@ -34,11 +34,11 @@ fuzz: build ## send 1,000,000 random commands to a real server (FUZZ_COMMANDS, F
 	FUZZ_COMMANDS=$${FUZZ_COMMANDS:-1000000} FUZZ_SEED=$${FUZZ_SEED:-time} cargo test --release --test fuzz -- --nocapture
 
 cluster-soak: build ## long cluster runs: repeated failovers and slot moves under load (3 masters + 3 replicas)
-	cargo test --release --test cluster_ha -- --ignored --nocapture --test-threads=1
+	cargo test --release --test cluster_ha soak_ -- --ignored --nocapture --test-threads=1
 
 cluster-bench: build ## fan-out measured client-side vs over the cluster bus (prototype in bench/busproto)
 	cargo build --release -p hotpath-busproto
-	cargo test --release --features cluster-bench --test cluster_bus_bench -- --ignored --nocapture
+	cargo test --release --test cluster_ha fanout_ -- --ignored --nocapture
 
 lint: deps ## clippy with warnings as errors
 	cargo clippy --release --all-targets -- -D warnings

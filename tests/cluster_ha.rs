@@ -5,6 +5,10 @@
 
 mod common;
 
+// The fan-out benchmark of docs/spread.md (ignored; make cluster-bench).
+#[path = "cluster_ha/bus_bench.rs"]
+mod bus_bench;
+
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

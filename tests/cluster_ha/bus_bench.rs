@@ -6,17 +6,17 @@
 //! replies when both answered). Same per-shard work in both.
 //!
 //! Ignored by default; `make cluster-bench` builds the prototype and runs
-//! it: `cargo test --release --features cluster-bench --test cluster_bus_bench -- --ignored --nocapture`.
-
-mod common;
+//! it: `cargo test --release --test cluster_ha fanout_ -- --ignored --nocapture`.
+//! (A module of tests/cluster_ha.rs, so that `make test` builds no extra
+//! test binary for it.)
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::cluster::{Cluster, ClusterOpts};
-use common::*;
+use super::common::cluster::{Cluster, ClusterOpts};
+use super::common::*;
 
 fn proto_path() -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/libhotpath_busproto.so");
