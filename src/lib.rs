@@ -3,6 +3,7 @@
 //! name, configs, and each family's commands and counters.
 
 pub mod args;
+pub mod cluster_guard;
 pub mod config;
 pub mod error;
 pub mod keys;
@@ -13,6 +14,7 @@ pub mod rank;
 pub mod rate;
 pub mod redpacket;
 pub mod registry;
+pub mod spread;
 pub mod stats;
 pub mod util;
 
@@ -46,6 +48,7 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         let cat = std::ffi::CString::new("hotpath").unwrap();
         unsafe { add(ctx.ctx, cat.as_ptr()) };
     }
+    cluster_guard::register(ctx);
     for (table, _) in FAMILIES {
         if let Err(e) = registry::register(ctx, table) {
             ctx.log_warning(&e);

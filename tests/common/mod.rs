@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -84,6 +86,10 @@ impl Server {
             if s.spawn() {
                 return s;
             }
+            // A failed attempt leaves nothing behind: a cluster node's
+            // nodes.conf names the old port (and is locked while its
+            // process lives, which `spawn` now ends).
+            let _ = std::fs::remove_file(dir.join("nodes.conf"));
             std::thread::sleep(Duration::from_millis(20 * attempt));
         }
         panic!("could not start {}", server_bin());
@@ -149,6 +155,12 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+        // Not ready in time (a loaded machine): end it, so that the next
+        // attempt does not meet it on the directory or the port.
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
         false
     }
 
@@ -160,6 +172,17 @@ impl Server {
     /// Returns a new connection.
     pub fn conn(&self) -> Connection {
         self.try_conn().expect("connect")
+    }
+
+    /// Returns a new connection, or `None` when the server does not answer.
+    pub fn conn_opt(&self) -> Option<Connection> {
+        self.try_conn().ok()
+    }
+
+    /// Returns true until [`stop`](Self::stop) (the process was started by
+    /// this harness and not stopped since).
+    pub fn running(&self) -> bool {
+        self.child.is_some()
     }
 
     /// Returns the server log (for failure messages).
