@@ -46,6 +46,13 @@ static MOVING: Mutex<Vec<u16>> = Mutex::new(Vec::new());
 /// filters (none that loads this module) simply keeps the guard on the
 /// timed refresh.
 pub fn register(ctx: &Context) {
+    // A standalone server moves no slots: no filter there, since a command
+    // filter runs before every command of the server, native ones too.
+    if !crate::util::cluster_mode(ctx) {
+        ACTIVE.store(false, Ordering::Relaxed);
+        DIRTY.store(false, Ordering::Relaxed);
+        return;
+    }
     if let Some(reg) = unsafe { raw::RedisModule_RegisterCommandFilter } {
         let flags = raw::REDISMODULE_CMDFILTER_NOSELF as c_int;
         unsafe { reg(ctx.ctx, Some(watch_setslot), flags) };
