@@ -651,3 +651,60 @@ impl Key {
         st.go
     }
 }
+
+// ---- added for LOCK (semaphore holders): a hash scan with values ----
+impl Key {
+    /// Calls `f` with each field and value of a Hash until it returns
+    /// false; returns false when stopped early. Like [`Key::scan`], no
+    /// reply is built.
+    pub fn scan_pairs(&self, mut f: impl FnMut(&[u8], &[u8]) -> bool) -> bool {
+        struct State<'a> {
+            f: &'a mut dyn FnMut(&[u8], &[u8]) -> bool,
+            go: bool,
+        }
+        unsafe fn bytes<'b>(s: *mut raw::RedisModuleString) -> &'b [u8] {
+            if s.is_null() {
+                return &[];
+            }
+            let mut len = 0usize;
+            let p = raw::RedisModule_StringPtrLen.unwrap()(s, &mut len);
+            if p.is_null() {
+                &[]
+            } else {
+                std::slice::from_raw_parts(p as *const u8, len)
+            }
+        }
+        unsafe extern "C" fn each(
+            _key: *mut raw::RedisModuleKey,
+            field: *mut raw::RedisModuleString,
+            value: *mut raw::RedisModuleString,
+            privdata: *mut std::os::raw::c_void,
+        ) {
+            let st = &mut *(privdata as *mut State);
+            if !st.go || field.is_null() {
+                return;
+            }
+            st.go = (st.f)(bytes(field), bytes(value));
+        }
+        if self.ptr.is_null() || self.kind() != KeyType::Hash {
+            return true;
+        }
+        let mut st = State {
+            f: &mut f,
+            go: true,
+        };
+        unsafe {
+            let cursor = raw::RedisModule_ScanCursorCreate.unwrap()();
+            while st.go
+                && raw::RedisModule_ScanKey.unwrap()(
+                    self.ptr,
+                    cursor,
+                    Some(each),
+                    &mut st as *mut State as *mut std::os::raw::c_void,
+                ) != 0
+            {}
+            raw::RedisModule_ScanCursorDestroy.unwrap()(cursor);
+        }
+        st.go
+    }
+}
