@@ -233,9 +233,8 @@ pub fn arm<T: Waiting>(ctx: &Context, key: &[u8], at_ms: i64) {
         key: key.to_vec(),
         gen,
     })) as *mut c_void;
-    let id = unsafe {
-        raw::RedisModule_CreateTimer.unwrap()(ctx.ctx, delay, Some(timer_cb::<T>), data)
-    };
+    let id =
+        unsafe { raw::RedisModule_CreateTimer.unwrap()(ctx.ctx, delay, Some(timer_cb::<T>), data) };
     T::registry().with(|r| {
         r.timers.insert(slot, Timer { id, at: at_ms, gen });
     });

@@ -10,11 +10,11 @@ local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of v
 local MAX_INT = 9007199254740991
 local MAX_TIME = 253402300799999
 local MAX_DELAY = 3153600000000
-local MAX_COUNT = 1000
+local MAX_COUNT = 100
 local MAX_ATTEMPTS = 1000000
 local DEFAULT_ATTEMPTS = 5
 local MAX_PAYLOAD = 1048576
-local MAX_EXAMINE = 1000
+local MAX_EXAMINE = 200
 -- Redis's string2ll: optional '-', digits, no '+', no leading zeros, no '-0'.
 local function int(s)
   if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end

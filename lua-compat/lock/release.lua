@@ -12,7 +12,7 @@ local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of v
 local MAX_INT = 9007199254740991
 local MAX_TTL = 3153600000000
 local MAX_TIME = 253402300799999
-local MAX_LIMIT = 1000
+local MAX_LIMIT = 100
 -- Redis's string2ll: optional '-', digits, no '+', no leading zeros, no '-0'.
 local function int(s)
   if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end

@@ -166,7 +166,9 @@ fn take(q: &Queue, lease: i64, count: usize, now: i64) -> Result<Taken, RedisErr
     let mut batch_len = count;
     'scan: while deliver.len() < count && offset < MAX_EXAMINE {
         let want = batch_len.min(MAX_EXAMINE - offset);
-        let batch = q.due.zrange(offset, want, false, f64::NEG_INFINITY, now as f64);
+        let batch = q
+            .due
+            .zrange(offset, want, false, f64::NEG_INFINITY, now as f64);
         let got = batch.len();
         for (id, score) in batch {
             offset += 1;
@@ -303,16 +305,20 @@ fn rearm(ctx: &Context, q: &Queue, now: i64) {
     }
 }
 
-/// After a command put a job in line at `at`: serve waiters if it is due,
-/// else make sure the timer fires by then.
-fn job_in_line(ctx: &Context, q: &Queue, at: i64, now: i64) {
-    if !blocking::serving(ctx) || blocking::waiting::<PollWaiter>(ctx, &q.base) == 0 {
+/// After a command put a job in line at `at` (and closed its keys): serve
+/// the consumers waiting on the queue if the job is due, else make sure
+/// the timer fires by then.
+fn job_in_line(ctx: &Context, base: &[u8], at: i64, now: i64) {
+    if !blocking::serving(ctx) || blocking::waiting::<PollWaiter>(ctx, base) == 0 {
         return;
     }
+    let Ok(q) = Queue::open(ctx, base, true, ALL) else {
+        return;
+    };
     if at <= now {
-        serve(ctx, q, now);
+        serve(ctx, &q, now);
     }
-    rearm(ctx, q, now);
+    rearm(ctx, &q, now);
 }
 
 /// Reads a non-empty job id.
@@ -390,10 +396,11 @@ pub fn delayq_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if old.is_some() {
         q.dead().zrem(&id);
     }
+    drop(q);
     util::replicate_with_now(ctx, c.args(), now, had_now);
     util::notify(ctx, "hotpath.delayq.add", &base);
     COUNT_ADDED.incr();
-    job_in_line(ctx, &q, due_at, now);
+    job_in_line(ctx, &base, due_at, now);
     Ok(RedisValue::Integer(1))
 }
 
@@ -550,11 +557,12 @@ pub fn delayq_nack(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         util::notify(ctx, "hotpath.delayq.nack", &base);
         1
     };
+    let at = q.due_at(&id).unwrap_or(now);
+    drop(q);
     util::replicate_with_now(ctx, c.args(), now, had_now);
     COUNT_NACKED.incr();
     if reply == 1 {
-        let at = q.due_at(&id).unwrap_or(now);
-        job_in_line(ctx, &q, at, now);
+        job_in_line(ctx, &base, at, now);
     }
     Ok(RedisValue::Integer(reply))
 }
@@ -689,11 +697,12 @@ pub fn delayq_redrive(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         q.dead().zrem(id);
         q.due.zadd(id, now as f64);
     }
+    drop(q);
     if !ids.is_empty() {
         util::replicate_with_now(ctx, c.args(), now, had_now);
         util::notify(ctx, "hotpath.delayq.redrive", &base);
         COUNT_REDRIVEN.add(ids.len() as u64);
-        job_in_line(ctx, &q, now, now);
+        job_in_line(ctx, &base, now, now);
     }
     Ok(RedisValue::Integer(ids.len() as i64))
 }

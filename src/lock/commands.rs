@@ -14,8 +14,8 @@ use std::os::raw::c_char;
 use redis_module::{raw, Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::model::{
-    self, holder_field, Acquired, Hold, Mutex, Request, SemMeta, HOLDER_PREFIX, MAX_INT,
-    MAX_LIMIT, MAX_TIME_MS, MAX_TTL_MS,
+    self, holder_field, Acquired, Hold, Mutex, Request, SemMeta, HOLDER_PREFIX, MAX_INT, MAX_LIMIT,
+    MAX_TIME_MS, MAX_TTL_MS,
 };
 use super::{
     COUNT_ACQUIRED, COUNT_BUSY, COUNT_HANDOFFS, COUNT_REENTERED, COUNT_RELEASED, COUNT_RENEWED,
@@ -120,24 +120,23 @@ impl<'a> Lock<'a> {
         let field = holder_field(owner);
         let h = match self.key.hget(&field) {
             None => None,
-            Some(v) => Some(Hold::parse(&v).ok_or_else(|| {
-                corrupt(self.name, Some(&String::from_utf8_lossy(&field)))
-            })?),
+            Some(v) => Some(
+                Hold::parse(&v)
+                    .ok_or_else(|| corrupt(self.name, Some(&String::from_utf8_lossy(&field))))?,
+            ),
         };
         sem.seen.insert(owner.to_vec(), h);
         Ok(h)
     }
 
-    /// Reads every holder of a semaphore.
+    /// Reads every holder of a semaphore, in owner order.
     fn sem_all(&self) -> Result<Vec<(Vec<u8>, Hold)>, RedisError> {
-        let mut out: BTreeMap<Vec<u8>, Hold> = BTreeMap::new();
+        let mut out: Vec<(Vec<u8>, Hold)> = Vec::with_capacity(self.key.len());
         let mut bad: Option<Vec<u8>> = None;
         self.key.scan_pairs(|f, v| {
             if let Some(owner) = f.strip_prefix(HOLDER_PREFIX) {
                 match Hold::parse(v) {
-                    Some(h) => {
-                        out.insert(owner.to_vec(), h);
-                    }
+                    Some(h) => out.push((owner.to_vec(), h)),
                     None => {
                         bad = Some(f.to_vec());
                         return false;
@@ -152,7 +151,10 @@ impl<'a> Lock<'a> {
         if let Some(f) = bad {
             return Err(corrupt(self.name, Some(&String::from_utf8_lossy(&f))));
         }
-        Ok(out.into_iter().collect())
+        // A scan may repeat an element (while the table rehashes).
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.dedup_by(|a, b| a.0 == b.0);
+        Ok(out)
     }
 
     /// Drops the holders whose lease ended, when some may have, and
@@ -249,10 +251,15 @@ impl<'a> Lock<'a> {
         }
         let mine = self.sem_hold(sem, req.owner)?;
         let field = || String::from_utf8_lossy(&holder_field(req.owner)).into_owned();
-        let (r, hold) = model::sem_acquire(&mut sem.meta, sem.holders, mine, req).map_err(|_| {
-            let f = if mine.is_some() { field() } else { "fence".into() };
-            error::overflow(FAMILY, self.name, Some(&f))
-        })?;
+        let (r, hold) =
+            model::sem_acquire(&mut sem.meta, sem.holders, mine, req).map_err(|_| {
+                let f = if mine.is_some() {
+                    field()
+                } else {
+                    "fence".into()
+                };
+                error::overflow(FAMILY, self.name, Some(&f))
+            })?;
         if r == Acquired::Busy {
             return Ok(r);
         }
