@@ -93,7 +93,7 @@ local function open(B)
     local meta = {}
     for i, f in ipairs({'fence', 'limit', 'next'}) do
       meta[f] = v[i] and stored(v[i])
-      if meta[f] == nil then return nil, corrupt(B, f) end
+      if not meta[f] then return nil, corrupt(B, f) end
     end
     if meta.limit < 2 or meta.limit > MAX_LIMIT then return nil, corrupt(B, 'limit') end
     return {kind = 'sem', meta = meta, holders = redis.call('HLEN', B) - 3}
