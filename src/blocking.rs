@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use redis_module::{raw, Context, ContextFlags, RedisResult, RedisValue};
@@ -64,6 +65,9 @@ struct Inner<T> {
 /// A family's waiters and timers.
 pub struct Registry<T> {
     inner: Mutex<Inner<T>>,
+    /// Clients queued, all keys together: most commands only need to know
+    /// that nobody waits, without a lookup.
+    queued: AtomicUsize,
 }
 
 impl<T> Registry<T> {
@@ -76,6 +80,7 @@ impl<T> Registry<T> {
                 timers: BTreeMap::new(),
                 gen: 0,
             }),
+            queued: AtomicUsize::new(0),
         }
     }
 
@@ -106,26 +111,37 @@ pub fn db(ctx: &Context) -> i32 {
 /// replayed from the master or the AOF. Elsewhere a `BLOCK` option acts as
 /// an immediate try, as `BLPOP` does inside `MULTI`.
 pub fn can_block(ctx: &Context) -> bool {
-    !ctx.get_flags().intersects(
+    can_block_with(&ctx.get_flags())
+}
+
+/// [`can_block`] for context flags already read.
+pub fn can_block_with(f: &ContextFlags) -> bool {
+    !f.intersects(
         ContextFlags::MULTI
             | ContextFlags::LUA
             | ContextFlags::DENY_BLOCKING
             | ContextFlags::REPLICATED
             | ContextFlags::LOADING,
-    ) && serving(ctx)
+    ) && serving_with(f)
 }
 
 /// Returns true when this server serves waiters and arms timers: a master
 /// that is not loading data, running a command that did not come from its
 /// own master.
 pub fn serving(ctx: &Context) -> bool {
-    let f = ctx.get_flags();
-    f.contains(ContextFlags::MASTER)
-        && !f.intersects(ContextFlags::LOADING | ContextFlags::REPLICATED)
+    serving_with(&ctx.get_flags())
+}
+
+/// [`serving`] for context flags already read.
+pub fn serving_with(f: &ContextFlags) -> bool {
+    f.contains(ContextFlags::MASTER) && !f.intersects(ContextFlags::LOADING | ContextFlags::REPLICATED)
 }
 
 /// Returns how many clients wait on `key`.
 pub fn waiting<T: Waiting>(ctx: &Context, key: &[u8]) -> usize {
+    if T::registry().queued.load(Ordering::Relaxed) == 0 {
+        return 0;
+    }
     let slot = (db(ctx), key.to_vec());
     T::registry().with(|r| r.queues.get(&slot).map_or(0, |q| q.len()))
 }
@@ -149,6 +165,7 @@ pub fn block<T: Waiting>(ctx: &Context, key: &[u8], timeout_ms: i64, req: T) {
     }
     unsafe { raw::RedisModule_SetDisconnectCallback.unwrap()(bc, Some(disconnect_cb::<T>)) };
     let slot = (db(ctx), key.to_vec());
+    T::registry().queued.fetch_add(1, Ordering::Relaxed);
     T::registry().with(|r| {
         r.by_client.insert(bc as usize, slot.clone());
         r.queues.entry(slot).or_default().push_back(Waiter {
@@ -176,6 +193,7 @@ pub fn serve<T: Waiting>(
         };
         match serve(&w.req) {
             Some(reply) => {
+                T::registry().queued.fetch_sub(1, Ordering::Relaxed);
                 T::registry().with(|r| {
                     r.by_client.remove(&w.bc);
                     if r.queues.get(&slot).is_some_and(|q| q.is_empty()) {
@@ -298,6 +316,7 @@ fn forget<T: Waiting>(bc: usize) -> bool {
         let Some(slot) = r.by_client.remove(&bc) else {
             return false;
         };
+        T::registry().queued.fetch_sub(1, Ordering::Relaxed);
         if let Some(q) = r.queues.get_mut(&slot) {
             q.retain(|w| w.bc != bc);
             if q.is_empty() {

@@ -708,3 +708,124 @@ impl Key {
         st.go
     }
 }
+
+// ---- added for LOCK and DELAYQ: keys, fields and members the client sent,
+// used without copies, and strings rewritten in place ----
+impl Key {
+    /// Opens the key the client named; the name is shared, not copied (a
+    /// copy costs an allocation and a string object per call).
+    pub fn open_arg(ctx: &Context, name: &RedisString, write: bool) -> Key {
+        let mode = if write {
+            raw::KeyMode::READ | raw::KeyMode::WRITE
+        } else {
+            raw::KeyMode::READ
+        };
+        let ptr = raw::open_key(ctx.ctx, name.inner, mode);
+        Key {
+            ctx: ctx.ctx,
+            ptr,
+            name: name.safe_clone(ctx),
+            modified: Cell::new(false),
+        }
+    }
+
+    /// Sets a hash field the client sent to `value` (no copy of the field).
+    pub fn hput_arg(&self, field: &RedisString, value: &[u8]) {
+        let v = rstr(self.ctx, value);
+        unsafe {
+            raw::RedisModule_HashSet.unwrap()(
+                self.ptr,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.inner,
+                v.inner,
+                ptr::null::<c_char>(),
+            )
+        };
+        self.touch();
+    }
+
+    /// Deletes a hash field the client sent; returns true if it was there.
+    pub fn hdel_arg(&self, field: &RedisString) -> bool {
+        if self.kind() != KeyType::Hash {
+            return false;
+        }
+        #[allow(clippy::manual_dangling_ptr)]
+        let del = 1usize as *mut raw::RedisModuleString; // REDISMODULE_HASH_DELETE
+        let n = unsafe {
+            raw::RedisModule_HashSet.unwrap()(
+                self.ptr,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.inner,
+                del,
+                ptr::null::<c_char>(),
+            )
+        };
+        self.touch_if(n > 0)
+    }
+
+    /// Sets the score of a member the client sent (creating the set).
+    pub fn zadd_arg(&self, member: &RedisString, score: f64) {
+        let mut flags: c_int = 0;
+        unsafe { raw::RedisModule_ZsetAdd.unwrap()(self.ptr, score, member.inner, &mut flags) };
+        self.touch();
+    }
+
+    /// Removes a member the client sent; returns true if it was there.
+    pub fn zrem_arg(&self, member: &RedisString) -> bool {
+        if self.kind() != KeyType::ZSet {
+            return false;
+        }
+        let mut deleted: c_int = 0;
+        unsafe { raw::RedisModule_ZsetRem.unwrap()(self.ptr, member.inner, &mut deleted) };
+        self.touch_if(deleted != 0)
+    }
+
+    /// Returns the score of a member the client sent.
+    pub fn zscore_arg(&self, member: &RedisString) -> Option<f64> {
+        if self.kind() != KeyType::ZSet {
+            return None;
+        }
+        let mut score = 0f64;
+        let rc = unsafe { raw::RedisModule_ZsetScore.unwrap()(self.ptr, member.inner, &mut score) };
+        (rc == raw::REDISMODULE_OK as c_int).then_some(score)
+    }
+
+    /// Replaces the string value with `value` in place: the value object
+    /// is resized and rewritten rather than replaced (`RM_StringSet` frees
+    /// the old object and creates a new one). Creates the key when
+    /// missing. The key keeps its TTL, if any.
+    pub fn write_in_place(&self, value: &[u8]) {
+        if value.is_empty() {
+            self.set(value);
+            return;
+        }
+        raw::string_truncate(self.ptr, value.len());
+        let mut len = 0usize;
+        let p = raw::string_dma(self.ptr, &mut len, raw::KeyMode::WRITE);
+        if !p.is_null() && len == value.len() {
+            unsafe { std::ptr::copy_nonoverlapping(value.as_ptr(), p as *mut u8, len) };
+        }
+        self.touch();
+    }
+}
+
+impl Key {
+    /// Rewrites a string value from byte `offset` on with `tail`, keeping
+    /// the bytes before it (and the key's TTL): the value is cut to
+    /// `offset + tail.len()` bytes in place. Does nothing unless the key
+    /// holds a string of at least `offset` bytes.
+    pub fn write_tail(&self, offset: usize, tail: &[u8]) {
+        if self.kind() != KeyType::String || self.len() < offset {
+            return;
+        }
+        raw::string_truncate(self.ptr, offset + tail.len());
+        let mut len = 0usize;
+        let p = raw::string_dma(self.ptr, &mut len, raw::KeyMode::WRITE);
+        if !p.is_null() && len == offset + tail.len() {
+            unsafe {
+                std::ptr::copy_nonoverlapping(tail.as_ptr(), (p as *mut u8).add(offset), tail.len())
+            };
+        }
+        self.touch();
+    }
+}

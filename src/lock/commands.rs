@@ -8,10 +8,11 @@
 //! without re-reading a clock, and they need no module to replay it.
 
 use std::collections::BTreeMap;
-use std::ffi::CStr;
 use std::os::raw::c_char;
 
-use redis_module::{raw, Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{
+    raw, Context, ContextFlags, KeyType, RedisError, RedisResult, RedisString, RedisValue,
+};
 
 use super::model::{
     self, holder_field, Acquired, Hold, Mutex, Request, SemMeta, HOLDER_PREFIX, MAX_INT, MAX_LIMIT,
@@ -50,6 +51,8 @@ enum Kind {
 /// An open lock: its key, what it holds, and whether it changed.
 struct Lock<'a> {
     key: Key,
+    /// The key as the client sent it.
+    arg: &'a RedisString,
     name: &'a [u8],
     kind: Kind,
     changed: bool,
@@ -71,8 +74,9 @@ impl<'a> Lock<'a> {
     ///
     /// Occurs as `WRONGTYPE` when `B` is neither a String nor a Hash, and
     /// as a corrupt-data error when it holds a value LOCK never writes.
-    fn open(ctx: &Context, name: &'a [u8], write: bool) -> Result<Lock<'a>, RedisError> {
-        let key = Key::open(ctx, name, write);
+    fn open(ctx: &Context, arg: &'a RedisString, write: bool) -> Result<Lock<'a>, RedisError> {
+        let name = arg.as_slice();
+        let key = Key::open_arg(ctx, arg, write);
         let kind = match key.kind() {
             KeyType::Empty => Kind::Free,
             KeyType::String => {
@@ -106,6 +110,7 @@ impl<'a> Lock<'a> {
         };
         Ok(Lock {
             key,
+            arg,
             name,
             kind,
             changed: false,
@@ -207,6 +212,16 @@ impl<'a> Lock<'a> {
             };
         }
         let name = self.name;
+        if let Kind::Mutex(m) = &mut self.kind {
+            if limit.is_some_and(|n| n != 1) {
+                return Err(limit_differs(asked, 1));
+            }
+            let r = m
+                .acquire(req)
+                .map_err(|_| error::overflow(FAMILY, name, None))?;
+            self.changed |= r != Acquired::Busy;
+            return Ok(r);
+        }
         let mut kind = std::mem::replace(&mut self.kind, Kind::Free);
         let out = match &mut kind {
             Kind::Free => unreachable!(),
@@ -275,6 +290,11 @@ impl<'a> Lock<'a> {
 
     /// Releases one acquisition of `owner`; false when it holds nothing.
     fn release(&mut self, owner: &[u8], now: i64) -> Result<bool, RedisError> {
+        if let Kind::Mutex(m) = &mut self.kind {
+            let released = m.release(owner, now);
+            self.changed |= released;
+            return Ok(released);
+        }
         let mut kind = std::mem::replace(&mut self.kind, Kind::Free);
         let out = match &mut kind {
             Kind::Free => Ok(false),
@@ -303,6 +323,11 @@ impl<'a> Lock<'a> {
 
     /// Renews `owner`'s lease; the new remaining ms, or 0.
     fn renew(&mut self, owner: &[u8], ttl: i64, now: i64) -> Result<i64, RedisError> {
+        if let Kind::Mutex(m) = &mut self.kind {
+            let left = m.renew(owner, ttl, now).unwrap_or(0);
+            self.changed |= left > 0;
+            return Ok(left);
+        }
         let mut kind = std::mem::replace(&mut self.kind, Kind::Free);
         let out = match &mut kind {
             Kind::Free => Ok(0),
@@ -352,16 +377,28 @@ impl<'a> Lock<'a> {
 
     /// Writes what changed to `B` and replicates it.
     fn commit(&mut self, ctx: &Context) {
+        self.commit_as(ctx, false);
+    }
+
+    /// Writes what changed to `B`; replicates the command itself when
+    /// `verbatim` (a release the master decided, see [`lock_release`]),
+    /// else the state written.
+    fn commit_as(&mut self, ctx: &Context, verbatim: bool) {
         if !self.changed {
             return;
         }
         self.changed = false;
+        if verbatim {
+            self.write_only();
+            ctx.replicate_verbatim();
+            return;
+        }
         match &mut self.kind {
             Kind::Free => {}
             Kind::Mutex(m) => {
                 let v = m.format();
-                self.key.set(&v);
-                replicate2(ctx, c"SET", self.name, &v);
+                self.key.write_in_place(&v);
+                replicate_set(ctx, self.arg, &v);
             }
             Kind::Sem(sem) => {
                 let mut set: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
@@ -376,7 +413,7 @@ impl<'a> Lock<'a> {
                 sem.changed.dedup();
                 for owner in &sem.changed {
                     match sem.seen.get(owner) {
-                        Some(Some(h)) => set.push((holder_field(owner), h.format())),
+                        Some(Some(h)) => set.push((holder_field(owner), h.format().to_vec())),
                         _ => del.push(holder_field(owner)),
                     }
                 }
@@ -405,13 +442,26 @@ impl<'a> Lock<'a> {
         }
     }
 
+    /// Writes a mutex's state without replicating it. A release that
+    /// frees the mutex keeps the stored fence and rewrites only what
+    /// follows it.
+    fn write_only(&mut self) {
+        if let Kind::Mutex(m) = &self.kind {
+            if m.is_free() {
+                self.key.write_tail(m.fence_digits(), Mutex::FREE_TAIL);
+            } else {
+                self.key.write_in_place(&m.format());
+            }
+        }
+    }
+
     /// Returns the live holds, by token: (owner, hold).
     fn live(&self, now: i64) -> Result<Vec<(Vec<u8>, Hold)>, RedisError> {
         match &self.kind {
             Kind::Free => Ok(Vec::new()),
             Kind::Mutex(m) => Ok(m
                 .hold(now)
-                .map(|h| vec![(m.owner.clone(), h)])
+                .map(|h| vec![(m.owner.to_vec(), h)])
                 .unwrap_or_default()),
             Kind::Sem(_) => {
                 let mut all = self.sem_all()?;
@@ -423,19 +473,19 @@ impl<'a> Lock<'a> {
     }
 }
 
-/// Replicates `cmd a b` straight from two byte buffers (format `bb`),
-/// without building module strings first: this is the mutex hot path.
-fn replicate2(ctx: &Context, cmd: &CStr, a: &[u8], b: &[u8]) {
+/// Replicates `SET B <state>`: the key is the client's own string (format
+/// `s`, shared) and the state a byte buffer (format `b`), so no module
+/// string is built for either. This is the mutex hot path.
+fn replicate_set(ctx: &Context, key: &RedisString, v: &[u8]) {
     if let Some(f) = unsafe { raw::RedisModule_Replicate } {
         unsafe {
             f(
                 ctx.ctx,
-                cmd.as_ptr(),
-                c"bb".as_ptr(),
-                a.as_ptr() as *const c_char,
-                a.len(),
-                b.as_ptr() as *const c_char,
-                b.len(),
+                c"SET".as_ptr(),
+                c"sb".as_ptr(),
+                key.inner,
+                v.as_ptr() as *const c_char,
+                v.len(),
             )
         };
     }
@@ -462,7 +512,8 @@ impl Waiting for LockWaiter {
 
     fn on_timer(ctx: &Context, key: &[u8]) {
         let now = util::now_ms();
-        match Lock::open(ctx, key, true) {
+        let arg = RedisString::create_from_slice(ctx.ctx, key);
+        match Lock::open(ctx, &arg, true) {
             Ok(mut lock) => {
                 serve(ctx, &mut lock, now);
                 lock.commit(ctx);
@@ -501,7 +552,7 @@ fn serve(ctx: &Context, lock: &mut Lock, now: i64) -> usize {
     });
     if served > 0 {
         COUNT_HANDOFFS.add(served as u64);
-        util::notify(ctx, "hotpath.lock.acquire", lock.name);
+        util::notify_static(ctx, c"hotpath.lock.acquire", lock.arg);
     }
     served
 }
@@ -527,13 +578,12 @@ fn parse_now(c: &mut Cursor) -> Result<Option<i64>, RedisError> {
     Ok(now)
 }
 
-/// Reads a non-empty owner.
-fn owner(c: &mut Cursor) -> Result<Vec<u8>, RedisError> {
-    let o = c.next_bytes()?;
-    if o.is_empty() {
+/// Fails with `ERR lock: user must not be empty` for an empty owner.
+fn check_owner(owner: &[u8]) -> Result<(), RedisError> {
+    if owner.is_empty() {
         return Err(error::empty_user(FAMILY));
     }
-    Ok(o)
+    Ok(())
 }
 
 /// LOCK.ACQUIRE B owner ttl-ms [LIMIT n] [MAXHOLD ms] [BLOCK timeout-ms] [NOW unix-ms]
@@ -542,8 +592,8 @@ fn owner(c: &mut Cursor) -> Result<Vec<u8>, RedisError> {
 /// the semaphore is full) and, with BLOCK, the timeout passed.
 pub fn lock_acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 4)?;
-    let name = c.next_bytes()?;
-    let owner = owner(&mut c)?;
+    c.skip(2)?;
+    check_owner(c.arg(2))?;
     let ttl = c.next_i64(1, MAX_TTL_MS)?;
     let (mut limit, mut maxhold, mut block, mut now) = (None, None, None, None);
     while !c.done() {
@@ -556,14 +606,17 @@ pub fn lock_acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
     }
     let now = now.unwrap_or_else(util::now_ms);
-    let mut lock = Lock::open(ctx, &name, true)?;
-    let served = if blocking::serving(ctx) {
+    let args = c.args();
+    let (key, owner) = (&args[1], args[2].as_slice());
+    let mut lock = Lock::open(ctx, key, true)?;
+    let flags = ctx.get_flags();
+    let served = if blocking::serving_with(&flags) {
         serve(ctx, &mut lock, now)
     } else {
         0
     };
     let req = Request {
-        owner: &owner,
+        owner,
         ttl,
         maxhold,
         now,
@@ -581,34 +634,29 @@ pub fn lock_acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     lock.commit(ctx);
     match got {
-        Acquired::New(t) => {
-            COUNT_ACQUIRED.incr();
-            util::notify(ctx, "hotpath.lock.acquire", &name);
-            Ok(RedisValue::Integer(t))
-        }
-        Acquired::Reentered(t) => {
-            COUNT_REENTERED.incr();
-            util::notify(ctx, "hotpath.lock.acquire", &name);
+        Acquired::New(t) | Acquired::Reentered(t) => {
+            if matches!(got, Acquired::New(_)) {
+                COUNT_ACQUIRED.incr();
+            } else {
+                COUNT_REENTERED.incr();
+            }
+            util::notify_static(ctx, c"hotpath.lock.acquire", key);
             Ok(RedisValue::Integer(t))
         }
         Acquired::Busy => match block {
-            Some(timeout) if blocking::can_block(ctx) => {
+            Some(timeout) if blocking::can_block_with(&flags) => {
                 COUNT_WAITS.incr();
                 let end = lock.next_end();
                 drop(lock);
-                blocking::block(
-                    ctx,
-                    &name,
-                    timeout,
-                    LockWaiter {
-                        owner,
-                        ttl,
-                        maxhold,
-                        limit,
-                    },
-                );
+                let waiter = LockWaiter {
+                    owner: owner.to_vec(),
+                    ttl,
+                    maxhold,
+                    limit,
+                };
+                blocking::block(ctx, key.as_slice(), timeout, waiter);
                 let at = end.unwrap_or(now + 1).max(now + 1);
-                blocking::arm::<LockWaiter>(ctx, &name, at);
+                blocking::arm::<LockWaiter>(ctx, key.as_slice(), at);
                 Ok(RedisValue::NoReply)
             }
             _ => {
@@ -619,33 +667,55 @@ pub fn lock_acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
 }
 
+/// Returns true when the command replays a decision the master already
+/// made (it comes from the master link or the AOF): then the local clock
+/// must not overrule it.
+fn replayed(flags: &ContextFlags) -> bool {
+    flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
+}
+
 /// LOCK.RELEASE B owner [NOW unix-ms]
 ///
 /// Replies 1 when one acquisition of `owner` was released (the lock is
 /// free once all are), 0 when `owner` holds nothing (nothing changes).
+///
+/// A release is replicated as itself: it reaches replicas and the AOF only
+/// when the master released, so a replay releases without looking at its
+/// own clock (which may be past the lease end by then).
 pub fn lock_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
-    let name = c.next_bytes()?;
-    let owner = owner(&mut c)?;
-    let now = parse_now(&mut c)?.unwrap_or_else(util::now_ms);
-    let mut lock = Lock::open(ctx, &name, true)?;
-    let released = lock.release(&owner, now)?;
-    if released {
-        COUNT_RELEASED.incr();
-        util::notify(ctx, "hotpath.lock.release", &name);
-        // Only clients already waiting can use the room just made.
-        if blocking::serving(ctx)
-            && blocking::waiting::<LockWaiter>(ctx, &name) > 0
-            && lock.has_room(now)?
-        {
-            serve(ctx, &mut lock, now);
-        }
+    c.skip(2)?;
+    check_owner(c.arg(2))?;
+    let now_arg = parse_now(&mut c)?;
+    let flags = ctx.get_flags();
+    let now = if replayed(&flags) {
+        // Every stored hold reads as live.
+        i64::MIN
+    } else {
+        now_arg.unwrap_or_else(util::now_ms)
+    };
+    let args = c.args();
+    let (key, owner) = (&args[1], args[2].as_slice());
+    let mut lock = Lock::open(ctx, key, true)?;
+    let released = lock.release(owner, now)?;
+    if !released {
+        return Ok(RedisValue::Integer(0));
     }
-    lock.commit(ctx);
-    if released {
-        rearm(ctx, &lock, now);
+    COUNT_RELEASED.incr();
+    util::notify_static(ctx, c"hotpath.lock.release", key);
+    // Only clients already waiting can use the room just made; handing it
+    // over writes more than the release, so the state is replicated.
+    let mut served = 0;
+    if blocking::serving_with(&flags)
+        && blocking::waiting::<LockWaiter>(ctx, key.as_slice()) > 0
+        && lock.has_room(now)?
+    {
+        served = serve(ctx, &mut lock, now);
     }
-    Ok(RedisValue::Integer(released as i64))
+    let verbatim = served == 0 && matches!(lock.kind, Kind::Mutex(_));
+    lock.commit_as(ctx, verbatim);
+    rearm(ctx, &lock, now);
+    Ok(RedisValue::Integer(1))
 }
 
 /// LOCK.RENEW B owner ttl-ms [NOW unix-ms]
@@ -654,16 +724,18 @@ pub fn lock_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// replies the remaining ms, or 0 when `owner` holds nothing.
 pub fn lock_renew(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 4)?;
-    let name = c.next_bytes()?;
-    let owner = owner(&mut c)?;
+    c.skip(2)?;
+    check_owner(c.arg(2))?;
     let ttl = c.next_i64(1, MAX_TTL_MS)?;
     let now = parse_now(&mut c)?.unwrap_or_else(util::now_ms);
-    let mut lock = Lock::open(ctx, &name, true)?;
-    let left = lock.renew(&owner, ttl, now)?;
+    let args = c.args();
+    let (key, owner) = (&args[1], args[2].as_slice());
+    let mut lock = Lock::open(ctx, key, true)?;
+    let left = lock.renew(owner, ttl, now)?;
     lock.commit(ctx);
     if left > 0 {
         COUNT_RENEWED.incr();
-        util::notify(ctx, "hotpath.lock.renew", &name);
+        util::notify_static(ctx, c"hotpath.lock.renew", key);
     }
     Ok(RedisValue::Integer(left))
 }
@@ -674,9 +746,9 @@ pub fn lock_renew(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// token; empty when the lock is free.
 pub fn lock_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
-    let name = c.next_bytes()?;
+    c.skip(1)?;
     let now = parse_now(&mut c)?.unwrap_or_else(util::now_ms);
-    let lock = Lock::open(ctx, &name, false)?;
+    let lock = Lock::open(ctx, &c.args()[1], false)?;
     let mut out = Vec::new();
     for (owner, h) in lock.live(now)? {
         out.push(util::bulk(owner));
@@ -693,10 +765,10 @@ pub fn lock_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// asks before it accepts a write fenced by `token`.
 pub fn lock_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
-    let name = c.next_bytes()?;
+    c.skip(1)?;
     let token = c.next_i64(i64::MIN, i64::MAX)?;
     let now = parse_now(&mut c)?.unwrap_or_else(util::now_ms);
-    let lock = Lock::open(ctx, &name, false)?;
+    let lock = Lock::open(ctx, &c.args()[1], false)?;
     let ok = match &lock.kind {
         Kind::Free => false,
         Kind::Mutex(m) => m.check(token, now),
