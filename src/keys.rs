@@ -829,3 +829,47 @@ impl Key {
         self.touch();
     }
 }
+
+impl Key {
+    /// Returns up to `count` members with scores in `[min, max]`, lowest
+    /// first, after skipping `offset`, as the Redis strings the set holds
+    /// (no copy into Rust buffers: they are passed on to other key calls
+    /// and replies as they are).
+    pub fn zrange_strings(
+        &self,
+        offset: usize,
+        count: usize,
+        min: f64,
+        max: f64,
+    ) -> Vec<(RedisString, f64)> {
+        let mut out = Vec::new();
+        if self.kind() != KeyType::ZSet || count == 0 {
+            return out;
+        }
+        let first =
+            unsafe { raw::RedisModule_ZsetFirstInScoreRange.unwrap()(self.ptr, min, max, 0, 0) };
+        if first != raw::REDISMODULE_OK as c_int {
+            return out;
+        }
+        let mut skipped = 0usize;
+        unsafe {
+            while raw::RedisModule_ZsetRangeEndReached.unwrap()(self.ptr) == 0 {
+                if skipped < offset {
+                    skipped += 1;
+                } else {
+                    let mut score = 0f64;
+                    let e = raw::RedisModule_ZsetRangeCurrentElement.unwrap()(self.ptr, &mut score);
+                    out.push((RedisString::from_redis_module_string(self.ctx, e), score));
+                    if out.len() >= count {
+                        break;
+                    }
+                }
+                if raw::RedisModule_ZsetRangeNext.unwrap()(self.ptr) == 0 {
+                    break;
+                }
+            }
+            raw::RedisModule_ZsetRangeStop.unwrap()(self.ptr);
+        }
+        out
+    }
+}

@@ -51,7 +51,7 @@ fn jobs_are_added_once_and_polled_in_due_order() {
         now(&mut c, &["DELAYQ.ADD", "q", "b", "other", "DELAY", "9"], 0),
         "0"
     );
-    assert_eq!(run(&mut c, &["HGET", "q:jobs", "b"]), "0:5:0:pb");
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "b"]), "2:0:5:0:pb");
     assert_eq!(
         run(&mut c, &["ZRANGE", "q:due", "0", "-1", "WITHSCORES"]),
         format!("[b, {T0}, c, {}, a, {}]", T0 + 200, T0 + 500)
@@ -59,27 +59,28 @@ fn jobs_are_added_once_and_polled_in_due_order() {
     // Only due jobs are taken, oldest due first, each leased.
     assert_eq!(
         now(&mut c, &["DELAYQ.POLL", "q", "1000", "COUNT", "5"], 300),
-        "[b, pb, 1, 1, c, pc, 1, 2]"
+        "[b, pb, 1, 2000001, c, pc, 1, 3000001]"
     );
     assert_eq!(now(&mut c, &["DELAYQ.POLL", "q", "1000"], 300), "[]");
     assert_eq!(
         now(&mut c, &["DELAYQ.POLL", "q", "1000"], 500),
-        "[a, pa, 1, 3]"
+        "[a, pa, 1, 1000001]"
     );
+    // Three jobs added: three generations.
     assert_eq!(run(&mut c, &["GET", "q:seq"]), "3");
-    assert_eq!(run(&mut c, &["HGET", "q:jobs", "b"]), "1:5:1:pb");
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "b"]), "2:1:5:1:pb");
     assert_eq!(
         run(&mut c, &["ZSCORE", "q:due", "b"]),
         (T0 + 1300).to_string()
     );
     assert_eq!(
         now(&mut c, &["DELAYQ.INFO", "q"], 600),
-        "[jobs, 3, ready, 0, scheduled, 3, dead, 0, delivered, 3]"
+        "[jobs, 3, ready, 0, scheduled, 3, dead, 0]"
     );
     // Ack with the receipt removes the job; a wrong receipt does nothing.
-    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "b", "2"]), "0");
-    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "b", "1"]), "1");
-    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "b", "1"]), "0");
+    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "b", "3000001"]), "0");
+    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "b", "2000001"]), "1");
+    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "b", "2000001"]), "0");
     assert_eq!(int(&mut c, &["HEXISTS", "q:jobs", "b"]), 0);
     assert_eq!(run(&mut c, &["ZSCORE", "q:due", "b"]), "nil");
     // The id can be used again once acked.
@@ -94,30 +95,30 @@ fn a_lease_that_runs_out_gives_the_job_to_the_next_consumer() {
     now(&mut c, &["DELAYQ.ADD", "q", "j", "p", "ATTEMPTS", "3"], 0);
     assert_eq!(
         now(&mut c, &["DELAYQ.POLL", "q", "1000"], 0),
-        "[j, p, 1, 1]"
+        "[j, p, 1, 1000001]"
     );
     // Held: nobody else gets it before the lease ends.
     assert_eq!(now(&mut c, &["DELAYQ.POLL", "q", "1000"], 999), "[]");
     assert_eq!(
         now(&mut c, &["DELAYQ.POLL", "q", "1000"], 1000),
-        "[j, p, 2, 2]"
+        "[j, p, 2, 1000002]"
     );
     // The first consumer's receipt is stale now.
-    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "j", "1"]), "0");
-    assert_eq!(now(&mut c, &["DELAYQ.NACK", "q", "j", "1"], 1000), "0");
+    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "j", "1000001"]), "0");
+    assert_eq!(now(&mut c, &["DELAYQ.NACK", "q", "j", "1000001"], 1000), "0");
     assert_eq!(
-        now(&mut c, &["DELAYQ.EXTEND", "q", "j", "1", "5000"], 1000),
+        now(&mut c, &["DELAYQ.EXTEND", "q", "j", "1000001", "5000"], 1000),
         "0"
     );
     // A heartbeat keeps it.
     assert_eq!(
-        now(&mut c, &["DELAYQ.EXTEND", "q", "j", "2", "5000"], 1500),
+        now(&mut c, &["DELAYQ.EXTEND", "q", "j", "1000002", "5000"], 1500),
         "1"
     );
     assert_eq!(now(&mut c, &["DELAYQ.POLL", "q", "1000"], 2000), "[]");
     assert_eq!(
         now(&mut c, &["DELAYQ.POLL", "q", "1000"], 6500),
-        "[j, p, 3, 3]"
+        "[j, p, 3, 1000003]"
     );
     // Its last lease runs out: the next poll moves it to the dead letters
     // at the instant that lease ended, and delivers nothing.
@@ -130,8 +131,8 @@ fn a_lease_that_runs_out_gives_the_job_to_the_next_consumer() {
         run(&mut c, &["DELAYQ.DEAD", "q"]),
         format!("[j, p, 3, {}]", T0 + 7500)
     );
-    assert_eq!(run(&mut c, &["HGET", "q:jobs", "j"]), "3:3:0:p");
-    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "j", "3"]), "0");
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "j"]), "1:3:3:0:p");
+    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "j", "1000003"]), "0");
 }
 
 #[test]
@@ -140,21 +141,21 @@ fn nack_retries_with_delay_or_backoff_then_dead_letters() {
     let mut c = srv.conn();
     now(&mut c, &["DELAYQ.ADD", "q", "j", "p", "ATTEMPTS", "4"], 0);
     let r = now(&mut c, &["DELAYQ.POLL", "q", "60000"], 0);
-    assert_eq!(r, "[j, p, 1, 1]");
-    assert_eq!(now(&mut c, &["DELAYQ.NACK", "q", "j", "1"], 10), "1");
+    assert_eq!(r, "[j, p, 1, 1000001]");
+    assert_eq!(now(&mut c, &["DELAYQ.NACK", "q", "j", "1000001"], 10), "1");
     assert_eq!(
         run(&mut c, &["ZSCORE", "q:due", "j"]),
         (T0 + 10).to_string()
     );
-    assert_eq!(run(&mut c, &["HGET", "q:jobs", "j"]), "1:4:0:p");
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "j"]), "1:1:4:0:p");
     // A nacked job's old receipt no longer acts.
-    assert_eq!(now(&mut c, &["DELAYQ.NACK", "q", "j", "1"], 10), "0");
+    assert_eq!(now(&mut c, &["DELAYQ.NACK", "q", "j", "1000001"], 10), "0");
     assert_eq!(
         now(&mut c, &["DELAYQ.POLL", "q", "60000"], 10),
-        "[j, p, 2, 2]"
+        "[j, p, 2, 1000002]"
     );
     assert_eq!(
-        now(&mut c, &["DELAYQ.NACK", "q", "j", "2", "DELAY", "300"], 20),
+        now(&mut c, &["DELAYQ.NACK", "q", "j", "1000002", "DELAY", "300"], 20),
         "1"
     );
     assert_eq!(
@@ -163,13 +164,13 @@ fn nack_retries_with_delay_or_backoff_then_dead_letters() {
     );
     assert_eq!(
         now(&mut c, &["DELAYQ.POLL", "q", "60000"], 320),
-        "[j, p, 3, 3]"
+        "[j, p, 3, 1000003]"
     );
     // Backoff: base × 2^(attempt − 1), capped.
     assert_eq!(
         now(
             &mut c,
-            &["DELAYQ.NACK", "q", "j", "3", "BACKOFF", "1000", "3000"],
+            &["DELAYQ.NACK", "q", "j", "1000003", "BACKOFF", "1000", "3000"],
             400
         ),
         "1"
@@ -180,10 +181,10 @@ fn nack_retries_with_delay_or_backoff_then_dead_letters() {
     );
     assert_eq!(
         now(&mut c, &["DELAYQ.POLL", "q", "60000"], 3400),
-        "[j, p, 4, 4]"
+        "[j, p, 4, 1000004]"
     );
     // The last attempt fails: to the dead letters, at the NACK's instant.
-    assert_eq!(now(&mut c, &["DELAYQ.NACK", "q", "j", "4"], 3500), "2");
+    assert_eq!(now(&mut c, &["DELAYQ.NACK", "q", "j", "1000004"], 3500), "2");
     assert_eq!(run(&mut c, &["ZSCORE", "q:due", "j"]), "nil");
     assert_eq!(
         run(&mut c, &["ZSCORE", "q:dead", "j"]),
@@ -191,14 +192,14 @@ fn nack_retries_with_delay_or_backoff_then_dead_letters() {
     );
     assert_eq!(
         now(&mut c, &["DELAYQ.INFO", "q"], 3500),
-        "[jobs, 1, ready, 0, scheduled, 0, dead, 1, delivered, 4]"
+        "[jobs, 1, ready, 0, scheduled, 0, dead, 1]"
     );
-    // Re-drive: due now, attempts from zero, receipts go on.
+    // Re-drive: due now, attempts from zero in a new generation.
     assert_eq!(now(&mut c, &["DELAYQ.REDRIVE", "q"], 4000), "1");
     assert_eq!(run(&mut c, &["DELAYQ.DEAD", "q"]), "[]");
     assert_eq!(
         now(&mut c, &["DELAYQ.POLL", "q", "60000"], 4000),
-        "[j, p, 1, 5]"
+        "[j, p, 1, 2000001]"
     );
 }
 
@@ -215,7 +216,7 @@ fn redrive_takes_the_oldest_or_one_by_id_and_replace_is_explicit() {
     }
     assert_eq!(
         now(&mut c, &["DELAYQ.POLL", "q", "100", "COUNT", "3"], 10),
-        "[a, a, 1, 1, b, b, 1, 2, c, c, 1, 3]"
+        "[a, a, 1, 1000001, b, b, 1, 2000001, c, c, 1, 3000001]"
     );
     // All three leases run out with no attempt left.
     assert_eq!(
@@ -244,10 +245,10 @@ fn redrive_takes_the_oldest_or_one_by_id_and_replace_is_explicit() {
         "1"
     );
     assert_eq!(run(&mut c, &["DELAYQ.DEAD", "q"]), "[]");
-    assert_eq!(run(&mut c, &["HGET", "q:jobs", "b"]), "0:5:0:new");
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "b"]), "6:0:5:0:new");
     assert_eq!(
         now(&mut c, &["DELAYQ.POLL", "q", "1000"], 300),
-        "[a, a, 1, 4]"
+        "[a, a, 1, 5000001]"
     );
     assert_eq!(
         now(&mut c, &["DELAYQ.ADD", "q", "a", "x", "REPLACE"], 400),
@@ -257,7 +258,7 @@ fn redrive_takes_the_oldest_or_one_by_id_and_replace_is_explicit() {
         now(&mut c, &["DELAYQ.ADD", "q", "a", "x", "REPLACE"], 1300),
         "1"
     );
-    assert_eq!(run(&mut c, &["HGET", "q:jobs", "a"]), "0:5:0:x");
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "a"]), "7:0:5:0:x");
 }
 
 #[test]
@@ -384,9 +385,9 @@ fn bad_input_is_refused_and_nothing_is_written() {
         (vec!["DELAYQ.ADD", "w", "a", "p"], WRONGTYPE.into()),
         (vec!["DELAYQ.POLL", "w2", "10"], WRONGTYPE.into()),
         (vec!["DELAYQ.NACK", "w3", "a", "1"], WRONGTYPE.into()),
-        (vec!["DELAYQ.POLL", "w4", "10"], WRONGTYPE.into()),
-        (vec!["DELAYQ.ACK", "w", "a", "1"], WRONGTYPE.into()),
-        (vec!["DELAYQ.INFO", "w4"], WRONGTYPE.into()),
+        (vec!["DELAYQ.ADD", "w4", "a", "p"], WRONGTYPE.into()),
+        (vec!["DELAYQ.ACK", "w", "a", "1000001"], WRONGTYPE.into()),
+        (vec!["DELAYQ.REDRIVE", "w4"], WRONGTYPE.into()),
         (vec!["DELAYQ.DEAD", "w3"], WRONGTYPE.into()),
     ];
     for (args, want) in &cases {
@@ -417,8 +418,8 @@ fn hand_edited_records_are_refused_and_nothing_is_written() {
     assert_eq!(now(&mut c, &["DELAYQ.ADD", "q", "j1", "x"], 10), bad);
     assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "j1", "1"]), bad);
     assert_eq!(dump_keys(&mut c, "*"), before);
-    // A listed id without a record, a bad receipt counter.
-    run(&mut c, &["HSET", "q:jobs", "j1", "0:5:0:p"]);
+    // A listed id without a record, a bad generation counter.
+    run(&mut c, &["HSET", "q:jobs", "j1", "1:0:5:0:p"]);
     run(&mut c, &["HDEL", "q:jobs", "j0"]);
     assert_eq!(
         now(&mut c, &["DELAYQ.POLL", "q", "100"], 10),
@@ -427,15 +428,16 @@ fn hand_edited_records_are_refused_and_nothing_is_written() {
     run(&mut c, &["ZREM", "q:due", "j0"]);
     run(&mut c, &["SET", "q:seq", "-3"]);
     assert_eq!(
-        now(&mut c, &["DELAYQ.POLL", "q", "100"], 10),
+        now(&mut c, &["DELAYQ.ADD", "q", "new", "p"], 10),
         "ERR<ERR delayq: corrupt data in 'q:seq'>"
     );
-    run(&mut c, &["SET", "q:seq", "9007199254740991"]);
+    run(&mut c, &["SET", "q:seq", "9007199253"]);
     assert_eq!(
-        now(&mut c, &["DELAYQ.POLL", "q", "100"], 10),
+        now(&mut c, &["DELAYQ.ADD", "q", "new", "p"], 10),
         "ERR<ERR delayq: integer overflow in 'q:seq'>"
     );
-    assert_eq!(run(&mut c, &["HGET", "q:jobs", "j1"]), "0:5:0:p");
+    assert_eq!(int(&mut c, &["HEXISTS", "q:jobs", "new"]), 0);
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "j1"]), "1:0:5:0:p");
 }
 
 #[test]
@@ -445,10 +447,10 @@ fn a_backlog_of_exhausted_jobs_is_cleared_in_bounded_steps() {
     let mut pipe = redis::pipe();
     for i in 0..300 {
         let id = format!("x{i:04}");
-        pipe.cmd("HSET").arg("q:jobs").arg(&id).arg("1:1:0:p");
+        pipe.cmd("HSET").arg("q:jobs").arg(&id).arg("1:1:1:1:p");
         pipe.cmd("ZADD").arg("q:due").arg(T0).arg(&id);
     }
-    pipe.cmd("HSET").arg("q:jobs").arg("live").arg("0:5:0:p");
+    pipe.cmd("HSET").arg("q:jobs").arg("live").arg("2:0:5:0:p");
     pipe.cmd("ZADD").arg("q:due").arg(T0 + 1).arg("live");
     pipe.query::<()>(&mut c).unwrap();
     // At most 200 entries per call: the first poll only clears.
@@ -456,7 +458,7 @@ fn a_backlog_of_exhausted_jobs_is_cleared_in_bounded_steps() {
     assert_eq!(int(&mut c, &["ZCARD", "q:dead"]), 200);
     assert_eq!(
         now(&mut c, &["DELAYQ.POLL", "q", "100"], 10),
-        "[live, p, 1, 1]"
+        "[live, p, 1, 2000001]"
     );
     assert_eq!(int(&mut c, &["ZCARD", "q:dead"]), 300);
 }
@@ -502,11 +504,11 @@ fn a_blocked_poll_is_woken_by_an_add_in_order() {
     );
     wait_blocked(&mut c, 2);
     assert_eq!(run(&mut c, &["DELAYQ.ADD", "b", "j1", "p1"]), "1");
-    assert_eq!(w1.join().unwrap().0, "[j1, p1, 1, 1]");
+    assert_eq!(w1.join().unwrap().0, "[j1, p1, 1, 1000001]");
     // A poll that does not block queues behind the waiter: nothing for it.
     assert_eq!(run(&mut c, &["DELAYQ.POLL", "b", "1000"]), "[]");
     assert_eq!(run(&mut c, &["DELAYQ.ADD", "b", "j2", "p2"]), "1");
-    assert_eq!(w2.join().unwrap().0, "[j2, p2, 1, 2]");
+    assert_eq!(w2.join().unwrap().0, "[j2, p2, 1, 2000001]");
     // A timeout replies an empty array.
     let w3 = blocked(&srv, strs(&["DELAYQ.POLL", "b", "1000", "BLOCK", "200"]));
     assert_eq!(w3.join().unwrap().0, "[]");
@@ -523,7 +525,7 @@ fn a_blocked_poll_wakes_when_a_delayed_job_falls_due_or_a_lease_runs_out() {
     let start = Instant::now();
     let w = blocked(&srv, strs(&["DELAYQ.POLL", "t", "600", "BLOCK", "10000"]));
     let (r, when) = w.join().unwrap();
-    assert_eq!(r, "[later, p, 1, 1]");
+    assert_eq!(r, "[later, p, 1, 1000001]");
     let waited = when.duration_since(start);
     assert!(
         waited >= Duration::from_millis(700) && waited < Duration::from_millis(5000),
@@ -533,7 +535,7 @@ fn a_blocked_poll_wakes_when_a_delayed_job_falls_due_or_a_lease_runs_out() {
     let start = Instant::now();
     let w = blocked(&srv, strs(&["DELAYQ.POLL", "t", "600", "BLOCK", "10000"]));
     let (r, when) = w.join().unwrap();
-    assert_eq!(r, "[later, p, 2, 2]");
+    assert_eq!(r, "[later, p, 2, 1000002]");
     assert!(when.duration_since(start) >= Duration::from_millis(400));
     let stats = run(&mut c, &["INFO", "commandstats"]);
     let calls = stats
@@ -549,12 +551,12 @@ fn a_nack_or_a_redrive_wakes_a_blocked_poll() {
     let srv = Server::start();
     let mut c = srv.conn();
     run(&mut c, &["DELAYQ.ADD", "n", "j", "p", "ATTEMPTS", "1"]);
-    assert_eq!(run(&mut c, &["DELAYQ.POLL", "n", "60000"]), "[j, p, 1, 1]");
+    assert_eq!(run(&mut c, &["DELAYQ.POLL", "n", "60000"]), "[j, p, 1, 1000001]");
     let w = blocked(&srv, strs(&["DELAYQ.POLL", "n", "60000", "BLOCK", "10000"]));
     wait_blocked(&mut c, 1);
-    assert_eq!(run(&mut c, &["DELAYQ.NACK", "n", "j", "1"]), "2");
+    assert_eq!(run(&mut c, &["DELAYQ.NACK", "n", "j", "1000001"]), "2");
     assert_eq!(run(&mut c, &["DELAYQ.REDRIVE", "n"]), "1");
-    assert_eq!(w.join().unwrap().0, "[j, p, 1, 2]");
+    assert_eq!(w.join().unwrap().0, "[j, p, 1, 2000001]");
 }
 
 #[test]
@@ -705,7 +707,7 @@ fn kill_9_under_appendfsync_always_loses_no_acknowledged_operation() {
     for (id, rc) in &receipts[150..] {
         assert_eq!(run(&mut c, &["DELAYQ.ACK", "k", id, &rc.to_string()]), "1");
     }
-    assert_eq!(run(&mut c, &["GET", "k:seq"]), "200");
+    assert_eq!(run(&mut c, &["GET", "k:seq"]), "300");
     let r = run(&mut c, &["DELAYQ.POLL", "k", "1000", "COUNT", "100"]);
     assert_eq!(r.matches(", ").count() + 1, 100 * 4);
 }
@@ -716,7 +718,7 @@ fn a_failover_keeps_leases_and_receipts() {
     let mut m = pair.master.conn();
     run(&mut m, &["DELAYQ.ADD", "f", "a", "pa"]);
     run(&mut m, &["DELAYQ.ADD", "f", "b", "pb"]);
-    assert_eq!(run(&mut m, &["DELAYQ.POLL", "f", "700"]), "[a, pa, 1, 1]");
+    assert_eq!(run(&mut m, &["DELAYQ.POLL", "f", "700"]), "[a, pa, 1, 1000001]");
     let _: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
     let Pair {
         mut master,
@@ -729,13 +731,13 @@ fn a_failover_keeps_leases_and_receipts() {
     // instant and then a is delivered again, with a new receipt.
     assert_eq!(
         run(&mut r, &["DELAYQ.POLL", "f", "700", "COUNT", "5"]),
-        "[b, pb, 1, 2]"
+        "[b, pb, 1, 2000001]"
     );
     let w = blocked(
         &replica,
         strs(&["DELAYQ.POLL", "f", "700", "BLOCK", "10000"]),
     );
-    assert_eq!(w.join().unwrap().0, "[a, pa, 2, 3]");
+    assert_eq!(w.join().unwrap().0, "[a, pa, 2, 1000002]");
 }
 
 fn workload(c: &mut Connection) {
@@ -745,9 +747,9 @@ fn workload(c: &mut Connection) {
         vec!["DELAYQ.ADD", "w", "c", "pc", "ATTEMPTS", "1"],
         vec!["DELAYQ.ADD", "w", "d", "pd"],
         vec!["DELAYQ.POLL", "w", "60000", "COUNT", "3"],
-        vec!["DELAYQ.ACK", "w", "a", "1"],
-        vec!["DELAYQ.NACK", "w", "c", "2"],
-        vec!["DELAYQ.NACK", "w", "d", "3", "BACKOFF", "1000", "5000"],
+        vec!["DELAYQ.ACK", "w", "a", "1000001"],
+        vec!["DELAYQ.NACK", "w", "c", "3000001"],
+        vec!["DELAYQ.NACK", "w", "d", "4000001", "BACKOFF", "1000", "5000"],
         vec![
             "DELAYQ.ADD",
             "w",
@@ -758,7 +760,7 @@ fn workload(c: &mut Connection) {
             "1764720000000",
         ],
         vec!["DELAYQ.POLL", "w", "30000"],
-        vec!["DELAYQ.EXTEND", "w", "b", "4", "90000"],
+        vec!["DELAYQ.EXTEND", "w", "b", "5000001", "90000"],
         vec!["DELAYQ.REDRIVE", "w"],
     ] {
         cmd(c, &args).unwrap();
@@ -806,7 +808,7 @@ fn a_waiter_served_by_an_add_replicates_exactly() {
     );
     wait_blocked(&mut m, 1);
     run(&mut m, &["DELAYQ.ADD", "s", "j", "p"]);
-    assert_eq!(w.join().unwrap().0, "[j, p, 1, 1]");
+    assert_eq!(w.join().unwrap().0, "[j, p, 1, 1000001]");
     let l = run(&mut m, &["LOCK.ACQUIRE", "lk", "a", "400"]);
     assert_eq!(l, "1");
     let w = blocked(
@@ -816,7 +818,7 @@ fn a_waiter_served_by_an_add_replicates_exactly() {
     assert_eq!(w.join().unwrap().0, "2");
     pair.assert_equal();
     let mut r = pair.replica.conn();
-    assert_eq!(run(&mut r, &["HGET", "s:jobs", "j"]), "1:5:1:p");
+    assert_eq!(run(&mut r, &["HGET", "s:jobs", "j"]), "1:1:5:1:p");
     assert_eq!(run(&mut r, &["GET", "lk"]), run(&mut m, &["GET", "lk"]));
 }
 
@@ -838,7 +840,7 @@ fn no_command_blocks_the_server_over_a_millisecond() {
         pipe.cmd("HSET")
             .arg("big:jobs")
             .arg(format!("dead{i}"))
-            .arg("3:3:7:p");
+            .arg("1:3:3:1:p");
         pipe.cmd("ZADD")
             .arg("big:due")
             .arg(T0 - 1)

@@ -209,9 +209,11 @@ fn random_stream(seed: u64, steps: usize) {
         } else {
             let edits: &[&[&str]] = &[
                 &["HSET", "K:jobs", "j1", "junk"],
-                &["HSET", "K:jobs", "j2", "0:0:0:p"],
+                &["HSET", "K:jobs", "j2", "1:0:0:0:p"],
+                &["HSET", "K:jobs", "j3", "1:1:3:0:p"],
                 &["ZADD", "K:due", "5", "ghost"],
                 &["SET", "K:seq", "x"],
+                &["SET", "K:seq", "9007199253"],
                 &["SET", "K:dead", "x"],
                 &["DEL", "K:jobs", "K:due", "K:dead", "K:seq"],
             ];

@@ -201,8 +201,9 @@ fn family_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
 }
 
 /// Cases of LOCK and DELAYQ (no NOW: the master's clock must reach the
-/// replica and the AOF). Receipts are deterministic: both servers run the
-/// same lines in the same order.
+/// replica and the AOF). Receipts are deterministic (generation × 10^6 +
+/// attempt, one generation per add): both servers run the same lines in
+/// the same order.
 fn lock_delayq_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
     let v = |lines: &[&str]| -> Vec<Vec<String>> {
         lines
@@ -238,12 +239,12 @@ fn lock_delayq_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
             ]),
         ),
         ("delayq.poll", v(&["DELAYQ.POLL r:q1 60000 COUNT 3"])),
-        ("delayq.ack", v(&["DELAYQ.ACK r:q1 a 1"])),
+        ("delayq.ack", v(&["DELAYQ.ACK r:q1 a 1000001"])),
         (
             "delayq.nack",
             v(&[
-                "DELAYQ.NACK r:q1 c 2",
-                "DELAYQ.NACK r:q1 d 3 BACKOFF 1000 5000",
+                "DELAYQ.NACK r:q1 c 3000001",
+                "DELAYQ.NACK r:q1 d 4000001 BACKOFF 1000 5000",
             ]),
         ),
         (
@@ -251,7 +252,7 @@ fn lock_delayq_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
             v(&[
                 "DELAYQ.ADD r:q1 e pe",
                 "DELAYQ.POLL r:q1 30000",
-                "DELAYQ.EXTEND r:q1 e 4 90000",
+                "DELAYQ.EXTEND r:q1 e 5000001 90000",
             ]),
         ),
         ("delayq.redrive", v(&["DELAYQ.REDRIVE r:q1"])),

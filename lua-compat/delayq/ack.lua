@@ -11,7 +11,9 @@ local MAX_INT = 9007199254740991
 local MAX_TIME = 253402300799999
 local MAX_DELAY = 3153600000000
 local MAX_COUNT = 100
-local MAX_ATTEMPTS = 1000000
+local MAX_ATTEMPTS = 999999
+local RECEIPT_BASE = 1000000
+local MAX_GENERATION = 9007199253
 local DEFAULT_ATTEMPTS = 5
 local MAX_PAYLOAD = 1048576
 local MAX_EXAMINE = 200
@@ -62,17 +64,34 @@ local function check_types(B, wanted)
   end
   return nil
 end
--- A job record: '<attempt>:<max>:<receipt>:<payload>'.
+-- A job record: '<generation>:<attempt>:<max>:<leased>:<payload>'.
 local function parse_job(v)
-  local a, m, r, p = string.match(v, '^([^:]*):([^:]*):([^:]*):(.*)$')
-  if not a then return nil end
-  local j = {attempt = stored(a), max = stored(m), receipt = stored(r), payload = p}
-  if not (j.attempt and j.max and j.receipt) then return nil end
-  if j.max < 1 or j.max > MAX_ATTEMPTS or j.attempt > j.max then return nil end
+  local g, a, m, l, p = string.match(v, '^([^:]*):([^:]*):([^:]*):([^:]*):(.*)$')
+  if not g then return nil end
+  local j = {gen = stored(g), attempt = stored(a), max = stored(m), leased = stored(l), payload = p}
+  if not (j.gen and j.attempt and j.max and j.leased) then return nil end
+  if j.gen < 1 or j.gen > MAX_GENERATION or j.max < 1 or j.max > MAX_ATTEMPTS
+      or j.attempt > j.max or j.leased > 1 or (j.attempt == 0 and j.leased == 1) then
+    return nil
+  end
   return j
 end
 local function format_job(j)
-  return fmt(j.attempt) .. ':' .. fmt(j.max) .. ':' .. fmt(j.receipt) .. ':' .. j.payload
+  return fmt(j.gen) .. ':' .. fmt(j.attempt) .. ':' .. fmt(j.max) .. ':' .. fmt(j.leased) .. ':' .. j.payload
+end
+local function receipt_of(j) return j.gen * RECEIPT_BASE + j.attempt end
+-- Takes n new generations from B:seq: the first, or nil and an error reply.
+local function generations(B, n)
+  local last = 0
+  local v = redis.call('GET', B .. ':seq')
+  if v then
+    last = arg_int(v, 0, MAX_GENERATION)
+    if not last then return nil, corrupt(B .. ':seq') end
+  end
+  if last > MAX_GENERATION - n then
+    return nil, redis.error_reply("ERR delayq: integer overflow in '" .. key_text(B .. ':seq') .. "'")
+  end
+  return last + 1
 end
 -- The record of id: a job, false when missing, or nil and an error reply.
 local function get_job(B, id)
@@ -88,7 +107,9 @@ local function listed_job(B, id)
   if j == false then return nil, corrupt(B .. ':jobs', id) end
   return j, e
 end
-local function holds(j, receipt) return receipt > 0 and j.receipt == receipt end
+local function holds(j, receipt)
+  return j.leased == 1 and j.attempt > 0 and receipt == receipt_of(j)
+end
 -- end of prelude
 
 local B = KEYS[1]

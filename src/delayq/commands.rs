@@ -2,6 +2,10 @@
 //! the queue's keys, read what the command needs, refuse corrupt records
 //! before writing, write, reply, replicate, serve waiting consumers.
 //!
+//! Job ids, members and records stay the Redis strings the client sent or
+//! the keys hold: they go from one key call to the next and into replies
+//! without being copied.
+//!
 //! Replication: every command that reads the clock replicates itself with
 //! the master's `NOW` made explicit (a poll without its `BLOCK`), and ACK
 //! replicates verbatim. Each one is deterministic given its arguments and
@@ -10,11 +14,13 @@
 //! replicates as `DELAYQ.POLL B lease COUNT n NOW <ms>`, in the same
 //! execution unit as what freed the job.
 
-use redis_module::{Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
+use std::os::raw::{c_char, c_longlong};
+
+use redis_module::{raw, Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::model::{
-    Job, Retry, DEFAULT_ATTEMPTS, MAX_ATTEMPTS, MAX_COUNT, MAX_DELAY_MS, MAX_EXAMINE, MAX_INT,
-    MAX_PAYLOAD, MAX_TIME_MS,
+    Header, Retry, DEFAULT_ATTEMPTS, MAX_ATTEMPTS, MAX_COUNT, MAX_DELAY_MS, MAX_EXAMINE,
+    MAX_GENERATION, MAX_PAYLOAD, MAX_TIME_MS,
 };
 use super::{
     COUNT_ACKED, COUNT_ADDED, COUNT_DEAD, COUNT_DELIVERED, COUNT_DUPLICATES, COUNT_NACKED,
@@ -23,7 +29,7 @@ use super::{
 use crate::args::{parse_i64_plain, Cursor};
 use crate::blocking::{self, Waiting};
 use crate::error;
-use crate::keys::{derived, Key};
+use crate::keys::{derived, HashField, Key};
 use crate::util;
 
 fn fail(msg: &str) -> RedisError {
@@ -31,8 +37,8 @@ fn fail(msg: &str) -> RedisError {
 }
 
 /// The queue's keys, opened and type-checked.
-struct Queue {
-    base: Vec<u8>,
+struct Queue<'a> {
+    base: &'a RedisString,
     jobs: Key,
     due: Key,
     dead: Option<Key>,
@@ -46,21 +52,27 @@ struct Needs {
     seq: bool,
 }
 
-const ALL: Needs = Needs {
+const POLL: Needs = Needs {
     dead: true,
-    seq: true,
+    seq: false,
 };
 
-impl Queue {
+impl<'a> Queue<'a> {
     /// Opens `B:jobs`, `B:due` and, as needed, `B:dead` and `B:seq`.
     ///
     /// Occurs as `WRONGTYPE` when any of them holds another type than its
     /// own (Hash, Sorted Set, Sorted Set, String), before anything else.
-    fn open(ctx: &Context, base: &[u8], write: bool, needs: Needs) -> Result<Queue, RedisError> {
-        let jobs = Key::derived(ctx, base, "jobs", write);
-        let due = Key::derived(ctx, base, "due", write);
-        let dead = needs.dead.then(|| Key::derived(ctx, base, "dead", write));
-        let seq = needs.seq.then(|| Key::derived(ctx, base, "seq", write));
+    fn open(
+        ctx: &Context,
+        base: &'a RedisString,
+        write: bool,
+        needs: Needs,
+    ) -> Result<Queue<'a>, RedisError> {
+        let b = base.as_slice();
+        let jobs = Key::derived(ctx, b, "jobs", write);
+        let due = Key::derived(ctx, b, "due", write);
+        let dead = needs.dead.then(|| Key::derived(ctx, b, "dead", write));
+        let seq = needs.seq.then(|| Key::derived(ctx, b, "seq", write));
         jobs.check(KeyType::Hash)?;
         due.check(KeyType::ZSet)?;
         if let Some(d) = &dead {
@@ -70,7 +82,7 @@ impl Queue {
             s.check(KeyType::String)?;
         }
         Ok(Queue {
-            base: base.to_vec(),
+            base,
             jobs,
             due,
             dead,
@@ -78,49 +90,69 @@ impl Queue {
         })
     }
 
+    fn name(&self) -> &[u8] {
+        self.base.as_slice()
+    }
+
     fn dead(&self) -> &Key {
         self.dead.as_ref().expect("opened with dead")
     }
 
     fn corrupt(&self, suffix: &str, field: Option<&[u8]>) -> RedisError {
-        let key = derived(&self.base, suffix);
+        let key = derived(self.name(), suffix);
         let field = field.map(|f| String::from_utf8_lossy(f).into_owned());
         error::corrupt(FAMILY, &key, field.as_deref())
     }
 
-    /// Returns the record of `id`.
+    /// Returns the record of `id` (the stored string) and its header.
     ///
     /// Occurs as a corrupt-data error when it holds anything DELAYQ never
     /// writes.
-    fn job(&self, id: &[u8]) -> Result<Option<Job>, RedisError> {
-        match self.jobs.hget(id) {
+    fn job(&self, id: &RedisString) -> Result<Option<Record>, RedisError> {
+        match self.jobs.hget_arg(HashField::Arg(id)) {
             None => Ok(None),
-            Some(v) => Job::parse(&v)
-                .map(Some)
-                .ok_or_else(|| self.corrupt("jobs", Some(id))),
+            Some(raw) => match Header::parse(raw.as_slice()) {
+                Some((head, at)) => Ok(Some(Record { raw, head, at })),
+                None => Err(self.corrupt("jobs", Some(id.as_slice()))),
+            },
         }
     }
 
     /// Returns the record of a job listed in `B:due` or `B:dead`, which
     /// must exist.
-    fn listed_job(&self, id: &[u8]) -> Result<Job, RedisError> {
-        self.job(id)?.ok_or_else(|| self.corrupt("jobs", Some(id)))
+    fn listed_job(&self, id: &RedisString) -> Result<Record, RedisError> {
+        self.job(id)?
+            .ok_or_else(|| self.corrupt("jobs", Some(id.as_slice())))
     }
 
-    /// Returns the receipt counter `B:seq`.
-    fn seq(&self) -> Result<i64, RedisError> {
+    /// Takes `n` new generations from `B:seq`; returns the first.
+    ///
+    /// Occurs as a corrupt-data error when `B:seq` is not a generation
+    /// count, and as an overflow error when the generations run out.
+    fn generations(&self, n: i64) -> Result<i64, RedisError> {
         let s = self.seq.as_ref().expect("opened with seq");
-        if !s.exists() {
-            return Ok(0);
+        let last = if s.exists() {
+            parse_i64_plain(s.bytes())
+                .filter(|v| (0..=MAX_GENERATION).contains(v))
+                .ok_or_else(|| self.corrupt("seq", None))?
+        } else {
+            0
+        };
+        if last > MAX_GENERATION - n {
+            return Err(error::overflow(FAMILY, &derived(self.name(), "seq"), None));
         }
-        parse_i64_plain(s.bytes())
-            .filter(|v| (0..=MAX_INT).contains(v))
-            .ok_or_else(|| self.corrupt("seq", None))
+        Ok(last + 1)
+    }
+
+    /// Records that generations up to `last` were used.
+    fn set_generation(&self, last: i64) {
+        let s = self.seq.as_ref().expect("opened with seq");
+        s.write_in_place(itoa::Buffer::new().format(last).as_bytes());
     }
 
     /// Returns the due instant of `id`, if it is pending.
-    fn due_at(&self, id: &[u8]) -> Option<i64> {
-        self.due.zscore(id).map(|s| s as i64)
+    fn due_at(&self, id: &RedisString) -> Option<i64> {
+        self.due.zscore_arg(id).map(|s| s as i64)
     }
 
     /// Returns the earliest due instant, if any job is pending.
@@ -129,25 +161,75 @@ impl Queue {
     }
 }
 
+/// A stored job: the record string, its header, where the payload starts.
+struct Record {
+    raw: RedisString,
+    head: Header,
+    at: usize,
+}
+
+impl Record {
+    fn payload(&self) -> &[u8] {
+        &self.raw.as_slice()[self.at..]
+    }
+
+    /// Writes the record back to `B:jobs` with a new header.
+    fn store(&self, q: &Queue, id: &RedisString, head: Header, buf: &mut Vec<u8>) {
+        head.write(self.payload(), buf);
+        q.jobs.hput_arg(id, buf);
+    }
+}
+
+/// One delivery: the job id, its record and the header after delivery.
+struct Delivery {
+    id: RedisString,
+    rec: Record,
+    head: Header,
+}
+
 /// What one poll took.
 #[derive(Default)]
 struct Taken {
-    /// (id, job after delivery) in due order.
-    delivered: Vec<(Vec<u8>, Job)>,
+    delivered: Vec<Delivery>,
     /// Jobs moved to the dead letters.
     dead: usize,
 }
 
 impl Taken {
-    fn reply(&self) -> RedisValue {
+    /// Returns the reply as a value (for a waiting consumer, answered
+    /// later).
+    fn value(&self) -> RedisValue {
         let mut out = Vec::with_capacity(self.delivered.len() * 4);
-        for (id, job) in &self.delivered {
-            out.push(util::bulk(id.clone()));
-            out.push(util::bulk(job.payload.clone()));
-            out.push(RedisValue::Integer(job.attempt));
-            out.push(RedisValue::Integer(job.receipt));
+        for d in &self.delivered {
+            out.push(util::bulk(d.id.as_slice()));
+            out.push(util::bulk(d.rec.payload()));
+            out.push(RedisValue::Integer(d.head.attempt));
+            out.push(RedisValue::Integer(d.head.receipt()));
         }
         RedisValue::Array(out)
+    }
+
+    /// Replies straight to the client: the ids and payloads go out as the
+    /// strings the keys hold.
+    fn reply(&self, ctx: &Context) -> RedisResult {
+        unsafe {
+            raw::RedisModule_ReplyWithArray.unwrap()(
+                ctx.ctx,
+                (self.delivered.len() * 4) as std::os::raw::c_long,
+            );
+            for d in &self.delivered {
+                raw::RedisModule_ReplyWithString.unwrap()(ctx.ctx, d.id.inner);
+                let p = d.rec.payload();
+                raw::RedisModule_ReplyWithStringBuffer.unwrap()(
+                    ctx.ctx,
+                    p.as_ptr() as *const c_char,
+                    p.len(),
+                );
+                raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, d.head.attempt);
+                raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, d.head.receipt());
+            }
+        }
+        Ok(RedisValue::NoReply)
     }
 }
 
@@ -157,27 +239,27 @@ impl Taken {
 /// write.
 fn take(q: &Queue, lease: i64, count: usize, now: i64) -> Result<Taken, RedisError> {
     let mut out = Taken::default();
-    let mut exhausted: Vec<(Vec<u8>, Job, i64)> = Vec::new();
-    let mut deliver: Vec<(Vec<u8>, Job)> = Vec::new();
+    let mut exhausted: Vec<(RedisString, Record, f64)> = Vec::new();
     // Due entries are read in batches: the first is what is wanted, each
     // later one (only when exhausted jobs were met) twice the last, so a
     // long run of dead letters costs O(k log k), not O(k^2).
     let mut offset = 0usize;
     let mut batch_len = count;
-    'scan: while deliver.len() < count && offset < MAX_EXAMINE {
+    'scan: while out.delivered.len() < count && offset < MAX_EXAMINE {
         let want = batch_len.min(MAX_EXAMINE - offset);
         let batch = q
             .due
-            .zrange(offset, want, false, f64::NEG_INFINITY, now as f64);
+            .zrange_strings(offset, want, f64::NEG_INFINITY, now as f64);
         let got = batch.len();
         for (id, score) in batch {
             offset += 1;
-            let job = q.listed_job(&id)?;
-            if job.exhausted() {
-                exhausted.push((id, job, score as i64));
+            let rec = q.listed_job(&id)?;
+            if rec.head.exhausted() {
+                exhausted.push((id, rec, score));
             } else {
-                deliver.push((id, job));
-                if deliver.len() == count {
+                let head = rec.head.delivered();
+                out.delivered.push(Delivery { id, rec, head });
+                if out.delivered.len() == count {
                     break 'scan;
                 }
             }
@@ -187,58 +269,100 @@ fn take(q: &Queue, lease: i64, count: usize, now: i64) -> Result<Taken, RedisErr
         }
         batch_len = batch_len.saturating_mul(2);
     }
-    if deliver.is_empty() && exhausted.is_empty() {
-        return Ok(out);
+    let mut buf = Vec::new();
+    for (id, rec, at) in &exhausted {
+        let head = Header {
+            leased: false,
+            ..rec.head
+        };
+        rec.store(q, id, head, &mut buf);
+        q.due.zrem_arg(id);
+        q.dead().zadd_arg(id, *at);
     }
-    let mut seq = q.seq()?;
-    if seq > MAX_INT - deliver.len() as i64 {
-        return Err(error::overflow(FAMILY, &derived(&q.base, "seq"), None));
-    }
-    for (id, mut job, at) in exhausted {
-        job.receipt = 0;
-        q.jobs.hput(&id, &job.format());
-        q.due.zrem(&id);
-        q.dead().zadd(&id, at as f64);
-        out.dead += 1;
-    }
+    out.dead = exhausted.len();
     let until = (now + lease) as f64;
-    for (id, mut job) in deliver {
-        seq += 1;
-        job.attempt += 1;
-        job.receipt = seq;
-        q.jobs.hput(&id, &job.format());
-        q.due.zadd(&id, until);
-        out.delivered.push((id, job));
-    }
-    if !out.delivered.is_empty() {
-        let s = q.seq.as_ref().expect("opened with seq");
-        s.set(itoa::Buffer::new().format(seq).as_bytes());
+    for d in &out.delivered {
+        d.rec.store(q, &d.id, d.head, &mut buf);
+        q.due.zadd_arg(&d.id, until);
     }
     COUNT_DELIVERED.add(out.delivered.len() as u64);
     COUNT_DEAD.add(out.dead as u64);
     Ok(out)
 }
 
-/// Replicates a poll with everything explicit: `DELAYQ.POLL B lease COUNT n NOW ms`.
-fn replicate_poll(ctx: &Context, base: &[u8], lease: i64, count: usize, now: i64) {
-    let (l, n, t) = (lease.to_string(), count.to_string(), now.to_string());
-    let args: [&[u8]; 6] = [
-        base,
-        l.as_bytes(),
-        b"COUNT",
-        n.as_bytes(),
-        b"NOW",
-        t.as_bytes(),
-    ];
-    ctx.replicate("DELAYQ.POLL", &args[..]);
+/// Replicates a poll with everything explicit:
+/// `DELAYQ.POLL B lease [COUNT n] NOW ms`, from the base key's own string
+/// and plain integers (no module strings built on our side).
+fn replicate_poll(ctx: &Context, base: &RedisString, lease: i64, count: usize, now: i64) {
+    let Some(f) = (unsafe { raw::RedisModule_Replicate }) else {
+        return;
+    };
+    unsafe {
+        if count == 1 {
+            f(
+                ctx.ctx,
+                c"DELAYQ.POLL".as_ptr(),
+                c"slcl".as_ptr(),
+                base.inner,
+                lease as c_longlong,
+                c"NOW".as_ptr(),
+                now as c_longlong,
+            );
+        } else {
+            f(
+                ctx.ctx,
+                c"DELAYQ.POLL".as_ptr(),
+                c"slclcl".as_ptr(),
+                base.inner,
+                lease as c_longlong,
+                c"COUNT".as_ptr(),
+                count as c_longlong,
+                c"NOW".as_ptr(),
+                now as c_longlong,
+            );
+        }
+    }
 }
 
-fn notify_taken(ctx: &Context, base: &[u8], t: &Taken) {
+/// Replicates the client's own poll: verbatim when it carries its `NOW`,
+/// else its arguments (shared, not copied) with `NOW <ms>` appended. A
+/// poll with `BLOCK` is rebuilt without it ([`replicate_poll`]).
+fn replicate_client_poll(ctx: &Context, args: &[RedisString], p: &PollArgs, now: i64) {
+    if p.block.is_some() {
+        replicate_poll(ctx, &args[1], p.lease, p.count, now);
+    } else if p.had_now {
+        ctx.replicate_verbatim();
+    } else if let Some(f) = unsafe { raw::RedisModule_Replicate } {
+        let argv: smallvec::SmallVec<[*mut raw::RedisModuleString; 8]> =
+            args[1..].iter().map(|a| a.inner).collect();
+        unsafe {
+            f(
+                ctx.ctx,
+                c"DELAYQ.POLL".as_ptr(),
+                c"vcl".as_ptr(),
+                argv.as_ptr(),
+                argv.len(),
+                c"NOW".as_ptr(),
+                now as c_longlong,
+            )
+        };
+    }
+}
+
+/// A poll's options.
+struct PollArgs {
+    lease: i64,
+    count: usize,
+    block: Option<i64>,
+    had_now: bool,
+}
+
+fn notify_taken(ctx: &Context, base: &RedisString, t: &Taken) {
     if !t.delivered.is_empty() {
-        util::notify(ctx, "hotpath.delayq.poll", base);
+        util::notify_static(ctx, c"hotpath.delayq.poll", base);
     }
     if t.dead > 0 {
-        util::notify(ctx, "hotpath.delayq.dead", base);
+        util::notify_static(ctx, c"hotpath.delayq.dead", base);
     }
 }
 
@@ -261,7 +385,8 @@ impl Waiting for PollWaiter {
 
     fn on_timer(ctx: &Context, base: &[u8]) {
         let now = util::now_ms();
-        match Queue::open(ctx, base, true, ALL) {
+        let arg = RedisString::create_from_slice(ctx.ctx, base);
+        match Queue::open(ctx, &arg, true, POLL) {
             Ok(q) => {
                 serve(ctx, &q, now);
                 rearm(ctx, &q, now);
@@ -279,17 +404,17 @@ impl Waiting for PollWaiter {
 /// Hands due jobs to the consumers waiting on the queue, first come first
 /// served, while there are due jobs.
 fn serve(ctx: &Context, q: &Queue, now: i64) {
-    if blocking::waiting::<PollWaiter>(ctx, &q.base) == 0 {
+    if blocking::waiting::<PollWaiter>(ctx, q.name()) == 0 {
         return;
     }
-    blocking::serve::<PollWaiter>(ctx, &q.base, |w| match take(q, w.lease, w.count, now) {
+    blocking::serve::<PollWaiter>(ctx, q.name(), |w| match take(q, w.lease, w.count, now) {
         Err(e) => Some(Err(e)),
         Ok(t) => {
             if !t.delivered.is_empty() || t.dead > 0 {
-                replicate_poll(ctx, &q.base, w.lease, w.count, now);
-                notify_taken(ctx, &q.base, &t);
+                replicate_poll(ctx, q.base, w.lease, w.count, now);
+                notify_taken(ctx, q.base, &t);
             }
-            (!t.delivered.is_empty()).then(|| Ok(t.reply()))
+            (!t.delivered.is_empty()).then(|| Ok(t.value()))
         }
     });
 }
@@ -297,22 +422,22 @@ fn serve(ctx: &Context, q: &Queue, now: i64) {
 /// Arms the queue's timer at the next instant a job falls due, while
 /// consumers wait.
 fn rearm(ctx: &Context, q: &Queue, now: i64) {
-    if blocking::waiting::<PollWaiter>(ctx, &q.base) == 0 {
+    if blocking::waiting::<PollWaiter>(ctx, q.name()) == 0 {
         return;
     }
     if let Some(at) = q.first_due() {
-        blocking::arm::<PollWaiter>(ctx, &q.base, at.max(now + 1));
+        blocking::arm::<PollWaiter>(ctx, q.name(), at.max(now + 1));
     }
 }
 
 /// After a command put a job in line at `at` (and closed its keys): serve
 /// the consumers waiting on the queue if the job is due, else make sure
 /// the timer fires by then.
-fn job_in_line(ctx: &Context, base: &[u8], at: i64, now: i64) {
-    if !blocking::serving(ctx) || blocking::waiting::<PollWaiter>(ctx, base) == 0 {
+fn job_in_line(ctx: &Context, base: &RedisString, at: i64, now: i64) {
+    if !blocking::serving(ctx) || blocking::waiting::<PollWaiter>(ctx, base.as_slice()) == 0 {
         return;
     }
-    let Ok(q) = Queue::open(ctx, base, true, ALL) else {
+    let Ok(q) = Queue::open(ctx, base, true, POLL) else {
         return;
     };
     if at <= now {
@@ -321,13 +446,12 @@ fn job_in_line(ctx: &Context, base: &[u8], at: i64, now: i64) {
     rearm(ctx, &q, now);
 }
 
-/// Reads a non-empty job id.
-fn job_id(c: &mut Cursor) -> Result<Vec<u8>, RedisError> {
-    let id = c.next_bytes()?;
+/// Fails with `ERR delayq: id must not be empty`.
+fn check_id(id: &[u8]) -> Result<(), RedisError> {
     if id.is_empty() {
         return Err(fail("id must not be empty"));
     }
-    Ok(id)
+    Ok(())
 }
 
 /// Reads the trailing `[NOW unix-ms]`.
@@ -348,9 +472,8 @@ fn parse_now(c: &mut Cursor) -> Result<Option<i64>, RedisError> {
 /// id exists and REPLACE was not given (nothing changes).
 pub fn delayq_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 4)?;
-    let base = c.next_bytes()?;
-    let id = job_id(&mut c)?;
-    c.skip(1)?;
+    c.skip(3)?;
+    check_id(c.arg(2))?;
     let (mut delay, mut at, mut attempts, mut replace, mut now) =
         (None, None, DEFAULT_ATTEMPTS, false, None);
     while !c.done() {
@@ -363,44 +486,46 @@ pub fn delayq_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             _ => return Err(error::syntax()),
         }
     }
-    let payload = c.arg(3);
+    let args = c.args();
+    let (base, id, payload) = (&args[1], &args[2], args[3].as_slice());
     if payload.len() > MAX_PAYLOAD {
         return Err(fail(&format!("payload exceeds {MAX_PAYLOAD} bytes")));
     }
-    util::require_hash_tag(ctx, FAMILY, &base)?;
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
     let due_at = at.unwrap_or(now + delay.unwrap_or(0));
     let q = Queue::open(
         ctx,
-        &base,
+        base,
         true,
         Needs {
             dead: true,
-            seq: false,
+            seq: true,
         },
     )?;
-    let old = q.job(&id)?;
+    let old = q.job(id)?;
     if let Some(old) = &old {
         if !replace {
             COUNT_DUPLICATES.incr();
             return Ok(RedisValue::Integer(0));
         }
-        let leased = old.receipt > 0 && q.due_at(&id).is_some_and(|t| t > now);
-        if leased {
+        if old.head.leased && q.due_at(id).is_some_and(|t| t > now) {
             return Err(fail("job is leased"));
         }
     }
-    q.jobs.hput(&id, &Job::new(payload, attempts).format());
-    q.due.zadd(&id, due_at as f64);
+    let gen = q.generations(1)?;
+    q.set_generation(gen);
+    q.jobs.hput_arg(id, &Header::new(gen, attempts).format(payload));
+    q.due.zadd_arg(id, due_at as f64);
     if old.is_some() {
-        q.dead().zrem(&id);
+        q.dead().zrem_arg(id);
     }
     drop(q);
-    util::replicate_with_now(ctx, c.args(), now, had_now);
-    util::notify(ctx, "hotpath.delayq.add", &base);
+    util::replicate_with_now(ctx, args, now, had_now);
+    util::notify_static(ctx, c"hotpath.delayq.add", base);
     COUNT_ADDED.incr();
-    job_in_line(ctx, &base, due_at, now);
+    job_in_line(ctx, base, due_at, now);
     Ok(RedisValue::Integer(1))
 }
 
@@ -411,7 +536,7 @@ pub fn delayq_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// BLOCK's timeout, when given).
 pub fn delayq_poll(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
-    let base = c.next_bytes()?;
+    c.skip(1)?;
     let lease = c.next_i64(1, MAX_DELAY_MS)?;
     let (mut count, mut block, mut now) = (1usize, None, None);
     while !c.done() {
@@ -422,25 +547,32 @@ pub fn delayq_poll(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             _ => return Err(error::syntax()),
         }
     }
-    util::require_hash_tag(ctx, FAMILY, &base)?;
+    let p = PollArgs {
+        lease,
+        count,
+        block,
+        had_now: now.is_some(),
+    };
+    let base = &c.args()[1];
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
     let now = now.unwrap_or_else(util::now_ms);
-    let q = Queue::open(ctx, &base, true, ALL)?;
+    let q = Queue::open(ctx, base, true, POLL)?;
     // Consumers already waiting come first.
-    if blocking::serving(ctx) && blocking::waiting::<PollWaiter>(ctx, &base) > 0 {
+    if blocking::waiting::<PollWaiter>(ctx, base.as_slice()) > 0 && blocking::serving(ctx) {
         serve(ctx, &q, now);
-        if blocking::waiting::<PollWaiter>(ctx, &base) > 0 {
+        if blocking::waiting::<PollWaiter>(ctx, base.as_slice()) > 0 {
             return block_or_empty(ctx, &q, block, lease, count, now);
         }
     }
     let t = take(&q, lease, count, now)?;
     if !t.delivered.is_empty() || t.dead > 0 {
-        replicate_poll(ctx, &base, lease, count, now);
-        notify_taken(ctx, &base, &t);
+        replicate_client_poll(ctx, c.args(), &p, now);
+        notify_taken(ctx, base, &t);
     }
     if t.delivered.is_empty() {
         return block_or_empty(ctx, &q, block, lease, count, now);
     }
-    Ok(t.reply())
+    t.reply(ctx)
 }
 
 /// Blocks a poll that found nothing (when BLOCK was given and blocking is
@@ -456,14 +588,14 @@ fn block_or_empty(
     match block {
         Some(timeout) if blocking::can_block(ctx) => {
             COUNT_WAITS.incr();
-            blocking::block(ctx, &q.base, timeout, PollWaiter { lease, count });
+            blocking::block(ctx, q.name(), timeout, PollWaiter { lease, count });
             // Jobs left due by the examine cap are served at the next tick.
             let at = match q.first_due() {
                 Some(t) if t > now => t,
                 Some(_) => now + 1,
                 None => return Ok(RedisValue::NoReply),
             };
-            blocking::arm::<PollWaiter>(ctx, &q.base, at);
+            blocking::arm::<PollWaiter>(ctx, q.name(), at);
             Ok(RedisValue::NoReply)
         }
         _ => Ok(RedisValue::Array(Vec::new())),
@@ -472,30 +604,32 @@ fn block_or_empty(
 
 /// DELAYQ.ACK B id receipt
 ///
-/// Removes the job and replies 1 when `receipt` is its latest delivery,
-/// else 0 (a stale receipt changes nothing).
+/// Removes the job and replies 1 when `receipt` is its latest delivery
+/// and it is still leased to that delivery, else 0 (nothing changes).
 pub fn delayq_ack(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 4)?;
-    let base = c.next_bytes()?;
-    let id = job_id(&mut c)?;
+    c.skip(2)?;
+    check_id(c.arg(2))?;
     let receipt = c.next_i64(i64::MIN, i64::MAX)?;
     c.expect_done()?;
-    util::require_hash_tag(ctx, FAMILY, &base)?;
+    let args = c.args();
+    let (base, id) = (&args[1], &args[2]);
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
     let q = Queue::open(
         ctx,
-        &base,
+        base,
         true,
         Needs {
             dead: false,
             seq: false,
         },
     )?;
-    match q.job(&id)? {
-        Some(job) if job.holds(receipt) => {
-            q.jobs.hdel(&id);
-            q.due.zrem(&id);
+    match q.job(id)? {
+        Some(rec) if rec.head.holds(receipt) => {
+            q.jobs.hdel_arg(id);
+            q.due.zrem_arg(id);
             ctx.replicate_verbatim();
-            util::notify(ctx, "hotpath.delayq.ack", &base);
+            util::notify_static(ctx, c"hotpath.delayq.ack", base);
             COUNT_ACKED.incr();
             Ok(RedisValue::Integer(1))
         }
@@ -510,8 +644,8 @@ pub fn delayq_ack(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// dead letters, 0 for a stale receipt (nothing changes).
 pub fn delayq_nack(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 4)?;
-    let base = c.next_bytes()?;
-    let id = job_id(&mut c)?;
+    c.skip(2)?;
+    check_id(c.arg(2))?;
     let receipt = c.next_i64(i64::MIN, i64::MAX)?;
     let (mut retry, mut now) = (None, None);
     while !c.done() {
@@ -528,41 +662,45 @@ pub fn delayq_nack(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             _ => return Err(error::syntax()),
         }
     }
-    util::require_hash_tag(ctx, FAMILY, &base)?;
+    let args = c.args();
+    let (base, id) = (&args[1], &args[2]);
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
     let q = Queue::open(
         ctx,
-        &base,
+        base,
         true,
         Needs {
             dead: true,
             seq: false,
         },
     )?;
-    let Some(mut job) = q.job(&id)?.filter(|j| j.holds(receipt)) else {
+    let Some(rec) = q.job(id)?.filter(|r| r.head.holds(receipt)) else {
         return Ok(RedisValue::Integer(0));
     };
-    job.receipt = 0;
-    q.jobs.hput(&id, &job.format());
-    let reply = if job.exhausted() {
-        q.due.zrem(&id);
-        q.dead().zadd(&id, now as f64);
-        util::notify(ctx, "hotpath.delayq.dead", &base);
-        COUNT_DEAD.incr();
-        2
-    } else {
-        let at = now + retry.unwrap_or(Retry::Delay(0)).wait(job.attempt);
-        q.due.zadd(&id, at as f64);
-        util::notify(ctx, "hotpath.delayq.nack", &base);
-        1
+    let head = Header {
+        leased: false,
+        ..rec.head
     };
-    let at = q.due_at(&id).unwrap_or(now);
+    rec.store(&q, id, head, &mut Vec::new());
+    let (reply, at) = if head.exhausted() {
+        q.due.zrem_arg(id);
+        q.dead().zadd_arg(id, now as f64);
+        util::notify_static(ctx, c"hotpath.delayq.dead", base);
+        COUNT_DEAD.incr();
+        (2, now)
+    } else {
+        let at = now + retry.unwrap_or(Retry::Delay(0)).wait(head.attempt);
+        q.due.zadd_arg(id, at as f64);
+        util::notify_static(ctx, c"hotpath.delayq.nack", base);
+        (1, at)
+    };
     drop(q);
-    util::replicate_with_now(ctx, c.args(), now, had_now);
+    util::replicate_with_now(ctx, args, now, had_now);
     COUNT_NACKED.incr();
     if reply == 1 {
-        job_in_line(ctx, &base, at, now);
+        job_in_line(ctx, base, at, now);
     }
     Ok(RedisValue::Integer(reply))
 }
@@ -573,28 +711,31 @@ pub fn delayq_nack(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// consumer's heartbeat) and replies 1, or 0 for a stale receipt.
 pub fn delayq_extend(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 5)?;
-    let base = c.next_bytes()?;
-    let id = job_id(&mut c)?;
+    c.skip(2)?;
+    check_id(c.arg(2))?;
     let receipt = c.next_i64(i64::MIN, i64::MAX)?;
     let lease = c.next_i64(1, MAX_DELAY_MS)?;
     let now = parse_now(&mut c)?;
-    util::require_hash_tag(ctx, FAMILY, &base)?;
+    let args = c.args();
+    let (base, id) = (&args[1], &args[2]);
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
     let q = Queue::open(
         ctx,
-        &base,
+        base,
         true,
         Needs {
             dead: false,
             seq: false,
         },
     )?;
-    match q.job(&id)? {
-        Some(job) if job.holds(receipt) && q.due_at(&id).is_some() => {
-            q.due.zadd(&id, (now + lease) as f64);
-            util::replicate_with_now(ctx, c.args(), now, had_now);
-            util::notify(ctx, "hotpath.delayq.extend", &base);
+    match q.job(id)? {
+        Some(rec) if rec.head.holds(receipt) && q.due_at(id).is_some() => {
+            q.due.zadd_arg(id, (now + lease) as f64);
+            drop(q);
+            util::replicate_with_now(ctx, args, now, had_now);
+            util::notify_static(ctx, c"hotpath.delayq.extend", base);
             Ok(RedisValue::Integer(1))
         }
         _ => Ok(RedisValue::Integer(0)),
@@ -619,12 +760,13 @@ fn parse_count(c: &mut Cursor) -> Result<usize, RedisError> {
 /// letters (default 10), oldest first.
 pub fn delayq_dead(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
-    let base = c.next_bytes()?;
+    c.skip(1)?;
     let count = parse_count(&mut c)?;
-    util::require_hash_tag(ctx, FAMILY, &base)?;
+    let base = &c.args()[1];
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
     let q = Queue::open(
         ctx,
-        &base,
+        base,
         false,
         Needs {
             dead: true,
@@ -632,11 +774,14 @@ pub fn delayq_dead(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         },
     )?;
     let mut out = Vec::new();
-    for (id, at) in q.dead().zrange_asc(0, count) {
-        let job = q.listed_job(&id)?;
-        out.push(util::bulk(id));
-        out.push(util::bulk(job.payload));
-        out.push(RedisValue::Integer(job.attempt));
+    for (id, at) in q
+        .dead()
+        .zrange_strings(0, count, f64::NEG_INFINITY, f64::INFINITY)
+    {
+        let rec = q.listed_job(&id)?;
+        out.push(util::bulk(id.as_slice()));
+        out.push(util::bulk(rec.payload()));
+        out.push(RedisValue::Integer(rec.head.attempt));
         out.push(RedisValue::Integer(at as i64));
     }
     Ok(RedisValue::Array(out))
@@ -644,88 +789,99 @@ pub fn delayq_dead(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
 /// DELAYQ.REDRIVE B [COUNT n | ID id] [NOW unix-ms]
 ///
-/// Puts dead letters back in line, due now, with their attempts reset:
-/// the oldest `n` (default 10), or the one named. Replies how many.
+/// Puts dead letters back in line, due now, with their attempts reset (a
+/// new generation each): the oldest `n` (default 10), or the one named.
+/// Replies how many.
 pub fn delayq_redrive(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
-    let base = c.next_bytes()?;
-    let (mut count, mut one, mut now): (Option<usize>, Option<Vec<u8>>, Option<i64>) =
+    c.skip(1)?;
+    let (mut count, mut one, mut now): (Option<usize>, Option<usize>, Option<i64>) =
         (None, None, None);
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "COUNT" if one.is_none() => count = Some(c.option_i64(1, MAX_COUNT)? as usize),
             "ID" if count.is_none() => {
-                let id = c.option_bytes()?.to_vec();
-                if id.is_empty() {
-                    return Err(fail("id must not be empty"));
-                }
-                one = Some(id);
+                check_id(c.option_bytes()?)?;
+                one = Some(c.args().len() - c.remaining() - 1);
             }
             "NOW" => now = Some(c.option_i64(0, MAX_TIME_MS)?),
             _ => return Err(error::syntax()),
         }
     }
-    util::require_hash_tag(ctx, FAMILY, &base)?;
+    let args = c.args();
+    let base = &args[1];
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
-    let q = Queue::open(
-        ctx,
-        &base,
-        true,
-        Needs {
-            dead: true,
-            seq: false,
-        },
-    )?;
-    let ids: Vec<Vec<u8>> = match one {
-        Some(id) => q.dead().zscore(&id).map(|_| vec![id]).unwrap_or_default(),
+    let q = Queue::open(ctx, base, true, Needs { dead: true, seq: true })?;
+    let ids: Vec<RedisString> = match one {
+        Some(i) => {
+            let id = &args[i];
+            if q.dead().zscore_arg(id).is_some() {
+                vec![id.safe_clone(ctx)]
+            } else {
+                Vec::new()
+            }
+        }
         None => q
             .dead()
-            .zrange_asc(0, count.unwrap_or(10))
+            .zrange_strings(0, count.unwrap_or(10), f64::NEG_INFINITY, f64::INFINITY)
             .into_iter()
             .map(|(id, _)| id)
             .collect(),
     };
-    let mut jobs = Vec::with_capacity(ids.len());
+    let mut recs = Vec::with_capacity(ids.len());
     for id in &ids {
-        jobs.push(q.listed_job(id)?);
+        recs.push(q.listed_job(id)?);
     }
-    for (id, mut job) in ids.iter().zip(jobs) {
-        job.attempt = 0;
-        job.receipt = 0;
-        q.jobs.hput(id, &job.format());
-        q.dead().zrem(id);
-        q.due.zadd(id, now as f64);
+    if !ids.is_empty() {
+        let first = q.generations(ids.len() as i64)?;
+        let mut buf = Vec::new();
+        for (k, (id, rec)) in ids.iter().zip(&recs).enumerate() {
+            rec.store(&q, id, Header::new(first + k as i64, rec.head.max), &mut buf);
+            q.dead().zrem_arg(id);
+            q.due.zadd_arg(id, now as f64);
+        }
+        q.set_generation(first + ids.len() as i64 - 1);
     }
+    drop(recs);
     drop(q);
     if !ids.is_empty() {
-        util::replicate_with_now(ctx, c.args(), now, had_now);
-        util::notify(ctx, "hotpath.delayq.redrive", &base);
+        util::replicate_with_now(ctx, args, now, had_now);
+        util::notify_static(ctx, c"hotpath.delayq.redrive", base);
         COUNT_REDRIVEN.add(ids.len() as u64);
-        job_in_line(ctx, &base, now, now);
+        job_in_line(ctx, base, now, now);
     }
     Ok(RedisValue::Integer(ids.len() as i64))
 }
 
 /// DELAYQ.INFO B [NOW unix-ms]
 ///
-/// Replies the map `jobs, ready, scheduled, dead, delivered`: records
-/// kept, jobs due now (leases that ran out included), jobs waiting for
-/// their time or held by a consumer, dead letters, and receipts issued.
+/// Replies the map `jobs, ready, scheduled, dead`: records kept, jobs due
+/// now (leases that ran out included), jobs waiting for their time or held
+/// by a consumer, dead letters.
 pub fn delayq_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
-    let base = c.next_bytes()?;
+    c.skip(1)?;
     let now = parse_now(&mut c)?.unwrap_or_else(util::now_ms);
-    util::require_hash_tag(ctx, FAMILY, &base)?;
-    let q = Queue::open(ctx, &base, false, ALL)?;
+    let base = &c.args()[1];
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    let q = Queue::open(
+        ctx,
+        base,
+        false,
+        Needs {
+            dead: true,
+            seq: false,
+        },
+    )?;
     let jobs = q.jobs.len() as i64;
     let pending = q.due.len() as i64;
     let dead = q.dead().len() as i64;
-    let delivered = q.seq()?;
     drop(q);
     // Counting a score range has no low-level API: one ZCOUNT, off the
     // hot path and with every key handle closed.
-    let due_name = derived(&base, "due");
+    let due_name = derived(base.as_slice(), "due");
     let max = now.to_string();
     let ready = match ctx.call("ZCOUNT", &[&due_name[..], b"-inf", max.as_bytes()][..])? {
         RedisValue::Integer(n) => n,
@@ -741,7 +897,5 @@ pub fn delayq_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         RedisValue::Integer(pending - ready),
         field("dead"),
         RedisValue::Integer(dead),
-        field("delivered"),
-        RedisValue::Integer(delivered),
     ]))
 }
