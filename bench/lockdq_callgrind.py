@@ -20,7 +20,7 @@ import redis
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ROOT, SO, free_port  # noqa: E402
 from lock import REDISSON_LOCK, COMPARE_AND_DELETE  # noqa: E402
-from delayq import ZSET_CONSUME, ADD_ONCE  # noqa: E402
+from delayq import ZSET_CONSUME, ADD_ONCE, LEASE_CONSUME  # noqa: E402
 
 N = 2000
 T = 1764720000000
@@ -73,6 +73,7 @@ def main():
 
     rl, cad = r.script_load(REDISSON_LOCK), r.script_load(COMPARE_AND_DELETE)
     consume, add_once = r.script_load(ZSET_CONSUME), r.script_load(ADD_ONCE)
+    lease_consume = r.script_load(LEASE_CONSUME)
     t_acq, t_rel = lua("lock/acquire.lua"), lua("lock/release.lua")
     t_add, t_poll, t_ack = lua("delayq/add.lua"), lua("delayq/poll.lua"), lua("delayq/ack.lua")
     ids = range(N)
@@ -108,25 +109,28 @@ def main():
     twin = phase("tadd", [("EVALSHA", t_add, 1, "t{1}", f"job{i}", "payload", "AT", T + i) for i in ids])
     rows.append(("DELAYQ.ADD", ours, ("HSETNX+ZADD", hsetnx + zadd), ("add-once script", usual), twin))
     now = T + 10 * N
-    ours = phase("poll", [("DELAYQ.POLL", "q{1}", 60000, "NOW", now) for i in ids])
+    ours = phase("poll", [("DELAYQ.POLL", "q{1}", 60000) for i in ids])
     zr = phase("zrange", [("ZRANGEBYSCORE", "n{1}:due", "-inf", now, "LIMIT", 0, 1) for i in ids])
     zadd2 = phase("zadd2", [("ZADD", "n{1}:due", now + 60000, f"job{i}") for i in ids])
-    hset = phase("hset", [("HSET", "n{1}:jobs", f"job{i}", f"1:5:{i + 1}:payload") for i in ids])
-    incr = phase("incr", [("INCR", "n{1}:seq") for i in ids])
+    hset = phase("hset", [("HSET", "n{1}:jobs", f"job{i}", f"{i + 1}:1:5:1:payload") for i in ids])
     run([("ZADD", "p{1}", T + i, f"payload{i}") for i in ids])
     zr2 = phase("zrange2", [("ZRANGEBYSCORE", "p{1}", "-inf", now, "LIMIT", 0, 1) for i in ids])
     zrem = phase("zrem", [("ZREM", "p{1}", f"payload{i}") for i in ids])
     run([("ZADD", "c{1}", T + i, f"payload{i}") for i in ids])
     usual = phase("consume", [("EVALSHA", consume, 1, "c{1}", now, 1) for i in ids])
-    twin = phase("tpoll", [("EVALSHA", t_poll, 1, "t{1}", 60000, "NOW", now) for i in ids])
+    run([x for i in ids for x in (("ZADD", "lc{1}:due", T + i, f"job{i}"), ("HSET", "lc{1}:p", f"job{i}", "payload"))])
+    leasing = phase("leasing", [("EVALSHA", lease_consume, 3, "lc{1}:due", "lc{1}:n", "lc{1}:p", now, 60000)
+                                for i in ids])
+    twin = phase("tpoll", [("EVALSHA", t_poll, 1, "t{1}", 60000) for i in ids])
     rows.append(("DELAYQ.POLL (1 job)", ours, ("ZRANGEBYSCORE+ZREM (no lease)", zr2 + zrem),
                  ("ZSet consume script (no lease)", usual), twin))
     rows.append(("DELAYQ.POLL (1 job), same change", ours,
-                 ("ZRANGEBYSCORE+ZADD+HSET+INCR (lease, attempt, receipt)", zr + zadd2 + hset + incr), ("", 0), 0))
-    ours = phase("ack", [("DELAYQ.ACK", "q{1}", f"job{i}", i + 1) for i in ids])
+                 ("ZRANGEBYSCORE+ZADD+HSET (lease, attempt)", zr + zadd2 + hset),
+                 ("leasing consume script", leasing), 0))
+    ours = phase("ack", [("DELAYQ.ACK", "q{1}", f"job{i}", (i + 1) * 1_000_000 + 1) for i in ids])
     zrem2 = phase("zrem2", [("ZREM", "n{1}:due", f"job{i}") for i in ids])
     hdel = phase("hdel", [("HDEL", "n{1}:jobs", f"job{i}") for i in ids])
-    twin = phase("tack", [("EVALSHA", t_ack, 1, "t{1}", f"job{i}", i + 1) for i in ids])
+    twin = phase("tack", [("EVALSHA", t_ack, 1, "t{1}", f"job{i}", (i + 1) * 1_000_000 + 1) for i in ids])
     rows.append(("DELAYQ.ACK", ours, ("ZREM+HDEL", zrem2 + hdel), ("", 0), twin))
     assert r.hlen("q{1}:jobs") == 0 and r.hlen("t{1}:jobs") == 0
 
