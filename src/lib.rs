@@ -3,6 +3,7 @@
 //! name, configs, and each family's commands and counters.
 
 pub mod args;
+pub mod argv;
 pub mod blocking;
 pub mod config;
 pub mod delayq;

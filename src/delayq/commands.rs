@@ -26,7 +26,8 @@ use super::{
     COUNT_ACKED, COUNT_ADDED, COUNT_DEAD, COUNT_DELIVERED, COUNT_DUPLICATES, COUNT_NACKED,
     COUNT_REDRIVEN, COUNT_WAITS, FAMILY,
 };
-use crate::args::{parse_i64_plain, Cursor};
+use crate::args::parse_i64_plain;
+use crate::argv::{is, Args};
 use crate::blocking::{self, Waiting};
 use crate::error;
 use crate::keys::{derived, HashField, Key};
@@ -69,10 +70,11 @@ impl<'a> Queue<'a> {
         needs: Needs,
     ) -> Result<Queue<'a>, RedisError> {
         let b = base.as_slice();
-        let jobs = Key::derived(ctx, b, "jobs", write);
-        let due = Key::derived(ctx, b, "due", write);
-        let dead = needs.dead.then(|| Key::derived(ctx, b, "dead", write));
-        let seq = needs.seq.then(|| Key::derived(ctx, b, "seq", write));
+        let mut name = NameBuf::new(b);
+        let jobs = Key::open(ctx, name.with(b"jobs"), write);
+        let due = Key::open(ctx, name.with(b"due"), write);
+        let dead = needs.dead.then(|| Key::open(ctx, name.with(b"dead"), write));
+        let seq = needs.seq.then(|| Key::open(ctx, name.with(b"seq"), write));
         jobs.check(KeyType::Hash)?;
         due.check(KeyType::ZSet)?;
         if let Some(d) = &dead {
@@ -159,6 +161,48 @@ impl<'a> Queue<'a> {
     fn first_due(&self) -> Option<i64> {
         self.due.zrange_asc(0, 1).first().map(|(_, s)| *s as i64)
     }
+}
+
+/// Builds `B:<suffix>` names in one buffer, on the stack for short bases.
+struct NameBuf {
+    buf: smallvec::SmallVec<[u8; 128]>,
+    stem: usize,
+}
+
+impl NameBuf {
+    fn new(base: &[u8]) -> NameBuf {
+        let mut buf = smallvec::SmallVec::new();
+        buf.extend_from_slice(base);
+        buf.push(b':');
+        let stem = buf.len();
+        NameBuf { buf, stem }
+    }
+
+    fn with(&mut self, suffix: &[u8]) -> &[u8] {
+        self.buf.truncate(self.stem);
+        self.buf.extend_from_slice(suffix);
+        &self.buf
+    }
+}
+
+/// Fails in cluster mode when `B` has no hash tag (its derived keys would
+/// land in other slots). Whether the server runs a cluster cannot change
+/// while it runs, so it is read once.
+fn require_hash_tag(ctx: &Context, base: &[u8]) -> Result<(), RedisError> {
+    static CLUSTER: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+    let mode = match CLUSTER.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => {
+            let on = ctx.get_flags().contains(redis_module::ContextFlags::CLUSTER);
+            let v = if on { 2 } else { 1 };
+            CLUSTER.store(v, std::sync::atomic::Ordering::Relaxed);
+            v
+        }
+        v => v,
+    };
+    if mode == 2 {
+        util::require_hash_tag(ctx, FAMILY, base)?;
+    }
+    Ok(())
 }
 
 /// A stored job: the record string, its header, where the payload starts.
@@ -455,13 +499,13 @@ fn check_id(id: &[u8]) -> Result<(), RedisError> {
 }
 
 /// Reads the trailing `[NOW unix-ms]`.
-fn parse_now(c: &mut Cursor) -> Result<Option<i64>, RedisError> {
+fn parse_now(c: &mut Args) -> Result<Option<i64>, RedisError> {
     let mut now = None;
     while !c.done() {
-        match c.next_keyword()?.as_str() {
-            "NOW" => now = Some(c.option_i64(0, MAX_TIME_MS)?),
-            _ => return Err(error::syntax()),
+        if !is(c.keyword()?, "NOW") {
+            return Err(error::syntax());
         }
+        now = Some(c.option_i64(0, MAX_TIME_MS)?);
     }
     Ok(now)
 }
@@ -470,28 +514,34 @@ fn parse_now(c: &mut Cursor) -> Result<Option<i64>, RedisError> {
 ///
 /// Replies 1 when the job was added (or replaced), 0 when a job with this
 /// id exists and REPLACE was not given (nothing changes).
-pub fn delayq_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 4)?;
+pub fn delayq_add(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(4)?;
     c.skip(3)?;
     check_id(c.arg(2))?;
     let (mut delay, mut at, mut attempts, mut replace, mut now) =
         (None, None, DEFAULT_ATTEMPTS, false, None);
     while !c.done() {
-        match c.next_keyword()?.as_str() {
-            "DELAY" if at.is_none() => delay = Some(c.option_i64(0, MAX_DELAY_MS)?),
-            "AT" if delay.is_none() => at = Some(c.option_i64(0, MAX_TIME_MS)?),
-            "ATTEMPTS" => attempts = c.option_i64(1, MAX_ATTEMPTS)?,
-            "REPLACE" => replace = true,
-            "NOW" => now = Some(c.option_i64(0, MAX_TIME_MS)?),
-            _ => return Err(error::syntax()),
+        let k = c.keyword()?;
+        if is(k, "DELAY") && at.is_none() {
+            delay = Some(c.option_i64(0, MAX_DELAY_MS)?);
+        } else if is(k, "AT") && delay.is_none() {
+            at = Some(c.option_i64(0, MAX_TIME_MS)?);
+        } else if is(k, "ATTEMPTS") {
+            attempts = c.option_i64(1, MAX_ATTEMPTS)?;
+        } else if is(k, "REPLACE") {
+            replace = true;
+        } else if is(k, "NOW") {
+            now = Some(c.option_i64(0, MAX_TIME_MS)?);
+        } else {
+            return Err(error::syntax());
         }
     }
-    let args = c.args();
+    let args = c.all();
     let (base, id, payload) = (&args[1], &args[2], args[3].as_slice());
     if payload.len() > MAX_PAYLOAD {
         return Err(fail(&format!("payload exceeds {MAX_PAYLOAD} bytes")));
     }
-    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    require_hash_tag(ctx, base.as_slice())?;
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
     let due_at = at.unwrap_or(now + delay.unwrap_or(0));
@@ -534,17 +584,21 @@ pub fn delayq_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// Replies `[id, payload, attempt, receipt, …]` for up to `n` due jobs
 /// (default 1), each leased for `lease-ms`; empty when none is due (after
 /// BLOCK's timeout, when given).
-pub fn delayq_poll(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 3)?;
+pub fn delayq_poll(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(3)?;
     c.skip(1)?;
     let lease = c.next_i64(1, MAX_DELAY_MS)?;
     let (mut count, mut block, mut now) = (1usize, None, None);
     while !c.done() {
-        match c.next_keyword()?.as_str() {
-            "COUNT" => count = c.option_i64(1, MAX_COUNT)? as usize,
-            "BLOCK" => block = Some(c.option_i64(0, MAX_DELAY_MS)?),
-            "NOW" => now = Some(c.option_i64(0, MAX_TIME_MS)?),
-            _ => return Err(error::syntax()),
+        let k = c.keyword()?;
+        if is(k, "COUNT") {
+            count = c.option_i64(1, MAX_COUNT)? as usize;
+        } else if is(k, "BLOCK") {
+            block = Some(c.option_i64(0, MAX_DELAY_MS)?);
+        } else if is(k, "NOW") {
+            now = Some(c.option_i64(0, MAX_TIME_MS)?);
+        } else {
+            return Err(error::syntax());
         }
     }
     let p = PollArgs {
@@ -553,8 +607,8 @@ pub fn delayq_poll(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         block,
         had_now: now.is_some(),
     };
-    let base = &c.args()[1];
-    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    let base = c.string(1);
+    require_hash_tag(ctx, base.as_slice())?;
     let now = now.unwrap_or_else(util::now_ms);
     let q = Queue::open(ctx, base, true, POLL)?;
     // Consumers already waiting come first.
@@ -566,7 +620,7 @@ pub fn delayq_poll(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let t = take(&q, lease, count, now)?;
     if !t.delivered.is_empty() || t.dead > 0 {
-        replicate_client_poll(ctx, c.args(), &p, now);
+        replicate_client_poll(ctx, c.all(), &p, now);
         notify_taken(ctx, base, &t);
     }
     if t.delivered.is_empty() {
@@ -606,15 +660,15 @@ fn block_or_empty(
 ///
 /// Removes the job and replies 1 when `receipt` is its latest delivery
 /// and it is still leased to that delivery, else 0 (nothing changes).
-pub fn delayq_ack(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 4)?;
+pub fn delayq_ack(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(4)?;
     c.skip(2)?;
     check_id(c.arg(2))?;
     let receipt = c.next_i64(i64::MIN, i64::MAX)?;
     c.expect_done()?;
-    let args = c.args();
+    let args = c.all();
     let (base, id) = (&args[1], &args[2]);
-    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    require_hash_tag(ctx, base.as_slice())?;
     let q = Queue::open(
         ctx,
         base,
@@ -642,29 +696,29 @@ pub fn delayq_ack(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// Gives the job back: replies 1 when it is back in line (due after the
 /// delay, default 0), 2 when that was its last attempt and it went to the
 /// dead letters, 0 for a stale receipt (nothing changes).
-pub fn delayq_nack(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 4)?;
+pub fn delayq_nack(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(4)?;
     c.skip(2)?;
     check_id(c.arg(2))?;
     let receipt = c.next_i64(i64::MIN, i64::MAX)?;
     let (mut retry, mut now) = (None, None);
     while !c.done() {
-        match c.next_keyword()?.as_str() {
-            "DELAY" if retry.is_none() => {
-                retry = Some(Retry::Delay(c.option_i64(0, MAX_DELAY_MS)?))
-            }
-            "BACKOFF" if retry.is_none() => {
-                let base = c.option_i64(1, MAX_DELAY_MS)?;
-                let cap = c.option_i64(1, MAX_DELAY_MS)?;
-                retry = Some(Retry::Backoff { base, cap });
-            }
-            "NOW" => now = Some(c.option_i64(0, MAX_TIME_MS)?),
-            _ => return Err(error::syntax()),
+        let k = c.keyword()?;
+        if is(k, "DELAY") && retry.is_none() {
+            retry = Some(Retry::Delay(c.option_i64(0, MAX_DELAY_MS)?));
+        } else if is(k, "BACKOFF") && retry.is_none() {
+            let base = c.option_i64(1, MAX_DELAY_MS)?;
+            let cap = c.option_i64(1, MAX_DELAY_MS)?;
+            retry = Some(Retry::Backoff { base, cap });
+        } else if is(k, "NOW") {
+            now = Some(c.option_i64(0, MAX_TIME_MS)?);
+        } else {
+            return Err(error::syntax());
         }
     }
-    let args = c.args();
+    let args = c.all();
     let (base, id) = (&args[1], &args[2]);
-    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    require_hash_tag(ctx, base.as_slice())?;
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
     let q = Queue::open(
@@ -709,16 +763,16 @@ pub fn delayq_nack(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 ///
 /// Restarts the lease of the delivery `receipt` at `lease-ms` from now (a
 /// consumer's heartbeat) and replies 1, or 0 for a stale receipt.
-pub fn delayq_extend(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 5)?;
+pub fn delayq_extend(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(5)?;
     c.skip(2)?;
     check_id(c.arg(2))?;
     let receipt = c.next_i64(i64::MIN, i64::MAX)?;
     let lease = c.next_i64(1, MAX_DELAY_MS)?;
-    let now = parse_now(&mut c)?;
-    let args = c.args();
+    let now = parse_now(c)?;
+    let args = c.all();
     let (base, id) = (&args[1], &args[2]);
-    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    require_hash_tag(ctx, base.as_slice())?;
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
     let q = Queue::open(
@@ -743,13 +797,13 @@ pub fn delayq_extend(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// Reads `[COUNT n]` (default 10).
-fn parse_count(c: &mut Cursor) -> Result<usize, RedisError> {
+fn parse_count(c: &mut Args) -> Result<usize, RedisError> {
     let mut count = 10;
     while !c.done() {
-        match c.next_keyword()?.as_str() {
-            "COUNT" => count = c.option_i64(1, MAX_COUNT)? as usize,
-            _ => return Err(error::syntax()),
+        if !is(c.keyword()?, "COUNT") {
+            return Err(error::syntax());
         }
+        count = c.option_i64(1, MAX_COUNT)? as usize;
     }
     Ok(count)
 }
@@ -758,12 +812,12 @@ fn parse_count(c: &mut Cursor) -> Result<usize, RedisError> {
 ///
 /// Replies `[id, payload, attempts, dead-at-ms, …]` for up to `n` dead
 /// letters (default 10), oldest first.
-pub fn delayq_dead(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 2)?;
+pub fn delayq_dead(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(2)?;
     c.skip(1)?;
-    let count = parse_count(&mut c)?;
-    let base = &c.args()[1];
-    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    let count = parse_count(c)?;
+    let base = c.string(1);
+    require_hash_tag(ctx, base.as_slice())?;
     let q = Queue::open(
         ctx,
         base,
@@ -792,25 +846,27 @@ pub fn delayq_dead(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// Puts dead letters back in line, due now, with their attempts reset (a
 /// new generation each): the oldest `n` (default 10), or the one named.
 /// Replies how many.
-pub fn delayq_redrive(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 2)?;
+pub fn delayq_redrive(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(2)?;
     c.skip(1)?;
     let (mut count, mut one, mut now): (Option<usize>, Option<usize>, Option<i64>) =
         (None, None, None);
     while !c.done() {
-        match c.next_keyword()?.as_str() {
-            "COUNT" if one.is_none() => count = Some(c.option_i64(1, MAX_COUNT)? as usize),
-            "ID" if count.is_none() => {
-                check_id(c.option_bytes()?)?;
-                one = Some(c.args().len() - c.remaining() - 1);
-            }
-            "NOW" => now = Some(c.option_i64(0, MAX_TIME_MS)?),
-            _ => return Err(error::syntax()),
+        let k = c.keyword()?;
+        if is(k, "COUNT") && one.is_none() {
+            count = Some(c.option_i64(1, MAX_COUNT)? as usize);
+        } else if is(k, "ID") && count.is_none() {
+            check_id(c.option_bytes()?)?;
+            one = Some(c.position() - 1);
+        } else if is(k, "NOW") {
+            now = Some(c.option_i64(0, MAX_TIME_MS)?);
+        } else {
+            return Err(error::syntax());
         }
     }
-    let args = c.args();
+    let args = c.all();
     let base = &args[1];
-    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    require_hash_tag(ctx, base.as_slice())?;
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
     let q = Queue::open(ctx, base, true, Needs { dead: true, seq: true })?;
@@ -860,12 +916,12 @@ pub fn delayq_redrive(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// Replies the map `jobs, ready, scheduled, dead`: records kept, jobs due
 /// now (leases that ran out included), jobs waiting for their time or held
 /// by a consumer, dead letters.
-pub fn delayq_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 2)?;
+pub fn delayq_info(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(2)?;
     c.skip(1)?;
-    let now = parse_now(&mut c)?.unwrap_or_else(util::now_ms);
-    let base = &c.args()[1];
-    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    let now = parse_now(c)?.unwrap_or_else(util::now_ms);
+    let base = c.string(1);
+    require_hash_tag(ctx, base.as_slice())?;
     let q = Queue::open(
         ctx,
         base,

@@ -67,7 +67,7 @@ const B: Keys = Keys::Range { first: 1, last: 1 };
 
 /// The family's commands.
 pub const COMMANDS: &[CommandSpec] = &[
-    crate::command! {
+    crate::borrowed_command! {
         name: "delayq.add",
         handler: commands::delayq_add,
         flags: "write deny-oom fast",
@@ -77,7 +77,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Adds a job with a unique id, a payload and a due time; idempotent on the id unless REPLACE",
         complexity: "O(log N)",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "delayq.poll",
         handler: commands::delayq_poll,
         flags: "write deny-oom blocking",
@@ -87,7 +87,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Leases up to COUNT due jobs to the caller for a visibility timeout; BLOCK waits in line for one",
         complexity: "O(log N) per job taken or moved to the dead letters",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "delayq.ack",
         handler: commands::delayq_ack,
         flags: "write fast",
@@ -97,7 +97,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Removes a job delivered with this receipt (1), or changes nothing for a stale receipt (0)",
         complexity: "O(log N)",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "delayq.nack",
         handler: commands::delayq_nack,
         flags: "write deny-oom fast",
@@ -107,7 +107,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Gives a job back after a delay or backoff (1), or to the dead letters after its last attempt (2); 0 for a stale receipt",
         complexity: "O(log N)",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "delayq.extend",
         handler: commands::delayq_extend,
         flags: "write deny-oom fast",
@@ -117,7 +117,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Restarts the lease of a delivery (a consumer's heartbeat); 0 for a stale receipt",
         complexity: "O(log N)",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "delayq.dead",
         handler: commands::delayq_dead,
         flags: "readonly",
@@ -127,7 +127,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Lists the oldest dead letters: id, payload, attempts, dead-at",
         complexity: "O(log N + C) for C listed",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "delayq.redrive",
         handler: commands::delayq_redrive,
         flags: "write deny-oom",
@@ -137,7 +137,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Puts dead letters back in line, due now, attempts reset",
         complexity: "O(C log N) for C re-driven",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "delayq.info",
         handler: commands::delayq_info,
         flags: "readonly",

@@ -22,7 +22,7 @@ use super::{
     COUNT_ACQUIRED, COUNT_BUSY, COUNT_HANDOFFS, COUNT_REENTERED, COUNT_RELEASED, COUNT_RENEWED,
     COUNT_WAITS, FAMILY,
 };
-use crate::args::Cursor;
+use crate::argv::{is, Args};
 use crate::blocking::{self, Waiting};
 use crate::error;
 use crate::keys::Key;
@@ -567,13 +567,13 @@ fn rearm(ctx: &Context, lock: &Lock, now: i64) {
 }
 
 /// Reads the trailing `[NOW unix-ms]`.
-fn parse_now(c: &mut Cursor) -> Result<Option<i64>, RedisError> {
+fn parse_now(c: &mut Args) -> Result<Option<i64>, RedisError> {
     let mut now = None;
     while !c.done() {
-        match c.next_keyword()?.as_str() {
-            "NOW" => now = Some(c.option_i64(0, MAX_TIME_MS)?),
-            _ => return Err(error::syntax()),
+        if !is(c.keyword()?, "NOW") {
+            return Err(error::syntax());
         }
+        now = Some(c.option_i64(0, MAX_TIME_MS)?);
     }
     Ok(now)
 }
@@ -590,23 +590,28 @@ fn check_owner(owner: &[u8]) -> Result<(), RedisError> {
 ///
 /// Replies the fencing token, or nil when the lock is held by others (or
 /// the semaphore is full) and, with BLOCK, the timeout passed.
-pub fn lock_acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 4)?;
+pub fn lock_acquire(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(4)?;
     c.skip(2)?;
     check_owner(c.arg(2))?;
     let ttl = c.next_i64(1, MAX_TTL_MS)?;
     let (mut limit, mut maxhold, mut block, mut now) = (None, None, None, None);
     while !c.done() {
-        match c.next_keyword()?.as_str() {
-            "LIMIT" => limit = Some(c.option_i64(1, MAX_LIMIT)?),
-            "MAXHOLD" => maxhold = Some(c.option_i64(1, MAX_TTL_MS)?),
-            "BLOCK" => block = Some(c.option_i64(0, MAX_TTL_MS)?),
-            "NOW" => now = Some(c.option_i64(0, MAX_TIME_MS)?),
-            _ => return Err(error::syntax()),
+        let k = c.keyword()?;
+        if is(k, "LIMIT") {
+            limit = Some(c.option_i64(1, MAX_LIMIT)?);
+        } else if is(k, "MAXHOLD") {
+            maxhold = Some(c.option_i64(1, MAX_TTL_MS)?);
+        } else if is(k, "BLOCK") {
+            block = Some(c.option_i64(0, MAX_TTL_MS)?);
+        } else if is(k, "NOW") {
+            now = Some(c.option_i64(0, MAX_TIME_MS)?);
+        } else {
+            return Err(error::syntax());
         }
     }
     let now = now.unwrap_or_else(util::now_ms);
-    let args = c.args();
+    let args = c.all();
     let (key, owner) = (&args[1], args[2].as_slice());
     let mut lock = Lock::open(ctx, key, true)?;
     let flags = ctx.get_flags();
@@ -682,11 +687,11 @@ fn replayed(flags: &ContextFlags) -> bool {
 /// A release is replicated as itself: it reaches replicas and the AOF only
 /// when the master released, so a replay releases without looking at its
 /// own clock (which may be past the lease end by then).
-pub fn lock_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 3)?;
+pub fn lock_release(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(3)?;
     c.skip(2)?;
     check_owner(c.arg(2))?;
-    let now_arg = parse_now(&mut c)?;
+    let now_arg = parse_now(c)?;
     let flags = ctx.get_flags();
     let now = if replayed(&flags) {
         // Every stored hold reads as live.
@@ -694,7 +699,7 @@ pub fn lock_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     } else {
         now_arg.unwrap_or_else(util::now_ms)
     };
-    let args = c.args();
+    let args = c.all();
     let (key, owner) = (&args[1], args[2].as_slice());
     let mut lock = Lock::open(ctx, key, true)?;
     let released = lock.release(owner, now)?;
@@ -722,13 +727,13 @@ pub fn lock_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 ///
 /// Restarts `owner`'s lease at `ttl-ms` (never past MAXHOLD's end) and
 /// replies the remaining ms, or 0 when `owner` holds nothing.
-pub fn lock_renew(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 4)?;
+pub fn lock_renew(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(4)?;
     c.skip(2)?;
     check_owner(c.arg(2))?;
     let ttl = c.next_i64(1, MAX_TTL_MS)?;
-    let now = parse_now(&mut c)?.unwrap_or_else(util::now_ms);
-    let args = c.args();
+    let now = parse_now(c)?.unwrap_or_else(util::now_ms);
+    let args = c.all();
     let (key, owner) = (&args[1], args[2].as_slice());
     let mut lock = Lock::open(ctx, key, true)?;
     let left = lock.renew(owner, ttl, now)?;
@@ -744,11 +749,11 @@ pub fn lock_renew(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 ///
 /// Replies `[owner, token, count, ttl-ms, …]` for every live holder, by
 /// token; empty when the lock is free.
-pub fn lock_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 2)?;
+pub fn lock_info(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(2)?;
     c.skip(1)?;
-    let now = parse_now(&mut c)?.unwrap_or_else(util::now_ms);
-    let lock = Lock::open(ctx, &c.args()[1], false)?;
+    let now = parse_now(c)?.unwrap_or_else(util::now_ms);
+    let lock = Lock::open(ctx, c.string(1), false)?;
     let mut out = Vec::new();
     for (owner, h) in lock.live(now)? {
         out.push(util::bulk(owner));
@@ -763,12 +768,12 @@ pub fn lock_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 ///
 /// Replies 1 when `token` belongs to a live hold, else 0: a storage layer
 /// asks before it accepts a write fenced by `token`.
-pub fn lock_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 3)?;
+pub fn lock_check(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(3)?;
     c.skip(1)?;
     let token = c.next_i64(i64::MIN, i64::MAX)?;
-    let now = parse_now(&mut c)?.unwrap_or_else(util::now_ms);
-    let lock = Lock::open(ctx, &c.args()[1], false)?;
+    let now = parse_now(c)?.unwrap_or_else(util::now_ms);
+    let lock = Lock::open(ctx, c.string(1), false)?;
     let ok = match &lock.kind {
         Kind::Free => false,
         Kind::Mutex(m) => m.check(token, now),

@@ -60,7 +60,7 @@ const B: Keys = Keys::Range { first: 1, last: 1 };
 
 /// The family's commands.
 pub const COMMANDS: &[CommandSpec] = &[
-    crate::command! {
+    crate::borrowed_command! {
         name: "lock.acquire",
         handler: commands::lock_acquire,
         flags: "write deny-oom blocking",
@@ -70,7 +70,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Acquires a lock or semaphore slot for an owner and replies its fencing token (nil when busy); reentrant; BLOCK waits in line",
         complexity: "O(1); a semaphore of N holders: O(N) when a lease has ended",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "lock.release",
         handler: commands::lock_release,
         flags: "write deny-oom fast",
@@ -80,7 +80,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Releases one acquisition by its owner (1), or changes nothing for anyone else (0)",
         complexity: "O(1); a semaphore of N holders: O(N) when a lease has ended",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "lock.renew",
         handler: commands::lock_renew,
         flags: "write deny-oom fast",
@@ -90,7 +90,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Restarts the owner's lease (never past MAXHOLD) and replies the ms left, or 0 for anyone else",
         complexity: "O(1)",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "lock.info",
         handler: commands::lock_info,
         flags: "readonly fast",
@@ -100,7 +100,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Replies owner, token, count and ms left of every live holder",
         complexity: "O(1); a semaphore: O(N) for N holders",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "lock.check",
         handler: commands::lock_check,
         flags: "readonly fast",
