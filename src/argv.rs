@@ -149,7 +149,7 @@ impl<'a> Args<'a> {
 /// Reads a canonical non-negative decimal of up to 18 digits (no sign, no
 /// leading zero) without the general parser's string conversion; None
 /// sends anything else to [`parse_i64`], which gives Redis's answer.
-fn quick_int(b: &[u8]) -> Option<i64> {
+pub(crate) fn quick_int(b: &[u8]) -> Option<i64> {
     if b.is_empty() || b.len() > 18 || (b.len() > 1 && b[0] == b'0') {
         return None;
     }

@@ -134,7 +134,8 @@ pub fn serving(ctx: &Context) -> bool {
 
 /// [`serving`] for context flags already read.
 pub fn serving_with(f: &ContextFlags) -> bool {
-    f.contains(ContextFlags::MASTER) && !f.intersects(ContextFlags::LOADING | ContextFlags::REPLICATED)
+    f.contains(ContextFlags::MASTER)
+        && !f.intersects(ContextFlags::LOADING | ContextFlags::REPLICATED)
 }
 
 /// Returns how many clients wait on `key`.

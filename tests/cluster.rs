@@ -248,11 +248,17 @@ fn lock_and_delayq_work_across_the_cluster() {
         assert_eq!(q(&mut c, &["LOCK.ACQUIRE", &lk, "o2", "60000"]), "2");
         let dq = format!("dq:{{{tag}}}");
         assert_eq!(q(&mut c, &["DELAYQ.ADD", &dq, "j", "p"]), "1");
-        assert_eq!(q(&mut c, &["DELAYQ.POLL", &dq, "60000"]), "[j, p, 1, 1000001]");
+        assert_eq!(
+            q(&mut c, &["DELAYQ.POLL", &dq, "60000"]),
+            "[j, p, 1, 1000001]"
+        );
         assert_eq!(q(&mut c, &["DELAYQ.ACK", &dq, "j", "1000001"]), "1");
     }
     // A lock is one key: it needs no hash tag.
-    assert_eq!(q(&mut c, &["LOCK.ACQUIRE", "lock:untagged", "o", "1000"]), "1");
+    assert_eq!(
+        q(&mut c, &["LOCK.ACQUIRE", "lock:untagged", "o", "1000"]),
+        "1"
+    );
     // A queue has derived keys: it does.
     assert_eq!(
         q(&mut c, &["DELAYQ.ADD", "dq:untagged", "j", "p"]),

@@ -105,14 +105,25 @@ fn a_lease_that_runs_out_gives_the_job_to_the_next_consumer() {
     );
     // The first consumer's receipt is stale now.
     assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "j", "1000001"]), "0");
-    assert_eq!(now(&mut c, &["DELAYQ.NACK", "q", "j", "1000001"], 1000), "0");
     assert_eq!(
-        now(&mut c, &["DELAYQ.EXTEND", "q", "j", "1000001", "5000"], 1000),
+        now(&mut c, &["DELAYQ.NACK", "q", "j", "1000001"], 1000),
+        "0"
+    );
+    assert_eq!(
+        now(
+            &mut c,
+            &["DELAYQ.EXTEND", "q", "j", "1000001", "5000"],
+            1000
+        ),
         "0"
     );
     // A heartbeat keeps it.
     assert_eq!(
-        now(&mut c, &["DELAYQ.EXTEND", "q", "j", "1000002", "5000"], 1500),
+        now(
+            &mut c,
+            &["DELAYQ.EXTEND", "q", "j", "1000002", "5000"],
+            1500
+        ),
         "1"
     );
     assert_eq!(now(&mut c, &["DELAYQ.POLL", "q", "1000"], 2000), "[]");
@@ -155,7 +166,11 @@ fn nack_retries_with_delay_or_backoff_then_dead_letters() {
         "[j, p, 2, 1000002]"
     );
     assert_eq!(
-        now(&mut c, &["DELAYQ.NACK", "q", "j", "1000002", "DELAY", "300"], 20),
+        now(
+            &mut c,
+            &["DELAYQ.NACK", "q", "j", "1000002", "DELAY", "300"],
+            20
+        ),
         "1"
     );
     assert_eq!(
@@ -170,7 +185,15 @@ fn nack_retries_with_delay_or_backoff_then_dead_letters() {
     assert_eq!(
         now(
             &mut c,
-            &["DELAYQ.NACK", "q", "j", "1000003", "BACKOFF", "1000", "3000"],
+            &[
+                "DELAYQ.NACK",
+                "q",
+                "j",
+                "1000003",
+                "BACKOFF",
+                "1000",
+                "3000"
+            ],
             400
         ),
         "1"
@@ -184,7 +207,10 @@ fn nack_retries_with_delay_or_backoff_then_dead_letters() {
         "[j, p, 4, 1000004]"
     );
     // The last attempt fails: to the dead letters, at the NACK's instant.
-    assert_eq!(now(&mut c, &["DELAYQ.NACK", "q", "j", "1000004"], 3500), "2");
+    assert_eq!(
+        now(&mut c, &["DELAYQ.NACK", "q", "j", "1000004"], 3500),
+        "2"
+    );
     assert_eq!(run(&mut c, &["ZSCORE", "q:due", "j"]), "nil");
     assert_eq!(
         run(&mut c, &["ZSCORE", "q:dead", "j"]),
@@ -551,7 +577,10 @@ fn a_nack_or_a_redrive_wakes_a_blocked_poll() {
     let srv = Server::start();
     let mut c = srv.conn();
     run(&mut c, &["DELAYQ.ADD", "n", "j", "p", "ATTEMPTS", "1"]);
-    assert_eq!(run(&mut c, &["DELAYQ.POLL", "n", "60000"]), "[j, p, 1, 1000001]");
+    assert_eq!(
+        run(&mut c, &["DELAYQ.POLL", "n", "60000"]),
+        "[j, p, 1, 1000001]"
+    );
     let w = blocked(&srv, strs(&["DELAYQ.POLL", "n", "60000", "BLOCK", "10000"]));
     wait_blocked(&mut c, 1);
     assert_eq!(run(&mut c, &["DELAYQ.NACK", "n", "j", "1000001"]), "2");
@@ -718,7 +747,10 @@ fn a_failover_keeps_leases_and_receipts() {
     let mut m = pair.master.conn();
     run(&mut m, &["DELAYQ.ADD", "f", "a", "pa"]);
     run(&mut m, &["DELAYQ.ADD", "f", "b", "pb"]);
-    assert_eq!(run(&mut m, &["DELAYQ.POLL", "f", "700"]), "[a, pa, 1, 1000001]");
+    assert_eq!(
+        run(&mut m, &["DELAYQ.POLL", "f", "700"]),
+        "[a, pa, 1, 1000001]"
+    );
     let _: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
     let Pair {
         mut master,
@@ -749,7 +781,15 @@ fn workload(c: &mut Connection) {
         vec!["DELAYQ.POLL", "w", "60000", "COUNT", "3"],
         vec!["DELAYQ.ACK", "w", "a", "1000001"],
         vec!["DELAYQ.NACK", "w", "c", "3000001"],
-        vec!["DELAYQ.NACK", "w", "d", "4000001", "BACKOFF", "1000", "5000"],
+        vec![
+            "DELAYQ.NACK",
+            "w",
+            "d",
+            "4000001",
+            "BACKOFF",
+            "1000",
+            "5000",
+        ],
         vec![
             "DELAYQ.ADD",
             "w",

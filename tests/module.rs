@@ -251,6 +251,14 @@ fn watch_is_broken_by_writes_only_not_by_refusals() {
         &queue,
         &["DELAYQ.ADD", "dq", "j", "p"]
     ));
-    assert!(exec_survives(&mut c, &queue, &["DELAYQ.POLL", "dq", "1000"]));
-    assert!(exec_survives(&mut c, &queue, &["DELAYQ.ACK", "dq", "j", "9"]));
+    assert!(exec_survives(
+        &mut c,
+        &queue,
+        &["DELAYQ.POLL", "dq", "1000"]
+    ));
+    assert!(exec_survives(
+        &mut c,
+        &queue,
+        &["DELAYQ.ACK", "dq", "j", "9"]
+    ));
 }

@@ -73,7 +73,9 @@ impl<'a> Queue<'a> {
         let mut name = NameBuf::new(b);
         let jobs = Key::open(ctx, name.with(b"jobs"), write);
         let due = Key::open(ctx, name.with(b"due"), write);
-        let dead = needs.dead.then(|| Key::open(ctx, name.with(b"dead"), write));
+        let dead = needs
+            .dead
+            .then(|| Key::open(ctx, name.with(b"dead"), write));
         let seq = needs.seq.then(|| Key::open(ctx, name.with(b"seq"), write));
         jobs.check(KeyType::Hash)?;
         due.check(KeyType::ZSet)?;
@@ -192,7 +194,9 @@ fn require_hash_tag(ctx: &Context, base: &[u8]) -> Result<(), RedisError> {
     static CLUSTER: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
     let mode = match CLUSTER.load(std::sync::atomic::Ordering::Relaxed) {
         0 => {
-            let on = ctx.get_flags().contains(redis_module::ContextFlags::CLUSTER);
+            let on = ctx
+                .get_flags()
+                .contains(redis_module::ContextFlags::CLUSTER);
             let v = if on { 2 } else { 1 };
             CLUSTER.store(v, std::sync::atomic::Ordering::Relaxed);
             v
@@ -566,7 +570,8 @@ pub fn delayq_add(ctx: &Context, c: &mut Args) -> RedisResult {
     }
     let gen = q.generations(1)?;
     q.set_generation(gen);
-    q.jobs.hput_arg(id, &Header::new(gen, attempts).format(payload));
+    q.jobs
+        .hput_arg(id, &Header::new(gen, attempts).format(payload));
     q.due.zadd_arg(id, due_at as f64);
     if old.is_some() {
         q.dead().zrem_arg(id);
@@ -869,7 +874,15 @@ pub fn delayq_redrive(ctx: &Context, c: &mut Args) -> RedisResult {
     require_hash_tag(ctx, base.as_slice())?;
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
-    let q = Queue::open(ctx, base, true, Needs { dead: true, seq: true })?;
+    let q = Queue::open(
+        ctx,
+        base,
+        true,
+        Needs {
+            dead: true,
+            seq: true,
+        },
+    )?;
     let ids: Vec<RedisString> = match one {
         Some(i) => {
             let id = &args[i];
@@ -894,7 +907,12 @@ pub fn delayq_redrive(ctx: &Context, c: &mut Args) -> RedisResult {
         let first = q.generations(ids.len() as i64)?;
         let mut buf = Vec::new();
         for (k, (id, rec)) in ids.iter().zip(&recs).enumerate() {
-            rec.store(&q, id, Header::new(first + k as i64, rec.head.max), &mut buf);
+            rec.store(
+                &q,
+                id,
+                Header::new(first + k as i64, rec.head.max),
+                &mut buf,
+            );
             q.dead().zrem_arg(id);
             q.due.zadd_arg(id, now as f64);
         }

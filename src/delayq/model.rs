@@ -211,7 +211,12 @@ mod tests {
             b"x:0:3:0:",
             b"9007199254:0:3:0:",
         ] {
-            assert_eq!(Header::parse(bad), None, "{:?}", String::from_utf8_lossy(bad));
+            assert_eq!(
+                Header::parse(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
