@@ -914,3 +914,53 @@ fn no_command_blocks_the_server_over_a_millisecond() {
         "slow DELAYQ commands: {slow}"
     );
 }
+
+#[test]
+fn info_counts_and_events_fire() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    run(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KA"]);
+    let mut sub = srv.conn();
+    let mut ps = sub.as_pubsub();
+    ps.psubscribe("__keyspace@0__:ev").unwrap();
+    let script: &[&[&str]] = &[
+        &["DELAYQ.ADD", "ev", "j", "p", "ATTEMPTS", "2"],
+        &["DELAYQ.ADD", "ev", "j", "p"],
+        &["DELAYQ.POLL", "ev", "60000"],
+        &["DELAYQ.EXTEND", "ev", "j", "1000001", "60000"],
+        &["DELAYQ.NACK", "ev", "j", "1000001"],
+        &["DELAYQ.POLL", "ev", "60000"],
+        &["DELAYQ.NACK", "ev", "j", "1000002"],
+        &["DELAYQ.REDRIVE", "ev"],
+        &["DELAYQ.POLL", "ev", "60000"],
+        &["DELAYQ.ACK", "ev", "j", "2000001"],
+    ];
+    for args in script {
+        cmd(&mut c, args).unwrap();
+    }
+    let mut events = Vec::new();
+    ps.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    while let Ok(msg) = ps.get_message() {
+        let e: String = msg.get_payload().unwrap();
+        events.push(e.trim_start_matches("hotpath.delayq.").to_string());
+        if events.len() == 9 {
+            break;
+        }
+    }
+    assert_eq!(
+        events,
+        ["add", "poll", "extend", "nack", "poll", "dead", "redrive", "poll", "ack"]
+    );
+    let info: String = redis::cmd("INFO").arg("hotpath").query(&mut c).unwrap();
+    for want in [
+        "delayq_added:1",
+        "delayq_duplicates:1",
+        "delayq_delivered:3",
+        "delayq_acked:1",
+        "delayq_nacked:2",
+        "delayq_dead:1",
+        "delayq_redriven:1",
+    ] {
+        assert!(info.contains(want), "{want}: {info}");
+    }
+}

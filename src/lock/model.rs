@@ -186,26 +186,27 @@ impl Mutex {
     pub fn parse(v: &[u8]) -> Option<Mutex> {
         // Four canonical integers, each followed by ':', then the owner.
         let mut nums = [0i64; 4];
-        let mut i = 0;
+        let mut rest = v;
         for slot in nums.iter_mut() {
-            let start = i;
-            let mut n: i64 = 0;
-            while i < v.len() && v[i].is_ascii_digit() && i - start < 16 {
-                n = n * 10 + i64::from(v[i] - b'0');
-                i += 1;
-            }
-            let digits = i - start;
-            if digits == 0 || (digits > 1 && v[start] == b'0') || n > MAX_INT {
+            let end = rest.iter().position(|&c| c == b':')?;
+            let digits = &rest[..end];
+            if digits.is_empty() || digits.len() > 16 || (digits.len() > 1 && digits[0] == b'0') {
                 return None;
             }
-            if v.get(i) != Some(&b':') {
+            let mut n: i64 = 0;
+            for &c in digits {
+                if !c.is_ascii_digit() {
+                    return None;
+                }
+                n = n * 10 + i64::from(c - b'0');
+            }
+            if n > MAX_INT {
                 return None;
             }
             *slot = n;
-            i += 1;
+            rest = &rest[end + 1..];
         }
         let [fence, count, expires, until] = nums;
-        let rest = &v[i..];
         let m = Mutex {
             fence,
             count,
