@@ -138,6 +138,12 @@ pub fn serving_with(f: &ContextFlags) -> bool {
         && !f.intersects(ContextFlags::LOADING | ContextFlags::REPLICATED)
 }
 
+/// Returns true when any client of this family waits, on any key (one
+/// atomic read: most commands only need to know that nobody waits).
+pub fn anyone_waiting<T: Waiting>() -> bool {
+    T::registry().queued.load(Ordering::Relaxed) > 0
+}
+
 /// Returns how many clients wait on `key`.
 pub fn waiting<T: Waiting>(ctx: &Context, key: &[u8]) -> usize {
     if T::registry().queued.load(Ordering::Relaxed) == 0 {

@@ -482,7 +482,10 @@ fn rearm(ctx: &Context, q: &Queue, now: i64) {
 /// the consumers waiting on the queue if the job is due, else make sure
 /// the timer fires by then.
 fn job_in_line(ctx: &Context, base: &RedisString, at: i64, now: i64) {
-    if !blocking::serving(ctx) || blocking::waiting::<PollWaiter>(ctx, base.as_slice()) == 0 {
+    if !blocking::anyone_waiting::<PollWaiter>()
+        || blocking::waiting::<PollWaiter>(ctx, base.as_slice()) == 0
+        || !blocking::serving(ctx)
+    {
         return;
     }
     let Ok(q) = Queue::open(ctx, base, true, POLL) else {

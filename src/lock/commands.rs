@@ -562,8 +562,17 @@ fn rearm(ctx: &Context, lock: &Lock, now: i64) {
     if blocking::waiting::<LockWaiter>(ctx, lock.name) == 0 {
         return;
     }
-    let at = lock.next_end().unwrap_or(now + 1).max(now + 1);
-    blocking::arm::<LockWaiter>(ctx, lock.name, at);
+    blocking::arm::<LockWaiter>(ctx, lock.name, wake_at(lock.next_end(), now));
+}
+
+/// Returns when to look at a lock again for its waiters: at its next lease
+/// end. A busy lock with no lease end can only be hand-edited state; it is
+/// looked at again each second rather than in a tight loop.
+fn wake_at(end: Option<i64>, now: i64) -> i64 {
+    match end {
+        Some(t) => t.max(now + 1),
+        None => now + 1000,
+    }
 }
 
 /// Reads the trailing `[NOW unix-ms]`.
@@ -614,11 +623,12 @@ pub fn lock_acquire(ctx: &Context, c: &mut Args) -> RedisResult {
     let args = c.all();
     let (key, owner) = (&args[1], args[2].as_slice());
     let mut lock = Lock::open(ctx, key, true)?;
-    let flags = ctx.get_flags();
-    let served = if blocking::serving_with(&flags) {
-        serve(ctx, &mut lock, now)
-    } else {
-        0
+    // The context flags are read only when someone waits or may wait.
+    let flags =
+        (blocking::anyone_waiting::<LockWaiter>() || block.is_some()).then(|| ctx.get_flags());
+    let served = match &flags {
+        Some(f) if blocking::serving_with(f) => serve(ctx, &mut lock, now),
+        _ => 0,
     };
     let req = Request {
         owner,
@@ -649,7 +659,7 @@ pub fn lock_acquire(ctx: &Context, c: &mut Args) -> RedisResult {
             Ok(RedisValue::Integer(t))
         }
         Acquired::Busy => match block {
-            Some(timeout) if blocking::can_block_with(&flags) => {
+            Some(timeout) if flags.as_ref().is_some_and(blocking::can_block_with) => {
                 COUNT_WAITS.incr();
                 let end = lock.next_end();
                 drop(lock);
@@ -660,8 +670,7 @@ pub fn lock_acquire(ctx: &Context, c: &mut Args) -> RedisResult {
                     limit,
                 };
                 blocking::block(ctx, key.as_slice(), timeout, waiter);
-                let at = end.unwrap_or(now + 1).max(now + 1);
-                blocking::arm::<LockWaiter>(ctx, key.as_slice(), at);
+                blocking::arm::<LockWaiter>(ctx, key.as_slice(), wake_at(end, now));
                 Ok(RedisValue::NoReply)
             }
             _ => {

@@ -138,10 +138,12 @@ impl Server {
                 if let Ok(info) = info {
                     let pid = self.child.as_ref().map(|c| c.id()).unwrap_or(0);
                     if info.contains(&format!("process_id:{pid}\r\n")) {
-                        // Ready means done loading the RDB/AOF too.
+                        // Ready means done loading the RDB/AOF too. The
+                        // field is matched whole: `async_loading:0` also
+                        // ends in `loading:0`.
                         let p: RedisResult<String> =
                             redis::cmd("INFO").arg("persistence").query(&mut con);
-                        if p.map(|p| p.contains("loading:0\r\n")).unwrap_or(false) {
+                        if p.map(|p| p.contains("\r\nloading:0\r\n")).unwrap_or(false) {
                             return true;
                         }
                     }
