@@ -3,11 +3,15 @@
 //! name, configs, and each family's commands and counters.
 
 pub mod args;
+pub mod argv;
+pub mod blocking;
 pub mod cluster_guard;
 pub mod config;
+pub mod delayq;
 pub mod error;
 pub mod keys;
 pub mod like;
+pub mod lock;
 pub mod luckybag;
 pub mod poll;
 pub mod rank;
@@ -34,6 +38,8 @@ pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[
     (like::COMMANDS, like::COUNTERS),
     (luckybag::COMMANDS, luckybag::COUNTERS),
     (rate::COMMANDS, rate::COUNTERS),
+    (lock::COMMANDS, lock::COUNTERS),
+    (delayq::COMMANDS, delayq::COUNTERS),
 ];
 
 #[cfg_attr(test, allow(dead_code))]

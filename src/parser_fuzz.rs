@@ -305,3 +305,87 @@ fn highscores_and_vote_lists_never_panic() {
     scores.check("highscores");
     lists.check("vote lists");
 }
+
+#[test]
+fn lock_and_delayq_states_parse_only_what_they_format() {
+    use crate::delayq::model::Header;
+    use crate::lock::model::{Hold, Mutex};
+    let mut rng = StdRng::seed_from_u64(13);
+    let (mut mutexes, mut holds, mut headers) =
+        (Tally::default(), Tally::default(), Tally::default());
+    for _ in 0..runs() {
+        let owner = ["", "a", "w:1", "\u{e9}"][rng.gen_range(0..4)];
+        let n = |rng: &mut StdRng| rng.gen_range(0..1i64 << 50);
+        let near = match rng.gen_range(0..4) {
+            0 => format!("{}:0:0:0:", n(&mut rng)),
+            1 => format!(
+                "{}:{}:{}:{}:{owner}",
+                n(&mut rng),
+                rng.gen_range(0..3),
+                n(&mut rng),
+                n(&mut rng)
+            ),
+            _ => String::new(),
+        };
+        let b = if near.is_empty() {
+            input(&mut rng)
+        } else {
+            mutate(&mut rng, near.as_bytes())
+        };
+        let m = Mutex::parse(&b);
+        if let Some(m) = &m {
+            assert_eq!(m.format().as_slice(), &b[..], "canonical only");
+        }
+        mutexes.add(m.is_some());
+
+        let near = format!(
+            "{}:{}:{}:{}",
+            n(&mut rng),
+            rng.gen_range(0..3),
+            n(&mut rng),
+            n(&mut rng)
+        );
+        let b = if rng.gen_bool(0.3) {
+            input(&mut rng)
+        } else {
+            mutate(&mut rng, near.as_bytes())
+        };
+        let h = Hold::parse(&b);
+        if let Some(h) = h {
+            assert_eq!(h.format().as_slice(), &b[..], "canonical only");
+        }
+        holds.add(h.is_some());
+
+        let near = format!(
+            "{}:{}:{}:{}:{owner}",
+            rng.gen_range(0..1i64 << 34),
+            rng.gen_range(0..4),
+            rng.gen_range(0..5),
+            rng.gen_range(0..2)
+        );
+        let b = if rng.gen_bool(0.3) {
+            input(&mut rng)
+        } else {
+            mutate(&mut rng, near.as_bytes())
+        };
+        let parsed = Header::parse(&b);
+        if let Some((head, at)) = parsed {
+            assert_eq!(head.format(&b[at..]), b, "canonical only");
+        }
+        headers.add(parsed.is_some());
+
+        // The argument fast path agrees with Redis's integers.
+        let v = n(&mut rng).to_string();
+        let b = if rng.gen_bool(0.5) {
+            input(&mut rng)
+        } else {
+            mutate(&mut rng, v.as_bytes())
+        };
+        if let Some(v) = crate::argv::quick_int(&b) {
+            assert_eq!(reference_i64(&b), Some(v), "{b:?}");
+        }
+    }
+    mutexes.check("lock mutex states");
+    holds.check("lock semaphore holds");
+    headers.check("delayq records");
+}

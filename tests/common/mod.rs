@@ -144,10 +144,12 @@ impl Server {
                 if let Ok(info) = info {
                     let pid = self.child.as_ref().map(|c| c.id()).unwrap_or(0);
                     if info.contains(&format!("process_id:{pid}\r\n")) {
-                        // Ready means done loading the RDB/AOF too.
+                        // Ready means done loading the RDB/AOF too. The
+                        // field is matched whole: `async_loading:0` also
+                        // ends in `loading:0`.
                         let p: RedisResult<String> =
                             redis::cmd("INFO").arg("persistence").query(&mut con);
-                        if p.map(|p| p.contains("loading:0\r\n")).unwrap_or(false) {
+                        if p.map(|p| p.contains("\r\nloading:0\r\n")).unwrap_or(false) {
                             return true;
                         }
                     }
@@ -272,7 +274,31 @@ impl Pair {
     /// (master digest, replica digest).
     pub fn sync_digests(&self) -> (String, String) {
         let mut m = self.master.conn();
-        let _: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+        let mut r = self.replica.conn();
+        let offset = |info: &str, field: &str| -> Option<i64> {
+            info.lines()
+                .find_map(|l| l.strip_prefix(field))
+                .and_then(|v| v.trim().parse().ok())
+        };
+        // WAIT alone can time out on a loaded machine: the replica must
+        // have acknowledged the master's whole stream, and have processed
+        // it (its own offset equal to the master's), before the digests
+        // are compared.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let acked: i64 = redis::cmd("WAIT").arg(1).arg(1000).query(&mut m).unwrap();
+            let mi: String = redis::cmd("INFO").arg("replication").query(&mut m).unwrap();
+            let ri: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
+            let mo = offset(&mi, "master_repl_offset:");
+            let ro = offset(&ri, "slave_repl_offset:");
+            if acked >= 1 && mo.is_some() && mo == ro {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "replica never caught up: master {mi}\nreplica {ri}"
+            );
+        }
         (self.master.digest(), self.replica.digest())
     }
 
