@@ -4,8 +4,11 @@ PORT ?= 6379
 SO := target/release/libhotpath.so
 SERVER ?= redis-server
 export PATH := $(HOME)/.cargo/bin:$(PATH)
+# The project's Python (scripts/deps.sh makes the venv): the benchmark, the
+# Valkey run and the tests that run examples/quickstart.py all use it.
+export HOTPATH_PYTHON := $(CURDIR)/.venv/bin/python
 
-.PHONY: help deps build run test unit integration bench lint fmt fuzz docker clean
+.PHONY: help deps build run test unit integration bench lint fmt fuzz docker fresh-debian clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -38,6 +41,9 @@ lint: deps ## clippy with warnings as errors
 
 fmt: ## format the code
 	cargo fmt
+
+fresh-debian: ## run make run + make test in a new Debian 12 chroot, as root (minutes; not in make test)
+	bash scripts/fresh-debian.sh
 
 docker: ## build the Docker image (needs a Docker engine)
 	docker build -f docker/Dockerfile -t hotpath .

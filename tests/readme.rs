@@ -73,14 +73,14 @@ fn python_example_runs() {
             "README line not in examples/quickstart.py: {line}"
         );
     }
-    let out = Command::new("python3")
+    let out = Command::new(python_bin())
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/examples/quickstart.py"
         ))
         .env("REDIS_URL", format!("redis://127.0.0.1:{}", srv.port))
         .output()
-        .expect("python3");
+        .unwrap_or_else(|e| panic!("{}: {e}", python_bin()));
     assert!(
         out.status.success(),
         "{}",

@@ -34,6 +34,20 @@ pub fn server_bin() -> String {
     std::env::var("HOTPATH_SERVER").unwrap_or_else(|_| "redis-server".into())
 }
 
+/// Returns the Python that runs the examples: `$HOTPATH_PYTHON` (the
+/// Makefile sets it to the project's venv), else `.venv/bin/python` when
+/// scripts/deps.sh has made it, else `python3`.
+pub fn python_bin() -> String {
+    if let Ok(p) = std::env::var("HOTPATH_PYTHON") {
+        return p;
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    if venv.exists() {
+        return venv.display().to_string();
+    }
+    "python3".into()
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
