@@ -36,6 +36,7 @@ fi
 log=${FRESH_DEBIAN_LOG:-/tmp/hotpath-fresh-debian.log}
 exec > >(tee "$log") 2>&1
 start=$(date +%s)
+trap 'echo "fresh-debian: FAILED (line $LINENO)" >&2' ERR
 phase_start=$start
 phase_name=""
 # Starts a named step and prints how long the previous one took.
@@ -51,12 +52,23 @@ phase() {
 # The archive mirrors the host itself uses (deb822 .sources files or the
 # one-line format); deb.debian.org when none is found.
 host_uri() {
-  local suffix=$1
-  {
-    sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources 2>/dev/null | tr ' ' '\n'
-    sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]\+\).*/\2/p' \
-      /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
-  } | grep -E "/${suffix}/?\$" | head -n1 | sed 's:/*$::'
+  local suffix=$1 f uris=()
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    uris+=($(sed -n 's/^URIs:[[:space:]]*//p' "$f"))
+  done
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    uris+=($(sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]\+\).*/\2/p' "$f"))
+  done
+  local u
+  for u in "${uris[@]}"; do
+    u=${u%/}
+    if [ "${u##*/}" = "$suffix" ]; then
+      echo "$u"
+      return
+    fi
+  done
 }
 mirror=${DEBIAN_MIRROR:-$(host_uri debian)}
 mirror=${mirror:-http://deb.debian.org/debian}
