@@ -97,6 +97,7 @@ mounted=()
 cleanup() {
   local rc=$?
   set +e
+  trap - ERR
   phase ""
   # Stop whatever still runs inside the chroot (a server left by a failed
   # step): only processes whose root directory is this chroot.
