@@ -165,6 +165,30 @@ in_chroot 'set -e; export DEBIAN_FRONTEND=noninteractive; apt-get update -qq;
   echo "installed: $(dpkg-query -W -f="\${binary:Package} " make git python3 ca-certificates)"
   echo "$(dpkg-query -W | wc -l) packages; cargo: $(command -v cargo || echo none); pip: $(command -v pip || echo none)"'
 
+# A host whose network intercepts TLS (an egress proxy) trusts the
+# proxy's CA beyond Debian's stock set; without it nothing in the chroot
+# could reach crates.io or PyPI over https. Carry those certificates over,
+# as the machine's owner would install them on the new box.
+extra_cas=$(python3 - "$root/usr/local/share/ca-certificates" <<'PY'
+import glob, os, re, sys
+pem = re.compile(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", re.S)
+bundle = "/etc/ssl/certs/ca-certificates.crt"
+if not os.path.exists(bundle):
+    sys.exit(0)
+stock = {c for f in glob.glob("/usr/share/ca-certificates/**/*.crt", recursive=True)
+         for c in pem.findall(open(f).read())}
+extra = [c for c in pem.findall(open(bundle).read()) if c not in stock]
+for i, c in enumerate(extra):
+    with open(os.path.join(sys.argv[1], f"host-{i}.crt"), "w") as f:
+        f.write(c + "\n")
+print(len(extra))
+PY
+)
+if [ "$extra_cas" != 0 ]; then
+  echo "fresh-debian: carrying $extra_cas CA certificate(s) the host trusts beyond Debian's into the chroot"
+  in_chroot 'update-ca-certificates >/dev/null'
+fi
+
 phase "cloning $branch into the chroot"
 git clone -q --bare --single-branch --branch "$branch" "$repo" "$root/srv/hotpath.git"
 in_chroot 'set -e; cd /root; git clone -q /srv/hotpath.git hotpath; git -C hotpath log -1 --format="cloned %H %s"'
