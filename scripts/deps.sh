@@ -61,6 +61,14 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}"
+  # On a machine run by systemd, installing redis-server also starts
+  # Debian's redis-server service on port 6379, the port `make run`
+  # serves on. Stop only a service this script has just installed.
+  if [[ " ${need[*]} " == *" redis-server "* ]] && [ -d /run/systemd/system ] &&
+    systemctl is-active --quiet redis-server; then
+    echo "deps: stopping and disabling the redis-server service the package just started on port 6379, which make run uses ('systemctl enable --now redis-server' brings it back)"
+    systemctl disable --now redis-server
+  fi
 fi
 
 # Debian installs cargo-web as /usr/bin/cargo; a cargo that is still

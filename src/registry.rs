@@ -65,7 +65,12 @@ macro_rules! command {
                     argv: *mut *mut redis_module::raw::RedisModuleString,
                     argc: std::os::raw::c_int,
                 ) -> std::os::raw::c_int {
-                    $crate::registry::dispatch(ctx, argv, argc, $handler, $keys)
+                    // Measured only while the latency monitor is on
+                    // (see latency.rs).
+                    let started = $crate::latency::start();
+                    let rc = $crate::registry::dispatch(ctx, argv, argc, $handler, $keys);
+                    $crate::latency::finish(started, $name);
+                    rc
                 }
                 cb
             },
