@@ -24,7 +24,7 @@ if [ "${1:-}" = --lint ]; then
   lint=1
 fi
 
-VENV=${HOTPATH_VENV:-.venv}
+VENV=.venv
 # The oldest rustc that builds Cargo.lock's crates (Cargo.toml's
 # rust-version says the same to cargo).
 RUST_MIN=$(sed -n 's/^rust-version *= *"\([0-9.]*\)".*/\1/p' Cargo.toml)
@@ -38,7 +38,9 @@ version_ge() {
 
 # libclang as bindgen looks for it, plus clang's own headers (stddef.h),
 # which bindgen needs to parse redismodule.h.
+# LIBCLANG_PATH (bindgen's own setting) is trusted as it is.
 have_libclang() {
+  [ -n "${LIBCLANG_PATH:-}" ] && return 0
   compgen -G '/usr/lib/llvm-*/lib/libclang*.so*' >/dev/null &&
     compgen -G '/usr/lib/llvm-*/lib/clang/*/include/stddef.h' >/dev/null
 }

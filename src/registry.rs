@@ -1,6 +1,6 @@
 //! Command registration: one table entry per command, a panic guard around
-//! every handler, latency events for long calls, key-specs, arity and `COMMAND DOCS`, ACL categories where
-//! the server has them.
+//! every handler, latency events for long calls, key-specs, arity and
+//! `COMMAND DOCS`, ACL categories where the server has them.
 //!
 //! Each family lists its commands with the [`command!`](crate::command)
 //! macro in a `pub const COMMANDS: &[CommandSpec]`; `lib.rs` registers the
