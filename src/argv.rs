@@ -232,6 +232,15 @@ macro_rules! borrowed_command {
                     argv: *mut *mut redis_module::raw::RedisModuleString,
                     argc: std::os::raw::c_int,
                 ) -> std::os::raw::c_int {
+                    // Measured only while the latency monitor is on (see
+                    // latency.rs).
+                    if $crate::latency::on() {
+                        let started = $crate::latency::start();
+                        // SAFETY: the arguments are the ones Redis passed.
+                        let rc = unsafe { $crate::argv::dispatch(ctx, argv, argc, $handler) };
+                        $crate::latency::finish(started, $name);
+                        return rc;
+                    }
                     // SAFETY: the arguments are the ones Redis passed.
                     unsafe { $crate::argv::dispatch(ctx, argv, argc, $handler) }
                 }

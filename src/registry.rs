@@ -1,6 +1,6 @@
 //! Command registration: one table entry per command, a panic guard around
-//! every handler, key-specs, arity and `COMMAND DOCS`, ACL categories where
-//! the server has them.
+//! every handler, latency events for long calls, key-specs, arity and
+//! `COMMAND DOCS`, ACL categories where the server has them.
 //!
 //! Each family lists its commands with the [`command!`](crate::command)
 //! macro in a `pub const COMMANDS: &[CommandSpec]`; `lib.rs` registers the
@@ -65,6 +65,14 @@ macro_rules! command {
                     argv: *mut *mut redis_module::raw::RedisModuleString,
                     argc: std::os::raw::c_int,
                 ) -> std::os::raw::c_int {
+                    // Measured only while the latency monitor is on (see
+                    // latency.rs); otherwise this costs one load and one
+                    // branch before the tail call.
+                    if $crate::latency::on() {
+                        return $crate::registry::dispatch_measured(
+                            ctx, argv, argc, $handler, $keys, $name,
+                        );
+                    }
                     $crate::registry::dispatch_guarded(ctx, argv, argc, $handler, $keys, $name)
                 }
                 cb
@@ -159,6 +167,25 @@ pub fn dispatch_guarded(
         }
     }
     dispatch(ctx, argv, argc, handler, keys)
+}
+
+/// Runs [`dispatch`] inside a latency measurement: a call that takes at
+/// least `latency-monitor-threshold` ms is reported under `name` in lower
+/// case (see latency.rs). Kept out of line, off the monitor-off path.
+#[cold]
+#[inline(never)]
+pub fn dispatch_measured(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    handler: Handler,
+    keys: Keys,
+    name: &'static str,
+) -> c_int {
+    let started = crate::latency::start();
+    let rc = dispatch_guarded(ctx, argv, argc, handler, keys, name);
+    crate::latency::finish(started, name);
+    rc
 }
 
 /// Sends a handler's reply. Integers and arrays of integers (the replies

@@ -393,7 +393,7 @@ fn rust_client_on_a_cluster() {
 }
 
 fn python() -> Command {
-    let mut c = Command::new("python3");
+    let mut c = Command::new(common::python_bin());
     c.env("PYTHONPATH", root().join("clients/python/src"));
     c.env("HOTPATH_VECTORS", root().join("docs/spread-vectors.json"));
     c
@@ -452,7 +452,7 @@ fn python_package_builds_and_imports_from_its_wheel() {
     assert!(status.success());
     // No build isolation: the build uses the setuptools and wheel already
     // installed (scripts/deps.sh), so the test needs no download.
-    let out = Command::new("python3")
+    let out = Command::new(common::python_bin())
         .args([
             "-m",
             "pip",
@@ -477,7 +477,7 @@ fn python_package_builds_and_imports_from_its_wheel() {
         .find(|p| p.extension().is_some_and(|e| e == "whl"))
         .expect("a wheel");
     // A wheel is a zip archive: importing from it needs no install.
-    let out = Command::new("python3")
+    let out = Command::new(common::python_bin())
         .env("PYTHONPATH", &wheel)
         .args([
             "-c",

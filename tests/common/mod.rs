@@ -36,7 +36,22 @@ pub fn server_bin() -> String {
     std::env::var("HOTPATH_SERVER").unwrap_or_else(|_| "redis-server".into())
 }
 
-fn free_port() -> u16 {
+/// Returns the Python that runs the examples: `$HOTPATH_PYTHON` (the
+/// Makefile sets it to the project's venv), else `.venv/bin/python` when
+/// scripts/deps.sh has made it, else `python3`.
+pub fn python_bin() -> String {
+    if let Ok(p) = std::env::var("HOTPATH_PYTHON") {
+        return p;
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    if venv.exists() {
+        return venv.display().to_string();
+    }
+    "python3".into()
+}
+
+/// Returns a port that is free right now.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -66,15 +81,31 @@ impl Server {
 
     /// Starts a server with extra server arguments and module arguments.
     pub fn start_full(extra: &[&str], module_args: &[&str]) -> Server {
-        let n = SEQ.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("hotpath-test-{}-{}", std::process::id(), n));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
         let mut extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let mut load = vec![module_path().display().to_string()];
         load.extend(module_args.iter().map(|s| s.to_string()));
         extra.push("--loadmodule".into());
         extra.extend(load);
+        Server::launch(extra)
+    }
+
+    /// Starts a server without the module (for `MODULE LOAD` tests), with
+    /// extra server arguments.
+    pub fn start_bare(extra: &[&str]) -> Server {
+        Server::launch(extra.iter().map(|s| s.to_string()).collect())
+    }
+
+    /// Returns a new, empty directory for one server.
+    pub fn new_dir() -> PathBuf {
+        let n = SEQ.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("hotpath-test-{}-{}", std::process::id(), n));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn launch(extra: Vec<String>) -> Server {
+        let dir = Server::new_dir();
         for attempt in 0..20 {
             let port = free_port();
             let mut s = Server {
