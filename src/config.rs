@@ -9,8 +9,14 @@ pub static LIKE_MAX_ID: AtomicI64 = AtomicI64::new(4_294_967_295);
 pub static LIKE_PROMOTE_AT: AtomicI64 = AtomicI64::new(LIKE_PROMOTE_AT_DEFAULT);
 /// The default of `like-promote-at`, chosen from the measured crossover.
 pub const LIKE_PROMOTE_AT_DEFAULT: i64 = 512;
-/// `like-recent`: how many recent likers LIKE keeps (0: none).
-pub static LIKE_RECENT: AtomicI64 = AtomicI64::new(10);
+/// `like-recent`: how many recent likers LIKE keeps (0, the default: LIKE
+/// keeps none, and a like pays nothing for the feature).
+pub static LIKE_RECENT: AtomicI64 = AtomicI64::new(0);
+/// `like-common-max`: the most likers (of the smaller post) one
+/// LIKE.COMMON reads, which bounds the time it blocks the server.
+pub static LIKE_COMMON_MAX: AtomicI64 = AtomicI64::new(LIKE_COMMON_MAX_DEFAULT);
+/// The default of `like-common-max`: about 2 ms of work.
+pub const LIKE_COMMON_MAX_DEFAULT: i64 = 10_000;
 /// `redpacket-max-count`: the most shares one packet may have.
 pub static REDPACKET_MAX_COUNT: AtomicI64 = AtomicI64::new(10_000);
 
