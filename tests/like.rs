@@ -658,7 +658,6 @@ fn bad_input_is_refused_with_redis_errors_and_nothing_written() {
             "abc",
             "1.5",
             "01",
-            "",
             " 1",
             "+1",
             "99999999999999999999999",
@@ -674,6 +673,19 @@ fn bad_input_is_refused_with_redis_errors_and_nothing_written() {
         );
     }
     assert_eq!(err(&mut c, &["LIKE.CHECK", "p", "1", "2", "x"]), bad_id);
+    for cmd in [
+        &["LIKE.TOGGLE", "p", ""][..],
+        &["LIKE.ADD", "p", "", "NOW", "5"],
+        &["LIKE.REM", "p", ""],
+        &["LIKE.CHECK", "p", "1", ""],
+        &["LIKE.MIGRATE", "p", ""],
+    ] {
+        assert_eq!(
+            err(&mut c, cmd),
+            "ERR like: user must not be empty",
+            "{cmd:?}"
+        );
+    }
     for cmd in ["LIKE.TOGGLE", "LIKE.ADD"] {
         assert_eq!(err(&mut c, &[cmd, "p", "1", "NOW"]), "ERR syntax error");
         assert_eq!(

@@ -91,7 +91,8 @@ fn assert_same_data(c: &mut Connection, step: usize) {
 }
 
 fn user(rng: &mut StdRng, max: u64) -> String {
-    match rng.gen_range(0..40) {
+    match rng.gen_range(0..41) {
+        40 => String::new(),
         0 => "abc".into(),
         1 => "-3".into(),
         2 => (max + 1).to_string(),

@@ -119,6 +119,7 @@ end
 if #args < 1 then return arity('like.check') end
 local list = {}
 for i, a in ipairs(args) do
+  if a == '' then return redis.error_reply('ERR like: user must not be empty') end
   list[i] = parse_user(a, MAXID)
   if list[i] == nil then
     return redis.error_reply('ERR like: user id must be an integer from 0 to ' .. fmt(MAXID))

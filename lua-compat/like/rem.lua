@@ -69,6 +69,7 @@ local CREATE_STEP, SETTLE_STEP, WALK_STEP, OBSERVE_EVERY = 8, 16, 64, 32
 
 if (OP == 'rem' and #args ~= 1) or #args < 1 then return arity(CMD) end
 local u = args[1]
+if u == '' then return redis.error_reply('ERR like: user must not be empty') end
 local uid = parse_user(u, MAX_ID)
 if uid == nil or uid > MAXID then return bad_user() end
 local now = nil

@@ -44,6 +44,15 @@ fn bad_user(max: u64) -> RedisError {
     error::family(FAMILY, &model::bad_user_message(max))
 }
 
+/// Parses an id of a read or of LIKE.MIGRATE: empty is refused as in every
+/// family, anything else that is not an id up to `max` names the range.
+fn parse_id(bytes: &[u8], max: u64) -> Result<u64, RedisError> {
+    if bytes.is_empty() {
+        return Err(error::empty_user(FAMILY));
+    }
+    model::parse_user(bytes, max).ok_or_else(|| bad_user(max))
+}
+
 /// Returns `B:bits:<range>`, the name of a range's chunk.
 fn chunk_name(base: &[u8], range: u64) -> Name {
     let mut n = derived_name(base, "bits:");
@@ -360,6 +369,9 @@ pub fn like_rem(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// Parses a user id the client sent. A replica or a replay applies ids
 /// the master accepted, whatever its own `like-max-id`.
 fn user_id(ctx: &Context, bytes: &[u8]) -> Result<u64, RedisError> {
+    if bytes.is_empty() {
+        return Err(error::empty_user(FAMILY));
+    }
     let max = max_id();
     match model::parse_user(bytes, model::MAX_ID) {
         Some(v) if v <= max => Ok(v),
@@ -1017,9 +1029,7 @@ pub fn like_migrate(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let c = Cursor::new(args, 3)?;
     let ids = c.args()[2..]
         .iter()
-        .map(|a| {
-            model::parse_user(a.as_slice(), model::MAX_ID).ok_or_else(|| bad_user(model::MAX_ID))
-        })
+        .map(|a| parse_id(a.as_slice(), model::MAX_ID))
         .collect::<Result<Vec<u64>, RedisError>>()?;
     let base = c.arg(1);
     util::require_hash_tag(ctx, FAMILY, base)?;
@@ -1234,7 +1244,7 @@ pub fn like_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let max = max_id();
     let ids = c.args()[2..]
         .iter()
-        .map(|a| model::parse_user(a.as_slice(), max).ok_or_else(|| bad_user(max)))
+        .map(|a| parse_id(a.as_slice(), max))
         .collect::<Result<Vec<u64>, RedisError>>()?;
     let base = c.arg(1);
     util::require_hash_tag(ctx, FAMILY, base)?;
