@@ -77,7 +77,14 @@ fn info_section(ctx: &InfoContext) -> RedisResult<()> {
 redis_module::redis_module! {
     name: "hotpath",
     version: 1,
-    allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+    // The module's own short-lived buffers (argument copies, replies being
+    // built) go straight to the process's malloc. Through Redis's allocator
+    // each allocation also pays zmalloc's size accounting
+    // (malloc_usable_size plus an atomic add and sub): about 900 of 5,700
+    // instructions of a LIKE.COUNT, measured with callgrind. The data itself
+    // lives in Redis's own types and is accounted as always; only transient
+    // Rust buffers stay out of `used_memory`.
+    allocator: (std::alloc::System, std::alloc::System),
     data_types: [],
     init: init,
     info: info,
