@@ -231,13 +231,14 @@ fn is_member(ctx: &Context, set: &RedisString, user: &RedisString) -> Result<boo
 fn are_members(
     ctx: &Context,
     set: &RedisString,
-    users: &[RedisString],
+    users: &[*mut raw::RedisModuleString],
 ) -> Result<Vec<bool>, RedisError> {
     let mut out = Vec::with_capacity(users.len());
+    let mut a = Vec::with_capacity(users.len().min(1000) + 1);
     for batch in users.chunks(1000) {
-        let mut a = Vec::with_capacity(batch.len() + 1);
+        a.clear();
         a.push(set.inner);
-        a.extend(batch.iter().map(|u| u.inner));
+        a.extend_from_slice(batch);
         let r = call(ctx, c"SMISMEMBER", &a)?;
         out.extend((0..r.len()).map(|i| raw::call_reply_integer(r.at(i)) == 1));
     }
@@ -582,15 +583,15 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
     if changed {
         if liked {
             LIKES.incr();
-            util::notify_arg(ctx, "hotpath.like.liked", &args[1]);
+            util::notify(ctx, "hotpath.like.liked", base);
         } else {
             UNLIKES.incr();
-            util::notify_arg(ctx, "hotpath.like.unliked", &args[1]);
+            util::notify(ctx, "hotpath.like.unliked", base);
         }
     }
     if promoted {
         PROMOTIONS.incr();
-        util::notify_arg(ctx, "hotpath.like.promoted", &args[1]);
+        util::notify(ctx, "hotpath.like.promoted", base);
     }
     let first = if op == Op::Toggle { liked } else { changed };
     // Replied here rather than through a RedisValue::Array, which would
@@ -1054,7 +1055,8 @@ pub fn like_migrate(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             RedisString::create_from_slice(ctx.ctx, itoa::Buffer::new().format(ids[w.2]).as_bytes())
         })
         .collect();
-    let members = are_members(ctx, &set_name, &users)?;
+    let ptrs: Vec<*mut raw::RedisModuleString> = users.iter().map(|u| u.inner).collect();
+    let members = are_members(ctx, &set_name, &ptrs)?;
     let mut a = vec![set_name.inner];
     let mut bits = Vec::new();
     for (j, yes) in members.into_iter().enumerate() {
@@ -1203,7 +1205,13 @@ impl<'a> Chunks<'a> {
 
 /// Answers, for each id, whether it likes the post: bits from the chunks,
 /// the rest with one `SMISMEMBER` (batched) of the Set.
-fn likes_of(ctx: &Context, base: &[u8], post: &Post, ids: &[u64]) -> Result<Vec<bool>, RedisError> {
+fn likes_of(
+    ctx: &Context,
+    base: &[u8],
+    post: &Post,
+    ids: &[u64],
+    given: Option<&[RedisString]>,
+) -> Result<Vec<bool>, RedisError> {
     let mut out = vec![false; ids.len()];
     let mut ask: Vec<usize> = Vec::new();
     let mut chunks = Chunks::new(ctx, base);
@@ -1222,15 +1230,24 @@ fn likes_of(ctx: &Context, base: &[u8], post: &Post, ids: &[u64]) -> Result<Vec<
     drop(chunks);
     if post.set_members > 0 && !ask.is_empty() {
         let set = RedisString::create_from_slice(ctx.ctx, &derived_name(base, "set"));
-        let users: Vec<RedisString> = ask
-            .iter()
-            .map(|&i| {
-                RedisString::create_from_slice(
-                    ctx.ctx,
-                    itoa::Buffer::new().format(ids[i]).as_bytes(),
-                )
-            })
-            .collect();
+        // The client's own strings when it sent the ids (canonical, so the
+        // same members), else strings made once here.
+        let made: Vec<RedisString> = match given {
+            Some(_) => Vec::new(),
+            None => ask
+                .iter()
+                .map(|&i| {
+                    RedisString::create_from_slice(
+                        ctx.ctx,
+                        itoa::Buffer::new().format(ids[i]).as_bytes(),
+                    )
+                })
+                .collect(),
+        };
+        let users: Vec<*mut raw::RedisModuleString> = match given {
+            Some(g) => ask.iter().map(|&i| g[i].inner).collect(),
+            None => made.iter().map(|u| u.inner).collect(),
+        };
         for (j, yes) in are_members(ctx, &set, &users)?.into_iter().enumerate() {
             out[ask[j]] = yes;
         }
@@ -1250,7 +1267,7 @@ pub fn like_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     util::require_hash_tag(ctx, FAMILY, base)?;
     let post = read_post(ctx, base, false)?;
     CHECKS.add(ids.len() as u64);
-    let flags = likes_of(ctx, base, &post, &ids)?;
+    let flags = likes_of(ctx, base, &post, &ids, Some(&c.args()[2..]))?;
     Ok(RedisValue::Array(
         flags
             .into_iter()
@@ -1341,7 +1358,7 @@ pub fn like_common(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             true
         });
     }
-    let flags = likes_of(ctx, qb, q, &mine)?;
+    let flags = likes_of(ctx, qb, q, &mine, None)?;
     let mut out: Vec<u64> = mine
         .into_iter()
         .zip(flags)
