@@ -414,7 +414,7 @@ local function check(n)
   redis.call('SETRANGE', INDEX, 0, table.concat(chars))
   if ti == 'none' then created(INDEX) end
   set_state('create', fmt(p[1][1]))
-  return create_step(fmt(p[1][1]))
+  return false
 end
 
 local function move_step(at)
