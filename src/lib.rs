@@ -3,16 +3,22 @@
 //! name, configs, and each family's commands and counters.
 
 pub mod args;
+pub mod argv;
+pub mod blocking;
+pub mod cluster_guard;
 pub mod config;
+pub mod delayq;
 pub mod error;
 pub mod keys;
 pub mod like;
+pub mod lock;
 pub mod luckybag;
 pub mod poll;
 pub mod rank;
 pub mod rate;
 pub mod redpacket;
 pub mod registry;
+pub mod spread;
 pub mod stats;
 pub mod util;
 
@@ -32,6 +38,8 @@ pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[
     (like::COMMANDS, like::COUNTERS),
     (luckybag::COMMANDS, luckybag::COUNTERS),
     (rate::COMMANDS, rate::COUNTERS),
+    (lock::COMMANDS, lock::COUNTERS),
+    (delayq::COMMANDS, delayq::COUNTERS),
 ];
 
 #[cfg_attr(test, allow(dead_code))]
@@ -46,6 +54,7 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         let cat = std::ffi::CString::new("hotpath").unwrap();
         unsafe { add(ctx.ctx, cat.as_ptr()) };
     }
+    cluster_guard::register(ctx);
     for (table, _) in FAMILIES {
         if let Err(e) = registry::register(ctx, table) {
             ctx.log_warning(&e);

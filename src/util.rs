@@ -127,3 +127,19 @@ pub fn replicate_with_extra(ctx: &Context, args: &[RedisString], extra: &[&[u8]]
         );
     }
 }
+
+/// Raises the keyspace event `event` (class "module") for a key the client
+/// sent, with the event name a C string constant: the crate's
+/// `notify_keyspace_event` allocates a C string for the name on each call.
+pub fn notify_static(ctx: &Context, event: &std::ffi::CStr, key: &RedisString) {
+    if let Some(notify) = unsafe { redis_module::raw::RedisModule_NotifyKeyspaceEvent } {
+        unsafe {
+            notify(
+                ctx.ctx,
+                redis_module::raw::REDISMODULE_NOTIFY_MODULE as std::os::raw::c_int,
+                event.as_ptr(),
+                key.inner,
+            )
+        };
+    }
+}

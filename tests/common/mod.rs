@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -84,6 +86,10 @@ impl Server {
             if s.spawn() {
                 return s;
             }
+            // A failed attempt leaves nothing behind: a cluster node's
+            // nodes.conf names the old port (and is locked while its
+            // process lives, which `spawn` now ends).
+            let _ = std::fs::remove_file(dir.join("nodes.conf"));
             std::thread::sleep(Duration::from_millis(20 * attempt));
         }
         panic!("could not start {}", server_bin());
@@ -138,16 +144,24 @@ impl Server {
                 if let Ok(info) = info {
                     let pid = self.child.as_ref().map(|c| c.id()).unwrap_or(0);
                     if info.contains(&format!("process_id:{pid}\r\n")) {
-                        // Ready means done loading the RDB/AOF too.
+                        // Ready means done loading the RDB/AOF too. The
+                        // field is matched whole: `async_loading:0` also
+                        // ends in `loading:0`.
                         let p: RedisResult<String> =
                             redis::cmd("INFO").arg("persistence").query(&mut con);
-                        if p.map(|p| p.contains("loading:0\r\n")).unwrap_or(false) {
+                        if p.map(|p| p.contains("\r\nloading:0\r\n")).unwrap_or(false) {
                             return true;
                         }
                     }
                 }
             }
             std::thread::sleep(Duration::from_millis(50));
+        }
+        // Not ready in time (a loaded machine): end it, so that the next
+        // attempt does not meet it on the directory or the port.
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
         }
         false
     }
@@ -160,6 +174,17 @@ impl Server {
     /// Returns a new connection.
     pub fn conn(&self) -> Connection {
         self.try_conn().expect("connect")
+    }
+
+    /// Returns a new connection, or `None` when the server does not answer.
+    pub fn conn_opt(&self) -> Option<Connection> {
+        self.try_conn().ok()
+    }
+
+    /// Returns true until [`stop`](Self::stop) (the process was started by
+    /// this harness and not stopped since).
+    pub fn running(&self) -> bool {
+        self.child.is_some()
     }
 
     /// Returns the server log (for failure messages).
@@ -249,7 +274,31 @@ impl Pair {
     /// (master digest, replica digest).
     pub fn sync_digests(&self) -> (String, String) {
         let mut m = self.master.conn();
-        let _: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+        let mut r = self.replica.conn();
+        let offset = |info: &str, field: &str| -> Option<i64> {
+            info.lines()
+                .find_map(|l| l.strip_prefix(field))
+                .and_then(|v| v.trim().parse().ok())
+        };
+        // WAIT alone can time out on a loaded machine: the replica must
+        // have acknowledged the master's whole stream, and have processed
+        // it (its own offset equal to the master's), before the digests
+        // are compared.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let acked: i64 = redis::cmd("WAIT").arg(1).arg(1000).query(&mut m).unwrap();
+            let mi: String = redis::cmd("INFO").arg("replication").query(&mut m).unwrap();
+            let ri: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
+            let mo = offset(&mi, "master_repl_offset:");
+            let ro = offset(&ri, "slave_repl_offset:");
+            if acked >= 1 && mo.is_some() && mo == ro {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "replica never caught up: master {mi}\nreplica {ri}"
+            );
+        }
         (self.master.digest(), self.replica.digest())
     }
 
