@@ -541,7 +541,7 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
             if bytes.len() == digits.len() {
                 bytes.copy_from_slice(digits);
             } else {
-                count.set_in_place(digits);
+                count.write_in_place(digits);
             }
             if created {
                 if let Some(at) = set_expiry {
