@@ -916,3 +916,77 @@ impl Key {
         out
     }
 }
+
+// ---- a string resized in place (added for LIKE: bitmap chunks are
+// created and cut back through the open key, keeping its expiry) ----
+impl Key {
+    /// Sets the string's length to `len` (zero bytes added at the end, or
+    /// the end cut off), creating the key when it is missing. The expiry
+    /// is kept.
+    pub fn truncate(&self, len: usize) {
+        if self.len() != len || !self.exists() {
+            raw::string_truncate(self.ptr, len);
+            self.touch();
+        }
+    }
+}
+
+// ---- a bounded read of a Set from its start (added for LIKE's promotion
+// check: the members `SSCAN key 0 COUNT n` returns, without a reply) ----
+impl Key {
+    /// Calls `f` with each member `SSCAN key 0 COUNT count` would return,
+    /// in the same order, and returns true when that is the whole Set (the
+    /// cursor came back to 0). It follows SSCAN's own loop: one table step
+    /// at a time until `count` members are read or `10 × count` more steps
+    /// were taken; a small Set (intset) is read whole in one step, as SSCAN
+    /// does. `RedisModule_ScanKey` builds no reply, so this costs a fraction
+    /// of `SSCAN` through `RedisModule_Call`.
+    pub fn scan_first(&self, count: usize, mut f: impl FnMut(&[u8])) -> bool {
+        struct State<'a> {
+            f: &'a mut dyn FnMut(&[u8]),
+            seen: usize,
+        }
+        unsafe extern "C" fn each(
+            _key: *mut raw::RedisModuleKey,
+            field: *mut raw::RedisModuleString,
+            _value: *mut raw::RedisModuleString,
+            privdata: *mut std::os::raw::c_void,
+        ) {
+            let st = &mut *(privdata as *mut State);
+            if field.is_null() {
+                return;
+            }
+            let mut len = 0usize;
+            let p = raw::RedisModule_StringPtrLen.unwrap()(field, &mut len);
+            if !p.is_null() {
+                (st.f)(std::slice::from_raw_parts(p as *const u8, len));
+            }
+            st.seen += 1;
+        }
+        if self.ptr.is_null() || self.kind() != KeyType::Set {
+            return true;
+        }
+        let mut st = State { f: &mut f, seen: 0 };
+        let mut steps = 0usize;
+        unsafe {
+            let cursor = raw::RedisModule_ScanCursorCreate.unwrap()();
+            let complete = loop {
+                let more = raw::RedisModule_ScanKey.unwrap()(
+                    self.ptr,
+                    cursor,
+                    Some(each),
+                    &mut st as *mut State as *mut std::os::raw::c_void,
+                ) != 0;
+                steps += 1;
+                if !more {
+                    break true;
+                }
+                if steps > count.saturating_mul(10) || st.seen >= count {
+                    break false;
+                }
+            };
+            raw::RedisModule_ScanCursorDestroy.unwrap()(cursor);
+            complete
+        }
+    }
+}

@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::cluster::Cluster;
+use common::cluster::{Cluster, ClusterOpts};
 use common::*;
 use hotpath_client::*;
 use redis::ConnectionLike;
@@ -364,16 +364,31 @@ fn exercise<C: ConnectionLike>(con: &mut C, t: &str) {
     );
 }
 
+/// The clients' LIKE tests read recent likers, which LIKE records only on
+/// request (`like-recent`, 0 by default: docs/like.md).
+const RECENT: [&str; 2] = ["--hotpath.like-recent", "10"];
+
+fn one_server() -> Server {
+    Server::start_with(&RECENT)
+}
+
+fn cluster() -> Cluster {
+    Cluster::start_opts(ClusterOpts {
+        extra: RECENT.iter().map(|s| s.to_string()).collect(),
+        ..ClusterOpts::default()
+    })
+}
+
 #[test]
 fn rust_client_on_one_server() {
-    let s = Server::start();
+    let s = one_server();
     let mut c = s.conn();
     exercise(&mut c, "one");
 }
 
 #[test]
 fn rust_client_on_a_cluster() {
-    let cl = Cluster::start();
+    let cl = cluster();
     let mut c = cl.client();
     // Keys of several tags, so that the entities land on every master.
     for t in ["a", "b", "c", "d", "e"] {
@@ -419,14 +434,14 @@ fn run_python_tests(envs: &[(&str, &str)]) {
 
 #[test]
 fn python_client_on_one_server() {
-    let s = Server::start();
+    let s = one_server();
     let url = format!("redis://127.0.0.1:{}/", s.port);
     run_python_tests(&[("HOTPATH_URL", &url)]);
 }
 
 #[test]
 fn python_client_on_a_cluster() {
-    let cl = Cluster::start();
+    let cl = cluster();
     let nodes: Vec<String> = cl
         .masters()
         .iter()

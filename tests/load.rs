@@ -85,7 +85,7 @@ const BAD: &[(&[&str], &str)] = &[
     ),
     (
         &["like-recnet", "5"],
-        "unknown load argument 'like-recnet'; the settings are like-max-id (an integer from 0 to 4294967295), like-promote-at (an integer from 1 to 100000000), like-recent (an integer from 0 to 1000), redpacket-max-count (an integer from 1 to 1000000)",
+        "unknown load argument 'like-recnet'; the settings are like-max-id (an integer from 0 to 4294967295), like-promote-at (an integer from 1 to 100000000), like-recent (an integer from 0 to 1000), redpacket-max-count (an integer from 1 to 1000000), like-common-max (an integer from 1 to 100000000)",
     ),
     (
         &["like-recent", "5", "like-recent", "6"],
@@ -154,7 +154,7 @@ fn module_list_info_and_the_load_log_line_show_the_version() {
     // The load line is at notice level ('*' in the log) and has the
     // effective configs.
     let line = format!(
-        "* <hotpath> release {}, module version {want}; configs: like-max-id=4294967295 like-promote-at=512 like-recent=5 redpacket-max-count=10000",
+        "* <hotpath> release {}, module version {want}; configs: like-max-id=4294967295 like-promote-at=512 like-recent=5 redpacket-max-count=10000 like-common-max=5000",
         env!("CARGO_PKG_VERSION")
     );
     assert!(srv.log().contains(&line), "no {line:?} in:\n{}", srv.log());
