@@ -651,3 +651,239 @@ impl Key {
         st.go
     }
 }
+
+// ---- without copies, for LUCKYBAG and REDPACKET: members and fields given
+// as the Redis strings the client sent, constant field names as C strings,
+// several fields read in one call, counters written in place ----
+
+/// The outcome flags of [`Key::zadd_arg`].
+pub mod zadd {
+    use std::os::raw::c_int;
+
+    use redis_module::raw;
+
+    /// Input: only add a new member.
+    pub const NX: c_int = raw::REDISMODULE_ZADD_NX as c_int;
+    /// Input: only update an existing member.
+    pub const XX: c_int = raw::REDISMODULE_ZADD_XX as c_int;
+    /// Output: the member was added.
+    pub const ADDED: c_int = raw::REDISMODULE_ZADD_ADDED as c_int;
+    /// Output: an existing member's score changed.
+    pub const UPDATED: c_int = raw::REDISMODULE_ZADD_UPDATED as c_int;
+}
+
+impl Key {
+    /// Returns the score of a member the client sent (no copy).
+    pub fn zscore_arg(&self, member: &RedisString) -> Option<f64> {
+        if self.kind() != KeyType::ZSet {
+            return None;
+        }
+        let mut score = 0f64;
+        let rc =
+            unsafe { raw::RedisModule_ZsetScore.unwrap()(self.ptr, member.inner, &mut score) };
+        (rc == raw::REDISMODULE_OK as c_int).then_some(score)
+    }
+
+    /// Sets a member's score with `ZADD`'s `NX`/`XX` input flags (see
+    /// [`zadd`]) and returns the output flags: [`zadd::ADDED`],
+    /// [`zadd::UPDATED`], or neither when nothing changed. `ZsetAdd` with
+    /// `NX` looks the member up once, so it is the dedup and the insert in
+    /// one step.
+    pub fn zadd_arg(&self, member: &RedisString, score: f64, flags: c_int) -> c_int {
+        let mut f: c_int = flags;
+        unsafe { raw::RedisModule_ZsetAdd.unwrap()(self.ptr, score, member.inner, &mut f) };
+        self.touch_if(f & (zadd::ADDED | zadd::UPDATED) != 0);
+        f
+    }
+
+    /// Reads several hash fields in one `HashGet` call; `None` for a
+    /// missing field (or a key that is not a hash). Takes up to 6 fields.
+    pub fn hget_fields<const N: usize>(&self, fields: [&Field; N]) -> [Option<RedisString>; N] {
+        const { assert!(N >= 1 && N <= 6) };
+        let mut out: [*mut raw::RedisModuleString; N] = [ptr::null_mut(); N];
+        if self.kind() == KeyType::Hash {
+            let get = unsafe { raw::RedisModule_HashGet.unwrap() };
+            let flags = raw::REDISMODULE_HASH_NONE as c_int;
+            let f = |i: usize| fields[i.min(N - 1)].string();
+            let o = out.as_mut_ptr();
+            let v = |i: usize| unsafe { o.add(i.min(N - 1)) };
+            let end = ptr::null::<c_char>();
+            unsafe {
+                match N {
+                    1 => get(self.ptr, flags, f(0), v(0), end),
+                    2 => get(self.ptr, flags, f(0), v(0), f(1), v(1), end),
+                    3 => get(self.ptr, flags, f(0), v(0), f(1), v(1), f(2), v(2), end),
+                    4 => get(
+                        self.ptr, flags, f(0), v(0), f(1), v(1), f(2), v(2), f(3), v(3), end,
+                    ),
+                    5 => get(
+                        self.ptr, flags, f(0), v(0), f(1), v(1), f(2), v(2), f(3), v(3), f(4),
+                        v(4), end,
+                    ),
+                    _ => get(
+                        self.ptr, flags, f(0), v(0), f(1), v(1), f(2), v(2), f(3), v(3), f(4),
+                        v(4), f(5), v(5), end,
+                    ),
+                };
+            }
+        }
+        out.map(|p| (!p.is_null()).then(|| RedisString::from_redis_module_string(self.ctx, p)))
+    }
+
+    /// Sets a hash field with a constant name.
+    pub fn hput_field(&self, field: &Field, value: &RedisString) {
+        unsafe {
+            raw::RedisModule_HashSet.unwrap()(
+                self.ptr,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.string(),
+                value.inner,
+                ptr::null::<c_char>(),
+            )
+        };
+        self.touch();
+    }
+
+    /// Sets a hash field the client sent (no copy of the field).
+    pub fn hput_arg(&self, field: &RedisString, value: &RedisString) {
+        unsafe {
+            raw::RedisModule_HashSet.unwrap()(
+                self.ptr,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.inner,
+                value.inner,
+                ptr::null::<c_char>(),
+            )
+        };
+        self.touch();
+    }
+
+    /// Deletes a hash field the client sent; returns true if it was there.
+    pub fn hdel_arg(&self, field: &RedisString) -> bool {
+        if self.kind() != KeyType::Hash {
+            return false;
+        }
+        // REDISMODULE_HASH_DELETE is the pointer value 1, not a real string.
+        #[allow(clippy::manual_dangling_ptr)]
+        let del = 1usize as *mut raw::RedisModuleString;
+        let n = unsafe {
+            raw::RedisModule_HashSet.unwrap()(
+                self.ptr,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.inner,
+                del,
+                ptr::null::<c_char>(),
+            )
+        };
+        self.touch_if(n > 0)
+    }
+
+    /// Writes an integer as the string value, in place when the key holds
+    /// a string already: unlike `StringSet`, this keeps the key's expiry
+    /// and allocates nothing once the value is a plain string. Creates the
+    /// key when missing.
+    pub fn set_i64_in_place(&self, v: i64) {
+        let mut buf = itoa::Buffer::new();
+        let digits = buf.format(v).as_bytes();
+        if self.len() != digits.len() || self.kind() != KeyType::String {
+            raw::string_truncate(self.ptr, digits.len());
+        }
+        let mut len = 0usize;
+        let p = raw::string_dma(self.ptr, &mut len, raw::KeyMode::WRITE);
+        if !p.is_null() && len == digits.len() {
+            unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) }.copy_from_slice(digits);
+        }
+        self.touch();
+    }
+
+    /// Deletes the key, freeing a large value in the background as
+    /// `UNLINK` does.
+    pub fn unlink(&self) {
+        if !self.ptr.is_null() && self.exists() {
+            unsafe { raw::RedisModule_UnlinkKey.unwrap()(self.ptr) };
+            self.touch();
+        }
+    }
+
+    /// Starts a walk over the members with scores in `[min, max]`, from the
+    /// highest (`ZREVRANGEBYSCORE` order); false when there is none. Read
+    /// with [`Key::zwalk_current`], move with [`Key::zwalk_prev`], and end
+    /// with [`Key::zwalk_stop`]. Each open key has its own walk, so several
+    /// sorted sets can be merged lazily.
+    pub fn zwalk_desc(&self, min: f64, max: f64) -> bool {
+        if self.kind() != KeyType::ZSet {
+            return false;
+        }
+        let rc =
+            unsafe { raw::RedisModule_ZsetLastInScoreRange.unwrap()(self.ptr, min, max, 0, 0) };
+        rc == raw::REDISMODULE_OK as c_int
+            && unsafe { raw::RedisModule_ZsetRangeEndReached.unwrap()(self.ptr) } == 0
+    }
+
+    /// Returns the walk's current member and score.
+    pub fn zwalk_current(&self) -> Option<(RedisString, f64)> {
+        let mut score = 0f64;
+        let e = unsafe { raw::RedisModule_ZsetRangeCurrentElement.unwrap()(self.ptr, &mut score) };
+        (!e.is_null()).then(|| (RedisString::from_redis_module_string(self.ctx, e), score))
+    }
+
+    /// Moves the walk to the next lower member; false at the end.
+    pub fn zwalk_prev(&self) -> bool {
+        unsafe {
+            raw::RedisModule_ZsetRangePrev.unwrap()(self.ptr) != 0
+                && raw::RedisModule_ZsetRangeEndReached.unwrap()(self.ptr) == 0
+        }
+    }
+
+    /// Ends a walk.
+    pub fn zwalk_stop(&self) {
+        if !self.ptr.is_null() {
+            unsafe { raw::RedisModule_ZsetRangeStop.unwrap()(self.ptr) };
+        }
+    }
+}
+
+/// A constant hash field name, made into a Redis string once and reused by
+/// every call: a field name given as a C string (`HASH_CFIELDS`) costs two
+/// allocations and two frees on every lookup. The string is created on
+/// first use, on the main thread (command handlers hold the server lock),
+/// and lives as long as the process.
+pub struct Field {
+    name: &'static std::ffi::CStr,
+    string: std::sync::atomic::AtomicPtr<raw::RedisModuleString>,
+}
+
+impl Field {
+    /// Returns the field `name` (not yet made into a Redis string).
+    pub const fn new(name: &'static std::ffi::CStr) -> Field {
+        Field {
+            name,
+            string: std::sync::atomic::AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Returns the field's name, for error messages.
+    pub fn name(&self) -> &'static str {
+        self.name.to_str().unwrap_or("?")
+    }
+
+    /// Returns the Redis string of the name, made on first use.
+    fn string(&self) -> *mut raw::RedisModuleString {
+        use std::sync::atomic::Ordering;
+        let p = self.string.load(Ordering::Relaxed);
+        if !p.is_null() {
+            return p;
+        }
+        let bytes = self.name.to_bytes();
+        // A NULL context makes a string that is never freed automatically.
+        let p = unsafe {
+            raw::RedisModule_CreateString.unwrap()(
+                ptr::null_mut(),
+                bytes.as_ptr().cast::<c_char>(),
+                bytes.len(),
+            )
+        };
+        self.string.store(p, Ordering::Relaxed);
+        p
+    }
+}
