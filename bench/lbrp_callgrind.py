@@ -11,6 +11,7 @@ phase NAME (e.g. "JOIN new"), to see where a command's instructions go.
 Needs valgrind; takes a few minutes."""
 import glob
 import os
+import random
 import re
 import subprocess
 import sys
@@ -144,25 +145,28 @@ def luckybag(c):
     c.phase("TASK", [("LUCKYBAG.TASK", "b{1}", u) for u in range(10**7, 10**7 + N)])
     c.phase("RESULT", [("LUCKYBAG.RESULT", "b{1}", u) for u in new])
     c.phase("INFO", [("LUCKYBAG.INFO", "b{1}") for _ in new])
-    # Native: the same sizes (a 100k Set, a 6k-member shard ZSet, a counter).
+    # Native: the same data as the bag's (16 shard ZSets with random scores,
+    # a 100k Set, a counter), the same random scores.
+    rnd = random.Random(7)
+    score = {u: rnd.randrange(10**6) / 1e6 for u in range(CROWD + N)}
+    cand = lambda u: f"n{{1}}:cand:{int(u) & 15}"
     c.fill(("SADD", "n{1}:joined", u) for u in range(CROWD))
-    c.fill(("ZADD", "n{1}:cand", (u % 999983) / 1e6, u) for u in range(0, CROWD, 16))
+    c.fill(("ZADD", cand(u), score[u], u) for u in range(CROWD))
     r.set("n{1}:count", CROWD)
     c.phase("SADD", [("SADD", "n{1}:joined", u) for u in new])
-    c.phase("ZADD NX", [("ZADD", "n{1}:cand", "NX", 0.5, u) for u in new])
+    c.phase("ZADD NX", [("ZADD", cand(u), "NX", score[int(u)], u) for u in new])
     c.phase("INCR", [("INCR", "n{1}:count") for _ in new])
-    c.phase("ZSCORE", [("ZSCORE", "n{1}:cand", u) for u in new])
+    c.phase("ZSCORE", [("ZSCORE", cand(u), u) for u in new])
     c.phase("HSET", [("HSET", "n{1}:stored", u, "0.500000") for u in new])
-    c.phase("ZADD -1", [("ZADD", "n{1}:cand", -1, u) for u in new])
-    c.phase("ZADD back", [("ZADD", "n{1}:cand", 0.5, u) for u in new])
+    c.phase("ZADD -1", [("ZADD", cand(u), "XX", -1, u) for u in new])
+    c.phase("ZADD back", [("ZADD", cand(u), "XX", score[int(u)], u) for u in new])
     c.phase("HDEL", [("HDEL", "n{1}:stored", u) for u in new])
-    for u in new:
-        r.srem("n{1}:joined", u)
-        r.zrem("n{1}:cand", u)
-    c.phase("seed JOIN", [("EVALSHA", seed_join, 3, "n{1}:joined", "n{1}:cand", "n{1}:count", u, 0.5)
+    c.fill(("SREM", "n{1}:joined", u) for u in new)
+    c.fill(("ZREM", cand(u), u) for u in new)
+    c.phase("seed JOIN", [("EVALSHA", seed_join, 3, "n{1}:joined", cand(u), "n{1}:count", u, score[int(u)])
                           for u in new])
-    c.phase("seed LEAVE", [("EVALSHA", seed_leave, 2, "n{1}:cand", "n{1}:stored", u) for u in new])
-    c.phase("seed ENTER", [("EVALSHA", seed_enter, 2, "n{1}:cand", "n{1}:stored", u) for u in new])
+    c.phase("seed LEAVE", [("EVALSHA", seed_leave, 2, cand(u), "n{1}:stored", u) for u in new])
+    c.phase("seed ENTER", [("EVALSHA", seed_enter, 2, cand(u), "n{1}:stored", u) for u in new])
     print("| command | module | seed-style script | native floor |")
     print("|---|---:|---:|---:|")
     row(c, "LUCKYBAG.JOIN (new)", "JOIN new", "seed JOIN", ("ZADD NX", "INCR"))

@@ -796,6 +796,19 @@ impl Key {
         self.touch();
     }
 
+    /// Pushes a Redis string at the head (`LPUSH`), e.g. to put back an
+    /// element just popped.
+    pub fn push_head_arg(&self, value: &RedisString) {
+        unsafe {
+            raw::RedisModule_ListPush.unwrap()(
+                self.ptr,
+                raw::REDISMODULE_LIST_HEAD as c_int,
+                value.inner,
+            )
+        };
+        self.touch();
+    }
+
     /// Deletes the key, freeing a large value in the background as
     /// `UNLINK` does.
     pub fn unlink(&self) {

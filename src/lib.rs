@@ -87,7 +87,7 @@ redis_module::redis_module! {
             ["like-max-id", &config::LIKE_MAX_ID, 4_294_967_295, 0, 4_294_967_295, redis_module::configuration::ConfigurationFlags::DEFAULT, None],
             ["like-promote-at", &config::LIKE_PROMOTE_AT, config::LIKE_PROMOTE_AT_DEFAULT, 1, 100_000_000, redis_module::configuration::ConfigurationFlags::DEFAULT, None],
             ["like-recent", &config::LIKE_RECENT, 10, 0, 1000, redis_module::configuration::ConfigurationFlags::DEFAULT, None],
-            ["redpacket-max-count", &config::REDPACKET_MAX_COUNT, 10_000, 1, 1_000_000, redis_module::configuration::ConfigurationFlags::DEFAULT, None],
+            ["redpacket-max-count", &config::REDPACKET_MAX_COUNT, 10_000, 1, 100_000, redis_module::configuration::ConfigurationFlags::DEFAULT, None],
         ],
         string: [],
         bool: [],

@@ -70,6 +70,7 @@ fn split_random_fills_the_pool_and_meta() {
         vec![
             ("count".into(), "10".into()),
             ("expires".into(), "0".into()),
+            ("left_cents".into(), "10000".into()),
             ("state".into(), "open".into()),
             ("total".into(), "10000".into())
         ]
@@ -488,22 +489,64 @@ fn wrong_types_are_refused_with_nothing_written() {
     assert_eq!(dump_keys(&mut c, "p*"), before);
 }
 
+/// Hand-edited data: every stored value a command reads is checked, and a
+/// value the module never writes is a clear error naming the key and the
+/// field, with nothing written (the whole dataset is compared).
 #[test]
-fn hand_edited_pools_do_not_crash() {
+fn corrupt_data_is_named_and_nothing_is_written() {
     let s = Server::start();
     let mut c = s.conn();
-    int(&mut c, &["RPUSH", "p:pool", "abc", "7"]);
-    int(&mut c, &["HSET", "p:meta", "total", "x", "state", "open"]);
+    let fresh = |c: &mut Connection| {
+        let _: () = redis::cmd("FLUSHALL").query(c).unwrap();
+        int(c, &["REDPACKET.SPLIT", "p", "100", "3", "MODE", "EQUAL"]);
+        assert_eq!(grab(c, &["p", "u0"]), ("OK".into(), 34));
+    };
+    let meta_err = |f: &str| format!("ERR redpacket: corrupt data in 'p:meta' field '{f}'");
+    // (hand edit, command, error)
+    let cases: Vec<(Vec<&str>, Vec<&str>, String)> = vec![
+        (vec!["HSET", "p:meta", "total", "x"], vec!["REDPACKET.INFO", "p"], meta_err("total")),
+        (vec!["HSET", "p:meta", "total", "-5"], vec!["REDPACKET.INFO", "p"], meta_err("total")),
+        (vec!["HSET", "p:meta", "count", "zero"], vec!["REDPACKET.INFO", "p"], meta_err("count")),
+        (vec!["HSET", "p:meta", "expires", "soon"], vec!["REDPACKET.INFO", "p"], meta_err("expires")),
+        (vec!["HSET", "p:meta", "expires", "soon"], vec!["REDPACKET.GRAB", "p", "u1"], meta_err("expires")),
+        (vec!["HSET", "p:meta", "state", "half"], vec!["REDPACKET.INFO", "p"], meta_err("state")),
+        (vec!["HSET", "p:meta", "state", "half"], vec!["REDPACKET.REFUND", "p"], meta_err("state")),
+        (vec!["HDEL", "p:meta", "left_cents"], vec!["REDPACKET.GRAB", "p", "u1"], meta_err("left_cents")),
+        (vec!["HSET", "p:meta", "left_cents", "-1"], vec!["REDPACKET.REFUND", "p"], meta_err("left_cents")),
+        (vec!["HSET", "p:meta", "left_cents", "101"], vec!["REDPACKET.INFO", "p"], meta_err("left_cents")),
+        // The running total says less is left than the next share.
+        (vec!["HSET", "p:meta", "left_cents", "5"], vec!["REDPACKET.GRAB", "p", "u1"], meta_err("left_cents")),
+        // Shares of -5, 0 or garbage are never paid out.
+        (vec!["LSET", "p:pool", "0", "-5"], vec!["REDPACKET.GRAB", "p", "u1"], "ERR redpacket: corrupt data in 'p:pool'".into()),
+        (vec!["LSET", "p:pool", "0", "0"], vec!["REDPACKET.GRAB", "p", "u1"], "ERR redpacket: corrupt data in 'p:pool'".into()),
+        (vec!["LSET", "p:pool", "0", "abc"], vec!["REDPACKET.GRAB", "p", "u1"], "ERR redpacket: corrupt data in 'p:pool'".into()),
+        (vec!["HSET", "p:grabbed", "u0", "lots"], vec!["REDPACKET.GRAB", "p", "u0"], "ERR redpacket: corrupt data in 'p:grabbed' field 'u0'".into()),
+    ];
+    for (edit, command, want) in &cases {
+        fresh(&mut c);
+        cmd(&mut c, edit).unwrap();
+        let before = dump_keys(&mut c, "*");
+        let digest = s.digest();
+        assert_eq!(err(&mut c, command), *want, "{edit:?} then {command:?}");
+        assert_eq!(dump_keys(&mut c, "*"), before, "{edit:?} then {command:?} wrote");
+        assert_eq!(s.digest(), digest, "{edit:?} then {command:?} wrote");
+    }
+    // A bad last share goes back with the pool's expiry.
+    let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    int(&mut c, &["REDPACKET.SPLIT", "p", "2", "1", "TTL", "600"]);
+    run(&mut c, &["LSET", "p:pool", "0", "-5"]);
+    let at = int(&mut c, &["PEXPIRETIME", "p:pool"]);
     assert_eq!(
-        err(&mut c, &["REDPACKET.GRAB", "p", "u"]),
-        "ERR redpacket: pool holds a share that is not an integer"
+        err(&mut c, &["REDPACKET.GRAB", "p", "u1"]),
+        "ERR redpacket: corrupt data in 'p:pool'"
     );
-    assert_eq!(grab(&mut c, &["p", "u"]), ("OK".into(), 7));
+    assert_eq!(pool(&mut c, "p"), vec![-5]);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "p:pool"]), at);
+    // Empty user ids are refused before any key is read.
     assert_eq!(
-        run(&mut c, &["REDPACKET.INFO", "p"]),
-        "[total, 0, count, 0, left_cents, 0, left_count, 0, state, open, expires, 0]"
+        err(&mut c, &["REDPACKET.GRAB", "p", ""]),
+        "ERR redpacket: user must not be empty"
     );
-    assert!(s.digest().len() == 40);
 }
 
 #[test]

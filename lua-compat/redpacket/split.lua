@@ -99,7 +99,7 @@ for s = 1, #shares, 1000 do
   redis.call('RPUSH', pool, unpack(batch))
 end
 redis.call('HSET', meta, 'total', string.format('%d', total), 'count', string.format('%d', count),
-  'state', 'open', 'expires', string.format('%d', expires))
+  'state', 'open', 'expires', string.format('%d', expires), 'left_cents', string.format('%d', total))
 if expires > 0 then
   redis.call('PEXPIREAT', pool, string.format('%d', expires))
   redis.call('PEXPIREAT', meta, string.format('%d', expires))
