@@ -998,3 +998,259 @@ fn aof_replay_and_rdb_reload_are_byte_identical() {
     assert_eq!(zall(&mut c, "b:cand:3"), before);
     assert_rdb_reload_equal(&s);
 }
+
+/// Hand-edited data: every stored value a command reads is checked; a value
+/// the module never writes is a clear error naming the key (and the field),
+/// an integer at its limit is an overflow error, and nothing is written.
+#[test]
+fn corrupt_data_is_named_and_nothing_is_written() {
+    let s = Server::start();
+    let mut c = s.conn();
+    // User 5 is pooled in shard 1 of 4, user 6 left the room (shard 2),
+    // user 3 is pending (shard 3).
+    let fresh = |c: &mut Connection| {
+        let _: () = redis::cmd("FLUSHALL").query(c).unwrap();
+        run(
+            c,
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "2", "SHARDS", "4", "POOLCAP", "3", "HIGHSCORE", "0"],
+        );
+        join(c, "b", "5");
+        join(c, "b", "6");
+        run(c, &["LUCKYBAG.JOIN", "b", "3", "TASK", "PENDING"]);
+        run(c, &["LUCKYBAG.LEAVE", "b", "6"]);
+    };
+    let meta = |f: &str| format!("ERR luckybag: corrupt data in 'b:meta' field '{f}'");
+    let count = "ERR luckybag: corrupt data in 'b:count'".to_string();
+    let cases: Vec<(Vec<&str>, Vec<&str>, String)> = vec![
+        (vec!["HSET", "b:meta", "shards", "12"], vec!["LUCKYBAG.JOIN", "b", "9"], meta("shards")),
+        (vec!["HSET", "b:meta", "shards", "x"], vec!["LUCKYBAG.TASK", "b", "3"], meta("shards")),
+        (vec!["HDEL", "b:meta", "shards"], vec!["LUCKYBAG.LEAVE", "b", "5"], meta("shards")),
+        (vec!["HSET", "b:meta", "shards", "0"], vec!["LUCKYBAG.ENTER", "b", "6"], meta("shards")),
+        (vec!["HSET", "b:meta", "shards", "-4"], vec!["LUCKYBAG.RESULT", "b", "5"], meta("shards")),
+        (vec!["HSET", "b:meta", "shards", "3"], vec!["LUCKYBAG.DRAW", "b"], meta("shards")),
+        (vec!["HSET", "b:meta", "shards", "3"], vec!["LUCKYBAG.INFO", "b"], meta("shards")),
+        (vec!["HSET", "b:meta", "state", "half"], vec!["LUCKYBAG.JOIN", "b", "9"], meta("state")),
+        (vec!["HSET", "b:meta", "state", "half"], vec!["LUCKYBAG.RESULT", "b", "5"], meta("state")),
+        (vec!["HSET", "b:meta", "state", "half"], vec!["LUCKYBAG.DRAW", "b"], meta("state")),
+        (vec!["HSET", "b:meta", "poolcap", "-1"], vec!["LUCKYBAG.JOIN", "b", "9"], meta("poolcap")),
+        (vec!["HSET", "b:meta", "poolcap", "lots"], vec!["LUCKYBAG.INFO", "b"], meta("poolcap")),
+        (vec!["HSET", "b:meta", "highscore", "2"], vec!["LUCKYBAG.JOIN", "b", "9"], meta("highscore")),
+        (vec!["HSET", "b:meta", "restore", "maybe"], vec!["LUCKYBAG.LEAVE", "b", "5"], meta("restore")),
+        (vec!["HSET", "b:meta", "restore", "YES"], vec!["LUCKYBAG.ENTER", "b", "6"], meta("restore")),
+        (vec!["HSET", "b:meta", "winners", "0"], vec!["LUCKYBAG.DRAW", "b"], meta("winners")),
+        (vec!["HSET", "b:meta", "winners", "1001"], vec!["LUCKYBAG.INFO", "b"], meta("winners")),
+        (vec!["HSET", "b:meta", "latepooled", "x"], vec!["LUCKYBAG.INFO", "b"], meta("latepooled")),
+        // User 9 is the 4th participant, past POOLCAP 3, pooled (HIGHSCORE 0).
+        (vec!["HSET", "b:meta", "latepooled", "-2"], vec!["LUCKYBAG.JOIN", "b", "9"], meta("latepooled")),
+        (
+            vec!["HSET", "b:meta", "latepooled", "9223372036854775807"],
+            vec!["LUCKYBAG.JOIN", "b", "9"],
+            "ERR luckybag: integer overflow in 'b:meta' field 'latepooled'".into(),
+        ),
+        (vec!["SET", "b:count", "x"], vec!["LUCKYBAG.JOIN", "b", "9"], count.clone()),
+        (vec!["SET", "b:count", "-3"], vec!["LUCKYBAG.JOIN", "b", "5"], count.clone()),
+        (vec!["SET", "b:count", "1.5"], vec!["LUCKYBAG.INFO", "b"], count.clone()),
+        (
+            vec!["SET", "b:count", "9223372036854775807"],
+            vec!["LUCKYBAG.JOIN", "b", "9"],
+            "ERR luckybag: integer overflow in 'b:count'".into(),
+        ),
+        (
+            vec!["HSET", "b:stored", "6", "0.99"],
+            vec!["LUCKYBAG.ENTER", "b", "6"],
+            "ERR luckybag: corrupt data in 'b:stored' field '6'".into(),
+        ),
+        (
+            vec!["HSET", "b:stored", "6", "5.000000"],
+            vec!["LUCKYBAG.ENTER", "b", "6"],
+            "ERR luckybag: corrupt data in 'b:stored' field '6'".into(),
+        ),
+    ];
+    for (edit, command, want) in &cases {
+        fresh(&mut c);
+        cmd(&mut c, edit).unwrap();
+        let before = keys(&mut c);
+        let digest = s.digest();
+        assert_eq!(err(&mut c, command), *want, "{edit:?} then {command:?}");
+        assert_eq!(keys(&mut c), before, "{edit:?} then {command:?} wrote");
+        assert_eq!(s.digest(), digest, "{edit:?} then {command:?} wrote");
+    }
+    // Every type check comes before any value check: a corrupt count and a
+    // wrong-typed shard key give WRONGTYPE.
+    fresh(&mut c);
+    run(&mut c, &["SET", "b:count", "x"]);
+    run(&mut c, &["SET", &format!("b:cand:{}", shard("9", 4)), "y"]);
+    assert_eq!(
+        err(&mut c, &["LUCKYBAG.JOIN", "b", "9"]),
+        "WRONGTYPE Operation against a key holding the wrong kind of value"
+    );
+    // And a corrupt HIGHSCORE comes after the keys' types too.
+    fresh(&mut c);
+    run(&mut c, &["HSET", "b:meta", "highscore", "x"]);
+    run(&mut c, &["DEL", "b:count"]);
+    run(&mut c, &["LPUSH", "b:count", "z"]);
+    assert_eq!(
+        err(&mut c, &["LUCKYBAG.JOIN", "b", "9"]),
+        "WRONGTYPE Operation against a key holding the wrong kind of value"
+    );
+}
+
+/// Returns `(key, PEXPIRETIME)` of every key of `pattern`, sorted.
+fn expiries(c: &mut Connection, pattern: &str) -> Vec<(String, i64)> {
+    let mut ks: Vec<String> = redis::cmd("KEYS").arg(pattern).query(c).unwrap();
+    ks.sort();
+    ks.into_iter()
+        .map(|k| {
+            let at = int(c, &["PEXPIRETIME", &k]);
+            (k, at)
+        })
+        .collect()
+}
+
+/// Asserts every key of bag `b` expires at `B:meta`'s instant.
+fn assert_one_instant(c: &mut Connection, b: &str) -> Vec<(String, i64)> {
+    let all = expiries(c, &format!("{b}:*"));
+    let at = int(c, &["PEXPIRETIME", &format!("{b}:meta")]);
+    assert!(at > 0, "{b}:meta has no expiry");
+    for (k, t) in &all {
+        assert_eq!(*t, at, "{k} expires at {t}, {b}:meta at {at}");
+    }
+    all
+}
+
+/// A workload with TTL bags: 40,000 joins (the issue saw derived keys drift
+/// 9–17 ms after that many), leaves, enters, tasks and a draw.
+fn ttl_workload(c: &mut Connection) {
+    run(
+        c,
+        &["LUCKYBAG.CREATE", "t{1}", "WINNERS", "50", "SHARDS", "16", "POOLCAP", "30000", "TTL", "3600"],
+    );
+    run(c, &["LUCKYBAG.CREATE", "u{1}", "WINNERS", "5", "SHARDS", "4", "TTL", "100"]);
+    let mut p = redis::pipe();
+    for u in 0..40_000 {
+        p.cmd("LUCKYBAG.JOIN").arg("t{1}").arg(u).ignore();
+        if u % 7 == 0 {
+            p.cmd("LUCKYBAG.JOIN").arg("u{1}").arg(u).arg("TASK").arg("PENDING").ignore();
+        }
+    }
+    let _: () = p.query(c).unwrap();
+    let mut p = redis::pipe();
+    for u in (0..40_000).step_by(13) {
+        p.cmd("LUCKYBAG.LEAVE").arg("t{1}").arg(u).ignore();
+        p.cmd("LUCKYBAG.TASK").arg("u{1}").arg(u).ignore();
+    }
+    for u in (0..40_000).step_by(26) {
+        p.cmd("LUCKYBAG.ENTER").arg("t{1}").arg(u).ignore();
+        p.cmd("LUCKYBAG.LEAVE").arg("u{1}").arg(u).ignore();
+    }
+    let _: () = p.query(c).unwrap();
+    draw(c, "t{1}");
+}
+
+#[test]
+fn every_key_expires_at_the_same_instant_on_master_replica_aof_and_rdb() {
+    let pair = Pair::start();
+    let mut aof = start_aof();
+    let mut m = pair.master.conn();
+    let mut a = aof.conn();
+    ttl_workload(&mut m);
+    ttl_workload(&mut a);
+    let _: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+    let mut r = pair.replica.conn();
+    for b in ["t{1}", "u{1}"] {
+        let on_master = assert_one_instant(&mut m, b);
+        assert_eq!(expiries(&mut r, &format!("{b}:*")), on_master, "replica of {b}");
+        assert!(on_master.len() >= 6, "{on_master:?}");
+    }
+    pair.assert_equal();
+    let before: Vec<Vec<(String, i64)>> =
+        ["t{1}", "u{1}"].iter().map(|b| assert_one_instant(&mut a, b)).collect();
+    assert_aof_restart_equal(&mut aof);
+    let mut a = aof.conn();
+    for (b, want) in ["t{1}", "u{1}"].iter().zip(&before) {
+        assert_eq!(&expiries(&mut a, &format!("{b}:*")), want, "AOF replay of {b}");
+    }
+    assert_rdb_reload_equal(&aof);
+    let mut a = aof.conn();
+    for (b, want) in ["t{1}", "u{1}"].iter().zip(&before) {
+        assert_eq!(&expiries(&mut a, &format!("{b}:*")), want, "RDB reload of {b}");
+    }
+}
+
+#[test]
+fn a_new_bag_inherits_nothing_from_an_old_one() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(&mut c, &["LUCKYBAG.CREATE", "b", "WINNERS", "1", "SHARDS", "2", "TTL", "1"]);
+    for u in 0..50 {
+        join(&mut c, "b", &u.to_string());
+    }
+    run(&mut c, &["LUCKYBAG.LEAVE", "b", "1"]);
+    assert_one_instant(&mut c, "b");
+    // Every key goes at the bag's instant: the next bag of the name starts
+    // from nothing.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(run(&mut c, &["LUCKYBAG.CREATE", "b", "WINNERS", "1", "SHARDS", "2"]), "OK");
+    assert_eq!(join(&mut c, "b", "7"), (1, 1, 1));
+    assert_eq!(run(&mut c, &["LUCKYBAG.RESULT", "b", "1"]), "ABSENT");
+    // Keys left behind by hand (B:meta deleted alone) hold the name.
+    for leftover in ["b:count", "b:cand:1", "b:stored", "b:winners"] {
+        let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+        run(&mut c, &["LUCKYBAG.CREATE", "b", "WINNERS", "1", "SHARDS", "2"]);
+        join(&mut c, "b", "1");
+        join(&mut c, "b", "2");
+        run(&mut c, &["LUCKYBAG.LEAVE", "b", "1"]);
+        assert_eq!(draw(&mut c, "b").len(), 1);
+        run(&mut c, &["DEL", "b:meta"]);
+        for k in ["b:count", "b:cand:1", "b:stored", "b:winners"] {
+            if k != leftover {
+                run(&mut c, &["DEL", k]);
+            }
+        }
+        assert_eq!(
+            err(&mut c, &["LUCKYBAG.CREATE", "b", "WINNERS", "1", "SHARDS", "2"]),
+            "ERR luckybag: bag already exists",
+            "{leftover}"
+        );
+        assert_eq!(int(&mut c, &["EXISTS", "b:meta"]), 0);
+    }
+}
+
+#[test]
+fn info_pooled_total_matches_the_pools() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(
+        &mut c,
+        &["LUCKYBAG.CREATE", "b", "WINNERS", "5", "SHARDS", "8", "POOLCAP", "300", "HIGHSCORE", "0.7"],
+    );
+    for u in 0..2000 {
+        let u = u.to_string();
+        if u.ends_with('3') {
+            run(&mut c, &["LUCKYBAG.JOIN", "b", &u, "TASK", "PENDING"]);
+        } else {
+            join(&mut c, "b", &u);
+        }
+        if u.ends_with('1') {
+            run(&mut c, &["LUCKYBAG.LEAVE", "b", &u]);
+        }
+    }
+    // Pool members of every state: a score, -1 or -2; not the capped -3.
+    let pooled: i64 = (0..8)
+        .map(|s| int(&mut c, &["ZCOUNT", &format!("b:cand:{s}"), "-2", "1"]))
+        .sum();
+    let capped: i64 = (0..8)
+        .map(|s| int(&mut c, &["ZCOUNT", &format!("b:cand:{s}"), "-3", "-3"]))
+        .sum();
+    assert_eq!(pooled + capped, 2000);
+    assert!((400..=700).contains(&(pooled - 300)), "late pooled {}", pooled - 300);
+    assert_eq!(
+        run(&mut c, &["LUCKYBAG.INFO", "b"]),
+        format!("[state, open, participants, 2000, pooled, {pooled}, winners, 5, shards, 8]")
+    );
+    assert_eq!(
+        run(&mut c, &["HGET", "b:meta", "latepooled"]),
+        (pooled - 300).to_string()
+    );
+}
+

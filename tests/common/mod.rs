@@ -141,7 +141,12 @@ impl Server {
                         // Ready means done loading the RDB/AOF too.
                         let p: RedisResult<String> =
                             redis::cmd("INFO").arg("persistence").query(&mut con);
-                        if p.map(|p| p.contains("loading:0\r\n")).unwrap_or(false) {
+                        // `loading:0` can show between the parts of a
+                        // multi-part AOF; DBSIZE is refused (LOADING) until
+                        // the whole dataset is in.
+                        let loaded = p.map(|p| p.contains("loading:0\r\n")).unwrap_or(false)
+                            && redis::cmd("DBSIZE").query::<i64>(&mut con).is_ok();
+                        if loaded {
                             return true;
                         }
                     }
