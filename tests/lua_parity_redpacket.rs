@@ -343,7 +343,8 @@ fn twins_refuse_corrupt_data_alike() {
     let twins = Twins::load(&mut c);
     let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<String>>();
     // (edit: command, suffix, args), then the command that must refuse.
-    let cases: Vec<(&str, &str, Vec<&str>, &str, Vec<&str>)> = vec![
+    type Case<'a> = (&'a str, &'a str, Vec<&'a str>, &'a str, Vec<&'a str>);
+    let cases: Vec<Case> = vec![
         ("HSET", ":meta", vec!["total", "x"], "info", vec![]),
         ("HSET", ":meta", vec!["count", "0"], "info", vec![]),
         ("HSET", ":meta", vec!["expires", "-1"], "grab", vec!["u1"]),
