@@ -679,8 +679,7 @@ impl Key {
             return None;
         }
         let mut score = 0f64;
-        let rc =
-            unsafe { raw::RedisModule_ZsetScore.unwrap()(self.ptr, member.inner, &mut score) };
+        let rc = unsafe { raw::RedisModule_ZsetScore.unwrap()(self.ptr, member.inner, &mut score) };
         (rc == raw::REDISMODULE_OK as c_int).then_some(score)
     }
 
@@ -714,15 +713,49 @@ impl Key {
                     2 => get(self.ptr, flags, f(0), v(0), f(1), v(1), end),
                     3 => get(self.ptr, flags, f(0), v(0), f(1), v(1), f(2), v(2), end),
                     4 => get(
-                        self.ptr, flags, f(0), v(0), f(1), v(1), f(2), v(2), f(3), v(3), end,
+                        self.ptr,
+                        flags,
+                        f(0),
+                        v(0),
+                        f(1),
+                        v(1),
+                        f(2),
+                        v(2),
+                        f(3),
+                        v(3),
+                        end,
                     ),
                     5 => get(
-                        self.ptr, flags, f(0), v(0), f(1), v(1), f(2), v(2), f(3), v(3), f(4),
-                        v(4), end,
+                        self.ptr,
+                        flags,
+                        f(0),
+                        v(0),
+                        f(1),
+                        v(1),
+                        f(2),
+                        v(2),
+                        f(3),
+                        v(3),
+                        f(4),
+                        v(4),
+                        end,
                     ),
                     _ => get(
-                        self.ptr, flags, f(0), v(0), f(1), v(1), f(2), v(2), f(3), v(3), f(4),
-                        v(4), f(5), v(5), end,
+                        self.ptr,
+                        flags,
+                        f(0),
+                        v(0),
+                        f(1),
+                        v(1),
+                        f(2),
+                        v(2),
+                        f(3),
+                        v(3),
+                        f(4),
+                        v(4),
+                        f(5),
+                        v(5),
+                        end,
                     ),
                 };
             }

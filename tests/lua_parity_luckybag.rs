@@ -114,7 +114,11 @@ impl Twins {
                 .query(&mut self.c)
                 .unwrap();
             for k in ks {
-                assert_eq!(int(&mut self.c, &["PEXPIRETIME", &k]), at, "{k} after {what}");
+                assert_eq!(
+                    int(&mut self.c, &["PEXPIRETIME", &k]),
+                    at,
+                    "{k} after {what}"
+                );
             }
         }
     }
@@ -310,7 +314,9 @@ fn sequence(seed: u64, steps: usize) -> HashMap<String, usize> {
         if broken.is_none() {
             t.assert_one_expiry(&format!("step {step}: {what}"));
         }
-        *seen.entry(what.split([' ', '[']).next().unwrap_or("").to_string()).or_default() += 1;
+        *seen
+            .entry(what.split([' ', '[']).next().unwrap_or("").to_string())
+            .or_default() += 1;
     }
     seen
 }
@@ -323,8 +329,13 @@ fn random_sequences_match_the_lua_twins() {
             *seen.entry(k).or_default() += n;
         }
     }
-    for kind in ["create", "join", "task", "leave", "enter", "draw", "result", "info"] {
-        assert!(seen.get(kind).copied().unwrap_or(0) >= 10, "{kind} too rare: {seen:?}");
+    for kind in [
+        "create", "join", "task", "leave", "enter", "draw", "result", "info",
+    ] {
+        assert!(
+            seen.get(kind).copied().unwrap_or(0) >= 10,
+            "{kind} too rare: {seen:?}"
+        );
     }
 }
 
@@ -344,26 +355,53 @@ fn twins_refuse_corrupt_data_alike() {
         (vec!["HSET", "state", "half"], ":meta", vec!["enter", "6"]),
         (vec!["HSET", "poolcap", "-1"], ":meta", vec!["join", "9"]),
         (vec!["HSET", "highscore", "2"], ":meta", vec!["join", "9"]),
-        (vec!["HSET", "restore", "maybe"], ":meta", vec!["leave", "5"]),
+        (
+            vec!["HSET", "restore", "maybe"],
+            ":meta",
+            vec!["leave", "5"],
+        ),
         (vec!["HSET", "winners", "0"], ":meta", vec!["draw"]),
         (vec!["HSET", "winners", "1001"], ":meta", vec!["info"]),
         (vec!["HSET", "latepooled", "x"], ":meta", vec!["info"]),
         (vec!["HSET", "latepooled", "-2"], ":meta", vec!["join", "9"]),
-        (vec!["HSET", "latepooled", "9223372036854775807"], ":meta", vec!["join", "9"]),
+        (
+            vec!["HSET", "latepooled", "9223372036854775807"],
+            ":meta",
+            vec!["join", "9"],
+        ),
         (vec!["SET", "x"], ":count", vec!["join", "9"]),
         (vec!["SET", "-3"], ":count", vec!["info"]),
-        (vec!["SET", "9223372036854775807"], ":count", vec!["join", "9"]),
+        (
+            vec!["SET", "9223372036854775807"],
+            ":count",
+            vec!["join", "9"],
+        ),
         (vec!["HSET", "6", "0.99"], ":stored", vec!["enter", "6"]),
         (vec!["HSET", "6", "5.000000"], ":stored", vec!["enter", "6"]),
     ];
     for (edit, suffix, command) in edits {
         for base in [t.m.clone(), t.l.clone()] {
-            let ks: Vec<String> = redis::cmd("KEYS").arg(format!("{base}*")).query(&mut t.c).unwrap();
+            let ks: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{base}*"))
+                .query(&mut t.c)
+                .unwrap();
             for k in ks {
                 run(&mut t.c, &["DEL", &k]);
             }
         }
-        t.both("create", &["WINNERS", "2", "SHARDS", "4", "POOLCAP", "3", "HIGHSCORE", "0"]);
+        t.both(
+            "create",
+            &[
+                "WINNERS",
+                "2",
+                "SHARDS",
+                "4",
+                "POOLCAP",
+                "3",
+                "HIGHSCORE",
+                "0",
+            ],
+        );
         t.both("join", &["5"]);
         t.sync_score("5");
         t.both("join", &["6"]);
@@ -373,7 +411,10 @@ fn twins_refuse_corrupt_data_alike() {
         t.raw_both(&edit, suffix);
         t.assert_same_data("edit");
         let reply = t.both(command[0], &command[1..]);
-        assert!(reply.starts_with("ERR<ERR luckybag: "), "{edit:?} {command:?}: {reply}");
+        assert!(
+            reply.starts_with("ERR<ERR luckybag: "),
+            "{edit:?} {command:?}: {reply}"
+        );
         t.assert_same_data(&format!("{edit:?} then {command:?}"));
     }
 }

@@ -363,19 +363,35 @@ fn twins_refuse_corrupt_data_alike() {
     for (edit, suffix, eargs, command, args) in cases {
         for side in ["m", "l"] {
             for sfx in [":meta", ":pool", ":grabbed"] {
-                let _: i64 = redis::cmd("DEL").arg(format!("{side}{{k}}{sfx}")).query(&mut c).unwrap();
+                let _: i64 = redis::cmd("DEL")
+                    .arg(format!("{side}{{k}}{sfx}"))
+                    .query(&mut c)
+                    .unwrap();
             }
         }
-        let (m, l) = twins.both(&mut c, "split", "k", &v(&["100", "3", "MODE", "EQUAL", "TTL", "600"]));
+        let (m, l) = twins.both(
+            &mut c,
+            "split",
+            "k",
+            &v(&["100", "3", "MODE", "EQUAL", "TTL", "600"]),
+        );
         assert_eq!((m.as_str(), l.as_str()), ("3", "3"));
         // Same expiry instant on both sides, so the data compares equal.
         let at = int(&mut c, &["PEXPIRETIME", "m{k}:meta"]);
         for sfx in [":meta", ":pool"] {
-            let _: i64 = redis::cmd("PEXPIREAT").arg(format!("l{{k}}{sfx}")).arg(at).query(&mut c).unwrap();
+            let _: i64 = redis::cmd("PEXPIREAT")
+                .arg(format!("l{{k}}{sfx}"))
+                .arg(at)
+                .query(&mut c)
+                .unwrap();
         }
         let (m, l) = twins.both(&mut c, "grab", "k", &v(&["u0"]));
         assert_eq!(m, l);
-        let _: i64 = redis::cmd("PEXPIREAT").arg("l{k}:grabbed").arg(at).query(&mut c).unwrap();
+        let _: i64 = redis::cmd("PEXPIREAT")
+            .arg("l{k}:grabbed")
+            .arg(at)
+            .query(&mut c)
+            .unwrap();
         for side in ["m", "l"] {
             let mut a: Vec<String> = vec![edit.into(), format!("{side}{{k}}{suffix}")];
             a.extend(eargs.iter().map(|x| x.to_string()));
@@ -385,8 +401,19 @@ fn twins_refuse_corrupt_data_alike() {
         let before = dumps(&mut c);
         assert_eq!(before.0, before.1);
         let (m, l) = twins.both(&mut c, command, "k", &v(&args));
-        assert!(m.starts_with("ERR<ERR redpacket: corrupt data in 'm{k}:"), "{edit} {eargs:?}: {m}");
-        assert_eq!(m.replace("m{k}", "l{k}"), l, "{edit} {eargs:?} then {command}");
-        assert_eq!(dumps(&mut c), before, "{edit} {eargs:?} then {command} wrote");
+        assert!(
+            m.starts_with("ERR<ERR redpacket: corrupt data in 'm{k}:"),
+            "{edit} {eargs:?}: {m}"
+        );
+        assert_eq!(
+            m.replace("m{k}", "l{k}"),
+            l,
+            "{edit} {eargs:?} then {command}"
+        );
+        assert_eq!(
+            dumps(&mut c),
+            before,
+            "{edit} {eargs:?} then {command} wrote"
+        );
     }
 }

@@ -270,10 +270,22 @@ fn bad_input_is_refused_with_nothing_written() {
             "ERR wrong number of arguments for 'luckybag.join' command",
         ),
         (&["LUCKYBAG.JOIN", "b", "u"], "ERR luckybag: no such bag"),
-        (&["LUCKYBAG.JOIN", "b", ""], "ERR luckybag: user must not be empty"),
-        (&["LUCKYBAG.TASK", "b", ""], "ERR luckybag: user must not be empty"),
-        (&["LUCKYBAG.LEAVE", "b", ""], "ERR luckybag: user must not be empty"),
-        (&["LUCKYBAG.ENTER", "b", ""], "ERR luckybag: user must not be empty"),
+        (
+            &["LUCKYBAG.JOIN", "b", ""],
+            "ERR luckybag: user must not be empty",
+        ),
+        (
+            &["LUCKYBAG.TASK", "b", ""],
+            "ERR luckybag: user must not be empty",
+        ),
+        (
+            &["LUCKYBAG.LEAVE", "b", ""],
+            "ERR luckybag: user must not be empty",
+        ),
+        (
+            &["LUCKYBAG.ENTER", "b", ""],
+            "ERR luckybag: user must not be empty",
+        ),
         (
             &["LUCKYBAG.RESULT", "b", ""],
             "ERR luckybag: user must not be empty",
@@ -616,7 +628,10 @@ fn pool_cap_admits_only_high_scores_but_counts_everyone() {
         run(&mut c, &["LUCKYBAG.JOIN", "b", "p", "TASK", "PENDING"]),
         "[1, 0, 401]"
     );
-    assert_eq!(zscore(&mut c, &format!("b:cand:{}", shard("p", 4)), "p"), Some(-3.0));
+    assert_eq!(
+        zscore(&mut c, &format!("b:cand:{}", shard("p", 4)), "p"),
+        Some(-3.0)
+    );
     assert_eq!(int(&mut c, &["LUCKYBAG.LEAVE", "b", "p"]), 0, "not pooled");
     assert_eq!(int(&mut c, &["LUCKYBAG.TASK", "b", "p"]), 0);
     assert_eq!(run(&mut c, &["LUCKYBAG.JOIN", "b", "p"]), "[0, 0, 401]");
@@ -874,7 +889,9 @@ fn concurrent_joins_count_each_user_once() {
     assert_eq!(joined, distinct);
     assert_eq!(
         run(&mut c, &["LUCKYBAG.INFO", "b"]),
-        format!("[state, open, participants, {distinct}, pooled, {distinct}, winners, 10, shards, 16]")
+        format!(
+            "[state, open, participants, {distinct}, pooled, {distinct}, winners, 10, shards, 16]"
+        )
     );
 }
 
@@ -1012,7 +1029,18 @@ fn corrupt_data_is_named_and_nothing_is_written() {
         let _: () = redis::cmd("FLUSHALL").query(c).unwrap();
         run(
             c,
-            &["LUCKYBAG.CREATE", "b", "WINNERS", "2", "SHARDS", "4", "POOLCAP", "3", "HIGHSCORE", "0"],
+            &[
+                "LUCKYBAG.CREATE",
+                "b",
+                "WINNERS",
+                "2",
+                "SHARDS",
+                "4",
+                "POOLCAP",
+                "3",
+                "HIGHSCORE",
+                "0",
+            ],
         );
         join(c, "b", "5");
         join(c, "b", "6");
@@ -1022,34 +1050,122 @@ fn corrupt_data_is_named_and_nothing_is_written() {
     let meta = |f: &str| format!("ERR luckybag: corrupt data in 'b:meta' field '{f}'");
     let count = "ERR luckybag: corrupt data in 'b:count'".to_string();
     let cases: Vec<(Vec<&str>, Vec<&str>, String)> = vec![
-        (vec!["HSET", "b:meta", "shards", "12"], vec!["LUCKYBAG.JOIN", "b", "9"], meta("shards")),
-        (vec!["HSET", "b:meta", "shards", "x"], vec!["LUCKYBAG.TASK", "b", "3"], meta("shards")),
-        (vec!["HDEL", "b:meta", "shards"], vec!["LUCKYBAG.LEAVE", "b", "5"], meta("shards")),
-        (vec!["HSET", "b:meta", "shards", "0"], vec!["LUCKYBAG.ENTER", "b", "6"], meta("shards")),
-        (vec!["HSET", "b:meta", "shards", "-4"], vec!["LUCKYBAG.RESULT", "b", "5"], meta("shards")),
-        (vec!["HSET", "b:meta", "shards", "3"], vec!["LUCKYBAG.DRAW", "b"], meta("shards")),
-        (vec!["HSET", "b:meta", "shards", "3"], vec!["LUCKYBAG.INFO", "b"], meta("shards")),
-        (vec!["HSET", "b:meta", "state", "half"], vec!["LUCKYBAG.JOIN", "b", "9"], meta("state")),
-        (vec!["HSET", "b:meta", "state", "half"], vec!["LUCKYBAG.RESULT", "b", "5"], meta("state")),
-        (vec!["HSET", "b:meta", "state", "half"], vec!["LUCKYBAG.DRAW", "b"], meta("state")),
-        (vec!["HSET", "b:meta", "poolcap", "-1"], vec!["LUCKYBAG.JOIN", "b", "9"], meta("poolcap")),
-        (vec!["HSET", "b:meta", "poolcap", "lots"], vec!["LUCKYBAG.INFO", "b"], meta("poolcap")),
-        (vec!["HSET", "b:meta", "highscore", "2"], vec!["LUCKYBAG.JOIN", "b", "9"], meta("highscore")),
-        (vec!["HSET", "b:meta", "restore", "maybe"], vec!["LUCKYBAG.LEAVE", "b", "5"], meta("restore")),
-        (vec!["HSET", "b:meta", "restore", "YES"], vec!["LUCKYBAG.ENTER", "b", "6"], meta("restore")),
-        (vec!["HSET", "b:meta", "winners", "0"], vec!["LUCKYBAG.DRAW", "b"], meta("winners")),
-        (vec!["HSET", "b:meta", "winners", "1001"], vec!["LUCKYBAG.INFO", "b"], meta("winners")),
-        (vec!["HSET", "b:meta", "latepooled", "x"], vec!["LUCKYBAG.INFO", "b"], meta("latepooled")),
+        (
+            vec!["HSET", "b:meta", "shards", "12"],
+            vec!["LUCKYBAG.JOIN", "b", "9"],
+            meta("shards"),
+        ),
+        (
+            vec!["HSET", "b:meta", "shards", "x"],
+            vec!["LUCKYBAG.TASK", "b", "3"],
+            meta("shards"),
+        ),
+        (
+            vec!["HDEL", "b:meta", "shards"],
+            vec!["LUCKYBAG.LEAVE", "b", "5"],
+            meta("shards"),
+        ),
+        (
+            vec!["HSET", "b:meta", "shards", "0"],
+            vec!["LUCKYBAG.ENTER", "b", "6"],
+            meta("shards"),
+        ),
+        (
+            vec!["HSET", "b:meta", "shards", "-4"],
+            vec!["LUCKYBAG.RESULT", "b", "5"],
+            meta("shards"),
+        ),
+        (
+            vec!["HSET", "b:meta", "shards", "3"],
+            vec!["LUCKYBAG.DRAW", "b"],
+            meta("shards"),
+        ),
+        (
+            vec!["HSET", "b:meta", "shards", "3"],
+            vec!["LUCKYBAG.INFO", "b"],
+            meta("shards"),
+        ),
+        (
+            vec!["HSET", "b:meta", "state", "half"],
+            vec!["LUCKYBAG.JOIN", "b", "9"],
+            meta("state"),
+        ),
+        (
+            vec!["HSET", "b:meta", "state", "half"],
+            vec!["LUCKYBAG.RESULT", "b", "5"],
+            meta("state"),
+        ),
+        (
+            vec!["HSET", "b:meta", "state", "half"],
+            vec!["LUCKYBAG.DRAW", "b"],
+            meta("state"),
+        ),
+        (
+            vec!["HSET", "b:meta", "poolcap", "-1"],
+            vec!["LUCKYBAG.JOIN", "b", "9"],
+            meta("poolcap"),
+        ),
+        (
+            vec!["HSET", "b:meta", "poolcap", "lots"],
+            vec!["LUCKYBAG.INFO", "b"],
+            meta("poolcap"),
+        ),
+        (
+            vec!["HSET", "b:meta", "highscore", "2"],
+            vec!["LUCKYBAG.JOIN", "b", "9"],
+            meta("highscore"),
+        ),
+        (
+            vec!["HSET", "b:meta", "restore", "maybe"],
+            vec!["LUCKYBAG.LEAVE", "b", "5"],
+            meta("restore"),
+        ),
+        (
+            vec!["HSET", "b:meta", "restore", "YES"],
+            vec!["LUCKYBAG.ENTER", "b", "6"],
+            meta("restore"),
+        ),
+        (
+            vec!["HSET", "b:meta", "winners", "0"],
+            vec!["LUCKYBAG.DRAW", "b"],
+            meta("winners"),
+        ),
+        (
+            vec!["HSET", "b:meta", "winners", "1001"],
+            vec!["LUCKYBAG.INFO", "b"],
+            meta("winners"),
+        ),
+        (
+            vec!["HSET", "b:meta", "latepooled", "x"],
+            vec!["LUCKYBAG.INFO", "b"],
+            meta("latepooled"),
+        ),
         // User 9 is the 4th participant, past POOLCAP 3, pooled (HIGHSCORE 0).
-        (vec!["HSET", "b:meta", "latepooled", "-2"], vec!["LUCKYBAG.JOIN", "b", "9"], meta("latepooled")),
+        (
+            vec!["HSET", "b:meta", "latepooled", "-2"],
+            vec!["LUCKYBAG.JOIN", "b", "9"],
+            meta("latepooled"),
+        ),
         (
             vec!["HSET", "b:meta", "latepooled", "9223372036854775807"],
             vec!["LUCKYBAG.JOIN", "b", "9"],
             "ERR luckybag: integer overflow in 'b:meta' field 'latepooled'".into(),
         ),
-        (vec!["SET", "b:count", "x"], vec!["LUCKYBAG.JOIN", "b", "9"], count.clone()),
-        (vec!["SET", "b:count", "-3"], vec!["LUCKYBAG.JOIN", "b", "5"], count.clone()),
-        (vec!["SET", "b:count", "1.5"], vec!["LUCKYBAG.INFO", "b"], count.clone()),
+        (
+            vec!["SET", "b:count", "x"],
+            vec!["LUCKYBAG.JOIN", "b", "9"],
+            count.clone(),
+        ),
+        (
+            vec!["SET", "b:count", "-3"],
+            vec!["LUCKYBAG.JOIN", "b", "5"],
+            count.clone(),
+        ),
+        (
+            vec!["SET", "b:count", "1.5"],
+            vec!["LUCKYBAG.INFO", "b"],
+            count.clone(),
+        ),
         (
             vec!["SET", "b:count", "9223372036854775807"],
             vec!["LUCKYBAG.JOIN", "b", "9"],
@@ -1123,14 +1239,42 @@ fn assert_one_instant(c: &mut Connection, b: &str) -> Vec<(String, i64)> {
 fn ttl_workload(c: &mut Connection) {
     run(
         c,
-        &["LUCKYBAG.CREATE", "t{1}", "WINNERS", "50", "SHARDS", "16", "POOLCAP", "30000", "TTL", "3600"],
+        &[
+            "LUCKYBAG.CREATE",
+            "t{1}",
+            "WINNERS",
+            "50",
+            "SHARDS",
+            "16",
+            "POOLCAP",
+            "30000",
+            "TTL",
+            "3600",
+        ],
     );
-    run(c, &["LUCKYBAG.CREATE", "u{1}", "WINNERS", "5", "SHARDS", "4", "TTL", "100"]);
+    run(
+        c,
+        &[
+            "LUCKYBAG.CREATE",
+            "u{1}",
+            "WINNERS",
+            "5",
+            "SHARDS",
+            "4",
+            "TTL",
+            "100",
+        ],
+    );
     let mut p = redis::pipe();
     for u in 0..40_000 {
         p.cmd("LUCKYBAG.JOIN").arg("t{1}").arg(u).ignore();
         if u % 7 == 0 {
-            p.cmd("LUCKYBAG.JOIN").arg("u{1}").arg(u).arg("TASK").arg("PENDING").ignore();
+            p.cmd("LUCKYBAG.JOIN")
+                .arg("u{1}")
+                .arg(u)
+                .arg("TASK")
+                .arg("PENDING")
+                .ignore();
         }
     }
     let _: () = p.query(c).unwrap();
@@ -1159,21 +1303,35 @@ fn every_key_expires_at_the_same_instant_on_master_replica_aof_and_rdb() {
     let mut r = pair.replica.conn();
     for b in ["t{1}", "u{1}"] {
         let on_master = assert_one_instant(&mut m, b);
-        assert_eq!(expiries(&mut r, &format!("{b}:*")), on_master, "replica of {b}");
+        assert_eq!(
+            expiries(&mut r, &format!("{b}:*")),
+            on_master,
+            "replica of {b}"
+        );
         assert!(on_master.len() >= 6, "{on_master:?}");
     }
     pair.assert_equal();
-    let before: Vec<Vec<(String, i64)>> =
-        ["t{1}", "u{1}"].iter().map(|b| assert_one_instant(&mut a, b)).collect();
+    let before: Vec<Vec<(String, i64)>> = ["t{1}", "u{1}"]
+        .iter()
+        .map(|b| assert_one_instant(&mut a, b))
+        .collect();
     assert_aof_restart_equal(&mut aof);
     let mut a = aof.conn();
     for (b, want) in ["t{1}", "u{1}"].iter().zip(&before) {
-        assert_eq!(&expiries(&mut a, &format!("{b}:*")), want, "AOF replay of {b}");
+        assert_eq!(
+            &expiries(&mut a, &format!("{b}:*")),
+            want,
+            "AOF replay of {b}"
+        );
     }
     assert_rdb_reload_equal(&aof);
     let mut a = aof.conn();
     for (b, want) in ["t{1}", "u{1}"].iter().zip(&before) {
-        assert_eq!(&expiries(&mut a, &format!("{b}:*")), want, "RDB reload of {b}");
+        assert_eq!(
+            &expiries(&mut a, &format!("{b}:*")),
+            want,
+            "RDB reload of {b}"
+        );
     }
 }
 
@@ -1181,7 +1339,19 @@ fn every_key_expires_at_the_same_instant_on_master_replica_aof_and_rdb() {
 fn a_new_bag_inherits_nothing_from_an_old_one() {
     let s = Server::start();
     let mut c = s.conn();
-    run(&mut c, &["LUCKYBAG.CREATE", "b", "WINNERS", "1", "SHARDS", "2", "TTL", "1"]);
+    run(
+        &mut c,
+        &[
+            "LUCKYBAG.CREATE",
+            "b",
+            "WINNERS",
+            "1",
+            "SHARDS",
+            "2",
+            "TTL",
+            "1",
+        ],
+    );
     for u in 0..50 {
         join(&mut c, "b", &u.to_string());
     }
@@ -1190,13 +1360,22 @@ fn a_new_bag_inherits_nothing_from_an_old_one() {
     // Every key goes at the bag's instant: the next bag of the name starts
     // from nothing.
     std::thread::sleep(std::time::Duration::from_millis(1100));
-    assert_eq!(run(&mut c, &["LUCKYBAG.CREATE", "b", "WINNERS", "1", "SHARDS", "2"]), "OK");
+    assert_eq!(
+        run(
+            &mut c,
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "1", "SHARDS", "2"]
+        ),
+        "OK"
+    );
     assert_eq!(join(&mut c, "b", "7"), (1, 1, 1));
     assert_eq!(run(&mut c, &["LUCKYBAG.RESULT", "b", "1"]), "ABSENT");
     // Keys left behind by hand (B:meta deleted alone) hold the name.
     for leftover in ["b:count", "b:cand:1", "b:stored", "b:winners"] {
         let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
-        run(&mut c, &["LUCKYBAG.CREATE", "b", "WINNERS", "1", "SHARDS", "2"]);
+        run(
+            &mut c,
+            &["LUCKYBAG.CREATE", "b", "WINNERS", "1", "SHARDS", "2"],
+        );
         join(&mut c, "b", "1");
         join(&mut c, "b", "2");
         run(&mut c, &["LUCKYBAG.LEAVE", "b", "1"]);
@@ -1208,7 +1387,10 @@ fn a_new_bag_inherits_nothing_from_an_old_one() {
             }
         }
         assert_eq!(
-            err(&mut c, &["LUCKYBAG.CREATE", "b", "WINNERS", "1", "SHARDS", "2"]),
+            err(
+                &mut c,
+                &["LUCKYBAG.CREATE", "b", "WINNERS", "1", "SHARDS", "2"]
+            ),
             "ERR luckybag: bag already exists",
             "{leftover}"
         );
@@ -1222,7 +1404,18 @@ fn info_pooled_total_matches_the_pools() {
     let mut c = s.conn();
     run(
         &mut c,
-        &["LUCKYBAG.CREATE", "b", "WINNERS", "5", "SHARDS", "8", "POOLCAP", "300", "HIGHSCORE", "0.7"],
+        &[
+            "LUCKYBAG.CREATE",
+            "b",
+            "WINNERS",
+            "5",
+            "SHARDS",
+            "8",
+            "POOLCAP",
+            "300",
+            "HIGHSCORE",
+            "0.7",
+        ],
     );
     for u in 0..2000 {
         let u = u.to_string();
@@ -1243,7 +1436,11 @@ fn info_pooled_total_matches_the_pools() {
         .map(|s| int(&mut c, &["ZCOUNT", &format!("b:cand:{s}"), "-3", "-3"]))
         .sum();
     assert_eq!(pooled + capped, 2000);
-    assert!((400..=700).contains(&(pooled - 300)), "late pooled {}", pooled - 300);
+    assert!(
+        (400..=700).contains(&(pooled - 300)),
+        "late pooled {}",
+        pooled - 300
+    );
     assert_eq!(
         run(&mut c, &["LUCKYBAG.INFO", "b"]),
         format!("[state, open, participants, 2000, pooled, {pooled}, winners, 5, shards, 8]")
@@ -1253,4 +1450,3 @@ fn info_pooled_total_matches_the_pools() {
         (pooled - 300).to_string()
     );
 }
-

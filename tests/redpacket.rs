@@ -504,23 +504,83 @@ fn corrupt_data_is_named_and_nothing_is_written() {
     let meta_err = |f: &str| format!("ERR redpacket: corrupt data in 'p:meta' field '{f}'");
     // (hand edit, command, error)
     let cases: Vec<(Vec<&str>, Vec<&str>, String)> = vec![
-        (vec!["HSET", "p:meta", "total", "x"], vec!["REDPACKET.INFO", "p"], meta_err("total")),
-        (vec!["HSET", "p:meta", "total", "-5"], vec!["REDPACKET.INFO", "p"], meta_err("total")),
-        (vec!["HSET", "p:meta", "count", "zero"], vec!["REDPACKET.INFO", "p"], meta_err("count")),
-        (vec!["HSET", "p:meta", "expires", "soon"], vec!["REDPACKET.INFO", "p"], meta_err("expires")),
-        (vec!["HSET", "p:meta", "expires", "soon"], vec!["REDPACKET.GRAB", "p", "u1"], meta_err("expires")),
-        (vec!["HSET", "p:meta", "state", "half"], vec!["REDPACKET.INFO", "p"], meta_err("state")),
-        (vec!["HSET", "p:meta", "state", "half"], vec!["REDPACKET.REFUND", "p"], meta_err("state")),
-        (vec!["HDEL", "p:meta", "left_cents"], vec!["REDPACKET.GRAB", "p", "u1"], meta_err("left_cents")),
-        (vec!["HSET", "p:meta", "left_cents", "-1"], vec!["REDPACKET.REFUND", "p"], meta_err("left_cents")),
-        (vec!["HSET", "p:meta", "left_cents", "101"], vec!["REDPACKET.INFO", "p"], meta_err("left_cents")),
+        (
+            vec!["HSET", "p:meta", "total", "x"],
+            vec!["REDPACKET.INFO", "p"],
+            meta_err("total"),
+        ),
+        (
+            vec!["HSET", "p:meta", "total", "-5"],
+            vec!["REDPACKET.INFO", "p"],
+            meta_err("total"),
+        ),
+        (
+            vec!["HSET", "p:meta", "count", "zero"],
+            vec!["REDPACKET.INFO", "p"],
+            meta_err("count"),
+        ),
+        (
+            vec!["HSET", "p:meta", "expires", "soon"],
+            vec!["REDPACKET.INFO", "p"],
+            meta_err("expires"),
+        ),
+        (
+            vec!["HSET", "p:meta", "expires", "soon"],
+            vec!["REDPACKET.GRAB", "p", "u1"],
+            meta_err("expires"),
+        ),
+        (
+            vec!["HSET", "p:meta", "state", "half"],
+            vec!["REDPACKET.INFO", "p"],
+            meta_err("state"),
+        ),
+        (
+            vec!["HSET", "p:meta", "state", "half"],
+            vec!["REDPACKET.REFUND", "p"],
+            meta_err("state"),
+        ),
+        (
+            vec!["HDEL", "p:meta", "left_cents"],
+            vec!["REDPACKET.GRAB", "p", "u1"],
+            meta_err("left_cents"),
+        ),
+        (
+            vec!["HSET", "p:meta", "left_cents", "-1"],
+            vec!["REDPACKET.REFUND", "p"],
+            meta_err("left_cents"),
+        ),
+        (
+            vec!["HSET", "p:meta", "left_cents", "101"],
+            vec!["REDPACKET.INFO", "p"],
+            meta_err("left_cents"),
+        ),
         // The running total says less is left than the next share.
-        (vec!["HSET", "p:meta", "left_cents", "5"], vec!["REDPACKET.GRAB", "p", "u1"], meta_err("left_cents")),
+        (
+            vec!["HSET", "p:meta", "left_cents", "5"],
+            vec!["REDPACKET.GRAB", "p", "u1"],
+            meta_err("left_cents"),
+        ),
         // Shares of -5, 0 or garbage are never paid out.
-        (vec!["LSET", "p:pool", "0", "-5"], vec!["REDPACKET.GRAB", "p", "u1"], "ERR redpacket: corrupt data in 'p:pool'".into()),
-        (vec!["LSET", "p:pool", "0", "0"], vec!["REDPACKET.GRAB", "p", "u1"], "ERR redpacket: corrupt data in 'p:pool'".into()),
-        (vec!["LSET", "p:pool", "0", "abc"], vec!["REDPACKET.GRAB", "p", "u1"], "ERR redpacket: corrupt data in 'p:pool'".into()),
-        (vec!["HSET", "p:grabbed", "u0", "lots"], vec!["REDPACKET.GRAB", "p", "u0"], "ERR redpacket: corrupt data in 'p:grabbed' field 'u0'".into()),
+        (
+            vec!["LSET", "p:pool", "0", "-5"],
+            vec!["REDPACKET.GRAB", "p", "u1"],
+            "ERR redpacket: corrupt data in 'p:pool'".into(),
+        ),
+        (
+            vec!["LSET", "p:pool", "0", "0"],
+            vec!["REDPACKET.GRAB", "p", "u1"],
+            "ERR redpacket: corrupt data in 'p:pool'".into(),
+        ),
+        (
+            vec!["LSET", "p:pool", "0", "abc"],
+            vec!["REDPACKET.GRAB", "p", "u1"],
+            "ERR redpacket: corrupt data in 'p:pool'".into(),
+        ),
+        (
+            vec!["HSET", "p:grabbed", "u0", "lots"],
+            vec!["REDPACKET.GRAB", "p", "u0"],
+            "ERR redpacket: corrupt data in 'p:grabbed' field 'u0'".into(),
+        ),
     ];
     for (edit, command, want) in &cases {
         fresh(&mut c);
@@ -528,7 +588,11 @@ fn corrupt_data_is_named_and_nothing_is_written() {
         let before = dump_keys(&mut c, "*");
         let digest = s.digest();
         assert_eq!(err(&mut c, command), *want, "{edit:?} then {command:?}");
-        assert_eq!(dump_keys(&mut c, "*"), before, "{edit:?} then {command:?} wrote");
+        assert_eq!(
+            dump_keys(&mut c, "*"),
+            before,
+            "{edit:?} then {command:?} wrote"
+        );
         assert_eq!(s.digest(), digest, "{edit:?} then {command:?} wrote");
     }
     // A bad last share goes back with the pool's expiry.

@@ -21,9 +21,7 @@ use std::ffi::CStr;
 use std::os::raw::c_int;
 
 use rand::thread_rng;
-use redis_module::{
-    raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue,
-};
+use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::args::Cursor;
 use crate::error;
@@ -96,13 +94,7 @@ fn meta_value<T>(
 ) -> Result<T, RedisError> {
     v.as_ref()
         .and_then(|v| parse(v.as_slice()))
-        .ok_or_else(|| {
-            error::corrupt(
-                FAMILY,
-                &derived_name(base, "meta"),
-                Some(name.name()),
-            )
-        })
+        .ok_or_else(|| error::corrupt(FAMILY, &derived_name(base, "meta"), Some(name.name())))
 }
 
 /// Reads the two `B:meta` values that decide which keys a write touches:
@@ -284,7 +276,11 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let shards = scope(base, &shards, &state)?;
 
     // Every type check before any other value check.
-    let cand = Key::open(ctx, &cand_name(base, model::shard_of(user.as_slice(), shards)), true);
+    let cand = Key::open(
+        ctx,
+        &cand_name(base, model::shard_of(user.as_slice(), shards)),
+        true,
+    );
     let cand_existed = cand.check(KeyType::ZSet)?;
     let count_name = derived_name(base, "count");
     let count = Key::open(ctx, &count_name, true);
@@ -416,7 +412,11 @@ pub fn luckybag_leave(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let meta = open_meta(ctx, base, true)?;
     let [shards, state, restore] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_RESTORE]);
     let shards = scope(base, &shards, &state)?;
-    let cand = Key::open(ctx, &cand_name(base, model::shard_of(user.as_slice(), shards)), true);
+    let cand = Key::open(
+        ctx,
+        &cand_name(base, model::shard_of(user.as_slice(), shards)),
+        true,
+    );
     cand.check(KeyType::ZSet)?;
     let stored = Key::derived(ctx, base, "stored", true);
     let stored_existed = stored.check(KeyType::Hash)?;
@@ -448,7 +448,11 @@ pub fn luckybag_enter(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let meta = open_meta(ctx, base, true)?;
     let [shards, state, restore] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_RESTORE]);
     let shards = scope(base, &shards, &state)?;
-    let cand = Key::open(ctx, &cand_name(base, model::shard_of(user.as_slice(), shards)), true);
+    let cand = Key::open(
+        ctx,
+        &cand_name(base, model::shard_of(user.as_slice(), shards)),
+        true,
+    );
     cand.check(KeyType::ZSet)?;
     let stored_name = derived_name(base, "stored");
     let stored = Key::open(ctx, &stored_name, true);
@@ -589,7 +593,11 @@ pub fn luckybag_result(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     let [shards, state] = meta.hget_fields([&F_SHARDS, &F_STATE]);
     let shards = meta_value(base, &F_SHARDS, &shards, parse::shards)?;
-    let cand = Key::open(ctx, &cand_name(base, model::shard_of(user.as_slice(), shards)), false);
+    let cand = Key::open(
+        ctx,
+        &cand_name(base, model::shard_of(user.as_slice(), shards)),
+        false,
+    );
     cand.check(KeyType::ZSet)?;
     let winners = Key::derived(ctx, base, "winners", false);
     winners.check(KeyType::ZSet)?;

@@ -257,9 +257,8 @@ pub mod parse {
         let digits = v.strip_prefix(b"-").unwrap_or(v);
         let dot = digits.iter().position(|&c| c == b'.')?;
         let (int, frac) = (&digits[..dot], &digits[dot + 1..]);
-        let plain = !int.is_empty()
-            && frac.len() == 6
-            && int.iter().chain(frac).all(u8::is_ascii_digit);
+        let plain =
+            !int.is_empty() && frac.len() == 6 && int.iter().chain(frac).all(u8::is_ascii_digit);
         if !plain {
             return None;
         }
@@ -565,7 +564,12 @@ mod tests {
             drawn: true,
         };
         let f = r.fields();
-        let get = |k: &str| f.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()).unwrap();
+        let get = |k: &str| {
+            f.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.clone())
+                .unwrap()
+        };
         assert_eq!(parse::winners(&get(field::WINNERS)), Some(3));
         assert_eq!(parse::shards(&get(field::SHARDS)), Some(64));
         assert_eq!(parse::non_negative(&get(field::POOLCAP)), Some(10));
@@ -682,7 +686,9 @@ mod tests {
                     0 => PENDING_SCORE,
                     1 => AWAY_SCORE,
                     2 => CAPPED_SCORE,
-                    _ if skew && s == 0 => score_of(SCALE - 1 - rng.gen_range(0..distinct.min(1000))),
+                    _ if skew && s == 0 => {
+                        score_of(SCALE - 1 - rng.gen_range(0..distinct.min(1000)))
+                    }
                     _ => score_of(rng.gen_range(0..distinct)),
                 };
                 pools[s].push((id.clone(), score));
@@ -690,7 +696,11 @@ mod tests {
             }
             let n = rng.gen_range(1..80);
             let (got, read) = lazy_top(&pools, n);
-            assert_eq!(got, brute_top(&all, n), "round {round}: shards {shards}, n {n}");
+            assert_eq!(
+                got,
+                brute_top(&all, n),
+                "round {round}: shards {shards}, n {n}"
+            );
             assert!(read <= n + shards as usize, "read {read} for n {n}");
         }
     }

@@ -95,9 +95,9 @@ impl Packet {
         if !self.has_meta {
             return Ok(None);
         }
-        let [total, count, state, expires, left] =
-            self.meta
-                .hget_fields([&F_TOTAL, &F_COUNT, &F_STATE, &F_EXPIRES, &F_LEFT]);
+        let [total, count, state, expires, left] = self
+            .meta
+            .hget_fields([&F_TOTAL, &F_COUNT, &F_STATE, &F_EXPIRES, &F_LEFT]);
         let total = meta_value(base, &F_TOTAL, &total, model::parse::total)?;
         let count = meta_value(base, &F_COUNT, &count, model::parse::count)?;
         let refunded = meta_value(base, &F_STATE, &state, model::parse::refunded)?;
@@ -476,7 +476,10 @@ pub fn redpacket_refund(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let left = meta_value(&base, &F_LEFT, &left, model::parse::cents)?;
     packet.pool.unlink();
-    packet.meta.hput_field(&F_STATE, &RedisString::create_from_slice(ctx.ctx, model::STATE_CLOSED.as_bytes()));
+    packet.meta.hput_field(
+        &F_STATE,
+        &RedisString::create_from_slice(ctx.ctx, model::STATE_CLOSED.as_bytes()),
+    );
     packet.meta.hput_field(&F_LEFT, &int_string(ctx, 0));
     drop(packet);
     ctx.replicate_verbatim();
