@@ -347,8 +347,8 @@ fn twins_refuse_corrupt_data_alike() {
     let cases: Vec<Case> = vec![
         ("HSET", ":meta", vec!["total", "x"], "info", vec![]),
         ("HSET", ":meta", vec!["count", "0"], "info", vec![]),
-        ("HSET", ":meta", vec!["expires", "-1"], "grab", vec!["u1"]),
         ("HSET", ":meta", vec!["expires", "soon"], "info", vec![]),
+        ("HSET", ":meta", vec!["expires", "-1"], "grab", vec!["u1"]),
         ("HSET", ":meta", vec!["state", "half"], "refund", vec![]),
         ("HSET", ":meta", vec!["left_cents", "x"], "refund", vec![]),
         ("HDEL", ":meta", vec!["left_cents"], "grab", vec!["u1"]),
@@ -373,7 +373,16 @@ fn twins_refuse_corrupt_data_alike() {
             &mut c,
             "split",
             "k",
-            &v(&["100", "3", "MODE", "EQUAL", "TTL", "600"]),
+            &v(&[
+                "100",
+                "3",
+                "MODE",
+                "EQUAL",
+                "TTL",
+                "600",
+                "NOW",
+                &now_ms().to_string(),
+            ]),
         );
         assert_eq!((m.as_str(), l.as_str()), ("3", "3"));
         // Same expiry instant on both sides, so the data compares equal.

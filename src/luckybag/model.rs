@@ -58,7 +58,7 @@ pub fn err_winners() -> String {
 /// of the 32-bit FNV-1a hash of the id's bytes. `shards` is a power of two.
 pub fn shard_of(user: &[u8], shards: u64) -> u64 {
     let mask = shards.saturating_sub(1);
-    match crate::args::parse_i64_plain(user) {
+    match crate::args::parse_i64_fast(user) {
         Some(id) => (id as u64) & mask,
         None => u64::from(fnv1a32(user)) & mask,
     }
@@ -207,19 +207,19 @@ pub mod parse {
 
     /// `winners`: an integer in `1 ..= MAX_WINNERS`.
     pub fn winners(v: &[u8]) -> Option<i64> {
-        crate::args::parse_i64_plain(v).filter(|w| (1..=MAX_WINNERS).contains(w))
+        crate::args::parse_i64_fast(v).filter(|w| (1..=MAX_WINNERS).contains(w))
     }
 
     /// `shards`: a power of two in `1 ..= 1024`.
     pub fn shards(v: &[u8]) -> Option<u64> {
-        crate::args::parse_i64_plain(v)
+        crate::args::parse_i64_fast(v)
             .filter(|&s| valid_shards(s))
             .map(|s| s as u64)
     }
 
     /// `poolcap` and `latepooled`: a non-negative integer.
     pub fn non_negative(v: &[u8]) -> Option<i64> {
-        crate::args::parse_i64_plain(v).filter(|&c| c >= 0)
+        crate::args::parse_i64_fast(v).filter(|&c| c >= 0)
     }
 
     /// `highscore`: a plain decimal in `[0, 1]`.

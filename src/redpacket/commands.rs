@@ -4,8 +4,8 @@
 use std::os::raw::c_longlong;
 
 use redis_module::{
-    raw, CallOptionsBuilder, CallResult, Context, ContextFlags, NotifyEvent, RedisError,
-    RedisResult, RedisString, RedisValue,
+    raw, CallOptionsBuilder, CallResult, Context, ContextFlags, RedisError, RedisResult,
+    RedisString, RedisValue,
 };
 
 use super::model::{self, Grab, Meta, Mode};
@@ -296,21 +296,22 @@ pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             return reply_grab(ctx, Grab::Already(cents));
         }
     }
-    // REFUND empties the pool, so a packet that still has shares was not
-    // refunded: `state` is read only once the pool is empty.
-    let (expires, left, state) = if packet.has_pool {
+    // `expires` is the field, not the keys' expiry: keys made persistent
+    // (to refund after the packet closed) must not reopen it. REFUND empties
+    // the pool, so a packet that still has shares was not refunded: `state`
+    // is read only once the pool is empty.
+    let (expires, left, refunded) = if packet.has_pool {
         let [e, l] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT]);
-        (e, l, None)
+        (e, l, false)
     } else {
         let [e, l, st] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT, &F_STATE]);
-        (e, l, st)
+        (
+            e,
+            l,
+            meta_value(base, &F_STATE, &st, model::parse::refunded)?,
+        )
     };
     let expires = meta_value(base, &F_EXPIRES, &expires, model::parse::expires)?;
-    let refunded = match &state {
-        Some(_) => meta_value(base, &F_STATE, &state, model::parse::refunded)?,
-        None if packet.has_pool => false,
-        None => return Err(corrupt_meta(base, &F_STATE)),
-    };
     // A grab that reaches a replica or the AOF was decided open by the
     // master (only won shares are propagated), so there it must not consult
     // the local clock, which may be past `expires` by then: the command is
@@ -373,7 +374,15 @@ pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     packet.meta.hput_field(&F_LEFT, &int_string(ctx, rest));
     drop(packet);
     ctx.replicate_verbatim();
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, "hotpath.redpacket.grab", &base_arg);
+    // No allocation for the event's name: this runs on every share won.
+    unsafe {
+        raw::RedisModule_NotifyKeyspaceEvent.unwrap()(
+            ctx.ctx,
+            raw::REDISMODULE_NOTIFY_MODULE as std::os::raw::c_int,
+            c"hotpath.redpacket.grab".as_ptr(),
+            base_arg.inner,
+        )
+    };
     COUNT_GRABBED.incr();
     reply_grab(ctx, Grab::Won(cents))
 }

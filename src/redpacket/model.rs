@@ -148,7 +148,7 @@ pub mod parse {
     use super::*;
 
     fn int(v: &[u8]) -> Option<i64> {
-        crate::args::parse_i64_plain(v)
+        crate::args::parse_i64_fast(v)
     }
 
     /// `total`: 1 to 2^53 − 1 cents.
