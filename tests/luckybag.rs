@@ -1450,3 +1450,179 @@ fn info_pooled_total_matches_the_pools() {
         (pooled - 300).to_string()
     );
 }
+
+/// Returns the slow-log entries (over the 1 ms threshold set by the caller)
+/// of commands whose name starts with `prefix`, as "duration command".
+fn stalls(c: &mut Connection, prefix: &str) -> Vec<String> {
+    let entries: Vec<Value> = redis::cmd("SLOWLOG").arg("GET").arg(1000).query(c).unwrap();
+    let mut out = Vec::new();
+    for e in entries {
+        if let Value::Array(f) = e {
+            let us = match &f[2] {
+                Value::Int(i) => *i,
+                _ => 0,
+            };
+            let args: Vec<String> = match &f[3] {
+                Value::Array(a) => a.iter().map(|v| show(&Ok(v.clone()))).collect(),
+                _ => vec![],
+            };
+            if args
+                .first()
+                .is_some_and(|n| n.to_uppercase().starts_with(prefix))
+            {
+                out.push(format!("{us} µs {}", args.join(" ")));
+            }
+        }
+    }
+    out
+}
+
+/// Runs `work` with the slow log at 1 ms and returns the family's entries.
+/// A loaded machine can stretch a single call past 1 ms, so a stall counts
+/// only if `work` stalls again on a second run: an O(n) command at a
+/// million members does every time.
+fn assert_never_stalls(c: &mut Connection, prefix: &str, mut work: impl FnMut(&mut Connection)) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-log-slower-than")
+        .arg(1000)
+        .query(c)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-max-len")
+        .arg(1000)
+        .query(c)
+        .unwrap();
+    let mut first = Vec::new();
+    for attempt in 0..2 {
+        let _: () = redis::cmd("SLOWLOG").arg("RESET").query(c).unwrap();
+        work(c);
+        let slow = stalls(c, prefix);
+        if slow.is_empty() {
+            return;
+        }
+        if attempt == 0 {
+            first = slow;
+        } else {
+            panic!("stalls over 1 ms, twice:\n{first:#?}\n{slow:#?}");
+        }
+    }
+}
+
+/// A bag of `n` participants written straight into its keys, as a million
+/// JOINs would leave it (much faster to build): 16 shards, POOLCAP 700000,
+/// HIGHSCORE 0.99; ids from 0, ids ending in 7 pending (-2), every 10th of
+/// the first 700000 out of the room with its score kept.
+fn big_bag(c: &mut Connection, bag: &str, n: u64) {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    run(c, &["LUCKYBAG.CREATE", bag, "WINNERS", "1000"]);
+    let mut late = 0;
+    let mut shards: Vec<Vec<(f64, u64)>> = vec![Vec::new(); 16];
+    let mut stored = Vec::new();
+    for u in 0..n {
+        let r = f64::from(rng.gen_range(0..1_000_000u32)) / 1e6;
+        let score = if u < 700_000 {
+            if u % 10 == 7 {
+                -2.0
+            } else if u % 10 == 3 {
+                stored.push((u, r));
+                -1.0
+            } else {
+                r
+            }
+        } else if r >= 0.99 {
+            late += 1;
+            r
+        } else {
+            -3.0
+        };
+        shards[(u & 15) as usize].push((score, u));
+    }
+    for (s, members) in shards.iter().enumerate() {
+        for chunk in members.chunks(5000) {
+            let mut q = redis::cmd("ZADD");
+            q.arg(format!("{bag}:cand:{s}"));
+            for (score, u) in chunk {
+                q.arg(*score).arg(*u);
+            }
+            let _: i64 = q.query(c).unwrap();
+        }
+    }
+    for chunk in stored.chunks(5000) {
+        let mut q = redis::cmd("HSET");
+        q.arg(format!("{bag}:stored"));
+        for (u, r) in chunk {
+            q.arg(*u).arg(format!("{r:.6}"));
+        }
+        let _: i64 = q.query(c).unwrap();
+    }
+    run(c, &["SET", &format!("{bag}:count"), &n.to_string()]);
+    run(
+        c,
+        &[
+            "HSET",
+            &format!("{bag}:meta"),
+            "latepooled",
+            &late.to_string(),
+        ],
+    );
+}
+
+#[test]
+fn hot_commands_never_stall_at_a_million_participants() {
+    let s = Server::start();
+    let mut c = s.conn();
+    big_bag(&mut c, "big{1}", 1_000_000);
+    let info = run(&mut c, &["LUCKYBAG.INFO", "big{1}"]);
+    assert!(
+        info.starts_with("[state, open, participants, 1000000, pooled, 7"),
+        "{info}"
+    );
+    let mut round = 0u64;
+    assert_never_stalls(&mut c, "LUCKYBAG", |c| {
+        round += 1;
+        let mut p = redis::pipe();
+        for i in 0..300u64 {
+            let new = (2_000_000 + round * 1000 + i).to_string();
+            let old = (i * 3331 % 700_000).to_string();
+            p.cmd("LUCKYBAG.JOIN").arg("big{1}").arg(&new).ignore();
+            p.cmd("LUCKYBAG.JOIN").arg("big{1}").arg(&old).ignore();
+            p.cmd("LUCKYBAG.JOIN")
+                .arg("big{1}")
+                .arg(format!("p{new}"))
+                .arg("TASK")
+                .arg("PENDING")
+                .ignore();
+            p.cmd("LUCKYBAG.TASK")
+                .arg("big{1}")
+                .arg((i * 10 + 7).to_string())
+                .ignore();
+            p.cmd("LUCKYBAG.LEAVE").arg("big{1}").arg(&new).ignore();
+            p.cmd("LUCKYBAG.ENTER").arg("big{1}").arg(&new).ignore();
+            p.cmd("LUCKYBAG.ENTER")
+                .arg("big{1}")
+                .arg((i * 10 + 3).to_string())
+                .ignore();
+            p.cmd("LUCKYBAG.RESULT").arg("big{1}").arg(&old).ignore();
+            p.cmd("LUCKYBAG.INFO").arg("big{1}").ignore();
+        }
+        let _: () = p.query(c).unwrap();
+        // CREATE looks at every shard key of the new bag once.
+        let fresh = format!("new{round}{{1}}");
+        run(
+            c,
+            &[
+                "LUCKYBAG.CREATE",
+                &fresh,
+                "WINNERS",
+                "1000",
+                "SHARDS",
+                "1024",
+            ],
+        );
+    });
+    let info = run(&mut c, &["LUCKYBAG.INFO", "big{1}"]);
+    assert!(info.contains("participants, 1000"), "{info}");
+}

@@ -222,8 +222,8 @@ end
 for s = 0, tonumber(shards) - 1 do
   if redis.call('EXISTS', B .. ':cand:' .. s) == 1 then return ferr('bag already exists') end
 end
-redis.call('HSET', meta, 'winners', winners, 'shards', shards, 'poolcap', poolcap,
-  'highscore', highscore, 'restore', restore, 'state', 'open', 'latepooled', '0')
+redis.call('HSET', meta, 'shards', shards, 'state', 'open', 'poolcap', poolcap,
+  'highscore', highscore, 'restore', restore, 'winners', winners, 'latepooled', '0')
 if ttl > 0 then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

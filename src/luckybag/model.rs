@@ -125,7 +125,27 @@ pub fn score_of(r: u32) -> f64 {
 
 /// Formats a score the way replies and replication carry it: fixed six
 /// decimals (`0.123456`, `-1.000000`), exact for every `r / 1000000`.
+///
+/// A score that is the double nearest to some `r / 1000000` (every score
+/// the module writes) is printed from the integer `r`, which is what
+/// `{:.6}` prints for it, at a fraction of the cost: DRAW formats up to a
+/// thousand scores in one call. Anything else goes through `{:.6}`.
 pub fn format_score(score: f64) -> String {
+    let r = (score * 1e6).round();
+    if r.abs() < 1e15 && r / 1e6 == score && !(score == 0.0 && score.is_sign_negative()) {
+        let r = r as i64;
+        let (int, frac) = (r.unsigned_abs() / 1_000_000, r.unsigned_abs() % 1_000_000);
+        let mut out = String::with_capacity(24);
+        if r < 0 {
+            out.push('-');
+        }
+        out.push_str(itoa::Buffer::new().format(int));
+        out.push('.');
+        let f = itoa::Buffer::new().format(frac).to_string();
+        out.extend(std::iter::repeat_n('0', 6 - f.len()));
+        out.push_str(&f);
+        return out;
+    }
     format!("{score:.6}")
 }
 
@@ -173,10 +193,19 @@ pub const DRAWN: &[u8] = b"drawn";
 impl Rules {
     /// Returns the `B:meta` fields and values of a new bag with these
     /// rules.
+    /// The fields JOIN reads on every call come first: a small hash is a
+    /// listpack, searched from its head.
     pub fn fields(&self) -> Vec<(&'static str, Vec<u8>)> {
         vec![
-            (field::WINNERS, self.winners.to_string().into_bytes()),
             (field::SHARDS, self.shards.to_string().into_bytes()),
+            (
+                field::STATE,
+                if self.drawn {
+                    DRAWN.to_vec()
+                } else {
+                    OPEN.to_vec()
+                },
+            ),
             (field::POOLCAP, self.poolcap.to_string().into_bytes()),
             (field::HIGHSCORE, self.highscore_text.clone()),
             (
@@ -187,14 +216,7 @@ impl Rules {
                     b"no".to_vec()
                 },
             ),
-            (
-                field::STATE,
-                if self.drawn {
-                    DRAWN.to_vec()
-                } else {
-                    OPEN.to_vec()
-                },
-            ),
+            (field::WINNERS, self.winners.to_string().into_bytes()),
             (field::LATEPOOLED, b"0".to_vec()),
         ]
     }
@@ -520,6 +542,35 @@ mod tests {
             let s = score_of(r);
             // The text form parses back to the very same double.
             assert_eq!(format_score(s).parse::<f64>().unwrap(), s);
+        }
+    }
+
+    #[test]
+    fn fast_score_format_equals_fixed_six_decimals() {
+        let mut rng = StdRng::seed_from_u64(8);
+        let mut check = |s: f64| assert_eq!(format_score(s), format!("{s:.6}"), "{s:e}");
+        for r in 0..SCALE {
+            check(score_of(r));
+        }
+        for s in [
+            -3.0,
+            -2.0,
+            -1.0,
+            0.0,
+            -0.0,
+            1.0,
+            0.5,
+            1e9,
+            -1e9,
+            123.4567891,
+            1e300,
+            -0.0000004,
+        ] {
+            check(s);
+        }
+        for _ in 0..200_000 {
+            check(rng.gen_range(-10.0..10.0));
+            check(f64::from(rng.gen_range(-2_000_000..2_000_000i32)) / 1e6);
         }
     }
 

@@ -223,18 +223,20 @@ pub fn redpacket_split(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let rpush: Vec<&RedisString> = rpush.iter().collect();
     ctx.call("RPUSH", rpush.as_slice())?;
     let (total_s, count_s, expires_s) = (total.to_string(), count.to_string(), expires.to_string());
+    // The fields GRAB reads on every call come first: a small hash is a
+    // listpack, searched from its head.
     let hset: [&[u8]; 11] = [
         &meta_name,
-        b"total",
-        total_s.as_bytes(),
-        b"count",
-        count_s.as_bytes(),
-        b"state",
-        model::STATE_OPEN.as_bytes(),
         b"expires",
         expires_s.as_bytes(),
         b"left_cents",
         total_s.as_bytes(),
+        b"state",
+        model::STATE_OPEN.as_bytes(),
+        b"total",
+        total_s.as_bytes(),
+        b"count",
+        count_s.as_bytes(),
     ];
     let meta = Key::open(ctx, &meta_name, true);
     for pair in hset[1..].chunks(2) {
