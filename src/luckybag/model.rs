@@ -548,7 +548,7 @@ mod tests {
     #[test]
     fn fast_score_format_equals_fixed_six_decimals() {
         let mut rng = StdRng::seed_from_u64(8);
-        let mut check = |s: f64| assert_eq!(format_score(s), format!("{s:.6}"), "{s:e}");
+        let check = |s: f64| assert_eq!(format_score(s), format!("{s:.6}"), "{s:e}");
         for r in 0..SCALE {
             check(score_of(r));
         }
