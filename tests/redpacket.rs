@@ -992,3 +992,122 @@ fn cluster_mode_needs_a_hash_tag() {
     assert_eq!(grab(&mut c, &["rp:{7}", "u"]).0, "OK");
     assert_eq!(dump_keys(&mut c, "rp:{7}*").len(), 3);
 }
+
+/// Returns the slow-log entries of REDPACKET commands (over the threshold
+/// the caller set), as "duration command".
+fn stalls(c: &mut Connection) -> Vec<String> {
+    let entries: Vec<Value> = redis::cmd("SLOWLOG").arg("GET").arg(1000).query(c).unwrap();
+    let mut out = Vec::new();
+    for e in entries {
+        if let Value::Array(f) = e {
+            let us = match &f[2] {
+                Value::Int(i) => *i,
+                _ => 0,
+            };
+            let args: Vec<String> = match &f[3] {
+                Value::Array(a) => a.iter().map(|v| show(&Ok(v.clone()))).collect(),
+                _ => vec![],
+            };
+            if args
+                .first()
+                .is_some_and(|n| n.to_uppercase().starts_with("REDPACKET"))
+            {
+                out.push(format!("{us} µs {}", args.join(" ")));
+            }
+        }
+    }
+    out
+}
+
+/// A packet of `n` shares of 100 cents written straight into its keys (the
+/// config caps SPLIT at 100,000 shares; the hot commands must not care how
+/// big the pool is), with `grabbed` users already paid.
+fn big_packet(c: &mut Connection, b: &str, n: i64, grabbed: i64) {
+    let _: i64 = redis::cmd("DEL")
+        .arg(format!("{b}:pool"))
+        .arg(format!("{b}:grabbed"))
+        .arg(format!("{b}:meta"))
+        .query(c)
+        .unwrap();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(10_000) {
+        let mut q = redis::cmd("RPUSH");
+        q.arg(format!("{b}:pool"));
+        for _ in chunk {
+            q.arg(100);
+        }
+        let _: i64 = q.query(c).unwrap();
+    }
+    for chunk in (0..grabbed).collect::<Vec<_>>().chunks(10_000) {
+        let mut q = redis::cmd("HSET");
+        q.arg(format!("{b}:grabbed"));
+        for u in chunk {
+            q.arg(format!("old:{u}")).arg(100);
+        }
+        let _: i64 = q.query(c).unwrap();
+    }
+    let total = (n + grabbed) * 100;
+    run(
+        c,
+        &[
+            "HSET",
+            &format!("{b}:meta"),
+            "expires",
+            "0",
+            "left_cents",
+            &(n * 100).to_string(),
+            "state",
+            "open",
+            "total",
+            &total.to_string(),
+            "count",
+            &(n + grabbed).to_string(),
+        ],
+    );
+}
+
+#[test]
+fn hot_commands_never_stall_at_a_million_shares() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-log-slower-than")
+        .arg(1000)
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-max-len")
+        .arg(1000)
+        .query(&mut c)
+        .unwrap();
+    let mut first: Vec<String> = Vec::new();
+    for attempt in 0..2 {
+        big_packet(&mut c, "big{1}", 1_000_000, 1_000_000);
+        let _: () = redis::cmd("SLOWLOG").arg("RESET").query(&mut c).unwrap();
+        let mut p = redis::pipe();
+        for u in 0..1000 {
+            p.cmd("REDPACKET.GRAB")
+                .arg("big{1}")
+                .arg(format!("new:{attempt}:{u}"))
+                .ignore();
+            p.cmd("REDPACKET.GRAB")
+                .arg("big{1}")
+                .arg(format!("old:{u}"))
+                .ignore();
+            p.cmd("REDPACKET.INFO").arg("big{1}").ignore();
+        }
+        let _: () = p.query(&mut c).unwrap();
+        // REFUND of a million shares: the total is kept, the pool unlinked.
+        assert_eq!(int(&mut c, &["REDPACKET.REFUND", "big{1}"]), 999_000 * 100);
+        assert_eq!(int(&mut c, &["EXISTS", "big{1}:pool"]), 0);
+        let slow = stalls(&mut c);
+        if slow.is_empty() {
+            return;
+        }
+        if attempt == 1 {
+            panic!("stalls over 1 ms, twice:\n{first:#?}\n{slow:#?}");
+        }
+        first = slow;
+    }
+}
