@@ -348,7 +348,6 @@ fn twins_refuse_corrupt_data_alike() {
         ("HSET", ":meta", vec!["total", "x"], "info", vec![]),
         ("HSET", ":meta", vec!["count", "0"], "info", vec![]),
         ("HSET", ":meta", vec!["expires", "soon"], "info", vec![]),
-        ("HSET", ":meta", vec!["expires", "-1"], "grab", vec!["u1"]),
         ("HSET", ":meta", vec!["state", "half"], "refund", vec![]),
         ("HSET", ":meta", vec!["left_cents", "x"], "refund", vec![]),
         ("HDEL", ":meta", vec!["left_cents"], "grab", vec!["u1"]),

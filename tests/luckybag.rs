@@ -1477,10 +1477,11 @@ fn stalls(c: &mut Connection, prefix: &str) -> Vec<String> {
     out
 }
 
-/// Runs `work` with the slow log at 1 ms and returns the family's entries.
-/// A loaded machine can stretch a single call past 1 ms, so a stall counts
-/// only if `work` stalls again on a second run: an O(n) command at a
-/// million members does every time.
+/// Runs `work` with the slow log at 1 ms and fails if a command stalls.
+/// A loaded machine can stretch a few calls past 1 ms (the thread is
+/// descheduled), so a command counts as stalling when at least 5 of its
+/// calls are slow in each of two runs: an O(n) command at a million members
+/// is slow on every call.
 fn assert_never_stalls(c: &mut Connection, prefix: &str, mut work: impl FnMut(&mut Connection)) {
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
@@ -1491,23 +1492,34 @@ fn assert_never_stalls(c: &mut Connection, prefix: &str, mut work: impl FnMut(&m
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
         .arg("slowlog-max-len")
-        .arg(1000)
+        .arg(10000)
         .query(c)
         .unwrap();
-    let mut first = Vec::new();
-    for attempt in 0..2 {
+    let mut suspects: Option<Vec<String>> = None;
+    for _ in 0..2 {
         let _: () = redis::cmd("SLOWLOG").arg("RESET").query(c).unwrap();
         work(c);
         let slow = stalls(c, prefix);
-        if slow.is_empty() {
+        let mut per: HashMap<String, usize> = HashMap::new();
+        for e in &slow {
+            let name = e.split(' ').nth(2).unwrap_or("").to_uppercase();
+            *per.entry(name).or_default() += 1;
+        }
+        let now: Vec<String> = per
+            .into_iter()
+            .filter(|(_, n)| *n >= 5)
+            .map(|(k, _)| k)
+            .collect();
+        suspects = Some(match suspects {
+            None => now,
+            Some(before) => before.into_iter().filter(|k| now.contains(k)).collect(),
+        });
+        if suspects.as_ref().is_some_and(|s| s.is_empty()) {
             return;
         }
-        if attempt == 0 {
-            first = slow;
-        } else {
-            panic!("stalls over 1 ms, twice:\n{first:#?}\n{slow:#?}");
-        }
+        eprintln!("slow calls this run: {slow:#?}");
     }
+    panic!("commands slower than 1 ms on many calls, twice: {suspects:?}");
 }
 
 /// A bag of `n` participants written straight into its keys, as a million
@@ -1610,19 +1622,22 @@ fn hot_commands_never_stall_at_a_million_participants() {
         }
         let _: () = p.query(c).unwrap();
         // CREATE looks at every shard key of the new bag once.
-        let fresh = format!("new{round}{{1}}");
-        run(
-            c,
-            &[
-                "LUCKYBAG.CREATE",
-                &fresh,
-                "WINNERS",
-                "1000",
-                "SHARDS",
-                "1024",
-            ],
-        );
+        for k in 0..20 {
+            let fresh = format!("new{round}:{k}{{1}}");
+            run(
+                c,
+                &[
+                    "LUCKYBAG.CREATE",
+                    &fresh,
+                    "WINNERS",
+                    "1000",
+                    "SHARDS",
+                    "1024",
+                ],
+            );
+        }
     });
     let info = run(&mut c, &["LUCKYBAG.INFO", "big{1}"]);
-    assert!(info.contains("participants, 1000"), "{info}");
+    let n: i64 = info.split(", ").nth(3).unwrap().parse().unwrap();
+    assert!(n >= 1_000_600, "{info}");
 }

@@ -1101,11 +1101,24 @@ fn hot_commands_never_stall_at_a_million_shares() {
         // REFUND of a million shares: the total is kept, the pool unlinked.
         assert_eq!(int(&mut c, &["REDPACKET.REFUND", "big{1}"]), 999_000 * 100);
         assert_eq!(int(&mut c, &["EXISTS", "big{1}:pool"]), 0);
+        // A loaded machine can stretch a few calls past 1 ms; an O(n)
+        // command at a million shares is slow on every call (REFUND, one
+        // call, counts at once).
         let slow = stalls(&mut c);
-        if slow.is_empty() {
+        let many = |name: &str| {
+            slow.iter()
+                .filter(|e| e.to_uppercase().contains(name))
+                .count()
+        };
+        let stalled: Vec<&str> = ["REDPACKET.GRAB", "REDPACKET.INFO"]
+            .into_iter()
+            .filter(|n| many(n) >= 5)
+            .chain((many("REDPACKET.REFUND") > 0).then_some("REDPACKET.REFUND"))
+            .collect();
+        if stalled.is_empty() {
             return;
         }
-        if attempt == 1 {
+        if attempt == 1 && stalled.iter().any(|s| first.iter().any(|f| f.contains(s))) {
             panic!("stalls over 1 ms, twice:\n{first:#?}\n{slow:#?}");
         }
         first = slow;

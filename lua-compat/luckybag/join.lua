@@ -183,7 +183,7 @@ if user == '' then return empty_user() end
 local meta, e = find_meta(B)
 if e then return e end
 if not meta then return ferr('no such bag') end
-local raw = read_meta(meta, {'shards', 'state', 'poolcap', 'highscore'})
+local raw = read_meta(meta, {'shards', 'state', 'poolcap'})
 local shards, e1 = scope(meta, raw)
 if e1 then return e1 end
 -- Every type check before any other value check.
@@ -194,8 +194,6 @@ local ok2, count_existed = typed(count, 'string')
 if not ok2 then return redis.error_reply(WRONGTYPE) end
 local poolcap, e2 = meta_value(meta, raw, 'poolcap')
 if e2 then return e2 end
-local highscore, e3 = meta_value(meta, raw, 'highscore')
-if e3 then return e3 end
 local before = 0
 if count_existed then
   local n, e4, text = read_count(count)
@@ -206,7 +204,13 @@ end
 local participants = before + 1
 local score = -2
 if not pending then score = math.random(0, 999999) / 1000000 end
-local pooled = participants <= poolcap or score >= highscore
+-- HIGHSCORE matters (and is read) only past the pool cap.
+local pooled = participants <= poolcap
+if not pooled then
+  local highscore, e3 = meta_value(meta, read_meta(meta, {'highscore'}), 'highscore')
+  if e3 then return e3 end
+  pooled = score >= highscore
+end
 -- A participant past the cap who entered the pool counts in `latepooled`.
 local late = pooled and participants > poolcap
 if late then

@@ -68,8 +68,15 @@ if held then
   return { 'ALREADY', cents }
 end
 local m = redis.call('HMGET', meta, 'expires', 'left_cents', 'state')
-local expires, e1 = meta_value(meta, 'expires', m[1])
-if e1 then return e1 end
+-- SPLIT gives B:meta the absolute expiry `expires`: while the key has one,
+-- that is the instant; without one, the field is read (0, or the instant
+-- of a packet whose keys were made persistent, which stays closed).
+local expires = redis.call('PEXPIRETIME', meta)
+if expires < 0 then
+  local e1
+  expires, e1 = meta_value(meta, 'expires', m[1])
+  if e1 then return e1 end
+end
 -- REFUND empties the pool: a packet with shares left is not refunded, and
 -- `state` is read only once the pool is empty.
 local refunded = false
@@ -97,7 +104,7 @@ if left - cents < 0 then return corrupt(meta, 'left_cents') end
 redis.call('LPOP', pool)
 redis.call('HSET', grabbed, user, share)
 if tg == 'none' and expires > 0 then
-  redis.call('PEXPIREAT', grabbed, m[1])
+  redis.call('PEXPIREAT', grabbed, expires)
 end
 redis.call('HSET', meta, 'left_cents', string.format('%d', left - cents))
 return { 'OK', cents }

@@ -271,8 +271,7 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     util::require_hash_tag(ctx, FAMILY, base)?;
 
     let meta = open_meta(ctx, base, true)?;
-    let [shards, state, poolcap, highscore] =
-        meta.hget_fields([&F_SHARDS, &F_STATE, &F_POOLCAP, &F_HIGHSCORE]);
+    let [shards, state, poolcap] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_POOLCAP]);
     let shards = scope(base, &shards, &state)?;
 
     // Every type check before any other value check.
@@ -286,7 +285,6 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let count = Key::open(ctx, &count_name, true);
     let count_existed = count.check(KeyType::String)?;
     let poolcap = meta_value(base, &F_POOLCAP, &poolcap, parse::non_negative)?;
-    let highscore = meta_value(base, &F_HIGHSCORE, &highscore, parse::highscore)?;
     let before = if count_existed {
         parse::participants(count.bytes())
             .ok_or_else(|| error::corrupt(FAMILY, &count_name, None))?
@@ -303,7 +301,12 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         (false, None) => Some(model::random_r(&mut thread_rng())),
     };
     let score = drawn.map_or(model::PENDING_SCORE, model::score_of);
-    let pooled = model::enters_pool(participants, poolcap, score, highscore);
+    // HIGHSCORE matters (and is read) only past the pool cap.
+    let pooled = participants <= poolcap || {
+        let [h] = meta.hget_fields([&F_HIGHSCORE]);
+        let highscore = meta_value(base, &F_HIGHSCORE, &h, parse::highscore)?;
+        model::enters_pool(participants, poolcap, score, highscore)
+    };
     // A participant past the cap who entered the pool is counted in
     // `latepooled`: read (and checked) before anything is written.
     let late = if pooled && participants > poolcap {

@@ -298,34 +298,52 @@ pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             return reply_grab(ctx, Grab::Already(cents));
         }
     }
-    // `expires` is the field, not the keys' expiry: keys made persistent
-    // (to refund after the packet closed) must not reopen it. REFUND empties
-    // the pool, so a packet that still has shares was not refunded: `state`
-    // is read only once the pool is empty.
-    let (expires, left, refunded) = if packet.has_pool {
-        let [e, l] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT]);
-        (e, l, false)
-    } else {
-        let [e, l, st] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT, &F_STATE]);
-        (
-            e,
-            l,
-            meta_value(base, &F_STATE, &st, model::parse::refunded)?,
-        )
+    // SPLIT gives `B:meta` the absolute expiry `expires`: while the key has
+    // one, that is the instant, read without a hash lookup. Without one, the
+    // field is read: 0 for a packet without TTL, or the instant of a packet
+    // whose keys were made persistent (to refund it after it closed), which
+    // stays closed. REFUND empties the pool, so a packet that still has
+    // shares was not refunded: `state` is read only once the pool is empty.
+    let key_expiry = packet.meta.abs_expire_ms();
+    let (field_expiry, left, state) = match (key_expiry, packet.has_pool) {
+        (Some(_), true) => {
+            let [l] = packet.meta.hget_fields([&F_LEFT]);
+            (None, l, None)
+        }
+        (Some(_), false) => {
+            let [l, st] = packet.meta.hget_fields([&F_LEFT, &F_STATE]);
+            (None, l, Some(st))
+        }
+        (None, true) => {
+            let [e, l] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT]);
+            (Some(e), l, None)
+        }
+        (None, false) => {
+            let [e, l, st] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT, &F_STATE]);
+            (Some(e), l, Some(st))
+        }
     };
-    let expires = meta_value(base, &F_EXPIRES, &expires, model::parse::expires)?;
+    let expires = match (key_expiry, field_expiry) {
+        (Some(at), _) => at,
+        (None, e) => meta_value(base, &F_EXPIRES, &e.flatten(), model::parse::expires)?,
+    };
+    let refunded = match state {
+        Some(st) => meta_value(base, &F_STATE, &st, model::parse::refunded)?,
+        None => false,
+    };
     // A grab that reaches a replica or the AOF was decided open by the
     // master (only won shares are propagated), so there it must not consult
     // the local clock, which may be past `expires` by then: the command is
-    // replicated verbatim and re-executes to the same result.
-    let from_master = ctx
-        .get_flags()
-        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING);
-    let now = match now_arg {
-        _ if from_master => None,
-        Some(t) => Some(t),
-        None if expires > 0 => Some(util::now_ms()),
-        None => None,
+    // replicated verbatim and re-executes to the same result. Without an
+    // expiry there is no clock to consult.
+    let now = if expires == 0
+        || ctx
+            .get_flags()
+            .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
+    {
+        None
+    } else {
+        Some(now_arg.unwrap_or_else(util::now_ms))
     };
     let meta = Meta {
         refunded,
