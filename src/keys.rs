@@ -913,8 +913,9 @@ impl Field {
         self.name.to_str().unwrap_or("?")
     }
 
-    /// Returns the Redis string of the name, made on first use.
-    fn string(&self) -> *mut raw::RedisModuleString {
+    /// Returns the Redis string of the name, made on first use; it lives as
+    /// long as the process (e.g. a constant argument to replicate).
+    pub fn string(&self) -> *mut raw::RedisModuleString {
         use std::sync::atomic::Ordering;
         let p = self.string.load(Ordering::Relaxed);
         if !p.is_null() {

@@ -365,8 +365,18 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// `RM_Replicate` that makes the two extra arguments itself (no vector or
 /// strings built here: this runs on every new participant).
 fn replicate_with_score(ctx: &Context, args: &[RedisString], r: u32) {
-    let argv: smallvec::SmallVec<[*mut raw::RedisModuleString; 8]> =
+    static SCORE: Field = Field::new(c"SCORE");
+    let r = unsafe {
+        raw::RedisModule_CreateStringFromLongLong.unwrap()(
+            ctx.ctx,
+            std::os::raw::c_longlong::from(r),
+        )
+    };
+    let r = RedisString::from_redis_module_string(ctx.ctx, r);
+    let mut argv: smallvec::SmallVec<[*mut raw::RedisModuleString; 8]> =
         args[1..].iter().map(|a| a.inner).collect();
+    argv.push(SCORE.string());
+    argv.push(r.inner);
     // The command name as the client sent it: an sds, so NUL-terminated.
     let mut len = 0usize;
     let name = raw::string_ptr_len(args[0].inner, &mut len);
@@ -374,11 +384,9 @@ fn replicate_with_score(ctx: &Context, args: &[RedisString], r: u32) {
         raw::RedisModule_Replicate.unwrap()(
             ctx.ctx,
             name,
-            c"vcl".as_ptr(),
+            c"v".as_ptr(),
             argv.as_ptr(),
             argv.len(),
-            c"SCORE".as_ptr(),
-            std::os::raw::c_longlong::from(r),
         );
     }
 }
