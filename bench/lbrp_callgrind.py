@@ -194,7 +194,7 @@ def redpacket(c):
     c.fill(("RPUSH", "s{3}:pool", *range(100, 100 + 1000)) for _ in range(10))
     c.phase("GRAB wins", [("REDPACKET.GRAB", "p{1}", u) for u in users])
     c.phase("GRAB already", [("REDPACKET.GRAB", "p{1}", u) for u in users])
-    c.phase("HEXISTS", [("HEXISTS", "n{2}:grabbed", u) for u in users])
+    c.phase("HEXISTS", [("HEXISTS", "n{2}:grabbed", "new:" + u) for u in users])
     c.phase("LPOP", [("LPOP", "p{2}:pool") for _ in users])
     c.phase("HSET grabbed", [("HSET", "n{2}:grabbed", u, 100) for u in users])
     c.phase("seed GRAB", [("EVALSHA", seed_grab, 2, "s{3}:pool", "s{3}:grabbed", u) for u in users])
