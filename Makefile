@@ -4,8 +4,11 @@ PORT ?= 6379
 SO := target/release/libhotpath.so
 SERVER ?= redis-server
 export PATH := $(HOME)/.cargo/bin:$(PATH)
+# The project's Python (scripts/deps.sh makes the venv): the benchmark, the
+# Valkey run and the tests that run examples/quickstart.py all use it.
+export HOTPATH_PYTHON := $(CURDIR)/.venv/bin/python
 
-.PHONY: help deps build run test unit integration bench lint fmt fuzz docker clean
+.PHONY: help deps build run test unit integration bench lint fmt fuzz docker fresh-debian clean cluster-soak cluster-bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -33,11 +36,23 @@ fuzz: build ## send 1,000,000 random commands to a real server (FUZZ_COMMANDS, F
 	HOTPATH_PARSER_FUZZ=1000000 cargo test --release --lib parser_fuzz
 	FUZZ_COMMANDS=$${FUZZ_COMMANDS:-1000000} FUZZ_SEED=$${FUZZ_SEED:-time} cargo test --release --test fuzz -- --nocapture
 
-lint: deps ## clippy with warnings as errors
+cluster-soak: build ## long cluster runs: repeated failovers and slot moves under load (3 masters + 3 replicas)
+	cargo test --release --test cluster_ha soak_ -- --ignored --nocapture --test-threads=1
+
+cluster-bench: build ## fan-out measured client-side vs over the cluster bus (prototype in bench/busproto)
+	cargo build --release -p hotpath-busproto
+	cargo test --release --test cluster_ha fanout_ -- --ignored --nocapture
+
+lint: ## clippy with warnings as errors
+	@bash scripts/deps.sh --lint
 	cargo clippy --release --all-targets -- -D warnings
 
 fmt: ## format the code
+	@bash scripts/deps.sh --lint
 	cargo fmt
+
+fresh-debian: ## run make run + make test in a new Debian 12 chroot, as root (minutes; not in make test)
+	bash scripts/fresh-debian.sh
 
 docker: ## build the Docker image (needs a Docker engine)
 	docker build -f docker/Dockerfile -t hotpath .

@@ -11,7 +11,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Bench, Server  # noqa: E402
 
-FAMILIES = ["poll", "rank", "like", "redpacket", "luckybag", "rate"]
+FAMILIES = ["poll", "rank", "like", "redpacket", "luckybag", "rate", "lock", "delayq"]
 
 
 def main():

@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Runs the side-by-side benchmark and writes its table into README.md
 # between the bench markers (bench/results.md keeps the raw output).
+# Uses the project's virtualenv (scripts/deps.sh makes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 bench/run.py "$@"
+py=${HOTPATH_PYTHON:-.venv/bin/python}
+if [ ! -x "$py" ]; then
+  echo "$py is missing: run make deps (scripts/deps.sh) first" >&2
+  exit 1
+fi
+"$py" bench/run.py "$@"
 if [ $# -eq 0 ]; then
-  python3 - <<'PY'
+  "$py" - <<'PY'
 import re
 table = open("bench/results.md").read().strip()
 readme = open("README.md").read()

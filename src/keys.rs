@@ -652,11 +652,276 @@ impl Key {
     }
 }
 
-// ---- without copies, for LUCKYBAG and REDPACKET: members and fields given
-// as the Redis strings the client sent, constant field names as C strings,
-// several fields read in one call, counters written in place ----
+// ---- added for LOCK (semaphore holders): a hash scan with values ----
+impl Key {
+    /// Calls `f` with each field and value of a Hash until it returns
+    /// false; returns false when stopped early. Like [`Key::scan`], no
+    /// reply is built.
+    pub fn scan_pairs(&self, mut f: impl FnMut(&[u8], &[u8]) -> bool) -> bool {
+        struct State<'a> {
+            f: &'a mut dyn FnMut(&[u8], &[u8]) -> bool,
+            go: bool,
+        }
+        unsafe fn bytes<'b>(s: *mut raw::RedisModuleString) -> &'b [u8] {
+            if s.is_null() {
+                return &[];
+            }
+            let mut len = 0usize;
+            let p = raw::RedisModule_StringPtrLen.unwrap()(s, &mut len);
+            if p.is_null() {
+                &[]
+            } else {
+                std::slice::from_raw_parts(p as *const u8, len)
+            }
+        }
+        unsafe extern "C" fn each(
+            _key: *mut raw::RedisModuleKey,
+            field: *mut raw::RedisModuleString,
+            value: *mut raw::RedisModuleString,
+            privdata: *mut std::os::raw::c_void,
+        ) {
+            let st = &mut *(privdata as *mut State);
+            if !st.go || field.is_null() {
+                return;
+            }
+            st.go = (st.f)(bytes(field), bytes(value));
+        }
+        if self.ptr.is_null() || self.kind() != KeyType::Hash {
+            return true;
+        }
+        let mut st = State {
+            f: &mut f,
+            go: true,
+        };
+        unsafe {
+            let cursor = raw::RedisModule_ScanCursorCreate.unwrap()();
+            while st.go
+                && raw::RedisModule_ScanKey.unwrap()(
+                    self.ptr,
+                    cursor,
+                    Some(each),
+                    &mut st as *mut State as *mut std::os::raw::c_void,
+                ) != 0
+            {}
+            raw::RedisModule_ScanCursorDestroy.unwrap()(cursor);
+        }
+        st.go
+    }
+}
 
-/// The outcome flags of [`Key::zadd_arg`].
+// ---- added for LOCK and DELAYQ: keys, fields and members the client sent,
+// used without copies, and strings rewritten in place ----
+impl Key {
+    /// Opens the key the client named; the name is shared, not copied (a
+    /// copy costs an allocation and a string object per call).
+    pub fn open_arg(ctx: &Context, name: &RedisString, write: bool) -> Key {
+        let mode = if write {
+            raw::KeyMode::READ | raw::KeyMode::WRITE
+        } else {
+            raw::KeyMode::READ
+        };
+        let ptr = raw::open_key(ctx.ctx, name.inner, mode);
+        Key {
+            ctx: ctx.ctx,
+            ptr,
+            // Retains the client's string (a reference count, no copy).
+            name: RedisString::new(std::ptr::NonNull::new(ctx.ctx), name.inner),
+            modified: Cell::new(false),
+        }
+    }
+
+    /// Sets the string value in place, keeping the key's expiry; creates
+    /// the key when missing. `RedisModule_StringSet` deletes the key and
+    /// adds a new value (about 2,300 instructions); rewriting the bytes of
+    /// the existing value costs a tenth of that.
+    pub fn write_string(&self, value: &[u8]) {
+        if self.ptr.is_null() {
+            return;
+        }
+        let truncate = match unsafe { raw::RedisModule_StringTruncate } {
+            Some(f) => f,
+            None => return self.set(value),
+        };
+        if unsafe { truncate(self.ptr, value.len()) } != raw::REDISMODULE_OK as c_int {
+            return self.set(value);
+        }
+        let mut len = 0usize;
+        let p = raw::string_dma(self.ptr, &mut len, raw::KeyMode::WRITE);
+        if p.is_null() || len != value.len() {
+            return self.set(value);
+        }
+        unsafe { std::ptr::copy_nonoverlapping(value.as_ptr(), p as *mut u8, len) };
+        self.touch();
+    }
+
+    /// Returns the raw key handle, for module API calls this wrapper does
+    /// not cover. A caller that changes the key through it must call
+    /// [`Key::mark_modified`].
+    pub fn raw(&self) -> *mut raw::RedisModuleKey {
+        self.ptr
+    }
+
+    /// Records a change made through [`Key::raw`], so that the key is
+    /// signalled as modified when it is closed.
+    pub fn mark_modified(&self) {
+        self.touch();
+    }
+
+    /// Returns the key's name as the Redis string it was opened with.
+    pub fn name(&self) -> &RedisString {
+        &self.name
+    }
+
+    /// Sets a hash field the client sent to `value` (no copy of the field).
+    pub fn hput_arg(&self, field: &RedisString, value: &[u8]) {
+        let v = rstr(self.ctx, value);
+        unsafe {
+            raw::RedisModule_HashSet.unwrap()(
+                self.ptr,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.inner,
+                v.inner,
+                ptr::null::<c_char>(),
+            )
+        };
+        self.touch();
+    }
+
+    /// Deletes a hash field the client sent; returns true if it was there.
+    pub fn hdel_arg(&self, field: &RedisString) -> bool {
+        if self.kind() != KeyType::Hash {
+            return false;
+        }
+        #[allow(clippy::manual_dangling_ptr)]
+        let del = 1usize as *mut raw::RedisModuleString; // REDISMODULE_HASH_DELETE
+        let n = unsafe {
+            raw::RedisModule_HashSet.unwrap()(
+                self.ptr,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.inner,
+                del,
+                ptr::null::<c_char>(),
+            )
+        };
+        self.touch_if(n > 0)
+    }
+
+    /// Sets the score of a member the client sent (creating the set).
+    pub fn zadd_arg(&self, member: &RedisString, score: f64) {
+        let mut flags: c_int = 0;
+        unsafe { raw::RedisModule_ZsetAdd.unwrap()(self.ptr, score, member.inner, &mut flags) };
+        self.touch();
+    }
+
+    /// Removes a member the client sent; returns true if it was there.
+    pub fn zrem_arg(&self, member: &RedisString) -> bool {
+        if self.kind() != KeyType::ZSet {
+            return false;
+        }
+        let mut deleted: c_int = 0;
+        unsafe { raw::RedisModule_ZsetRem.unwrap()(self.ptr, member.inner, &mut deleted) };
+        self.touch_if(deleted != 0)
+    }
+
+    /// Returns the score of a member the client sent.
+    pub fn zscore_arg(&self, member: &RedisString) -> Option<f64> {
+        if self.kind() != KeyType::ZSet {
+            return None;
+        }
+        let mut score = 0f64;
+        let rc = unsafe { raw::RedisModule_ZsetScore.unwrap()(self.ptr, member.inner, &mut score) };
+        (rc == raw::REDISMODULE_OK as c_int).then_some(score)
+    }
+
+    /// Replaces the string value with `value` in place: the value object
+    /// is resized and rewritten rather than replaced (`RM_StringSet` frees
+    /// the old object and creates a new one). Creates the key when
+    /// missing. The key keeps its TTL, if any.
+    pub fn write_in_place(&self, value: &[u8]) {
+        if value.is_empty() {
+            self.set(value);
+            return;
+        }
+        raw::string_truncate(self.ptr, value.len());
+        let mut len = 0usize;
+        let p = raw::string_dma(self.ptr, &mut len, raw::KeyMode::WRITE);
+        if !p.is_null() && len == value.len() {
+            unsafe { std::ptr::copy_nonoverlapping(value.as_ptr(), p as *mut u8, len) };
+        }
+        self.touch();
+    }
+}
+
+impl Key {
+    /// Rewrites a string value from byte `offset` on with `tail`, keeping
+    /// the bytes before it (and the key's TTL): the value is cut to
+    /// `offset + tail.len()` bytes in place. Does nothing unless the key
+    /// holds a string of at least `offset` bytes.
+    pub fn write_tail(&self, offset: usize, tail: &[u8]) {
+        if self.kind() != KeyType::String || self.len() < offset {
+            return;
+        }
+        raw::string_truncate(self.ptr, offset + tail.len());
+        let mut len = 0usize;
+        let p = raw::string_dma(self.ptr, &mut len, raw::KeyMode::WRITE);
+        if !p.is_null() && len == offset + tail.len() {
+            unsafe {
+                std::ptr::copy_nonoverlapping(tail.as_ptr(), (p as *mut u8).add(offset), tail.len())
+            };
+        }
+        self.touch();
+    }
+}
+
+impl Key {
+    /// Returns up to `count` members with scores in `[min, max]`, lowest
+    /// first, after skipping `offset`, as the Redis strings the set holds
+    /// (no copy into Rust buffers: they are passed on to other key calls
+    /// and replies as they are).
+    pub fn zrange_strings(
+        &self,
+        offset: usize,
+        count: usize,
+        min: f64,
+        max: f64,
+    ) -> Vec<(RedisString, f64)> {
+        let mut out = Vec::new();
+        if self.kind() != KeyType::ZSet || count == 0 {
+            return out;
+        }
+        let first =
+            unsafe { raw::RedisModule_ZsetFirstInScoreRange.unwrap()(self.ptr, min, max, 0, 0) };
+        if first != raw::REDISMODULE_OK as c_int {
+            return out;
+        }
+        let mut skipped = 0usize;
+        unsafe {
+            while raw::RedisModule_ZsetRangeEndReached.unwrap()(self.ptr) == 0 {
+                if skipped < offset {
+                    skipped += 1;
+                } else {
+                    let mut score = 0f64;
+                    let e = raw::RedisModule_ZsetRangeCurrentElement.unwrap()(self.ptr, &mut score);
+                    out.push((RedisString::from_redis_module_string(self.ctx, e), score));
+                    if out.len() >= count {
+                        break;
+                    }
+                }
+                if raw::RedisModule_ZsetRangeNext.unwrap()(self.ptr) == 0 {
+                    break;
+                }
+            }
+            raw::RedisModule_ZsetRangeStop.unwrap()(self.ptr);
+        }
+        out
+    }
+}
+
+// ---- added for LUCKYBAG and REDPACKET: ZADD flags, several hash fields in
+// one call with names made once, a pop put back, UNLINK, a lazy walk down a
+// sorted set ----
+
+/// The input and outcome flags of [`Key::zadd_flags_arg`].
 pub mod zadd {
     use std::os::raw::c_int;
 
@@ -673,22 +938,12 @@ pub mod zadd {
 }
 
 impl Key {
-    /// Returns the score of a member the client sent (no copy).
-    pub fn zscore_arg(&self, member: &RedisString) -> Option<f64> {
-        if self.kind() != KeyType::ZSet {
-            return None;
-        }
-        let mut score = 0f64;
-        let rc = unsafe { raw::RedisModule_ZsetScore.unwrap()(self.ptr, member.inner, &mut score) };
-        (rc == raw::REDISMODULE_OK as c_int).then_some(score)
-    }
-
     /// Sets a member's score with `ZADD`'s `NX`/`XX` input flags (see
     /// [`zadd`]) and returns the output flags: [`zadd::ADDED`],
     /// [`zadd::UPDATED`], or neither when nothing changed. `ZsetAdd` with
     /// `NX` looks the member up once, so it is the dedup and the insert in
     /// one step.
-    pub fn zadd_arg(&self, member: &RedisString, score: f64, flags: c_int) -> c_int {
+    pub fn zadd_flags_arg(&self, member: &RedisString, score: f64, flags: c_int) -> c_int {
         let mut f: c_int = flags;
         unsafe { raw::RedisModule_ZsetAdd.unwrap()(self.ptr, score, member.inner, &mut f) };
         self.touch_if(f & (zadd::ADDED | zadd::UPDATED) != 0);
@@ -774,58 +1029,6 @@ impl Key {
                 ptr::null::<c_char>(),
             )
         };
-        self.touch();
-    }
-
-    /// Sets a hash field the client sent (no copy of the field).
-    pub fn hput_arg(&self, field: &RedisString, value: &RedisString) {
-        unsafe {
-            raw::RedisModule_HashSet.unwrap()(
-                self.ptr,
-                raw::REDISMODULE_HASH_NONE as c_int,
-                field.inner,
-                value.inner,
-                ptr::null::<c_char>(),
-            )
-        };
-        self.touch();
-    }
-
-    /// Deletes a hash field the client sent; returns true if it was there.
-    pub fn hdel_arg(&self, field: &RedisString) -> bool {
-        if self.kind() != KeyType::Hash {
-            return false;
-        }
-        // REDISMODULE_HASH_DELETE is the pointer value 1, not a real string.
-        #[allow(clippy::manual_dangling_ptr)]
-        let del = 1usize as *mut raw::RedisModuleString;
-        let n = unsafe {
-            raw::RedisModule_HashSet.unwrap()(
-                self.ptr,
-                raw::REDISMODULE_HASH_NONE as c_int,
-                field.inner,
-                del,
-                ptr::null::<c_char>(),
-            )
-        };
-        self.touch_if(n > 0)
-    }
-
-    /// Writes an integer as the string value, in place when the key holds
-    /// a string already: unlike `StringSet`, this keeps the key's expiry
-    /// and allocates nothing once the value is a plain string. Creates the
-    /// key when missing.
-    pub fn set_i64_in_place(&self, v: i64) {
-        let mut buf = itoa::Buffer::new();
-        let digits = buf.format(v).as_bytes();
-        if self.len() != digits.len() || self.kind() != KeyType::String {
-            raw::string_truncate(self.ptr, digits.len());
-        }
-        let mut len = 0usize;
-        let p = raw::string_dma(self.ptr, &mut len, raw::KeyMode::WRITE);
-        if !p.is_null() && len == digits.len() {
-            unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) }.copy_from_slice(digits);
-        }
         self.touch();
     }
 

@@ -3,18 +3,26 @@
 //! name, configs, and each family's commands and counters.
 
 pub mod args;
+pub mod argv;
+pub mod blocking;
+pub mod cluster_guard;
 pub mod config;
+pub mod delayq;
 pub mod error;
 pub mod keys;
+pub mod latency;
 pub mod like;
+pub mod lock;
 pub mod luckybag;
 pub mod poll;
 pub mod rank;
 pub mod rate;
 pub mod redpacket;
 pub mod registry;
+pub mod spread;
 pub mod stats;
 pub mod util;
+pub mod version;
 
 #[cfg(test)]
 mod parser_fuzz;
@@ -32,10 +40,18 @@ pub const FAMILIES: &[(&[CommandSpec], &[&Counter])] = &[
     (like::COMMANDS, like::COUNTERS),
     (luckybag::COMMANDS, luckybag::COUNTERS),
     (rate::COMMANDS, rate::COUNTERS),
+    (lock::COMMANDS, lock::COUNTERS),
+    (delayq::COMMANDS, delayq::COUNTERS),
 ];
 
 #[cfg_attr(test, allow(dead_code))]
-fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+fn init(ctx: &Context, args: &[RedisString]) -> Status {
+    // Load arguments are checked before anything else, so that a bad one
+    // fails the load with a log line naming it (see config.rs).
+    if let Err(e) = config::register(ctx, args) {
+        ctx.log_warning(&e);
+        return Status::Err;
+    }
     // Keys signal "modified" only when a command changed them (see keys.rs),
     // not merely because they were opened for writing.
     if let Some(set) = unsafe { redis_module::raw::RedisModule_SetModuleOptions } {
@@ -46,12 +62,20 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         let cat = std::ffi::CString::new("hotpath").unwrap();
         unsafe { add(ctx.ctx, cat.as_ptr()) };
     }
+    cluster_guard::register(ctx);
     for (table, _) in FAMILIES {
         if let Err(e) = registry::register(ctx, table) {
             ctx.log_warning(&e);
             return Status::Err;
         }
     }
+    latency::init(ctx);
+    ctx.log_notice(&format!(
+        "release {}, module version {}; configs: {}",
+        version::RELEASE,
+        version::MODULE_VERSION,
+        config::effective()
+    ));
     Status::Ok
 }
 
@@ -63,7 +87,14 @@ fn info(ctx: &InfoContext, _for_crash_report: bool) {
 
 #[cfg_attr(test, allow(dead_code))]
 fn info_section(ctx: &InfoContext) -> RedisResult<()> {
-    let mut section = ctx.builder().add_section("stats");
+    // `# hotpath_module`: which build this is, as MODULE LIST shows it.
+    let mut section = ctx
+        .builder()
+        .add_section("module")
+        .field("version", version::MODULE_VERSION as i64)?
+        .field("release", version::RELEASE.to_string())?
+        .build_section()?
+        .add_section("stats");
     for (_, counters) in FAMILIES {
         for c in counters.iter() {
             section = section.field(c.name, c.get())?;
@@ -76,22 +107,17 @@ fn info_section(ctx: &InfoContext) -> RedisResult<()> {
 #[cfg(not(test))]
 redis_module::redis_module! {
     name: "hotpath",
-    version: 1,
-    allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+    version: version::MODULE_VERSION,
+    // The module's own short-lived buffers (argument copies, replies being
+    // built) go straight to the process's malloc. Through Redis's allocator
+    // each allocation also pays zmalloc's size accounting
+    // (malloc_usable_size plus an atomic add and sub): about 900 of 5,700
+    // instructions of a LIKE.COUNT, measured with callgrind. The data itself
+    // lives in Redis's own types and is accounted as always; only transient
+    // Rust buffers stay out of `used_memory`.
+    allocator: (std::alloc::System, std::alloc::System),
     data_types: [],
     init: init,
     info: info,
     commands: [],
-    configurations: [
-        i64: [
-            ["like-max-id", &config::LIKE_MAX_ID, 4_294_967_295, 0, 4_294_967_295, redis_module::configuration::ConfigurationFlags::DEFAULT, None],
-            ["like-promote-at", &config::LIKE_PROMOTE_AT, config::LIKE_PROMOTE_AT_DEFAULT, 1, 100_000_000, redis_module::configuration::ConfigurationFlags::DEFAULT, None],
-            ["like-recent", &config::LIKE_RECENT, 10, 0, 1000, redis_module::configuration::ConfigurationFlags::DEFAULT, None],
-            ["redpacket-max-count", &config::REDPACKET_MAX_COUNT, 10_000, 1, 100_000, redis_module::configuration::ConfigurationFlags::DEFAULT, None],
-        ],
-        string: [],
-        bool: [],
-        enum: [],
-        module_args_as_configuration: true,
-    ]
 }

@@ -155,18 +155,27 @@ fn integers_parse_exactly_like_redis() {
 fn rate_states_parse_only_what_they_format() {
     let mut rng = StdRng::seed_from_u64(12);
     let mut tally = Tally::default();
+    let ms = |rng: &mut StdRng| rng.gen_range(0..=rate::MAX_STORED_MS);
     for _ in 0..runs() {
-        let near = match rng.gen_range(0..3) {
+        let near = match rng.gen_range(0..5) {
             0 => format!(
                 "gcra:{}:{}:{}",
-                rng.gen_range(0..1i64 << 50),
+                ms(&mut rng),
                 rng.gen_range(0..9),
                 rng.gen_range(1..1 << 20)
             ),
-            1 => format!(
-                "fixed:{}:{}",
-                rng.gen_range(0..1i64 << 50),
+            1 => format!("fixed:{}:{}", ms(&mut rng), rng.gen_range(0..1 << 30)),
+            2 => format!(
+                "sliding:{}:{}:{}",
+                ms(&mut rng),
+                rng.gen_range(0..1 << 30),
                 rng.gen_range(0..1 << 30)
+            ),
+            3 => format!(
+                "bucket:{}:{}:{}",
+                rng.gen_range(0..1 << 30),
+                rng.gen_range(0..1i64 << 40),
+                ms(&mut rng) * 1000
             ),
             _ => String::new(),
         };
@@ -175,19 +184,26 @@ fn rate_states_parse_only_what_they_format() {
         } else {
             mutate(&mut rng, near.as_bytes())
         };
-        let tat = rate::Tat::parse(&b);
-        if let Some(t) = tat {
-            assert_eq!(t.format().as_bytes(), &b[..], "canonical only");
-            assert!(t.den > 0 && t.num < t.den);
+        // Every value parses as at most one state, and only in the form
+        // the module writes it.
+        let text = rate::parse_text(&b);
+        let formatted = match text {
+            rate::Text::Gcra(t) => {
+                assert!(t.den > 0 && t.num < t.den);
+                Some(t.format())
+            }
+            rate::Text::Fixed(w) => Some(w.format()),
+            rate::Text::Sliding(s) => Some(s.format()),
+            rate::Text::Bucket(k) => Some(k.format()),
+            rate::Text::Corrupt | rate::Text::Foreign => None,
+        };
+        if let Some(f) = &formatted {
+            assert_eq!(f.as_bytes(), &b[..], "canonical only");
         }
-        let window = rate::Window::parse(&b);
-        if let Some(w) = window {
-            assert_eq!(w.format().as_bytes(), &b[..], "canonical only");
-        }
-        tally.add(tat.is_some() || window.is_some());
+        tally.add(formatted.is_some());
         let t = rate::Tat {
-            ms: rng.gen_range(0..1 << 50),
-            den: rng.gen_range(1..1 << 40),
+            ms: ms(&mut rng),
+            den: rng.gen_range(1..=rate::MAX_COUNT * 1000),
             num: 0,
         };
         let t = rate::Tat {
@@ -196,10 +212,22 @@ fn rate_states_parse_only_what_they_format() {
         };
         assert_eq!(rate::Tat::parse(t.format().as_bytes()), Some(t));
         let w = rate::Window {
-            start: rng.gen_range(0..1 << 50),
-            count: rng.gen_range(0..1 << 40),
+            start: ms(&mut rng),
+            count: rng.gen_range(0..=rate::MAX_COUNT),
         };
         assert_eq!(rate::Window::parse(w.format().as_bytes()), Some(w));
+        let s = rate::Sliding {
+            window: ms(&mut rng),
+            count: rng.gen_range(0..=rate::MAX_COUNT),
+            prev: rng.gen_range(0..=rate::MAX_COUNT),
+        };
+        assert_eq!(rate::Sliding::parse(s.format().as_bytes()), Some(s));
+        let k = rate::Bucket {
+            tokens: rng.gen_range(0..=rate::MAX_COUNT),
+            carry: rng.gen_range(0..=rate::MAX_STORED_US),
+            ts: rng.gen_range(0..=rate::MAX_STORED_US),
+        };
+        assert_eq!(rate::Bucket::parse(k.format().as_bytes()), Some(k));
     }
     tally.check("rate states");
 }
@@ -276,4 +304,88 @@ fn highscores_and_vote_lists_never_panic() {
     }
     scores.check("highscores");
     lists.check("vote lists");
+}
+
+#[test]
+fn lock_and_delayq_states_parse_only_what_they_format() {
+    use crate::delayq::model::Header;
+    use crate::lock::model::{Hold, Mutex};
+    let mut rng = StdRng::seed_from_u64(13);
+    let (mut mutexes, mut holds, mut headers) =
+        (Tally::default(), Tally::default(), Tally::default());
+    for _ in 0..runs() {
+        let owner = ["", "a", "w:1", "\u{e9}"][rng.gen_range(0..4)];
+        let n = |rng: &mut StdRng| rng.gen_range(0..1i64 << 50);
+        let near = match rng.gen_range(0..4) {
+            0 => format!("{}:0:0:0:", n(&mut rng)),
+            1 => format!(
+                "{}:{}:{}:{}:{owner}",
+                n(&mut rng),
+                rng.gen_range(0..3),
+                n(&mut rng),
+                n(&mut rng)
+            ),
+            _ => String::new(),
+        };
+        let b = if near.is_empty() {
+            input(&mut rng)
+        } else {
+            mutate(&mut rng, near.as_bytes())
+        };
+        let m = Mutex::parse(&b);
+        if let Some(m) = &m {
+            assert_eq!(m.format().as_slice(), &b[..], "canonical only");
+        }
+        mutexes.add(m.is_some());
+
+        let near = format!(
+            "{}:{}:{}:{}",
+            n(&mut rng),
+            rng.gen_range(0..3),
+            n(&mut rng),
+            n(&mut rng)
+        );
+        let b = if rng.gen_bool(0.3) {
+            input(&mut rng)
+        } else {
+            mutate(&mut rng, near.as_bytes())
+        };
+        let h = Hold::parse(&b);
+        if let Some(h) = h {
+            assert_eq!(h.format().as_slice(), &b[..], "canonical only");
+        }
+        holds.add(h.is_some());
+
+        let near = format!(
+            "{}:{}:{}:{}:{owner}",
+            rng.gen_range(0..1i64 << 34),
+            rng.gen_range(0..4),
+            rng.gen_range(0..5),
+            rng.gen_range(0..2)
+        );
+        let b = if rng.gen_bool(0.3) {
+            input(&mut rng)
+        } else {
+            mutate(&mut rng, near.as_bytes())
+        };
+        let parsed = Header::parse(&b);
+        if let Some((head, at)) = parsed {
+            assert_eq!(head.format(&b[at..]), b, "canonical only");
+        }
+        headers.add(parsed.is_some());
+
+        // The argument fast path agrees with Redis's integers.
+        let v = n(&mut rng).to_string();
+        let b = if rng.gen_bool(0.5) {
+            input(&mut rng)
+        } else {
+            mutate(&mut rng, v.as_bytes())
+        };
+        if let Some(v) = crate::argv::quick_int(&b) {
+            assert_eq!(reference_i64(&b), Some(v), "{b:?}");
+        }
+    }
+    mutexes.check("lock mutex states");
+    holds.check("lock semaphore holds");
+    headers.check("delayq records");
 }

@@ -1,6 +1,6 @@
 //! Command registration: one table entry per command, a panic guard around
-//! every handler, key-specs, arity and `COMMAND DOCS`, ACL categories where
-//! the server has them.
+//! every handler, latency events for long calls, key-specs, arity and
+//! `COMMAND DOCS`, ACL categories where the server has them.
 //!
 //! Each family lists its commands with the [`command!`](crate::command)
 //! macro in a `pub const COMMANDS: &[CommandSpec]`; `lib.rs` registers the
@@ -65,7 +65,15 @@ macro_rules! command {
                     argv: *mut *mut redis_module::raw::RedisModuleString,
                     argc: std::os::raw::c_int,
                 ) -> std::os::raw::c_int {
-                    $crate::registry::dispatch(ctx, argv, argc, $handler, $keys)
+                    // Measured only while the latency monitor is on (see
+                    // latency.rs); otherwise this costs one load and one
+                    // branch before the tail call.
+                    if $crate::latency::on() {
+                        return $crate::registry::dispatch_measured(
+                            ctx, argv, argc, $handler, $keys, $name,
+                        );
+                    }
+                    $crate::registry::dispatch_guarded(ctx, argv, argc, $handler, $keys, $name)
                 }
                 cb
             },
@@ -125,6 +133,59 @@ pub fn dispatch(
         Err(_) => Err(RedisError::Str(error::INTERNAL)),
     };
     reply_to(&context, reply)
+}
+
+/// Runs a handler as [`dispatch`] does, after the slot-migration guard
+/// (`cluster_guard`) for commands of families that derive keys from their
+/// base key: every family but RATE, whose keys are all declared.
+// `argv` is the argument vector Redis hands the command, with `argc`
+// entries; it is read only after checking `argc >= 2`.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn dispatch_guarded(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    handler: Handler,
+    keys: Keys,
+    name: &str,
+) -> c_int {
+    if crate::cluster_guard::active()
+        && argc >= 2
+        && !matches!(keys, Keys::None)
+        && !name.starts_with("rate.")
+    {
+        let context = Context::new(ctx);
+        if !context.is_keys_position_request() {
+            let key = unsafe {
+                let mut len = 0usize;
+                let p = raw::RedisModule_StringPtrLen.unwrap()(*argv.add(1), &mut len);
+                std::slice::from_raw_parts(p.cast::<u8>(), len)
+            };
+            if let Err(e) = crate::cluster_guard::check(&context, key) {
+                return reply_to(&context, Err(e));
+            }
+        }
+    }
+    dispatch(ctx, argv, argc, handler, keys)
+}
+
+/// Runs [`dispatch`] inside a latency measurement: a call that takes at
+/// least `latency-monitor-threshold` ms is reported under `name` in lower
+/// case (see latency.rs). Kept out of line, off the monitor-off path.
+#[cold]
+#[inline(never)]
+pub fn dispatch_measured(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    handler: Handler,
+    keys: Keys,
+    name: &'static str,
+) -> c_int {
+    let started = crate::latency::start();
+    let rc = dispatch_guarded(ctx, argv, argc, handler, keys, name);
+    crate::latency::finish(started, name);
+    rc
 }
 
 /// Sends a handler's reply. Integers and arrays of integers (the replies

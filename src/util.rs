@@ -27,7 +27,7 @@ pub fn has_hash_tag(key: &[u8]) -> bool {
 /// when the server runs in cluster mode and `base` has no hash tag, since
 /// its derived keys would then land in other slots.
 pub fn require_hash_tag(ctx: &Context, family: &str, base: &[u8]) -> Result<(), RedisError> {
-    if ctx.get_flags().contains(ContextFlags::CLUSTER) && !has_hash_tag(base) {
+    if !has_hash_tag(base) && cluster_mode(ctx) {
         return Err(error::family(
             family,
             "base key needs a {hash tag} in cluster mode",
@@ -36,10 +36,44 @@ pub fn require_hash_tag(ctx: &Context, family: &str, base: &[u8]) -> Result<(), 
     Ok(())
 }
 
+/// Returns true when the server runs in cluster mode. The mode is fixed
+/// for the life of the process (`cluster-enabled` cannot change at run
+/// time), so it is read once: `RM_GetContextFlags` computes a dozen flags,
+/// among them the memory state, on every call.
+pub fn cluster_mode(ctx: &Context) -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static MODE: AtomicU8 = AtomicU8::new(0); // 0 unknown, 1 standalone, 2 cluster
+    match MODE.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            let cluster = ctx.get_flags().contains(ContextFlags::CLUSTER);
+            MODE.store(if cluster { 2 } else { 1 }, Ordering::Relaxed);
+            cluster
+        }
+    }
+}
+
 /// Raises the keyspace event `hotpath.<family>.<event>` (class "module").
 pub fn notify(ctx: &Context, event: &str, key: &[u8]) {
+    if !module_events_on() {
+        return;
+    }
     let k = RedisString::create_from_slice(ctx.ctx, key);
     ctx.notify_keyspace_event(NotifyEvent::MODULE, event, &k);
+}
+
+/// Returns true when `notify-keyspace-events` has the module class (`d`)
+/// on: otherwise a module event reaches no client, and building the key's
+/// Redis string for it would be wasted work on every write.
+fn module_events_on() -> bool {
+    match unsafe { redis_module::raw::RedisModule_GetNotifyKeyspaceEvents } {
+        Some(get) => {
+            let on = unsafe { get() };
+            on & redis_module::raw::REDISMODULE_NOTIFY_MODULE != 0
+        }
+        None => true,
+    }
 }
 
 /// Raises `hotpath.<family>.<event>` for a key the client sent (no copy).
@@ -91,5 +125,21 @@ pub fn replicate_with_extra(ctx: &Context, args: &[RedisString], extra: &[&[u8]]
             argv.as_ptr(),
             argv.len(),
         );
+    }
+}
+
+/// Raises the keyspace event `event` (class "module") for a key the client
+/// sent, with the event name a C string constant: the crate's
+/// `notify_keyspace_event` allocates a C string for the name on each call.
+pub fn notify_static(ctx: &Context, event: &std::ffi::CStr, key: &RedisString) {
+    if let Some(notify) = unsafe { redis_module::raw::RedisModule_NotifyKeyspaceEvent } {
+        unsafe {
+            notify(
+                ctx.ctx,
+                redis_module::raw::REDISMODULE_NOTIFY_MODULE as std::os::raw::c_int,
+                event.as_ptr(),
+                key.inner,
+            )
+        };
     }
 }

@@ -235,3 +235,34 @@ fn multi_key_commands_work_in_one_slot_and_refuse_cross_slot() {
     );
     assert!(cross.starts_with("ERR<CROSSSLOT"), "{cross}");
 }
+
+#[test]
+fn lock_and_delayq_work_across_the_cluster() {
+    let cl = Cluster::start();
+    let mut c = cl.client();
+    for tag in ["a", "b", "c", "d"] {
+        let lk = format!("lock:{{{tag}}}");
+        assert_eq!(q(&mut c, &["LOCK.ACQUIRE", &lk, "o1", "60000"]), "1");
+        assert_eq!(q(&mut c, &["LOCK.ACQUIRE", &lk, "o2", "60000"]), "nil");
+        assert_eq!(q(&mut c, &["LOCK.RELEASE", &lk, "o1"]), "1");
+        assert_eq!(q(&mut c, &["LOCK.ACQUIRE", &lk, "o2", "60000"]), "2");
+        let dq = format!("dq:{{{tag}}}");
+        assert_eq!(q(&mut c, &["DELAYQ.ADD", &dq, "j", "p"]), "1");
+        assert_eq!(
+            q(&mut c, &["DELAYQ.POLL", &dq, "60000"]),
+            "[j, p, 1, 1000001]"
+        );
+        assert_eq!(q(&mut c, &["DELAYQ.ACK", &dq, "j", "1000001"]), "1");
+    }
+    // A lock is one key: it needs no hash tag.
+    assert_eq!(
+        q(&mut c, &["LOCK.ACQUIRE", "lock:untagged", "o", "1000"]),
+        "1"
+    );
+    // A queue has derived keys: it does.
+    assert_eq!(
+        q(&mut c, &["DELAYQ.ADD", "dq:untagged", "j", "p"]),
+        "ERR<ERR delayq: base key needs a {hash tag} in cluster mode>"
+    );
+    assert_eq!(q(&mut c, &["EXISTS", "dq:untagged:jobs"]), "0");
+}

@@ -62,6 +62,16 @@ const KEYWORDS: &[&str] = &[
     "LIMITS",
     "RANDOM",
     "EQUAL",
+    // LOCK and DELAYQ. BLOCK is left out: a command that waits would stall
+    // this single connection (tests/lock.rs and tests/delayq.rs cover it).
+    "LIMIT",
+    "MAXHOLD",
+    "DELAY",
+    "AT",
+    "ATTEMPTS",
+    "REPLACE",
+    "BACKOFF",
+    "ID",
 ];
 
 const NUMBERS: &[&str] = &[
@@ -127,6 +137,10 @@ const SUFFIXES: &[&str] = &[
     "cand:1",
     "stored",
     "winners",
+    "jobs",
+    "due",
+    "dead",
+    "seq",
 ];
 
 fn random_arg(rng: &mut StdRng) -> Vec<u8> {

@@ -227,4 +227,38 @@ fn watch_is_broken_by_writes_only_not_by_refusals() {
         &packet,
         &["REDPACKET.GRAB", "h", "u1"]
     ));
+    // LOCK: a busy acquisition and a release by a non-owner write nothing.
+    assert!(!exec_survives(
+        &mut c,
+        &["lk"],
+        &["LOCK.ACQUIRE", "lk", "a", "60000"]
+    ));
+    assert!(exec_survives(
+        &mut c,
+        &["lk"],
+        &["LOCK.ACQUIRE", "lk", "b", "60000"]
+    ));
+    assert!(exec_survives(&mut c, &["lk"], &["LOCK.RELEASE", "lk", "b"]));
+    // DELAYQ: a repeated add, an empty poll and a stale ack write nothing.
+    let queue = ["dq:jobs", "dq:due", "dq:dead", "dq:seq"];
+    assert!(!exec_survives(
+        &mut c,
+        &queue,
+        &["DELAYQ.ADD", "dq", "j", "p", "DELAY", "60000"]
+    ));
+    assert!(exec_survives(
+        &mut c,
+        &queue,
+        &["DELAYQ.ADD", "dq", "j", "p"]
+    ));
+    assert!(exec_survives(
+        &mut c,
+        &queue,
+        &["DELAYQ.POLL", "dq", "1000"]
+    ));
+    assert!(exec_survives(
+        &mut c,
+        &queue,
+        &["DELAYQ.ACK", "dq", "j", "9"]
+    ));
 }

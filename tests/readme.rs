@@ -73,14 +73,14 @@ fn python_example_runs() {
             "README line not in examples/quickstart.py: {line}"
         );
     }
-    let out = Command::new("python3")
+    let out = Command::new(python_bin())
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/examples/quickstart.py"
         ))
         .env("REDIS_URL", format!("redis://127.0.0.1:{}", srv.port))
         .output()
-        .expect("python3");
+        .unwrap_or_else(|e| panic!("{}: {e}", python_bin()));
     assert!(
         out.status.success(),
         "{}",
@@ -95,4 +95,83 @@ fn rust_example_runs() {
     let srv = Server::start();
     let top = quickstart::tour(&format!("redis://127.0.0.1:{}/", srv.port)).unwrap();
     assert_eq!(top, vec![("rust".to_string(), 2), ("zig".to_string(), 1)]);
+}
+
+#[test]
+fn links_point_at_files_inside_the_repo() {
+    let text = readme();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut n = 0;
+    for part in text.split("](").skip(1) {
+        let target = part.split(')').next().unwrap();
+        if target.starts_with("http://")
+            || target.starts_with("https://")
+            || target.starts_with('#')
+        {
+            continue;
+        }
+        n += 1;
+        let path = target.split('#').next().unwrap();
+        assert!(
+            !path.starts_with('/') && !path.split('/').any(|c| c == ".."),
+            "README links outside the repository: {target}"
+        );
+        assert!(
+            root.join(path).exists(),
+            "README links a missing file: {target}"
+        );
+    }
+    assert!(n >= 10, "found only {n} links");
+}
+
+/// The Configuration table's rows: (name, default, min, max).
+fn config_rows(text: &str) -> Vec<(String, i64, i64, i64)> {
+    let section = text
+        .split("## Configuration")
+        .nth(1)
+        .expect("a Configuration section");
+    section
+        .lines()
+        .take_while(|l| !l.starts_with("## "))
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let num = |s: &str| -> i64 { s.split_whitespace().next().unwrap().parse().unwrap() };
+            let (min, max) = cells[3].split_once(" … ").expect("a range");
+            (
+                cells[1].trim_matches('`').to_string(),
+                num(cells[2]),
+                num(min),
+                num(max),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_configuration_table_matches_the_server() {
+    let rows = config_rows(&readme());
+    let srv = Server::start();
+    let mut c = srv.conn();
+    let all = run(&mut c, &["CONFIG", "GET", "hotpath.*"]);
+    assert_eq!(
+        all.matches("hotpath.").count(),
+        rows.len(),
+        "the table and CONFIG GET hotpath.* list different settings: {all}"
+    );
+    for (name, default, min, max) in rows {
+        let key = format!("hotpath.{name}");
+        let get = |c: &mut Connection| run(c, &["CONFIG", "GET", &key]);
+        assert_eq!(get(&mut c), format!("[{key}, {default}]"));
+        for ok in [min, max] {
+            assert_eq!(run(&mut c, &["CONFIG", "SET", &key, &ok.to_string()]), "OK");
+        }
+        for bad in [min - 1, max + 1] {
+            assert!(
+                cmd(&mut c, &["CONFIG", "SET", &key, &bad.to_string()]).is_err(),
+                "{key} accepted {bad}"
+            );
+        }
+        run(&mut c, &["CONFIG", "SET", &key, &default.to_string()]);
+    }
 }

@@ -54,6 +54,7 @@ fn cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
         ),
     ];
     out.extend(family_cases());
+    out.extend(lock_delayq_cases());
     out
 }
 
@@ -196,6 +197,65 @@ fn family_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
             ]),
         ),
         ("rate.reset", v(&["RATE.RESET r:t1"])),
+    ]
+}
+
+/// Cases of LOCK and DELAYQ (no NOW: the master's clock must reach the
+/// replica and the AOF). Receipts are deterministic (generation × 10^6 +
+/// attempt, one generation per add): both servers run the same lines in
+/// the same order.
+fn lock_delayq_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
+    let v = |lines: &[&str]| -> Vec<Vec<String>> {
+        lines
+            .iter()
+            .map(|l| l.split_whitespace().map(String::from).collect())
+            .collect()
+    };
+    vec![
+        (
+            "lock.acquire",
+            v(&[
+                "LOCK.ACQUIRE r:lk1 o1 60000",
+                "LOCK.ACQUIRE r:lk1 o1 60000 MAXHOLD 90000",
+                "LOCK.ACQUIRE r:lk2 o1 60000 LIMIT 3",
+                "LOCK.ACQUIRE r:lk2 o2 60000 LIMIT 3",
+            ]),
+        ),
+        (
+            "lock.renew",
+            v(&["LOCK.RENEW r:lk1 o1 30000", "LOCK.RENEW r:lk2 o2 50000"]),
+        ),
+        (
+            "lock.release",
+            v(&["LOCK.RELEASE r:lk1 o1", "LOCK.RELEASE r:lk2 o1"]),
+        ),
+        (
+            "delayq.add",
+            v(&[
+                "DELAYQ.ADD r:q1 a pa",
+                "DELAYQ.ADD r:q1 b pb DELAY 60000",
+                "DELAYQ.ADD r:q1 c pc ATTEMPTS 1",
+                "DELAYQ.ADD r:q1 d pd",
+            ]),
+        ),
+        ("delayq.poll", v(&["DELAYQ.POLL r:q1 60000 COUNT 3"])),
+        ("delayq.ack", v(&["DELAYQ.ACK r:q1 a 1000001"])),
+        (
+            "delayq.nack",
+            v(&[
+                "DELAYQ.NACK r:q1 c 3000001",
+                "DELAYQ.NACK r:q1 d 4000001 BACKOFF 1000 5000",
+            ]),
+        ),
+        (
+            "delayq.extend",
+            v(&[
+                "DELAYQ.ADD r:q1 e pe",
+                "DELAYQ.POLL r:q1 30000",
+                "DELAYQ.EXTEND r:q1 e 5000001 90000",
+            ]),
+        ),
+        ("delayq.redrive", v(&["DELAYQ.REDRIVE r:q1"])),
     ]
 }
 

@@ -1,38 +1,78 @@
 -- RATE.CHECK B limit period-ms [ALGO GCRA|FIXED|SLIDING|LOG|BUCKET]
---            [BURST n] [COST n] [PEEK] [NOW unix-ms]
--- KEYS[1] = B; ARGV = limit period-ms [options…], exactly as the command.
+--            [BURST n] [COST n] [PEEK] [NOW unix-ms | NOWUS unix-us]
+-- KEYS[1] = B; ARGV = limit period-ms [options...], exactly as the command.
 -- Same replies, errors and stored data as the module (see README.md).
+-- Time is in microseconds; every value stays below 2^53, and products
+-- that could pass it go through mdm (an exact multiply-divide).
 local NOTINT = 'ERR value is not an integer or out of range'
 local SYNTAX = 'ERR syntax error'
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 local MAX_COUNT = 1000000000000
 local MAX_PERIOD = 1000000000000
-local MAX_NOW = 10000000000000
-local MAX_PRODUCT = 4503599627370496 -- 2^52
+local MAX_NOW = 4500000000000
+local MAX_REFILL = 4500000000000
+local MAX_STORED_MS = 9000000000000
+local MAX_STORED_US = 9000000000000000
+local P53 = 9007199254740992
 
 local function toint(s, lo, hi)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
-  if s ~= '0' and not string.match(s, '^%-?[1-9]%d*$') then return nil end
+  if type(s) ~= 'string' or #s == 0 or #s > 18 then return nil end
+  if s ~= '0' and not string.match(s, '^[1-9]%d*$') then return nil end
   local n = tonumber(s)
   if n == nil or n < lo or n > hi then return nil end
   return n
 end
-local function nonneg(s)
-  if type(s) ~= 'string' or #s == 0 or #s > 18 then return nil end
-  if s ~= '0' and not string.match(s, '^[1-9]%d*$') then return nil end
-  return tonumber(s)
+-- A stored non-negative integer, at most `hi`.
+local function stored(s, hi)
+  if type(s) ~= 'string' then return nil end
+  return toint(s, 0, hi)
 end
-local function field(s) return toint(s, 0, 9.3e18) end
--- floor(a / b) and ceil(a / b) for exact integers a >= 0, b > 0.
+-- floor(a / b) for exact integers |a| < 2^53, b > 0.
 local function idiv(a, b)
   local q = math.floor(a / b)
   if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
   return q
 end
-local function cdiv(a, b) return idiv(a + b - 1, b) end
+-- ceil(a / b), any sign of a.
+local function cdiv(a, b) return -idiv(-a, b) end
+-- floor(a * b / m) and a * b mod m for 0 <= a, b < 2^53, 0 < m < 2^51,
+-- when the quotient is below 2^53: binary long multiplication.
+local function mdm(a, b, m)
+  local p = a * b
+  if p < P53 then
+    local q = idiv(p, m)
+    return q, p - q * m
+  end
+  local qa = idiv(a, m)
+  local ra = a - qa * m
+  local q, r = qa * b, 0
+  local aq, ar = 0, ra
+  while b > 0 do
+    if b % 2 == 1 then
+      q = q + aq
+      r = r + ar
+      if r >= m then r = r - m; q = q + 1 end
+      b = b - 1
+    end
+    b = b / 2
+    if b > 0 then
+      aq = aq * 2
+      ar = ar * 2
+      if ar >= m then ar = ar - m; aq = aq + 1 end
+    end
+  end
+  return q, r
+end
 local function fmt(n) return string.format('%d', n) end
 
 local key = KEYS[1]
+local function keytext() return (string.gsub(key, '%c', '?')) end
+local function corrupt(f)
+  local e = "ERR rate: corrupt data in '" .. keytext() .. "'"
+  if f then e = e .. " field '" .. f .. "'" end
+  return redis.error_reply(e)
+end
+
 if #ARGV < 2 then
   return redis.error_reply("ERR wrong number of arguments for 'rate.check' command")
 end
@@ -51,13 +91,14 @@ while i <= #ARGV do
     if not algos[a] then return redis.error_reply(SYNTAX) end
     algo = a
     i = i + 2
-  elseif kw == 'BURST' or kw == 'COST' or kw == 'NOW' then
+  elseif kw == 'BURST' or kw == 'COST' or kw == 'NOW' or kw == 'NOWUS' then
     if i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
     local lo, hi = 0, MAX_COUNT
-    if kw == 'BURST' then lo = 1 elseif kw == 'NOW' then hi = MAX_NOW end
+    if kw == 'BURST' then lo = 1 elseif kw == 'NOW' then hi = MAX_NOW elseif kw == 'NOWUS' then hi = MAX_NOW * 1000 end
     local n = toint(ARGV[i + 1], lo, hi)
     if not n then return redis.error_reply(NOTINT) end
-    if kw == 'BURST' then burst = n elseif kw == 'COST' then cost = n else now = n end
+    if kw == 'BURST' then burst = n elseif kw == 'COST' then cost = n
+    elseif kw == 'NOW' then now = n * 1000 else now = n end
     i = i + 2
   elseif kw == 'PEEK' then
     peek = true
@@ -72,158 +113,215 @@ end
 if algo == 'log' and limit > 100000 then
   return redis.error_reply('ERR rate: LOG limit must be at most 100000')
 end
+if algo == 'log' and cost > 100 then
+  return redis.error_reply('ERR rate: LOG cost must be at most 100')
+end
 burst = burst or limit
-local cap = (algo == 'sliding') and limit or burst
-if (algo == 'gcra' or algo == 'bucket' or algo == 'sliding') and cap * period > MAX_PRODUCT then
-  return redis.error_reply('ERR rate: limit or burst * period-ms exceeds 2^52')
+if algo == 'gcra' or algo == 'bucket' then
+  -- burst * period / limit <= MAX_REFILL, compared exactly.
+  local q, r = mdm(burst, period, limit)
+  if q > MAX_REFILL or (q == MAX_REFILL and r > 0) then
+    return redis.error_reply('ERR rate: burst * period-ms / limit exceeds 4500000000000')
+  end
 end
 if not now then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
+local P = period * 1000 -- period in us
 
 local ktype = redis.call('TYPE', key).ok
 local function holds(a) return redis.error_reply('ERR rate: key holds a ' .. a .. ' limiter') end
-
--- A String limiter: 'gcra', ms, num, den | 'fixed', start, count | nil |
--- 'wrong' (not a limiter).
-local function read_text()
-  if ktype == 'none' then return nil end
-  if ktype ~= 'string' then return 'wrong' end
-  local v = redis.call('GET', key)
-  local a, b, c = string.match(v, '^gcra:(%d+):(%d+):(%d+)$')
-  if a then
-    local ms, num, den = nonneg(a), nonneg(b), nonneg(c)
-    if ms and num and den and den > 0 and num < den then return 'gcra', ms, num, den end
-  end
-  a, b = string.match(v, '^fixed:(%d+):(%d+)$')
-  if a then
-    local s, n = nonneg(a), nonneg(b)
-    if s and n then return 'fixed', s, n end
-  end
-  return 'wrong'
-end
-local function read_hash_kind()
-  if ktype == 'none' then return nil end
-  if ktype ~= 'hash' then return 'wrong' end
-  local a = redis.call('HGET', key, 'algo')
-  if a == 'sliding' or a == 'bucket' then return a end
-  return 'wrong'
-end
 local function reply(allowed, remaining, retry, reset)
   return {allowed and 1 or 0, limit, remaining, retry, reset}
 end
+local function ttl_ms(us) return math.max(cdiv(us, 1000), 1) end
 
-if algo == 'gcra' then
-  local kind, ms, num, den = read_text()
-  if kind == 'wrong' then return redis.error_reply(WRONGTYPE) end
-  if kind == 'fixed' then return holds('fixed') end
-  local L, P = limit, period
-  local capu = burst * P
-  local debt = 0
-  if kind == 'gcra' then
-    if den ~= L then
-      if num > 0 then ms = ms + 1 end
-      num = 0
+-- The state of a String algorithm: kind, a, b, c (the stored integers),
+-- or an error reply. An older SLIDING/BUCKET Hash reads as the same state.
+local function read_state()
+  if ktype == 'none' then return nil end
+  if ktype == 'string' then
+    local v = redis.call('GET', key)
+    local p = string.match(v, '^(%a+):')
+    if p ~= 'gcra' and p ~= 'fixed' and p ~= 'sliding' and p ~= 'bucket' then
+      return 'error', redis.error_reply(WRONGTYPE)
     end
-    debt = (ms - now) * L + num
-    if debt < 0 then debt = 0 end
-  end
-  local possible = cost <= burst
-  local want = possible and cost * P or 0
-  local allowed = possible and debt + want <= capu
-  local after = allowed and debt + want or debt
-  local remaining = (capu - after < 0) and 0 or idiv(capu - after, P)
-  local retry = -1
-  if not allowed and possible then retry = cdiv(debt + want - capu, L) end
-  local reset = cdiv(after, L)
-  if allowed and cost > 0 and not peek then
-    local q = idiv(after, L)
-    local v = 'gcra:' .. fmt(now + q) .. ':' .. fmt(after - q * L) .. ':' .. fmt(L)
-    redis.call('SET', key, v, 'PX', math.max(reset, 1))
-  end
-  return reply(allowed, remaining, retry, reset)
-end
-
-if algo == 'fixed' then
-  local kind, s, n = read_text()
-  if kind == 'wrong' then return redis.error_reply(WRONGTYPE) end
-  if kind == 'gcra' then return holds('gcra') end
-  local start = now - (now - idiv(now, period) * period)
-  local count = (kind == 'fixed' and s == start) and n or 0
-  local possible = cost <= limit
-  local allowed = possible and count + cost <= limit
-  local after = allowed and count + cost or count
-  local ending = start + period - now
-  local retry = (allowed or not possible) and -1 or ending
-  local reset = after > 0 and ending or 0
-  if allowed and cost > 0 and not peek then
-    redis.call('SET', key, 'fixed:' .. fmt(start) .. ':' .. fmt(after), 'PX', math.max(reset, 1))
-  end
-  return reply(allowed, math.max(limit - after, 0), retry, reset)
-end
-
-if algo == 'sliding' then
-  local kind = read_hash_kind()
-  if kind == 'wrong' then return redis.error_reply(WRONGTYPE) end
-  if kind == 'bucket' then return holds('bucket') end
-  local L, P, k = limit, period, cost
-  local start = now - (now - idiv(now, P) * P)
-  local c, pv = 0, 0
-  if kind == 'sliding' then
-    local w = field(redis.call('HGET', key, 'window'))
-    local sc = field(redis.call('HGET', key, 'count'))
-    local sp = field(redis.call('HGET', key, 'prev'))
-    if not (w and sc and sp) then return redis.error_reply(WRONGTYPE) end
-    if w == start then c, pv = sc, sp elseif w == start - P then c, pv = 0, sc end
-  end
-  local e = now - start
-  local weighted = pv * (P - e)
-  local possible = k <= L
-  local allowed = possible and L - c - k >= 0 and weighted <= (L - c - k) * P
-  local after = allowed and c + k or c
-  local retry = -1
-  if not allowed and possible then
-    if L - c - k >= 0 then
-      retry = (P - idiv((L - c - k) * P, pv)) - e
+    local rest = string.sub(v, #p + 2)
+    local parts = {}
+    for f in string.gmatch(rest .. ':', '([^:]*):') do parts[#parts + 1] = f end
+    local want = (p == 'fixed') and 2 or 3
+    if #parts ~= want then return 'error', corrupt() end
+    local x = {}
+    for j = 1, want do
+      x[j] = stored(parts[j], 999999999999999999)
+      if not x[j] then return 'error', corrupt() end
+    end
+    local ok
+    if p == 'gcra' then
+      ok = x[1] <= MAX_STORED_MS and x[3] >= 1 and x[3] <= MAX_COUNT * 1000 and x[2] < x[3]
+    elseif p == 'fixed' then
+      ok = x[1] <= MAX_STORED_MS and x[2] <= MAX_COUNT
+    elseif p == 'sliding' then
+      ok = x[1] <= MAX_STORED_MS and x[2] <= MAX_COUNT and x[3] <= MAX_COUNT
     else
-      retry = P - e + (P - idiv((L - k) * P, c))
+      ok = x[1] <= MAX_COUNT and x[2] <= MAX_STORED_US and x[3] <= MAX_STORED_US
     end
+    if not ok then return 'error', corrupt() end
+    return p, x[1], x[2], x[3]
   end
-  local remaining = math.max(L - after - cdiv(weighted, P), 0)
-  local reset = 0
-  if after > 0 then reset = 2 * P - e elseif pv > 0 then reset = P - e end
-  if allowed and k > 0 and not peek then
-    redis.call('HSET', key, 'algo', 'sliding', 'window', fmt(start), 'count', fmt(after), 'prev', fmt(pv))
-    redis.call('PEXPIRE', key, math.max(reset, 1))
+  if ktype == 'hash' then
+    local a = redis.call('HGET', key, 'algo')
+    if a == 'sliding' then
+      local v = redis.call('HMGET', key, 'window', 'count', 'prev')
+      local w = stored(v[1], MAX_STORED_MS)
+      if not w then return 'error', corrupt('window') end
+      local c = stored(v[2], MAX_COUNT)
+      if not c then return 'error', corrupt('count') end
+      local pv = stored(v[3], MAX_COUNT)
+      if not pv then return 'error', corrupt('prev') end
+      return 'sliding', w, c, pv, true
+    elseif a == 'bucket' then
+      local v = redis.call('HMGET', key, 'tokens', 'carry', 'ts')
+      local t = stored(v[1], MAX_COUNT)
+      if not t then return 'error', corrupt('tokens') end
+      local c = stored(v[2], MAX_STORED_US)
+      if not c then return 'error', corrupt('carry') end
+      local ts = stored(v[3], MAX_STORED_MS)
+      if not ts then return 'error', corrupt('ts') end
+      -- The millisecond version's bucket, converted exactly.
+      return 'bucket', t, math.min(c, period) * 1000, ts * 1000, true
+    end
+    return 'error', redis.error_reply(WRONGTYPE)
   end
-  return reply(allowed, remaining, retry, reset)
+  return 'error', redis.error_reply(WRONGTYPE)
 end
 
-if algo == 'bucket' then
-  local kind = read_hash_kind()
-  if kind == 'wrong' then return redis.error_reply(WRONGTYPE) end
-  if kind == 'sliding' then return holds('sliding') end
-  local L, P, B = limit, period, burst
+if algo ~= 'log' then
+  local kind, a, b, c, old = read_state()
+  if kind == 'error' then return a end
+  if kind and kind ~= algo then return holds(kind) end
+
+  if algo == 'gcra' then
+    local L = limit
+    -- The debt as x us + y/L us (y < L), from tat = a ms + b/c ms.
+    local x, y = 0, 0
+    if kind then
+      local frac
+      if c == 1000 * L then
+        frac = b
+      else
+        local q, r = mdm(b, 1000 * L, c)
+        frac = q + ((r > 0) and 1 or 0)
+      end
+      local fq = idiv(frac, L)
+      x = a * 1000 - now + fq
+      y = frac - fq * L
+      if x < 0 then x, y = 0, 0 end
+    end
+    local cq, cr = mdm(burst, P, L)
+    local possible = cost <= burst
+    local wq, wr = 0, 0
+    if possible then wq, wr = mdm(cost, P, L) end
+    local sq, sr = x + wq, y + wr
+    if sr >= L then sq, sr = sq + 1, sr - L end
+    local allowed = possible and (sq < cq or (sq == cq and sr <= cr))
+    local aq, ar = x, y
+    if allowed then aq, ar = sq, sr end
+    local remaining = 0
+    local dq, dr = cq - aq, cr - ar
+    if dr < 0 then dq, dr = dq - 1, dr + L end
+    if dq >= 0 then
+      local q1, r1 = mdm(dq, L, P)
+      remaining = q1 + idiv(r1 + dr, P)
+    end
+    local retry = -1
+    if not allowed and possible then
+      local vq, vr = sq - cq, sr - cr
+      if vr < 0 then vq, vr = vq - 1, vr + L end
+      retry = cdiv(vq + ((vr > 0) and 1 or 0), 1000)
+    end
+    local ttl = aq + ((ar > 0) and 1 or 0)
+    if allowed and cost > 0 and not peek then
+      local t = now + aq
+      local ms = idiv(t, 1000)
+      local v = 'gcra:' .. fmt(ms) .. ':' .. fmt((t - ms * 1000) * L + ar) .. ':' .. fmt(1000 * L)
+      redis.call('SET', key, v, 'PX', ttl_ms(ttl))
+    end
+    return reply(allowed, remaining, retry, cdiv(ttl, 1000))
+  end
+
+  if algo == 'fixed' then
+    local now_ms = idiv(now, 1000)
+    local start = now_ms - (now_ms - idiv(now_ms, period) * period)
+    local count = (kind and a == start) and b or 0
+    local possible = cost <= limit
+    local allowed = possible and count + cost <= limit
+    local after = allowed and count + cost or count
+    local ending = (start + period) * 1000 - now
+    local retry = (allowed or not possible) and -1 or cdiv(ending, 1000)
+    local reset = after > 0 and cdiv(ending, 1000) or 0
+    if allowed and cost > 0 and not peek then
+      redis.call('SET', key, 'fixed:' .. fmt(start) .. ':' .. fmt(after), 'PX', ttl_ms(ending))
+    end
+    return reply(allowed, math.max(limit - after, 0), retry, reset)
+  end
+
+  if algo == 'sliding' then
+    local L, k = limit, cost
+    local now_ms = idiv(now, 1000)
+    local start = now_ms - (now_ms - idiv(now_ms, period) * period)
+    local cnt, pv = 0, 0
+    if kind then
+      if a == start then cnt, pv = b, c elseif a == start - period then cnt, pv = 0, b end
+    end
+    local e = now - start * 1000
+    local room = L - cnt - k
+    -- prev's weight prev * (P - e) / P, rounded up, against the room left.
+    local q, r = mdm(pv, P - e, P)
+    local weighted = q + ((r > 0) and 1 or 0)
+    local possible = k <= L
+    local allowed = possible and room >= 0 and weighted <= room
+    local after = allowed and cnt + k or cnt
+    local retry = -1
+    if not allowed and possible then
+      if room >= 0 then
+        retry = cdiv(P - (mdm(room, P, pv)) - e, 1000)
+      else
+        retry = cdiv(P - e + P - (mdm(L - k, P, cnt)), 1000)
+      end
+    end
+    local remaining = math.max(L - after - weighted, 0)
+    local reset = 0
+    if after > 0 then reset = 2 * P - e elseif pv > 0 then reset = P - e end
+    if allowed and k > 0 and not peek then
+      redis.call('SET', key, 'sliding:' .. fmt(start) .. ':' .. fmt(after) .. ':' .. fmt(pv),
+        'PX', ttl_ms((start + 2 * period) * 1000 - now))
+    end
+    return reply(allowed, remaining, retry, cdiv(reset, 1000))
+  end
+
+  -- BUCKET: tokens, a carry of 1/P-us tokens, and the time ts (us).
+  local L, B = limit, burst
   local tokens, carry, ts = B, 0, now
-  if kind == 'bucket' then
-    tokens = field(redis.call('HGET', key, 'tokens'))
-    carry = field(redis.call('HGET', key, 'carry'))
-    ts = field(redis.call('HGET', key, 'ts'))
-    if not (tokens and carry and ts) then return redis.error_reply(WRONGTYPE) end
-    carry = math.min(carry, P - 1)
+  if kind then tokens, carry, ts = a, math.min(b, P - 1), c end
+  -- Microseconds until (B - tokens) * P - carry units refill, rounded up.
+  local function refill(n, less)
+    local q, r = mdm(n, P, L)
+    return q + cdiv(r - less, L)
   end
   if tokens >= B then
-    tokens, carry, ts = B, 0, math.max(ts, now)
+    tokens, carry = B, 0
+    if now > ts then ts = now end
   elseif now > ts then
-    local need = (B - tokens) * P - carry
     local e = now - ts
-    if e >= cdiv(need, L) then
+    if e >= refill(B - tokens, carry) then
       tokens, carry = B, 0
     else
-      local total = carry + e * L
-      local q = idiv(total, P)
-      tokens, carry = tokens + q, total - q * P
+      local q1, r1 = mdm(e, L, P)
+      local s = carry + r1
+      local q2 = idiv(s, P)
+      tokens, carry = tokens + q1 + q2, s - q2 * P
     end
     ts = now
   end
@@ -232,46 +330,77 @@ if algo == 'bucket' then
   if allowed then tokens = tokens - cost end
   local ahead = ts - now
   local retry = -1
-  if not allowed and possible then retry = ahead + cdiv((cost - tokens) * P - carry, L) end
+  if not allowed and possible then retry = cdiv(ahead + refill(cost - tokens, carry), 1000) end
   local reset = 0
-  if tokens < B then reset = ahead + cdiv((B - tokens) * P - carry, L) end
+  if tokens < B then reset = ahead + refill(B - tokens, carry) end
   if allowed and cost > 0 and not peek then
-    redis.call('HSET', key, 'algo', 'bucket', 'tokens', fmt(tokens), 'carry', fmt(carry), 'ts', fmt(ts))
-    redis.call('PEXPIRE', key, math.max(reset, 1))
+    redis.call('SET', key, 'bucket:' .. fmt(tokens) .. ':' .. fmt(carry) .. ':' .. fmt(ts), 'PX', ttl_ms(reset))
   end
-  return reply(allowed, tokens, retry, reset)
+  return reply(allowed, tokens, retry, cdiv(reset, 1000))
 end
 
--- LOG: an exact sliding log in a Sorted Set.
+-- LOG: an exact sliding log in a Sorted Set, one entry per request, scored
+-- by its microsecond and named <us, 16 digits>-<n>. A log written by the
+-- millisecond version (scores in ms, names <ms>-<n>) keeps millisecond
+-- resolution.
 if ktype ~= 'none' and ktype ~= 'zset' then return redis.error_reply(WRONGTYPE) end
-local cutoff = now - period
-local count = redis.call('ZCOUNT', key, '(' .. fmt(cutoff), '+inf')
+local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+local unit = 1
+if top[1] then
+  local m = top[1]
+  local micros = #m > 17 and string.sub(m, 17, 17) == '-' and string.match(string.sub(m, 1, 16), '^%d+$')
+  if not micros then unit = 1000 end
+end
+local function time_of(s)
+  local n = tonumber(s)
+  local limit_s = (unit == 1) and MAX_STORED_US or MAX_STORED_MS
+  if not n or n ~= n or n % 1 ~= 0 or math.abs(n) > limit_s then return nil end
+  return n * unit
+end
+local newest = nil
+if top[1] then
+  newest = time_of(top[2])
+  if not newest then return corrupt() end
+end
+local t_now = now - now % unit
+local cutoff = (t_now - P) / unit
+local stale = redis.call('ZCOUNT', key, '-inf', fmt(cutoff))
+local count = redis.call('ZCARD', key) - stale
 local possible = cost <= limit
 local allowed = possible and count + cost <= limit
 local after = allowed and count + cost or count
 local retry = -1
 if not allowed and possible then
-  local r = redis.call('ZRANGEBYSCORE', key, '(' .. fmt(cutoff), '+inf', 'WITHSCORES', 'LIMIT', count + cost - limit - 1, 1)
-  local t = tonumber(r[2]) or now
-  retry = math.max(t + period - now, 1)
+  local rank = stale + count + cost - limit - 1
+  local r = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
+  local t = t_now
+  if r[1] then
+    t = time_of(r[2])
+    if not t then return corrupt() end
+  end
+  retry = cdiv(math.max(t + P - t_now, 1), 1000)
 end
-local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-local newest = tonumber(top[2])
-if allowed and cost > 0 then newest = newest and math.max(newest, now) or now end
+local latest = newest
+if allowed and cost > 0 then latest = latest and math.max(latest, t_now) or t_now end
 local reset = 0
-if newest and after > 0 then reset = math.max(newest + period - now, 0) end
+if latest and after > 0 then reset = cdiv(math.max(latest + P - t_now, 0), 1000) end
 if allowed and cost > 0 and not peek then
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(cutoff))
-  local batch = {}
-  for j = 0, cost - 1 do
-    batch[#batch + 1] = fmt(now)
-    batch[#batch + 1] = fmt(now) .. '-' .. fmt(count + j)
-    if #batch >= 1000 then
-      redis.call('ZADD', key, unpack(batch))
-      batch = {}
+  local score = t_now / unit
+  local n = 0
+  if newest == t_now then n = redis.call('ZCOUNT', key, fmt(score), fmt(score)) end
+  local drop = math.min(stale, cost + 128)
+  if drop > 0 then redis.call('ZREMRANGEBYRANK', key, 0, drop - 1) end
+  for _ = 1, cost do
+    -- A name is only ever taken when the clock went back by more than a
+    -- period; then the next free number is used.
+    while true do
+      local m
+      if unit == 1 then m = string.format('%016d', t_now) else m = fmt(score) end
+      m = m .. '-' .. fmt(n)
+      n = n + 1
+      if redis.call('ZADD', key, 'NX', fmt(score), m) == 1 then break end
     end
   end
-  if #batch > 0 then redis.call('ZADD', key, unpack(batch)) end
-  redis.call('PEXPIRE', key, math.max(reset, 1))
+  redis.call('PEXPIRE', key, ttl_ms(latest + P - now))
 end
 return reply(allowed, math.max(limit - after, 0), retry, reset)

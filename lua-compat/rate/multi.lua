@@ -1,44 +1,186 @@
--- RATE.MULTI numkeys B1 … Bn LIMITS limit1 period1-ms … limitn periodn-ms
---            [COST n] [PEEK] [NOW unix-ms]
--- KEYS = B1 … Bn; ARGV = LIMITS limit1 period1-ms … [options…], exactly as
--- the command. GCRA rules checked together, consumed only if all allow.
+-- RATE.MULTI numkeys B1 ... Bn LIMITS limit1 period1-ms ... limitn periodn-ms
+--            [COST n] [PEEK] [NOW unix-ms | NOWUS unix-us]
+-- KEYS = B1 ... Bn; ARGV = LIMITS limit1 period1-ms ... [options...], exactly
+-- as the command. GCRA rules checked together, consumed only if all allow.
 local NOTINT = 'ERR value is not an integer or out of range'
 local SYNTAX = 'ERR syntax error'
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
-local ARITY = "ERR wrong number of arguments for 'rate.multi' command"
 local MAX_COUNT = 1000000000000
 local MAX_PERIOD = 1000000000000
-local MAX_NOW = 10000000000000
-local MAX_PRODUCT = 4503599627370496 -- 2^52
+local MAX_NOW = 4500000000000
+local MAX_REFILL = 4500000000000
+local MAX_STORED_MS = 9000000000000
+local MAX_STORED_US = 9000000000000000
+local P53 = 9007199254740992
 
 local function toint(s, lo, hi)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
-  if s ~= '0' and not string.match(s, '^%-?[1-9]%d*$') then return nil end
+  if type(s) ~= 'string' or #s == 0 or #s > 18 then return nil end
+  if s ~= '0' and not string.match(s, '^[1-9]%d*$') then return nil end
   local n = tonumber(s)
   if n == nil or n < lo or n > hi then return nil end
   return n
 end
-local function nonneg(s)
-  if type(s) ~= 'string' or #s == 0 or #s > 18 then return nil end
-  if s ~= '0' and not string.match(s, '^[1-9]%d*$') then return nil end
-  return tonumber(s)
+-- A stored non-negative integer, at most `hi`.
+local function stored(s, hi)
+  if type(s) ~= 'string' then return nil end
+  return toint(s, 0, hi)
 end
+-- floor(a / b) for exact integers |a| < 2^53, b > 0.
 local function idiv(a, b)
   local q = math.floor(a / b)
   if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
   return q
 end
-local function cdiv(a, b) return idiv(a + b - 1, b) end
+-- ceil(a / b), any sign of a.
+local function cdiv(a, b) return -idiv(-a, b) end
+-- floor(a * b / m) and a * b mod m for 0 <= a, b < 2^53, 0 < m < 2^51,
+-- when the quotient is below 2^53: binary long multiplication.
+local function mdm(a, b, m)
+  local p = a * b
+  if p < P53 then
+    local q = idiv(p, m)
+    return q, p - q * m
+  end
+  local qa = idiv(a, m)
+  local ra = a - qa * m
+  local q, r = qa * b, 0
+  local aq, ar = 0, ra
+  while b > 0 do
+    if b % 2 == 1 then
+      q = q + aq
+      r = r + ar
+      if r >= m then r = r - m; q = q + 1 end
+      b = b - 1
+    end
+    b = b / 2
+    if b > 0 then
+      aq = aq * 2
+      ar = ar * 2
+      if ar >= m then ar = ar - m; aq = aq + 1 end
+    end
+  end
+  return q, r
+end
 local function fmt(n) return string.format('%d', n) end
 
+
+local function keytext(k) return (string.gsub(k, '%c', '?')) end
+local function corrupt(k, f)
+  local e = "ERR rate: corrupt data in '" .. keytext(k) .. "'"
+  if f then e = e .. " field '" .. f .. "'" end
+  return redis.error_reply(e)
+end
+-- Classifies a key for GCRA: nil (missing), 'gcra' with tat = a ms + b/c
+-- ms, another algorithm's name, or 'error' with the reply. Hashes of the
+-- millisecond version (SLIDING/BUCKET) are validated, then named.
+local function read_state(k)
+  local t = redis.call('TYPE', k).ok
+  if t == 'none' then return nil end
+  if t == 'string' then
+    local v = redis.call('GET', k)
+    local p = string.match(v, '^(%a+):')
+    if p ~= 'gcra' and p ~= 'fixed' and p ~= 'sliding' and p ~= 'bucket' then
+      return 'error', redis.error_reply(WRONGTYPE)
+    end
+    local parts = {}
+    for f in string.gmatch(string.sub(v, #p + 2) .. ':', '([^:]*):') do parts[#parts + 1] = f end
+    local want = (p == 'fixed') and 2 or 3
+    if #parts ~= want then return 'error', corrupt(k) end
+    local x = {}
+    for j = 1, want do
+      x[j] = stored(parts[j], 999999999999999999)
+      if not x[j] then return 'error', corrupt(k) end
+    end
+    local ok
+    if p == 'gcra' then
+      ok = x[1] <= MAX_STORED_MS and x[3] >= 1 and x[3] <= MAX_COUNT * 1000 and x[2] < x[3]
+    elseif p == 'fixed' then
+      ok = x[1] <= MAX_STORED_MS and x[2] <= MAX_COUNT
+    elseif p == 'sliding' then
+      ok = x[1] <= MAX_STORED_MS and x[2] <= MAX_COUNT and x[3] <= MAX_COUNT
+    else
+      ok = x[1] <= MAX_COUNT and x[2] <= MAX_STORED_US and x[3] <= MAX_STORED_US
+    end
+    if not ok then return 'error', corrupt(k) end
+    return p, x[1], x[2], x[3]
+  end
+  if t == 'hash' then
+    local a = redis.call('HGET', k, 'algo')
+    local fields
+    if a == 'sliding' then
+      fields = {{'window', MAX_STORED_MS}, {'count', MAX_COUNT}, {'prev', MAX_COUNT}}
+    elseif a == 'bucket' then
+      fields = {{'tokens', MAX_COUNT}, {'carry', MAX_STORED_US}, {'ts', MAX_STORED_MS}}
+    else
+      return 'error', redis.error_reply(WRONGTYPE)
+    end
+    for _, f in ipairs(fields) do
+      if not stored(redis.call('HGET', k, f[1]), f[2]) then return 'error', corrupt(k, f[1]) end
+    end
+    return a
+  end
+  return 'error', redis.error_reply(WRONGTYPE)
+end
+-- One GCRA step: L per P us, burst B, cost at now (us), on a state tat =
+-- ms + num/den ms (or none). Returns allowed, remaining, retry-ms, the
+-- debt after as aq us + ar/L us, and the new tat (ms, num, den) if any.
+local function gcra(L, P, B, st, now, cost)
+  local x, y = 0, 0
+  if st then
+    local frac
+    if st[3] == 1000 * L then
+      frac = st[2]
+    else
+      local q, r = mdm(st[2], 1000 * L, st[3])
+      frac = q + ((r > 0) and 1 or 0)
+    end
+    local fq = idiv(frac, L)
+    x = st[1] * 1000 - now + fq
+    y = frac - fq * L
+    if x < 0 then x, y = 0, 0 end
+  end
+  local cq, cr = mdm(B, P, L)
+  local possible = cost <= B
+  local wq, wr = 0, 0
+  if possible then wq, wr = mdm(cost, P, L) end
+  local sq, sr = x + wq, y + wr
+  if sr >= L then sq, sr = sq + 1, sr - L end
+  local allowed = possible and (sq < cq or (sq == cq and sr <= cr))
+  local aq, ar = x, y
+  if allowed then aq, ar = sq, sr end
+  local remaining = 0
+  local dq, dr = cq - aq, cr - ar
+  if dr < 0 then dq, dr = dq - 1, dr + L end
+  if dq >= 0 then
+    local q1, r1 = mdm(dq, L, P)
+    remaining = q1 + idiv(r1 + dr, P)
+  end
+  local retry, vq = -1, 0
+  if not allowed and possible then
+    local vr
+    vq, vr = sq - cq, sr - cr
+    if vr < 0 then vq, vr = vq - 1, vr + L end
+    retry = cdiv(vq + ((vr > 0) and 1 or 0), 1000)
+  end
+  local new = nil
+  if allowed and cost > 0 then
+    local t = now + aq
+    local ms = idiv(t, 1000)
+    new = {ms, (t - ms * 1000) * L + ar, 1000 * L}
+  end
+  return allowed, remaining, retry, aq, ar, vq, new
+end
+local function tat_text(t) return 'gcra:' .. fmt(t[1]) .. ':' .. fmt(t[2]) .. ':' .. fmt(t[3]) end
+
+local ARITY = "ERR wrong number of arguments for 'rate.multi' command"
 local n = #KEYS
 if n + #ARGV < 4 then return redis.error_reply(ARITY) end
-if n < 1 or n > 1000 then return redis.error_reply(NOTINT) end
+if n < 1 or n > 100 then return redis.error_reply(NOTINT) end
 if #ARGV < 1 or string.upper(ARGV[1]) ~= 'LIMITS' then return redis.error_reply(SYNTAX) end
 -- Distinct keys in order of first appearance; each rule points at one.
 local names, slot_of, rules = {}, {}, {}
-for i = 1, n do
-  local k = KEYS[i]
+for j = 1, n do
+  local k = KEYS[j]
   if not slot_of[k] then
     names[#names + 1] = k
     slot_of[k] = #names
@@ -46,10 +188,9 @@ for i = 1, n do
 end
 local i = 2
 for r = 1, n do
-  if i > #ARGV then return redis.error_reply(ARITY) end
+  if i + 1 > #ARGV then return redis.error_reply(ARITY) end
   local limit = toint(ARGV[i], 1, MAX_COUNT)
   if not limit then return redis.error_reply(NOTINT) end
-  if i + 1 > #ARGV then return redis.error_reply(ARITY) end
   local period = toint(ARGV[i + 1], 1, MAX_PERIOD)
   if not period then return redis.error_reply(NOTINT) end
   rules[r] = {limit = limit, period = period, slot = slot_of[KEYS[r]]}
@@ -58,11 +199,13 @@ end
 local cost, peek, now = 1, false, nil
 while i <= #ARGV do
   local kw = string.upper(ARGV[i])
-  if kw == 'COST' or kw == 'NOW' then
+  if kw == 'COST' or kw == 'NOW' or kw == 'NOWUS' then
     if i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
-    local v = toint(ARGV[i + 1], 0, kw == 'COST' and MAX_COUNT or MAX_NOW)
+    local hi = MAX_COUNT
+    if kw == 'NOW' then hi = MAX_NOW elseif kw == 'NOWUS' then hi = MAX_NOW * 1000 end
+    local v = toint(ARGV[i + 1], 0, hi)
     if not v then return redis.error_reply(NOTINT) end
-    if kw == 'COST' then cost = v else now = v end
+    if kw == 'COST' then cost = v elseif kw == 'NOW' then now = v * 1000 else now = v end
     i = i + 2
   elseif kw == 'PEEK' then
     peek = true
@@ -71,68 +214,54 @@ while i <= #ARGV do
     return redis.error_reply(SYNTAX)
   end
 end
+for _, r in ipairs(rules) do
+  -- Rules have no BURST (burst = limit): a full burst refills in one
+  -- period, so only the period can be too long.
+  if r.period > MAX_REFILL then
+    return redis.error_reply('ERR rate: burst * period-ms / limit exceeds 4500000000000')
+  end
+end
 if not now then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-for _, r in ipairs(rules) do
-  if r.limit * r.period > MAX_PRODUCT then
-    return redis.error_reply('ERR rate: limit or burst * period-ms exceeds 2^52')
-  end
-end
--- States: {ms, num, den} or false.
-local states = {}
-for s, k in ipairs(names) do
+-- Every type check before any value check.
+for _, k in ipairs(names) do
   local t = redis.call('TYPE', k).ok
-  if t == 'none' then
-    states[s] = false
-  elseif t ~= 'string' then
-    return redis.error_reply(WRONGTYPE)
-  else
-    local v = redis.call('GET', k)
-    local a, b, c = string.match(v, '^gcra:(%d+):(%d+):(%d+)$')
-    local ms, num, den
-    if a then ms, num, den = nonneg(a), nonneg(b), nonneg(c) end
-    if ms and num and den and den > 0 and num < den then
-      states[s] = {ms, num, den}
-    else
-      local x, y = string.match(v, '^fixed:(%d+):(%d+)$')
-      if x and nonneg(x) and nonneg(y) then
-        return redis.error_reply('ERR rate: key holds a fixed limiter')
-      end
+  if t == 'string' then
+    local p = string.match(redis.call('GET', k), '^(%a+):')
+    if p ~= 'gcra' and p ~= 'fixed' and p ~= 'sliding' and p ~= 'bucket' then
       return redis.error_reply(WRONGTYPE)
     end
+  elseif t == 'hash' then
+    local a = redis.call('HGET', k, 'algo')
+    if a ~= 'sliding' and a ~= 'bucket' then return redis.error_reply(WRONGTYPE) end
+  elseif t ~= 'none' then
+    return redis.error_reply(WRONGTYPE)
   end
 end
+local states = {}
+for s, k in ipairs(names) do
+  local kind, a, b, c = read_state(k)
+  if kind == 'error' then return a end
+  if kind and kind ~= 'gcra' then
+    return redis.error_reply('ERR rate: key holds a ' .. kind .. ' limiter')
+  end
+  states[s] = kind and {a, b, c} or false
+end
 
-local touched = {}
+local touched, ttls = {}, {}
 local all = true
 local best = nil
 for _, r in ipairs(rules) do
-  local L, P, B = r.limit, r.period, r.limit
-  local st = states[r.slot]
-  local debt = 0
-  if st then
-    local ms, num = st[1], st[2]
-    if st[3] ~= L then
-      if num > 0 then ms = ms + 1 end
-      num = 0
-    end
-    debt = (ms - now) * L + num
-    if debt < 0 then debt = 0 end
-  end
-  local capu = B * P
-  local possible = cost <= B
-  local want = possible and cost * P or 0
-  local allowed = possible and debt + want <= capu
-  local after = allowed and debt + want or debt
-  local retry = -1
-  if not allowed and possible then retry = cdiv(debt + want - capu, L) end
-  local reply = {allowed and 1 or 0, L, (capu - after < 0) and 0 or idiv(capu - after, P), retry, cdiv(after, L)}
-  if allowed and cost > 0 then
-    local q = idiv(after, L)
-    states[r.slot] = {now + q, after - q * L, L}
+  local L = r.limit
+  local allowed, remaining, retry, aq, ar, _, new =
+    gcra(L, r.period * 1000, L, states[r.slot] or nil, now, cost)
+  local reply = {allowed and 1 or 0, L, remaining, retry, cdiv(aq + ((ar > 0) and 1 or 0), 1000)}
+  if new then
+    states[r.slot] = new
     touched[r.slot] = true
+    ttls[r.slot] = aq + ((ar > 0) and 1 or 0)
   end
   local tighter
   if best == nil then
@@ -153,10 +282,7 @@ end
 if all and cost > 0 and not peek then
   for s, k in ipairs(names) do
     if touched[s] then
-      local st = states[s]
-      local debt = (st[1] - now) * st[3] + st[2]
-      redis.call('SET', k, 'gcra:' .. fmt(st[1]) .. ':' .. fmt(st[2]) .. ':' .. fmt(st[3]),
-        'PX', math.max(cdiv(debt, st[3]), 1))
+      redis.call('SET', k, tat_text(states[s]), 'PX', math.max(cdiv(ttls[s], 1000), 1))
     end
   end
 end

@@ -321,7 +321,7 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
     // The pool is also the participant list: NX makes the insert the dedup.
     let kept = if pooled { score } else { model::CAPPED_SCORE };
-    if cand.zadd_arg(&user, kept, zadd::NX) & zadd::ADDED == 0 {
+    if cand.zadd_flags_arg(&user, kept, zadd::NX) & zadd::ADDED == 0 {
         super::DUPLICATES.incr();
         let pooled = cand.zscore_arg(&user) != Some(model::CAPPED_SCORE);
         return Ok(RedisValue::Array(vec![
@@ -333,7 +333,7 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if !cand_existed {
         adopt_expiry(&meta, &cand);
     }
-    count.set_i64_in_place(participants);
+    count.write_in_place(itoa::Buffer::new().format(participants).as_bytes());
     if !count_existed {
         adopt_expiry(&meta, &count);
     }
@@ -406,7 +406,7 @@ pub fn luckybag_task(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Ok(RedisValue::Integer(0));
     }
     let score = model::random_score(&mut thread_rng());
-    cand.zadd_arg(&user, score, zadd::XX);
+    cand.zadd_flags_arg(&user, score, zadd::XX);
     drop((cand, meta));
     let s = model::format_score(score);
     ctx.replicate("ZADD", &[&name[..], s.as_bytes(), user.as_slice()]);
@@ -437,13 +437,12 @@ pub fn luckybag_leave(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         _ => return Ok(RedisValue::Integer(0)),
     };
     if restore {
-        let kept = RedisString::create_from_slice(ctx.ctx, model::format_score(score).as_bytes());
-        stored.hput_arg(&user, &kept);
+        stored.hput_arg(&user, model::format_score(score).as_bytes());
         if !stored_existed {
             adopt_expiry(&meta, &stored);
         }
     }
-    cand.zadd_arg(&user, model::AWAY_SCORE, zadd::XX);
+    cand.zadd_flags_arg(&user, model::AWAY_SCORE, zadd::XX);
     drop((cand, stored, meta));
     ctx.replicate_verbatim();
     super::LEFT.incr();
@@ -482,7 +481,7 @@ pub fn luckybag_enter(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             Some(&error::key_text(user.as_slice())),
         )
     })?;
-    cand.zadd_arg(&user, score, zadd::XX);
+    cand.zadd_flags_arg(&user, score, zadd::XX);
     stored.hdel_arg(&user);
     drop((cand, stored, meta));
     ctx.replicate_verbatim();
@@ -577,7 +576,7 @@ pub fn luckybag_draw(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     drop(pools);
     winners.delete();
     for Candidate(u, s) in &drawn {
-        winners.zadd_arg(u, *s, 0);
+        winners.zadd_flags_arg(u, *s, 0);
     }
     if !drawn.is_empty() {
         adopt_expiry(&meta, &winners);

@@ -1,36 +1,53 @@
-//! RATE's handlers: parse and validate everything, open the limiter key,
-//! run the model, write back only what was consumed, reply, replicate the
-//! concrete effects (state and absolute expiry), notify.
+//! RATE's handlers: parse and validate everything, read the clock once,
+//! open the limiter key, run the model, write back only what was consumed,
+//! reply, replicate the concrete effects (state and absolute expiry),
+//! notify.
 //!
 //! Every write is replicated as plain Redis commands (`SET … PXAT`,
-//! `HSET` + `PEXPIREAT`, `ZREMRANGEBYSCORE` + `ZADD` + `PEXPIREAT`, `DEL`)
-//! carrying the master's clock, so replicas and the AOF end byte-identical
-//! (TTLs included) and need no module to replay them.
+//! `HSET` + `PEXPIREAT`, `ZREMRANGEBYRANK` + `ZADD` + `PEXPIREAT`,
+//! `UNLINK`) carrying the master's clock, so replicas and the AOF end
+//! byte-identical (TTLs included) and need no module to replay them.
+//!
+//! The write path is counted in instructions (callgrind), so it avoids
+//! what costs on it: the key is opened with the client's own string, a
+//! String state is rewritten in place, hash fields are read and written
+//! in one batched call with C-string field names, stored values are
+//! formatted on the stack, and replication passes the client's key string
+//! and integers straight to `RedisModule_Replicate`.
 
+use std::cell::Cell;
 use std::ffi::CStr;
-use std::os::raw::c_char;
+use std::os::raw::{c_char, c_int, c_longlong};
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use redis_module::{raw, Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
 
-use super::model::{self, Algo, Bucket, Log, MultiRule, Rule, Sliding, Tat, Window};
+use super::model::{
+    self, Algo, Bucket, Log, LogScale, MultiRule, Rule, Sliding, Tat, Text, MAX_COUNT, MAX_NOW_MS,
+    MAX_PERIOD_MS, MAX_REFILL_MS, MAX_STORED_MS, MAX_STORED_US, US,
+};
 use super::{ALLOWED, LIMITED, RESETS};
 use crate::args::Cursor;
 use crate::error;
 use crate::keys::Key;
-use crate::util;
 
 const FAMILY: &str = "rate";
-/// The largest limit, burst or cost.
-pub const MAX_COUNT: i64 = 1_000_000_000_000;
-/// The longest period (ms), about 31 years.
-pub const MAX_PERIOD_MS: i64 = 1_000_000_000_000;
-/// The latest `NOW` (unix ms), in the year 2286.
-pub const MAX_NOW_MS: i64 = 10_000_000_000_000;
-/// LOG keeps one entry per request: its limit is capped so that one call
-/// can never add more than this many entries.
+/// LOG keeps one entry per request: its limit is capped so that a window
+/// never holds more than this many entries.
 pub const MAX_LOG_LIMIT: i64 = 100_000;
+/// The most entries one LOG request adds (its COST), so that one call
+/// does a bounded amount of work.
+pub const MAX_LOG_COST: i64 = 100;
 /// The most rules one RATE.MULTI takes.
-pub const MAX_RULES: i64 = 1000;
+pub const MAX_RULES: i64 = 100;
+/// A LOG of at most this many entries is read by walking its entries; a
+/// larger one is counted with `ZCOUNT`/`ZRANGE` (O(log N)).
+const LOG_SCAN: i64 = 256;
+/// Besides as many as it adds, a LOG write removes at most this many
+/// entries that left the window, so that stale entries never accumulate
+/// and no call removes an unbounded number.
+const LOG_TRIM: i64 = 128;
 
 fn fail(msg: &str) -> RedisError {
     error::family(FAMILY, msg)
@@ -41,11 +58,26 @@ fn holds(algo: Algo) -> RedisError {
 }
 
 fn too_large() -> RedisError {
-    fail("limit or burst * period-ms exceeds 2^52")
+    fail(&format!(
+        "burst * period-ms / limit exceeds {MAX_REFILL_MS}"
+    ))
 }
 
-fn reply(fields: [i64; 5]) -> RedisValue {
-    RedisValue::Array(fields.iter().map(|&n| RedisValue::Integer(n)).collect())
+fn corrupt(name: &[u8], field: Option<&str>) -> RedisError {
+    error::corrupt(FAMILY, name, field)
+}
+
+/// Replies with the five integers straight through the reply API (no
+/// reply value is built and dropped) and tells the dispatcher that the
+/// reply is sent.
+fn reply(ctx: &Context, fields: [i64; 5]) -> RedisValue {
+    unsafe {
+        raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, 5);
+        for n in fields {
+            raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, n as c_longlong);
+        }
+    }
+    RedisValue::NoReply
 }
 
 fn count(allowed: bool) {
@@ -56,24 +88,232 @@ fn count(allowed: bool) {
     }
 }
 
-/// What a String limiter key holds.
-enum Text {
-    Empty,
-    Gcra(Tat),
-    Fixed(Window),
+/// Returns the server clock in unix microseconds.
+fn clock_us() -> i64 {
+    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        // Seconds and microseconds apart: `as_micros` goes through a
+        // 128-bit division.
+        Ok(d) => d.as_secs() as i64 * 1_000_000 + d.subsec_micros() as i64,
+        Err(_) => 0,
+    }
 }
 
-fn read_text(key: &Key) -> Result<Text, RedisError> {
+/// Returns the absolute expiry (unix ms) of a state that is full again
+/// `ttl_us` after `clock_us`, rounded up: the key never expires before the
+/// limiter is full.
+fn expire_at(clock_us: i64, ttl_us: i64) -> i64 {
+    (clock_us + ttl_us.max(1) + US - 1).div_euclid(US)
+}
+
+/// Parses an argument as an integer within `[min, max]` (`min ≥ 0`), with
+/// Redis's error for anything else.
+fn int(b: &[u8], min: i64, max: i64) -> Result<i64, RedisError> {
+    model::parse_nonneg(b)
+        .filter(|n| (min..=max).contains(n))
+        .ok_or_else(error::not_integer)
+}
+
+/// Reads the arguments in place after the fixed ones.
+struct Opts<'a> {
+    args: &'a [RedisString],
+    pos: usize,
+}
+
+impl<'a> Opts<'a> {
+    fn done(&self) -> bool {
+        self.pos >= self.args.len()
+    }
+
+    /// Returns the next argument (the caller checked `done`).
+    fn keyword(&mut self) -> &'a [u8] {
+        self.pos += 1;
+        self.args[self.pos - 1].as_slice()
+    }
+
+    /// Returns an option's value; missing is a syntax error.
+    fn value(&mut self) -> Result<&'a [u8], RedisError> {
+        if self.done() {
+            return Err(error::syntax());
+        }
+        Ok(self.keyword())
+    }
+
+    fn int(&mut self, min: i64, max: i64) -> Result<i64, RedisError> {
+        let v = self.value()?;
+        int(v, min, max)
+    }
+
+    /// Reads the value of `NOW unix-ms` or `NOWUS unix-µs` when `kw` is
+    /// one of them, returning the instant in microseconds.
+    fn time(&mut self, kw: &[u8]) -> Result<Option<i64>, RedisError> {
+        if kw.eq_ignore_ascii_case(b"NOW") {
+            Ok(Some(self.int(0, MAX_NOW_MS)? * US))
+        } else if kw.eq_ignore_ascii_case(b"NOWUS") {
+            Ok(Some(self.int(0, MAX_NOW_MS * US)?))
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+/// The instant a command computes at (`now`, µs) and the server clock it
+/// counts expiry times from (`clock`, µs): the same reading unless the
+/// client gave `NOW`/`NOWUS`.
+#[derive(Clone, Copy)]
+struct Time {
+    now: i64,
+    clock: i64,
+}
+
+impl Time {
+    fn new(explicit: Option<i64>) -> Time {
+        let clock = clock_us();
+        Time {
+            now: explicit.unwrap_or(clock),
+            clock,
+        }
+    }
+
+    fn expire_at(&self, ttl_us: i64) -> i64 {
+        expire_at(self.clock, ttl_us)
+    }
+}
+
+// ------------------------------------------------------ replication ----
+
+type ReplicateFn =
+    unsafe extern "C" fn(*mut raw::RedisModuleCtx, *const c_char, *const c_char, ...) -> c_int;
+
+fn replicator() -> Option<ReplicateFn> {
+    unsafe { raw::RedisModule_Replicate }
+}
+
+/// Returns a Redis string for a constant argument of replicated commands
+/// (`PXAT`, `KEEPTTL`), created once and kept: `RedisModule_Replicate`
+/// then only counts a reference to it instead of allocating a new string
+/// per call. Commands run on the main thread only.
+fn constant(slot: &AtomicPtr<raw::RedisModuleString>, text: &CStr) -> *mut raw::RedisModuleString {
+    let p = slot.load(Ordering::Relaxed);
+    if !p.is_null() {
+        return p;
+    }
+    let bytes = text.to_bytes();
+    let s = unsafe {
+        raw::RedisModule_CreateString.unwrap()(ptr::null_mut(), text.as_ptr(), bytes.len())
+    };
+    slot.store(s, Ordering::Relaxed);
+    s
+}
+
+static PXAT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
+static KEEPTTL: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
+
+/// Replicates `SET B value PXAT at`, or `SET B value KEEPTTL` when `at` is
+/// None (the expiry did not move). The instant goes as text: an integer
+/// argument (`l`) costs Redis a conversion and an allocation more.
+fn replicate_set(ctx: &Context, name: &RedisString, value: &[u8], at: Option<i64>) {
+    let Some(f) = replicator() else { return };
+    let v = value.as_ptr() as *const c_char;
+    let mut buf = itoa::Buffer::new();
+    unsafe {
+        match at {
+            Some(at) => {
+                let t = buf.format(at);
+                f(
+                    ctx.ctx,
+                    c"SET".as_ptr(),
+                    c"sbsb".as_ptr(),
+                    name.inner,
+                    v,
+                    value.len(),
+                    constant(&PXAT, c"PXAT"),
+                    t.as_ptr() as *const c_char,
+                    t.len(),
+                )
+            }
+            None => f(
+                ctx.ctx,
+                c"SET".as_ptr(),
+                c"sbs".as_ptr(),
+                name.inner,
+                v,
+                value.len(),
+                constant(&KEEPTTL, c"KEEPTTL"),
+            ),
+        };
+    }
+}
+
+fn replicate_pexpireat(ctx: &Context, name: &RedisString, at: i64) {
+    let Some(f) = replicator() else { return };
+    let mut buf = itoa::Buffer::new();
+    let t = buf.format(at);
+    unsafe {
+        f(
+            ctx.ctx,
+            c"PEXPIREAT".as_ptr(),
+            c"sb".as_ptr(),
+            name.inner,
+            t.as_ptr() as *const c_char,
+            t.len(),
+        );
+    }
+}
+
+fn replicate_key_only(ctx: &Context, cmd: &CStr, name: &RedisString) {
+    let Some(f) = replicator() else { return };
+    unsafe {
+        f(ctx.ctx, cmd.as_ptr(), c"s".as_ptr(), name.inner);
+    }
+}
+
+/// Raises `hotpath.rate.<event>` on the key, with the client's own string
+/// and a constant event name (nothing allocated).
+fn notify(ctx: &Context, event: &CStr, key: &Key) {
+    if let Some(f) = unsafe { raw::RedisModule_NotifyKeyspaceEvent } {
+        unsafe {
+            f(
+                ctx.ctx,
+                raw::REDISMODULE_NOTIFY_MODULE,
+                event.as_ptr(),
+                key.name().inner,
+            )
+        };
+    }
+}
+
+fn consumed(ctx: &Context, key: &Key) {
+    notify(ctx, c"hotpath.rate.consume", key);
+}
+
+// ------------------------------------------------------ String states --
+
+/// Reads a limiter for one of the String algorithms: None when the key is
+/// missing; WRONGTYPE for another Redis type or a String that is not a
+/// limiter; `holds` for another algorithm's state; a corrupt-data error
+/// naming the key for a damaged limiter. A SLIDING or BUCKET Hash written
+/// by the millisecond version is read too (the bool is then true: the
+/// next write replaces it with a String).
+fn read_state(
+    ctx: &Context,
+    key: &Key,
+    algo: Algo,
+    period_ms: i64,
+) -> Result<(Option<Text>, bool), RedisError> {
     match key.kind() {
-        KeyType::Empty => Ok(Text::Empty),
-        KeyType::String => {
-            let v = key.get().unwrap_or_default();
-            if let Some(t) = Tat::parse(&v) {
-                Ok(Text::Gcra(t))
-            } else if let Some(w) = Window::parse(&v) {
-                Ok(Text::Fixed(w))
-            } else {
-                Err(error::wrongtype())
+        KeyType::Empty => Ok((None, false)),
+        KeyType::String => match model::parse_text(key.bytes()) {
+            Text::Foreign => Err(error::wrongtype()),
+            Text::Corrupt => Err(corrupt(key.name().as_slice(), None)),
+            t if t.algo() == Some(algo) => Ok((Some(t), false)),
+            t => Err(holds(t.algo().unwrap_or(algo))),
+        },
+        KeyType::Hash => {
+            let old = read_old_hash(ctx, key, period_ms)?;
+            match old.algo() {
+                Some(a) if a == algo => Ok((Some(old), true)),
+                Some(a) => Err(holds(a)),
+                None => Err(error::wrongtype()),
             }
         }
         _ => Err(error::wrongtype()),
@@ -81,216 +321,384 @@ fn read_text(key: &Key) -> Result<Text, RedisError> {
 }
 
 /// Reads a GCRA state, refusing any other kind of value.
-fn read_tat(key: &Key) -> Result<Option<Tat>, RedisError> {
-    match read_text(key)? {
-        Text::Empty => Ok(None),
-        Text::Gcra(t) => Ok(Some(t)),
-        Text::Fixed(_) => Err(holds(Algo::Fixed)),
+fn read_tat(ctx: &Context, key: &Key) -> Result<Option<Tat>, RedisError> {
+    match read_state(ctx, key, Algo::Gcra, 1)?.0 {
+        Some(Text::Gcra(t)) => Ok(Some(t)),
+        _ => Ok(None),
     }
 }
 
-fn field(key: &Key, name: &[u8]) -> Result<i64, RedisError> {
-    key.hget(name)
-        .and_then(|v| crate::args::parse_i64_plain(&v))
-        .filter(|&n| n >= 0)
-        .ok_or_else(error::wrongtype)
+/// Writes a String state in place and sets its expiry to `at`; replicates
+/// `SET … PXAT at`. With `same_ttl_likely` (a state whose expiry moves
+/// once per window), an unchanged expiry is left alone and replicated as
+/// `KEEPTTL`. A key of another type (a Hash of the millisecond version) is
+/// replaced.
+fn write_text(ctx: &Context, key: &Key, value: &[u8], at: i64, same_ttl_likely: bool) {
+    let keep = same_ttl_likely && key.kind() == KeyType::String && key.abs_expire_ms() == Some(at);
+    key.write_string(value);
+    if keep {
+        replicate_set(ctx, key.name(), value, None);
+    } else {
+        key.set_abs_expire_ms(at);
+        replicate_set(ctx, key.name(), value, Some(at));
+    }
+    consumed(ctx, key);
 }
 
-/// Reads a Hash limiter's kind: `Some(Sliding|Bucket)`, or None when
-/// missing; WRONGTYPE for anything that is not one of ours.
-fn read_hash_kind(key: &Key) -> Result<Option<Algo>, RedisError> {
-    if !key.check(KeyType::Hash)? {
-        return Ok(None);
+// ----------------------------------------- Hash states (older version) --
+
+/// Reads up to four hash fields in one call (C-string field names).
+fn hget(ctx: &Context, key: &Key, names: [&CStr; 4]) -> [Option<RedisString>; 4] {
+    let mut out: [*mut raw::RedisModuleString; 4] = [ptr::null_mut(); 4];
+    if let Some(get) = unsafe { raw::RedisModule_HashGet } {
+        let [o0, o1, o2, o3] = &mut out;
+        unsafe {
+            get(
+                key.raw(),
+                raw::REDISMODULE_HASH_CFIELDS as c_int,
+                names[0].as_ptr(),
+                o0 as *mut _,
+                names[1].as_ptr(),
+                o1 as *mut _,
+                names[2].as_ptr(),
+                o2 as *mut _,
+                names[3].as_ptr(),
+                o3 as *mut _,
+                ptr::null::<c_char>(),
+            );
+        }
     }
-    match key.hget(b"algo").as_deref() {
-        Some(b"sliding") => Ok(Some(Algo::Sliding)),
-        Some(b"bucket") => Ok(Some(Algo::Bucket)),
+    out.map(|p| (!p.is_null()).then(|| RedisString::from_redis_module_string(ctx.ctx, p)))
+}
+
+/// Returns the kind of a Hash limiter of the millisecond version from its
+/// `algo` field; WRONGTYPE for a Hash that is not one of ours.
+fn hash_kind(algo: Option<&[u8]>) -> Result<Algo, RedisError> {
+    match algo {
+        Some(b"sliding") => Ok(Algo::Sliding),
+        Some(b"bucket") => Ok(Algo::Bucket),
         _ => Err(error::wrongtype()),
     }
 }
 
-/// Sets the key's expiry `reset_ms` from the server clock and returns the
-/// absolute time, for `PEXPIREAT`/`PXAT`.
-fn expire(key: &Key, reset_ms: i64) -> String {
-    let at = util::now_ms() + reset_ms.max(1);
-    key.set_abs_expire_ms(at);
-    itoa::Buffer::new().format(at).to_string()
+/// Parses a stored hash field as an integer within `[0, max]`; a missing
+/// or malformed field is corrupt data, named in the error.
+fn field(name: &[u8], v: &Option<RedisString>, field: &str, max: i64) -> Result<i64, RedisError> {
+    v.as_ref()
+        .and_then(|s| model::parse_nonneg(s.as_slice()))
+        .filter(|&n| n <= max)
+        .ok_or_else(|| corrupt(name, Some(field)))
 }
 
-/// Replicates `cmd name a b` / `cmd name a b c d` … straight from byte
-/// buffers (format `b`: pointer and length), without first building a
-/// module string per argument as `ctx.replicate` does: the write path is
-/// dominated by allocations.
-fn replicate_bufs(ctx: &Context, cmd: &CStr, args: &[&[u8]]) {
-    let f = match unsafe { raw::RedisModule_Replicate } {
-        Some(f) => f,
-        None => return,
-    };
-    let p = |i: usize| args[i].as_ptr() as *const c_char;
-    let l = |i: usize| args[i].len();
+/// Reads a SLIDING or BUCKET Hash of the millisecond version (`algo
+/// sliding window <ms> count <n> prev <n>`, `algo bucket tokens <n> carry
+/// <n> ts <ms>`) as the state it stands for; any other Hash is WRONGTYPE.
+/// This runs once per key (the next write replaces the Hash).
+fn read_old_hash(ctx: &Context, key: &Key, period_ms: i64) -> Result<Text, RedisError> {
+    let name = key.name().as_slice();
+    match hash_kind(key.hget(b"algo").as_deref())? {
+        Algo::Sliding => {
+            let v = hget(ctx, key, [c"algo", c"window", c"count", c"prev"]);
+            Ok(Text::Sliding(Sliding {
+                window: field(name, &v[1], "window", MAX_STORED_MS)?,
+                count: field(name, &v[2], "count", MAX_COUNT)?,
+                prev: field(name, &v[3], "prev", MAX_COUNT)?,
+            }))
+        }
+        _ => {
+            let v = hget(ctx, key, [c"algo", c"tokens", c"carry", c"ts"]);
+            let tokens = field(name, &v[1], "tokens", MAX_COUNT)?;
+            let carry = field(name, &v[2], "carry", MAX_STORED_US)?;
+            let ts = field(name, &v[3], "ts", MAX_STORED_MS)?;
+            Ok(Text::Bucket(Bucket::from_ms(tokens, carry, ts, period_ms)))
+        }
+    }
+}
+
+// ------------------------------------------------------------- LOG ------
+
+/// A LOG's Sorted Set seen through the model's [`Log`] trait, at the
+/// scale its entries were written with.
+struct ZLog<'a> {
+    ctx: &'a Context,
+    key: &'a Key,
+    len: i64,
+    scale: LogScale,
+    /// Set when an entry the model asked about is not one the module
+    /// writes, or a count failed: the command then refuses with a
+    /// corrupt-data error and writes nothing.
+    bad: Cell<bool>,
+}
+
+/// Walks the entries with scores in `[min, max]` (`min_ex`: excluding
+/// `min`), ascending or descending, while `f` returns true.
+fn zwalk(
+    ctx: &Context,
+    key: &Key,
+    min: f64,
+    min_ex: bool,
+    max: f64,
+    desc: bool,
+    mut f: impl FnMut(RedisString, f64) -> bool,
+) {
+    let k = key.raw();
+    if k.is_null() || key.kind() != KeyType::ZSet {
+        return;
+    }
     unsafe {
-        match args.len() {
-            2 => f(
-                ctx.ctx,
-                cmd.as_ptr(),
-                c"bb".as_ptr(),
-                p(0),
-                l(0),
-                p(1),
-                l(1),
-            ),
-            3 => f(
-                ctx.ctx,
-                cmd.as_ptr(),
-                c"bbb".as_ptr(),
-                p(0),
-                l(0),
-                p(1),
-                l(1),
-                p(2),
-                l(2),
-            ),
-            4 => f(
-                ctx.ctx,
-                cmd.as_ptr(),
-                c"bbbb".as_ptr(),
-                p(0),
-                l(0),
-                p(1),
-                l(1),
-                p(2),
-                l(2),
-                p(3),
-                l(3),
-            ),
-            7 => f(
-                ctx.ctx,
-                cmd.as_ptr(),
-                c"bbbbbbb".as_ptr(),
-                p(0),
-                l(0),
-                p(1),
-                l(1),
-                p(2),
-                l(2),
-                p(3),
-                l(3),
-                p(4),
-                l(4),
-                p(5),
-                l(5),
-                p(6),
-                l(6),
-            ),
-            9 => f(
-                ctx.ctx,
-                cmd.as_ptr(),
-                c"bbbbbbbbb".as_ptr(),
-                p(0),
-                l(0),
-                p(1),
-                l(1),
-                p(2),
-                l(2),
-                p(3),
-                l(3),
-                p(4),
-                l(4),
-                p(5),
-                l(5),
-                p(6),
-                l(6),
-                p(7),
-                l(7),
-                p(8),
-                l(8),
-            ),
+        let start = if desc {
+            raw::RedisModule_ZsetLastInScoreRange.unwrap()(k, min, max, min_ex as c_int, 0)
+        } else {
+            raw::RedisModule_ZsetFirstInScoreRange.unwrap()(k, min, max, min_ex as c_int, 0)
+        };
+        if start != raw::REDISMODULE_OK as c_int {
+            return;
+        }
+        while raw::RedisModule_ZsetRangeEndReached.unwrap()(k) == 0 {
+            let mut score = 0f64;
+            let e = raw::RedisModule_ZsetRangeCurrentElement.unwrap()(k, &mut score);
+            if !f(RedisString::from_redis_module_string(ctx.ctx, e), score) {
+                break;
+            }
+            let more = if desc {
+                raw::RedisModule_ZsetRangePrev.unwrap()(k)
+            } else {
+                raw::RedisModule_ZsetRangeNext.unwrap()(k)
+            };
+            if more == 0 {
+                break;
+            }
+        }
+        raw::RedisModule_ZsetRangeStop.unwrap()(k);
+    }
+}
+
+/// Returns a score as `ZCOUNT` takes it (LOG scores are integers).
+fn score_text(s: f64) -> String {
+    (s as i64).to_string()
+}
+
+/// Reads a score from a `ZRANGE … WITHSCORES` reply element.
+fn reply_f64(v: &RedisValue) -> Option<f64> {
+    match v {
+        RedisValue::SimpleString(s) | RedisValue::BulkString(s) => s.parse().ok(),
+        RedisValue::BulkRedisString(s) => s.try_as_str().ok()?.parse().ok(),
+        RedisValue::StringBuffer(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+        RedisValue::Float(f) => Some(*f),
+        RedisValue::Integer(i) => Some(*i as f64),
+        _ => None,
+    }
+}
+
+impl ZLog<'_> {
+    fn large(&self) -> bool {
+        self.len > LOG_SCAN
+    }
+
+    /// Returns an integer reply of `ZCOUNT B min max` (a read: safe while
+    /// the key is open, and O(log N)).
+    fn zcount(&self, min: &str, max: &str) -> i64 {
+        let name = self.key.name().as_slice();
+        match self
+            .ctx
+            .call("ZCOUNT", &[name, min.as_bytes(), max.as_bytes()][..])
+        {
+            Ok(RedisValue::Integer(n)) => n,
             _ => {
-                let name = cmd.to_string_lossy();
-                ctx.replicate(&name, args);
+                self.bad.set(true);
                 0
             }
-        };
+        }
+    }
+
+    /// Returns how many entries have a score of at most `s`.
+    fn count_upto(&self, s: f64) -> i64 {
+        if self.large() {
+            return self.zcount("-inf", &score_text(s));
+        }
+        let mut n = 0;
+        zwalk(
+            self.ctx,
+            self.key,
+            f64::NEG_INFINITY,
+            false,
+            s,
+            false,
+            |_, _| {
+                n += 1;
+                true
+            },
+        );
+        n
+    }
+
+    /// Returns how many entries have exactly the score `s`.
+    fn count_at(&self, s: f64) -> i64 {
+        if self.large() {
+            let t = score_text(s);
+            return self.zcount(&t, &t);
+        }
+        let mut n = 0;
+        zwalk(self.ctx, self.key, s, false, s, false, |_, _| {
+            n += 1;
+            true
+        });
+        n
+    }
+
+    fn time(&self, score: f64) -> Option<i64> {
+        let t = self.scale.time(score);
+        if t.is_none() {
+            self.bad.set(true);
+        }
+        t
+    }
+
+    /// Returns the time of the `n`-th (0-based) entry scored above `s`.
+    fn nth_above(&self, s: f64, n: i64) -> Option<i64> {
+        if self.large() {
+            let rank = (self.count_upto(s) + n).to_string();
+            let name = self.key.name().as_slice();
+            let args: &[&[u8]] = &[name, rank.as_bytes(), rank.as_bytes(), b"WITHSCORES"];
+            let score = match self.ctx.call("ZRANGE", args) {
+                Ok(RedisValue::Array(v)) if v.len() == 2 => reply_f64(&v[1]),
+                _ => None,
+            };
+            if score.is_none() {
+                self.bad.set(true);
+            }
+            return score.and_then(|s| self.time(s));
+        }
+        let mut skip = n;
+        let mut found = None;
+        zwalk(self.ctx, self.key, s, true, f64::INFINITY, false, |_, v| {
+            if skip == 0 {
+                found = Some(v);
+                return false;
+            }
+            skip -= 1;
+            true
+        });
+        found.and_then(|v| self.time(v))
     }
 }
 
-fn write_text(ctx: &Context, key: &Key, name: &[u8], value: &str, reset_ms: i64) {
-    key.set(value.as_bytes());
-    let at = expire(key, reset_ms);
-    replicate_bufs(
-        ctx,
-        c"SET",
-        &[name, value.as_bytes(), b"PXAT", at.as_bytes()],
-    );
+/// The in-window count and newest entry, read once, for the model.
+struct Counted<'a, 'b> {
+    log: &'a ZLog<'b>,
+    count: i64,
+    newest: Option<i64>,
 }
 
-fn write_hash(ctx: &Context, key: &Key, name: &[u8], fields: &[(&str, String)], reset_ms: i64) {
-    let mut args: Vec<&[u8]> = vec![name];
-    for (f, v) in fields {
-        key.hput(f.as_bytes(), v.as_bytes());
-        args.push(f.as_bytes());
-        args.push(v.as_bytes());
-    }
-    let at = expire(key, reset_ms);
-    replicate_bufs(ctx, c"HSET", &args);
-    replicate_bufs(ctx, c"PEXPIREAT", &[name, at.as_bytes()]);
-}
-
-/// A LOG's Sorted Set seen through the model's [`Log`] trait.
-struct ZLog<'a>(&'a Key);
-
-impl Log for ZLog<'_> {
-    fn count_after(&self, cutoff: i64) -> i64 {
-        let stale = self
-            .0
-            .zrange(0, usize::MAX, false, f64::NEG_INFINITY, cutoff as f64)
-            .len();
-        self.0.len() as i64 - stale as i64
+impl Log for Counted<'_, '_> {
+    fn count_after(&self, _cutoff: i64) -> i64 {
+        self.count
     }
     fn nth_after(&self, cutoff: i64, n: i64) -> Option<i64> {
-        let n = usize::try_from(n).ok()?;
-        self.0
-            .zrange(n, 1, false, (cutoff + 1) as f64, f64::INFINITY)
-            .first()
-            .map(|(_, s)| *s as i64)
+        self.log.nth_above(self.log.scale.score(cutoff), n)
     }
     fn newest(&self) -> Option<i64> {
-        self.0.zrange_desc(0, 1).first().map(|(_, s)| *s as i64)
+        self.newest
     }
 }
+
+/// Replicates a LOG write: `ZREMRANGEBYRANK B 0 n-1` when entries were
+/// removed (the oldest, the same on a replica), `ZADD B score m …`,
+/// `PEXPIREAT B at`.
+fn replicate_log(
+    ctx: &Context,
+    name: &RedisString,
+    removed: i64,
+    score: f64,
+    members: &[RedisString],
+    at: i64,
+) {
+    let Some(f) = replicator() else { return };
+    let mut buf = itoa::Buffer::new();
+    if removed > 0 {
+        let stop = buf.format(removed - 1);
+        unsafe {
+            f(
+                ctx.ctx,
+                c"ZREMRANGEBYRANK".as_ptr(),
+                c"scb".as_ptr(),
+                name.inner,
+                c"0".as_ptr(),
+                stop.as_ptr() as *const c_char,
+                stop.len(),
+            );
+        }
+    }
+    let s = buf.format(score as i64);
+    if members.len() == 1 {
+        unsafe {
+            f(
+                ctx.ctx,
+                c"ZADD".as_ptr(),
+                c"sbs".as_ptr(),
+                name.inner,
+                s.as_ptr() as *const c_char,
+                s.len(),
+                members[0].inner,
+            );
+        }
+    } else {
+        let sc = RedisString::create_from_slice(ctx.ctx, s.as_bytes());
+        let mut argv: Vec<*mut raw::RedisModuleString> = Vec::with_capacity(members.len() * 2);
+        for m in members {
+            argv.push(sc.inner);
+            argv.push(m.inner);
+        }
+        unsafe {
+            f(
+                ctx.ctx,
+                c"ZADD".as_ptr(),
+                c"sv".as_ptr(),
+                name.inner,
+                argv.as_ptr(),
+                argv.len(),
+            );
+        }
+    }
+    replicate_pexpireat(ctx, name, at);
+}
+
+// ------------------------------------------------------------ RATE.CHECK --
 
 /// The options every checking command shares.
 struct Common {
     cost: i64,
     peek: bool,
-    now: i64,
+    time: Time,
 }
 
 /// RATE.CHECK B limit period-ms [ALGO GCRA|FIXED|SLIDING|LOG|BUCKET]
-/// [BURST n] [COST n] [PEEK] [NOW unix-ms]
+/// [BURST n] [COST n] [PEEK] [NOW unix-ms | NOWUS unix-µs]
 pub fn rate_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 4)?;
-    let name = c.next_bytes()?;
-    let limit = c.next_i64(1, MAX_COUNT)?;
-    let period = c.next_i64(1, MAX_PERIOD_MS)?;
+    let c = Cursor::new(args, 4)?;
+    let a = c.args();
+    let limit = int(a[2].as_slice(), 1, MAX_COUNT)?;
+    let period = int(a[3].as_slice(), 1, MAX_PERIOD_MS)?;
     let mut algo = Algo::Gcra;
     let mut burst: Option<i64> = None;
-    let mut o = Common {
-        cost: 1,
-        peek: false,
-        now: -1,
-    };
-    while !c.done() {
-        match c.next_keyword()?.as_str() {
-            "ALGO" => {
-                let v = String::from_utf8_lossy(c.option_bytes()?);
-                algo = Algo::parse(&v).ok_or_else(error::syntax)?;
-            }
-            "BURST" => burst = Some(c.option_i64(1, MAX_COUNT)?),
-            "COST" => o.cost = c.option_i64(0, MAX_COUNT)?,
-            "PEEK" => o.peek = true,
-            "NOW" => o.now = c.option_i64(0, MAX_NOW_MS)?,
-            _ => return Err(error::syntax()),
+    let mut cost = 1;
+    let mut peek = false;
+    let mut now = None;
+    let mut o = Opts { args: a, pos: 4 };
+    while !o.done() {
+        let kw = o.keyword();
+        if kw.eq_ignore_ascii_case(b"ALGO") {
+            algo = Algo::parse(o.value()?).ok_or_else(error::syntax)?;
+        } else if kw.eq_ignore_ascii_case(b"BURST") {
+            burst = Some(o.int(1, MAX_COUNT)?);
+        } else if kw.eq_ignore_ascii_case(b"COST") {
+            cost = o.int(0, MAX_COUNT)?;
+        } else if kw.eq_ignore_ascii_case(b"PEEK") {
+            peek = true;
+        } else if let Some(t) = o.time(kw)? {
+            now = Some(t);
+        } else {
+            return Err(error::syntax());
         }
     }
     if burst.is_some() && !algo.has_burst() {
@@ -298,6 +706,9 @@ pub fn rate_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     if algo == Algo::Log && limit > MAX_LOG_LIMIT {
         return Err(fail("LOG limit must be at most 100000"));
+    }
+    if algo == Algo::Log && cost > MAX_LOG_COST {
+        return Err(fail("LOG cost must be at most 100"));
     }
     let rule = Rule {
         limit,
@@ -307,210 +718,198 @@ pub fn rate_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if !rule.fits(algo) {
         return Err(too_large());
     }
-    if o.now < 0 {
-        o.now = util::now_ms();
-    }
-    let key = Key::open(ctx, &name, true);
+    let o = Common {
+        cost,
+        peek,
+        time: Time::new(now),
+    };
+    let key = Key::open_arg(ctx, &a[1], true);
     let fields = match algo {
-        Algo::Gcra => check_gcra(ctx, &key, &name, rule, &o)?,
-        Algo::Fixed => check_fixed(ctx, &key, &name, rule, &o)?,
-        Algo::Sliding => check_sliding(ctx, &key, &name, rule, &o)?,
-        Algo::Bucket => check_bucket(ctx, &key, &name, rule, &o)?,
-        Algo::Log => check_log(ctx, &key, &name, rule, &o)?,
+        Algo::Gcra => check_gcra(ctx, &key, rule, &o)?,
+        Algo::Fixed => check_fixed(ctx, &key, rule, &o)?,
+        Algo::Sliding => check_sliding(ctx, &key, rule, &o)?,
+        Algo::Bucket => check_bucket(ctx, &key, rule, &o)?,
+        Algo::Log => check_log(ctx, &key, rule, &o)?,
     };
     if !o.peek {
         count(fields[0] == 1);
     }
-    Ok(reply(fields))
+    Ok(reply(ctx, fields))
 }
 
-fn consumed(ctx: &Context, name: &[u8]) {
-    util::notify(ctx, "hotpath.rate.consume", name);
-}
-
-fn check_gcra(
-    ctx: &Context,
-    key: &Key,
-    name: &[u8],
-    rule: Rule,
-    o: &Common,
-) -> Result<[i64; 5], RedisError> {
-    let tat = read_tat(key)?;
-    let step = model::gcra(rule, tat, o.now, o.cost);
+fn check_gcra(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
+    let tat = read_tat(ctx, key)?;
+    let step = model::gcra(rule, tat, o.time.now, o.cost);
     if let (Some(t), false) = (step.new, o.peek) {
-        write_text(ctx, key, name, &t.format(), step.reply.reset_ms);
-        consumed(ctx, name);
+        let at = o.time.expire_at(step.reset_us());
+        write_text(ctx, key, t.format().as_bytes(), at, false);
     }
     Ok(step.reply.fields())
 }
 
-fn check_fixed(
-    ctx: &Context,
-    key: &Key,
-    name: &[u8],
-    rule: Rule,
-    o: &Common,
-) -> Result<[i64; 5], RedisError> {
-    let state = match read_text(key)? {
-        Text::Empty => None,
-        Text::Fixed(w) => Some(w),
-        Text::Gcra(_) => return Err(holds(Algo::Gcra)),
+fn check_fixed(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
+    let state = match read_state(ctx, key, Algo::Fixed, rule.period_ms)?.0 {
+        Some(Text::Fixed(w)) => Some(w),
+        _ => None,
     };
-    let (r, new) = model::fixed(rule.limit, rule.period_ms, state, o.now, o.cost);
-    if let (Some(w), false) = (new, o.peek) {
-        write_text(ctx, key, name, &w.format(), r.reset_ms);
-        consumed(ctx, name);
+    let (r, new) = model::fixed(rule.limit, rule.period_ms, state, o.time.now, o.cost);
+    if let (Some((w, ttl)), false) = (new, o.peek) {
+        // The expiry is the window's end: it moves once per window.
+        write_text(ctx, key, w.format().as_bytes(), o.time.expire_at(ttl), true);
     }
     Ok(r.fields())
 }
 
-fn check_sliding(
-    ctx: &Context,
-    key: &Key,
-    name: &[u8],
-    rule: Rule,
-    o: &Common,
-) -> Result<[i64; 5], RedisError> {
-    let state = match read_hash_kind(key)? {
-        None => None,
-        Some(Algo::Sliding) => Some(Sliding {
-            window: field(key, b"window")?,
-            count: field(key, b"count")?,
-            prev: field(key, b"prev")?,
-        }),
-        Some(other) => return Err(holds(other)),
+fn check_sliding(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
+    let (state, old) = read_state(ctx, key, Algo::Sliding, rule.period_ms)?;
+    let state = match state {
+        Some(Text::Sliding(s)) => Some(s),
+        _ => None,
     };
-    let (r, new) = model::sliding(rule.limit, rule.period_ms, state, o.now, o.cost);
+    let (r, new) = model::sliding(rule.limit, rule.period_ms, state, o.time.now, o.cost);
     if let (Some(s), false) = (new, o.peek) {
-        // Within the stored window only the count moves: write just that
-        // field (the resulting Hash is the same, with one write, not four).
-        let same_window = state.is_some_and(|old| old.window == s.window && old.prev == s.prev);
-        let all = [
-            ("algo", "sliding".to_string()),
-            ("window", s.window.to_string()),
-            ("count", s.count.to_string()),
-            ("prev", s.prev.to_string()),
-        ];
-        let fields = if same_window { &all[2..3] } else { &all[..] };
-        write_hash(ctx, key, name, fields, r.reset_ms);
-        consumed(ctx, name);
+        // The state is needed until the end of the window after its own:
+        // the expiry moves once per window.
+        let ttl = (s.window + 2 * rule.period_ms) * US - o.time.now;
+        write_text(ctx, key, s.format().as_bytes(), o.time.expire_at(ttl), !old);
     }
     Ok(r.fields())
 }
 
-fn check_bucket(
-    ctx: &Context,
-    key: &Key,
-    name: &[u8],
-    rule: Rule,
-    o: &Common,
-) -> Result<[i64; 5], RedisError> {
-    let state = match read_hash_kind(key)? {
-        None => None,
-        Some(Algo::Bucket) => Some(Bucket {
-            tokens: field(key, b"tokens")?,
-            carry: field(key, b"carry")?,
-            ts: field(key, b"ts")?,
-        }),
-        Some(other) => return Err(holds(other)),
+fn check_bucket(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
+    let state = match read_state(ctx, key, Algo::Bucket, rule.period_ms)?.0 {
+        Some(Text::Bucket(b)) => Some(b),
+        _ => None,
     };
-    let (r, new) = model::bucket(rule, state, o.now, o.cost);
-    if let (Some(b), false) = (new, o.peek) {
-        // An existing bucket already holds its `algo` field.
-        let all = [
-            ("algo", "bucket".to_string()),
-            ("tokens", b.tokens.to_string()),
-            ("carry", b.carry.to_string()),
-            ("ts", b.ts.to_string()),
-        ];
-        let fields = if state.is_some() { &all[1..] } else { &all[..] };
-        write_hash(ctx, key, name, fields, r.reset_ms);
-        consumed(ctx, name);
+    let (r, new) = model::bucket(rule, state, o.time.now, o.cost);
+    if let (Some((b, ttl)), false) = (new, o.peek) {
+        write_text(
+            ctx,
+            key,
+            b.format().as_bytes(),
+            o.time.expire_at(ttl),
+            false,
+        );
     }
     Ok(r.fields())
 }
 
-fn check_log(
-    ctx: &Context,
-    key: &Key,
-    name: &[u8],
-    rule: Rule,
-    o: &Common,
-) -> Result<[i64; 5], RedisError> {
+fn check_log(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
     key.check(KeyType::ZSet)?;
-    let log = ZLog(key);
-    let cutoff = o.now - rule.period_ms;
-    let (r, add) = model::log(rule.limit, rule.period_ms, &log, o.now, o.cost);
+    let name = key.name().as_slice();
+    let mut newest: Option<(RedisString, f64)> = None;
+    zwalk(
+        ctx,
+        key,
+        f64::NEG_INFINITY,
+        false,
+        f64::INFINITY,
+        true,
+        |m, s| {
+            newest = Some((m, s));
+            false
+        },
+    );
+    let scale = newest
+        .as_ref()
+        .map_or(LogScale::Micros, |(m, _)| LogScale::of_member(m.as_slice()));
+    let log = ZLog {
+        ctx,
+        key,
+        len: key.len() as i64,
+        scale,
+        bad: Cell::new(false),
+    };
+    let newest = match newest {
+        None => None,
+        Some((_, s)) => Some(scale.time(s).ok_or_else(|| corrupt(name, None))?),
+    };
+    let now = scale.truncate(o.time.now);
+    let p = rule.period_ms * US;
+    let stale = log.count_upto(scale.score(now - p));
+    let view = Counted {
+        log: &log,
+        count: log.len - stale,
+        newest,
+    };
+    let (r, add) = model::log(rule.limit, rule.period_ms, &view, now, o.cost);
+    if log.bad.get() {
+        return Err(corrupt(name, None));
+    }
     if add && !o.peek {
-        // Entries are named `<ms>-<seq>`: at one NOW the in-window count
-        // only grows, so numbering from it keeps the names unique.
-        let first = log.count_after(cutoff);
-        let stale: Vec<Vec<u8>> = key
-            .zrange(0, usize::MAX, false, f64::NEG_INFINITY, cutoff as f64)
-            .into_iter()
-            .map(|(m, _)| m)
-            .collect();
-        for m in &stale {
-            key.zrem(m);
+        let score = scale.score(now);
+        // Entries are named `<time>-<n>`, numbered among the entries of the
+        // same instant (which never leave before the new ones).
+        let mut n = if newest == Some(now) {
+            log.count_at(score)
+        } else {
+            0
+        };
+        // Remove the oldest entries that left the window, a bounded number.
+        let drop = stale.min(o.cost + LOG_TRIM);
+        let mut gone: Vec<RedisString> = Vec::with_capacity(drop as usize);
+        if drop > 0 {
+            zwalk(
+                ctx,
+                key,
+                f64::NEG_INFINITY,
+                false,
+                f64::INFINITY,
+                false,
+                |m, _| {
+                    gone.push(m);
+                    (gone.len() as i64) < drop
+                },
+            );
         }
-        let score = o.now.to_string();
-        let members: Vec<String> = (0..o.cost)
-            .map(|i| format!("{}-{}", o.now, first + i))
-            .collect();
-        for m in &members {
-            key.zadd(m.as_bytes(), o.now as f64);
+        let k = key.raw();
+        for m in &gone {
+            let mut deleted: c_int = 0;
+            unsafe { raw::RedisModule_ZsetRem.unwrap()(k, m.inner, &mut deleted) };
         }
-        let at = expire(key, r.reset_ms);
-        if !stale.is_empty() {
-            let max = cutoff.to_string();
-            ctx.replicate("ZREMRANGEBYSCORE", &[name, b"-inf", max.as_bytes()][..]);
+        let mut buf = Vec::with_capacity(32);
+        let mut members: Vec<RedisString> = Vec::with_capacity(o.cost as usize);
+        for _ in 0..o.cost {
+            // A name is only ever taken when the clock went back by more
+            // than a period; then the next free number is used.
+            loop {
+                scale.member(now, n, &mut buf);
+                n += 1;
+                let m = RedisString::create_from_slice(ctx.ctx, &buf);
+                let mut flags = raw::REDISMODULE_ZADD_NX as c_int;
+                unsafe { raw::RedisModule_ZsetAdd.unwrap()(k, score, m.inner, &mut flags) };
+                if flags & raw::REDISMODULE_ZADD_ADDED as c_int != 0 {
+                    members.push(m);
+                    break;
+                }
+            }
         }
-        let mut zargs: Vec<&[u8]> = vec![name];
-        for m in &members {
-            zargs.push(score.as_bytes());
-            zargs.push(m.as_bytes());
-        }
-        ctx.replicate("ZADD", zargs.as_slice());
-        ctx.replicate("PEXPIREAT", &[name, at.as_bytes()][..]);
-        consumed(ctx, name);
+        key.mark_modified();
+        let ttl = newest.map_or(now, |t| t.max(now)) + p - o.time.now;
+        let at = o.time.expire_at(ttl);
+        key.set_abs_expire_ms(at);
+        replicate_log(ctx, key.name(), gone.len() as i64, score, &members, at);
+        consumed(ctx, key);
     }
     Ok(r.fields())
 }
 
-/// Parses the trailing `[COST n] [PEEK] [NOW unix-ms]` of RATE.MULTI.
-fn common_options(c: &mut Cursor) -> Result<Common, RedisError> {
-    let mut o = Common {
-        cost: 1,
-        peek: false,
-        now: -1,
-    };
-    while !c.done() {
-        match c.next_keyword()?.as_str() {
-            "COST" => o.cost = c.option_i64(0, MAX_COUNT)?,
-            "PEEK" => o.peek = true,
-            "NOW" => o.now = c.option_i64(0, MAX_NOW_MS)?,
-            _ => return Err(error::syntax()),
-        }
-    }
-    if o.now < 0 {
-        o.now = util::now_ms();
-    }
-    Ok(o)
-}
+// ------------------------------------------------------------ RATE.MULTI --
 
 /// RATE.MULTI numkeys B1 … Bn LIMITS limit1 period1-ms … limitn periodn-ms
-/// [COST n] [PEEK] [NOW unix-ms]
+/// [COST n] [PEEK] [NOW unix-ms | NOWUS unix-µs]
 pub fn rate_multi(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 6)?;
-    let n = c.next_i64(1, MAX_RULES)? as usize;
-    if c.remaining() < n {
+    let c = Cursor::new(args, 6)?;
+    let a = c.args();
+    let n = int(a[1].as_slice(), 1, MAX_RULES)? as usize;
+    if a.len() - 2 < n {
         return Err(error::syntax());
     }
-    let mut names: Vec<Vec<u8>> = Vec::new();
+    // Distinct keys in order of first appearance; each rule points at one.
+    let mut names: Vec<&RedisString> = Vec::with_capacity(n);
     let mut slots = Vec::with_capacity(n);
-    for _ in 0..n {
-        let k = c.next_bytes()?;
-        let slot = match names.iter().position(|x| *x == k) {
+    for k in &a[2..2 + n] {
+        let slot = match names.iter().position(|x| x.as_slice() == k.as_slice()) {
             Some(i) => i,
             None => {
                 names.push(k);
@@ -519,13 +918,20 @@ pub fn rate_multi(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         };
         slots.push(slot);
     }
-    if c.done() || c.next_keyword()? != "LIMITS" {
+    let mut o = Opts {
+        args: a,
+        pos: 2 + n,
+    };
+    if o.done() || !o.keyword().eq_ignore_ascii_case(b"LIMITS") {
         return Err(error::syntax());
     }
     let mut rules = Vec::with_capacity(n);
     for &slot in &slots {
-        let limit = c.next_i64(1, MAX_COUNT)?;
-        let period = c.next_i64(1, MAX_PERIOD_MS)?;
+        if o.args.len() - o.pos < 2 {
+            return Err(c_arity());
+        }
+        let limit = int(o.keyword(), 1, MAX_COUNT)?;
+        let period = int(o.keyword(), 1, MAX_PERIOD_MS)?;
         rules.push(MultiRule {
             rule: Rule {
                 limit,
@@ -535,55 +941,87 @@ pub fn rate_multi(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             key: slot,
         });
     }
-    let o = common_options(&mut c)?;
+    let mut cost = 1;
+    let mut peek = false;
+    let mut now = None;
+    while !o.done() {
+        let kw = o.keyword();
+        if kw.eq_ignore_ascii_case(b"COST") {
+            cost = o.int(0, MAX_COUNT)?;
+        } else if kw.eq_ignore_ascii_case(b"PEEK") {
+            peek = true;
+        } else if let Some(t) = o.time(kw)? {
+            now = Some(t);
+        } else {
+            return Err(error::syntax());
+        }
+    }
     if rules.iter().any(|r| !r.rule.fits(Algo::Gcra)) {
         return Err(too_large());
     }
-    let keys: Vec<Key> = names.iter().map(|k| Key::open(ctx, k, true)).collect();
+    let time = Time::new(now);
+    let keys: Vec<Key> = names.iter().map(|k| Key::open_arg(ctx, k, true)).collect();
+    // Every type check before any value check.
+    for k in &keys {
+        match k.kind() {
+            KeyType::Empty => {}
+            KeyType::String if model::parse_text(k.bytes()) != Text::Foreign => {}
+            KeyType::Hash => {
+                hash_kind(k.hget(b"algo").as_deref())?;
+            }
+            _ => return Err(error::wrongtype()),
+        }
+    }
     let mut states = Vec::with_capacity(keys.len());
     for k in &keys {
-        states.push(read_tat(k)?);
+        states.push(read_tat(ctx, k)?);
     }
-    let out = model::multi(&rules, &states, o.now, o.cost);
-    if !o.peek {
-        for ((key, name), new) in keys.iter().zip(&names).zip(&out.new) {
-            if let Some(t) = new {
-                let l = t.den as i128;
-                let debt = (t.ms as i128 - o.now as i128) * l + t.num as i128;
-                let reset = ((debt + l - 1) / l).max(1) as i64;
-                write_text(ctx, key, name, &t.format(), reset);
-                consumed(ctx, name);
+    let out = model::multi(&rules, &states, time.now, cost);
+    if !peek {
+        for (key, new) in keys.iter().zip(&out.new) {
+            if let Some((t, ttl)) = new {
+                write_text(ctx, key, t.format().as_bytes(), time.expire_at(*ttl), false);
             }
         }
         count(out.reply.allowed);
     }
-    Ok(reply(out.reply.fields()))
+    Ok(reply(ctx, out.reply.fields()))
 }
 
-/// RATE.THROTTLE B max-burst count period-s [quantity] [NOW unix-ms]
+fn c_arity() -> RedisError {
+    error::arity("rate.multi")
+}
+
+// --------------------------------------------------------- RATE.THROTTLE --
+
+/// RATE.THROTTLE B max-burst count period-s [quantity] [NOW unix-ms |
+/// NOWUS unix-µs]
 pub fn rate_throttle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 5)?;
-    let name = c.next_bytes()?;
-    let max_burst = c.next_i64(0, MAX_COUNT - 1)?;
-    let per = c.next_i64(1, MAX_COUNT)?;
-    let period_s = c.next_i64(1, MAX_PERIOD_MS / 1000)?;
+    let c = Cursor::new(args, 5)?;
+    let a = c.args();
+    let max_burst = int(a[2].as_slice(), 0, MAX_COUNT - 1)?;
+    let per = int(a[3].as_slice(), 1, MAX_COUNT)?;
+    let period_s = int(a[4].as_slice(), 1, MAX_PERIOD_MS / 1000)?;
     let mut qty = 1;
-    let mut now = -1;
-    if !c.done() {
-        // Argument 5 is either the quantity or NOW.
-        if c.next_slice()?.eq_ignore_ascii_case(b"NOW") {
-            now = c.option_i64(0, MAX_NOW_MS)?;
-        } else {
-            qty = crate::args::parse_i64(c.arg(5), 0, MAX_COUNT)?;
-            if !c.done() {
-                if c.next_keyword()? != "NOW" {
-                    return Err(error::syntax());
+    let mut now = None;
+    let mut o = Opts { args: a, pos: 5 };
+    if !o.done() {
+        // Argument 5 is either the quantity or the time.
+        let kw = o.keyword();
+        match o.time(kw)? {
+            Some(t) => now = Some(t),
+            None => {
+                qty = int(kw, 0, MAX_COUNT)?;
+                if !o.done() {
+                    let kw = o.keyword();
+                    now = Some(o.time(kw)?.ok_or_else(error::syntax)?);
                 }
-                now = c.option_i64(0, MAX_NOW_MS)?;
             }
         }
     }
-    c.expect_done()?;
+    if !o.done() {
+        return Err(error::syntax());
+    }
     let rule = Rule {
         limit: per,
         period_ms: period_s * 1000,
@@ -592,42 +1030,54 @@ pub fn rate_throttle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if !rule.fits(Algo::Gcra) {
         return Err(too_large());
     }
-    if now < 0 {
-        now = util::now_ms();
-    }
-    let key = Key::open(ctx, &name, true);
-    let tat = read_tat(&key)?;
-    let step = model::gcra(rule, tat, now, qty);
+    let time = Time::new(now);
+    let key = Key::open_arg(ctx, &a[1], true);
+    let tat = read_tat(ctx, &key)?;
+    let step = model::gcra(rule, tat, time.now, qty);
     if let Some(t) = step.new {
-        write_text(ctx, &key, &name, &t.format(), step.reply.reset_ms);
-        consumed(ctx, &name);
+        let at = time.expire_at(step.reset_us());
+        write_text(ctx, &key, t.format().as_bytes(), at, false);
     }
     count(step.reply.allowed);
-    Ok(reply(model::throttle_reply(rule, &step)))
+    Ok(reply(ctx, model::throttle_reply(rule, &step)))
 }
+
+// ------------------------------------------------------------ RATE.RESET --
 
 /// RATE.RESET B
 pub fn rate_reset(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 2)?;
-    let name = c.next_bytes()?;
-    c.expect_done()?;
-    let key = Key::open(ctx, &name, true);
+    // The arity (exactly one key) is checked by Redis before the call.
+    let c = Cursor::new(args, 2)?;
+    let a = c.args();
+    let key = Key::open_arg(ctx, &a[1], true);
     let ours = match key.kind() {
         KeyType::Empty => false,
-        KeyType::String => {
-            read_text(&key)?;
+        // A damaged limiter is still ours to drop: resetting it is the
+        // remedy the corrupt-data error points to.
+        KeyType::String => match model::parse_text(key.bytes()) {
+            Text::Foreign => return Err(error::wrongtype()),
+            _ => true,
+        },
+        KeyType::Hash => {
+            hash_kind(key.hget(b"algo").as_deref())?;
             true
         }
-        KeyType::Hash => read_hash_kind(&key)?.is_some(),
         KeyType::ZSet => true,
         _ => return Err(error::wrongtype()),
     };
     if !ours {
         return Ok(RedisValue::Integer(0));
     }
-    key.delete();
-    ctx.replicate("DEL", &[name.as_slice()][..]);
-    util::notify(ctx, "hotpath.rate.reset", &name);
+    // UNLINK frees a large LOG in the background instead of stalling.
+    match unsafe { raw::RedisModule_UnlinkKey } {
+        Some(unlink) => unsafe {
+            unlink(key.raw());
+            key.mark_modified();
+        },
+        None => key.delete(),
+    }
+    replicate_key_only(ctx, c"UNLINK", key.name());
+    notify(ctx, c"hotpath.rate.reset", &key);
     RESETS.incr();
     Ok(RedisValue::Integer(1))
 }

@@ -1,16 +1,18 @@
 //! RATE — every common rate-limit algorithm in one atomic, exactly
-//! replicated call.
+//! replicated call, at microsecond resolution.
 //!
 //! Keys: the limiter `B` itself, no derived keys (so no hash tag needed):
-//! - GCRA: String `gcra:<tat-ms>:<num>:<den>` — the theoretical arrival
-//!   time `tat-ms + num/den` ms, exact (`den` is the limit).
+//! - GCRA: String `gcra:<ms>:<num>:<den>` — the theoretical arrival time
+//!   `ms + num/den` ms, exact (`den` is `1000 × limit`).
 //! - FIXED: String `fixed:<window-start-ms>:<count>`.
-//! - SLIDING: Hash `algo sliding window <start-ms> count <n> prev <n>`.
-//! - LOG: Sorted Set of `<ms>-<seq>` members scored by request time (ms).
-//! - BUCKET: Hash `algo bucket tokens <n> carry <n> ts <ms>`.
+//! - SLIDING: String `sliding:<window-start-ms>:<count>:<prev>`.
+//! - LOG: Sorted Set of `<µs, 16 digits>-<n>` members scored by request
+//!   time (µs).
+//! - BUCKET: String `bucket:<tokens>:<carry>:<ts-µs>`.
 //!
 //! Every write sets the key to expire when the limiter would be back to
-//! full, so idle limiters vanish by themselves.
+//! full, so idle limiters vanish by themselves. States written by the
+//! millisecond version are read (docs/rate.md, "Migration").
 //!
 //! Commands: RATE.CHECK, RATE.MULTI, RATE.THROTTLE (redis-cell's
 //! `CL.THROTTLE` reply), RATE.RESET.
@@ -37,13 +39,13 @@ const B: Keys = Keys::Range { first: 1, last: 1 };
 pub const COMMANDS: &[CommandSpec] = &[
     command!(name: "rate.check", handler: rate_check, flags: "write deny-oom fast", arity: -4, keys: B,
         acl: "write fast", summary: "Checks and consumes one request against a rate limit",
-        complexity: "O(1); LOG: O(log N + C) for cost C"),
+        complexity: "O(1); LOG: O((C + 128) log N) for cost C (at most 100)"),
     command!(name: "rate.multi", handler: rate_multi, flags: "write deny-oom fast", arity: -6,
         keys: Keys::Numkeys { numkeys: 1 }, acl: "write fast",
         summary: "Checks several GCRA rules together, consuming only if all allow",
-        complexity: "O(N) for N rules"),
+        complexity: "O(N) for N rules (at most 100)"),
     command!(name: "rate.throttle", handler: rate_throttle, flags: "write deny-oom fast", arity: -5, keys: B,
         acl: "write fast", summary: "redis-cell's CL.THROTTLE, reply for reply", complexity: "O(1)"),
     command!(name: "rate.reset", handler: rate_reset, flags: "write fast", arity: 2, keys: B,
-        acl: "write fast", summary: "Drops a limiter's state", complexity: "O(1); LOG: O(N)"),
+        acl: "write fast", summary: "Drops a limiter's state", complexity: "O(1): a long LOG is freed in the background"),
 ];

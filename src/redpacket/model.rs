@@ -12,10 +12,9 @@ use rand::Rng;
 pub const MAX_TIME_MS: i64 = 253_402_300_799_999;
 /// The longest TTL accepted, 100 years in seconds.
 pub const MAX_TTL_S: i64 = 3_153_600_000;
-/// The largest `redpacket-max-count`: SPLIT draws and pushes every share in
-/// one call (about 0.1–0.3 µs per share), so this bounds its worst case to
-/// some 10–30 ms, once per packet. A load-time argument above it (the
-/// server checks the range only on `CONFIG SET`) counts as this.
+/// The largest `redpacket-max-count` (the config's own range too): SPLIT
+/// draws and pushes every share in one call (about 0.1–0.3 µs per share),
+/// so this bounds its worst case to some 10–30 ms, once per packet.
 pub const MAX_COUNT_LIMIT: i64 = 100_000;
 /// The largest total accepted, 2^53 − 1 cents: every amount stays exact in
 /// Lua numbers and JSON clients.

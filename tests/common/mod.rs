@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -34,7 +36,22 @@ pub fn server_bin() -> String {
     std::env::var("HOTPATH_SERVER").unwrap_or_else(|_| "redis-server".into())
 }
 
-fn free_port() -> u16 {
+/// Returns the Python that runs the examples: `$HOTPATH_PYTHON` (the
+/// Makefile sets it to the project's venv), else `.venv/bin/python` when
+/// scripts/deps.sh has made it, else `python3`.
+pub fn python_bin() -> String {
+    if let Ok(p) = std::env::var("HOTPATH_PYTHON") {
+        return p;
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    if venv.exists() {
+        return venv.display().to_string();
+    }
+    "python3".into()
+}
+
+/// Returns a port that is free right now.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -64,15 +81,31 @@ impl Server {
 
     /// Starts a server with extra server arguments and module arguments.
     pub fn start_full(extra: &[&str], module_args: &[&str]) -> Server {
-        let n = SEQ.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("hotpath-test-{}-{}", std::process::id(), n));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
         let mut extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let mut load = vec![module_path().display().to_string()];
         load.extend(module_args.iter().map(|s| s.to_string()));
         extra.push("--loadmodule".into());
         extra.extend(load);
+        Server::launch(extra)
+    }
+
+    /// Starts a server without the module (for `MODULE LOAD` tests), with
+    /// extra server arguments.
+    pub fn start_bare(extra: &[&str]) -> Server {
+        Server::launch(extra.iter().map(|s| s.to_string()).collect())
+    }
+
+    /// Returns a new, empty directory for one server.
+    pub fn new_dir() -> PathBuf {
+        let n = SEQ.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("hotpath-test-{}-{}", std::process::id(), n));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn launch(extra: Vec<String>) -> Server {
+        let dir = Server::new_dir();
         for attempt in 0..20 {
             let port = free_port();
             let mut s = Server {
@@ -84,6 +117,10 @@ impl Server {
             if s.spawn() {
                 return s;
             }
+            // A failed attempt leaves nothing behind: a cluster node's
+            // nodes.conf names the old port (and is locked while its
+            // process lives, which `spawn` now ends).
+            let _ = std::fs::remove_file(dir.join("nodes.conf"));
             std::thread::sleep(Duration::from_millis(20 * attempt));
         }
         panic!("could not start {}", server_bin());
@@ -138,21 +175,24 @@ impl Server {
                 if let Ok(info) = info {
                     let pid = self.child.as_ref().map(|c| c.id()).unwrap_or(0);
                     if info.contains(&format!("process_id:{pid}\r\n")) {
-                        // Ready means done loading the RDB/AOF too.
+                        // Ready means done loading the RDB/AOF too. The
+                        // field is matched whole: `async_loading:0` also
+                        // ends in `loading:0`.
                         let p: RedisResult<String> =
                             redis::cmd("INFO").arg("persistence").query(&mut con);
-                        // `loading:0` can show between the parts of a
-                        // multi-part AOF; DBSIZE is refused (LOADING) until
-                        // the whole dataset is in.
-                        let loaded = p.map(|p| p.contains("loading:0\r\n")).unwrap_or(false)
-                            && redis::cmd("DBSIZE").query::<i64>(&mut con).is_ok();
-                        if loaded {
+                        if p.map(|p| p.contains("\r\nloading:0\r\n")).unwrap_or(false) {
                             return true;
                         }
                     }
                 }
             }
             std::thread::sleep(Duration::from_millis(50));
+        }
+        // Not ready in time (a loaded machine): end it, so that the next
+        // attempt does not meet it on the directory or the port.
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
         }
         false
     }
@@ -165,6 +205,17 @@ impl Server {
     /// Returns a new connection.
     pub fn conn(&self) -> Connection {
         self.try_conn().expect("connect")
+    }
+
+    /// Returns a new connection, or `None` when the server does not answer.
+    pub fn conn_opt(&self) -> Option<Connection> {
+        self.try_conn().ok()
+    }
+
+    /// Returns true until [`stop`](Self::stop) (the process was started by
+    /// this harness and not stopped since).
+    pub fn running(&self) -> bool {
+        self.child.is_some()
     }
 
     /// Returns the server log (for failure messages).
@@ -254,7 +305,31 @@ impl Pair {
     /// (master digest, replica digest).
     pub fn sync_digests(&self) -> (String, String) {
         let mut m = self.master.conn();
-        let _: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+        let mut r = self.replica.conn();
+        let offset = |info: &str, field: &str| -> Option<i64> {
+            info.lines()
+                .find_map(|l| l.strip_prefix(field))
+                .and_then(|v| v.trim().parse().ok())
+        };
+        // WAIT alone can time out on a loaded machine: the replica must
+        // have acknowledged the master's whole stream, and have processed
+        // it (its own offset equal to the master's), before the digests
+        // are compared.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let acked: i64 = redis::cmd("WAIT").arg(1).arg(1000).query(&mut m).unwrap();
+            let mi: String = redis::cmd("INFO").arg("replication").query(&mut m).unwrap();
+            let ri: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
+            let mo = offset(&mi, "master_repl_offset:");
+            let ro = offset(&ri, "slave_repl_offset:");
+            if acked >= 1 && mo.is_some() && mo == ro {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "replica never caught up: master {mi}\nreplica {ri}"
+            );
+        }
         (self.master.digest(), self.replica.digest())
     }
 

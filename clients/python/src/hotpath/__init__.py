@@ -1,0 +1,18 @@
+"""hotpath: a Python client for the hotpath Redis module.
+
+>>> import redis, hotpath
+>>> hp = hotpath.HotPath(redis.Redis())
+>>> hp.poll("poll:{42}").vote("user:1", "alice")
+True
+
+Replies are dataclasses (``hotpath.replies``); the routing spec of spread
+entities is ``hotpath.routing`` (docs/spread.md).
+"""
+from . import replies, routing
+from .client import (Backend, HotPath, Like, LuckyBag, ModuleBackend, Poll, Rank, Rate,
+                     RedPacket)
+from .replies import *  # noqa: F401,F403  (the reply dataclasses)
+
+__version__ = "0.1.0"
+__all__ = ["HotPath", "Backend", "ModuleBackend", "Poll", "Rank", "Like", "RedPacket",
+           "LuckyBag", "Rate", "replies", "routing"]

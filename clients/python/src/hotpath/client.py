@@ -1,0 +1,342 @@
+"""Entity handles over redis-py: ``HotPath(r).poll("poll:{42}").vote(…)``.
+
+``r`` is a ``redis.Redis`` or a ``redis.RedisCluster``: every command
+names its base key first, so redis-py routes it to the right node by itself
+(the module declares its keys to ``COMMAND``).
+
+The seam for other backends: every command goes through
+``Backend.call(command, argv, keys)``. ``ModuleBackend`` sends the module's
+command; a backend for servers without the module (a Redis Functions
+library) implements the same method, and the handles do not change.
+Spread entities (issue 11, next phase) get their own handles, which send
+each write to its shard key (see ``hotpath.routing``) and fan reads out
+over the shards.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+
+from . import replies as R
+
+Key = Union[str, bytes]
+Arg = Union[str, bytes, int, float]
+
+
+class Backend:
+    """Runs one hotpath command. ``argv`` is the module command's arguments
+    after its name; ``keys`` are the Redis keys among them (what a Lua or
+    Functions backend passes as KEYS)."""
+
+    def call(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
+        raise NotImplementedError
+
+
+class ModuleBackend(Backend):
+    """Sends the module's own commands."""
+
+    def __init__(self, client: Any):
+        self.client = client
+
+    def call(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
+        return self.client.execute_command(command, *argv)
+
+
+def _opt(argv: List[Arg], name: str, value: Optional[Arg]) -> None:
+    if value is not None:
+        argv += [name, value]
+
+
+class _Entity:
+    family = ""
+
+    def __init__(self, backend: Backend, key: Key):
+        self.backend = backend
+        self.key = key
+
+    def _call(self, sub: str, *args: Arg) -> Any:
+        return self.backend.call(f"{self.family}.{sub}", [self.key, *args], [self.key])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.key!r})"
+
+
+class Poll(_Entity):
+    """One-vote polls (docs/poll.md)."""
+    family = "POLL"
+
+    def create(self, mode: Optional[str] = None, maxvotes: Optional[int] = None,
+               candidates: Optional[Sequence[Arg]] = None, start: Optional[int] = None,
+               end: Optional[int] = None, tz: Optional[int] = None,
+               ttl: Optional[int] = None, now: Optional[int] = None) -> bool:
+        a: List[Arg] = []
+        _opt(a, "MODE", mode)
+        _opt(a, "MAXVOTES", maxvotes)
+        if candidates is not None:
+            a += ["CANDIDATES", len(candidates), *candidates]
+        _opt(a, "START", start)
+        _opt(a, "END", end)
+        _opt(a, "TZ", tz)
+        _opt(a, "TTL", ttl)
+        _opt(a, "NOW", now)
+        return R.ok(self._call("CREATE", *a))
+
+    def vote(self, user: Arg, candidate: Arg, now: Optional[int] = None) -> bool:
+        """True when the vote counted, False for a duplicate."""
+        a: List[Arg] = [user, candidate]
+        _opt(a, "NOW", now)
+        return bool(R.integer(self._call("VOTE", *a)))
+
+    def revoke(self, user: Arg, candidate: Optional[Arg] = None, now: Optional[int] = None) -> int:
+        a: List[Arg] = [user] + ([candidate] if candidate is not None else [])
+        _opt(a, "NOW", now)
+        return R.integer(self._call("REVOKE", *a))
+
+    def top(self, count: Optional[int] = None, offset: Optional[int] = None) -> List[R.PollEntry]:
+        a: List[Arg] = [count] if count is not None else []
+        _opt(a, "OFFSET", offset)
+        return R.poll_top(self._call("TOP", *a))
+
+    def rank(self, candidate: Arg) -> Optional[R.PollRank]:
+        return R.poll_rank(self._call("RANK", candidate))
+
+    def status(self, user: Arg, now: Optional[int] = None) -> List[str]:
+        a: List[Arg] = [user]
+        _opt(a, "NOW", now)
+        return R.texts(self._call("STATUS", *a))
+
+    def info(self) -> Optional[R.PollInfo]:
+        return R.poll_info(self._call("INFO"))
+
+    def sync(self) -> R.PollSync:
+        return R.poll_sync(self._call("SYNC"))
+
+    def syncack(self, epoch: int) -> bool:
+        return bool(R.integer(self._call("SYNCACK", epoch)))
+
+
+class Rank(_Entity):
+    """Tie-broken leaderboards (docs/rank.md)."""
+    family = "RANK"
+
+    def create(self, tiebreak: Optional[str] = None, unit: Optional[str] = None,
+               digits: Optional[int] = None, epoch: Optional[int] = None,
+               ttl: Optional[int] = None, now: Optional[int] = None) -> bool:
+        a: List[Arg] = []
+        _opt(a, "TIEBREAK", tiebreak)
+        _opt(a, "UNIT", unit)
+        _opt(a, "DIGITS", digits)
+        _opt(a, "EPOCH", epoch)
+        _opt(a, "TTL", ttl)
+        _opt(a, "NOW", now)
+        return R.ok(self._call("CREATE", *a))
+
+    def add(self, member: Arg, points: int, gt: bool = False, lt: bool = False,
+            now: Optional[int] = None) -> int:
+        """The member's points now stored."""
+        a: List[Arg] = [member, points] + (["GT"] if gt else []) + (["LT"] if lt else [])
+        _opt(a, "NOW", now)
+        return R.integer(self._call("ADD", *a))
+
+    def incr(self, member: Arg, delta: int, now: Optional[int] = None) -> int:
+        a: List[Arg] = [member, delta]
+        _opt(a, "NOW", now)
+        return R.integer(self._call("INCR", *a))
+
+    def get(self, member: Arg) -> Optional[R.RankEntry]:
+        return R.rank_get(self._call("GET", member))
+
+    def top(self, count: Optional[int] = None, offset: Optional[int] = None) -> List[R.RankMember]:
+        a: List[Arg] = [count] if count is not None else []
+        _opt(a, "OFFSET", offset)
+        return R.rank_top(self._call("TOP", *a))
+
+    def around(self, member: Arg, n: int) -> Optional[List[R.RankPlace]]:
+        return R.rank_around(self._call("AROUND", member, n))
+
+    def rem(self, *members: Arg) -> int:
+        return R.integer(self._call("REM", *members))
+
+    def count(self) -> int:
+        return R.integer(self._call("COUNT"))
+
+
+class Like(_Entity):
+    """Likes with Set→Bitmap promotion (docs/like.md). User ids are integers."""
+    family = "LIKE"
+
+    def toggle(self, user: int, now: Optional[int] = None) -> R.LikeToggle:
+        a: List[Arg] = [user]
+        _opt(a, "NOW", now)
+        return R.like_toggle(self._call("TOGGLE", *a))
+
+    def add(self, user: int, now: Optional[int] = None) -> R.LikeChange:
+        a: List[Arg] = [user]
+        _opt(a, "NOW", now)
+        return R.like_change(self._call("ADD", *a))
+
+    def rem(self, user: int) -> R.LikeChange:
+        return R.like_change(self._call("REM", user))
+
+    def check(self, *users: int) -> List[bool]:
+        """One flag per user, in order."""
+        return R.flags(self._call("CHECK", *users))
+
+    def count(self) -> int:
+        return R.integer(self._call("COUNT"))
+
+    def recent(self, n: Optional[int] = None) -> List[R.Liker]:
+        return R.like_recent(self._call("RECENT", *([n] if n is not None else [])))
+
+    def info(self) -> R.LikeInfo:
+        return R.like_info(self._call("INFO"))
+
+
+class RedPacket(_Entity):
+    """Red packets (docs/redpacket.md). Amounts are integer cents."""
+    family = "REDPACKET"
+
+    def split(self, total_cents: int, count: int, mode: Optional[str] = None,
+              ttl: Optional[int] = None, now: Optional[int] = None) -> int:
+        a: List[Arg] = [total_cents, count]
+        _opt(a, "MODE", mode)
+        _opt(a, "TTL", ttl)
+        _opt(a, "NOW", now)
+        return R.integer(self._call("SPLIT", *a))
+
+    def grab(self, user: Arg, now: Optional[int] = None) -> R.Grab:
+        a: List[Arg] = [user]
+        _opt(a, "NOW", now)
+        return R.grab(self._call("GRAB", *a))
+
+    def info(self, now: Optional[int] = None) -> Optional[R.PacketInfo]:
+        a: List[Arg] = []
+        _opt(a, "NOW", now)
+        return R.packet_info(self._call("INFO", *a))
+
+    def grabbed(self) -> dict:
+        return R.grabbed(self._call("GRABBED"))
+
+    def refund(self) -> int:
+        return R.integer(self._call("REFUND"))
+
+
+class LuckyBag(_Entity):
+    """Live-stream lucky bags (docs/luckybag.md)."""
+    family = "LUCKYBAG"
+
+    def create(self, winners: int, shards: Optional[int] = None, poolcap: Optional[int] = None,
+               highscore: Optional[str] = None, restore: Optional[bool] = None,
+               ttl: Optional[int] = None) -> bool:
+        a: List[Arg] = ["WINNERS", winners]
+        _opt(a, "SHARDS", shards)
+        _opt(a, "POOLCAP", poolcap)
+        _opt(a, "HIGHSCORE", highscore)
+        if restore is not None:
+            a += ["RESTORE", "YES" if restore else "NO"]
+        _opt(a, "TTL", ttl)
+        return R.ok(self._call("CREATE", *a))
+
+    def join(self, user: Arg, task_pending: bool = False) -> R.Join:
+        a: List[Arg] = [user] + (["TASK", "PENDING"] if task_pending else [])
+        return R.join(self._call("JOIN", *a))
+
+    def task(self, user: Arg) -> bool:
+        return bool(R.integer(self._call("TASK", user)))
+
+    def leave(self, user: Arg) -> bool:
+        return bool(R.integer(self._call("LEAVE", user)))
+
+    def enter(self, user: Arg) -> bool:
+        return bool(R.integer(self._call("ENTER", user)))
+
+    def draw(self) -> List[R.Winner]:
+        return R.winners(self._call("DRAW"))
+
+    def result(self, user: Arg) -> str:
+        """PENDING, WON, LOST or ABSENT."""
+        return R.text(self._call("RESULT", user))
+
+    def info(self) -> Optional[R.BagInfo]:
+        return R.bag_info(self._call("INFO"))
+
+
+class Rate(_Entity):
+    """Rate limits (docs/rate.md); the limiter is the key itself."""
+    family = "RATE"
+
+    def check(self, limit: int, period_ms: int, algo: Optional[str] = None,
+              burst: Optional[int] = None, cost: Optional[int] = None, peek: bool = False,
+              now: Optional[int] = None) -> R.RateResult:
+        a: List[Arg] = [limit, period_ms]
+        _opt(a, "ALGO", algo)
+        _opt(a, "BURST", burst)
+        _opt(a, "COST", cost)
+        if peek:
+            a.append("PEEK")
+        _opt(a, "NOW", now)
+        return R.rate(self._call("CHECK", *a))
+
+    def throttle(self, max_burst: int, count: int, period_s: int,
+                 quantity: Optional[int] = None, now: Optional[int] = None) -> R.Throttle:
+        a: List[Arg] = [max_burst, count, period_s] + ([quantity] if quantity is not None else [])
+        _opt(a, "NOW", now)
+        return R.throttle(self._call("THROTTLE", *a))
+
+    def reset(self) -> bool:
+        return bool(R.integer(self._call("RESET")))
+
+
+class HotPath:
+    """Entry point: ``hp = HotPath(redis.Redis(...))`` or
+    ``HotPath(redis.RedisCluster(...))``; ``backend`` replaces the module
+    backend (e.g. with a Functions library on servers without the module)."""
+
+    def __init__(self, client: Any, backend: Optional[Backend] = None):
+        self.client = client
+        self.backend = backend or ModuleBackend(client)
+
+    def poll(self, key: Key) -> Poll:
+        return Poll(self.backend, key)
+
+    def rank(self, key: Key) -> Rank:
+        return Rank(self.backend, key)
+
+    def like(self, key: Key) -> Like:
+        return Like(self.backend, key)
+
+    def redpacket(self, key: Key) -> RedPacket:
+        return RedPacket(self.backend, key)
+
+    def luckybag(self, key: Key) -> LuckyBag:
+        return LuckyBag(self.backend, key)
+
+    def rate(self, key: Key) -> Rate:
+        return Rate(self.backend, key)
+
+    def rate_multi(self, rules: Iterable[Tuple[Key, int, int]], cost: Optional[int] = None,
+                   peek: bool = False, now: Optional[int] = None) -> R.RateResult:
+        """Checks ``(key, limit, period_ms)`` rules together (RATE.MULTI):
+        all are consumed or none. On a cluster, the keys share one slot."""
+        rules = list(rules)
+        keys = [k for k, _, _ in rules]
+        a: List[Arg] = [len(keys), *keys, "LIMITS"]
+        for _, limit, period in rules:
+            a += [limit, period]
+        _opt(a, "COST", cost)
+        if peek:
+            a.append("PEEK")
+        _opt(a, "NOW", now)
+        return R.rate(self.backend.call("RATE.MULTI", a, keys))
+
+    def rank_merge(self, dest: Key, sources: Sequence[Key], aggregate: Optional[str] = None,
+                   ttl: Optional[int] = None, now: Optional[int] = None) -> int:
+        """RANK.MERGE: members in ``dest`` (all keys in one slot on a cluster)."""
+        a: List[Arg] = [dest, len(sources), *sources]
+        _opt(a, "AGGREGATE", aggregate)
+        _opt(a, "TTL", ttl)
+        _opt(a, "NOW", now)
+        return R.integer(self.backend.call("RANK.MERGE", a, [dest, *sources]))
+
+    def like_common(self, a: Key, b: Key) -> List[int]:
+        """LIKE.COMMON: users who like both (one slot on a cluster)."""
+        return R.ints(self.backend.call("LIKE.COMMON", [a, b], [a, b]))

@@ -1,0 +1,346 @@
+"""Parsed replies of every hotpath command: dataclasses instead of the
+flat arrays the server sends (docs/<family>.md describe the raw forms)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+
+class ReplyError(ValueError):
+    """The server sent a reply this client does not understand (a newer
+    module, or a hand-edited key)."""
+
+
+def text(v: Any) -> str:
+    """A bulk string as text (UTF-8; bytes that are not UTF-8 survive as
+    surrogates, so ``text(v).encode('utf-8', 'surrogateescape')`` is exact)."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "surrogateescape")
+    if isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return str(v)
+    raise ReplyError(f"expected a string, got {v!r}")
+
+
+def integer(v: Any) -> int:
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    if isinstance(v, (bytes, str)):
+        try:
+            return int(v)
+        except ValueError:
+            pass
+    raise ReplyError(f"expected an integer, got {v!r}")
+
+
+def ok(v: Any) -> bool:
+    if v is True or v in (b"OK", "OK"):
+        return True
+    raise ReplyError(f"expected OK, got {v!r}")
+
+
+def array(v: Any, n: Optional[int] = None) -> List[Any]:
+    if not isinstance(v, (list, tuple)):
+        raise ReplyError(f"expected an array, got {v!r}")
+    if n is not None and len(v) != n:
+        raise ReplyError(f"expected {n} elements, got {v!r}")
+    return list(v)
+
+
+def pairs(v: Any) -> List[Tuple[Any, Any]]:
+    a = array(v)
+    if len(a) % 2:
+        raise ReplyError(f"expected pairs, got {v!r}")
+    return list(zip(a[0::2], a[1::2]))
+
+
+def fields(v: Any) -> Dict[str, Any]:
+    """A map reply ``[field, value, …]`` as a dict keyed by field name."""
+    return {text(k): val for k, val in pairs(v)}
+
+
+# ---- POLL -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PollEntry:
+    candidate: str
+    votes: int
+
+
+@dataclass(frozen=True)
+class PollRank:
+    rank: int
+    votes: int
+
+
+@dataclass(frozen=True)
+class PollInfo:
+    mode: str
+    maxvotes: int
+    start: int
+    end: int
+    ballots: int
+    votes: int
+
+
+@dataclass(frozen=True)
+class PollSync:
+    """A frozen write-back snapshot: apply ``deltas`` then ``syncack(epoch)``."""
+    epoch: int
+    deltas: List[PollEntry]
+
+
+def poll_top(v: Any) -> List[PollEntry]:
+    return [PollEntry(text(c), integer(n)) for c, n in pairs(v)]
+
+
+def poll_rank(v: Any) -> Optional[PollRank]:
+    if v is None:
+        return None
+    r, n = array(v, 2)
+    return PollRank(integer(r), integer(n))
+
+
+def poll_info(v: Any) -> Optional[PollInfo]:
+    f = fields(v)
+    if not f:
+        return None
+    return PollInfo(text(f["mode"]), integer(f["maxvotes"]), integer(f["start"]),
+                    integer(f["end"]), integer(f["ballots"]), integer(f["votes"]))
+
+
+def poll_sync(v: Any) -> PollSync:
+    a = array(v)
+    if not a:
+        raise ReplyError("empty POLL.SYNC reply")
+    return PollSync(integer(a[0]), poll_top(a[1:]))
+
+
+# ---- RANK -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RankMember:
+    member: str
+    points: int
+
+
+@dataclass(frozen=True)
+class RankPlace:
+    rank: int
+    member: str
+    points: int
+
+
+@dataclass(frozen=True)
+class RankEntry:
+    points: int
+    rank: int
+    #: When the points were reached (unix ms, rounded down to the board's
+    #: unit); None on a TIEBREAK NONE board.
+    achieved_ms: Optional[int]
+
+
+def rank_top(v: Any) -> List[RankMember]:
+    return [RankMember(text(m), integer(p)) for m, p in pairs(v)]
+
+
+def rank_get(v: Any) -> Optional[RankEntry]:
+    if v is None:
+        return None
+    p, r, t = array(v, 3)
+    return RankEntry(integer(p), integer(r), None if t is None else integer(t))
+
+
+def rank_around(v: Any) -> Optional[List[RankPlace]]:
+    if v is None:
+        return None
+    a = array(v)
+    if len(a) % 3:
+        raise ReplyError(f"RANK.AROUND: {v!r}")
+    return [RankPlace(integer(a[i]), text(a[i + 1]), integer(a[i + 2])) for i in range(0, len(a), 3)]
+
+
+# ---- LIKE -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LikeChange:
+    """``changed``: the call changed the like (TOGGLE: ``liked`` is the state
+    after the call); ``count``: the post's exact like count."""
+    changed: bool
+    count: int
+
+
+@dataclass(frozen=True)
+class LikeToggle:
+    liked: bool
+    count: int
+
+
+@dataclass(frozen=True)
+class Liker:
+    user: int
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class LikeInfo:
+    encoding: str
+    count: int
+    bytes: int
+
+
+def like_change(v: Any) -> LikeChange:
+    c, n = array(v, 2)
+    return LikeChange(bool(integer(c)), integer(n))
+
+
+def like_toggle(v: Any) -> LikeToggle:
+    c, n = array(v, 2)
+    return LikeToggle(bool(integer(c)), integer(n))
+
+
+def like_recent(v: Any) -> List[Liker]:
+    return [Liker(integer(u), integer(t)) for u, t in pairs(v)]
+
+
+def like_info(v: Any) -> LikeInfo:
+    f = fields(v)
+    return LikeInfo(text(f["encoding"]), integer(f["count"]), integer(f["bytes"]))
+
+
+# ---- REDPACKET --------------------------------------------------------
+
+@dataclass(frozen=True)
+class Grab:
+    """``status``: OK, ALREADY, EMPTY, CLOSED or NOSUCH; ``cents`` won (0
+    unless OK or ALREADY)."""
+    status: str
+    cents: int
+
+    @property
+    def won(self) -> bool:
+        return self.status in ("OK", "ALREADY")
+
+
+@dataclass(frozen=True)
+class PacketInfo:
+    total: int
+    count: int
+    left_cents: int
+    left_count: int
+    state: str
+    expires: int
+
+
+def grab(v: Any) -> Grab:
+    s, c = array(v, 2)
+    return Grab(text(s), integer(c))
+
+
+def packet_info(v: Any) -> Optional[PacketInfo]:
+    f = fields(v)
+    if not f:
+        return None
+    return PacketInfo(integer(f["total"]), integer(f["count"]), integer(f["left_cents"]),
+                      integer(f["left_count"]), text(f["state"]), integer(f["expires"]))
+
+
+def grabbed(v: Any) -> Dict[str, int]:
+    return {text(u): integer(c) for u, c in pairs(v)}
+
+
+# ---- LUCKYBAG ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Join:
+    new: bool
+    pooled: bool
+    participants: int
+
+
+@dataclass(frozen=True)
+class Winner:
+    user: str
+    #: The score as the server wrote it (six decimals, exact).
+    score_text: str
+
+    @property
+    def score(self) -> float:
+        return float(self.score_text)
+
+
+@dataclass(frozen=True)
+class BagInfo:
+    state: str
+    participants: int
+    pooled: int
+    winners: int
+    shards: int
+
+
+def join(v: Any) -> Join:
+    n, p, c = array(v, 3)
+    return Join(bool(integer(n)), bool(integer(p)), integer(c))
+
+
+def winners(v: Any) -> List[Winner]:
+    return [Winner(text(u), text(s)) for u, s in pairs(v)]
+
+
+def bag_info(v: Any) -> Optional[BagInfo]:
+    f = fields(v)
+    if not f:
+        return None
+    return BagInfo(text(f["state"]), integer(f["participants"]), integer(f["pooled"]),
+                   integer(f["winners"]), integer(f["shards"]))
+
+
+# ---- RATE -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RateResult:
+    """``retry_after_ms`` is -1 when allowed; ``reset_after_ms`` is the time
+    until the limiter is full again."""
+    allowed: bool
+    limit: int
+    remaining: int
+    retry_after_ms: int
+    reset_after_ms: int
+
+
+@dataclass(frozen=True)
+class Throttle:
+    """redis-cell's CL.THROTTLE reply, in seconds."""
+    limited: bool
+    limit: int
+    remaining: int
+    retry_after_s: int
+    reset_after_s: int
+
+
+def rate(v: Any) -> RateResult:
+    a, l, r, ra, rs = (integer(x) for x in array(v, 5))
+    return RateResult(bool(a), l, r, ra, rs)
+
+
+def throttle(v: Any) -> Throttle:
+    a, l, r, ra, rs = (integer(x) for x in array(v, 5))
+    return Throttle(bool(a), l, r, ra, rs)
+
+
+def ints(v: Any) -> List[int]:
+    return [integer(x) for x in array(v)]
+
+
+def texts(v: Any) -> List[str]:
+    return [text(x) for x in array(v)]
+
+
+def flags(v: Any) -> List[bool]:
+    return [bool(integer(x)) for x in array(v)]
+
+
+__all__: Sequence[str] = [n for n in dir() if not n.startswith("_")]

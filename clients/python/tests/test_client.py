@@ -1,0 +1,244 @@
+"""Tests of the Python client against a real server and a real cluster.
+
+Environment: ``HOTPATH_URL`` (a server with the module loaded) and
+``HOTPATH_CLUSTER`` (``host:port,…`` of a cluster whose nodes load it).
+Tests whose server is not given are skipped; the module's
+tests/clients.rs starts both and runs this file.
+"""
+import json
+import os
+import random
+import time
+import unittest
+import uuid
+
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+
+import hotpath
+from hotpath import replies as R
+from hotpath import routing
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VECTORS = os.environ.get("HOTPATH_VECTORS",
+                         os.path.join(HERE, "..", "..", "..", "docs", "spread-vectors.json"))
+NOW = 1767225600000  # 2026-01-01T00:00:00Z
+
+
+class RoutingSpec(unittest.TestCase):
+    def test_vectors(self):
+        with open(VECTORS, encoding="utf-8") as f:
+            v = json.load(f)
+        for c in v["key_slot"]:
+            self.assertEqual(routing.key_slot(c["key"]), c["slot"], c)
+        for c in v["slot_tag"]:
+            self.assertEqual(routing.slot_tag(c["slot"]), c["tag"])
+        for c in v["shard_keys"]:
+            n = c["shards"]
+            if "keys" in c:
+                self.assertEqual([k.decode() for k in routing.shard_keys(c["base"], n)], c["keys"])
+                self.assertEqual([routing.shard_slot(c["base"], n, i) for i in range(n)], c["slots"])
+            else:
+                self.assertEqual(routing.shard_key(c["base"], n, n - 1).decode(), c["last_key"])
+        for c in v["shard_of"]:
+            self.assertEqual(routing.shard_of(c["id"], c["shards"]), c["shard"], c)
+        for c in v["like"]:
+            self.assertEqual(routing.like_slot_of(c["id"], c["shards"]), (c["shard"], c["stored"]))
+
+    def test_slot_tag_table_is_its_definition(self):
+        self.assertEqual(routing.generate_slot_tags(), routing.SLOT_TAGS)
+
+    def test_shard_keys_land_in_distinct_evenly_spaced_slots(self):
+        for n in (1, 3, 16, 1000, 1024):
+            slots = sorted(routing.key_slot(k) for k in routing.shard_keys("post:9", n))
+            self.assertEqual(len(set(slots)), n)
+            gaps = {(b - a) % 16384 or 16384 for a, b in zip(slots, slots[1:] + slots[:1])}
+            self.assertTrue(gaps <= {16384 // n, -(-16384 // n)}, (n, gaps))
+
+
+class Families:
+    """Every command of every family, with parsed replies checked exactly.
+    Subclasses provide ``self.r`` and ``self.hp``."""
+
+    def k(self, name):
+        # One hash tag per test, so that a cluster keeps a test's keys in
+        # one slot and tests do not see each other's keys.
+        return f"{name}:{{{self.tag}}}"
+
+    def setUp(self):
+        self.tag = uuid.uuid4().hex[:8]
+
+    def test_poll(self):
+        p = self.hp.poll(self.k("poll"))
+        self.assertTrue(p.create(mode="MULTI", maxvotes=2, candidates=["alice", "bob", "carol"], now=NOW))
+        self.assertTrue(p.vote("user:1", "alice", now=NOW))
+        self.assertFalse(p.vote("user:1", "alice", now=NOW))
+        self.assertTrue(p.vote("user:2", "alice", now=NOW))
+        self.assertTrue(p.vote("user:2", "carol", now=NOW))
+        with self.assertRaisesRegex(redis.ResponseError, "poll: vote limit reached"):
+            p.vote("user:2", "bob", now=NOW)
+        self.assertEqual(p.top(2), [R.PollEntry("alice", 2), R.PollEntry("carol", 1)])
+        self.assertEqual(p.top(1, offset=1), [R.PollEntry("carol", 1)])
+        self.assertEqual(p.rank("carol"), R.PollRank(1, 1))
+        self.assertIsNone(p.rank("nobody"))
+        self.assertEqual(p.status("user:2"), ["alice", "carol"])
+        self.assertEqual(p.info(), R.PollInfo("MULTI", 2, 0, 0, 3, 3))
+        s = p.sync()
+        self.assertEqual(s, R.PollSync(1, [R.PollEntry("alice", 2), R.PollEntry("carol", 1)]))
+        self.assertTrue(p.syncack(s.epoch))
+        self.assertFalse(p.syncack(s.epoch))
+        self.assertEqual(p.revoke("user:2", now=NOW), 2)
+        self.assertEqual(p.top(), [R.PollEntry("alice", 1), R.PollEntry("carol", 0), R.PollEntry("bob", 0)])
+        # A poll never created reads as MODE ONCE with nothing in it.
+        self.assertEqual(self.hp.poll(self.k("nopoll")).info(), R.PollInfo("ONCE", 1, 0, 0, 0, 0))
+
+    def test_rank(self):
+        b = self.hp.rank(self.k("board"))
+        self.assertTrue(b.create(tiebreak="EARLIER", unit="MS", digits=13, now=NOW))
+        self.assertEqual(b.add("alice", 300, now=NOW), 300)
+        self.assertEqual(b.add("bob", 300, now=NOW + 1000), 300)
+        self.assertEqual(b.add("carol", 250, now=NOW + 2000), 250)
+        self.assertEqual(b.add("carol", 100, gt=True, now=NOW + 2500), 250)
+        self.assertEqual(b.top(3), [R.RankMember("alice", 300), R.RankMember("bob", 300), R.RankMember("carol", 250)])
+        self.assertEqual(b.get("bob"), R.RankEntry(300, 1, NOW + 1000))
+        self.assertIsNone(b.get("zed"))
+        self.assertEqual(b.incr("carol", 100, now=NOW + 3000), 350)
+        self.assertEqual(b.around("alice", 1),
+                         [R.RankPlace(0, "carol", 350), R.RankPlace(1, "alice", 300), R.RankPlace(2, "bob", 300)])
+        self.assertIsNone(b.around("zed", 1))
+        self.assertEqual(b.count(), 3)
+        self.assertEqual(b.rem("bob", "zed"), 1)
+        other = self.hp.rank(self.k("board2"))
+        self.assertEqual(other.add("alice", 5, now=NOW), 5)
+        self.assertEqual(self.hp.rank_merge(self.k("season"), [self.k("board"), self.k("board2")],
+                                            aggregate="SUM", now=NOW), 2)
+        self.assertEqual(self.hp.rank(self.k("season")).top(1), [R.RankMember("carol", 350)])
+        flat = self.hp.rank(self.k("flat"))
+        self.assertTrue(flat.create(tiebreak="NONE"))
+        flat.add("x", 7)
+        self.assertEqual(flat.get("x"), R.RankEntry(7, 0, None))
+
+    def test_like(self):
+        post = self.hp.like(self.k("post"))
+        self.assertEqual(post.toggle(42, now=NOW), R.LikeToggle(True, 1))
+        self.assertEqual(post.add(7, now=NOW + 1), R.LikeChange(True, 2))
+        self.assertEqual(post.add(7), R.LikeChange(False, 2))
+        self.assertEqual(post.check(42, 7, 8), [True, True, False])
+        self.assertEqual(post.count(), 2)
+        self.assertEqual(post.recent(), [R.Liker(7, NOW + 1), R.Liker(42, NOW)])
+        self.assertEqual(post.recent(1), [R.Liker(7, NOW + 1)])
+        self.assertEqual(post.info().encoding, "set")
+        self.assertEqual(post.info().count, 2)
+        self.assertEqual(post.toggle(42), R.LikeToggle(False, 1))
+        self.assertEqual(post.rem(7), R.LikeChange(True, 0))
+        self.assertEqual(post.info(), R.LikeInfo("none", 0, 0))
+        a, b = self.hp.like(self.k("pa")), self.hp.like(self.k("pb"))
+        for u in (1, 2, 3):
+            a.add(u)
+        for u in (2, 3, 4):
+            b.add(u)
+        self.assertEqual(self.hp.like_common(self.k("pa"), self.k("pb")), [2, 3])
+        with self.assertRaisesRegex(redis.ResponseError, "like: user id must be an integer"):
+            post.toggle(-1)
+
+    def test_redpacket(self):
+        # The server drops a packet whose TTL already ran out by its clock,
+        # so this one starts now.
+        NOW = int(time.time() * 1000)
+        rp = self.hp.redpacket(self.k("rp"))
+        self.assertEqual(rp.split(1000, 3, mode="EQUAL", ttl=3600, now=NOW), 3)
+        self.assertEqual(rp.grab("alice", now=NOW), R.Grab("OK", 334))
+        self.assertEqual(rp.grab("alice", now=NOW), R.Grab("ALREADY", 334))
+        self.assertTrue(rp.grab("alice", now=NOW).won)
+        self.assertEqual(rp.info(now=NOW), R.PacketInfo(1000, 3, 666, 2, "open", NOW + 3600_000))
+        self.assertEqual(rp.grabbed(), {"alice": 334})
+        self.assertEqual(rp.refund(), 666)
+        self.assertEqual(rp.grab("bob", now=NOW), R.Grab("CLOSED", 0))
+        self.assertFalse(rp.grab("bob", now=NOW).won)
+        self.assertIsNone(self.hp.redpacket(self.k("none")).info())
+
+    def test_luckybag(self):
+        bag = self.hp.luckybag(self.k("bag"))
+        self.assertTrue(bag.create(3, shards=4, ttl=3600))
+        self.assertEqual(bag.join(1001), R.Join(True, True, 1))
+        self.assertEqual(bag.join(1001), R.Join(False, True, 1))
+        self.assertEqual(bag.join("alice", task_pending=True), R.Join(True, True, 2))
+        self.assertTrue(bag.task("alice"))
+        self.assertTrue(bag.leave(1001))
+        self.assertTrue(bag.enter(1001))
+        self.assertFalse(bag.enter(1001))
+        self.assertEqual(bag.result(1001), "PENDING")
+        won = bag.draw()
+        self.assertEqual(sorted(w.user for w in won), ["1001", "alice"])
+        self.assertTrue(all(0 <= w.score <= 1 and len(w.score_text) == 8 for w in won))
+        self.assertEqual([w.score for w in won], sorted((w.score for w in won), reverse=True))
+        self.assertEqual(bag.draw(), won)
+        self.assertEqual(bag.result("alice"), "WON")
+        self.assertEqual(bag.result("bob"), "ABSENT")
+        self.assertEqual(bag.info(), R.BagInfo("drawn", 2, 2, 3, 4))
+        with self.assertRaisesRegex(redis.ResponseError, "luckybag: bag is closed"):
+            bag.join(5)
+
+    def test_rate(self):
+        lim = self.hp.rate(self.k("api"))
+        self.assertEqual(lim.check(2, 1000, now=NOW), R.RateResult(True, 2, 1, -1, 500))
+        self.assertEqual(lim.check(2, 1000, peek=True, now=NOW), R.RateResult(True, 2, 0, -1, 1000))
+        self.assertEqual(lim.check(2, 1000, now=NOW), R.RateResult(True, 2, 0, -1, 1000))
+        self.assertEqual(lim.check(2, 1000, now=NOW), R.RateResult(False, 2, 0, 500, 1000))
+        self.assertTrue(lim.reset())
+        self.assertFalse(lim.reset())
+        b = self.hp.rate(self.k("bucket"))
+        self.assertEqual(b.check(5, 1000, algo="BUCKET", burst=50, cost=20, now=NOW),
+                         R.RateResult(True, 5, 30, -1, 4000))
+        self.assertEqual(self.hp.rate(self.k("cell")).throttle(15, 30, 60),
+                         R.Throttle(False, 16, 15, -1, 2))
+        multi = self.hp.rate_multi([(self.k("s"), 10, 1000), (self.k("d"), 1000, 86_400_000)], now=NOW)
+        self.assertEqual(multi, R.RateResult(True, 10, 9, -1, 100))
+
+
+@unittest.skipUnless(os.environ.get("HOTPATH_URL"), "HOTPATH_URL not set")
+class OnOneServer(Families, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.r = redis.Redis.from_url(os.environ["HOTPATH_URL"])
+        cls.hp = hotpath.HotPath(cls.r)
+
+    def test_decoded_responses_work_too(self):
+        hp = hotpath.HotPath(redis.Redis.from_url(os.environ["HOTPATH_URL"], decode_responses=True))
+        p = hp.poll(self.k("dpoll"))
+        self.assertTrue(p.vote("u", "x", now=NOW))
+        self.assertEqual(p.top(), [R.PollEntry("x", 1)])
+        self.assertEqual(p.info().mode, "ONCE")
+
+
+@unittest.skipUnless(os.environ.get("HOTPATH_CLUSTER"), "HOTPATH_CLUSTER not set")
+class OnACluster(Families, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        nodes = []
+        for hp in os.environ["HOTPATH_CLUSTER"].split(","):
+            host, port = hp.rsplit(":", 1)
+            nodes.append(ClusterNode(host, int(port)))
+        cls.r = RedisCluster(startup_nodes=nodes)
+        cls.hp = hotpath.HotPath(cls.r)
+
+    def test_routing_matches_the_server(self):
+        rnd = random.Random(11)
+        keys = ["", "post:9", "post:{9}", "a{}b", "{06S}x"] + [
+            "".join(rnd.choice("ab{}:09xyz") for _ in range(rnd.randint(0, 12))) for _ in range(300)]
+        for key in keys:
+            self.assertEqual(routing.key_slot(key), self.r.cluster_keyslot(key), key)
+        for key in routing.shard_keys("post:{hot}", 16):
+            self.assertEqual(routing.key_slot(key), self.r.cluster_keyslot(key))
+
+    def test_entities_spread_over_every_master(self):
+        owners = set()
+        for i in range(12):
+            key = f"post:{{spread{i}}}"
+            self.hp.like(key).add(1)
+            owners.add(self.r.get_node_from_key(key).name)
+        self.assertEqual(len(owners), 3)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,36 @@
+//! A Rust client for the hotpath Redis module, on the `redis` crate.
+//!
+//! Every command of every family returns a parsed reply (a struct, a
+//! `Vec` or an `Option`), and works on any `redis::ConnectionLike`: a
+//! `redis::Connection` to one server or a `redis::cluster::ClusterConnection`
+//! (every command names its base key first, so the cluster client routes
+//! it by itself).
+//!
+//! ```no_run
+//! use hotpath_client::{Poll, PollEntry};
+//! # fn main() -> redis::RedisResult<()> {
+//! let mut con = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+//! let poll = Poll::new("poll:{42}");
+//! assert!(poll.vote(&mut con, "user:1", "alice")?);
+//! let top: Vec<PollEntry> = poll.top(&mut con, Some(10), None)?;
+//! # Ok(()) }
+//! ```
+//!
+//! [`routing`] is the routing spec of spread entities (docs/spread.md),
+//! compiled from the very file the module uses.
+//!
+//! The seam for servers without the module: every command is built by a
+//! [`Backend`]; [`Backend::Module`] sends the module's commands, and a
+//! backend for a Redis Functions library can be added without changing the
+//! entity types.
+
+#[path = "../../../src/spread/route.rs"]
+pub mod routing;
+#[path = "../../../src/spread/slot_tags.rs"]
+mod slot_tags;
+
+mod entities;
+pub mod replies;
+
+pub use entities::*;
+pub use replies::*;

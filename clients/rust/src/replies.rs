@@ -1,0 +1,488 @@
+//! Parsed replies: one type per reply shape of docs/<family>.md.
+
+use redis::{ErrorKind, RedisError, RedisResult, Value};
+
+fn bad(what: &str, v: &Value) -> RedisError {
+    RedisError::from((
+        ErrorKind::TypeError,
+        "hotpath: unexpected reply",
+        format!("{what}: {v:?}"),
+    ))
+}
+
+/// Returns a reply as text (bulk or simple string; integers as digits).
+pub fn text(v: &Value) -> RedisResult<String> {
+    match v {
+        Value::BulkString(b) => Ok(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Ok(s.clone()),
+        Value::Okay => Ok("OK".into()),
+        Value::Int(i) => Ok(i.to_string()),
+        Value::VerbatimString { text, .. } => Ok(text.clone()),
+        other => Err(bad("text", other)),
+    }
+}
+
+/// Returns a reply as an integer (also a bulk string of digits).
+pub fn int(v: &Value) -> RedisResult<i64> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        Value::BulkString(b) => std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| bad("integer", v)),
+        other => Err(bad("integer", other)),
+    }
+}
+
+/// Returns true for an `OK` reply.
+pub fn ok(v: &Value) -> RedisResult<bool> {
+    match v {
+        Value::Okay => Ok(true),
+        Value::SimpleString(s) if s == "OK" => Ok(true),
+        other => Err(bad("OK", other)),
+    }
+}
+
+/// Returns the elements of an array reply (nil reads as none).
+pub fn array(v: &Value) -> RedisResult<&[Value]> {
+    match v {
+        Value::Array(a) | Value::Set(a) => Ok(a),
+        other => Err(bad("array", other)),
+    }
+}
+
+fn exact(v: &Value, n: usize) -> RedisResult<&[Value]> {
+    let a = array(v)?;
+    if a.len() != n {
+        return Err(bad(&format!("{n} elements"), v));
+    }
+    Ok(a)
+}
+
+fn pairs(v: &Value) -> RedisResult<Vec<(&Value, &Value)>> {
+    let a = array(v)?;
+    if a.len() % 2 != 0 {
+        return Err(bad("pairs", v));
+    }
+    Ok(a.chunks(2).map(|c| (&c[0], &c[1])).collect())
+}
+
+/// A map reply `[field, value, …]`: returns the value of `field`.
+fn field<'a>(map: &'a [(&'a Value, &'a Value)], name: &str) -> RedisResult<&'a Value> {
+    for (k, v) in map {
+        if text(k)? == name {
+            return Ok(v);
+        }
+    }
+    Err(RedisError::from((
+        ErrorKind::TypeError,
+        "hotpath: field missing from reply",
+        name.to_string(),
+    )))
+}
+
+/// One candidate of a poll board.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PollEntry {
+    pub candidate: String,
+    pub votes: i64,
+}
+
+/// `POLL.RANK`: 0-based rank and votes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PollRank {
+    pub rank: i64,
+    pub votes: i64,
+}
+
+/// `POLL.INFO`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PollInfo {
+    pub mode: String,
+    pub maxvotes: i64,
+    pub start: i64,
+    pub end: i64,
+    pub ballots: i64,
+    pub votes: i64,
+}
+
+/// `POLL.SYNC`: apply `deltas`, then acknowledge `epoch`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PollSync {
+    pub epoch: i64,
+    pub deltas: Vec<PollEntry>,
+}
+
+pub(crate) fn poll_entries(v: &Value) -> RedisResult<Vec<PollEntry>> {
+    pairs(v)?
+        .into_iter()
+        .map(|(c, n)| {
+            Ok(PollEntry {
+                candidate: text(c)?,
+                votes: int(n)?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn poll_rank(v: &Value) -> RedisResult<Option<PollRank>> {
+    if *v == Value::Nil {
+        return Ok(None);
+    }
+    let a = exact(v, 2)?;
+    Ok(Some(PollRank {
+        rank: int(&a[0])?,
+        votes: int(&a[1])?,
+    }))
+}
+
+pub(crate) fn poll_info(v: &Value) -> RedisResult<Option<PollInfo>> {
+    let m = pairs(v)?;
+    if m.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(PollInfo {
+        mode: text(field(&m, "mode")?)?,
+        maxvotes: int(field(&m, "maxvotes")?)?,
+        start: int(field(&m, "start")?)?,
+        end: int(field(&m, "end")?)?,
+        ballots: int(field(&m, "ballots")?)?,
+        votes: int(field(&m, "votes")?)?,
+    }))
+}
+
+pub(crate) fn poll_sync(v: &Value) -> RedisResult<PollSync> {
+    let a = array(v)?;
+    let (epoch, rest) = a.split_first().ok_or_else(|| bad("POLL.SYNC", v))?;
+    Ok(PollSync {
+        epoch: int(epoch)?,
+        deltas: poll_entries(&Value::Array(rest.to_vec()))?,
+    })
+}
+
+/// A member of a board and its points.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankMember {
+    pub member: String,
+    pub points: i64,
+}
+
+/// A place of `RANK.AROUND`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankPlace {
+    pub rank: i64,
+    pub member: String,
+    pub points: i64,
+}
+
+/// `RANK.GET`: points, 0-based rank, and when the points were reached
+/// (unix ms, rounded down to the board's unit; `None` with TIEBREAK NONE).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankEntry {
+    pub points: i64,
+    pub rank: i64,
+    pub achieved_ms: Option<i64>,
+}
+
+pub(crate) fn rank_members(v: &Value) -> RedisResult<Vec<RankMember>> {
+    pairs(v)?
+        .into_iter()
+        .map(|(m, p)| {
+            Ok(RankMember {
+                member: text(m)?,
+                points: int(p)?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn rank_entry(v: &Value) -> RedisResult<Option<RankEntry>> {
+    if *v == Value::Nil {
+        return Ok(None);
+    }
+    let a = exact(v, 3)?;
+    Ok(Some(RankEntry {
+        points: int(&a[0])?,
+        rank: int(&a[1])?,
+        achieved_ms: match &a[2] {
+            Value::Nil => None,
+            t => Some(int(t)?),
+        },
+    }))
+}
+
+pub(crate) fn rank_places(v: &Value) -> RedisResult<Option<Vec<RankPlace>>> {
+    if *v == Value::Nil {
+        return Ok(None);
+    }
+    let a = array(v)?;
+    if a.len() % 3 != 0 {
+        return Err(bad("RANK.AROUND", v));
+    }
+    a.chunks(3)
+        .map(|c| {
+            Ok(RankPlace {
+                rank: int(&c[0])?,
+                member: text(&c[1])?,
+                points: int(&c[2])?,
+            })
+        })
+        .collect::<RedisResult<Vec<_>>>()
+        .map(Some)
+}
+
+/// `LIKE.ADD` / `LIKE.REM`: whether the call changed the like, and the
+/// post's exact count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LikeChange {
+    pub changed: bool,
+    pub count: i64,
+}
+
+/// `LIKE.TOGGLE`: whether the user likes the post after the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LikeToggle {
+    pub liked: bool,
+    pub count: i64,
+}
+
+/// A recent liker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Liker {
+    pub user: u64,
+    pub at_ms: i64,
+}
+
+/// `LIKE.INFO`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LikeInfo {
+    pub encoding: String,
+    pub count: i64,
+    pub bytes: i64,
+}
+
+pub(crate) fn flag_count(v: &Value) -> RedisResult<(bool, i64)> {
+    let a = exact(v, 2)?;
+    Ok((int(&a[0])? != 0, int(&a[1])?))
+}
+
+pub(crate) fn likers(v: &Value) -> RedisResult<Vec<Liker>> {
+    pairs(v)?
+        .into_iter()
+        .map(|(u, t)| {
+            Ok(Liker {
+                user: int(u)? as u64,
+                at_ms: int(t)?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn like_info(v: &Value) -> RedisResult<LikeInfo> {
+    let m = pairs(v)?;
+    Ok(LikeInfo {
+        encoding: text(field(&m, "encoding")?)?,
+        count: int(field(&m, "count")?)?,
+        bytes: int(field(&m, "bytes")?)?,
+    })
+}
+
+/// `REDPACKET.GRAB`: `status` is OK, ALREADY, EMPTY, CLOSED or NOSUCH.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grab {
+    pub status: String,
+    pub cents: i64,
+}
+
+impl Grab {
+    /// True when the user holds a share (OK now, or ALREADY before).
+    pub fn won(&self) -> bool {
+        self.status == "OK" || self.status == "ALREADY"
+    }
+}
+
+/// `REDPACKET.INFO`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PacketInfo {
+    pub total: i64,
+    pub count: i64,
+    pub left_cents: i64,
+    pub left_count: i64,
+    pub state: String,
+    pub expires: i64,
+}
+
+pub(crate) fn grab(v: &Value) -> RedisResult<Grab> {
+    let a = exact(v, 2)?;
+    Ok(Grab {
+        status: text(&a[0])?,
+        cents: int(&a[1])?,
+    })
+}
+
+pub(crate) fn packet_info(v: &Value) -> RedisResult<Option<PacketInfo>> {
+    let m = pairs(v)?;
+    if m.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(PacketInfo {
+        total: int(field(&m, "total")?)?,
+        count: int(field(&m, "count")?)?,
+        left_cents: int(field(&m, "left_cents")?)?,
+        left_count: int(field(&m, "left_count")?)?,
+        state: text(field(&m, "state")?)?,
+        expires: int(field(&m, "expires")?)?,
+    }))
+}
+
+pub(crate) fn grabbed(v: &Value) -> RedisResult<Vec<(String, i64)>> {
+    pairs(v)?
+        .into_iter()
+        .map(|(u, c)| Ok((text(u)?, int(c)?)))
+        .collect()
+}
+
+/// `LUCKYBAG.JOIN`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Join {
+    pub new: bool,
+    pub pooled: bool,
+    pub participants: i64,
+}
+
+/// A winner of `LUCKYBAG.DRAW`; `score_text` is the server's six-decimal
+/// text (exact), `score` its value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Winner {
+    pub user: String,
+    pub score_text: String,
+    pub score: f64,
+}
+
+/// `LUCKYBAG.INFO`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BagInfo {
+    pub state: String,
+    pub participants: i64,
+    pub pooled: i64,
+    pub winners: i64,
+    pub shards: i64,
+}
+
+/// `LUCKYBAG.RESULT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BagResult {
+    Pending,
+    Won,
+    Lost,
+    Absent,
+}
+
+pub(crate) fn join(v: &Value) -> RedisResult<Join> {
+    let a = exact(v, 3)?;
+    Ok(Join {
+        new: int(&a[0])? != 0,
+        pooled: int(&a[1])? != 0,
+        participants: int(&a[2])?,
+    })
+}
+
+pub(crate) fn winners(v: &Value) -> RedisResult<Vec<Winner>> {
+    pairs(v)?
+        .into_iter()
+        .map(|(u, s)| {
+            let score_text = text(s)?;
+            let score = score_text.parse().map_err(|_| bad("score", s))?;
+            Ok(Winner {
+                user: text(u)?,
+                score_text,
+                score,
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn bag_result(v: &Value) -> RedisResult<BagResult> {
+    match text(v)?.as_str() {
+        "PENDING" => Ok(BagResult::Pending),
+        "WON" => Ok(BagResult::Won),
+        "LOST" => Ok(BagResult::Lost),
+        "ABSENT" => Ok(BagResult::Absent),
+        _ => Err(bad("LUCKYBAG.RESULT", v)),
+    }
+}
+
+pub(crate) fn bag_info(v: &Value) -> RedisResult<Option<BagInfo>> {
+    let m = pairs(v)?;
+    if m.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(BagInfo {
+        state: text(field(&m, "state")?)?,
+        participants: int(field(&m, "participants")?)?,
+        pooled: int(field(&m, "pooled")?)?,
+        winners: int(field(&m, "winners")?)?,
+        shards: int(field(&m, "shards")?)?,
+    }))
+}
+
+/// `RATE.CHECK` / `RATE.MULTI`: `retry_after_ms` is -1 when allowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateResult {
+    pub allowed: bool,
+    pub limit: i64,
+    pub remaining: i64,
+    pub retry_after_ms: i64,
+    pub reset_after_ms: i64,
+}
+
+/// `RATE.THROTTLE`: redis-cell's `CL.THROTTLE` reply, in seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Throttle {
+    pub limited: bool,
+    pub limit: i64,
+    pub remaining: i64,
+    pub retry_after_s: i64,
+    pub reset_after_s: i64,
+}
+
+fn five(v: &Value) -> RedisResult<[i64; 5]> {
+    let a = exact(v, 5)?;
+    Ok([
+        int(&a[0])?,
+        int(&a[1])?,
+        int(&a[2])?,
+        int(&a[3])?,
+        int(&a[4])?,
+    ])
+}
+
+pub(crate) fn rate(v: &Value) -> RedisResult<RateResult> {
+    let [a, l, r, ra, rs] = five(v)?;
+    Ok(RateResult {
+        allowed: a != 0,
+        limit: l,
+        remaining: r,
+        retry_after_ms: ra,
+        reset_after_ms: rs,
+    })
+}
+
+pub(crate) fn throttle(v: &Value) -> RedisResult<Throttle> {
+    let [a, l, r, ra, rs] = five(v)?;
+    Ok(Throttle {
+        limited: a != 0,
+        limit: l,
+        remaining: r,
+        retry_after_s: ra,
+        reset_after_s: rs,
+    })
+}
+
+pub(crate) fn ints(v: &Value) -> RedisResult<Vec<i64>> {
+    array(v)?.iter().map(int).collect()
+}
+
+pub(crate) fn texts(v: &Value) -> RedisResult<Vec<String>> {
+    array(v)?.iter().map(text).collect()
+}

@@ -1,0 +1,361 @@
+//! Blocked clients and wake-up timers, for the commands that can wait
+//! (`LOCK.ACQUIRE … BLOCK`, `DELAYQ.POLL … BLOCK`).
+//!
+//! A waiting client is blocked with `RedisModule_BlockClient` and queued in
+//! memory, first come first served, per `(db, key)`. Nothing polls: a
+//! command that frees what waiters want (a lock release, a job added)
+//! serves the queue itself, in its own execution unit, and a module timer
+//! (`RedisModule_CreateTimer`) fires at the next instant something can
+//! change by time alone (a lease ending, a job falling due). A served
+//! waiter is unblocked with its reply; the writes made for it belong to
+//! the command or timer that served it and replicate with it.
+//!
+//! The queues and timers live on the master only: they are neither
+//! persisted nor replicated, and the data alone decides every outcome. A
+//! restart or a failover drops them with the connections that were
+//! waiting, and the next client that blocks arms a timer again from the
+//! data.
+//!
+//! Every callback runs on the main thread; the registry's mutex is never
+//! held while calling into Redis.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ffi::c_void;
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use redis_module::{raw, Context, ContextFlags, RedisResult, RedisValue};
+
+/// A family whose commands can wait.
+pub trait Waiting: Sized + Send + 'static {
+    /// Returns the family's waiters and timers.
+    fn registry() -> &'static Registry<Self>;
+    /// Returns the reply of a waiter whose timeout passed.
+    fn timeout_reply() -> RedisValue;
+    /// Serves the waiters of `key` (selected db) when its timer fires; may
+    /// arm the timer again.
+    fn on_timer(ctx: &Context, key: &[u8]);
+}
+
+/// `(db, key)`: waiters and timers are per key of one database.
+type Slot = (i32, Vec<u8>);
+
+/// One blocked client and what it asked for.
+struct Waiter<T> {
+    bc: usize,
+    req: T,
+}
+
+struct Timer {
+    id: raw::RedisModuleTimerID,
+    at: i64,
+    gen: u64,
+}
+
+struct Inner<T> {
+    queues: BTreeMap<Slot, VecDeque<Waiter<T>>>,
+    /// Blocked client handle -> its queue, for timeouts and disconnects.
+    by_client: BTreeMap<usize, Slot>,
+    timers: BTreeMap<Slot, Timer>,
+    gen: u64,
+}
+
+/// A family's waiters and timers.
+pub struct Registry<T> {
+    inner: Mutex<Inner<T>>,
+    /// Clients queued, all keys together: most commands only need to know
+    /// that nobody waits, without a lookup.
+    queued: AtomicUsize,
+}
+
+impl<T> Registry<T> {
+    /// Returns an empty registry.
+    pub const fn new() -> Self {
+        Registry {
+            inner: Mutex::new(Inner {
+                queues: BTreeMap::new(),
+                by_client: BTreeMap::new(),
+                timers: BTreeMap::new(),
+                gen: 0,
+            }),
+            queued: AtomicUsize::new(0),
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut Inner<T>) -> R) -> R {
+        // A poisoned lock only means an earlier panic was caught: the maps
+        // themselves are still consistent (every update is one step).
+        let mut guard = match self.inner.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        f(&mut guard)
+    }
+}
+
+impl<T> Default for Registry<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Returns the database the context has selected.
+pub fn db(ctx: &Context) -> i32 {
+    unsafe { raw::RedisModule_GetSelectedDb.unwrap()(ctx.ctx) }
+}
+
+/// Returns true when this command may block its client: not inside MULTI,
+/// a script or any other context that denies blocking, and not a command
+/// replayed from the master or the AOF. Elsewhere a `BLOCK` option acts as
+/// an immediate try, as `BLPOP` does inside `MULTI`.
+pub fn can_block(ctx: &Context) -> bool {
+    can_block_with(&ctx.get_flags())
+}
+
+/// [`can_block`] for context flags already read.
+pub fn can_block_with(f: &ContextFlags) -> bool {
+    !f.intersects(
+        ContextFlags::MULTI
+            | ContextFlags::LUA
+            | ContextFlags::DENY_BLOCKING
+            | ContextFlags::REPLICATED
+            | ContextFlags::LOADING,
+    ) && serving_with(f)
+}
+
+/// Returns true when this server serves waiters and arms timers: a master
+/// that is not loading data, running a command that did not come from its
+/// own master.
+pub fn serving(ctx: &Context) -> bool {
+    serving_with(&ctx.get_flags())
+}
+
+/// [`serving`] for context flags already read.
+pub fn serving_with(f: &ContextFlags) -> bool {
+    f.contains(ContextFlags::MASTER)
+        && !f.intersects(ContextFlags::LOADING | ContextFlags::REPLICATED)
+}
+
+/// Returns true when any client of this family waits, on any key (one
+/// atomic read: most commands only need to know that nobody waits).
+pub fn anyone_waiting<T: Waiting>() -> bool {
+    T::registry().queued.load(Ordering::Relaxed) > 0
+}
+
+/// Returns how many clients wait on `key`.
+pub fn waiting<T: Waiting>(ctx: &Context, key: &[u8]) -> usize {
+    if T::registry().queued.load(Ordering::Relaxed) == 0 {
+        return 0;
+    }
+    let slot = (db(ctx), key.to_vec());
+    T::registry().with(|r| r.queues.get(&slot).map_or(0, |q| q.len()))
+}
+
+/// Blocks the calling client on `key` for `timeout_ms` (0: no timeout),
+/// behind the clients already waiting there. The handler then returns
+/// `RedisValue::NoReply`; the client gets its reply when served, or
+/// [`Waiting::timeout_reply`] when the timeout passes.
+pub fn block<T: Waiting>(ctx: &Context, key: &[u8], timeout_ms: i64, req: T) {
+    let bc = unsafe {
+        raw::RedisModule_BlockClient.unwrap()(
+            ctx.ctx,
+            Some(reply_cb),
+            Some(timeout_cb::<T>),
+            Some(free_cb),
+            timeout_ms,
+        )
+    };
+    if bc.is_null() {
+        return;
+    }
+    unsafe { raw::RedisModule_SetDisconnectCallback.unwrap()(bc, Some(disconnect_cb::<T>)) };
+    let slot = (db(ctx), key.to_vec());
+    T::registry().queued.fetch_add(1, Ordering::Relaxed);
+    T::registry().with(|r| {
+        r.by_client.insert(bc as usize, slot.clone());
+        r.queues.entry(slot).or_default().push_back(Waiter {
+            bc: bc as usize,
+            req,
+        });
+    });
+}
+
+/// Offers the waiters of `key`, oldest first, to `serve`: a waiter for
+/// which it returns a reply is unblocked with that reply; the first one it
+/// returns `None` for stays first in line and ends the round. Returns how
+/// many were served.
+pub fn serve<T: Waiting>(
+    ctx: &Context,
+    key: &[u8],
+    mut serve: impl FnMut(&T) -> Option<RedisResult>,
+) -> usize {
+    let slot = (db(ctx), key.to_vec());
+    let mut served = 0;
+    loop {
+        let Some(w) = T::registry().with(|r| r.queues.get_mut(&slot).and_then(|q| q.pop_front()))
+        else {
+            break;
+        };
+        match serve(&w.req) {
+            Some(reply) => {
+                T::registry().queued.fetch_sub(1, Ordering::Relaxed);
+                T::registry().with(|r| {
+                    r.by_client.remove(&w.bc);
+                    if r.queues.get(&slot).is_some_and(|q| q.is_empty()) {
+                        r.queues.remove(&slot);
+                    }
+                });
+                let data = Box::into_raw(Box::new(Some(reply))) as *mut c_void;
+                unsafe {
+                    raw::RedisModule_UnblockClient.unwrap()(
+                        w.bc as *mut raw::RedisModuleBlockedClient,
+                        data,
+                    )
+                };
+                served += 1;
+            }
+            None => {
+                T::registry().with(|r| r.queues.entry(slot.clone()).or_default().push_front(w));
+                break;
+            }
+        }
+    }
+    if served > 0 {
+        T::registry().with(|r| {
+            if r.queues.get(&slot).is_some_and(|q| q.is_empty()) {
+                r.queues.remove(&slot);
+            }
+        });
+    }
+    served
+}
+
+/// Makes sure the timer of `key` fires at `at_ms` (unix ms) or earlier.
+/// A timer already due sooner is kept; a later one is replaced.
+pub fn arm<T: Waiting>(ctx: &Context, key: &[u8], at_ms: i64) {
+    let slot = (db(ctx), key.to_vec());
+    let old = T::registry().with(|r| match r.timers.get(&slot) {
+        Some(t) if t.at <= at_ms => None,
+        Some(_) => r.timers.remove(&slot).map(|t| t.id),
+        None => Some(0),
+    });
+    let Some(old) = old else { return };
+    if old != 0 {
+        let mut data: *mut c_void = std::ptr::null_mut();
+        let rc = unsafe { raw::RedisModule_StopTimer.unwrap()(ctx.ctx, old, &mut data) };
+        if rc == raw::REDISMODULE_OK as c_int && !data.is_null() {
+            drop(unsafe { Box::from_raw(data as *mut TimerData) });
+        }
+    }
+    let delay = (at_ms - crate::util::now_ms()).max(1);
+    let gen = T::registry().with(|r| {
+        r.gen += 1;
+        r.gen
+    });
+    let data = Box::into_raw(Box::new(TimerData {
+        key: key.to_vec(),
+        gen,
+    })) as *mut c_void;
+    let id =
+        unsafe { raw::RedisModule_CreateTimer.unwrap()(ctx.ctx, delay, Some(timer_cb::<T>), data) };
+    T::registry().with(|r| {
+        r.timers.insert(slot, Timer { id, at: at_ms, gen });
+    });
+}
+
+struct TimerData {
+    key: Vec<u8>,
+    gen: u64,
+}
+
+extern "C" fn timer_cb<T: Waiting>(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    if data.is_null() {
+        return;
+    }
+    let data = unsafe { Box::from_raw(data as *mut TimerData) };
+    let context = Context::new(ctx);
+    let slot = (db(&context), data.key.clone());
+    T::registry().with(|r| {
+        if r.timers.get(&slot).is_some_and(|t| t.gen == data.gen) {
+            r.timers.remove(&slot);
+        }
+    });
+    // A replica (after a failover the other way) or a loading server has
+    // no waiters to serve and must not write.
+    if !serving(&context) {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| T::on_timer(&context, &data.key)));
+}
+
+/// The reply a served waiter was unblocked with.
+type Pending = Option<RedisResult>;
+
+extern "C" fn reply_cb(
+    ctx: *mut raw::RedisModuleCtx,
+    _argv: *mut *mut raw::RedisModuleString,
+    _argc: c_int,
+) -> c_int {
+    let context = Context::new(ctx);
+    let p = unsafe { raw::RedisModule_GetBlockedClientPrivateData.unwrap()(ctx) };
+    let reply = if p.is_null() {
+        None
+    } else {
+        unsafe { (*(p as *mut Pending)).take() }
+    };
+    match reply {
+        Some(r) => context.reply(r) as c_int,
+        None => context.reply(Ok(RedisValue::Null)) as c_int,
+    }
+}
+
+extern "C" fn free_cb(_ctx: *mut raw::RedisModuleCtx, p: *mut c_void) {
+    if !p.is_null() {
+        drop(unsafe { Box::from_raw(p as *mut Pending) });
+    }
+}
+
+/// Removes the waiter with handle `bc`; returns true if it was queued.
+fn forget<T: Waiting>(bc: usize) -> bool {
+    T::registry().with(|r| {
+        let Some(slot) = r.by_client.remove(&bc) else {
+            return false;
+        };
+        T::registry().queued.fetch_sub(1, Ordering::Relaxed);
+        if let Some(q) = r.queues.get_mut(&slot) {
+            q.retain(|w| w.bc != bc);
+            if q.is_empty() {
+                r.queues.remove(&slot);
+            }
+        }
+        true
+    })
+}
+
+extern "C" fn timeout_cb<T: Waiting>(
+    ctx: *mut raw::RedisModuleCtx,
+    _argv: *mut *mut raw::RedisModuleString,
+    _argc: c_int,
+) -> c_int {
+    let context = Context::new(ctx);
+    let bc = unsafe { raw::RedisModule_GetBlockedClientHandle.unwrap()(ctx) };
+    // The handle must be released by the module (a client blocked without
+    // keys is never freed by Redis itself); the reply is given here.
+    if forget::<T>(bc as usize) {
+        unsafe { raw::RedisModule_UnblockClient.unwrap()(bc, std::ptr::null_mut()) };
+    }
+    context.reply(Ok(T::timeout_reply())) as c_int
+}
+
+extern "C" fn disconnect_cb<T: Waiting>(
+    _ctx: *mut raw::RedisModuleCtx,
+    bc: *mut raw::RedisModuleBlockedClient,
+) {
+    // A client served just before it went away was already unblocked:
+    // only a client still queued is released here.
+    if forget::<T>(bc as usize) {
+        unsafe { raw::RedisModule_UnblockClient.unwrap()(bc, std::ptr::null_mut()) };
+    }
+}

@@ -1,0 +1,14 @@
+//! Spread entities: one hot post, lucky bag, poll or board split into
+//! shards that live in slots spaced evenly around the cluster's slot ring,
+//! so that every master takes a share of its writes (issue 11).
+//!
+//! [`route`] is the routing spec (cluster slot, slot tags, shard keys, the
+//! shard of an id), pure and shared word for word with the Rust client;
+//! `docs/spread.md` states it for other languages, with test vectors in
+//! `docs/spread-vectors.json`.
+
+pub mod route;
+mod slot_tags;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,231 @@
+//! The routing rules of spread entities, as a spec any client can follow
+//! (docs/spread.md states the same rules in prose, with test vectors).
+//!
+//! This file is plain Rust with no imports outside `std` and its sibling
+//! table, so that the Rust client includes the very same file: the module
+//! and every client compute identical slots, shard keys and shards.
+//!
+//! - [`key_slot`]: the Redis Cluster slot of a key: CRC16 (XMODEM) of the
+//!   key, or of its hash tag (the bytes between the first `{` and the next
+//!   `}`, when that is not empty), modulo 16384.
+//! - [`slot_tag`]: a short alphanumeric tag for every slot, from the fixed
+//!   table in `slot_tags.rs` (the first tag, shortest first and then in
+//!   ASCII order over `0-9A-Za-z`, whose key slot is that slot).
+//! - [`shard_slot`] and [`shard_key`]: shard `i` of `n` of a base key `B`
+//!   lives in slot `(key_slot(B) + floor(i × 16384 / n)) mod 16384`, and its
+//!   keys are derived from the shard key `{<tag>}B`, so the `n` shards are
+//!   spaced evenly around the slot ring whatever `B` is.
+//! - [`shard_of`]: the shard of an id: `id mod n` (Euclidean, so never
+//!   negative) for an integer as Redis reads one, else the 32-bit FNV-1a
+//!   hash of the id's bytes mod `n`.
+//! - [`like_slot_of`]: a spread LIKE shard stores user `id` as bit `id / n`,
+//!   so each shard's bitmap is dense.
+
+use super::slot_tags::SLOT_TAGS;
+
+/// Number of hash slots in a Redis Cluster.
+pub const SLOTS: u32 = 16384;
+/// Largest shard count of a spread entity.
+pub const MAX_SHARDS: u32 = 1024;
+
+/// Returns the CRC16 of `bytes` as Redis Cluster computes it (XMODEM:
+/// polynomial 0x1021, initial value 0, no reflection, no final xor).
+pub fn crc16(bytes: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in bytes {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}
+
+/// Returns the part of `key` that Redis Cluster hashes: the bytes between
+/// the first `{` and the first `}` after it, when there are any; otherwise
+/// (no `{`, no `}` after it, or `{}`) the whole key.
+pub fn hashed_part(key: &[u8]) -> &[u8] {
+    if let Some(open) = key.iter().position(|&c| c == b'{') {
+        if let Some(len) = key[open + 1..].iter().position(|&c| c == b'}') {
+            if len > 0 {
+                return &key[open + 1..open + 1 + len];
+            }
+        }
+    }
+    key
+}
+
+/// Returns the cluster slot of `key` (`CLUSTER KEYSLOT`).
+pub fn key_slot(key: &[u8]) -> u16 {
+    crc16(hashed_part(key)) & 0x3fff
+}
+
+/// Returns the short tag of `slot`: `key_slot(tag) == slot`, and
+/// `{tag}` put in front of any key moves that key to `slot`.
+///
+/// # Panics
+/// Occurs when `slot` is 16384 or more.
+pub fn slot_tag(slot: u16) -> &'static str {
+    SLOT_TAGS[usize::from(slot)]
+}
+
+/// Returns true when `n` is a valid shard count (`1 ..= 1024`).
+pub fn valid_shards(n: i64) -> bool {
+    (1..=i64::from(MAX_SHARDS)).contains(&n)
+}
+
+/// Returns the slot of shard `i` of `n` for the base key `base`:
+/// `(key_slot(base) + floor(i × 16384 / n)) mod 16384`. The offset
+/// `key_slot(base)` keeps the shard 0 of different entities on different
+/// nodes; the step spaces the shards evenly around the ring (consecutive
+/// shards are `floor(16384 / n)` or `ceil(16384 / n)` slots apart).
+///
+/// # Panics
+/// Occurs when `n` is 0 or `i >= n` (a caller's bug, not user input:
+/// commands validate both first).
+pub fn shard_slot(base: &[u8], n: u32, i: u32) -> u16 {
+    assert!(n >= 1 && i < n, "shard {i} of {n}");
+    let step = (u64::from(i) * u64::from(SLOTS) / u64::from(n)) as u32;
+    ((u32::from(key_slot(base)) + step) % SLOTS) as u16
+}
+
+/// Returns the shard key of shard `i` of `n`: `{<tag>}` + `base`, where
+/// `<tag>` is the [`slot_tag`] of [`shard_slot`]. The tag comes first so
+/// that it is the key's hash tag whatever `base` holds (`post:{9}` works
+/// as well as `post:9`); the shard's own keys are derived from the shard
+/// key the way a single-slot entity's are from its base key.
+pub fn shard_key(base: &[u8], n: u32, i: u32) -> Vec<u8> {
+    let tag = slot_tag(shard_slot(base, n, i)).as_bytes();
+    let mut key = Vec::with_capacity(base.len() + tag.len() + 2);
+    key.push(b'{');
+    key.extend_from_slice(tag);
+    key.push(b'}');
+    key.extend_from_slice(base);
+    key
+}
+
+/// Returns the shard keys of all `n` shards, shard 0 first.
+pub fn shard_keys(base: &[u8], n: u32) -> Vec<Vec<u8>> {
+    (0..n).map(|i| shard_key(base, n, i)).collect()
+}
+
+/// Parses an id the way Redis reads an integer argument: an optional `-`,
+/// then decimal digits with no leading zero (`0` itself is fine, `-0` is
+/// not), within the signed 64-bit range. Returns `None` for anything else
+/// (`007`, `+5`, ` 5`, `1e3`, `alice`, the empty string).
+pub fn parse_int_id(id: &[u8]) -> Option<i64> {
+    let digits = id.strip_prefix(b"-").unwrap_or(id);
+    let neg = digits.len() != id.len();
+    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if digits[0] == b'0' && (digits.len() > 1 || neg) {
+        return None;
+    }
+    // Accumulate negatively so that i64::MIN parses without overflow.
+    let mut v: i64 = 0;
+    for &d in digits {
+        v = v.checked_mul(10)?.checked_sub(i64::from(d - b'0'))?;
+    }
+    if neg {
+        Some(v)
+    } else {
+        v.checked_neg()
+    }
+}
+
+/// Returns the 32-bit FNV-1a hash of `bytes` (offset basis 2166136261,
+/// prime 16777619).
+pub fn fnv1a32(bytes: &[u8]) -> u32 {
+    let mut h: u32 = 2_166_136_261;
+    for &b in bytes {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(16_777_619);
+    }
+    h
+}
+
+/// Returns the shard (`0 .. n`) of an id: `id mod n` for an integer id
+/// ([`parse_int_id`]; the Euclidean remainder, so `-1` goes to shard
+/// `n − 1`), else `fnv1a32(id) mod n`. For a power-of-two `n` this is the
+/// same shard as `id & (n − 1)`, the rule of LUCKYBAG's internal shards and
+/// of the designs we replace.
+///
+/// # Panics
+/// Occurs when `n` is 0.
+pub fn shard_of(id: &[u8], n: u32) -> u32 {
+    assert!(n >= 1, "no shards");
+    match parse_int_id(id) {
+        Some(v) => v.rem_euclid(i64::from(n)) as u32,
+        None => fnv1a32(id) % n,
+    }
+}
+
+/// Returns `(shard, stored)` for a LIKE user id: the shard is `id mod n`
+/// and the shard stores the user as `id / n`, so that the `n` shards of a
+/// post whose likers have ids `0 … m` each keep a bitmap of `m / n` bits.
+///
+/// # Panics
+/// Occurs when `n` is 0.
+pub fn like_slot_of(id: u64, n: u32) -> (u32, u64) {
+    assert!(n >= 1, "no shards");
+    ((id % u64::from(n)) as u32, id / u64::from(n))
+}
+
+/// Returns the user id that shard `shard` of `n` stores as `stored`: the
+/// inverse of [`like_slot_of`], `stored × n + shard`; `None` on overflow.
+pub fn like_id_of(shard: u32, stored: u64, n: u32) -> Option<u64> {
+    stored
+        .checked_mul(u64::from(n))?
+        .checked_add(u64::from(shard))
+}
+
+/// Returns the tag and the base key of a shard key `{<tag>}<base>`, or
+/// `None` when `key` does not start with a tag of the table.
+pub fn split_shard_key(key: &[u8]) -> Option<(&str, &[u8])> {
+    let rest = key.strip_prefix(b"{")?;
+    let close = rest.iter().position(|&c| c == b'}')?;
+    let tag = std::str::from_utf8(&rest[..close]).ok()?;
+    let base = &rest[close + 1..];
+    if tag.is_empty() || slot_tag(key_slot(tag.as_bytes())) != tag {
+        return None;
+    }
+    Some((tag, base))
+}
+
+/// The characters of slot tags, in the order the generator tries them.
+pub const TAG_ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// Computes the slot-tag table from its definition: for every slot, the
+/// first string over [`TAG_ALPHABET`], shortest first and then in the
+/// alphabet's order, whose [`key_slot`] is that slot. `slot_tags.rs` is
+/// this function's output; a unit test recomputes it.
+pub fn generate_slot_tags() -> Vec<String> {
+    let base = TAG_ALPHABET.len();
+    let mut table: Vec<Option<String>> = vec![None; SLOTS as usize];
+    let mut missing = SLOTS as usize;
+    let mut len: u32 = 1;
+    while missing > 0 {
+        // Every string of `len` characters, as the numbers 0 .. base^len
+        // written in base `base` (first character most significant).
+        for k in 0..base.pow(len) {
+            let mut tag = vec![0u8; len as usize];
+            let mut rest = k;
+            for c in tag.iter_mut().rev() {
+                *c = TAG_ALPHABET[rest % base];
+                rest /= base;
+            }
+            let slot = usize::from(key_slot(&tag));
+            if table[slot].is_none() {
+                table[slot] = Some(String::from_utf8(tag).expect("ascii"));
+                missing -= 1;
+            }
+        }
+        len += 1;
+    }
+    table.into_iter().map(|t| t.expect("filled")).collect()
+}

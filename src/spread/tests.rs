@@ -1,0 +1,306 @@
+//! Unit tests of the routing spec: the slot function against Redis's own
+//! reference values, the committed slot-tag table against its generator,
+//! the spacing of shards for every shard count, the shard of an id, and
+//! the shared test vectors of docs/spread-vectors.json.
+
+use super::route::*;
+use super::slot_tags::SLOT_TAGS;
+
+#[test]
+fn crc16_is_xmodem() {
+    // The check value of CRC-16/XMODEM, and Redis Cluster's documented slots.
+    assert_eq!(crc16(b"123456789"), 0x31c3);
+    assert_eq!(key_slot(b"123456789"), 12739);
+    assert_eq!(key_slot(b"foo"), 12182);
+    assert_eq!(key_slot(b"bar"), 5061);
+    assert_eq!(key_slot(b"hello"), 866);
+    assert_eq!(key_slot(b""), 0);
+}
+
+#[test]
+fn hash_tags_follow_redis_rules() {
+    assert_eq!(hashed_part(b"{user1000}.following"), b"user1000");
+    assert_eq!(
+        key_slot(b"{user1000}.following"),
+        key_slot(b"{user1000}.followers")
+    );
+    // An empty tag hashes the whole key; only the first `{` counts, and
+    // the first `}` after it.
+    assert_eq!(hashed_part(b"foo{}{bar}"), b"foo{}{bar}");
+    assert_eq!(hashed_part(b"foo{{bar}}zap"), b"{bar");
+    assert_eq!(hashed_part(b"foo{bar}{zap}"), b"bar");
+    assert_eq!(hashed_part(b"{"), b"{");
+    assert_eq!(hashed_part(b"}{"), b"}{");
+    assert_eq!(hashed_part(b"a{b"), b"a{b");
+    // The module's own hash-tag test agrees with the spec.
+    for k in [&b"a{b}"[..], b"{}", b"{}{x}", b"x}{y}", b"{{}}", b"plain"] {
+        assert_eq!(
+            crate::util::has_hash_tag(k),
+            hashed_part(k).len() != k.len(),
+            "{}",
+            String::from_utf8_lossy(k)
+        );
+    }
+}
+
+#[test]
+fn slot_tag_table_is_the_generator_output() {
+    let generated = generate_slot_tags();
+    assert_eq!(generated.len(), SLOT_TAGS.len());
+    for (slot, (table, gen)) in SLOT_TAGS.iter().zip(&generated).enumerate() {
+        assert_eq!(table, gen, "slot {slot}");
+        assert_eq!(usize::from(key_slot(table.as_bytes())), slot);
+        assert!(table.len() <= 3 && table.bytes().all(|c| c.is_ascii_alphanumeric()));
+    }
+}
+
+#[test]
+fn slot_tags_move_any_key_to_their_slot() {
+    for slot in [0u16, 1, 777, 5460, 5461, 16383] {
+        let mut key = format!("{{{}}}", slot_tag(slot)).into_bytes();
+        key.extend_from_slice(b"post:{9}:set");
+        assert_eq!(key_slot(&key), slot);
+    }
+}
+
+/// Sorted distinct slots of all shards of `base`; panics on a duplicate.
+fn ring(base: &[u8], n: u32) -> Vec<u16> {
+    let mut slots: Vec<u16> = (0..n).map(|i| shard_slot(base, n, i)).collect();
+    slots.sort_unstable();
+    let before = slots.len();
+    slots.dedup();
+    assert_eq!(slots.len(), before, "{n} shards share a slot");
+    slots
+}
+
+#[test]
+fn every_shard_count_gets_distinct_evenly_spaced_slots() {
+    let lo = SLOTS / 1024;
+    for base in [&b"post:9"[..], b"post:{9}", b"", b"bag:live42"] {
+        for n in 1..=MAX_SHARDS {
+            let slots = ring(base, n);
+            let (floor, ceil) = (SLOTS / n, SLOTS.div_ceil(n));
+            for w in 0..slots.len() {
+                let a = u32::from(slots[w]);
+                let b = u32::from(slots[(w + 1) % slots.len()]);
+                let gap = (b + SLOTS - a) % SLOTS;
+                let gap = if gap == 0 { SLOTS } else { gap };
+                assert!(gap == floor || gap == ceil, "n {n}: gap {gap}");
+                assert!(gap >= lo);
+            }
+            // Shard 0 sits at the base key's own slot.
+            assert_eq!(shard_slot(base, n, 0), key_slot(base));
+        }
+    }
+}
+
+/// Counts the shards of `base` on each of `masters` evenly sliced masters
+/// (as `redis-cli --cluster create` slices: master `m` serves slots
+/// `floor(m·16384/M) … floor((m+1)·16384/M) − 1`).
+fn per_master(base: &[u8], n: u32, masters: u32) -> Vec<u32> {
+    let mut counts = vec![0u32; masters as usize];
+    for i in 0..n {
+        let s = u32::from(shard_slot(base, n, i));
+        let m = (0..masters)
+            .rev()
+            .find(|&m| s >= m * SLOTS / masters)
+            .unwrap();
+        counts[m as usize] += 1;
+    }
+    counts
+}
+
+#[test]
+fn shards_never_pile_onto_one_master() {
+    // 16 shards over 3 masters: 5, 5 and 6 (never more than 6/16 on one).
+    for k in 0..2000u32 {
+        let base = format!("post:{k}");
+        let c = per_master(base.as_bytes(), 16, 3);
+        assert_eq!(c.iter().sum::<u32>(), 16);
+        assert!(c.iter().all(|&x| x == 5 || x == 6), "{base}: {c:?}");
+    }
+    // Any count over 2 to 10 masters: within one shard of an even share.
+    for masters in 2..=10u32 {
+        for n in 1..=MAX_SHARDS {
+            for base in [&b"post:9"[..], b"bag:{7}"] {
+                let c = per_master(base, n, masters);
+                for (m, &x) in c.iter().enumerate() {
+                    let first = m as u32 * SLOTS / masters;
+                    let width = (m as u32 + 1) * SLOTS / masters - first;
+                    let fair = f64::from(n) * f64::from(width) / f64::from(SLOTS);
+                    assert!(
+                        (f64::from(x) - fair).abs() < 1.0 + 1e-9,
+                        "n {n} masters {masters}: {c:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn shard_keys_carry_their_slot_tag_first() {
+    let keys = shard_keys(b"post:{9}", 16);
+    assert_eq!(keys.len(), 16);
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(key_slot(k), shard_slot(b"post:{9}", 16, i as u32));
+        // Derived keys of a shard stay in its slot.
+        let mut set = k.clone();
+        set.extend_from_slice(b":set");
+        assert_eq!(key_slot(&set), key_slot(k));
+        let (tag, base) = split_shard_key(k).unwrap();
+        assert_eq!(base, b"post:{9}");
+        assert_eq!(slot_tag(key_slot(k)), tag);
+    }
+    assert_eq!(split_shard_key(b"post:9"), None);
+    assert_eq!(split_shard_key(b"{}post:9"), None);
+    // A tag that is not the table's tag of its slot is not a shard key.
+    assert_eq!(split_shard_key(b"{zzzz}post:9"), None);
+}
+
+#[test]
+fn integer_ids_parse_like_redis() {
+    let cases: &[&[u8]] = &[
+        b"0",
+        b"7",
+        b"-7",
+        b"-0",
+        b"007",
+        b"+5",
+        b" 5",
+        b"5 ",
+        b"1e3",
+        b"",
+        b"-",
+        b"9223372036854775807",
+        b"9223372036854775808",
+        b"-9223372036854775808",
+        b"-9223372036854775809",
+        b"99999999999999999999",
+        b"alice",
+        b"12a",
+    ];
+    for c in cases {
+        assert_eq!(
+            parse_int_id(c),
+            crate::args::parse_i64_plain(c),
+            "{}",
+            String::from_utf8_lossy(c)
+        );
+    }
+    // Random short byte strings over digits and '-' agree too.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..200_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let len = (x % 21) as usize;
+        let s: Vec<u8> = (0..len)
+            .map(|k| b"-0123456789"[((x >> (k * 3)) % 11) as usize])
+            .collect();
+        assert_eq!(parse_int_id(&s), crate::args::parse_i64_plain(&s));
+    }
+}
+
+#[test]
+fn shard_of_is_mod_n_for_integers_and_fnv_otherwise() {
+    assert_eq!(shard_of(b"17", 16), 1);
+    assert_eq!(shard_of(b"-1", 16), 15);
+    assert_eq!(shard_of(b"-1", 3), 2);
+    assert_eq!(shard_of(b"9223372036854775807", 10), 7);
+    assert_eq!(shard_of(b"-9223372036854775808", 1024), 0);
+    assert_eq!(shard_of(b"alice", 16), fnv1a32(b"alice") % 16);
+    assert_eq!(shard_of(b"007", 10), fnv1a32(b"007") % 10);
+    assert_eq!(fnv1a32(b""), 0x811c_9dc5);
+    assert_eq!(fnv1a32(b"foobar"), 0xbf9c_f968);
+    // For power-of-two counts it is LUCKYBAG's internal shard rule.
+    let ids: &[&[u8]] = &[
+        b"0",
+        b"5",
+        b"-1",
+        b"-12345",
+        b"i64",
+        b"007",
+        b"",
+        b"9223372036854775807",
+    ];
+    for n in (0..=10).map(|p| 1u32 << p) {
+        for id in ids {
+            assert_eq!(
+                u64::from(shard_of(id, n)),
+                crate::luckybag::model::shard_of(id, u64::from(n))
+            );
+        }
+    }
+}
+
+#[test]
+fn like_ids_are_stored_dense() {
+    for n in [1u32, 3, 16, 1000, 1024] {
+        for id in [0u64, 1, 15, 16, 1001, 4_294_967_295, u64::MAX] {
+            let (s, stored) = like_slot_of(id, n);
+            assert!(s < n);
+            assert_eq!(like_id_of(s, stored, n), Some(id));
+        }
+    }
+    // Ids 0 … 16k over 16 shards: each shard stores 0 … 1k.
+    for id in 0..16_384u64 {
+        assert!(like_slot_of(id, 16).1 < 1024);
+    }
+    assert_eq!(like_id_of(0, u64::MAX, 2), None);
+}
+
+#[test]
+fn shared_test_vectors_hold() {
+    let v: serde_json::Value =
+        serde_json::from_str(include_str!("../../docs/spread-vectors.json")).unwrap();
+    let s = |x: &serde_json::Value| x.as_str().unwrap().as_bytes().to_vec();
+    let u = |x: &serde_json::Value| x.as_u64().unwrap();
+    let mut checked = 0;
+    for c in v["key_slot"].as_array().unwrap() {
+        assert_eq!(u64::from(key_slot(&s(&c["key"]))), u(&c["slot"]), "{c}");
+        checked += 1;
+    }
+    for c in v["slot_tag"].as_array().unwrap() {
+        assert_eq!(slot_tag(u(&c["slot"]) as u16), c["tag"].as_str().unwrap());
+        checked += 1;
+    }
+    for c in v["shard_keys"].as_array().unwrap() {
+        let base = s(&c["base"]);
+        let n = u(&c["shards"]) as u32;
+        if let Some(keys) = c["keys"].as_array() {
+            for (i, k) in keys.iter().enumerate() {
+                assert_eq!(shard_key(&base, n, i as u32), s(k), "{c}");
+                assert_eq!(u64::from(shard_slot(&base, n, i as u32)), u(&c["slots"][i]));
+                checked += 1;
+            }
+        } else {
+            for (i, slot) in c["first_slots"].as_array().unwrap().iter().enumerate() {
+                assert_eq!(u64::from(shard_slot(&base, n, i as u32)), u(slot));
+            }
+            assert_eq!(shard_key(&base, n, n - 1), s(&c["last_key"]));
+            checked += 1;
+        }
+    }
+    for c in v["shard_of"].as_array().unwrap() {
+        let n = u(&c["shards"]) as u32;
+        assert_eq!(u64::from(shard_of(&s(&c["id"]), n)), u(&c["shard"]), "{c}");
+        checked += 1;
+    }
+    for c in v["like"].as_array().unwrap() {
+        let (shard, stored) = like_slot_of(u(&c["id"]), u(&c["shards"]) as u32);
+        assert_eq!(
+            (u64::from(shard), stored),
+            (u(&c["shard"]), u(&c["stored"]))
+        );
+        checked += 1;
+    }
+    assert!(checked > 100, "{checked}");
+}
+
+#[test]
+fn python_client_ships_the_same_table() {
+    let txt = include_str!("../../clients/python/src/hotpath/slot_tags.txt");
+    let tags: Vec<&str> = txt.split_whitespace().collect();
+    assert_eq!(tags, SLOT_TAGS.to_vec());
+}

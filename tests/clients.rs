@@ -1,0 +1,498 @@
+//! The client libraries against real servers: the Rust client
+//! (clients/rust) on one server and on a cluster (3 masters + replicas),
+//! every command of every family with its parsed reply; the Python client's
+//! own tests (clients/python/tests) on both; and the Python package built
+//! as a wheel and imported from it.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::cluster::Cluster;
+use common::*;
+use hotpath_client::*;
+use redis::ConnectionLike;
+
+const NOW: i64 = 1_767_225_600_000;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every family through the Rust client; `t` makes the keys unique (and
+/// puts each test's keys in one slot on a cluster).
+fn exercise<C: ConnectionLike>(con: &mut C, t: &str) {
+    let k = |name: &str| format!("{name}:{{{t}}}");
+
+    // POLL
+    let p = Poll::new(k("poll")).at(NOW);
+    let opts = PollOptions {
+        mode: Some("MULTI".into()),
+        maxvotes: Some(2),
+        candidates: Some(vec!["alice".into(), "bob".into(), "carol".into()]),
+        ..Default::default()
+    };
+    assert!(p.create(con, &opts).unwrap());
+    assert!(p.vote(con, "user:1", "alice").unwrap());
+    assert!(!p.vote(con, "user:1", "alice").unwrap());
+    assert!(p.vote(con, "user:2", "alice").unwrap());
+    assert!(p.vote(con, "user:2", "carol").unwrap());
+    let e = p.vote(con, "user:2", "bob").unwrap_err();
+    assert_eq!(error_text(&e), "ERR poll: vote limit reached");
+    let entry = |c: &str, v| PollEntry {
+        candidate: c.into(),
+        votes: v,
+    };
+    assert_eq!(
+        p.top(con, Some(2), None).unwrap(),
+        vec![entry("alice", 2), entry("carol", 1)]
+    );
+    assert_eq!(
+        p.top(con, Some(1), Some(1)).unwrap(),
+        vec![entry("carol", 1)]
+    );
+    assert_eq!(
+        p.rank(con, "carol").unwrap(),
+        Some(PollRank { rank: 1, votes: 1 })
+    );
+    assert_eq!(p.rank(con, "zed").unwrap(), None);
+    assert_eq!(p.status(con, "user:2").unwrap(), vec!["alice", "carol"]);
+    let info = p.info(con).unwrap().unwrap();
+    assert_eq!(
+        (info.mode.as_str(), info.maxvotes, info.ballots, info.votes),
+        ("MULTI", 2, 3, 3)
+    );
+    let s = p.sync(con).unwrap();
+    assert_eq!(
+        s,
+        PollSync {
+            epoch: 1,
+            deltas: vec![entry("alice", 2), entry("carol", 1)]
+        }
+    );
+    assert!(p.syncack(con, 1).unwrap());
+    assert!(!p.syncack(con, 1).unwrap());
+    assert_eq!(p.revoke(con, "user:2", Some("carol")).unwrap(), 1);
+
+    // RANK
+    let b = Rank::new(k("board")).at(NOW);
+    let ro = RankOptions {
+        unit: Some("MS".into()),
+        digits: Some(13),
+        ..Default::default()
+    };
+    assert!(b.create(con, &ro).unwrap());
+    assert_eq!(b.add(con, "alice", 300, None).unwrap(), 300);
+    assert_eq!(b.at(NOW + 1000).add(con, "bob", 300, None).unwrap(), 300);
+    assert_eq!(b.add(con, "carol", 250, None).unwrap(), 250);
+    assert_eq!(b.add(con, "carol", 100, Some(Keep::Greater)).unwrap(), 250);
+    let m = |n: &str, p| RankMember {
+        member: n.into(),
+        points: p,
+    };
+    assert_eq!(
+        b.top(con, Some(2), None).unwrap(),
+        vec![m("alice", 300), m("bob", 300)]
+    );
+    assert_eq!(
+        b.get(con, "bob").unwrap(),
+        Some(RankEntry {
+            points: 300,
+            rank: 1,
+            achieved_ms: Some(NOW + 1000)
+        })
+    );
+    assert_eq!(b.get(con, "zed").unwrap(), None);
+    assert_eq!(b.at(NOW + 2000).incr(con, "carol", 100).unwrap(), 350);
+    let around = b.around(con, "alice", 1).unwrap().unwrap();
+    assert_eq!(
+        around
+            .iter()
+            .map(|p| (p.rank, p.member.as_str(), p.points))
+            .collect::<Vec<_>>(),
+        vec![(0, "carol", 350), (1, "alice", 300), (2, "bob", 300)]
+    );
+    assert_eq!(b.around(con, "zed", 1).unwrap(), None);
+    assert_eq!(b.count(con).unwrap(), 3);
+    assert_eq!(b.rem(con, &["bob", "zed"]).unwrap(), 1);
+    let season = Rank::new(k("season")).at(NOW);
+    assert_eq!(
+        season
+            .merge_from(con, &[&k("board")], Some("MAX"), None)
+            .unwrap(),
+        2
+    );
+    let flat = Rank::new(k("flat"));
+    let none = RankOptions {
+        tiebreak: Some("NONE".into()),
+        ..Default::default()
+    };
+    assert!(flat.create(con, &none).unwrap());
+    flat.add(con, "x", 7, None).unwrap();
+    assert_eq!(
+        flat.get(con, "x").unwrap(),
+        Some(RankEntry {
+            points: 7,
+            rank: 0,
+            achieved_ms: None
+        })
+    );
+
+    // LIKE
+    let post = Like::new(k("post")).at(NOW);
+    assert_eq!(
+        post.toggle(con, 42).unwrap(),
+        LikeToggle {
+            liked: true,
+            count: 1
+        }
+    );
+    assert_eq!(
+        post.at(NOW + 1).add(con, 7).unwrap(),
+        LikeChange {
+            changed: true,
+            count: 2
+        }
+    );
+    assert_eq!(
+        post.add(con, 7).unwrap(),
+        LikeChange {
+            changed: false,
+            count: 2
+        }
+    );
+    assert_eq!(
+        post.check(con, &[42, 7, 8]).unwrap(),
+        vec![true, true, false]
+    );
+    assert_eq!(post.count(con).unwrap(), 2);
+    assert_eq!(
+        post.recent(con, None).unwrap(),
+        vec![
+            Liker {
+                user: 7,
+                at_ms: NOW + 1
+            },
+            Liker {
+                user: 42,
+                at_ms: NOW
+            }
+        ]
+    );
+    assert_eq!(post.info(con).unwrap().encoding, "set");
+    let other = Like::new(k("post2"));
+    other.add(con, 7).unwrap();
+    assert_eq!(post.common(con, &k("post2")).unwrap(), vec![7]);
+    assert_eq!(
+        post.toggle(con, 42).unwrap(),
+        LikeToggle {
+            liked: false,
+            count: 1
+        }
+    );
+    assert_eq!(
+        post.rem(con, 7).unwrap(),
+        LikeChange {
+            changed: true,
+            count: 0
+        }
+    );
+    assert_eq!(
+        post.info(con).unwrap(),
+        LikeInfo {
+            encoding: "none".into(),
+            count: 0,
+            bytes: 0
+        }
+    );
+
+    // REDPACKET (the clock is the server's: a TTL must not have run out)
+    let rp = RedPacket::new(k("rp"));
+    assert_eq!(
+        rp.split(con, 1000, 3, Some("EQUAL"), Some(3600)).unwrap(),
+        3
+    );
+    assert_eq!(
+        rp.grab(con, "alice").unwrap(),
+        Grab {
+            status: "OK".into(),
+            cents: 334
+        }
+    );
+    let again = rp.grab(con, "alice").unwrap();
+    assert_eq!((again.status.as_str(), again.won()), ("ALREADY", true));
+    let pi = rp.info(con).unwrap().unwrap();
+    assert_eq!(
+        (
+            pi.total,
+            pi.count,
+            pi.left_cents,
+            pi.left_count,
+            pi.state.as_str()
+        ),
+        (1000, 3, 666, 2, "open")
+    );
+    assert!(pi.expires > NOW);
+    assert_eq!(rp.grabbed(con).unwrap(), vec![("alice".to_string(), 334)]);
+    assert_eq!(rp.refund(con).unwrap(), 666);
+    assert_eq!(
+        rp.grab(con, "bob").unwrap(),
+        Grab {
+            status: "CLOSED".into(),
+            cents: 0
+        }
+    );
+    assert_eq!(RedPacket::new(k("nope")).info(con).unwrap(), None);
+
+    // LUCKYBAG
+    let bag = LuckyBag::new(k("bag"));
+    let bo = BagOptions {
+        shards: Some(4),
+        ..Default::default()
+    };
+    assert!(bag.create(con, 3, &bo).unwrap());
+    assert_eq!(
+        bag.join(con, "1001", false).unwrap(),
+        Join {
+            new: true,
+            pooled: true,
+            participants: 1
+        }
+    );
+    assert_eq!(
+        bag.join(con, "1001", false).unwrap(),
+        Join {
+            new: false,
+            pooled: true,
+            participants: 1
+        }
+    );
+    assert_eq!(
+        bag.join(con, "alice", true).unwrap(),
+        Join {
+            new: true,
+            pooled: true,
+            participants: 2
+        }
+    );
+    assert!(bag.task(con, "alice").unwrap());
+    assert!(bag.leave(con, "1001").unwrap());
+    assert!(bag.enter(con, "1001").unwrap());
+    assert_eq!(bag.result(con, "1001").unwrap(), BagResult::Pending);
+    let won = bag.draw(con).unwrap();
+    let mut users: Vec<&str> = won.iter().map(|w| w.user.as_str()).collect();
+    users.sort();
+    assert_eq!(users, vec!["1001", "alice"]);
+    assert!(won.windows(2).all(|w| w[0].score >= w[1].score));
+    assert!(won
+        .iter()
+        .all(|w| w.score_text.len() == 8 && (0.0..=1.0).contains(&w.score)));
+    assert_eq!(bag.draw(con).unwrap(), won);
+    assert_eq!(bag.result(con, "alice").unwrap(), BagResult::Won);
+    assert_eq!(bag.result(con, "bob").unwrap(), BagResult::Absent);
+    assert_eq!(
+        bag.info(con).unwrap(),
+        Some(BagInfo {
+            state: "drawn".into(),
+            participants: 2,
+            pooled: 2,
+            winners: 3,
+            shards: 4
+        })
+    );
+
+    // RATE
+    let lim = Rate::new(k("api")).at(NOW);
+    let plain = RateOptions::default();
+    let rr = |a, l, r, ra, rs| RateResult {
+        allowed: a,
+        limit: l,
+        remaining: r,
+        retry_after_ms: ra,
+        reset_after_ms: rs,
+    };
+    assert_eq!(
+        lim.check(con, 2, 1000, &plain).unwrap(),
+        rr(true, 2, 1, -1, 500)
+    );
+    let peek = RateOptions {
+        peek: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        lim.check(con, 2, 1000, &peek).unwrap(),
+        rr(true, 2, 0, -1, 1000)
+    );
+    lim.check(con, 2, 1000, &plain).unwrap();
+    assert_eq!(
+        lim.check(con, 2, 1000, &plain).unwrap(),
+        rr(false, 2, 0, 500, 1000)
+    );
+    assert!(lim.reset(con).unwrap());
+    assert!(!lim.reset(con).unwrap());
+    let bucket = RateOptions {
+        algo: Some("BUCKET".into()),
+        burst: Some(50),
+        cost: Some(20),
+        ..Default::default()
+    };
+    assert_eq!(
+        Rate::new(k("up"))
+            .at(NOW)
+            .check(con, 5, 1000, &bucket)
+            .unwrap(),
+        rr(true, 5, 30, -1, 4000)
+    );
+    assert_eq!(
+        Rate::new(k("cell"))
+            .throttle(con, 15, 30, 60, None)
+            .unwrap(),
+        Throttle {
+            limited: false,
+            limit: 16,
+            remaining: 15,
+            retry_after_s: -1,
+            reset_after_s: 2
+        }
+    );
+    let (s, d) = (k("s"), k("d"));
+    let rules = [(s.as_str(), 10, 1000), (d.as_str(), 1000, 86_400_000)];
+    assert_eq!(
+        Rate::multi(con, &rules, &plain, Some(NOW)).unwrap(),
+        rr(true, 10, 9, -1, 100)
+    );
+}
+
+#[test]
+fn rust_client_on_one_server() {
+    let s = Server::start();
+    let mut c = s.conn();
+    exercise(&mut c, "one");
+}
+
+#[test]
+fn rust_client_on_a_cluster() {
+    let cl = Cluster::start();
+    let mut c = cl.client();
+    // Keys of several tags, so that the entities land on every master.
+    for t in ["a", "b", "c", "d", "e"] {
+        exercise(&mut c, t);
+    }
+    let used = cl.dbsizes().values().filter(|&&n| n > 0).count();
+    assert_eq!(used, 3);
+    // The routing spec's slot function, compiled into the client, agrees
+    // with the server for shard keys and plain keys.
+    for key in routing::shard_keys(b"post:{hot}", 16)
+        .into_iter()
+        .chain([b"post:9".to_vec(), b"a{}b".to_vec()])
+    {
+        let k = String::from_utf8(key).unwrap();
+        assert_eq!(routing::key_slot(k.as_bytes()), cl.slot_of(&k), "{k}");
+    }
+}
+
+fn python() -> Command {
+    let mut c = Command::new(common::python_bin());
+    c.env("PYTHONPATH", root().join("clients/python/src"));
+    c.env("HOTPATH_VECTORS", root().join("docs/spread-vectors.json"));
+    c
+}
+
+fn run_python_tests(envs: &[(&str, &str)]) {
+    let mut c = python();
+    c.args(["-m", "unittest", "discover", "-s"])
+        .arg(root().join("clients/python/tests"))
+        .arg("-v");
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    let out = c.output().expect("python3");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "python tests failed:\n{err}");
+    // The given server's tests ran, none was skipped for want of it.
+    for (k, _) in envs {
+        assert!(!err.contains(&format!("{k} not set")), "{err}");
+    }
+    eprintln!("{}", err.lines().last().unwrap_or(""));
+}
+
+#[test]
+fn python_client_on_one_server() {
+    let s = Server::start();
+    let url = format!("redis://127.0.0.1:{}/", s.port);
+    run_python_tests(&[("HOTPATH_URL", &url)]);
+}
+
+#[test]
+fn python_client_on_a_cluster() {
+    let cl = Cluster::start();
+    let nodes: Vec<String> = cl
+        .masters()
+        .iter()
+        .map(|&m| format!("127.0.0.1:{}", cl.nodes[m].port))
+        .collect();
+    run_python_tests(&[("HOTPATH_CLUSTER", &nodes.join(","))]);
+}
+
+#[test]
+fn python_package_builds_and_imports_from_its_wheel() {
+    let dir = std::env::temp_dir().join(format!("hotpath-wheel-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // setuptools writes build/ and *.egg-info next to the sources: build a
+    // copy, so that the test leaves the repository as it was.
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("src");
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(root().join("clients/python"))
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // No build isolation: the build uses the setuptools and wheel already
+    // installed (scripts/deps.sh), so the test needs no download.
+    let out = Command::new(common::python_bin())
+        .args([
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+        ])
+        .arg(&dir)
+        .arg(&src)
+        .output()
+        .expect("pip");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let wheel = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "whl"))
+        .expect("a wheel");
+    // A wheel is a zip archive: importing from it needs no install.
+    let out = Command::new(common::python_bin())
+        .env("PYTHONPATH", &wheel)
+        .args([
+            "-c",
+            "import hotpath, hotpath.routing as r; \
+             assert '.whl' in hotpath.__file__, hotpath.__file__; \
+             print(r.slot_tag(0), r.key_slot('foo'), hotpath.HotPath)",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.starts_with("06S 12182 "), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,966 @@
+//! DELAYQ on a real server: idempotent adds, due order, leases and
+//! receipts, ack / nack / backoff / extend, leases that run out, dead
+//! letters and re-drive, every error with nothing written, blocking polls
+//! woken by adds and by a timer at the due instant, 50 consumers that
+//! crash, kill -9 under `appendfsync always`, failover, replication, AOF
+//! and RDB.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const T0: i64 = 1_764_720_000_000;
+
+fn at(t: i64) -> String {
+    (T0 + t).to_string()
+}
+
+/// Runs `args` with `NOW T0+t` appended.
+fn now(c: &mut Connection, args: &[&str], t: i64) -> String {
+    let n = at(t);
+    let mut a = args.to_vec();
+    a.extend_from_slice(&["NOW", &n]);
+    run(c, &a)
+}
+
+const NOTINT: &str = "ERR<ERR value is not an integer or out of range>";
+const SYNTAX: &str = "ERR<ERR syntax error>";
+const WRONGTYPE: &str = "ERR<WRONGTYPE Operation against a key holding the wrong kind of value>";
+
+#[test]
+fn jobs_are_added_once_and_polled_in_due_order() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    assert_eq!(
+        now(&mut c, &["DELAYQ.ADD", "q", "a", "pa", "DELAY", "500"], 0),
+        "1"
+    );
+    assert_eq!(now(&mut c, &["DELAYQ.ADD", "q", "b", "pb"], 0), "1");
+    assert_eq!(
+        now(&mut c, &["DELAYQ.ADD", "q", "c", "pc", "AT", &at(200)], 0),
+        "1"
+    );
+    // Idempotent on the id: the second add changes nothing.
+    assert_eq!(
+        now(&mut c, &["DELAYQ.ADD", "q", "b", "other", "DELAY", "9"], 0),
+        "0"
+    );
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "b"]), "2:0:5:0:pb");
+    assert_eq!(
+        run(&mut c, &["ZRANGE", "q:due", "0", "-1", "WITHSCORES"]),
+        format!("[b, {T0}, c, {}, a, {}]", T0 + 200, T0 + 500)
+    );
+    // Only due jobs are taken, oldest due first, each leased.
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "1000", "COUNT", "5"], 300),
+        "[b, pb, 1, 2000001, c, pc, 1, 3000001]"
+    );
+    assert_eq!(now(&mut c, &["DELAYQ.POLL", "q", "1000"], 300), "[]");
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "1000"], 500),
+        "[a, pa, 1, 1000001]"
+    );
+    // Three jobs added: three generations.
+    assert_eq!(run(&mut c, &["GET", "q:seq"]), "3");
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "b"]), "2:1:5:1:pb");
+    assert_eq!(
+        run(&mut c, &["ZSCORE", "q:due", "b"]),
+        (T0 + 1300).to_string()
+    );
+    assert_eq!(
+        now(&mut c, &["DELAYQ.INFO", "q"], 600),
+        "[jobs, 3, ready, 0, scheduled, 3, dead, 0]"
+    );
+    // Ack with the receipt removes the job; a wrong receipt does nothing.
+    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "b", "3000001"]), "0");
+    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "b", "2000001"]), "1");
+    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "b", "2000001"]), "0");
+    assert_eq!(int(&mut c, &["HEXISTS", "q:jobs", "b"]), 0);
+    assert_eq!(run(&mut c, &["ZSCORE", "q:due", "b"]), "nil");
+    // The id can be used again once acked.
+    assert_eq!(now(&mut c, &["DELAYQ.ADD", "q", "b", "again"], 700), "1");
+    assert_eq!(run(&mut c, &["PTTL", "q:seq"]), "-1");
+}
+
+#[test]
+fn a_lease_that_runs_out_gives_the_job_to_the_next_consumer() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    now(&mut c, &["DELAYQ.ADD", "q", "j", "p", "ATTEMPTS", "3"], 0);
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "1000"], 0),
+        "[j, p, 1, 1000001]"
+    );
+    // Held: nobody else gets it before the lease ends.
+    assert_eq!(now(&mut c, &["DELAYQ.POLL", "q", "1000"], 999), "[]");
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "1000"], 1000),
+        "[j, p, 2, 1000002]"
+    );
+    // The first consumer's receipt is stale now.
+    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "j", "1000001"]), "0");
+    assert_eq!(
+        now(&mut c, &["DELAYQ.NACK", "q", "j", "1000001"], 1000),
+        "0"
+    );
+    assert_eq!(
+        now(
+            &mut c,
+            &["DELAYQ.EXTEND", "q", "j", "1000001", "5000"],
+            1000
+        ),
+        "0"
+    );
+    // A heartbeat keeps it.
+    assert_eq!(
+        now(
+            &mut c,
+            &["DELAYQ.EXTEND", "q", "j", "1000002", "5000"],
+            1500
+        ),
+        "1"
+    );
+    assert_eq!(now(&mut c, &["DELAYQ.POLL", "q", "1000"], 2000), "[]");
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "1000"], 6500),
+        "[j, p, 3, 1000003]"
+    );
+    // Its last lease runs out: the next poll moves it to the dead letters
+    // at the instant that lease ended, and delivers nothing.
+    assert_eq!(now(&mut c, &["DELAYQ.POLL", "q", "1000"], 9000), "[]");
+    assert_eq!(
+        run(&mut c, &["ZSCORE", "q:dead", "j"]),
+        (T0 + 7500).to_string()
+    );
+    assert_eq!(
+        run(&mut c, &["DELAYQ.DEAD", "q"]),
+        format!("[j, p, 3, {}]", T0 + 7500)
+    );
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "j"]), "1:3:3:0:p");
+    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "j", "1000003"]), "0");
+}
+
+#[test]
+fn nack_retries_with_delay_or_backoff_then_dead_letters() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    now(&mut c, &["DELAYQ.ADD", "q", "j", "p", "ATTEMPTS", "4"], 0);
+    let r = now(&mut c, &["DELAYQ.POLL", "q", "60000"], 0);
+    assert_eq!(r, "[j, p, 1, 1000001]");
+    assert_eq!(now(&mut c, &["DELAYQ.NACK", "q", "j", "1000001"], 10), "1");
+    assert_eq!(
+        run(&mut c, &["ZSCORE", "q:due", "j"]),
+        (T0 + 10).to_string()
+    );
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "j"]), "1:1:4:0:p");
+    // A nacked job's old receipt no longer acts.
+    assert_eq!(now(&mut c, &["DELAYQ.NACK", "q", "j", "1000001"], 10), "0");
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "60000"], 10),
+        "[j, p, 2, 1000002]"
+    );
+    assert_eq!(
+        now(
+            &mut c,
+            &["DELAYQ.NACK", "q", "j", "1000002", "DELAY", "300"],
+            20
+        ),
+        "1"
+    );
+    assert_eq!(
+        run(&mut c, &["ZSCORE", "q:due", "j"]),
+        (T0 + 320).to_string()
+    );
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "60000"], 320),
+        "[j, p, 3, 1000003]"
+    );
+    // Backoff: base × 2^(attempt − 1), capped.
+    assert_eq!(
+        now(
+            &mut c,
+            &[
+                "DELAYQ.NACK",
+                "q",
+                "j",
+                "1000003",
+                "BACKOFF",
+                "1000",
+                "3000"
+            ],
+            400
+        ),
+        "1"
+    );
+    assert_eq!(
+        run(&mut c, &["ZSCORE", "q:due", "j"]),
+        (T0 + 3400).to_string()
+    );
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "60000"], 3400),
+        "[j, p, 4, 1000004]"
+    );
+    // The last attempt fails: to the dead letters, at the NACK's instant.
+    assert_eq!(
+        now(&mut c, &["DELAYQ.NACK", "q", "j", "1000004"], 3500),
+        "2"
+    );
+    assert_eq!(run(&mut c, &["ZSCORE", "q:due", "j"]), "nil");
+    assert_eq!(
+        run(&mut c, &["ZSCORE", "q:dead", "j"]),
+        (T0 + 3500).to_string()
+    );
+    assert_eq!(
+        now(&mut c, &["DELAYQ.INFO", "q"], 3500),
+        "[jobs, 1, ready, 0, scheduled, 0, dead, 1]"
+    );
+    // Re-drive: due now, attempts from zero in a new generation.
+    assert_eq!(now(&mut c, &["DELAYQ.REDRIVE", "q"], 4000), "1");
+    assert_eq!(run(&mut c, &["DELAYQ.DEAD", "q"]), "[]");
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "60000"], 4000),
+        "[j, p, 1, 2000001]"
+    );
+}
+
+#[test]
+fn redrive_takes_the_oldest_or_one_by_id_and_replace_is_explicit() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    for (i, id) in ["a", "b", "c"].iter().enumerate() {
+        now(
+            &mut c,
+            &["DELAYQ.ADD", "q", id, id, "ATTEMPTS", "1"],
+            i as i64,
+        );
+    }
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "100", "COUNT", "3"], 10),
+        "[a, a, 1, 1000001, b, b, 1, 2000001, c, c, 1, 3000001]"
+    );
+    // All three leases run out with no attempt left.
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "100", "COUNT", "3"], 200),
+        "[]"
+    );
+    assert_eq!(int(&mut c, &["ZCARD", "q:dead"]), 3);
+    assert_eq!(
+        run(&mut c, &["DELAYQ.DEAD", "q", "COUNT", "2"]),
+        format!("[a, a, 1, {t}, b, b, 1, {t}]", t = T0 + 110)
+    );
+    assert_eq!(now(&mut c, &["DELAYQ.REDRIVE", "q", "ID", "c"], 300), "1");
+    assert_eq!(now(&mut c, &["DELAYQ.REDRIVE", "q", "ID", "zz"], 300), "0");
+    assert_eq!(
+        now(&mut c, &["DELAYQ.REDRIVE", "q", "COUNT", "1"], 300),
+        "1"
+    );
+    assert_eq!(run(&mut c, &["ZRANGE", "q:dead", "0", "-1"]), "[b]");
+    // REPLACE gives a dead job a fresh start; a leased one is refused.
+    assert_eq!(
+        now(
+            &mut c,
+            &["DELAYQ.ADD", "q", "b", "new", "REPLACE", "DELAY", "50"],
+            300
+        ),
+        "1"
+    );
+    assert_eq!(run(&mut c, &["DELAYQ.DEAD", "q"]), "[]");
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "b"]), "6:0:5:0:new");
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "1000"], 300),
+        "[a, a, 1, 5000001]"
+    );
+    assert_eq!(
+        now(&mut c, &["DELAYQ.ADD", "q", "a", "x", "REPLACE"], 400),
+        "ERR<ERR delayq: job is leased>"
+    );
+    assert_eq!(
+        now(&mut c, &["DELAYQ.ADD", "q", "a", "x", "REPLACE"], 1300),
+        "1"
+    );
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "a"]), "7:0:5:0:x");
+}
+
+#[test]
+fn bad_input_is_refused_and_nothing_is_written() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    now(&mut c, &["DELAYQ.ADD", "q", "a", "p"], 0);
+    now(&mut c, &["DELAYQ.POLL", "q", "1000"], 0);
+    run(&mut c, &["SET", "w:jobs", "x"]);
+    run(&mut c, &["SET", "w2:due", "x"]);
+    run(&mut c, &["SET", "w3:dead", "x"]);
+    run(&mut c, &["RPUSH", "w4:seq", "x"]);
+    let before = dump_keys(&mut c, "*");
+    let arity = |n: &str| format!("ERR<ERR wrong number of arguments for '{n}' command>");
+    let big = "x".repeat(1_048_577);
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (vec!["DELAYQ.ADD", "q", "a"], arity("delayq.add")),
+        (vec!["DELAYQ.POLL", "q"], arity("delayq.poll")),
+        (vec!["DELAYQ.ACK", "q", "a"], arity("delayq.ack")),
+        (vec!["DELAYQ.ACK", "q", "a", "1", "2"], arity("delayq.ack")),
+        (vec!["DELAYQ.NACK", "q", "a"], arity("delayq.nack")),
+        (vec!["DELAYQ.EXTEND", "q", "a", "1"], arity("delayq.extend")),
+        (vec!["DELAYQ.DEAD"], arity("delayq.dead")),
+        (
+            vec!["DELAYQ.ADD", "q", "", "p"],
+            "ERR<ERR delayq: id must not be empty>".into(),
+        ),
+        (
+            vec!["DELAYQ.ACK", "q", "", "1"],
+            "ERR<ERR delayq: id must not be empty>".into(),
+        ),
+        (
+            vec!["DELAYQ.NACK", "q", "", "1"],
+            "ERR<ERR delayq: id must not be empty>".into(),
+        ),
+        (
+            vec!["DELAYQ.REDRIVE", "q", "ID", ""],
+            "ERR<ERR delayq: id must not be empty>".into(),
+        ),
+        (
+            vec!["DELAYQ.ADD", "q", "n", &big],
+            "ERR<ERR delayq: payload exceeds 1048576 bytes>".into(),
+        ),
+        (
+            vec!["DELAYQ.ADD", "q", "n", "p", "DELAY", "-1"],
+            NOTINT.into(),
+        ),
+        (
+            vec!["DELAYQ.ADD", "q", "n", "p", "DELAY", "3153600000001"],
+            NOTINT.into(),
+        ),
+        (vec!["DELAYQ.ADD", "q", "n", "p", "AT", "-5"], NOTINT.into()),
+        (
+            vec!["DELAYQ.ADD", "q", "n", "p", "ATTEMPTS", "0"],
+            NOTINT.into(),
+        ),
+        (
+            vec!["DELAYQ.ADD", "q", "n", "p", "ATTEMPTS", "1000001"],
+            NOTINT.into(),
+        ),
+        (
+            vec!["DELAYQ.ADD", "q", "n", "p", "DELAY", "1", "AT", "5"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["DELAYQ.ADD", "q", "n", "p", "AT", "5", "DELAY", "1"],
+            SYNTAX.into(),
+        ),
+        (vec!["DELAYQ.ADD", "q", "n", "p", "DELAY"], SYNTAX.into()),
+        (vec!["DELAYQ.ADD", "q", "n", "p", "LATER"], SYNTAX.into()),
+        (vec!["DELAYQ.POLL", "q", "0"], NOTINT.into()),
+        (vec!["DELAYQ.POLL", "q", "-1000"], NOTINT.into()),
+        (
+            vec!["DELAYQ.POLL", "q", "1000", "COUNT", "0"],
+            NOTINT.into(),
+        ),
+        (
+            vec!["DELAYQ.POLL", "q", "1000", "COUNT", "101"],
+            NOTINT.into(),
+        ),
+        (
+            vec!["DELAYQ.POLL", "q", "1000", "COUNT", "99999999999"],
+            NOTINT.into(),
+        ),
+        (
+            vec!["DELAYQ.POLL", "q", "1000", "BLOCK", "-1"],
+            NOTINT.into(),
+        ),
+        (vec!["DELAYQ.POLL", "q", "1000", "BLOCK"], SYNTAX.into()),
+        (vec!["DELAYQ.ACK", "q", "a", "x"], NOTINT.into()),
+        (
+            vec!["DELAYQ.NACK", "q", "a", "1", "DELAY", "-1"],
+            NOTINT.into(),
+        ),
+        (
+            vec!["DELAYQ.NACK", "q", "a", "1", "BACKOFF", "10"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["DELAYQ.NACK", "q", "a", "1", "BACKOFF", "0", "10"],
+            NOTINT.into(),
+        ),
+        (
+            vec![
+                "DELAYQ.NACK",
+                "q",
+                "a",
+                "1",
+                "DELAY",
+                "1",
+                "BACKOFF",
+                "1",
+                "2",
+            ],
+            SYNTAX.into(),
+        ),
+        (vec!["DELAYQ.EXTEND", "q", "a", "1", "0"], NOTINT.into()),
+        (vec!["DELAYQ.DEAD", "q", "COUNT", "0"], NOTINT.into()),
+        (
+            vec!["DELAYQ.REDRIVE", "q", "COUNT", "1", "ID", "a"],
+            SYNTAX.into(),
+        ),
+        (vec!["DELAYQ.INFO", "q", "NOW", "-1"], NOTINT.into()),
+        (vec!["DELAYQ.ADD", "w", "a", "p"], WRONGTYPE.into()),
+        (vec!["DELAYQ.POLL", "w2", "10"], WRONGTYPE.into()),
+        (vec!["DELAYQ.NACK", "w3", "a", "1"], WRONGTYPE.into()),
+        (vec!["DELAYQ.ADD", "w4", "a", "p"], WRONGTYPE.into()),
+        (vec!["DELAYQ.ACK", "w", "a", "1000001"], WRONGTYPE.into()),
+        (vec!["DELAYQ.REDRIVE", "w4"], WRONGTYPE.into()),
+        (vec!["DELAYQ.DEAD", "w3"], WRONGTYPE.into()),
+    ];
+    for (args, want) in &cases {
+        assert_eq!(&run(&mut c, args), want, "{:?}", &args[..args.len().min(5)]);
+    }
+    assert_eq!(
+        dump_keys(&mut c, "*"),
+        before,
+        "a refused command wrote something"
+    );
+}
+
+#[test]
+fn hand_edited_records_are_refused_and_nothing_is_written() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    for i in 0..3 {
+        now(&mut c, &["DELAYQ.ADD", "q", &format!("j{i}"), "p"], i);
+    }
+    run(&mut c, &["HSET", "q:jobs", "j1", "garbage"]);
+    let before = dump_keys(&mut c, "*");
+    let bad = "ERR<ERR delayq: corrupt data in 'q:jobs' field 'j1'>";
+    // The poll meets j1 after j0: j0 is not leased either.
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "100", "COUNT", "3"], 10),
+        bad
+    );
+    assert_eq!(now(&mut c, &["DELAYQ.ADD", "q", "j1", "x"], 10), bad);
+    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "j1", "1"]), bad);
+    assert_eq!(dump_keys(&mut c, "*"), before);
+    // A listed id without a record, a bad generation counter.
+    run(&mut c, &["HSET", "q:jobs", "j1", "1:0:5:0:p"]);
+    run(&mut c, &["HDEL", "q:jobs", "j0"]);
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "100"], 10),
+        "ERR<ERR delayq: corrupt data in 'q:jobs' field 'j0'>"
+    );
+    run(&mut c, &["ZREM", "q:due", "j0"]);
+    run(&mut c, &["SET", "q:seq", "-3"]);
+    assert_eq!(
+        now(&mut c, &["DELAYQ.ADD", "q", "new", "p"], 10),
+        "ERR<ERR delayq: corrupt data in 'q:seq'>"
+    );
+    run(&mut c, &["SET", "q:seq", "9007199253"]);
+    assert_eq!(
+        now(&mut c, &["DELAYQ.ADD", "q", "new", "p"], 10),
+        "ERR<ERR delayq: integer overflow in 'q:seq'>"
+    );
+    assert_eq!(int(&mut c, &["HEXISTS", "q:jobs", "new"]), 0);
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "j1"]), "1:0:5:0:p");
+}
+
+#[test]
+fn a_backlog_of_exhausted_jobs_is_cleared_in_bounded_steps() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    let mut pipe = redis::pipe();
+    for i in 0..300 {
+        let id = format!("x{i:04}");
+        pipe.cmd("HSET").arg("q:jobs").arg(&id).arg("1:1:1:1:p");
+        pipe.cmd("ZADD").arg("q:due").arg(T0).arg(&id);
+    }
+    pipe.cmd("HSET").arg("q:jobs").arg("live").arg("2:0:5:0:p");
+    pipe.cmd("ZADD").arg("q:due").arg(T0 + 1).arg("live");
+    pipe.query::<()>(&mut c).unwrap();
+    // At most 200 entries per call: the first poll only clears.
+    assert_eq!(now(&mut c, &["DELAYQ.POLL", "q", "100"], 10), "[]");
+    assert_eq!(int(&mut c, &["ZCARD", "q:dead"]), 200);
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "100"], 10),
+        "[live, p, 1, 2000001]"
+    );
+    assert_eq!(int(&mut c, &["ZCARD", "q:dead"]), 300);
+}
+
+fn blocked(srv: &Server, args: Vec<String>) -> thread::JoinHandle<(String, Instant)> {
+    let mut c = srv.conn();
+    thread::spawn(move || {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        (run(&mut c, &a), Instant::now())
+    })
+}
+
+fn strs(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+fn wait_blocked(c: &mut Connection, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info: String = redis::cmd("INFO").arg("clients").query(c).unwrap();
+        let blocked = info
+            .lines()
+            .find_map(|l| l.strip_prefix("blocked_clients:"))
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        if blocked >= n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never {n} blocked");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_blocked_poll_is_woken_by_an_add_in_order() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    let w1 = blocked(&srv, strs(&["DELAYQ.POLL", "b", "30000", "BLOCK", "10000"]));
+    wait_blocked(&mut c, 1);
+    let w2 = blocked(
+        &srv,
+        strs(&["DELAYQ.POLL", "b", "30000", "COUNT", "2", "BLOCK", "10000"]),
+    );
+    wait_blocked(&mut c, 2);
+    assert_eq!(run(&mut c, &["DELAYQ.ADD", "b", "j1", "p1"]), "1");
+    assert_eq!(w1.join().unwrap().0, "[j1, p1, 1, 1000001]");
+    // A poll that does not block queues behind the waiter: nothing for it.
+    assert_eq!(run(&mut c, &["DELAYQ.POLL", "b", "1000"]), "[]");
+    assert_eq!(run(&mut c, &["DELAYQ.ADD", "b", "j2", "p2"]), "1");
+    assert_eq!(w2.join().unwrap().0, "[j2, p2, 1, 2000001]");
+    // A timeout replies an empty array.
+    let w3 = blocked(&srv, strs(&["DELAYQ.POLL", "b", "1000", "BLOCK", "200"]));
+    assert_eq!(w3.join().unwrap().0, "[]");
+}
+
+#[test]
+fn a_blocked_poll_wakes_when_a_delayed_job_falls_due_or_a_lease_runs_out() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    assert_eq!(
+        run(&mut c, &["DELAYQ.ADD", "t", "later", "p", "DELAY", "800"]),
+        "1"
+    );
+    let start = Instant::now();
+    let w = blocked(&srv, strs(&["DELAYQ.POLL", "t", "600", "BLOCK", "10000"]));
+    let (r, when) = w.join().unwrap();
+    assert_eq!(r, "[later, p, 1, 1000001]");
+    let waited = when.duration_since(start);
+    assert!(
+        waited >= Duration::from_millis(700) && waited < Duration::from_millis(5000),
+        "{waited:?}"
+    );
+    // That consumer dies: its lease runs out and a waiting one gets it.
+    let start = Instant::now();
+    let w = blocked(&srv, strs(&["DELAYQ.POLL", "t", "600", "BLOCK", "10000"]));
+    let (r, when) = w.join().unwrap();
+    assert_eq!(r, "[later, p, 2, 1000002]");
+    assert!(when.duration_since(start) >= Duration::from_millis(400));
+    let stats = run(&mut c, &["INFO", "commandstats"]);
+    let calls = stats
+        .split("cmdstat_delayq.poll:calls=")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .unwrap_or("0");
+    assert_eq!(calls, "2", "waiting must not re-run the poll: {stats}");
+}
+
+#[test]
+fn a_nack_or_a_redrive_wakes_a_blocked_poll() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    run(&mut c, &["DELAYQ.ADD", "n", "j", "p", "ATTEMPTS", "1"]);
+    assert_eq!(
+        run(&mut c, &["DELAYQ.POLL", "n", "60000"]),
+        "[j, p, 1, 1000001]"
+    );
+    let w = blocked(&srv, strs(&["DELAYQ.POLL", "n", "60000", "BLOCK", "10000"]));
+    wait_blocked(&mut c, 1);
+    assert_eq!(run(&mut c, &["DELAYQ.NACK", "n", "j", "1000001"]), "2");
+    assert_eq!(run(&mut c, &["DELAYQ.REDRIVE", "n"]), "1");
+    assert_eq!(w.join().unwrap().0, "[j, p, 1, 2000001]");
+}
+
+#[test]
+fn block_does_not_wait_inside_multi_or_scripts() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .cmd("DELAYQ.POLL")
+        .arg(&["m", "1000", "BLOCK", "0"]);
+    let v: Vec<Value> = pipe.query(&mut c).unwrap();
+    assert_eq!(v, vec![Value::Array(vec![])]);
+    let r = run(
+        &mut c,
+        &[
+            "EVAL",
+            "return redis.call('DELAYQ.POLL', KEYS[1], 1000, 'BLOCK', 0)",
+            "1",
+            "m",
+        ],
+    );
+    assert_eq!(r, "[]");
+}
+
+#[test]
+fn fifty_consumers_that_crash_ack_every_job_exactly_once() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    let jobs = 1000;
+    let mut pipe = redis::pipe();
+    for i in 0..jobs {
+        pipe.cmd("DELAYQ.ADD").arg(&[
+            "work",
+            &format!("job{i}"),
+            &format!("payload{i}"),
+            "ATTEMPTS",
+            "1000",
+        ]);
+    }
+    pipe.query::<()>(&mut c).unwrap();
+    let acked: Arc<Mutex<HashMap<String, usize>>> = Arc::new(Mutex::new(HashMap::new()));
+    let deliveries = Arc::new(AtomicUsize::new(0));
+    let mut handles = Vec::new();
+    for w in 0..50 {
+        let acked = acked.clone();
+        let deliveries = deliveries.clone();
+        let srv_port = srv.port;
+        handles.push(thread::spawn(move || {
+            let client = redis::Client::open(format!("redis://127.0.0.1:{srv_port}/")).unwrap();
+            let mut c = client.get_connection().unwrap();
+            let mut n = 0u64;
+            loop {
+                let r: Vec<Value> = redis::cmd("DELAYQ.POLL")
+                    .arg(&["work", "300", "COUNT", "2", "BLOCK", "1500"])
+                    .query(&mut c)
+                    .unwrap();
+                if r.is_empty() {
+                    if acked.lock().unwrap().len() == jobs {
+                        return;
+                    }
+                    continue;
+                }
+                for job in r.chunks(4) {
+                    deliveries.fetch_add(1, Ordering::Relaxed);
+                    let id = match &job[0] {
+                        Value::BulkString(b) => String::from_utf8(b.clone()).unwrap(),
+                        v => panic!("{v:?}"),
+                    };
+                    let receipt = match &job[3] {
+                        Value::Int(i) => *i,
+                        v => panic!("{v:?}"),
+                    };
+                    n += 1;
+                    // Every seventh delivery "crashes": the consumer drops
+                    // the job and its connection without acking.
+                    if (n + w).is_multiple_of(7) {
+                        c = client.get_connection().unwrap();
+                        continue;
+                    }
+                    let ok: i64 = redis::cmd("DELAYQ.ACK")
+                        .arg(&["work", &id])
+                        .arg(receipt)
+                        .query(&mut c)
+                        .unwrap();
+                    if ok == 1 {
+                        *acked.lock().unwrap().entry(id).or_default() += 1;
+                    }
+                }
+            }
+        }));
+    }
+    for h in handles {
+        h.join().unwrap();
+    }
+    let acked = acked.lock().unwrap();
+    assert_eq!(acked.len(), jobs, "every job acked");
+    assert!(acked.values().all(|&n| n == 1), "a job acked twice");
+    assert!(
+        deliveries.load(Ordering::Relaxed) > jobs,
+        "some were re-delivered"
+    );
+    assert_eq!(
+        int(&mut c, &["EXISTS", "work:jobs", "work:due", "work:dead"]),
+        0
+    );
+}
+
+#[test]
+fn kill_9_under_appendfsync_always_loses_no_acknowledged_operation() {
+    let mut srv = start_aof();
+    let mut c = srv.conn();
+    for i in 0..300 {
+        assert_eq!(
+            run(
+                &mut c,
+                &["DELAYQ.ADD", "k", &format!("j{i}"), "p", "DELAY", "0"]
+            ),
+            "1"
+        );
+    }
+    let mut receipts = Vec::new();
+    for _ in 0..100 {
+        let r: Vec<Value> = redis::cmd("DELAYQ.POLL")
+            .arg(&["k", "600000", "COUNT", "2"])
+            .query(&mut c)
+            .unwrap();
+        for j in r.chunks(4) {
+            if let (Value::BulkString(id), Value::Int(rc)) = (&j[0], &j[3]) {
+                receipts.push((String::from_utf8(id.clone()).unwrap(), *rc));
+            }
+        }
+    }
+    assert_eq!(receipts.len(), 200);
+    for (id, rc) in &receipts[..150] {
+        assert_eq!(run(&mut c, &["DELAYQ.ACK", "k", id, &rc.to_string()]), "1");
+    }
+    srv.restart(&[]); // SIGKILL, then replay the AOF
+    let mut c = srv.conn();
+    assert_eq!(int(&mut c, &["HLEN", "k:jobs"]), 150);
+    for (id, rc) in &receipts[..150] {
+        assert_eq!(
+            run(&mut c, &["DELAYQ.ACK", "k", id, &rc.to_string()]),
+            "0",
+            "{id} came back"
+        );
+    }
+    // The 50 leased but unacked jobs are still held by their receipts.
+    for (id, rc) in &receipts[150..] {
+        assert_eq!(run(&mut c, &["DELAYQ.ACK", "k", id, &rc.to_string()]), "1");
+    }
+    assert_eq!(run(&mut c, &["GET", "k:seq"]), "300");
+    let r = run(&mut c, &["DELAYQ.POLL", "k", "1000", "COUNT", "100"]);
+    assert_eq!(r.matches(", ").count() + 1, 100 * 4);
+}
+
+#[test]
+fn a_failover_keeps_leases_and_receipts() {
+    let pair = Pair::start();
+    let mut m = pair.master.conn();
+    run(&mut m, &["DELAYQ.ADD", "f", "a", "pa"]);
+    run(&mut m, &["DELAYQ.ADD", "f", "b", "pb"]);
+    assert_eq!(
+        run(&mut m, &["DELAYQ.POLL", "f", "700"]),
+        "[a, pa, 1, 1000001]"
+    );
+    let _: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+    let Pair {
+        mut master,
+        replica,
+    } = pair;
+    master.stop();
+    let mut r = replica.conn();
+    assert_eq!(run(&mut r, &["REPLICAOF", "NO", "ONE"]), "OK");
+    // a is still leased on the new master; its lease ends at the same
+    // instant and then a is delivered again, with a new receipt.
+    assert_eq!(
+        run(&mut r, &["DELAYQ.POLL", "f", "700", "COUNT", "5"]),
+        "[b, pb, 1, 2000001]"
+    );
+    let w = blocked(
+        &replica,
+        strs(&["DELAYQ.POLL", "f", "700", "BLOCK", "10000"]),
+    );
+    assert_eq!(w.join().unwrap().0, "[a, pa, 2, 1000002]");
+}
+
+fn workload(c: &mut Connection) {
+    for args in [
+        vec!["DELAYQ.ADD", "w", "a", "pa"],
+        vec!["DELAYQ.ADD", "w", "b", "pb", "DELAY", "60000"],
+        vec!["DELAYQ.ADD", "w", "c", "pc", "ATTEMPTS", "1"],
+        vec!["DELAYQ.ADD", "w", "d", "pd"],
+        vec!["DELAYQ.POLL", "w", "60000", "COUNT", "3"],
+        vec!["DELAYQ.ACK", "w", "a", "1000001"],
+        vec!["DELAYQ.NACK", "w", "c", "3000001"],
+        vec![
+            "DELAYQ.NACK",
+            "w",
+            "d",
+            "4000001",
+            "BACKOFF",
+            "1000",
+            "5000",
+        ],
+        vec![
+            "DELAYQ.ADD",
+            "w",
+            "b",
+            "pb2",
+            "REPLACE",
+            "AT",
+            "1764720000000",
+        ],
+        vec!["DELAYQ.POLL", "w", "30000"],
+        vec!["DELAYQ.EXTEND", "w", "b", "5000001", "90000"],
+        vec!["DELAYQ.REDRIVE", "w"],
+    ] {
+        cmd(c, &args).unwrap();
+    }
+}
+
+fn expiry_times(c: &mut Connection) -> Vec<(String, i64)> {
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+    keys.sort();
+    keys.into_iter()
+        .map(|k| {
+            let t: i64 = redis::cmd("PEXPIRETIME").arg(&k).query(c).unwrap();
+            (k, t)
+        })
+        .collect()
+}
+
+#[test]
+fn replica_aof_and_rdb_end_byte_identical() {
+    let pair = Pair::start();
+    let mut aof = start_aof();
+    let mut m = pair.master.conn();
+    let mut a = aof.conn();
+    workload(&mut m);
+    workload(&mut a);
+    assert_eq!(run(&mut m, &["ZCARD", "w:due"]), "3");
+    pair.assert_equal();
+    let mut r = pair.replica.conn();
+    assert_eq!(expiry_times(&mut m), expiry_times(&mut r));
+    let before = expiry_times(&mut a);
+    assert_aof_restart_equal(&mut aof);
+    let mut a = aof.conn();
+    assert_eq!(before, expiry_times(&mut a));
+    assert_rdb_reload_equal(&aof);
+    assert_rdb_reload_equal(&pair.master);
+}
+
+#[test]
+fn a_waiter_served_by_an_add_replicates_exactly() {
+    let pair = Pair::start();
+    let mut m = pair.master.conn();
+    let w = blocked(
+        &pair.master,
+        strs(&["DELAYQ.POLL", "s", "60000", "BLOCK", "10000"]),
+    );
+    wait_blocked(&mut m, 1);
+    run(&mut m, &["DELAYQ.ADD", "s", "j", "p"]);
+    assert_eq!(w.join().unwrap().0, "[j, p, 1, 1000001]");
+    let l = run(&mut m, &["LOCK.ACQUIRE", "lk", "a", "400"]);
+    assert_eq!(l, "1");
+    let w = blocked(
+        &pair.master,
+        strs(&["LOCK.ACQUIRE", "lk", "b", "60000", "BLOCK", "10000"]),
+    );
+    assert_eq!(w.join().unwrap().0, "2");
+    pair.assert_equal();
+    let mut r = pair.replica.conn();
+    assert_eq!(run(&mut r, &["HGET", "s:jobs", "j"]), "1:1:5:1:p");
+    assert_eq!(run(&mut r, &["GET", "lk"]), run(&mut m, &["GET", "lk"]));
+}
+
+#[test]
+fn no_command_blocks_the_server_over_a_millisecond() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    let mut pipe = redis::pipe();
+    for i in 0..3000 {
+        pipe.cmd("DELAYQ.ADD")
+            .arg(&["big", &format!("job{i}"), "a small payload"])
+            .arg("NOW")
+            .arg(T0 + i);
+    }
+    pipe.query::<()>(&mut c).unwrap();
+    // 300 exhausted jobs in the way, then full polls of 100.
+    let mut pipe = redis::pipe();
+    for i in 0..300 {
+        pipe.cmd("HSET")
+            .arg("big:jobs")
+            .arg(format!("dead{i}"))
+            .arg("1:3:3:1:p");
+        pipe.cmd("ZADD")
+            .arg("big:due")
+            .arg(T0 - 1)
+            .arg(format!("dead{i}"));
+    }
+    pipe.query::<()>(&mut c).unwrap();
+    run(
+        &mut c,
+        &["CONFIG", "SET", "slowlog-log-slower-than", "1000"],
+    );
+    run(&mut c, &["SLOWLOG", "RESET"]);
+    for round in 0..6 {
+        let t = at(10_000 + round);
+        run(
+            &mut c,
+            &["DELAYQ.POLL", "big", "1000", "COUNT", "100", "NOW", &t],
+        );
+    }
+    let t = at(10_000);
+    let r = run(
+        &mut c,
+        &["DELAYQ.POLL", "big", "1000", "COUNT", "100", "NOW", &t],
+    );
+    assert_eq!(r.matches(", ").count() + 1, 400);
+    run(&mut c, &["DELAYQ.INFO", "big"]);
+    run(&mut c, &["DELAYQ.DEAD", "big", "COUNT", "100"]);
+    run(&mut c, &["DELAYQ.REDRIVE", "big", "COUNT", "100"]);
+    let slow = run(&mut c, &["SLOWLOG", "GET", "10"]);
+    assert!(
+        !slow.to_lowercase().contains("delayq."),
+        "slow DELAYQ commands: {slow}"
+    );
+}
+
+#[test]
+fn info_counts_and_events_fire() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    run(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KA"]);
+    let mut sub = srv.conn();
+    let mut ps = sub.as_pubsub();
+    ps.psubscribe("__keyspace@0__:ev").unwrap();
+    let script: &[&[&str]] = &[
+        &["DELAYQ.ADD", "ev", "j", "p", "ATTEMPTS", "2"],
+        &["DELAYQ.ADD", "ev", "j", "p"],
+        &["DELAYQ.POLL", "ev", "60000"],
+        &["DELAYQ.EXTEND", "ev", "j", "1000001", "60000"],
+        &["DELAYQ.NACK", "ev", "j", "1000001"],
+        &["DELAYQ.POLL", "ev", "60000"],
+        &["DELAYQ.NACK", "ev", "j", "1000002"],
+        &["DELAYQ.REDRIVE", "ev"],
+        &["DELAYQ.POLL", "ev", "60000"],
+        &["DELAYQ.ACK", "ev", "j", "2000001"],
+    ];
+    for args in script {
+        cmd(&mut c, args).unwrap();
+    }
+    let mut events = Vec::new();
+    ps.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    while let Ok(msg) = ps.get_message() {
+        let e: String = msg.get_payload().unwrap();
+        events.push(e.trim_start_matches("hotpath.delayq.").to_string());
+        if events.len() == 9 {
+            break;
+        }
+    }
+    assert_eq!(
+        events,
+        ["add", "poll", "extend", "nack", "poll", "dead", "redrive", "poll", "ack"]
+    );
+    let info: String = redis::cmd("INFO").arg("hotpath").query(&mut c).unwrap();
+    for want in [
+        "delayq_added:1",
+        "delayq_duplicates:1",
+        "delayq_delivered:3",
+        "delayq_acked:1",
+        "delayq_nacked:2",
+        "delayq_dead:1",
+        "delayq_redriven:1",
+    ] {
+        assert!(info.contains(want), "{want}: {info}");
+    }
+}
