@@ -50,13 +50,24 @@ pub fn python_bin() -> String {
     "python3".into()
 }
 
-/// Returns a port that is free right now.
+/// Returns a port that is free right now, and whose cluster bus port
+/// (port + 10000) is a valid port and free too: a cluster node refuses to
+/// start on a port above 55535, and the OS hands out ports up to 60999.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    let pick = || {
+        TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    for _ in 0..200 {
+        let port = pick();
+        if port <= 55535 && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
+            return port;
+        }
+    }
+    pick()
 }
 
 /// A running server; killed and reaped on drop, its directory removed.
