@@ -1062,7 +1062,7 @@ fn load() -> (f64, usize) {
 /// `like_promotion_step_max_cpu_us`): that bound is asserted always, the
 /// empty SLOWLOG when the machine is not overloaded.
 #[test]
-fn no_hot_command_stalls_at_a_million_likers() {
+fn stall_no_hot_command_at_a_million_likers() {
     let (ours, step_max) = stall_run(13);
     let (avg, cpus) = load();
     if avg < cpus as f64 && (!ours.is_empty() || step_max >= 1_000) {

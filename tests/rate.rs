@@ -1467,7 +1467,7 @@ fn slowlog_durations(c: &mut Connection, name: &str) -> Vec<i64> {
 }
 
 #[test]
-fn no_rate_command_stalls_the_server() {
+fn stall_no_rate_command_stalls_the_server() {
     // The largest sizes each command accepts: a LOG of 100,000 entries
     // (its limit) filled 100 at a time, MULTI with 100 rules, the largest
     // values. Each call is repeated and timed by SLOWLOG; the quickest of
