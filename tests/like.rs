@@ -677,14 +677,15 @@ fn writes_raise_keyspace_events_and_count_in_info() {
     run(&mut c, &["LIKE.ADD", "p", "1"]); // no change: no event
     run(&mut c, &["LIKE.TOGGLE", "p", "1"]);
     let mut events = Vec::new();
-    while events.len() < 19 {
+    while events.len() < 18 {
         let m = ps.get_message().unwrap();
         events.push(m.get_payload::<String>().unwrap());
     }
-    let liked = events.iter().filter(|e| *e == "hotpath.like.liked").count();
-    assert_eq!(liked, 17, "{events:?}");
-    assert_eq!(events[17], "hotpath.like.promoted", "{events:?}");
-    assert_eq!(events[18], "hotpath.like.unliked", "{events:?}");
+    // One event per write that changed the likes, named after the command
+    // (the promotion at the 17th like raises no event of its own).
+    let added = events.iter().filter(|e| *e == "hotpath.like.add").count();
+    assert_eq!(added, 17, "{events:?}");
+    assert_eq!(events[17], "hotpath.like.toggle", "{events:?}");
     let info = run(&mut c, &["INFO", "hotpath"]);
     for field in [
         "hotpath_like_likes:17",

@@ -201,6 +201,19 @@ enum Op {
     Rem,
 }
 
+impl Op {
+    /// The keyspace event of a write that changed the likes: named after
+    /// the command, as in every family (a promotion raises no event of
+    /// its own; `like_promoted` in INFO counts it).
+    fn event(self) -> &'static str {
+        match self {
+            Op::Toggle => "hotpath.like.toggle",
+            Op::Add => "hotpath.like.add",
+            Op::Rem => "hotpath.like.rem",
+        }
+    }
+}
+
 /// `LIKE.TOGGLE B user [NOW unix-ms]` → `[liked, count]`
 pub fn like_toggle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     write(ctx, args, Op::Toggle)
@@ -325,15 +338,14 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
         fx.replicate();
         if liked {
             LIKES.incr();
-            util::notify(ctx, "hotpath.like.liked", &base);
+            util::notify(ctx, op.event(), &base);
         } else {
             UNLIKES.incr();
-            util::notify(ctx, "hotpath.like.unliked", &base);
+            util::notify(ctx, op.event(), &base);
         }
     }
     if promoted {
         PROMOTIONS.incr();
-        util::notify(ctx, "hotpath.like.promoted", &base);
     }
     let first = if op == Op::Toggle { liked } else { changed };
     Ok(RedisValue::Array(vec![
@@ -558,7 +570,7 @@ pub fn like_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     count_key.check(KeyType::String)?;
     let (count, _) = read_count(ctx, &n, form, &count_key)?;
     let bytes = structure_bytes(ctx, &n, form) as i64;
-    Ok(RedisValue::Array(vec![
+    Ok(util::map(ctx, vec![
         util::bulk("encoding"),
         util::bulk(form.name()),
         util::bulk("count"),

@@ -475,7 +475,7 @@ pub fn luckybag_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     c.expect_done()?;
     util::require_hash_tag(ctx, FAMILY, &base)?;
     let Some(bag) = find_bag(ctx, &base, false)? else {
-        return Ok(RedisValue::Array(vec![]));
+        return Ok(util::map(ctx, vec![]));
     };
     let count = Key::derived(ctx, &base, "count", false);
     let participants = if count.check(KeyType::String)? {
@@ -494,7 +494,7 @@ pub fn luckybag_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     } else {
         model::OPEN
     };
-    Ok(RedisValue::Array(vec![
+    Ok(util::map(ctx, vec![
         util::bulk("state"),
         util::bulk(state),
         util::bulk("participants"),

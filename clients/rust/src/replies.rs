@@ -51,6 +51,31 @@ pub fn array(v: &Value) -> RedisResult<&[Value]> {
     }
 }
 
+/// A record reply: the positional array of RESP2, or the RESP3 map of the
+/// same fields (`names`, in the array's order).
+fn record<'a>(v: &'a Value, names: &[&str]) -> RedisResult<Vec<&'a Value>> {
+    if let Value::Map(m) = v {
+        let mut out = Vec::with_capacity(names.len());
+        for n in names {
+            let mut found = None;
+            for (k, val) in m {
+                if text(k)? == *n {
+                    found = Some(val);
+                }
+            }
+            out.push(found.ok_or_else(|| {
+                RedisError::from((
+                    ErrorKind::TypeError,
+                    "hotpath: field missing from reply",
+                    n.to_string(),
+                ))
+            })?);
+        }
+        return Ok(out);
+    }
+    Ok(exact(v, names.len())?.iter().collect())
+}
+
 fn exact(v: &Value, n: usize) -> RedisResult<&[Value]> {
     let a = array(v)?;
     if a.len() != n {
@@ -60,6 +85,10 @@ fn exact(v: &Value, n: usize) -> RedisResult<&[Value]> {
 }
 
 fn pairs(v: &Value) -> RedisResult<Vec<(&Value, &Value)>> {
+    // A RESP3 connection gets maps where RESP2 gets `[field, value, …]`.
+    if let Value::Map(m) = v {
+        return Ok(m.iter().map(|(k, v)| (k, v)).collect());
+    }
     let a = array(v)?;
     if a.len() % 2 != 0 {
         return Err(bad("pairs", v));
@@ -200,11 +229,11 @@ pub(crate) fn rank_entry(v: &Value) -> RedisResult<Option<RankEntry>> {
     if *v == Value::Nil {
         return Ok(None);
     }
-    let a = exact(v, 3)?;
+    let a = record(v, &["points", "rank", "achieved_ms"])?;
     Ok(Some(RankEntry {
-        points: int(&a[0])?,
-        rank: int(&a[1])?,
-        achieved_ms: match &a[2] {
+        points: int(a[0])?,
+        rank: int(a[1])?,
+        achieved_ms: match a[2] {
             Value::Nil => None,
             t => Some(int(t)?),
         },
@@ -458,7 +487,9 @@ fn five(v: &Value) -> RedisResult<[i64; 5]> {
 }
 
 pub(crate) fn rate(v: &Value) -> RedisResult<RateResult> {
-    let [a, l, r, ra, rs] = five(v)?;
+    let names = ["allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms"];
+    let f = record(v, &names)?;
+    let [a, l, r, ra, rs] = [int(f[0])?, int(f[1])?, int(f[2])?, int(f[3])?, int(f[4])?];
     Ok(RateResult {
         allowed: a != 0,
         limit: l,

@@ -51,6 +51,10 @@ def array(v: Any, n: Optional[int] = None) -> List[Any]:
 
 
 def pairs(v: Any) -> List[Tuple[Any, Any]]:
+    # A RESP3 connection (redis-py's default from 8.0) gets maps where RESP2
+    # gets ``[field, value, …]``.
+    if isinstance(v, dict):
+        return list(v.items())
     a = array(v)
     if len(a) % 2:
         raise ReplyError(f"expected pairs, got {v!r}")
@@ -58,8 +62,21 @@ def pairs(v: Any) -> List[Tuple[Any, Any]]:
 
 
 def fields(v: Any) -> Dict[str, Any]:
-    """A map reply ``[field, value, …]`` as a dict keyed by field name."""
+    """A map reply ``[field, value, …]`` (or a RESP3 map) as a dict keyed by
+    field name."""
     return {text(k): val for k, val in pairs(v)}
+
+
+def record(v: Any, names: Sequence[str]) -> List[Any]:
+    """A record reply: the positional array of RESP2, or the RESP3 map of
+    the same fields (``names``, in the array's order)."""
+    if isinstance(v, dict):
+        f = fields(v)
+        missing = [n for n in names if n not in f]
+        if missing:
+            raise ReplyError(f"fields {missing} missing from {v!r}")
+        return [f[n] for n in names]
+    return array(v, len(names))
 
 
 # ---- POLL -------------------------------------------------------------
@@ -150,7 +167,7 @@ def rank_top(v: Any) -> List[RankMember]:
 def rank_get(v: Any) -> Optional[RankEntry]:
     if v is None:
         return None
-    p, r, t = array(v, 3)
+    p, r, t = record(v, ("points", "rank", "achieved_ms"))
     return RankEntry(integer(p), integer(r), None if t is None else integer(t))
 
 
@@ -322,7 +339,8 @@ class Throttle:
 
 
 def rate(v: Any) -> RateResult:
-    a, l, r, ra, rs = (integer(x) for x in array(v, 5))
+    names = ("allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms")
+    a, l, r, ra, rs = (integer(x) for x in record(v, names))
     return RateResult(bool(a), l, r, ra, rs)
 
 
