@@ -124,6 +124,33 @@ pub const SYNTAX: &[Syntax] = &[
         "key max-burst count period-s [quantity] [NOW unix-ms | NOWUS unix-us]",
     ),
     line("rate.reset", "key"),
+    // LOCK
+    line(
+        "lock.acquire",
+        "key owner ttl-ms [LIMIT n] [MAXHOLD ms] [BLOCK timeout-ms] [NOW unix-ms]",
+    ),
+    line("lock.release", "key owner [NOW unix-ms]"),
+    line("lock.renew", "key owner ttl-ms [NOW unix-ms]"),
+    line("lock.info", "key [NOW unix-ms]"),
+    line("lock.check", "key token [NOW unix-ms]"),
+    // DELAYQ
+    line(
+        "delayq.add",
+        "key id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [REPLACE] [NOW unix-ms]",
+    ),
+    line(
+        "delayq.poll",
+        "key lease-ms [COUNT n] [BLOCK timeout-ms] [NOW unix-ms]",
+    ),
+    line("delayq.ack", "key id receipt"),
+    line(
+        "delayq.nack",
+        "key id receipt [DELAY ms | BACKOFF base-ms max-ms] [NOW unix-ms]",
+    ),
+    line("delayq.extend", "key id receipt lease-ms [NOW unix-ms]"),
+    line("delayq.dead", "key [COUNT n]"),
+    line("delayq.redrive", "key [COUNT n | ID id] [NOW unix-ms]"),
+    line("delayq.info", "key [NOW unix-ms]"),
 ];
 
 /// Returns the reference line of a command (`name` in any case).
@@ -165,11 +192,14 @@ pub fn leaf_kind(name: &str) -> Option<Kind> {
         "key" | "key1" | "key2" | "destination" => Kind::Key,
         "unix-ms" | "unix-us" => Kind::UnixTime,
         "score" => Kind::Double,
-        "user" | "candidate" | "member" => Kind::String,
+        "user" | "candidate" | "member" | "owner" | "id" | "payload" => Kind::String,
         "burst" | "cost" | "count" | "delta" | "digits" | "epoch" | "limit" | "max-burst"
         | "maxvotes" | "minutes" | "n" | "numkeys" | "offset" | "period-ms" | "period-s"
         | "points" | "poolcap" | "quantity" | "seconds" | "shards" | "total-cents"
         | "winners" => Kind::Integer,
+        // LOCK and DELAYQ: durations in ms, fencing tokens, receipts.
+        "ttl-ms" | "ms" | "timeout-ms" | "lease-ms" | "base-ms" | "max-ms" | "token"
+        | "receipt" => Kind::Integer,
         _ => return None,
     })
 }

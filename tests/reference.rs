@@ -885,6 +885,11 @@ fn map_like_replies_are_resp3_maps_and_resp2_arrays() {
         vec!["RANK.ADD", "b", "zed", "120", "NOW", now],
         vec!["RANK.CREATE", "n", "TIEBREAK", "NONE"],
         vec!["RANK.ADD", "n", "kim", "5"],
+        vec!["LOCK.ACQUIRE", "lk", "o1", "10000", "LIMIT", "2", "NOW", now],
+        vec!["LOCK.ACQUIRE", "lk", "o1", "10000", "NOW", now],
+        vec!["LOCK.ACQUIRE", "lk", "o2", "20000", "NOW", now],
+        vec!["DELAYQ.ADD", "dq", "j1", "p", "NOW", now],
+        vec!["DELAYQ.ADD", "dq", "j2", "p", "DELAY", "1000", "NOW", now],
     ] {
         cmd(&mut r2, &args).unwrap();
     }
@@ -975,11 +980,42 @@ fn map_like_replies_are_resp3_maps_and_resp2_arrays() {
             ],
         ),
         (vec!["LUCKYBAG.INFO", "none"], vec![]),
+        (
+            vec!["DELAYQ.INFO", "dq", "NOW", now],
+            vec![
+                ("jobs", i(2)),
+                ("ready", i(1)),
+                ("scheduled", i(1)),
+                ("dead", i(0)),
+            ],
+        ),
     ];
     for (args, fields) in &maps {
         assert_eq!(cmd(&mut r2, args).unwrap(), flat(fields), "{args:?} RESP2");
         assert_eq!(cmd(&mut r3, args).unwrap(), map(fields), "{args:?} RESP3");
     }
+    // LOCK.INFO: owner → {token, count, ttl_ms} in RESP3, groups of four
+    // in RESP2, both by token.
+    let holders = [("o1", 1, 2, 10000), ("o2", 2, 1, 20000)];
+    let a = ["LOCK.INFO", "lk", "NOW", now];
+    let r2_want: Vec<Value> = holders
+        .iter()
+        .flat_map(|&(o, t, n, ttl)| [bulk(o), i(t), i(n), i(ttl)])
+        .collect();
+    assert_eq!(cmd(&mut r2, &a).unwrap(), Value::Array(r2_want));
+    let r3_want = Value::Map(
+        holders
+            .iter()
+            .map(|&(o, t, n, ttl)| {
+                let fields = [("token", i(t)), ("count", i(n)), ("ttl_ms", i(ttl))];
+                (bulk(o), map(&fields))
+            })
+            .collect(),
+    );
+    assert_eq!(cmd(&mut r3, &a).unwrap(), r3_want);
+    let free = ["LOCK.INFO", "none"];
+    assert_eq!(cmd(&mut r2, &free).unwrap(), Value::Array(vec![]));
+    assert_eq!(cmd(&mut r3, &free).unwrap(), Value::Map(vec![]));
     // RATE.THROTTLE stays redis-cell's array in RESP3.
     let t = [0, 16, 15, -1, 2].map(Value::Int).to_vec();
     let a = ["RATE.THROTTLE", "t2", "15", "30", "60", "NOW", now];
@@ -991,6 +1027,10 @@ fn map_like_replies_are_resp3_maps_and_resp2_arrays() {
         cmd(&mut r3, &["RANK.TOP", "b"]).unwrap(),
         Value::Array(_)
     ));
+    assert_eq!(
+        cmd(&mut r3, &["DELAYQ.POLL", "dq", "1000", "NOW", now]).unwrap(),
+        Value::Array(vec![bulk("j1"), bulk("p"), i(1), i(1000001)])
+    );
 }
 
 #[test]
@@ -1092,6 +1132,7 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
     let documented = documented_events();
     let mut ev = Events::new(&srv);
     let now = "1767225600000";
+    let later = "1767225602000";
     // (command, changes data). A call that changes data raises exactly its
     // documented event on its base key(s); one that does not raises none.
     let steps: Vec<(Vec<&str>, bool)> = vec![
@@ -1159,6 +1200,42 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         (vec!["RATE.THROTTLE", "t", "1", "1", "60", "0"], false),
         (vec!["RATE.RESET", "t"], true),
         (vec!["RATE.RESET", "t"], false),
+        (vec!["LOCK.ACQUIRE", "lk", "o1", "10000", "NOW", now], true),
+        (vec!["LOCK.ACQUIRE", "lk", "o1", "10000", "NOW", now], true), // reentrant
+        (vec!["LOCK.ACQUIRE", "lk", "o2", "10000", "NOW", now], false), // busy
+        (vec!["LOCK.ACQUIRE", "lk", "o2", "10000", "LIMIT", "2", "NOW", now], false),
+        (vec!["LOCK.RENEW", "lk", "o1", "10000", "NOW", now], true),
+        (vec!["LOCK.RENEW", "lk", "o2", "10000", "NOW", now], false),
+        (vec!["LOCK.RELEASE", "lk", "o2", "NOW", now], false),
+        (vec!["LOCK.RELEASE", "lk", "o1", "NOW", now], true),
+        (vec!["LOCK.RELEASE", "lk", "o1", "NOW", now], true),
+        (vec!["LOCK.RELEASE", "lk", "o1", "NOW", now], false),
+        (vec!["LOCK.ACQUIRE", "ls", "o1", "10000", "LIMIT", "2", "NOW", now], true),
+        (vec!["LOCK.ACQUIRE", "ls", "o2", "10000", "NOW", now], true),
+        (vec!["LOCK.ACQUIRE", "ls", "o3", "10000", "NOW", now], false), // full
+        (vec!["LOCK.RELEASE", "ls", "o2", "NOW", now], true),
+        (vec!["DELAYQ.ADD", "dq", "j1", "p", "ATTEMPTS", "2", "NOW", now], true),
+        (vec!["DELAYQ.ADD", "dq", "j1", "p", "NOW", now], false),
+        (vec!["DELAYQ.POLL", "dq", "1000", "NOW", now], true),
+        (vec!["DELAYQ.POLL", "dq", "1000", "NOW", now], false),
+        (vec!["DELAYQ.EXTEND", "dq", "j1", "1000001", "1000", "NOW", now], true),
+        (vec!["DELAYQ.EXTEND", "dq", "j1", "9", "1000", "NOW", now], false),
+        (vec!["DELAYQ.NACK", "dq", "j1", "1000001", "NOW", now], true),
+        (vec!["DELAYQ.NACK", "dq", "j1", "1000001", "NOW", now], false),
+        (vec!["DELAYQ.POLL", "dq", "1000", "NOW", now], true), // attempt 2 of 2
+        // The lease ran out after the last attempt: the poll only moves
+        // the job to the dead letters, and raises its one event.
+        (vec!["DELAYQ.POLL", "dq", "1000", "NOW", later], true),
+        (vec!["DELAYQ.REDRIVE", "dq", "NOW", later], true),
+        (vec!["DELAYQ.REDRIVE", "dq", "NOW", later], false),
+        (vec!["DELAYQ.POLL", "dq", "1000", "NOW", later], true),
+        (vec!["DELAYQ.NACK", "dq", "j1", "2000001", "NOW", later], true), // back in line
+        (vec!["DELAYQ.POLL", "dq", "1000", "NOW", later], true),
+        (vec!["DELAYQ.NACK", "dq", "j1", "2000002", "NOW", later], true), // dead letter
+        (vec!["DELAYQ.REDRIVE", "dq", "ID", "j1", "NOW", later], true),
+        (vec!["DELAYQ.POLL", "dq", "1000", "NOW", later], true),
+        (vec!["DELAYQ.ACK", "dq", "j1", "3000001"], true),
+        (vec!["DELAYQ.ACK", "dq", "j1", "3000001"], false),
     ];
     let mut covered = BTreeSet::new();
     for (args, changes) in &steps {
@@ -1216,6 +1293,10 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         vec!["REDPACKET.GRABBED", "rp"],
         vec!["LUCKYBAG.RESULT", "lb", "u1"],
         vec!["LUCKYBAG.INFO", "lb"],
+        vec!["LOCK.INFO", "ls", "NOW", now],
+        vec!["LOCK.CHECK", "ls", "1", "NOW", now],
+        vec!["DELAYQ.DEAD", "dq"],
+        vec!["DELAYQ.INFO", "dq"],
     ];
     for args in &reads {
         let (reply, seen) = ev.raised(args);

@@ -37,4 +37,17 @@ assert r3.execute_command("RATE.MULTI", 2, "a3", "b3", *multi) == dict(zip(names
 # redis-cell's reply stays an array in both protocols.
 assert r2.execute_command("RATE.THROTTLE", "t2", 15, 30, 60, "NOW", NOW) == [0, 16, 15, -1, 2]
 assert r3.execute_command("RATE.THROTTLE", "t3", 15, 30, 60, "NOW", NOW) == [0, 16, 15, -1, 2]
+# LOCK.INFO: owner -> {token, count, ttl_ms}; DELAYQ.INFO: a field map.
+r2.execute_command("LOCK.ACQUIRE", "lk", "o1", 10000, "LIMIT", 2, "NOW", NOW)
+r2.execute_command("LOCK.ACQUIRE", "lk", "o2", 20000, "NOW", NOW)
+assert r2.execute_command("LOCK.INFO", "lk", "NOW", NOW) == [b"o1", 1, 1, 10000, b"o2", 2, 1, 20000]
+assert r3.execute_command("LOCK.INFO", "lk", "NOW", NOW) == {
+    b"o1": {b"token": 1, b"count": 1, b"ttl_ms": 10000},
+    b"o2": {b"token": 2, b"count": 1, b"ttl_ms": 20000},
+}
+assert r3.execute_command("LOCK.INFO", "none") == {}
+r2.execute_command("DELAYQ.ADD", "dq", "j1", "p", "NOW", NOW)
+dq = [b"jobs", 1, b"ready", 1, b"scheduled", 0, b"dead", 0]
+assert r2.execute_command("DELAYQ.INFO", "dq", "NOW", NOW) == dq
+assert r3.execute_command("DELAYQ.INFO", "dq", "NOW", NOW) == dict(zip(dq[0::2], dq[1::2]))
 print("resp3 ok")
