@@ -510,6 +510,152 @@ pub(crate) fn throttle(v: &Value) -> RedisResult<Throttle> {
     })
 }
 
+/// A flat array of `n`-element groups (`[id, payload, attempt, receipt, …]`).
+fn groups(v: &Value, n: usize) -> RedisResult<std::slice::Chunks<'_, Value>> {
+    let a = array(v)?;
+    if a.len() % n != 0 {
+        return Err(bad(&format!("groups of {n}"), v));
+    }
+    Ok(a.chunks(n))
+}
+
+/// Returns a bulk string's bytes as they are (payloads need not be UTF-8).
+fn bytes(v: &Value) -> RedisResult<Vec<u8>> {
+    match v {
+        Value::BulkString(b) => Ok(b.clone()),
+        Value::SimpleString(s) => Ok(s.clone().into_bytes()),
+        Value::VerbatimString { text, .. } => Ok(text.clone().into_bytes()),
+        other => Err(bad("bytes", other)),
+    }
+}
+
+/// A live hold of `LOCK.INFO`: its fencing token, reentrance count and the
+/// ms left in its lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockHolder {
+    pub owner: String,
+    pub token: i64,
+    pub count: i64,
+    pub ttl_ms: i64,
+}
+
+pub(crate) fn token(v: &Value) -> RedisResult<Option<i64>> {
+    match v {
+        Value::Nil => Ok(None),
+        v => int(v).map(Some),
+    }
+}
+
+pub(crate) fn lock_holders(v: &Value) -> RedisResult<Vec<LockHolder>> {
+    // RESP3: owner → {token, count, ttl_ms}; RESP2: [owner, token, count,
+    // ttl_ms, …]. Both by token.
+    if let Value::Map(m) = v {
+        return m
+            .iter()
+            .map(|(owner, rec)| {
+                let f = record(rec, &["token", "count", "ttl_ms"])?;
+                Ok(LockHolder {
+                    owner: text(owner)?,
+                    token: int(f[0])?,
+                    count: int(f[1])?,
+                    ttl_ms: int(f[2])?,
+                })
+            })
+            .collect();
+    }
+    groups(v, 4)?
+        .map(|g| {
+            Ok(LockHolder {
+                owner: text(&g[0])?,
+                token: int(&g[1])?,
+                count: int(&g[2])?,
+                ttl_ms: int(&g[3])?,
+            })
+        })
+        .collect()
+}
+
+/// A delivery of `DELAYQ.POLL`: ack, nack or extend it with `receipt`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Job {
+    pub id: String,
+    pub payload: Vec<u8>,
+    pub attempt: i64,
+    pub receipt: i64,
+}
+
+/// A dead letter of `DELAYQ.DEAD`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub id: String,
+    pub payload: Vec<u8>,
+    pub attempts: i64,
+    pub dead_at_ms: i64,
+}
+
+/// `DELAYQ.INFO`: records kept (dead letters included), jobs that can be
+/// taken now, jobs waiting for their time or leased, dead letters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueInfo {
+    pub jobs: i64,
+    pub ready: i64,
+    pub scheduled: i64,
+    pub dead: i64,
+}
+
+/// `DELAYQ.NACK`: a stale receipt, back in line, or to the dead letters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nack {
+    Stale,
+    Requeued,
+    Dead,
+}
+
+pub(crate) fn jobs(v: &Value) -> RedisResult<Vec<Job>> {
+    groups(v, 4)?
+        .map(|g| {
+            Ok(Job {
+                id: text(&g[0])?,
+                payload: bytes(&g[1])?,
+                attempt: int(&g[2])?,
+                receipt: int(&g[3])?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn dead_letters(v: &Value) -> RedisResult<Vec<DeadLetter>> {
+    groups(v, 4)?
+        .map(|g| {
+            Ok(DeadLetter {
+                id: text(&g[0])?,
+                payload: bytes(&g[1])?,
+                attempts: int(&g[2])?,
+                dead_at_ms: int(&g[3])?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn queue_info(v: &Value) -> RedisResult<QueueInfo> {
+    let m = pairs(v)?;
+    Ok(QueueInfo {
+        jobs: int(field(&m, "jobs")?)?,
+        ready: int(field(&m, "ready")?)?,
+        scheduled: int(field(&m, "scheduled")?)?,
+        dead: int(field(&m, "dead")?)?,
+    })
+}
+
+pub(crate) fn nack(v: &Value) -> RedisResult<Nack> {
+    match int(v)? {
+        0 => Ok(Nack::Stale),
+        1 => Ok(Nack::Requeued),
+        2 => Ok(Nack::Dead),
+        _ => Err(bad("DELAYQ.NACK", v)),
+    }
+}
+
 pub(crate) fn ints(v: &Value) -> RedisResult<Vec<i64>> {
     array(v)?.iter().map(int).collect()
 }
