@@ -614,6 +614,24 @@ mod tests {
     }
 
     #[test]
+    fn every_registered_command_has_a_line_and_every_line_a_command() {
+        // `registry::register` looks the line up by name and registers no
+        // arguments and no `since` when it finds none, so a command left
+        // out here (e.g. one added through `borrowed_command!`) would show
+        // no syntax in `COMMAND DOCS` and redis-cli's help.
+        let registered: Vec<&str> = crate::FAMILIES
+            .iter()
+            .flat_map(|(table, _)| table.iter().map(|c| c.name))
+            .collect();
+        for name in &registered {
+            assert!(lookup(name).is_some(), "{name} has no syntax line");
+        }
+        for s in SYNTAX {
+            assert!(registered.contains(&s.name), "{} is not registered", s.name);
+        }
+    }
+
+    #[test]
     fn names_are_unique_and_lower_case() {
         for (i, s) in SYNTAX.iter().enumerate() {
             assert_eq!(s.name, s.name.to_ascii_lowercase());
@@ -685,6 +703,23 @@ mod tests {
             k => panic!("{k:?}"),
         }
         assert_eq!(t[1].name, "now-nowus");
+
+        // DELAYQ.NACK: a choice between a token with one value and a token
+        // with two (a block).
+        let n = parse("key [DELAY ms | BACKOFF base-ms max-ms]").unwrap();
+        assert_eq!(n[1].name, "delay-backoff");
+        match &n[1].kind {
+            Kind::OneOf(p) => {
+                assert_eq!(p[0].token.as_deref(), Some("DELAY"));
+                assert_eq!(p[0].kind, Kind::Integer);
+                assert_eq!(p[1].token.as_deref(), Some("BACKOFF"));
+                match &p[1].kind {
+                    Kind::Block(b) => assert_eq!(b.len(), 2),
+                    k => panic!("{k:?}"),
+                }
+            }
+            k => panic!("{k:?}"),
+        }
     }
 
     #[test]
