@@ -18,6 +18,7 @@ pub mod poll;
 pub mod rank;
 pub mod rate;
 pub mod redpacket;
+pub mod reference;
 pub mod registry;
 pub mod spread;
 pub mod stats;

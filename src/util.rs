@@ -143,3 +143,82 @@ pub fn notify_static(ctx: &Context, event: &std::ffi::CStr, key: &RedisString) {
         };
     }
 }
+
+/// Returns true when the calling client speaks RESP3 (it sent `HELLO 3`).
+/// Asked only by commands whose reply differs between the protocols.
+pub fn resp3(ctx: &Context) -> bool {
+    match unsafe { redis_module::raw::RedisModule_GetContextFlags } {
+        Some(flags) => {
+            let f = unsafe { flags(ctx.ctx) } as u32;
+            f & redis_module::raw::REDISMODULE_CTX_FLAGS_RESP3 != 0
+        }
+        None => false,
+    }
+}
+
+/// Sends a bulk-string map key.
+fn reply_key(ctx: &Context, name: &[u8]) {
+    unsafe {
+        redis_module::raw::RedisModule_ReplyWithStringBuffer.unwrap()(
+            ctx.ctx,
+            name.as_ptr().cast(),
+            name.len(),
+        );
+    }
+}
+
+/// Replies a field/value map given as a flat list `[field, value, …]`
+/// (the way HGETALL answers): a RESP3 map to a client that sent `HELLO 3`,
+/// the same flat array, in the same order, in RESP2 (the reply API's map
+/// falls back to an array of twice the length). Returns
+/// [`RedisValue::NoReply`]: the reply is sent, so return it as the
+/// handler's result (`Ok(util::map(ctx, items))`).
+pub fn map(ctx: &Context, flat: Vec<RedisValue>) -> RedisValue {
+    redis_module::raw::reply_with_map(ctx.ctx, (flat.len() / 2) as std::os::raw::c_long);
+    for v in flat {
+        ctx.reply(Ok(v));
+    }
+    RedisValue::NoReply
+}
+
+/// Replies a record of named fields: in RESP3 a map `name → value`; in
+/// RESP2 the values alone, in order (the positional array such commands
+/// answer, e.g. `[points, rank, achieved_ms]`). Returns
+/// [`RedisValue::NoReply`] like [`map`].
+pub fn record(ctx: &Context, names: &[&str], values: Vec<RedisValue>) -> RedisValue {
+    debug_assert_eq!(names.len(), values.len());
+    if resp3(ctx) {
+        redis_module::raw::reply_with_map(ctx.ctx, values.len() as std::os::raw::c_long);
+        for (n, v) in names.iter().zip(values) {
+            reply_key(ctx, n.as_bytes());
+            ctx.reply(Ok(v));
+        }
+    } else {
+        redis_module::raw::reply_with_array(ctx.ctx, values.len() as std::os::raw::c_long);
+        for v in values {
+            ctx.reply(Ok(v));
+        }
+    }
+    RedisValue::NoReply
+}
+
+/// [`record`] for integer fields, straight to the reply API (no reply
+/// values built): for hot paths such as RATE.CHECK.
+pub fn record_ints(ctx: &Context, names: &[&str], values: &[i64]) -> RedisValue {
+    let n = values.len() as std::os::raw::c_long;
+    let three = resp3(ctx);
+    unsafe {
+        if three {
+            redis_module::raw::reply_with_map(ctx.ctx, n);
+        } else {
+            redis_module::raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, n);
+        }
+        for (name, v) in names.iter().zip(values) {
+            if three {
+                reply_key(ctx, name.as_bytes());
+            }
+            redis_module::raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, *v);
+        }
+    }
+    RedisValue::NoReply
+}

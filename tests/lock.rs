@@ -783,27 +783,40 @@ fn info_counts_and_events_fire() {
     let mut sub = srv.conn();
     let mut ps = sub.as_pubsub();
     ps.psubscribe("__keyspace@0__:ev").unwrap();
-    run(&mut c, &["LOCK.ACQUIRE", "ev", "a", "1000"]);
-    run(&mut c, &["LOCK.ACQUIRE", "ev", "a", "1000"]);
-    run(&mut c, &["LOCK.ACQUIRE", "ev", "b", "1000"]);
-    run(&mut c, &["LOCK.RENEW", "ev", "a", "1000"]);
+    run(&mut c, &["LOCK.ACQUIRE", "ev", "a", "60000"]);
+    run(&mut c, &["LOCK.ACQUIRE", "ev", "a", "60000"]);
+    run(&mut c, &["LOCK.ACQUIRE", "ev", "b", "60000"]);
+    run(&mut c, &["LOCK.RENEW", "ev", "a", "60000"]);
     run(&mut c, &["LOCK.RELEASE", "ev", "a"]);
+    // A waiter handed the lock by the last release raises its own
+    // acquire event, after the release's.
+    let w = blocked(
+        &srv,
+        strs(&["LOCK.ACQUIRE", "ev", "w", "60000", "BLOCK", "10000"]),
+    );
+    wait_blocked(&mut c, 1);
+    run(&mut c, &["LOCK.RELEASE", "ev", "a"]);
+    assert_eq!(w.join().unwrap().0, "2");
     let mut events = Vec::new();
     ps.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     while let Ok(msg) = ps.get_message() {
         let e: String = msg.get_payload().unwrap();
         events.push(e);
-        if events.len() == 4 {
+        if events.len() == 6 {
             break;
         }
     }
+    // Nothing more arrives: one event per call that changed the lock.
+    assert!(ps.get_message().is_err(), "an extra event");
     assert_eq!(
         events,
         [
             "hotpath.lock.acquire",
             "hotpath.lock.acquire",
             "hotpath.lock.renew",
-            "hotpath.lock.release"
+            "hotpath.lock.release",
+            "hotpath.lock.release",
+            "hotpath.lock.acquire",
         ]
     );
     let info: String = redis::cmd("INFO").arg("hotpath").query(&mut c).unwrap();
@@ -812,7 +825,9 @@ fn info_counts_and_events_fire() {
         "lock_reentered:1",
         "lock_busy:1",
         "lock_renewed:1",
-        "lock_released:1",
+        "lock_released:2",
+        "lock_waits:1",
+        "lock_handoffs:1",
     ] {
         assert!(info.contains(want), "{want}: {info}");
     }

@@ -902,7 +902,7 @@ fn info_counts_and_events_fire() {
     run(&mut c, &["RATE.RESET", "i"]);
     let first: String = ps.get_message().unwrap().get_channel_name().to_string();
     let second: String = ps.get_message().unwrap().get_channel_name().to_string();
-    assert_eq!(first, "__keyevent@0__:hotpath.rate.consume");
+    assert_eq!(first, "__keyevent@0__:hotpath.rate.check");
     assert_eq!(second, "__keyevent@0__:hotpath.rate.reset");
     let info: String = redis::cmd("INFO").arg("hotpath").query(&mut c).unwrap();
     assert!(info.contains("rate_allowed:1"), "{info}");

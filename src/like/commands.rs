@@ -355,6 +355,19 @@ enum Op {
     Rem,
 }
 
+impl Op {
+    /// The keyspace event of a write that changed the likes: named after
+    /// the command, as in every family (a promotion raises no event of
+    /// its own; `like_promoted` in INFO counts it).
+    fn event(self) -> &'static str {
+        match self {
+            Op::Toggle => "hotpath.like.toggle",
+            Op::Add => "hotpath.like.add",
+            Op::Rem => "hotpath.like.rem",
+        }
+    }
+}
+
 /// `LIKE.TOGGLE B user [NOW unix-ms]` → `[liked, count]`
 pub fn like_toggle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     write(ctx, args, Op::Toggle)
@@ -588,15 +601,14 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
     if changed {
         if liked {
             LIKES.incr();
-            util::notify(ctx, "hotpath.like.liked", base);
+            util::notify(ctx, op.event(), base);
         } else {
             UNLIKES.incr();
-            util::notify(ctx, "hotpath.like.unliked", base);
+            util::notify(ctx, op.event(), base);
         }
     }
     if promoted {
         PROMOTIONS.incr();
-        util::notify(ctx, "hotpath.like.promoted", base);
     }
     let first = if op == Op::Toggle { liked } else { changed };
     // Replied here rather than through a RedisValue::Array, which would
@@ -1413,7 +1425,7 @@ pub fn like_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         (false, true) => "bitmap",
         (true, true) => "mixed",
     };
-    Ok(RedisValue::Array(vec![
+    Ok(util::map(ctx, vec![
         util::bulk("encoding"),
         util::bulk(encoding),
         util::bulk("count"),

@@ -630,7 +630,7 @@ pub fn luckybag_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
     let Some(meta) = find_meta(ctx, base, false)? else {
-        return Ok(RedisValue::Array(vec![]));
+        return Ok(util::map(ctx, vec![]));
     };
     let count_name = derived_name(base, "count");
     let count = Key::open(ctx, &count_name, false);
@@ -652,7 +652,7 @@ pub fn luckybag_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         error::overflow(FAMILY, &derived_name(base, "meta"), Some(field::LATEPOOLED))
     })?;
     let state: &[u8] = if drawn { model::DRAWN } else { model::OPEN };
-    Ok(RedisValue::Array(vec![
+    Ok(util::map(ctx, vec![
         util::bulk("state"),
         util::bulk(state),
         util::bulk("participants"),

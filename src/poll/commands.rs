@@ -446,7 +446,7 @@ pub fn poll_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .iter()
         .map(|(_, v)| v)
         .sum();
-    Ok(RedisValue::Array(vec![
+    Ok(util::map(ctx, vec![
         bulk("mode"),
         bulk(rules.mode.as_str()),
         bulk("maxvotes"),

@@ -286,7 +286,7 @@ pub fn rank_get(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let Some(rank) = rev_rank(ctx, &base, &member)? else {
         return Ok(RedisValue::Null);
     };
-    Ok(RedisValue::Array(vec![
+    Ok(util::record(ctx, &["points", "rank", "achieved_ms"], vec![
         RedisValue::Integer(e.points),
         RedisValue::Integer(rank),
         e.achieved_ms.map_or(RedisValue::Null, RedisValue::Integer),
