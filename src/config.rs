@@ -18,3 +18,11 @@ pub static REDPACKET_MAX_COUNT: AtomicI64 = AtomicI64::new(10_000);
 pub fn get(v: &AtomicI64) -> i64 {
     v.load(Ordering::Relaxed)
 }
+/// `poll-range-max`: the largest count one POLL.TOP may ask for, so that
+/// no single read walks or sends a whole board (page with OFFSET).
+pub static POLL_RANGE_MAX: AtomicI64 = AtomicI64::new(RANGE_MAX_DEFAULT);
+/// `rank-range-max`: the largest count of RANK.TOP and the largest n of
+/// RANK.AROUND.
+pub static RANK_RANGE_MAX: AtomicI64 = AtomicI64::new(RANGE_MAX_DEFAULT);
+/// The default of `poll-range-max` and `rank-range-max`.
+pub const RANGE_MAX_DEFAULT: i64 = 1000;

@@ -13,6 +13,7 @@ pub mod rank;
 pub mod rate;
 pub mod redpacket;
 pub mod registry;
+pub mod slices;
 pub mod stats;
 pub mod util;
 
@@ -88,6 +89,8 @@ redis_module::redis_module! {
             ["like-promote-at", &config::LIKE_PROMOTE_AT, config::LIKE_PROMOTE_AT_DEFAULT, 1, 100_000_000, redis_module::configuration::ConfigurationFlags::DEFAULT, None],
             ["like-recent", &config::LIKE_RECENT, 10, 0, 1000, redis_module::configuration::ConfigurationFlags::DEFAULT, None],
             ["redpacket-max-count", &config::REDPACKET_MAX_COUNT, 10_000, 1, 1_000_000, redis_module::configuration::ConfigurationFlags::DEFAULT, None],
+            ["poll-range-max", &config::POLL_RANGE_MAX, config::RANGE_MAX_DEFAULT, 1, 1_000_000, redis_module::configuration::ConfigurationFlags::DEFAULT, None],
+            ["rank-range-max", &config::RANK_RANGE_MAX, config::RANGE_MAX_DEFAULT, 1, 1_000_000, redis_module::configuration::ConfigurationFlags::DEFAULT, None],
         ],
         string: [],
         bool: [],

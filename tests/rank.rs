@@ -123,7 +123,7 @@ fn negative_points_rank_below_zero_and_decode_exactly() {
 fn points_beyond_exact_range_are_refused_with_nothing_written() {
     let s = Server::start();
     let mut c = s.conn();
-    let e = "ERR rank: points out of exact range (max \u{b1}900718)";
+    let e = "ERR rank: points out of exact range (max +/-900718)";
     assert_eq!(add(&mut c, "b", "x", 900_718, T0), "900718");
     assert_eq!(err(&mut c, &["RANK.ADD", "b", "y", "900719"]), e);
     assert_eq!(err(&mut c, &["RANK.ADD", "b", "y", "-900719"]), e);
@@ -153,7 +153,7 @@ fn points_beyond_exact_range_are_refused_with_nothing_written() {
     run(&mut c, &["RANK.CREATE", "ms", "UNIT", "MS", "DIGITS", "13"]);
     assert_eq!(
         err(&mut c, &["RANK.ADD", "ms", "y", "900"]),
-        "ERR rank: points out of exact range (max \u{b1}899)"
+        "ERR rank: points out of exact range (max +/-899)"
     );
     run(&mut c, &["RANK.CREATE", "plain", "TIEBREAK", "NONE"]);
     assert_eq!(
@@ -162,7 +162,7 @@ fn points_beyond_exact_range_are_refused_with_nothing_written() {
     );
     assert_eq!(
         err(&mut c, &["RANK.ADD", "plain", "y", "9007199254740992"]),
-        "ERR rank: points out of exact range (max \u{b1}9007199254740991)"
+        "ERR rank: points out of exact range (max +/-9007199254740991)"
     );
     assert_eq!(
         int(&mut c, &["RANK.INCR", "plain", "y", "-18014398509481982"]),
@@ -453,11 +453,31 @@ fn around_at_the_top_middle_and_bottom() {
         "[3, p3, 97, 4, p4, 96, 5, p5, 95]"
     );
     assert_eq!(run(&mut c, &["RANK.AROUND", "b", "p5", "0"]), "[5, p5, 95]");
-    let all = run(&mut c, &["RANK.AROUND", "b", "p2", "9223372036854775807"]);
+    let all = run(&mut c, &["RANK.AROUND", "b", "p2", "1000"]);
     assert!(
         all.starts_with("[0, p0, 100") && all.ends_with("5, p5, 95]"),
         "{all}"
     );
+    // n is bounded (rank-range-max, 1000 by default): no AROUND walks a
+    // whole board.
+    assert_eq!(
+        err(&mut c, &["RANK.AROUND", "b", "p2", "9223372036854775807"]),
+        "ERR rank: n must be at most 1000 (rank-range-max)"
+    );
+    run(&mut c, &["CONFIG", "SET", "hotpath.rank-range-max", "2"]);
+    assert_eq!(
+        err(&mut c, &["RANK.AROUND", "b", "p2", "3"]),
+        "ERR rank: n must be at most 2 (rank-range-max)"
+    );
+    assert_eq!(
+        err(&mut c, &["RANK.TOP", "b", "3"]),
+        "ERR rank: count must be at most 2 (rank-range-max)"
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.TOP", "b", "2", "OFFSET", "4"]),
+        "[p4, 96, p5, 95]"
+    );
+    run(&mut c, &["CONFIG", "SET", "hotpath.rank-range-max", "1000"]);
     assert_eq!(run(&mut c, &["RANK.AROUND", "b", "nobody", "2"]), "nil");
     assert_eq!(run(&mut c, &["RANK.AROUND", "missing", "p0", "2"]), "nil");
 }
@@ -533,7 +553,7 @@ fn merge_sums_or_keeps_the_best_across_boards_and_layouts() {
     add(&mut c, "small", "keep", 1, T0);
     assert_eq!(
         err(&mut c, &["RANK.MERGE", "small", "1", "big"]),
-        "ERR rank: points out of exact range (max \u{b1}899)"
+        "ERR rank: points out of exact range (max +/-899)"
     );
     assert_eq!(run(&mut c, &["RANK.TOP", "small"]), "[keep, 1]");
     // A NONE source has no time: its entries count as achieved at NOW.
@@ -682,12 +702,19 @@ fn bad_input_is_refused_with_nothing_written() {
     for (args, want) in &cases {
         assert_eq!(&err(&mut c, args), want, "{args:?}");
     }
-    // A corrupt layout is reported, not guessed.
-    for bad in ["EARLIER S 99 0", "EARLIER S 10", "earlier S 10 0", ""] {
+    // A corrupt layout is reported with its key and field, not guessed.
+    for bad in [
+        "EARLIER S 99 0",
+        "EARLIER S 10",
+        "earlier S 10 0",
+        "",
+        "EARLIER S 10 0 IMPORT x",
+        "EARLIER S 10 0 1 2",
+    ] {
         run(&mut c, &["HSET", "bad:meta", "layout", bad]);
         assert_eq!(
             err(&mut c, &["RANK.ADD", "bad", "x", "1"]),
-            "ERR rank: invalid board layout",
+            "ERR rank: corrupt data in 'bad:meta' field 'layout'",
             "{bad:?}"
         );
     }

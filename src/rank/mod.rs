@@ -34,9 +34,11 @@ pub static REMOVED: Counter = Counter::new("rank_removed");
 pub static MERGES: Counter = Counter::new("rank_merges");
 /// Writes refused because points or a time did not fit the layout.
 pub static REFUSED: Counter = Counter::new("rank_refused");
+/// Members packed by IMPORT.
+pub static IMPORTED: Counter = Counter::new("rank_imported");
 
 /// The family's `INFO hotpath` counters.
-pub static COUNTERS: &[&Counter] = &[&UPDATES, &KEPT, &REMOVED, &MERGES, &REFUSED];
+pub static COUNTERS: &[&Counter] = &[&UPDATES, &KEPT, &REMOVED, &MERGES, &REFUSED, &IMPORTED];
 
 /// The family's command table.
 pub const COMMANDS: &[CommandSpec] = &[
@@ -101,6 +103,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         flags: "write deny-oom", arity: -4, keys: Keys::Numkeys { numkeys: 2 },
         acl: "write",
         summary: "Merges leaderboards into a destination (SUM or MAX)",
-        complexity: "O(N*log(N)) with N the members of all sources",
+        complexity: "O(N*log(N)) with N the members of all sources, in slices of about 1 ms; the client is answered at the end",
+    },
+    crate::command! {
+        name: "rank.import", handler: commands::rank_import,
+        flags: "write deny-oom", arity: -2, keys: Keys::Range { first: 1, last: 1 },
+        acl: "write",
+        summary: "Packs a board of plain ZADD scores in place, COUNT members per call",
+        complexity: "O(COUNT*log(N)) per call",
     },
 ];
