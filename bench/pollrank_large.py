@@ -62,34 +62,64 @@ class Stall:
         self.t.join()
 
 
+def cpu(r):
+    """Returns the server's CPU seconds so far (main thread and others)."""
+    i = r.info("cpu")
+    return i["used_cpu_user"] + i["used_cpu_sys"]
+
+
 def timed(r, port, *args):
-    """Runs one command; returns (wall ms, worst concurrent PING ms, reply)."""
+    """Runs one command; returns (wall ms, worst concurrent PING ms, reply).
+    Also records the server CPU it took and the longest slice the module
+    reported to the latency monitor (`LATENCY LATEST`, events
+    hotpath-*), in LAST."""
+    r.execute_command("LATENCY", "RESET")
+    c0 = cpu(r)
     with Stall(port) as s:
         t = time.perf_counter()
         reply = r.execute_command(*args)
         wall = time.perf_counter() - t
+    LAST["cpu_ms"] = (cpu(r) - c0) * 1000
+    events = {(e[0].decode() if isinstance(e[0], bytes) else e[0]): int(e[3])
+              for e in r.execute_command("LATENCY", "LATEST")}
+    LAST["slice_ms"] = max((v for k, v in events.items() if k.startswith("hotpath") and not k.endswith("-cpu")),
+                           default=0)
+    LAST["slice_cpu_ms"] = max((v for k, v in events.items() if k.startswith("hotpath") and k.endswith("-cpu")),
+                               default=0)
     return wall * 1000, s.worst * 1000, reply
 
 
+LAST = {}
+
+
+def measure(r, port, *args):
+    """Returns (figures, reply) of one command: wall ms, worst concurrent
+    PING ms, server CPU ms, longest reported slice ms."""
+    wall, stall, reply = timed(r, port, *args)
+    return (wall, stall, LAST["cpu_ms"], LAST["slice_ms"], LAST["slice_cpu_ms"]), reply
+
+
 def rows(r, port):
-    """Yields (name, module wall ms, module worst stall ms, native label,
-    native wall ms, native worst stall ms)."""
+    """Yields (name, module figures, native label, native figures); the
+    figures as in `measure`."""
+    r.execute_command("CONFIG", "SET", "latency-monitor-threshold", 1)
     # POLL on a 1M-candidate board (votes written straight to the board,
     # as a long-running poll would have them).
     fill(r, "poll:{p}:board", lambda i: i % 1000 + 1, prefix="c")
     r.execute_command("HSET", "poll:{p}:voted", "u0", "c0:1")
-    wall, stall, _ = timed(r, port, "POLL.INFO", "poll:{p}")
-    nwall, nstall, _ = timed(r, port, "HLEN", "poll:{p}:voted")
-    yield (("POLL.INFO (1M candidates)", wall, stall, "HLEN", nwall, nstall))
-    wall, stall, reply = timed(r, port, "POLL.SYNC", "poll:{p}")
+    m, _ = measure(r, port, "POLL.INFO", "poll:{p}")
+    n, _ = measure(r, port, "HLEN", "poll:{p}:voted")
+    yield "POLL.INFO (1M candidates)", m, "HLEN", n
+    m, reply = measure(r, port, "POLL.SYNC", "poll:{p}")
     assert len(reply) == 1 + 2 * N, len(reply)
-    nwall, nstall, _ = timed(r, port, "COPY", "poll:{p}:board", "copy:{p}")
-    yield (("POLL.SYNC (1M board, first freeze)", wall, stall, "COPY", nwall, nstall))
-    wall, stall, reply = timed(r, port, "POLL.SYNC", "poll:{p}")
-    yield (("POLL.SYNC retry (1M, frozen)", wall, stall, "ZRANGE 0 -1 WITHSCORES",
-                *timed(r, port, "ZRANGE", "copy:{p}", 0, -1, "WITHSCORES")[:2]))
-    wall, stall, _ = timed(r, port, "POLL.SYNCACK", "poll:{p}", reply[0])
-    yield (("POLL.SYNCACK (1M)", wall, stall, "RENAME", *timed(r, port, "RENAME", "copy:{p}", "copy2:{p}")[:2]))
+    n, _ = measure(r, port, "COPY", "poll:{p}:board", "copy:{p}")
+    yield "POLL.SYNC (1M board, first freeze)", m, "COPY", n
+    m, reply = measure(r, port, "POLL.SYNC", "poll:{p}")
+    n, _ = measure(r, port, "ZRANGE", "copy:{p}", 0, -1, "WITHSCORES")
+    yield "POLL.SYNC retry (1M, frozen)", m, "ZRANGE 0 -1 WITHSCORES", n
+    m, _ = measure(r, port, "POLL.SYNCACK", "poll:{p}", reply[0])
+    n, _ = measure(r, port, "RENAME", "copy:{p}", "copy2:{p}")
+    yield "POLL.SYNCACK (1M)", m, "RENAME", n
     r.execute_command("FLUSHALL")
 
     # RANK: two 1M boards of packed scores, half the members shared.
@@ -102,20 +132,19 @@ def rows(r, port):
             args += [(i % 7) * SCALE + (SCALE - 1 - T0 // 1000), f"u{i}"]
         pipe.execute_command("ZADD", "b:{r}", *args)
     pipe.execute()
-    wall, stall, reply = timed(r, port, "RANK.MERGE", "m:{r}", 2, "a:{r}", "b:{r}")
-    nwall, nstall, _ = timed(r, port, "ZUNIONSTORE", "z:{r}", 2, "a:{r}", "b:{r}", "AGGREGATE", "MAX")
-    yield ((f"RANK.MERGE SUM (two 1M boards, {reply:,} members)", wall, stall,
-                "ZUNIONSTORE AGGREGATE MAX", nwall, nstall))
+    m, reply = measure(r, port, "RANK.MERGE", "m:{r}", 2, "a:{r}", "b:{r}")
+    n, _ = measure(r, port, "ZUNIONSTORE", "z:{r}", 2, "a:{r}", "b:{r}", "AGGREGATE", "MAX")
+    yield f"RANK.MERGE SUM (two 1M boards, {reply:,} members)", m, "ZUNIONSTORE AGGREGATE MAX", n
     mid = "u500000"
-    for n in (N, 1000):
+    rank = r.execute_command("ZREVRANK", "a:{r}", mid)
+    for k in (N, 1000):
         try:
-            wall, stall, _ = timed(r, port, "RANK.AROUND", "a:{r}", mid, n)
+            m, _ = measure(r, port, "RANK.AROUND", "a:{r}", mid, k)
         except redis.ResponseError as e:
-            wall, stall = float("nan"), float("nan")
-            print(f"RANK.AROUND n={n}: {e}")
-        rank = r.execute_command("ZREVRANK", "a:{r}", mid)
-        nwall, nstall, _ = timed(r, port, "ZREVRANGE", "a:{r}", max(0, rank - n), rank + n, "WITHSCORES")
-        yield ((f"RANK.AROUND n = {n:,} (1M board)", wall, stall, "ZREVRANGE of 2n+1", nwall, nstall))
+            m = (float("nan"),) * 5
+            print(f"RANK.AROUND n={k}: {e}")
+        n, _ = measure(r, port, "ZREVRANGE", "a:{r}", max(0, rank - k), rank + k, "WITHSCORES")
+        yield f"RANK.AROUND n = {k:,} (1M board)", m, "ZREVRANGE of 2n+1", n
     r.execute_command("FLUSHALL")
 
 
@@ -124,11 +153,13 @@ def main():
         common.SO = os.path.abspath(sys.argv[1])
     server = Server()
     try:
-        print("| operation | module ms | module worst stall ms | native | native ms | native worst stall ms |")
-        print("|---|---:|---:|---|---:|---:|")
+        print("| operation | module wall ms | worst PING ms | server CPU ms | longest slice ms (wall / CPU) "
+              "| native | wall ms | worst PING ms | server CPU ms |")
+        print("|---|---:|---:|---:|---:|---|---:|---:|---:|")
         r = redis.Redis(port=server.port, socket_timeout=None)
-        for name, w, s, label, nw, ns in rows(r, server.port):
-            print(f"| {name} | {w:.0f} | {s:.1f} | {label} | {nw:.0f} | {ns:.1f} |", flush=True)
+        for name, m, label, n in rows(r, server.port):
+            print(f"| {name} | {m[0]:.0f} | {m[1]:.1f} | {m[2]:.0f} | {m[3]:.0f} / {m[4]:.0f} "
+                  f"| {label} | {n[0]:.0f} | {n[1]:.1f} | {n[2]:.0f} |", flush=True)
     finally:
         server.stop()
 

@@ -4,34 +4,33 @@
 //! million-candidate board, RANK.MERGE of million-member boards) runs as a
 //! [`Job`]. The command does the first slice itself and, when that slice
 //! finishes the job (small data), replies at once. Otherwise it blocks only
-//! its own client (`RM_BlockClient`) and the rest of the job runs in slices
-//! of about [`SLICE`] each, from a module timer on the main thread, between
-//! the other clients' commands. No other client waits more than one slice.
-//! Each slice replicates its own effects as native commands, so replicas
-//! and the AOF follow slice by slice; the blocked client gets its reply
-//! when the last slice is done, and a long reply is itself handed over in
-//! slices.
+//! its own client (`RM_BlockClient`) and a thread finishes the job: it
+//! takes the server lock for one slice of about [`SLICE`] at a time, so no
+//! other client waits more than one slice, and does the work that needs no
+//! data (merging, sorting, building the reply) without the lock, on the
+//! machine's other core. Each slice replicates its own effects as native
+//! commands when it releases the lock, so replicas and the AOF follow
+//! slice by slice; the blocked client gets its reply when the job is over.
 //!
 //! Where a client cannot block (inside MULTI or a script, or the stream of
 //! a master), the job runs to its end at once, as a large native command
 //! would.
-//!
-//! The slices run on the main thread rather than on a thread that takes the
-//! server lock: the work reads and writes keys in every slice, so a thread
-//! would hold the lock for the same time and add a hand-over per slice.
-//! Between two slices the timer waits one millisecond (the resolution of
-//! module timers), so a job's wall time is about twice its work.
 
-use std::cell::RefCell;
 use std::collections::HashSet;
 use std::ffi::CStr;
-use std::os::raw::c_long;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisValue};
 
-/// How long one slice works before it yields to other clients.
+use crate::error;
+
+/// How long one slice holds the server lock.
 pub const SLICE: Duration = Duration::from_micros(800);
+/// How long the worker waits between two slices, so that the main thread
+/// (and the clients it serves) gets the lock.
+const PAUSE: Duration = Duration::from_micros(200);
 
 /// What a slice of a job ended with.
 pub enum Step {
@@ -42,11 +41,21 @@ pub enum Step {
 }
 
 /// A large operation cut into slices.
+///
+/// A job moves to a worker thread, but every Redis object it holds (keys,
+/// strings, scan cursors) is only touched in [`Job::step`] and when the job
+/// is dropped, both under the server lock; [`Job::compute`] only touches
+/// the job's own Rust data.
 pub trait Job: 'static {
-    /// Works until `deadline` (looking at the clock every few dozen items)
-    /// and returns whether work is left. A slice leaves the data in a state
-    /// other commands may read and write.
+    /// Works on the data until `deadline` (looking at the clock every few
+    /// dozen items), with the server lock held, and returns whether work is
+    /// left. A slice leaves the data in a state other commands may read
+    /// and write.
     fn step(&mut self, ctx: &Context, deadline: Instant) -> Step;
+
+    /// Does the work that needs no data (merging, sorting), without the
+    /// server lock; called before every slice.
+    fn compute(&mut self) {}
 
     /// Returns the latency-monitor event of the job's slices, e.g.
     /// `hotpath-rank-merge`: a slice that runs over
@@ -54,15 +63,78 @@ pub trait Job: 'static {
     fn event(&self) -> &'static CStr;
 }
 
-/// Returns true when `deadline` has passed; called every `every` items.
-pub fn due(n: usize, deadline: Instant) -> bool {
-    n % 32 == 31 && Instant::now() >= deadline
+/// A slice's time budget, for loops whose steps vary in size (a scan step
+/// may visit an empty bucket or a dozen members): the clock is read every
+/// eight steps.
+pub struct Budget {
+    deadline: Instant,
+    steps: u32,
 }
 
-fn report(event: &CStr, start: Instant) {
+impl Budget {
+    /// Returns a budget that ends at `deadline`.
+    pub fn until(deadline: Instant) -> Budget {
+        Budget { deadline, steps: 0 }
+    }
+
+    /// Counts a step; returns true when the budget is spent.
+    pub fn spent(&mut self) -> bool {
+        self.steps = self.steps.wrapping_add(1);
+        self.steps.is_multiple_of(8) && Instant::now() >= self.deadline
+    }
+}
+
+/// The CPU time of the calling thread.
+fn thread_cpu() -> Duration {
+    let mut t = libc_timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // CLOCK_THREAD_CPUTIME_ID is 3 on Linux.
+    unsafe { clock_gettime(3, &mut t) };
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+#[repr(C)]
+struct libc_timespec {
+    tv_sec: i64,
+    tv_nsec: i64,
+}
+
+extern "C" {
+    fn clock_gettime(clock: i32, t: *mut libc_timespec) -> i32;
+}
+
+/// A slice's start: wall clock and the thread's CPU clock.
+#[derive(Clone, Copy)]
+struct Started {
+    wall: Instant,
+    cpu: Duration,
+}
+
+impl Started {
+    fn now() -> Started {
+        Started {
+            wall: Instant::now(),
+            cpu: thread_cpu(),
+        }
+    }
+}
+
+/// Reports a slice to the latency monitor: its wall time as `event` (what
+/// other clients waited, preemption by other processes included) and its
+/// CPU time as `event-cpu` (the work the slice did, which [`SLICE`]
+/// bounds).
+fn report(event: &CStr, start: Started) {
     if let Some(add) = unsafe { raw::RedisModule_LatencyAddSample } {
-        let ms = start.elapsed().as_millis() as raw::mstime_t;
-        unsafe { add(event.as_ptr(), ms) };
+        let wall = start.wall.elapsed().as_millis() as raw::mstime_t;
+        let cpu = thread_cpu().saturating_sub(start.cpu).as_millis() as raw::mstime_t;
+        let mut cpu_event = event.to_bytes().to_vec();
+        cpu_event.extend_from_slice(b"-cpu\0");
+        unsafe {
+            add(event.as_ptr(), wall);
+            add(cpu_event.as_ptr().cast(), cpu);
+        }
     }
 }
 
@@ -74,16 +146,18 @@ fn can_block(ctx: &Context) -> bool {
         | ContextFlags::REPLICATED;
     !ctx.get_flags().intersects(refuse)
         && unsafe { raw::RedisModule_BlockClient }.is_some()
-        && unsafe { raw::RedisModule_CreateTimer }.is_some()
+        && unsafe { raw::RedisModule_GetThreadSafeContext }.is_some()
+        && unsafe { raw::RedisModule_ThreadSafeContextLock }.is_some()
 }
 
 /// Runs `job` for the command being executed: to the end within this call
-/// when it fits in one slice (or the client cannot block), otherwise in
-/// slices with the client blocked. Returns the command's reply (no reply
-/// when the client was blocked: it gets the reply at the end).
+/// when it fits in one slice (or the client cannot block), otherwise on a
+/// worker thread with the client blocked. Returns the command's reply (no
+/// reply when the client was blocked: it gets the reply at the end).
 pub fn run(ctx: &Context, mut job: Box<dyn Job>) -> RedisResult {
-    let start = Instant::now();
-    let first = job.step(ctx, start + SLICE);
+    let start = Started::now();
+    job.compute();
+    let first = job.step(ctx, start.wall + SLICE);
     report(job.event(), start);
     if let Step::Done(r) = first {
         return r;
@@ -91,117 +165,95 @@ pub fn run(ctx: &Context, mut job: Box<dyn Job>) -> RedisResult {
     if !can_block(ctx) {
         let far = Instant::now() + Duration::from_secs(365 * 86_400);
         loop {
+            job.compute();
             if let Step::Done(r) = job.step(ctx, far) {
                 return r;
             }
         }
     }
     let bc = unsafe { raw::RedisModule_BlockClient.unwrap()(ctx.ctx, None, None, None, 0) };
-    schedule(
-        ctx,
-        Running {
-            job,
-            bc,
-            emit: None,
-        },
-    );
+    // One context for both the slices (under the lock; it keeps the
+    // client's database) and the reply (which needs no lock).
+    let tsc = unsafe { raw::RedisModule_GetThreadSafeContext.unwrap()(bc) };
+    let worker = Worker { job, bc, tsc };
+    std::thread::Builder::new()
+        .name("hotpath-job".into())
+        .spawn(move || worker.run())
+        .map_err(|_| RedisError::Str(error::INTERNAL))?;
     Ok(RedisValue::NoReply)
 }
 
-/// A job in progress with its blocked client.
-struct Running {
+/// A job on its worker thread, with its blocked client.
+struct Worker {
     job: Box<dyn Job>,
     bc: *mut raw::RedisModuleBlockedClient,
-    /// A long array reply being handed over: (reply context, items, next).
-    emit: Option<(*mut raw::RedisModuleCtx, Vec<RedisValue>, usize)>,
-}
-
-fn schedule(ctx: &Context, r: Running) {
-    ctx.create_timer(Duration::ZERO, tick, r);
-}
-
-fn tick(ctx: &Context, mut r: Running) {
-    let start = Instant::now();
-    let deadline = start + SLICE;
-    if r.emit.is_none() {
-        match r.job.step(ctx, deadline) {
-            Step::More => {
-                report(r.job.event(), start);
-                return schedule(ctx, r);
-            }
-            Step::Done(reply) => {
-                let tsc = unsafe { raw::RedisModule_GetThreadSafeContext.unwrap()(r.bc) };
-                match reply {
-                    Ok(RedisValue::Array(items)) => {
-                        unsafe {
-                            raw::RedisModule_ReplyWithArray.unwrap()(tsc, items.len() as c_long)
-                        };
-                        r.emit = Some((tsc, items, 0));
-                    }
-                    other => {
-                        Context::new(tsc).reply(other);
-                        return finish(r.bc, tsc, r.job.event(), start);
-                    }
-                }
-            }
-        }
-    }
-    // Hand a long reply over in slices: building it is work too.
-    let (tsc, items, next) = r.emit.as_mut().expect("emitting");
-    let rctx = Context::new(*tsc);
-    while *next < items.len() {
-        emit_one(
-            &rctx,
-            std::mem::replace(&mut items[*next], RedisValue::Null),
-        );
-        *next += 1;
-        if due(*next, deadline) {
-            break;
-        }
-    }
-    if *next < items.len() {
-        report(r.job.event(), start);
-        return schedule(ctx, r);
-    }
-    let tsc = *tsc;
-    finish(r.bc, tsc, r.job.event(), start)
-}
-
-fn finish(
-    bc: *mut raw::RedisModuleBlockedClient,
     tsc: *mut raw::RedisModuleCtx,
-    event: &CStr,
-    start: Instant,
-) {
-    unsafe {
-        raw::RedisModule_FreeThreadSafeContext.unwrap()(tsc);
-        raw::RedisModule_UnblockClient.unwrap()(bc, std::ptr::null_mut());
-    }
-    report(event, start);
 }
 
-fn emit_one(ctx: &Context, v: RedisValue) {
-    match v {
-        RedisValue::Integer(i) => unsafe {
-            raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, i);
-        },
-        RedisValue::StringBuffer(b) => unsafe {
-            raw::RedisModule_ReplyWithStringBuffer.unwrap()(ctx.ctx, b.as_ptr().cast(), b.len());
-        },
-        other => {
-            ctx.reply(Ok(other));
+// Safety: the job's Redis objects and the contexts are used only under
+// the server lock (see `Job`); replies to a blocked client's context need
+// no lock, and unblocking is thread-safe.
+unsafe impl Send for Worker {}
+
+impl Worker {
+    fn lock(&self) {
+        unsafe { raw::RedisModule_ThreadSafeContextLock.unwrap()(self.tsc) };
+    }
+
+    fn unlock(&self) {
+        // Releasing the lock also sends the slice's replicated commands to
+        // replicas and the AOF.
+        unsafe { raw::RedisModule_ThreadSafeContextUnlock.unwrap()(self.tsc) };
+    }
+
+    fn run(mut self) {
+        let ctx = Context::new(self.tsc);
+        let reply = loop {
+            let computed = catch_unwind(AssertUnwindSafe(|| self.job.compute()));
+            if computed.is_err() {
+                break Err(RedisError::Str(error::INTERNAL));
+            }
+            self.lock();
+            let start = Started::now();
+            let step = catch_unwind(AssertUnwindSafe(|| self.job.step(&ctx, start.wall + SLICE)));
+            report(self.job.event(), start);
+            self.unlock();
+            match step {
+                Ok(Step::More) => {
+                    // The server lock is a plain mutex: a thread that takes
+                    // it again at once can starve the main thread waiting
+                    // for it. A pause hands it over.
+                    std::thread::sleep(PAUSE);
+                    continue;
+                }
+                Ok(Step::Done(r)) => break r,
+                Err(_) => break Err(RedisError::Str(error::INTERNAL)),
+            }
+        };
+        // A long reply is built here, without the lock: Redis appends it to
+        // the client's output in one move when the client is unblocked.
+        ctx.reply(reply);
+        // The job's Redis objects go under the lock.
+        self.lock();
+        let Worker { job, bc, tsc } = self;
+        drop(job);
+        unsafe {
+            raw::RedisModule_ThreadSafeContextUnlock.unwrap()(tsc);
+            raw::RedisModule_FreeThreadSafeContext.unwrap()(tsc);
+            raw::RedisModule_UnblockClient.unwrap()(bc, std::ptr::null_mut());
         }
     }
 }
 
-thread_local! {
-    /// The (database, key) pairs a job is working on; main thread only.
-    static BUSY: RefCell<HashSet<(i32, Vec<u8>)>> = RefCell::new(HashSet::new());
-}
+/// A key in a database: (database, key name).
+type DbKey = (i32, Vec<u8>);
+
+/// The keys a job is working on.
+static BUSY: Mutex<Option<HashSet<DbKey>>> = Mutex::new(None);
 
 /// A key a job works on until it drops this claim.
 pub struct Claim {
-    key: (i32, Vec<u8>),
+    key: DbKey,
 }
 
 /// Claims `key` in the client's database for a job; `busy` is the error
@@ -209,20 +261,20 @@ pub struct Claim {
 pub fn claim(ctx: &Context, key: &[u8], busy: RedisError) -> Result<Claim, RedisError> {
     let db = unsafe { raw::RedisModule_GetSelectedDb.unwrap()(ctx.ctx) };
     let k = (db, key.to_vec());
-    BUSY.with(|b| {
-        if b.borrow_mut().insert(k.clone()) {
-            Ok(Claim { key: k })
-        } else {
-            Err(busy)
-        }
-    })
+    let mut set = BUSY.lock().unwrap_or_else(|p| p.into_inner());
+    if set.get_or_insert_with(HashSet::new).insert(k.clone()) {
+        Ok(Claim { key: k })
+    } else {
+        Err(busy)
+    }
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        BUSY.with(|b| {
-            b.borrow_mut().remove(&self.key);
-        });
+        let mut set = BUSY.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(set) = set.as_mut() {
+            set.remove(&self.key);
+        }
     }
 }
 

@@ -644,90 +644,178 @@ pub fn poll_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     ]))
 }
 
-/// Candidates read or written per step of a SYNC slice.
-const SYNC_BATCH: i64 = 256;
-
-/// POLL.SYNC as a job: the freeze (a copy of the board into `B:syncing`,
-/// a scan at a time) and then the deltas (the frozen snapshot against the
-/// acknowledged one, by rank), each in slices (see slices.rs).
+/// POLL.SYNC as a job (see slices.rs). With the server lock, a slice at a
+/// time: a scan of the board (a freeze) or of the frozen snapshot (a
+/// retry), each candidate looked up in `B:synced` on the way; for a freeze,
+/// the copy written into `B:syncing` in the board's order (so each insert
+/// lands at the head of the skiplist instead of searching it); then a scan
+/// of `B:synced` for the candidates that left the board. Without the lock:
+/// sorting and building the reply.
 struct SyncJob {
     base: Vec<u8>,
     epoch: i64,
     /// The rules' absolute expiry, for the keys SYNC creates.
     expires: i64,
+    /// True for a freeze, false for a retry of a frozen snapshot.
+    freeze: bool,
     phase: SyncPhase,
-    deltas: Vec<RedisValue>,
+    /// (candidate, frozen votes, acknowledged votes): in scan order while
+    /// reading, then sorted (votes, then name, descending) and without the
+    /// candidates a scan met twice.
+    frozen: Vec<Frozen>,
+    /// (candidate, acknowledged votes) of the candidates not frozen.
+    gone: Vec<(Vec<u8>, i64)>,
     /// Held while freezing: one freeze per poll at a time.
     claim: Option<slices::Claim>,
+    /// The reply, once built without the lock.
+    result: Option<RedisValue>,
 }
 
+/// A frozen entry: (candidate, frozen votes, acknowledged votes).
+type Frozen = (Vec<u8>, i64, i64);
+
+/// Makes room for at least one more slice's entries in `v`.
+fn reserve<T>(v: &mut Vec<T>) {
+    const ROOM: usize = 1 << 16;
+    if v.capacity() - v.len() < ROOM {
+        v.reserve(ROOM.max(v.len()));
+    }
+}
+
+/// Entries up to this many are sorted within a slice; more are sorted
+/// without the lock.
+const INLINE_SORT: usize = 4096;
+/// Candidates a freeze slice writes between two looks at the clock (one
+/// replicated `ZADD` each).
+const WRITE_CHUNK: usize = 128;
+
 enum SyncPhase {
-    Freeze(ZScan),
-    /// Ranks into `B:syncing`, then into `B:synced` (the candidates that
-    /// left the board since the last acknowledged snapshot).
-    Frozen {
-        rank: i64,
-        tail: Option<i64>,
-    },
+    /// Reading the board (freeze) or the frozen snapshot (retry).
+    Read(ZScan),
+    /// Read: the entries wait to be sorted.
+    Sort,
+    /// Writing the sorted copy into `B:syncing` from this index (freeze).
+    Write(usize),
+    /// Reading `B:synced` for candidates that are not in the snapshot.
+    Gone(ZScan),
+    /// Read: the reply waits to be built.
+    Done,
 }
 
 impl SyncJob {
-    /// Copies a slice of the board into `B:syncing` and replicates it as
-    /// one `ZADD`.
-    fn freeze(&mut self, ctx: &Context, deadline: Instant) -> Result<bool, RedisError> {
-        let SyncPhase::Freeze(scan) = &mut self.phase else {
-            return Ok(false);
+    /// Scans one slice of the board (freeze) or of the frozen snapshot
+    /// (retry).
+    fn read(&mut self, ctx: &Context, deadline: Instant) -> Result<(), RedisError> {
+        let SyncPhase::Read(scan) = &mut self.phase else {
+            return Ok(());
         };
-        let board = Key::derived(ctx, &self.base, "board", false);
-        let syncing = Key::derived(ctx, &self.base, "syncing", true);
-        board.check(KeyType::ZSet)?;
-        syncing.check(KeyType::ZSet)?;
-        let name = syncing.name().safe_clone(ctx);
-        let mut argv: Vec<RedisString> = vec![name];
-        let mut bad: Option<Vec<u8>> = None;
+        let from_name = derived(&self.base, if self.freeze { "board" } else { "syncing" });
+        let synced_name = derived(&self.base, "synced");
+        let from = Key::open(ctx, &from_name, false);
+        let synced = Key::open(ctx, &synced_name, false);
+        from.check(KeyType::ZSet)?;
+        synced.check(KeyType::ZSet)?;
+        let mut bad: Option<RedisError> = None;
         let mut more = true;
-        let mut n = 0usize;
-        while more && bad.is_none() && !slices::due(n, deadline) {
-            more = scan.step(&board, &mut |member, score| {
-                n += 1;
-                // The first corrupt member is the one reported.
+        let mut budget = slices::Budget::until(deadline);
+        let frozen = &mut self.frozen;
+        while more && bad.is_none() && !budget.spent() {
+            more = scan.step(&from, &mut |member, score| {
+                // The first corrupt count is the one reported.
                 if bad.is_some() {
                     return;
                 }
-                match score
-                    .parse_float()
-                    .ok()
-                    .filter(|s| model::votes_of(*s).is_some())
-                {
-                    Some(s) => {
-                        syncing.zadd_arg(&member, s);
-                        argv.push(score);
-                        argv.push(member);
+                let m = member.as_slice();
+                let Some(v) = score.parse_float().ok().and_then(model::votes_of) else {
+                    bad = Some(corrupt(&from_name, m));
+                    return;
+                };
+                let acked = match synced.zscore_arg(&member).map(model::votes_of) {
+                    None => 0,
+                    Some(Some(a)) => a,
+                    Some(None) => {
+                        bad = Some(corrupt(&synced_name, m));
+                        return;
                     }
-                    None => bad = Some(member.as_slice().to_vec()),
-                }
+                };
+                frozen.push((m.to_vec(), v, acked));
             });
         }
-        if let Some(cand) = bad {
-            return Err(corrupt(&derived(&self.base, "board"), &cand));
+        if let Some(e) = bad {
+            return Err(e);
         }
-        if argv.len() > 1 {
+        if !more {
+            self.phase = SyncPhase::Sort;
+        }
+        Ok(())
+    }
+
+    /// Sorts the frozen entries into the board's order (votes, then name,
+    /// descending, as ZREVRANGE lists them), keeping a candidate a scan
+    /// met twice at its last sighting.
+    fn sort(&mut self) {
+        if !matches!(self.phase, SyncPhase::Sort) {
+            return;
+        }
+        let mut kept: Vec<(usize, Frozen)> = std::mem::take(&mut self.frozen)
+            .into_iter()
+            .enumerate()
+            .collect();
+        kept.sort_unstable_by(|a, b| a.1 .0.cmp(&b.1 .0).then(b.0.cmp(&a.0)));
+        kept.dedup_by(|a, b| a.1 .0 == b.1 .0);
+        self.frozen = kept.into_iter().map(|(_, e)| e).collect();
+        self.frozen
+            .sort_unstable_by(|a, b| (b.1, &b.0).cmp(&(a.1, &a.0)));
+        self.phase = if self.freeze {
+            SyncPhase::Write(0)
+        } else {
+            SyncPhase::Gone(ZScan::new())
+        };
+    }
+
+    /// Writes a slice of the sorted copy into `B:syncing`, best first (each
+    /// insert at the head of the skiplist), replicated as one `ZADD` per
+    /// chunk; the last slice makes it the pending write-back.
+    fn write(&mut self, ctx: &Context, deadline: Instant) -> Result<(), RedisError> {
+        let SyncPhase::Write(next) = &mut self.phase else {
+            return Ok(());
+        };
+        let syncing = Key::derived(ctx, &self.base, "syncing", true);
+        syncing.check(KeyType::ZSet)?;
+        let name = syncing.name().safe_clone(ctx);
+        while *next < self.frozen.len() {
+            let end = (*next + WRITE_CHUNK).min(self.frozen.len());
+            let mut argv = Vec::with_capacity(1 + 2 * (end - *next));
+            argv.push(name.safe_clone(ctx));
+            for (cand, v, _) in &self.frozen[*next..end] {
+                let m = RedisString::create_from_slice(ctx.ctx, cand);
+                syncing.zadd_arg(&m, *v as f64);
+                let score = itoa::Buffer::new().format(*v).as_bytes().to_vec();
+                argv.push(RedisString::create_from_slice(ctx.ctx, &score));
+                argv.push(m);
+            }
             slices::replicate(ctx, c"ZADD", &argv);
+            *next = end;
+            if Instant::now() >= deadline {
+                return Ok(());
+            }
         }
-        if more {
-            return Ok(true);
-        }
-        // The snapshot is complete: it becomes the pending write-back.
-        drop(board);
-        expire_new(&syncing, self.expires);
+        self.frozen_done(ctx, &syncing)?;
+        self.phase = SyncPhase::Gone(ZScan::new());
+        Ok(())
+    }
+
+    /// Makes the complete copy the pending write-back: `epoch` and
+    /// `pending` in `B:meta`, the poll's expiry on the new keys.
+    fn frozen_done(&mut self, ctx: &Context, syncing: &Key) -> Result<(), RedisError> {
         if self.expires > 0 && syncing.exists() {
+            expire_new(syncing, self.expires);
             let at = self.expires.to_string();
             ctx.replicate(
                 "PEXPIREAT",
                 &[&derived(&self.base, "syncing")[..], at.as_bytes()],
             );
         }
-        drop(syncing);
         let meta = Key::derived(ctx, &self.base, "meta", true);
         meta.check(KeyType::Hash)?;
         let had_meta = meta.exists();
@@ -753,88 +841,113 @@ impl SyncJob {
         super::SYNCS.incr();
         util::notify(ctx, "hotpath.poll.sync", &self.base);
         self.claim = None;
-        self.phase = SyncPhase::Frozen {
-            rank: 0,
-            tail: None,
-        };
-        Ok(false)
+        Ok(())
     }
 
-    /// Compares a slice of the frozen snapshot with the acknowledged one.
-    fn diff(&mut self, ctx: &Context, deadline: Instant) -> Result<bool, RedisError> {
-        let SyncPhase::Frozen { rank, tail } = &mut self.phase else {
-            return Ok(true);
+    /// Scans one slice of `B:synced` for candidates the snapshot lacks.
+    fn scan_gone(&mut self, ctx: &Context, deadline: Instant) -> Result<(), RedisError> {
+        let SyncPhase::Gone(scan) = &mut self.phase else {
+            return Ok(());
         };
-        // A SYNCACK between two slices replaced the snapshots this reply
-        // is made of: refuse rather than mix two epochs.
+        let synced_name = derived(&self.base, "synced");
+        let synced = Key::open(ctx, &synced_name, false);
+        let syncing = Key::derived(ctx, &self.base, "syncing", false);
+        synced.check(KeyType::ZSet)?;
+        syncing.check(KeyType::ZSet)?;
+        let mut bad: Option<RedisError> = None;
+        let mut more = true;
+        let mut budget = slices::Budget::until(deadline);
+        let gone = &mut self.gone;
+        while more && bad.is_none() && !budget.spent() {
+            more = scan.step(&synced, &mut |member, score| {
+                if bad.is_some() {
+                    return;
+                }
+                let Some(v) = score.parse_float().ok().and_then(model::votes_of) else {
+                    bad = Some(corrupt(&synced_name, member.as_slice()));
+                    return;
+                };
+                if syncing.zscore_arg(&member).is_none() {
+                    gone.push((member.as_slice().to_vec(), v));
+                }
+            });
+        }
+        if let Some(e) = bad {
+            return Err(e);
+        }
+        if !more {
+            self.phase = SyncPhase::Done;
+        }
+        Ok(())
+    }
+
+    /// A SYNCACK between two slices replaced the snapshots this reply is
+    /// made of: refuse rather than mix two epochs.
+    fn still_pending(&self, ctx: &Context) -> Result<(), RedisError> {
+        if self.freeze && !matches!(self.phase, SyncPhase::Gone(_) | SyncPhase::Done) {
+            return Ok(());
+        }
         let meta = Key::derived(ctx, &self.base, "meta", false);
         meta.check(KeyType::Hash)?;
         if meta_int(&meta, &self.base, c"pending")? != self.epoch {
             return Err(fail("snapshot acknowledged during SYNC, call SYNC again"));
         }
-        drop(meta);
-        let (syncing_name, synced_name) = (
-            derived(&self.base, "syncing"),
-            derived(&self.base, "synced"),
-        );
-        loop {
-            let (from, other, start) = match tail {
-                None => (&syncing_name, &synced_name, *rank),
-                Some(t) => (&synced_name, &syncing_name, *t),
-            };
-            let page = rev_range(ctx, from, start, start + SYNC_BATCH - 1)?;
-            let other_key = Key::open(ctx, other, false);
-            other_key.check(KeyType::ZSet)?;
-            for (cand, score) in &page {
-                let v = votes(*score, from, cand)?;
-                let d = match (tail.is_none(), other_key.zscore(cand)) {
-                    (true, acked) => v - acked.map_or(Ok(0), |s| votes(s, other, cand))?,
-                    (false, None) => -v,
-                    (false, Some(_)) => 0,
-                };
-                if d != 0 {
-                    self.deltas.push(bulk(cand.clone()));
-                    self.deltas.push(ints(d));
-                }
-            }
-            let got = page.len() as i64;
-            match tail {
-                None => *rank += got,
-                Some(t) => *t += got,
-            }
-            if got < SYNC_BATCH {
-                if tail.is_some() {
-                    return Ok(false);
-                }
-                *tail = Some(0);
-            }
-            if Instant::now() >= deadline {
-                return Ok(true);
+        Ok(())
+    }
+
+    /// Returns `[epoch, candidate, delta, …]`: the frozen candidates in
+    /// the frozen board's order, then the ones that left it in the
+    /// acknowledged snapshot's order; zero changes left out.
+    fn reply(&mut self) -> RedisValue {
+        let mut gone = std::mem::take(&mut self.gone);
+        gone.sort_unstable_by(|a, b| (b.1, &b.0).cmp(&(a.1, &a.0)));
+        gone.dedup_by(|a, b| a.0 == b.0);
+        let mut out = vec![ints(self.epoch)];
+        for (c, v, acked) in std::mem::take(&mut self.frozen) {
+            if v != acked {
+                out.push(bulk(c));
+                out.push(ints(v - acked));
             }
         }
+        for (c, acked) in gone {
+            if acked != 0 {
+                out.push(bulk(c));
+                out.push(ints(-acked));
+            }
+        }
+        RedisValue::Array(out)
+    }
+
+    fn slice(&mut self, ctx: &Context, deadline: Instant) -> Result<bool, RedisError> {
+        self.still_pending(ctx)?;
+        self.read(ctx, deadline)?;
+        if matches!(self.phase, SyncPhase::Sort) {
+            if self.frozen.len() > INLINE_SORT {
+                return Ok(true);
+            }
+            self.sort();
+        }
+        self.write(ctx, deadline)?;
+        self.scan_gone(ctx, deadline)?;
+        if !matches!(self.phase, SyncPhase::Done) {
+            return Ok(true);
+        }
+        Ok(self.frozen.len() + self.gone.len() > INLINE_SORT)
     }
 }
 
 impl Job for SyncJob {
     fn step(&mut self, ctx: &Context, deadline: Instant) -> Step {
-        let r = self.freeze(ctx, deadline).and_then(|more| {
-            if more {
-                Ok(true)
-            } else {
-                self.diff(ctx, deadline)
-            }
-        });
-        match r {
+        if let Some(reply) = self.result.take() {
+            return Step::Done(Ok(reply));
+        }
+        match self.slice(ctx, deadline) {
             Ok(true) => Step::More,
-            Ok(false) => {
-                let mut out = vec![ints(self.epoch)];
-                out.append(&mut self.deltas);
-                Step::Done(Ok(RedisValue::Array(out)))
-            }
+            // A short reply is built at once; a long one in `compute`.
+            Ok(false) => Step::Done(Ok(self.reply())),
             Err(e) => {
-                // A freeze that meets a corrupt count leaves no partial
-                // snapshot behind.
-                if matches!(self.phase, SyncPhase::Freeze(_)) {
+                // A freeze that fails leaves no partial snapshot behind.
+                if self.freeze && self.claim.is_some() {
                     let syncing = derived(&self.base, "syncing");
                     if let Ok(RedisValue::Integer(1)) =
                         ctx.call("UNLINK", &[syncing.as_slice()][..])
@@ -844,6 +957,21 @@ impl Job for SyncJob {
                 }
                 Step::Done(Err(e))
             }
+        }
+    }
+
+    fn compute(&mut self) {
+        self.sort();
+        if matches!(self.phase, SyncPhase::Done) && self.result.is_none() {
+            self.result = Some(self.reply());
+        }
+        // Grow the lists here, without the lock: doubling a list of a
+        // million entries inside a slice would copy tens of megabytes.
+        if matches!(self.phase, SyncPhase::Read(_)) {
+            reserve(&mut self.frozen);
+        }
+        if matches!(self.phase, SyncPhase::Gone(_)) {
+            reserve(&mut self.gone);
         }
     }
 
@@ -873,12 +1001,12 @@ pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         base: keys.base.clone(),
         epoch: pending,
         expires: rules.expires,
-        phase: SyncPhase::Frozen {
-            rank: 0,
-            tail: None,
-        },
-        deltas: Vec::new(),
+        freeze: pending == 0,
+        phase: SyncPhase::Read(ZScan::new()),
+        frozen: Vec::new(),
+        gone: Vec::new(),
         claim: None,
+        result: None,
     };
     if pending == 0 {
         // Freeze the board as the new snapshot.
@@ -891,7 +1019,6 @@ pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             fail("SYNC of this poll is already running"),
         )?);
         job.epoch = epoch;
-        job.phase = SyncPhase::Freeze(ZScan::new());
         // An old frozen copy is dropped in the background (UNLINK), so a
         // large one does not stall the server, here or on replicas.
         let syncing_name = keys.name("syncing");

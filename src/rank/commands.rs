@@ -24,6 +24,9 @@ const FAMILY: &str = "rank";
 const WALK_MAX_OFFSET: i64 = 1024;
 /// Members per replicated `ZADD` of a MERGE or an IMPORT.
 const ZADD_CHUNK: usize = 512;
+/// Members a MERGE slice writes between two looks at the clock (one
+/// replicated `ZADD` each).
+const WRITE_CHUNK: usize = 128;
 /// Members IMPORT packs per call unless COUNT says otherwise.
 const IMPORT_COUNT: i64 = 500;
 
@@ -530,18 +533,27 @@ pub fn rank_count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     Ok(RedisValue::Integer(b.board.len() as i64))
 }
 
-/// RANK.MERGE as a job (see slices.rs): every source is scanned into a
-/// [`Merger`] a slice at a time, every entry is checked against the
-/// destination's layout, the union is written into `dest:merging`, and
-/// that key replaces `dest` at the end (RENAME: other clients never see a
-/// half-written board).
+/// RANK.MERGE as a job (see slices.rs). With the server lock, a slice at
+/// a time: every source is scanned (each score checked against its
+/// layout), then the union is written into `dest:merging`, which replaces
+/// `dest` at the end (RENAME: other clients never see a half-written
+/// board). Without the lock: adding the scanned entries to the [`Merger`]
+/// and checking every entry against the destination's layout, before
+/// anything is written.
 struct MergeJob {
     dest: Vec<u8>,
     temp: Vec<u8>,
     sources: Vec<(Vec<u8>, Layout)>,
     ttl: Option<i64>,
     merger: Option<Merger>,
+    /// Entries scanned but not yet added to the merger: (source, member,
+    /// entry).
+    scanned: Vec<(u32, Vec<u8>, Entry)>,
     phase: MergePhase,
+    /// An error found without the lock, replied by the next slice.
+    error: Option<RedisError>,
+    /// Lists done with, freed without the lock.
+    garbage: Option<(Vec<Vec<u8>>, Vec<i64>)>,
     _claim: slices::Claim,
 }
 
@@ -550,9 +562,8 @@ enum MergePhase {
         source: usize,
         scan: ZScan,
     },
-    Check {
-        packed: Vec<i64>,
-    },
+    /// Every source read: the union is checked (without the lock).
+    Check,
     Write {
         members: Vec<Vec<u8>>,
         packed: Vec<i64>,
@@ -561,28 +572,30 @@ enum MergePhase {
     Swap,
 }
 
+/// Members up to this many are checked within the last reading slice.
+const INLINE_CHECK: usize = 4096;
+
 impl MergeJob {
     fn read(&mut self, ctx: &Context, deadline: Instant) -> Result<(), RedisError> {
         let MergePhase::Read { source, scan } = &mut self.phase else {
             return Ok(());
         };
-        let merger = self.merger.as_mut().expect("merger");
-        let mut n = 0usize;
+        let mut budget = slices::Budget::until(deadline);
         while *source < self.sources.len() {
             let (name, layout) = &self.sources[*source];
             let key = Key::open(ctx, name, false);
             key.check(KeyType::ZSet)?;
             let mut bad: Option<Vec<u8>> = None;
             let mut more = true;
-            while more && bad.is_none() && !slices::due(n, deadline) {
+            let scanned = &mut self.scanned;
+            while more && bad.is_none() && !budget.spent() {
                 more = scan.step(&key, &mut |member, score| {
-                    n += 1;
                     // The first corrupt member is the one reported.
                     if bad.is_some() {
                         return;
                     }
                     match score.parse_float().ok().and_then(|s| layout.decode(s)) {
-                        Some(e) => merger.add(*source as u32, member.as_slice(), e),
+                        Some(e) => scanned.push((*source as u32, member.as_slice().to_vec(), e)),
                         None => bad = Some(member.as_slice().to_vec()),
                     }
                 });
@@ -596,25 +609,34 @@ impl MergeJob {
             *source += 1;
             *scan = ZScan::new();
         }
-        self.phase = MergePhase::Check { packed: Vec::new() };
+        self.phase = MergePhase::Check;
         Ok(())
     }
 
-    fn check(&mut self, deadline: Instant) -> Result<(), RedisError> {
-        let MergePhase::Check { packed } = &mut self.phase else {
-            return Ok(());
-        };
-        let merger = self.merger.as_ref().expect("merger");
-        while packed.len() < merger.len() {
-            packed.push(merger.packed(packed.len()).map_err(rank_error)?);
-            if slices::due(packed.len(), deadline) && packed.len() < merger.len() {
-                return Ok(());
+    /// Adds the scanned entries to the union and, once every source is
+    /// read, checks the whole union against the destination's layout.
+    fn merge(&mut self) -> Result<(), RedisError> {
+        if let Some(merger) = self.merger.as_mut() {
+            for (source, member, e) in self.scanned.drain(..) {
+                merger.add(source, &member, e);
             }
         }
-        let packed = std::mem::take(packed);
+        if !matches!(self.phase, MergePhase::Check) {
+            return Ok(());
+        }
         let merger = self.merger.take().expect("merger");
+        let packed = (0..merger.len())
+            .map(|i| merger.packed(i))
+            .collect::<Result<Vec<i64>, _>>()
+            .map_err(rank_error)?;
+        // Written best first, each insert lands at the head of the
+        // skiplist instead of searching it (the board's own order).
+        let mut union: Vec<(Vec<u8>, i64)> =
+            merger.into_members().into_iter().zip(packed).collect();
+        union.sort_unstable_by(|a, b| (b.1, &b.0).cmp(&(a.1, &a.0)));
+        let (members, packed) = union.into_iter().unzip();
         self.phase = MergePhase::Write {
-            members: merger.into_members(),
+            members,
             packed,
             next: 0,
         };
@@ -633,16 +655,14 @@ impl MergeJob {
         let temp = Key::open(ctx, &self.temp, true);
         let name = temp.name().safe_clone(ctx);
         while *next < members.len() {
-            let end = (*next + ZADD_CHUNK).min(members.len());
+            let end = (*next + WRITE_CHUNK).min(members.len());
             let mut argv = Vec::with_capacity(1 + 2 * (end - *next));
             argv.push(name.safe_clone(ctx));
             for i in *next..end {
                 let m = RedisString::create_from_slice(ctx.ctx, &std::mem::take(&mut members[i]));
                 temp.zadd_arg(&m, packed[i] as f64);
-                argv.push(RedisString::create_from_slice(
-                    ctx.ctx,
-                    itoa::Buffer::new().format(packed[i]).as_bytes(),
-                ));
+                let score = itoa::Buffer::new().format(packed[i]).as_bytes().to_vec();
+                argv.push(RedisString::create_from_slice(ctx.ctx, &score));
                 argv.push(m);
             }
             slices::replicate(ctx, c"ZADD", &argv);
@@ -652,7 +672,14 @@ impl MergeJob {
             }
         }
         if *next >= members.len() {
-            self.phase = MergePhase::Swap;
+            // The written lists (tens of megabytes for a large union) are
+            // freed without the lock, in `compute`.
+            if let MergePhase::Write {
+                members, packed, ..
+            } = std::mem::replace(&mut self.phase, MergePhase::Swap)
+            {
+                self.garbage = Some((members, packed));
+            }
         }
     }
 
@@ -671,6 +698,7 @@ impl MergeJob {
             ctx.call("RENAME", &[self.temp.as_slice(), dest][..])?;
             ctx.replicate("RENAME", &[self.temp.as_slice(), dest]);
         }
+
         let meta_name = derived(dest, "meta");
         let meta = Key::open(ctx, &meta_name, true);
         let board = Key::open(ctx, dest, true);
@@ -693,26 +721,46 @@ impl MergeJob {
         util::notify(ctx, "hotpath.rank.merge", dest);
         Ok(count)
     }
+
+    fn slice(&mut self, ctx: &Context, deadline: Instant) -> Result<Option<i64>, RedisError> {
+        self.read(ctx, deadline)?;
+        if matches!(self.phase, MergePhase::Read { .. }) {
+            return Ok(None);
+        }
+        if matches!(self.phase, MergePhase::Check) {
+            // A small union is checked at once; a large one without the
+            // lock, before the next slice.
+            if self.scanned.len() + self.merger.as_ref().map_or(0, Merger::len) > INLINE_CHECK {
+                return Ok(None);
+            }
+            self.merge()?;
+        }
+        if matches!(self.phase, MergePhase::Write { .. }) {
+            self.write(ctx, deadline);
+            // The swap comes in a slice of its own, after `compute` has
+            // freed the written lists.
+            if self
+                .garbage
+                .as_ref()
+                .is_some_and(|g| g.0.len() > INLINE_CHECK)
+            {
+                return Ok(None);
+            }
+        }
+        if matches!(self.phase, MergePhase::Write { .. }) {
+            return Ok(None);
+        }
+        self.swap(ctx).map(Some)
+    }
 }
 
 impl Job for MergeJob {
     fn step(&mut self, ctx: &Context, deadline: Instant) -> Step {
-        let r = (|| -> Result<Option<i64>, RedisError> {
-            self.read(ctx, deadline)?;
-            if matches!(self.phase, MergePhase::Read { .. }) {
-                return Ok(None);
-            }
-            self.check(deadline)?;
-            if matches!(self.phase, MergePhase::Check { .. }) {
-                return Ok(None);
-            }
-            self.write(ctx, deadline);
-            if matches!(self.phase, MergePhase::Write { .. }) {
-                return Ok(None);
-            }
-            self.swap(ctx).map(Some)
-        })();
-        match r {
+        match self
+            .error
+            .take()
+            .map_or_else(|| self.slice(ctx, deadline), Err)
+        {
             Ok(None) => Step::More,
             Ok(Some(n)) => Step::Done(Ok(RedisValue::Integer(n))),
             Err(e) => {
@@ -723,6 +771,17 @@ impl Job for MergeJob {
                 }
                 Step::Done(Err(e))
             }
+        }
+    }
+
+    fn compute(&mut self) {
+        self.garbage = None;
+        if let Err(e) = self.merge() {
+            self.error = Some(e);
+        }
+        // Room for the next slice's entries, made here without the lock.
+        if self.scanned.capacity() < 1 << 16 {
+            self.scanned.reserve(1 << 16);
         }
     }
 
@@ -806,6 +865,9 @@ pub fn rank_merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             agg,
             now.unwrap_or_else(util::now_ms),
         )),
+        scanned: Vec::new(),
+        error: None,
+        garbage: None,
         phase: MergePhase::Read {
             source: 0,
             scan: ZScan::new(),
