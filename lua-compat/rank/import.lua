@@ -170,7 +170,7 @@ end
 
 local B = KEYS[1]
 local opts = {}
-local count, now, has_layout = 500, nil, false
+local count, now, has_layout = 100, nil, false
 local i = 1
 while i <= #ARGV do
   local k = string.upper(ARGV[i])

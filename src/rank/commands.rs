@@ -28,7 +28,7 @@ const ZADD_CHUNK: usize = 512;
 /// replicated `ZADD` each).
 const WRITE_CHUNK: usize = 128;
 /// Members IMPORT packs per call unless COUNT says otherwise.
-const IMPORT_COUNT: i64 = 500;
+const IMPORT_COUNT: i64 = 100;
 
 fn rank_error(e: RankError) -> RedisError {
     if e != RankError::BadLayout {
