@@ -2,8 +2,9 @@
 scripts users write today and the native floor, counted by valgrind's
 callgrind inside Redis's `call()` (the command itself, as `INFO
 commandstats` times it). Unlike timings, the counts do not depend on the
-machine's load: `python3 bench/pollrank_callgrind.py` (needs valgrind;
-takes about two minutes).
+machine's load: `python3 bench/pollrank_callgrind.py [libhotpath.so]`
+(needs valgrind; takes about two minutes; give an older build's .so to
+compare).
 
 Each row also reports, for the module command, how often per call it
 opened a key, went through `RedisModule_Call` and `RedisModule_Replicate`
@@ -28,13 +29,14 @@ API = ["RM_OpenKey", "RM_Call", "RM_Replicate", "RM_ReplicateVerbatim"]
 
 
 def main():
+    so = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else SO
     binary = os.environ.get("HOTPATH_SERVER", "redis-server")
     out_dir = tempfile.mkdtemp(prefix="hotpath-callgrind-")
     out = os.path.join(out_dir, "cg.out")
     port = free_port()
     srv = subprocess.Popen(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--toggle-collect=call",
-         binary, "--port", str(port), "--save", "", "--dir", out_dir, "--loadmodule", SO],
+         binary, "--port", str(port), "--save", "", "--dir", out_dir, "--loadmodule", so],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     r = redis.Redis(port=port)
     for _ in range(600):

@@ -99,10 +99,17 @@ def measure(r, port, *args):
     return (wall, stall, LAST["cpu_ms"], LAST["slice_ms"], LAST["slice_cpu_ms"]), reply
 
 
-def rows(r, port):
-    """Yields (name, module figures, native label, native figures); the
-    figures as in `measure`."""
+def rows(r, port, family=None):
+    """Yields (name, module figures, native label, native figures) for
+    POLL and RANK (or only `family`); the figures as in `measure`."""
     r.execute_command("CONFIG", "SET", "latency-monitor-threshold", 1)
+    if family in (None, "POLL"):
+        yield from poll_rows(r, port)
+    if family in (None, "RANK"):
+        yield from rank_rows(r, port)
+
+
+def poll_rows(r, port):
     # POLL on a 1M-candidate board (votes written straight to the board,
     # as a long-running poll would have them).
     fill(r, "poll:{p}:board", lambda i: i % 1000 + 1, prefix="c")
@@ -122,6 +129,8 @@ def rows(r, port):
     yield "POLL.SYNCACK (1M)", m, "RENAME", n
     r.execute_command("FLUSHALL")
 
+
+def rank_rows(r, port):
     # RANK: two 1M boards of packed scores, half the members shared.
     fill(r, "a:{r}", lambda i: (i % 100_000) * SCALE + (SCALE - 1 - (T0 // 1000 + i)))
     fill(r, "b:{r}", lambda i: (i % 50_000) * SCALE + (SCALE - 1 - (T0 // 1000 + i)), prefix="v")

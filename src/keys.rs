@@ -784,33 +784,43 @@ impl Drop for ZScan {
 // (about 500 instructions each) ----
 
 thread_local! {
-    /// Recently built names `B:<suffix>`; main thread only. A name is an
-    /// immutable Redis string the module owns; Redis only reads it.
-    static NAMES: std::cell::RefCell<(usize, Vec<(Name, RedisString)>)> =
-        const { std::cell::RefCell::new((0, Vec::new())) };
+    /// Recently built names `B:<suffix>`, in slots chosen by a hash of the
+    /// name; main thread only. A name is an immutable Redis string the
+    /// module owns; Redis only reads it.
+    static NAMES: std::cell::RefCell<Vec<Option<(Name, RedisString)>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// How many recent names are kept.
-const NAMES_KEPT: usize = 16;
+/// How many recent names are kept (a power of two).
+const NAMES_KEPT: usize = 64;
 
 /// Returns the Redis string `B:<suffix>`, reused from a recent command when
 /// it built the same name.
 pub fn derived_string(ctx: &Context, base: &[u8], suffix: &str) -> RedisString {
-    let name = derived_name(base, suffix);
+    // FNV-1a over base, ':' and suffix, without building the name.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in base.iter().chain(b":").chain(suffix.as_bytes()) {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    let slot = (h as usize) & (NAMES_KEPT - 1);
     NAMES.with(|n| {
         let mut n = n.borrow_mut();
-        if let Some((_, s)) = n.1.iter().find(|(k, _)| *k == name) {
-            return s.safe_clone(ctx);
+        if n.is_empty() {
+            n.resize_with(NAMES_KEPT, || None);
         }
+        if let Some((k, s)) = &n[slot] {
+            let hit = k.len() == base.len() + 1 + suffix.len()
+                && k.starts_with(base)
+                && k[base.len()] == b':'
+                && k.ends_with(suffix.as_bytes());
+            if hit {
+                return s.safe_clone(ctx);
+            }
+        }
+        let name = derived_name(base, suffix);
         let s = RedisString::create_from_slice(ptr::null_mut(), &name);
         let copy = s.safe_clone(ctx);
-        let (next, list) = &mut *n;
-        if list.len() < NAMES_KEPT {
-            list.push((name, s));
-        } else {
-            list[*next] = (name, s);
-            *next = (*next + 1) % NAMES_KEPT;
-        }
+        n[slot] = Some((name, s));
         copy
     })
 }

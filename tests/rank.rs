@@ -1000,7 +1000,10 @@ fn scores_the_module_never_writes_are_refused_naming_the_member() {
     assert!(e == want("frac") || e == want("huge"), "{e}");
     assert_eq!(dump_keys(&mut c, "*"), before);
     // Members with scores the module wrote are unaffected.
-    assert_eq!(run(&mut c, &["RANK.GET", "b", "ok"]), format!("[5, 1, {T0}]"));
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "ok"]),
+        format!("[5, 1, {T0}]")
+    );
     assert_eq!(run(&mut c, &["RANK.INCR", "b", "ok", "1"]), "6");
 }
 
