@@ -931,6 +931,27 @@ fn cluster_mode_needs_hash_tags_and_one_slot_for_merge() {
     let cross = err(&mut c, &["RANK.MERGE", "all:{s1}", "1", "w:{other}"]);
     assert!(cross.starts_with("CROSSSLOT"), "{cross}");
     assert_eq!(run(&mut c, &["RANK.TOP", "all:{s1}"]), "[a, 7]");
+    // IMPORT derives `B:import` and `B:meta`: it needs the hash tag too.
+    run(&mut c, &["ZADD", "seed", "5", "x"]);
+    assert_eq!(err(&mut c, &["RANK.IMPORT", "seed"]), e);
+    run(&mut c, &["ZADD", "seed:{s2}", "5", "x", "6", "y"]);
+    assert_eq!(int(&mut c, &["RANK.IMPORT", "seed:{s2}", "COUNT", "1"]), 1);
+    assert_eq!(int(&mut c, &["RANK.IMPORT", "seed:{s2}"]), 0);
+    assert_eq!(run(&mut c, &["RANK.TOP", "seed:{s2}"]), "[y, 6, x, 5]");
+    // A MERGE large enough to run in slices works in cluster mode.
+    let mut q = redis::cmd("ZADD");
+    q.arg("big:{s1}");
+    for i in 0..50_000 {
+        q.arg(i).arg(format!("m{i}"));
+    }
+    let _: () = q.query(&mut c).unwrap();
+    run(&mut c, &["HSET", "big:{s1}:meta", "layout", "NONE S 0 0"]);
+    run(&mut c, &["RANK.CREATE", "bigsum:{s1}", "TIEBREAK", "NONE"]);
+    assert_eq!(
+        int(&mut c, &["RANK.MERGE", "bigsum:{s1}", "2", "big:{s1}", "big:{s1}"]),
+        50_000
+    );
+    assert_eq!(run(&mut c, &["RANK.GET", "bigsum:{s1}", "m49999"]), "[99998, 0, nil]");
 }
 
 #[test]
