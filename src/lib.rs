@@ -47,6 +47,8 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         let cat = std::ffi::CString::new("hotpath").unwrap();
         unsafe { add(ctx.ctx, cat.as_ptr()) };
     }
+    // Jobs that run in slices stop when the dataset is swapped under them.
+    slices::subscribe(ctx);
     for (table, _) in FAMILIES {
         if let Err(e) = registry::register(ctx, table) {
             ctx.log_warning(&e);

@@ -251,6 +251,50 @@ impl Worker {
 /// A key in a database: (database, key name).
 type DbKey = (i32, Vec<u8>);
 
+/// Bumped whenever the dataset is replaced under the jobs' feet (FLUSHALL,
+/// FLUSHDB, SWAPDB, loading an RDB or a full resync): a job that started
+/// before refuses to go on, rather than write into a dataset it never read.
+static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Returns the dataset generation (see [`GENERATION`]).
+pub fn generation() -> u64 {
+    GENERATION.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+fn bump() {
+    GENERATION.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+#[redis_module_macros::flush_event_handler]
+fn on_flush(_ctx: &Context, _e: redis_module::server_events::FlushSubevent) {
+    bump();
+}
+
+#[redis_module_macros::loading_event_handler]
+fn on_loading(_ctx: &Context, _e: redis_module::server_events::LoadingSubevent) {
+    bump();
+}
+
+/// Subscribes to SWAPDB (the crate's event lists do not cover it); called
+/// once at load.
+pub fn subscribe(ctx: &Context) {
+    extern "C" fn on_swapdb(
+        _ctx: *mut raw::RedisModuleCtx,
+        _e: raw::RedisModuleEvent,
+        _sub: u64,
+        _data: *mut std::ffi::c_void,
+    ) {
+        bump();
+    }
+    if let Some(subscribe) = unsafe { raw::RedisModule_SubscribeToServerEvent } {
+        let event = raw::RedisModuleEvent {
+            id: raw::REDISMODULE_EVENT_SWAPDB,
+            dataver: 1,
+        };
+        unsafe { subscribe(ctx.ctx, event, Some(on_swapdb)) };
+    }
+}
+
 /// The keys a job is working on.
 static BUSY: Mutex<Option<HashSet<DbKey>>> = Mutex::new(None);
 

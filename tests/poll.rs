@@ -1033,3 +1033,52 @@ fn sync_inside_multi_runs_at_once() {
     assert_eq!(sync.len(), 1 + 2 * 20_000);
     assert_eq!(int(&mut c, &["ZCARD", "m:syncing"]), 20_000);
 }
+
+#[test]
+fn a_client_that_leaves_or_a_flush_during_a_sync_harms_nothing() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    let fill = |c: &mut Connection| {
+        for start in (0..300_000).step_by(1000) {
+            let mut q = redis::cmd("ZADD");
+            q.arg("p:board");
+            for i in start..start + 1000 {
+                q.arg(i % 50 + 1).arg(format!("c{i}"));
+            }
+            let _: () = q.query(c).unwrap();
+        }
+    };
+    fill(&mut c);
+    // The client sends SYNC and goes away: the job finishes without it.
+    {
+        let mut gone = std::net::TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+        use std::io::Write;
+        gone.write_all(b"*2\r\n$9\r\nPOLL.SYNC\r\n$1\r\np\r\n")
+            .unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while run(&mut c, &["HGET", "p:meta", "pending"]) != "1" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the freeze never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(int(&mut c, &["ZCARD", "p:syncing"]), 300_000);
+    // A FLUSHALL while a freeze runs: the job meets missing keys and ends.
+    assert_eq!(int(&mut c, &["POLL.SYNCACK", "p", "1"]), 1);
+    run(&mut c, &["ZINCRBY", "p:board", "1", "c7"]);
+    let mut other = srv.conn();
+    let t = std::thread::spawn(move || show(&cmd(&mut other, &["POLL.SYNC", "p"])));
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    run(&mut c, &["FLUSHALL"]);
+    let reply = t.join().unwrap();
+    assert!(
+        reply.starts_with('[') || reply.starts_with("ERR<"),
+        "{reply}"
+    );
+    assert_eq!(run(&mut c, &["PING"]), "PONG");
+    // The server works on as before.
+    int(&mut c, &["POLL.VOTE", "p", "u", "a"]);
+    assert_eq!(run(&mut c, &["POLL.SYNC", "p"]), "[1, a, 1]");
+}

@@ -948,10 +948,16 @@ fn cluster_mode_needs_hash_tags_and_one_slot_for_merge() {
     run(&mut c, &["HSET", "big:{s1}:meta", "layout", "NONE S 0 0"]);
     run(&mut c, &["RANK.CREATE", "bigsum:{s1}", "TIEBREAK", "NONE"]);
     assert_eq!(
-        int(&mut c, &["RANK.MERGE", "bigsum:{s1}", "2", "big:{s1}", "big:{s1}"]),
+        int(
+            &mut c,
+            &["RANK.MERGE", "bigsum:{s1}", "2", "big:{s1}", "big:{s1}"]
+        ),
         50_000
     );
-    assert_eq!(run(&mut c, &["RANK.GET", "bigsum:{s1}", "m49999"]), "[99998, 0, nil]");
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "bigsum:{s1}", "m49999"]),
+        "[99998, 0, nil]"
+    );
 }
 
 #[test]

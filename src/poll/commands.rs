@@ -669,10 +669,19 @@ struct SyncJob {
     claim: Option<slices::Claim>,
     /// The reply, once built without the lock.
     result: Option<RedisValue>,
+    /// The dataset generation the job started in (see slices.rs).
+    generation: u64,
+    /// The scanned key existed in an earlier slice.
+    seen: bool,
 }
 
 /// A frozen entry: (candidate, frozen votes, acknowledged votes).
 type Frozen = (Vec<u8>, i64, i64);
+
+/// The poll was deleted or its database flushed while a SYNC worked on it.
+fn changed() -> RedisError {
+    fail("the poll was deleted or flushed during SYNC, call SYNC again")
+}
 
 /// Makes room for at least one more slice's entries in `v`.
 fn reserve<T>(v: &mut Vec<T>) {
@@ -715,6 +724,11 @@ impl SyncJob {
         let synced = Key::open(ctx, &synced_name, false);
         from.check(KeyType::ZSet)?;
         synced.check(KeyType::ZSet)?;
+        // Deleted between two slices: the copy would be half a board.
+        if self.seen && !from.exists() {
+            return Err(changed());
+        }
+        self.seen |= from.exists();
         let mut bad: Option<RedisError> = None;
         let mut more = true;
         let mut budget = slices::Budget::until(deadline);
@@ -919,6 +933,9 @@ impl SyncJob {
     }
 
     fn slice(&mut self, ctx: &Context, deadline: Instant) -> Result<bool, RedisError> {
+        if slices::generation() != self.generation {
+            return Err(changed());
+        }
         self.still_pending(ctx)?;
         self.read(ctx, deadline)?;
         if matches!(self.phase, SyncPhase::Sort) {
@@ -1007,6 +1024,8 @@ pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         gone: Vec::new(),
         claim: None,
         result: None,
+        generation: slices::generation(),
+        seen: false,
     };
     if pending == 0 {
         // Freeze the board as the new snapshot.

@@ -554,6 +554,10 @@ struct MergeJob {
     error: Option<RedisError>,
     /// Lists done with, freed without the lock.
     garbage: Option<(Vec<Vec<u8>>, Vec<i64>)>,
+    /// The dataset generation the job started in (see slices.rs).
+    generation: u64,
+    /// The source being read existed in an earlier slice.
+    seen: bool,
     _claim: slices::Claim,
 }
 
@@ -585,6 +589,14 @@ impl MergeJob {
             let (name, layout) = &self.sources[*source];
             let key = Key::open(ctx, name, false);
             key.check(KeyType::ZSet)?;
+            // Deleted between two slices: the union would hold half of it.
+            if self.seen && !key.exists() {
+                return Err(error::family(
+                    FAMILY,
+                    "a source was deleted or flushed during MERGE",
+                ));
+            }
+            self.seen |= key.exists();
             let mut bad: Option<Vec<u8>> = None;
             let mut more = true;
             let scanned = &mut self.scanned;
@@ -608,6 +620,7 @@ impl MergeJob {
             }
             *source += 1;
             *scan = ZScan::new();
+            self.seen = false;
         }
         self.phase = MergePhase::Check;
         Ok(())
@@ -723,6 +736,12 @@ impl MergeJob {
     }
 
     fn slice(&mut self, ctx: &Context, deadline: Instant) -> Result<Option<i64>, RedisError> {
+        if slices::generation() != self.generation {
+            return Err(error::family(
+                FAMILY,
+                "a source was deleted or flushed during MERGE",
+            ));
+        }
         self.read(ctx, deadline)?;
         if matches!(self.phase, MergePhase::Read { .. }) {
             return Ok(None);
@@ -868,6 +887,8 @@ pub fn rank_merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         scanned: Vec::new(),
         error: None,
         garbage: None,
+        generation: slices::generation(),
+        seen: false,
         phase: MergePhase::Read {
             source: 0,
             scan: ZScan::new(),
