@@ -8,11 +8,13 @@ True
 Replies are dataclasses (``hotpath.replies``); the routing spec of spread
 entities is ``hotpath.routing`` (docs/spread.md).
 """
-from . import replies, routing
+from . import replies, routing, spread
 from .client import (Backend, HotPath, Like, LuckyBag, ModuleBackend, Poll, Rank, Rate,
                      RedPacket)
+from .spread import ShardError, Shards, SpreadLike
 from .replies import *  # noqa: F401,F403  (the reply dataclasses)
 
 __version__ = "0.1.0"
 __all__ = ["HotPath", "Backend", "ModuleBackend", "Poll", "Rank", "Like", "RedPacket",
-           "LuckyBag", "Rate", "replies", "routing"]
+           "LuckyBag", "Rate", "replies", "routing", "spread", "Shards", "ShardError",
+           "SpreadLike"]

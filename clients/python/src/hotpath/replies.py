@@ -192,6 +192,24 @@ class LikeInfo:
     bytes: int
 
 
+@dataclass(frozen=True)
+class ShardLikeChange:
+    """A write on one shard of a spread post: ``changed`` as the single-slot
+    command answers it (TOGGLE: the user likes the post after the call),
+    the ``shard`` written and that shard's count."""
+    changed: bool
+    shard: int
+    shard_count: int
+
+
+@dataclass(frozen=True)
+class SpreadLikeInfo:
+    shards: int
+    count: int
+    bytes: int
+    per_shard: List[LikeInfo]
+
+
 def like_change(v: Any) -> LikeChange:
     c, n = array(v, 2)
     return LikeChange(bool(integer(c)), integer(n))
