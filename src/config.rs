@@ -79,7 +79,8 @@ pub static SETTINGS: [Setting; 5] = [
         value: &REDPACKET_MAX_COUNT,
         default: 10_000,
         min: 1,
-        max: 1_000_000,
+        // SPLIT pushes every share in one call: this bounds its work.
+        max: 100_000,
     },
     Setting {
         name: "like-common-max",

@@ -990,3 +990,224 @@ impl Key {
         }
     }
 }
+
+// ---- added for LUCKYBAG and REDPACKET: ZADD flags, several hash fields in
+// one call with names made once, a pop put back, UNLINK, a lazy walk down a
+// sorted set ----
+
+/// The input and outcome flags of [`Key::zadd_flags_arg`].
+pub mod zadd {
+    use std::os::raw::c_int;
+
+    use redis_module::raw;
+
+    /// Input: only add a new member.
+    pub const NX: c_int = raw::REDISMODULE_ZADD_NX as c_int;
+    /// Input: only update an existing member.
+    pub const XX: c_int = raw::REDISMODULE_ZADD_XX as c_int;
+    /// Output: the member was added.
+    pub const ADDED: c_int = raw::REDISMODULE_ZADD_ADDED as c_int;
+    /// Output: an existing member's score changed.
+    pub const UPDATED: c_int = raw::REDISMODULE_ZADD_UPDATED as c_int;
+}
+
+impl Key {
+    /// Sets a member's score with `ZADD`'s `NX`/`XX` input flags (see
+    /// [`zadd`]) and returns the output flags: [`zadd::ADDED`],
+    /// [`zadd::UPDATED`], or neither when nothing changed. `ZsetAdd` with
+    /// `NX` looks the member up once, so it is the dedup and the insert in
+    /// one step.
+    pub fn zadd_flags_arg(&self, member: &RedisString, score: f64, flags: c_int) -> c_int {
+        let mut f: c_int = flags;
+        unsafe { raw::RedisModule_ZsetAdd.unwrap()(self.ptr, score, member.inner, &mut f) };
+        self.touch_if(f & (zadd::ADDED | zadd::UPDATED) != 0);
+        f
+    }
+
+    /// Reads several hash fields in one `HashGet` call; `None` for a
+    /// missing field (or a key that is not a hash). Takes up to 6 fields.
+    pub fn hget_fields<const N: usize>(&self, fields: [&Field; N]) -> [Option<RedisString>; N] {
+        const { assert!(N >= 1 && N <= 6) };
+        let mut out: [*mut raw::RedisModuleString; N] = [ptr::null_mut(); N];
+        if self.kind() == KeyType::Hash {
+            let get = unsafe { raw::RedisModule_HashGet.unwrap() };
+            let flags = raw::REDISMODULE_HASH_NONE as c_int;
+            let f = |i: usize| fields[i.min(N - 1)].string();
+            let o = out.as_mut_ptr();
+            let v = |i: usize| unsafe { o.add(i.min(N - 1)) };
+            let end = ptr::null::<c_char>();
+            unsafe {
+                match N {
+                    1 => get(self.ptr, flags, f(0), v(0), end),
+                    2 => get(self.ptr, flags, f(0), v(0), f(1), v(1), end),
+                    3 => get(self.ptr, flags, f(0), v(0), f(1), v(1), f(2), v(2), end),
+                    4 => get(
+                        self.ptr,
+                        flags,
+                        f(0),
+                        v(0),
+                        f(1),
+                        v(1),
+                        f(2),
+                        v(2),
+                        f(3),
+                        v(3),
+                        end,
+                    ),
+                    5 => get(
+                        self.ptr,
+                        flags,
+                        f(0),
+                        v(0),
+                        f(1),
+                        v(1),
+                        f(2),
+                        v(2),
+                        f(3),
+                        v(3),
+                        f(4),
+                        v(4),
+                        end,
+                    ),
+                    _ => get(
+                        self.ptr,
+                        flags,
+                        f(0),
+                        v(0),
+                        f(1),
+                        v(1),
+                        f(2),
+                        v(2),
+                        f(3),
+                        v(3),
+                        f(4),
+                        v(4),
+                        f(5),
+                        v(5),
+                        end,
+                    ),
+                };
+            }
+        }
+        out.map(|p| (!p.is_null()).then(|| RedisString::from_redis_module_string(self.ctx, p)))
+    }
+
+    /// Sets a hash field with a constant name.
+    pub fn hput_field(&self, field: &Field, value: &RedisString) {
+        unsafe {
+            raw::RedisModule_HashSet.unwrap()(
+                self.ptr,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.string(),
+                value.inner,
+                ptr::null::<c_char>(),
+            )
+        };
+        self.touch();
+    }
+
+    /// Pushes a Redis string at the head (`LPUSH`), e.g. to put back an
+    /// element just popped.
+    pub fn push_head_arg(&self, value: &RedisString) {
+        unsafe {
+            raw::RedisModule_ListPush.unwrap()(
+                self.ptr,
+                raw::REDISMODULE_LIST_HEAD as c_int,
+                value.inner,
+            )
+        };
+        self.touch();
+    }
+
+    /// Deletes the key, freeing a large value in the background as
+    /// `UNLINK` does.
+    pub fn unlink(&self) {
+        if !self.ptr.is_null() && self.exists() {
+            unsafe { raw::RedisModule_UnlinkKey.unwrap()(self.ptr) };
+            self.touch();
+        }
+    }
+
+    /// Starts a walk over the members with scores in `[min, max]`, from the
+    /// highest (`ZREVRANGEBYSCORE` order); false when there is none. Read
+    /// with [`Key::zwalk_current`], move with [`Key::zwalk_prev`], and end
+    /// with [`Key::zwalk_stop`]. Each open key has its own walk, so several
+    /// sorted sets can be merged lazily.
+    pub fn zwalk_desc(&self, min: f64, max: f64) -> bool {
+        if self.kind() != KeyType::ZSet {
+            return false;
+        }
+        let rc =
+            unsafe { raw::RedisModule_ZsetLastInScoreRange.unwrap()(self.ptr, min, max, 0, 0) };
+        rc == raw::REDISMODULE_OK as c_int
+            && unsafe { raw::RedisModule_ZsetRangeEndReached.unwrap()(self.ptr) } == 0
+    }
+
+    /// Returns the walk's current member and score.
+    pub fn zwalk_current(&self) -> Option<(RedisString, f64)> {
+        let mut score = 0f64;
+        let e = unsafe { raw::RedisModule_ZsetRangeCurrentElement.unwrap()(self.ptr, &mut score) };
+        (!e.is_null()).then(|| (RedisString::from_redis_module_string(self.ctx, e), score))
+    }
+
+    /// Moves the walk to the next lower member; false at the end.
+    pub fn zwalk_prev(&self) -> bool {
+        unsafe {
+            raw::RedisModule_ZsetRangePrev.unwrap()(self.ptr) != 0
+                && raw::RedisModule_ZsetRangeEndReached.unwrap()(self.ptr) == 0
+        }
+    }
+
+    /// Ends a walk.
+    pub fn zwalk_stop(&self) {
+        if !self.ptr.is_null() {
+            unsafe { raw::RedisModule_ZsetRangeStop.unwrap()(self.ptr) };
+        }
+    }
+}
+
+/// A constant hash field name, made into a Redis string once and reused by
+/// every call: a field name given as a C string (`HASH_CFIELDS`) costs two
+/// allocations and two frees on every lookup. The string is created on
+/// first use, on the main thread (command handlers hold the server lock),
+/// and lives as long as the process.
+pub struct Field {
+    name: &'static std::ffi::CStr,
+    string: std::sync::atomic::AtomicPtr<raw::RedisModuleString>,
+}
+
+impl Field {
+    /// Returns the field `name` (not yet made into a Redis string).
+    pub const fn new(name: &'static std::ffi::CStr) -> Field {
+        Field {
+            name,
+            string: std::sync::atomic::AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Returns the field's name, for error messages.
+    pub fn name(&self) -> &'static str {
+        self.name.to_str().unwrap_or("?")
+    }
+
+    /// Returns the Redis string of the name, made on first use; it lives as
+    /// long as the process (e.g. a constant argument to replicate).
+    pub fn string(&self) -> *mut raw::RedisModuleString {
+        use std::sync::atomic::Ordering;
+        let p = self.string.load(Ordering::Relaxed);
+        if !p.is_null() {
+            return p;
+        }
+        let bytes = self.name.to_bytes();
+        // A NULL context makes a string that is never freed automatically.
+        let p = unsafe {
+            raw::RedisModule_CreateString.unwrap()(
+                ptr::null_mut(),
+                bytes.as_ptr().cast::<c_char>(),
+                bytes.len(),
+            )
+        };
+        self.string.store(p, Ordering::Relaxed);
+        p
+    }
+}
