@@ -74,21 +74,31 @@ pub fn read_record(family: &str, key: &[u8], meta: &Key) -> Result<Option<Shard>
     if meta.kind() != KeyType::Hash {
         return Ok(None);
     }
+    let spread = meta.hget(FIELD_SPREAD);
+    let shard = meta.hget(FIELD_SHARD);
+    parse_record(family, key, spread.as_deref(), shard.as_deref())
+}
+
+/// [`read_record`] from the two field values, read by the caller (a
+/// family that reads several meta fields in one call).
+pub fn parse_record(
+    family: &str,
+    key: &[u8],
+    spread: Option<&[u8]>,
+    shard: Option<&[u8]>,
+) -> Result<Option<Shard>, RedisError> {
     let meta_name = || derived_name(key, "meta");
-    let Some(n) = meta.hget(FIELD_SPREAD) else {
-        if meta.hget(FIELD_SHARD).is_some() {
+    let Some(n) = spread else {
+        if shard.is_some() {
             return Err(error::corrupt(family, &meta_name(), Some("spread")));
         }
         return Ok(None);
     };
-    let n = match crate::args::parse_i64_plain(&n) {
+    let n = match crate::args::parse_i64_plain(n) {
         Some(v) if route::valid_shards(v) => v as u32,
         _ => return Err(error::corrupt(family, &meta_name(), Some("spread"))),
     };
-    let i = match meta
-        .hget(FIELD_SHARD)
-        .and_then(|v| crate::args::parse_i64_plain(&v))
-    {
+    let i = match shard.and_then(crate::args::parse_i64_plain) {
         Some(v) if (0..i64::from(n)).contains(&v) => v as u32,
         _ => return Err(error::corrupt(family, &meta_name(), Some("shard"))),
     };
@@ -96,6 +106,15 @@ pub fn read_record(family: &str, key: &[u8], meta: &Key) -> Result<Option<Shard>
         return Err(error::corrupt(family, &meta_name(), Some("shard")));
     }
     Ok(Some(Shard { n, i }))
+}
+
+/// Returns shard `i`'s share of a total `c` split over `n` shards:
+/// `floor(c (i+1) / n) − floor(c i / n)`; the shares add up to `c`
+/// exactly and differ by at most one.
+pub fn share(c: i64, n: u32, i: u32) -> i64 {
+    let c = i128::from(c);
+    let (n, i) = (i128::from(n), i128::from(i));
+    (c * (i + 1) / n - c * i / n) as i64
 }
 
 /// Opens `<key>:meta` and reads its record; WRONGTYPE when it is not a

@@ -9,7 +9,7 @@ use redis::cluster::{cluster_pipe, ClusterConnection};
 use redis::{Cmd, ConnectionLike, ErrorKind, RedisError, RedisResult, Value};
 
 use crate::entities::Backend;
-use crate::replies::{LikeInfo, Liker};
+use crate::replies::{BagInfo, BagResult, Join, LikeInfo, Liker, Winner};
 use crate::routing;
 
 /// A connection that can send many commands at once, one pipeline per
@@ -19,6 +19,11 @@ pub trait FanOut: ConnectionLike {
     /// Sends `cmds` pipelined (grouped per node on a cluster) and returns
     /// their replies in order; fails on the first error.
     fn pipeline_all(&mut self, cmds: &[Cmd]) -> RedisResult<Vec<Value>>;
+
+    /// `WAIT replicas timeout_ms` on the master of `key`, through the
+    /// connection that sent this client's writes there (WAIT counts the
+    /// writes of its own connection): the replicas that have them.
+    fn wait_for(&mut self, key: &str, replicas: i64, timeout_ms: u64) -> RedisResult<i64>;
 }
 
 impl FanOut for redis::Connection {
@@ -29,6 +34,10 @@ impl FanOut for redis::Connection {
         }
         p.query(self)
     }
+
+    fn wait_for(&mut self, _key: &str, replicas: i64, timeout_ms: u64) -> RedisResult<i64> {
+        redis::cmd("WAIT").arg(replicas).arg(timeout_ms).query(self)
+    }
 }
 
 impl FanOut for ClusterConnection {
@@ -38,6 +47,18 @@ impl FanOut for ClusterConnection {
             p.add_command(c.clone());
         }
         p.query(self)
+    }
+
+    fn wait_for(&mut self, key: &str, replicas: i64, timeout_ms: u64) -> RedisResult<i64> {
+        use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+        // The sync cluster client keeps one connection per node: the one
+        // that carried the writes.
+        let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::new(
+            routing::key_slot(key.as_bytes()),
+            SlotAddr::Master,
+        )));
+        let v = self.route_command(redis::cmd("WAIT").arg(replicas).arg(timeout_ms), route)?;
+        crate::replies::int(&v)
     }
 }
 
@@ -436,4 +457,415 @@ pub struct SpreadLikeInfo {
     pub count: i64,
     pub bytes: i64,
     pub per_shard: Vec<LikeInfo>,
+}
+
+/// A lucky bag spread over `n` shards (docs/spread.md, docs/luckybag.md):
+/// a user joins shard `shard_of(user, n)`, and the draw runs across the
+/// shards: the exact global top WINNERS, safe to run again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpreadLuckyBag {
+    shards: Shards,
+    now: Option<i64>,
+    backend: Backend,
+}
+
+/// How a spread bag's draw runs.
+#[derive(Clone, Debug)]
+pub struct DrawOptions {
+    /// The draw's token: run a draw again with the same token to take it
+    /// up where it stopped (a new one is made when `None`).
+    pub token: Option<String>,
+    /// How long the draw holds the bag (`LEASE`): another drawer is
+    /// refused meanwhile, and may take over once it runs out.
+    pub lease_ms: i64,
+    /// Replicas that must have every shard's freeze and the commit before
+    /// the draw goes on (`WAIT`): a failover then cannot undo them. 0 on a
+    /// server without replicas.
+    pub replicas: i64,
+    /// How long each `WAIT` may take.
+    pub wait_ms: u64,
+}
+
+impl Default for DrawOptions {
+    fn default() -> Self {
+        DrawOptions {
+            token: None,
+            lease_ms: 30_000,
+            replicas: 1,
+            wait_ms: 5_000,
+        }
+    }
+}
+
+/// `LUCKYBAG.JOIN` on one shard of a spread bag: `new` and `pooled` as the
+/// single-slot command answers them, the shard and its participants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShardJoin {
+    pub new: bool,
+    pub pooled: bool,
+    pub shard: u32,
+    pub shard_participants: i64,
+}
+
+/// `LUCKYBAG.INFO` over a spread bag. `state` is the bag's draw: `open`,
+/// `drawing` (a draw has started) or `drawn`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpreadBagInfo {
+    pub state: String,
+    pub participants: i64,
+    pub pooled: i64,
+    pub winners: i64,
+    pub shards: u32,
+    pub per_shard: Vec<BagInfo>,
+}
+
+/// A candidate of a shard's freeze: user, `r` = score × 1,000,000, the
+/// score's text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Candidate {
+    user: String,
+    r: u32,
+    text: String,
+}
+
+impl Candidate {
+    /// The draw's order: higher score first, then the byte-wise greater
+    /// user (the order of the single-slot DRAW).
+    fn key(&self) -> (std::cmp::Reverse<u32>, std::cmp::Reverse<&[u8]>) {
+        (
+            std::cmp::Reverse(self.r),
+            std::cmp::Reverse(self.user.as_bytes()),
+        )
+    }
+}
+
+fn candidates(v: &Value) -> RedisResult<Vec<Candidate>> {
+    let a = crate::replies::array(v)?;
+    if a.len() % 2 != 0 {
+        return Err(bad_reply("candidates", v));
+    }
+    a.chunks(2)
+        .map(|p| {
+            let text = crate::replies::text(&p[1])?;
+            let r = parse_r(&text).ok_or_else(|| bad_reply("score", &p[1]))?;
+            Ok(Candidate {
+                user: crate::replies::text(&p[0])?,
+                r,
+                text,
+            })
+        })
+        .collect()
+}
+
+/// `0.123456` → 123456.
+fn parse_r(text: &str) -> Option<u32> {
+    let (int, frac) = text.split_once('.')?;
+    if int.len() != 1 || frac.len() != 6 {
+        return None;
+    }
+    let r = int.parse::<u32>().ok()? * 1_000_000 + frac.parse::<u32>().ok()?;
+    (r <= 1_000_000).then_some(r)
+}
+
+fn bad_reply(what: &str, v: &Value) -> RedisError {
+    RedisError::from((
+        ErrorKind::TypeError,
+        "hotpath: unexpected reply",
+        format!("{what}: {v:?}"),
+    ))
+}
+
+/// A fresh draw token: the time, the process and a counter (unique per
+/// process and run; it only has to differ from other drawers' tokens).
+fn new_token() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "{nanos:x}-{:x}-{:x}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+impl SpreadLuckyBag {
+    /// A handle on the bag `base` spread over `n` shards.
+    ///
+    /// # Panics
+    /// Occurs when `n` is not from 1 to 1024.
+    pub fn new(base: &str, n: u32) -> SpreadLuckyBag {
+        SpreadLuckyBag {
+            shards: Shards::new(base, n),
+            now: None,
+            backend: Backend::Module,
+        }
+    }
+
+    /// The same handle with the clock pinned (`NOW` of the draw's lease).
+    pub fn at(&self, now_ms: i64) -> SpreadLuckyBag {
+        SpreadLuckyBag {
+            now: Some(now_ms),
+            ..self.clone()
+        }
+    }
+
+    /// The same handle on another backend.
+    pub fn with_backend(&self, backend: Backend) -> SpreadLuckyBag {
+        SpreadLuckyBag {
+            backend,
+            ..self.clone()
+        }
+    }
+
+    /// The shard keys and the routing.
+    pub fn shards(&self) -> &Shards {
+        &self.shards
+    }
+
+    /// Creates every shard (`LUCKYBAG.CREATE K_i WINNERS w … SPREAD n`).
+    /// `POOLCAP` is the bag's: each shard keeps its share of it. Each
+    /// shard has one internal pool unless `shards` says otherwise.
+    pub fn create<C: FanOut>(
+        &self,
+        con: &mut C,
+        winners: i64,
+        o: &crate::entities::BagOptions,
+    ) -> RedisResult<bool> {
+        let mut args = vec![arg("WINNERS"), arg(winners)];
+        let mut opt = |name: &str, v: Option<Vec<u8>>| {
+            if let Some(v) = v {
+                args.push(arg(name));
+                args.push(v);
+            }
+        };
+        opt("SHARDS", o.shards.map(arg));
+        opt("POOLCAP", o.poolcap.map(arg));
+        opt("HIGHSCORE", o.highscore.as_deref().map(arg));
+        opt("RESTORE", o.restore.map(|r| arg(if r { "YES" } else { "NO" })));
+        opt("TTL", o.ttl.map(arg));
+        self.shards.create(con, self.backend, "LUCKYBAG", &args)
+    }
+
+    fn one<C: ConnectionLike>(&self, con: &mut C, name: &str, user: &str, args: &[Vec<u8>]) -> RedisResult<Value> {
+        let mut a = vec![arg(user)];
+        a.extend(args.iter().cloned());
+        self.shards
+            .cmd(self.backend, name, self.shards.shard_of(user), &a)
+            .query(con)
+    }
+
+    /// `LUCKYBAG.JOIN` on the user's shard.
+    pub fn join<C: ConnectionLike>(&self, con: &mut C, user: &str, task_pending: bool) -> RedisResult<ShardJoin> {
+        let extra = if task_pending {
+            vec![arg("TASK"), arg("PENDING")]
+        } else {
+            Vec::new()
+        };
+        let j: Join = crate::replies::join(&self.one(con, "LUCKYBAG.JOIN", user, &extra)?)?;
+        Ok(ShardJoin {
+            new: j.new,
+            pooled: j.pooled,
+            shard: self.shards.shard_of(user),
+            shard_participants: j.participants,
+        })
+    }
+
+    /// `LUCKYBAG.TASK` on the user's shard.
+    pub fn task<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
+        Ok(crate::replies::int(&self.one(con, "LUCKYBAG.TASK", user, &[])?)? == 1)
+    }
+
+    /// `LUCKYBAG.LEAVE` on the user's shard.
+    pub fn leave<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
+        Ok(crate::replies::int(&self.one(con, "LUCKYBAG.LEAVE", user, &[])?)? == 1)
+    }
+
+    /// `LUCKYBAG.ENTER` on the user's shard.
+    pub fn enter<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
+        Ok(crate::replies::int(&self.one(con, "LUCKYBAG.ENTER", user, &[])?)? == 1)
+    }
+
+    /// `LUCKYBAG.RESULT`, read on the node that owns the user's shard:
+    /// `Pending` until that shard has its winners.
+    pub fn result<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<BagResult> {
+        crate::replies::bag_result(&self.one(con, "LUCKYBAG.RESULT", user, &[])?)
+    }
+
+    /// `LUCKYBAG.INFO` of every shard and the bag's totals.
+    pub fn info<C: FanOut>(&self, con: &mut C) -> RedisResult<SpreadBagInfo> {
+        let replies = fan_out(con, &self.shards.all(self.backend, "LUCKYBAG.INFO", &[]))?;
+        let mut per_shard = Vec::with_capacity(replies.len());
+        for (v, key) in replies.iter().zip(self.shards.keys()) {
+            let info = crate::replies::bag_info(v)?.ok_or_else(|| {
+                RedisError::from((
+                    ErrorKind::ResponseError,
+                    "hotpath: a shard failed",
+                    format!("shard '{key}': no such bag"),
+                ))
+            })?;
+            per_shard.push(info);
+        }
+        let draw = crate::replies::array(&replies[0])?
+            .chunks(2)
+            .find(|p| matches!(crate::replies::text(&p[0]).as_deref(), Ok("draw")))
+            .map(|p| crate::replies::text(&p[1]))
+            .transpose()?
+            .unwrap_or_else(|| "none".into());
+        Ok(SpreadBagInfo {
+            state: if draw == "none" { "open".into() } else { draw },
+            participants: per_shard.iter().map(|s| s.participants).sum(),
+            pooled: per_shard.iter().map(|s| s.pooled).sum(),
+            winners: per_shard[0].winners,
+            shards: self.shards.n(),
+            per_shard,
+        })
+    }
+
+    /// The participants of every shard, summed.
+    pub fn participants<C: FanOut>(&self, con: &mut C) -> RedisResult<i64> {
+        Ok(self.info(con)?.participants)
+    }
+
+    /// Draws the bag across its shards (docs/spread.md): takes the draw's
+    /// lease on shard 0, freezes every shard and reads its best candidates
+    /// (deeper only where a shard could still hold a winner), waits for a
+    /// replica of each freeze, merges the exact global top WINNERS,
+    /// commits them on shard 0, then gives each shard its own winners.
+    /// Every step is idempotent: a draw interrupted anywhere and run again
+    /// (with the same token, or any token once the lease ran out) gives the
+    /// same winners. A draw already committed answers its winners.
+    pub fn draw<C: FanOut>(&self, con: &mut C, o: &DrawOptions) -> RedisResult<Vec<Winner>> {
+        let token = o.token.clone().unwrap_or_else(new_token);
+        let mut args = vec![arg(&token), arg("LEASE"), arg(o.lease_ms)];
+        if let Some(t) = self.now {
+            args.push(arg("NOW"));
+            args.push(arg(t));
+        }
+        let k0 = self.shards.keys()[0].clone();
+        let begin: Value = self
+            .shards
+            .cmd(self.backend, "LUCKYBAG.DRAWBEGIN", 0, &args)
+            .query(con)
+            .map_err(|e| shard_error(&k0, e))?;
+        let b = crate::replies::array(&begin)?;
+        if b.len() < 2 {
+            return Err(bad_reply("LUCKYBAG.DRAWBEGIN", &begin));
+        }
+        let state = crate::replies::text(&b[0])?;
+        let w = crate::replies::int(&b[1])? as usize;
+        if state == "drawn" {
+            let list = candidates(&Value::Array(b[2..].to_vec()))?;
+            self.publish(con, &list)?;
+            return Ok(winners_of(&list));
+        }
+        let n = self.shards.n() as usize;
+        let first = w.min((2 * w).div_ceil(n) + 16);
+        let mut depth = vec![first; n];
+        let mut lists: Vec<Vec<Candidate>> = vec![Vec::new(); n];
+        let mut ask: Vec<usize> = (0..n).collect();
+        let merged = loop {
+            let calls: Vec<(String, Cmd)> = ask
+                .iter()
+                .map(|&i| {
+                    (
+                        self.shards.keys()[i].clone(),
+                        self.shards
+                            .cmd(self.backend, "LUCKYBAG.FREEZE", i as u32, &[arg(depth[i])]),
+                    )
+                })
+                .collect();
+            for (&i, v) in ask.iter().zip(fan_out(con, &calls)?) {
+                lists[i] = candidates(&v)?;
+            }
+            let mut all: Vec<&Candidate> = lists.iter().flatten().collect();
+            all.sort_by(|a, b| a.key().cmp(&b.key()));
+            all.truncate(w);
+            // A shard may hold more winners only if it answered as many as
+            // asked and its last one is still among the best: every member
+            // it did not send ranks below that one.
+            ask = (0..n)
+                .filter(|&i| {
+                    depth[i] < w
+                        && lists[i].len() == depth[i]
+                        && lists[i].last().is_some_and(|l| all.contains(&l))
+                })
+                .collect();
+            if ask.is_empty() {
+                break all.into_iter().cloned().collect::<Vec<Candidate>>();
+            }
+            for &i in &ask {
+                depth[i] = (depth[i] * 2).min(w);
+            }
+        };
+        if o.replicas > 0 {
+            for key in self.shards.keys() {
+                let acked = con.wait_for(key, o.replicas, o.wait_ms)?;
+                if acked < o.replicas {
+                    return Err(RedisError::from((
+                        ErrorKind::ResponseError,
+                        "hotpath: a shard failed",
+                        format!("shard '{key}': its freeze reached {acked} of {} replicas; run the draw again", o.replicas),
+                    )));
+                }
+            }
+        }
+        let mut commit = vec![arg(&token)];
+        for c in &merged {
+            commit.push(arg(&c.user));
+            commit.push(arg(&c.text));
+        }
+        let v: Value = self
+            .shards
+            .cmd(self.backend, "LUCKYBAG.COMMIT", 0, &commit)
+            .query(con)
+            .map_err(|e| shard_error(&k0, e))?;
+        crate::replies::ok(&v)?;
+        if o.replicas > 0 {
+            let acked = con.wait_for(&k0, o.replicas, o.wait_ms)?;
+            if acked < o.replicas {
+                return Err(RedisError::from((
+                    ErrorKind::ResponseError,
+                    "hotpath: a shard failed",
+                    format!("shard '{k0}': the commit reached {acked} of {} replicas; run the draw again", o.replicas),
+                )));
+            }
+        }
+        self.publish(con, &merged)?;
+        Ok(winners_of(&merged))
+    }
+
+    /// Step 5: each shard gets its own winners (possibly none).
+    fn publish<C: FanOut>(&self, con: &mut C, list: &[Candidate]) -> RedisResult<()> {
+        let n = self.shards.n() as usize;
+        let mut by_shard: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
+        for c in list {
+            let s = self.shards.shard_of(&c.user) as usize;
+            by_shard[s].push(arg(&c.user));
+            by_shard[s].push(arg(&c.text));
+        }
+        let calls: Vec<(String, Cmd)> = (0..n)
+            .map(|i| {
+                (
+                    self.shards.keys()[i].clone(),
+                    self.shards
+                        .cmd(self.backend, "LUCKYBAG.PUBLISH", i as u32, &by_shard[i]),
+                )
+            })
+            .collect();
+        fan_out(con, &calls)?;
+        Ok(())
+    }
+}
+
+fn winners_of(list: &[Candidate]) -> Vec<Winner> {
+    list.iter()
+        .map(|c| Winner {
+            user: c.user.clone(),
+            score_text: c.text.clone(),
+            score: f64::from(c.r) / 1e6,
+        })
+        .collect()
 }

@@ -11,10 +11,10 @@ entities is ``hotpath.routing`` (docs/spread.md).
 from . import replies, routing, spread
 from .client import (Backend, HotPath, Like, LuckyBag, ModuleBackend, Poll, Rank, Rate,
                      RedPacket)
-from .spread import ShardError, Shards, SpreadLike
+from .spread import ShardError, Shards, SpreadLike, SpreadLuckyBag
 from .replies import *  # noqa: F401,F403  (the reply dataclasses)
 
 __version__ = "0.1.0"
 __all__ = ["HotPath", "Backend", "ModuleBackend", "Poll", "Rank", "Like", "RedPacket",
            "LuckyBag", "Rate", "replies", "routing", "spread", "Shards", "ShardError",
-           "SpreadLike"]
+           "SpreadLike", "SpreadLuckyBag"]

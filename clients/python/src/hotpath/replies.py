@@ -299,6 +299,28 @@ class BagInfo:
     shards: int
 
 
+@dataclass(frozen=True)
+class ShardJoin:
+    """LUCKYBAG.JOIN on one shard of a spread bag: ``new`` and ``pooled`` as
+    the single-slot command answers them, the shard and its participants."""
+    new: bool
+    pooled: bool
+    shard: int
+    shard_participants: int
+
+
+@dataclass(frozen=True)
+class SpreadBagInfo:
+    """LUCKYBAG.INFO over a spread bag; ``state`` is the bag's draw:
+    ``open``, ``drawing`` (a draw has started) or ``drawn``."""
+    state: str
+    participants: int
+    pooled: int
+    winners: int
+    shards: int
+    per_shard: List[BagInfo]
+
+
 def join(v: Any) -> Join:
     n, p, c = array(v, 3)
     return Join(bool(integer(n)), bool(integer(p)), integer(c))
