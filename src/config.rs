@@ -38,6 +38,14 @@ pub static REDPACKET_MAX_COUNT: AtomicI64 = AtomicI64::new(10_000);
 pub fn get(v: &AtomicI64) -> i64 {
     v.load(Ordering::Relaxed)
 }
+/// `poll-range-max`: the largest count one POLL.TOP may ask for, so that
+/// no single read walks or sends a whole board (page with OFFSET).
+pub static POLL_RANGE_MAX: AtomicI64 = AtomicI64::new(RANGE_MAX_DEFAULT);
+/// `rank-range-max`: the largest count of RANK.TOP and the largest n of
+/// RANK.AROUND.
+pub static RANK_RANGE_MAX: AtomicI64 = AtomicI64::new(RANGE_MAX_DEFAULT);
+/// The default of `poll-range-max` and `rank-range-max`.
+pub const RANGE_MAX_DEFAULT: i64 = 1000;
 
 /// One integer setting: its name (`hotpath.<name>` in CONFIG), where its
 /// value lives, its default and its inclusive range.
@@ -52,7 +60,7 @@ pub struct Setting {
 /// Every setting of the module. A new setting is one static above and
 /// one line here; registration, load arguments, the load log line and the
 /// range checks all come from this table.
-pub static SETTINGS: [Setting; 5] = [
+pub static SETTINGS: [Setting; 7] = [
     Setting {
         name: "like-max-id",
         value: &LIKE_MAX_ID,
@@ -88,6 +96,20 @@ pub static SETTINGS: [Setting; 5] = [
         default: LIKE_COMMON_MAX_DEFAULT,
         min: 1,
         max: 100_000_000,
+    },
+    Setting {
+        name: "poll-range-max",
+        value: &POLL_RANGE_MAX,
+        default: RANGE_MAX_DEFAULT,
+        min: 1,
+        max: 1_000_000,
+    },
+    Setting {
+        name: "rank-range-max",
+        value: &RANK_RANGE_MAX,
+        default: RANGE_MAX_DEFAULT,
+        min: 1,
+        max: 1_000_000,
     },
 ];
 

@@ -1211,3 +1211,142 @@ impl Field {
         p
     }
 }
+
+// ---- (added for POLL) a field the client sent, set only if absent ----
+impl Key {
+    /// Sets a field the client sent to `value`, only if it is absent;
+    /// returns true if it was set.
+    pub fn hset_nx_field_arg(&self, field: &RedisString, value: &[u8]) -> bool {
+        let v = rstr(self.ctx, value);
+        self.hset_nx_arg(field, &v)
+    }
+}
+
+// ---- a sorted-set scan that can stop and resume later (the slices of
+// POLL.SYNC and RANK.MERGE, see slices.rs) ----
+
+/// A scan position in a Sorted Set, kept across slices (and across
+/// re-openings of the key) like a `ZSCAN` cursor: every member present
+/// from the start to the end of the scan is seen at least once; a member
+/// may be seen twice while the set is being rehashed.
+pub struct ZScan {
+    cursor: *mut raw::RedisModuleScanCursor,
+}
+
+impl Default for ZScan {
+    fn default() -> Self {
+        ZScan::new()
+    }
+}
+
+impl ZScan {
+    /// Returns a scan at the start.
+    pub fn new() -> ZScan {
+        ZScan {
+            cursor: unsafe { raw::RedisModule_ScanCursorCreate.unwrap()() },
+        }
+    }
+
+    /// Scans one step of `key` (a bucket of a large set, the whole of a
+    /// small one) and calls `f` with each member and its score, both as
+    /// Redis strings (retained: `f` may keep them). Returns false when the
+    /// scan is over (or the key is missing or not a Sorted Set).
+    pub fn step(&mut self, key: &Key, f: &mut dyn FnMut(RedisString, RedisString)) -> bool {
+        struct State<'a> {
+            f: &'a mut dyn FnMut(RedisString, RedisString),
+        }
+        unsafe extern "C" fn each(
+            _key: *mut raw::RedisModuleKey,
+            field: *mut raw::RedisModuleString,
+            value: *mut raw::RedisModuleString,
+            privdata: *mut std::os::raw::c_void,
+        ) {
+            let st = &mut *(privdata as *mut State);
+            if field.is_null() || value.is_null() {
+                return;
+            }
+            // The strings belong to the scan: retain them for the caller.
+            raw::RedisModule_RetainString.unwrap()(ptr::null_mut(), field);
+            raw::RedisModule_RetainString.unwrap()(ptr::null_mut(), value);
+            (st.f)(
+                RedisString::from_redis_module_string(ptr::null_mut(), field),
+                RedisString::from_redis_module_string(ptr::null_mut(), value),
+            );
+        }
+        if key.ptr.is_null() || key.kind() != KeyType::ZSet {
+            return false;
+        }
+        let mut st = State { f };
+        unsafe {
+            raw::RedisModule_ScanKey.unwrap()(
+                key.ptr,
+                self.cursor,
+                Some(each),
+                &mut st as *mut State as *mut std::os::raw::c_void,
+            ) != 0
+        }
+    }
+}
+
+impl Drop for ZScan {
+    fn drop(&mut self) {
+        if !self.cursor.is_null() {
+            unsafe { raw::RedisModule_ScanCursorDestroy.unwrap()(self.cursor) };
+        }
+    }
+}
+
+// ---- derived key names kept between commands: a hot command on the same
+// entity (votes on one poll, scores on one board) reuses the names it built
+// last time instead of creating and freeing a Redis string per key per call
+// (about 500 instructions each) ----
+
+thread_local! {
+    /// Recently built names `B:<suffix>`, in slots chosen by a hash of the
+    /// name; main thread only. A name is an immutable Redis string the
+    /// module owns; Redis only reads it.
+    static NAMES: std::cell::RefCell<Vec<Option<(Name, RedisString)>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// How many recent names are kept (a power of two).
+const NAMES_KEPT: usize = 64;
+
+/// Returns the Redis string `B:<suffix>`, reused from a recent command when
+/// it built the same name.
+pub fn derived_string(ctx: &Context, base: &[u8], suffix: &str) -> RedisString {
+    // FNV-1a over base, ':' and suffix, without building the name.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in base.iter().chain(b":").chain(suffix.as_bytes()) {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    let slot = (h as usize) & (NAMES_KEPT - 1);
+    NAMES.with(|n| {
+        let mut n = n.borrow_mut();
+        if n.is_empty() {
+            n.resize_with(NAMES_KEPT, || None);
+        }
+        if let Some((k, s)) = &n[slot] {
+            let hit = k.len() == base.len() + 1 + suffix.len()
+                && k.starts_with(base)
+                && k[base.len()] == b':'
+                && k.ends_with(suffix.as_bytes());
+            if hit {
+                return s.safe_clone(ctx);
+            }
+        }
+        let name = derived_name(base, suffix);
+        let s = RedisString::create_from_slice(ptr::null_mut(), &name);
+        let copy = s.safe_clone(ctx);
+        n[slot] = Some((name, s));
+        copy
+    })
+}
+
+impl Key {
+    /// Opens the derived key `base:suffix` with a name reused from recent
+    /// commands (see [`derived_string`]).
+    pub fn derived_hot(ctx: &Context, base: &[u8], suffix: &str, write: bool) -> Key {
+        Key::open_arg(ctx, &derived_string(ctx, base, suffix), write)
+    }
+}

@@ -1066,7 +1066,7 @@ fn big_packet(c: &mut Connection, b: &str, n: i64, grabbed: i64) {
 }
 
 #[test]
-fn hot_commands_never_stall_at_a_million_shares() {
+fn stall_hot_commands_at_a_million_shares() {
     let s = Server::start();
     let mut c = s.conn();
     let _: () = redis::cmd("CONFIG")

@@ -117,6 +117,17 @@ fn family_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
             ]),
         ),
         (
+            "rank.import",
+            v(&[
+                "ZADD r:k6 5 a 7 b -2 c 9 d",
+                "PEXPIRE r:k6 900000",
+                "RANK.IMPORT r:k6 COUNT 2",
+                "RANK.IMPORT r:k6 COUNT 2",
+                "ZADD r:k7 1 x",
+                "RANK.IMPORT r:k7 TIEBREAK LATER",
+            ]),
+        ),
+        (
             "like.toggle",
             v(&[
                 "LIKE.TOGGLE r:l1 5",

@@ -435,6 +435,19 @@ enum Op {
     Rem,
 }
 
+impl Op {
+    /// The keyspace event of a write that changed the likes: named after
+    /// the command, as in every family (a promotion raises no event of
+    /// its own; `like_promoted` in INFO counts it).
+    fn event(self) -> &'static str {
+        match self {
+            Op::Toggle => "hotpath.like.toggle",
+            Op::Add => "hotpath.like.add",
+            Op::Rem => "hotpath.like.rem",
+        }
+    }
+}
+
 /// `LIKE.TOGGLE B user [NOW unix-ms]` → `[liked, count]`
 pub fn like_toggle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     write(ctx, args, Op::Toggle)
@@ -715,15 +728,14 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
     if changed {
         if liked {
             LIKES.incr();
-            util::notify(ctx, "hotpath.like.liked", base);
+            util::notify(ctx, op.event(), base);
         } else {
             UNLIKES.incr();
-            util::notify(ctx, "hotpath.like.unliked", base);
+            util::notify(ctx, op.event(), base);
         }
     }
     if promoted {
         PROMOTIONS.incr();
-        util::notify(ctx, "hotpath.like.promoted", base);
     }
     let first = if op == Op::Toggle { liked } else { changed };
     // Replied here rather than through a RedisValue::Array, which would
@@ -1637,7 +1649,7 @@ pub fn like_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             RedisValue::Integer(i64::from(sh.i)),
         ]);
     }
-    Ok(RedisValue::Array(out))
+    Ok(util::map(ctx, out))
 }
 
 /// `LIKE.CREATE K SPREAD n` → `OK`
@@ -1726,6 +1738,6 @@ pub fn like_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     meta.hput(shard::FIELD_SHARD, itoa::Buffer::new().format(i).as_bytes());
     drop(meta);
     ctx.replicate_verbatim();
-    util::notify(ctx, "hotpath.like.created", key);
+    util::notify(ctx, "hotpath.like.create", key);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

@@ -799,7 +799,7 @@ pub fn luckybag_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let meta = find_meta(ctx, base, false)?;
     let spread = spread_of(ctx, base, declared, meta.as_ref(), None)?;
     let Some(meta) = meta else {
-        return Ok(RedisValue::Array(vec![]));
+        return Ok(util::map(ctx, vec![]));
     };
     let count_name = derived_name(base, "count");
     let count = Key::open(ctx, &count_name, false);
@@ -857,7 +857,7 @@ pub fn luckybag_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             out.extend([util::bulk("draw"), util::bulk(d)]);
         }
     }
-    Ok(RedisValue::Array(out))
+    Ok(util::map(ctx, out))
 }
 
 // ---- the draw of a spread bag (docs/spread.md) ----
@@ -1036,6 +1036,7 @@ pub fn luckybag_drawbegin(ctx: &Context, args: Vec<RedisString>) -> RedisResult 
             at.as_bytes(),
         ],
     );
+    notify(ctx, c"hotpath.luckybag.drawbegin", &base_arg);
     Ok(RedisValue::Array(vec![
         util::bulk("drawing"),
         RedisValue::Integer(winners),
@@ -1162,7 +1163,7 @@ pub fn luckybag_commit(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     ctx.replicate_verbatim();
     super::DRAWS.incr();
     super::WINNERS_DRAWN.add(list.len() as u64);
-    notify(ctx, c"hotpath.luckybag.draw", &args[1]);
+    notify(ctx, c"hotpath.luckybag.commit", &args[1]);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 

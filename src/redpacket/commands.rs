@@ -436,10 +436,10 @@ pub fn redpacket_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     util::require_hash_tag(ctx, FAMILY, &base)?;
     let packet = Packet::open(ctx, &base, false)?;
     let Some(meta) = packet.meta(&base)? else {
-        return Ok(RedisValue::Array(Vec::new()));
+        return Ok(util::map(ctx, Vec::new()));
     };
     let left_count = packet.pool.len() as i64;
-    Ok(RedisValue::Array(vec![
+    Ok(util::map(ctx, vec![
         text("total"),
         RedisValue::Integer(meta.total),
         text("count"),
@@ -467,7 +467,7 @@ pub fn redpacket_grabbed(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let has_grabbed = packet.has_grabbed;
     drop(packet);
     if !has_grabbed {
-        return Ok(RedisValue::Array(Vec::new()));
+        return Ok(util::map(ctx, Vec::new()));
     }
     // Hashes have no ordered low-level iteration: HGETALL keeps its order.
     let items = call_strings(ctx, "HGETALL", &[&derived(&base, "grabbed")])?;
@@ -481,7 +481,7 @@ pub fn redpacket_grabbed(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             });
         }
     }
-    Ok(RedisValue::Array(out))
+    Ok(util::map(ctx, out))
 }
 
 /// REDPACKET.REFUND B
