@@ -8,23 +8,13 @@ True
 Replies are dataclasses (``hotpath.replies``); the routing spec of spread
 entities is ``hotpath.routing`` (docs/spread.md).
 """
-<<<<<<< HEAD
 from . import replies, routing, spread
-from .client import (Backend, HotPath, Like, LuckyBag, ModuleBackend, Poll, Rank, Rate,
-                     RedPacket)
-from .spread import ShardError, Shards, SpreadLike, SpreadLuckyBag
-=======
-from . import replies, routing
 from .client import (Backend, DelayQueue, HotPath, Like, Lock, LuckyBag, ModuleBackend, Poll,
                      Rank, Rate, RedPacket)
->>>>>>> main
+from .spread import ShardError, Shards, SpreadLike, SpreadLuckyBag
 from .replies import *  # noqa: F401,F403  (the reply dataclasses)
 
 __version__ = "0.1.0"
 __all__ = ["HotPath", "Backend", "ModuleBackend", "Poll", "Rank", "Like", "RedPacket",
-<<<<<<< HEAD
-           "LuckyBag", "Rate", "replies", "routing", "spread", "Shards", "ShardError",
-           "SpreadLike", "SpreadLuckyBag"]
-=======
-           "LuckyBag", "Rate", "Lock", "DelayQueue", "replies", "routing"]
->>>>>>> main
+           "LuckyBag", "Rate", "Lock", "DelayQueue", "replies", "routing", "spread", "Shards",
+           "ShardError", "SpreadLike", "SpreadLuckyBag"]
