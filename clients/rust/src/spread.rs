@@ -226,15 +226,15 @@ pub fn spread_count<C: ConnectionLike>(
     let k0 = String::from_utf8(routing::shard_key(base.as_bytes(), 1, 0))
         .expect("a UTF-8 base gives a UTF-8 shard key");
     let v: Value = redis::cmd(&format!("{family}.INFO")).arg(&k0).query(con)?;
+    // A RESP2 array or a RESP3 map; an empty reply (no such post or bag).
     let items = match &v {
-        Value::Array(a) => a.as_slice(),
-        _ => &[],
+        Value::Array(a) if a.is_empty() => return Ok(None),
+        Value::Map(m) if m.is_empty() => return Ok(None),
+        _ => crate::replies::pairs(&v)?,
     };
-    for pair in items.chunks(2) {
-        if let [k, v] = pair {
-            if crate::replies::text(k)? == "spread" {
-                return Ok(Some(crate::replies::int(v)? as u32));
-            }
+    for (k, v) in items {
+        if crate::replies::text(k)? == "spread" {
+            return Ok(Some(crate::replies::int(v)? as u32));
         }
     }
     Ok(None)
@@ -708,10 +708,11 @@ impl SpreadLuckyBag {
             })?;
             per_shard.push(info);
         }
-        let draw = crate::replies::array(&replies[0])?
-            .chunks(2)
-            .find(|p| matches!(crate::replies::text(&p[0]).as_deref(), Ok("draw")))
-            .map(|p| crate::replies::text(&p[1]))
+        // Shard 0 gives the draw's state (a RESP2 array or a RESP3 map).
+        let draw = crate::replies::pairs(&replies[0])?
+            .into_iter()
+            .find(|(k, _)| matches!(crate::replies::text(k).as_deref(), Ok("draw")))
+            .map(|(_, v)| crate::replies::text(v))
             .transpose()?
             .unwrap_or_else(|| "none".into());
         Ok(SpreadBagInfo {

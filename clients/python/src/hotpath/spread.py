@@ -343,7 +343,8 @@ def spread_count(backend: Any, family: str, base: routing.Bytes) -> Optional[int
     does not depend on the count); ``None`` when ``base`` is not spread."""
     k0 = routing.shard_key(base, 1, 0)
     v = backend.call(f"{family}.INFO", [k0], [k0])
-    if not isinstance(v, (list, tuple)) or len(v) % 2:
+    # A RESP2 array or a RESP3 map (dict).
+    if not isinstance(v, (list, tuple, dict)) or (not isinstance(v, dict) and len(v) % 2):
         return None
     f = R.fields(v)
     return R.integer(f["spread"]) if "spread" in f else None
