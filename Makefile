@@ -46,6 +46,7 @@ cluster-soak: build ## long cluster runs: repeated failovers and slot moves unde
 cluster-bench: build ## fan-out measured client-side vs over the cluster bus (prototype in bench/busproto)
 	cargo build --release -p hotpath-busproto
 	cargo test --release --test cluster_ha fanout_ -- --ignored --nocapture
+	cargo test --release --test cluster_spread bench_ -- --ignored --nocapture --test-threads=1
 
 lint: ## clippy with warnings as errors
 	@bash scripts/deps.sh --lint

@@ -277,8 +277,9 @@ impl Workload for BagLoad {
         }
     }
     /// The draw on the cluster: a drawer stops half way (its lease taken,
-    /// half the shards frozen), then two clients race to draw once its
-    /// lease ran out. One draws, the other is refused or finds the draw
+    /// half the shards frozen), the coordinator's master is killed and its
+    /// replica promoted, then two clients race to draw once the lease ran
+    /// out. One draws, the other is refused or finds the draw
     /// done; the winners are the exact top of the frozen pools, equal to
     /// the single-node DRAW of the same pools, and each winner's result is
     /// read on the master that owns the winner's shard.
@@ -311,6 +312,21 @@ impl Workload for BagLoad {
             .draw(&mut c, &DrawOptions::default())
             .unwrap_err();
         assert!(error_text(&e).contains("draw in progress"), "{e}");
+        // The coordinator's master dies: its replica, promoted, still holds
+        // the lease and the frozen shards stay frozen.
+        cl.wait_replication(5000);
+        let victim = cl.owner_of_key(&keys[0]);
+        let promoted = cl.kill_master(victim);
+        cl.nodes[victim].restart(&[]);
+        cl.wait_stable(Duration::from_secs(60));
+        let mut c = cl.client();
+        let frozen_user = (0..)
+            .map(|i: u64| format!("late-{i}"))
+            .find(|u| self.bag.shards().shard_of(u) == 0)
+            .unwrap();
+        let e = self.bag.join(&mut c, &frozen_user, false).unwrap_err();
+        assert!(error_text(&e).contains("bag is closed"), "{e}");
+        eprintln!("LUCKYBAG: coordinator's master {victim} killed mid-draw, replica {promoted} promoted");
         std::thread::sleep(Duration::from_millis(1600));
         let urls = cl.urls();
         let racers: Vec<_> = ["A", "B"]
@@ -736,4 +752,158 @@ fn spread_luckybag_on_a_cluster() {
 #[ignore]
 fn soak_spread_luckybag() {
     scenario(bag_load(1_000_000), 4, 200_000, 20_000);
+}
+
+// ---- bench (make cluster-bench) ----
+
+/// `(calls, usec)` of `command` on one standalone server.
+fn server_stat(c: &mut Connection, command: &str) -> (u64, u64) {
+    let info = run(c, &["INFO", "commandstats"]);
+    for line in info.lines() {
+        if let Some(rest) = line.strip_prefix(&format!("cmdstat_{command}:")) {
+            let get = |k: &str| {
+                rest.split(',')
+                    .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0)
+            };
+            return (get("calls"), get("usec"));
+        }
+    }
+    (0, 0)
+}
+
+/// Writes `per_thread` distinct ids from each of `threads` clients with
+/// `write(connection, id)`; returns the wall time.
+fn drive<C: Send + 'static>(
+    threads: u64,
+    per_thread: u64,
+    connect: impl Fn() -> C,
+    write: impl Fn(&mut C, u64) + Send + Sync + 'static,
+) -> Duration {
+    let write = Arc::new(write);
+    let started = Instant::now();
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let mut c = connect();
+            let write = write.clone();
+            std::thread::spawn(move || {
+                for i in 0..per_thread {
+                    write(&mut c, i * threads + t);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    started.elapsed()
+}
+
+/// One spread post and one spread bag of 16 shards, written by 4 clients:
+/// on 1 master (every shard on one standalone server) and on 3 masters.
+/// Prints each master's share of the calls and its server µs per call
+/// (INFO commandstats), and the entity's capacity: the sum over its
+/// masters of the calls one core serves per second at that cost. The
+/// client-side wall rate is printed too, but on a machine with fewer
+/// cores than nodes it measures the machine, not the cluster.
+#[test]
+#[ignore]
+fn bench_spread_shares_and_capacity() {
+    const THREADS: u64 = 4;
+    const PER: u64 = 10_000;
+    let post = SpreadLike::new("post:bench", 16);
+    let bag = SpreadLuckyBag::new("bag:bench", 16);
+    let writes: [(&str, &str); 2] = [("LIKE.ADD", "like.add"), ("LUCKYBAG.JOIN", "luckybag.join")];
+
+    // 1 master: the 16 shards on one server.
+    let one = Server::start();
+    {
+        let mut c = one.conn();
+        post.create(&mut c).unwrap();
+        bag.create(&mut c, 100, &BagOptions::default()).unwrap();
+        run(&mut c, &["CONFIG", "RESETSTAT"]);
+    }
+    for (name, stat) in writes {
+        let (p, b) = (post.clone(), bag.clone());
+        let like = name == "LIKE.ADD";
+        let port = one.port;
+        let wall = drive(
+            THREADS,
+            PER,
+            move || {
+                redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+                    .unwrap()
+                    .get_connection()
+                    .unwrap()
+            },
+            move |c: &mut redis::Connection, id| {
+                if like {
+                    p.add(c, id).unwrap();
+                } else {
+                    b.join(c, &id.to_string(), false).unwrap();
+                }
+            },
+        );
+        let (calls, usec) = server_stat(&mut one.conn(), stat);
+        let per_call = usec as f64 / calls as f64;
+        eprintln!(
+            "{name} spread 16, 1 master: {calls} calls, {per_call:.2} µs/call, capacity {:.0}/s; client wall rate {:.0}/s",
+            1e6 / per_call,
+            calls as f64 / wall.as_secs_f64()
+        );
+    }
+
+    // 3 masters.
+    let cl = Cluster::start();
+    {
+        let mut c = cl.client();
+        post.create(&mut c).unwrap();
+        bag.create(&mut c, 100, &BagOptions::default()).unwrap();
+    }
+    for (name, stat) in writes {
+        cl.reset_stats();
+        let (p, b) = (post.clone(), bag.clone());
+        let like = name == "LIKE.ADD";
+        let urls = cl.urls();
+        let wall = drive(
+            THREADS,
+            PER,
+            move || Conn::new(&urls).c,
+            move |c: &mut ClusterConnection, id| {
+                if like {
+                    p.add(c, id).unwrap();
+                } else {
+                    b.join(c, &id.to_string(), false).unwrap();
+                }
+            },
+        );
+        let total = THREADS * PER;
+        let mut capacity = 0.0;
+        for m in cl.masters() {
+            let (calls, usec) = cl.commandstats(m).get(stat).copied().unwrap_or((0, 0));
+            let per_call = usec as f64 / calls.max(1) as f64;
+            capacity += 1e6 / per_call;
+            eprintln!(
+                "{name} spread 16, 3 masters: master {m} served {calls} of {total} ({:.3}× even), {per_call:.2} µs/call",
+                calls as f64 / (total as f64 / 3.0)
+            );
+        }
+        // The entity saturates when its busiest master does: capacity =
+        // min over masters of (that master's rate / its share).
+        let limit = cl
+            .masters()
+            .into_iter()
+            .map(|m| {
+                let (calls, usec) = cl.commandstats(m).get(stat).copied().unwrap_or((0, 0));
+                let share = calls as f64 / total as f64;
+                (1e6 / (usec as f64 / calls.max(1) as f64)) / share
+            })
+            .fold(f64::INFINITY, f64::min);
+        eprintln!(
+            "{name} spread 16, 3 masters: capacity {limit:.0}/s (the busiest master saturated; sum of per-master rates {:.0}/s); client wall rate {:.0}/s",
+            capacity,
+            total as f64 / wall.as_secs_f64()
+        );
+    }
 }
