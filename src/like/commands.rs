@@ -480,12 +480,13 @@ fn user_id(ctx: &Context, bytes: &[u8]) -> Result<u64, RedisError> {
 fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
     c.skip(2)?;
-    let id = user_id(ctx, c.arg(2))?;
     // REM takes no NOW: anything after its user but `SPREAD n` is an
-    // arity error, as when its arity was fixed at 3.
+    // arity error, as when its arity was fixed at 3 (and so found before
+    // the user is read, as Redis's own arity check was).
     if op == Op::Rem && !c.done() && !(c.remaining() == 2 && is_spread_kw(c.arg(3))) {
         return Err(error::arity(&c.command()));
     }
+    let id = user_id(ctx, c.arg(2))?;
     let mut now = None;
     let mut declared = None;
     while !c.done() {
