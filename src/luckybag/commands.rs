@@ -925,7 +925,7 @@ fn winner_list(args: &[RedisString], winners: i64) -> Result<Vec<(&[u8], u32)>, 
             .ok_or_else(|| ferr("winner scores must be six-decimal scores from 0 to 1"))?;
         list.push((pair[0].as_slice(), r));
     }
-    model::check_winner_list(&list, winners as usize).map_err(|why| ferr(&format!("bad winner list: {why}")))?;
+    model::check_winner_list(&list, winners as usize).map_err(ferr)?;
     Ok(list)
 }
 

@@ -233,17 +233,17 @@ pub fn parse_score_r(v: &[u8]) -> Option<u32> {
 /// is not one.
 pub fn check_winner_list(list: &[(&[u8], u32)], max: usize) -> Result<(), &'static str> {
     if list.len() > max {
-        return Err("more winners than the bag has prizes");
+        return Err("bad winner list: more winners than the bag has prizes");
     }
     for (i, (u, _)) in list.iter().enumerate() {
         if u.is_empty() {
-            return Err("a winner with an empty user");
+            return Err("bad winner list: a winner with an empty user");
         }
         if i > 0 {
             let (pu, pr) = list[i - 1];
             let before = pr > list[i].1 || (pr == list[i].1 && pu > *u);
             if !before {
-                return Err("winners out of order or repeated");
+                return Err("bad winner list: winners out of order or repeated");
             }
         }
     }
