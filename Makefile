@@ -41,10 +41,12 @@ fuzz: build ## send 1,000,000 random commands to a real server (FUZZ_COMMANDS, F
 
 cluster-soak: build ## long cluster runs: repeated failovers and slot moves under load (3 masters + 3 replicas)
 	cargo test --release --test cluster_ha soak_ -- --ignored --nocapture --test-threads=1
+	cargo test --release --test cluster_spread soak_ -- --ignored --nocapture --test-threads=1
 
 cluster-bench: build ## fan-out measured client-side vs over the cluster bus (prototype in bench/busproto)
 	cargo build --release -p hotpath-busproto
 	cargo test --release --test cluster_ha fanout_ -- --ignored --nocapture
+	cargo test --release --test cluster_spread bench_ -- --ignored --nocapture --test-threads=1
 
 lint: ## clippy with warnings as errors
 	@bash scripts/deps.sh --lint

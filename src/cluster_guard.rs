@@ -31,6 +31,16 @@ use redis_module::{raw, Context, ContextFlags, RedisError, RedisValue};
 
 /// How often the moving slots are re-read while some slot is moving.
 pub const REFRESH_MS: i64 = 100;
+/// For this long after a `CLUSTER SETSLOT`, the moving slots are re-read
+/// at most every [`GRACE_REFRESH_MS`], even when none was found: Valkey 8+
+/// replicates SETSLOT and applies it only once its replicas answered, so
+/// a command that runs in between reads the old state (measured: a spread
+/// entity's slot moved under load on Valkey 9 let commands with `ASKING`
+/// run on the importing node, and the later `MIGRATE` failed with
+/// `BUSYKEY`).
+pub const GRACE_MS: i64 = 2000;
+/// The re-read interval during [`GRACE_MS`].
+pub const GRACE_REFRESH_MS: i64 = 1;
 
 /// True while a refresh is due or some slot of this node is moving.
 static ACTIVE: AtomicBool = AtomicBool::new(true);
@@ -39,6 +49,8 @@ static ACTIVE: AtomicBool = AtomicBool::new(true);
 static DIRTY: AtomicBool = AtomicBool::new(true);
 /// When the moving slots were last read (unix ms).
 static LAST_REFRESH: AtomicI64 = AtomicI64::new(0);
+/// When the last `CLUSTER SETSLOT` was seen (unix ms).
+static SETSLOT_AT: AtomicI64 = AtomicI64::new(0);
 /// The slots this node is migrating or importing, sorted.
 static MOVING: Mutex<Vec<u16>> = Mutex::new(Vec::new());
 
@@ -89,6 +101,7 @@ extern "C" fn watch_setslot(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         return;
     }
     if filter_arg(fctx, 1).eq_ignore_ascii_case(b"setslot") {
+        SETSLOT_AT.store(crate::util::now_ms(), Ordering::Relaxed);
         DIRTY.store(true, Ordering::Relaxed);
         ACTIVE.store(true, Ordering::Relaxed);
     }
@@ -118,8 +131,13 @@ pub fn check(ctx: &Context, key: &[u8]) -> Result<(), RedisError> {
         return Ok(());
     }
     let now = crate::util::now_ms();
+    let every = if now - SETSLOT_AT.load(Ordering::Relaxed) < GRACE_MS {
+        GRACE_REFRESH_MS
+    } else {
+        REFRESH_MS
+    };
     if DIRTY.swap(false, Ordering::Relaxed)
-        || now - LAST_REFRESH.load(Ordering::Relaxed) >= REFRESH_MS
+        || now - LAST_REFRESH.load(Ordering::Relaxed) >= every
     {
         refresh(ctx, now);
     }
@@ -150,7 +168,10 @@ fn refresh(ctx: &Context, now: i64) {
         Vec::new()
     };
     LAST_REFRESH.store(now, Ordering::Relaxed);
-    ACTIVE.store(!slots.is_empty(), Ordering::Relaxed);
+    // Shortly after a SETSLOT the guard stays on even with nothing moving
+    // yet: the SETSLOT may not be applied (see GRACE_MS).
+    let recent = now - SETSLOT_AT.load(Ordering::Relaxed) < GRACE_MS;
+    ACTIVE.store(!slots.is_empty() || recent, Ordering::Relaxed);
     *MOVING.lock().unwrap_or_else(|e| e.into_inner()) = slots;
 }
 

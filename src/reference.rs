@@ -85,15 +85,17 @@ pub const SYNTAX: &[Syntax] = &[
         "key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [COUNT count] [NOW unix-ms]",
     ),
     // LIKE
-    line("like.toggle", "key user [NOW unix-ms]"),
-    line("like.add", "key user [NOW unix-ms]"),
-    line("like.rem", "key user"),
+    line("like.toggle", "key user [NOW unix-ms] [SPREAD n]"),
+    line("like.add", "key user [NOW unix-ms] [SPREAD n]"),
+    line("like.rem", "key user [SPREAD n]"),
     line("like.migrate", "key user [user ...]"),
-    line("like.check", "key user [user ...]"),
-    line("like.count", "key"),
-    line("like.recent", "key [count]"),
+    line("like.check", "key user [user ...] [SPREAD n]"),
+    line("like.count", "key [SPREAD n]"),
+    line("like.recent", "key [count] [SPREAD n]"),
     line("like.common", "key1 key2"),
-    line("like.info", "key"),
+    line("like.info", "key [SPREAD n]"),
+    // LIKE, spread form (docs/reference/spread.md)
+    line("like.create", "key SPREAD n"),
     // REDPACKET
     line(
         "redpacket.split",
@@ -106,15 +108,26 @@ pub const SYNTAX: &[Syntax] = &[
     // LUCKYBAG
     line(
         "luckybag.create",
-        "key WINNERS winners [SHARDS shards] [POOLCAP poolcap] [HIGHSCORE score] [RESTORE YES|NO] [TTL seconds]",
+        "key WINNERS winners [SHARDS shards] [POOLCAP poolcap] [HIGHSCORE score] [RESTORE YES|NO] [TTL seconds] [SPREAD n]",
     ),
-    line("luckybag.join", "key user [TASK DONE|PENDING]"),
-    line("luckybag.task", "key user"),
-    line("luckybag.leave", "key user"),
-    line("luckybag.enter", "key user"),
+    line("luckybag.join", "key user [TASK DONE|PENDING] [SPREAD n]"),
+    line("luckybag.task", "key user [SPREAD n]"),
+    line("luckybag.leave", "key user [SPREAD n]"),
+    line("luckybag.enter", "key user [SPREAD n]"),
     line("luckybag.draw", "key"),
-    line("luckybag.result", "key user"),
-    line("luckybag.info", "key"),
+    line("luckybag.result", "key user [SPREAD n]"),
+    line("luckybag.info", "key [SPREAD n]"),
+    // LUCKYBAG, the draw of a spread bag (docs/reference/spread.md)
+    line(
+        "luckybag.drawbegin",
+        "key draw-token [LEASE ms] [NOW unix-ms] SPREAD n",
+    ),
+    line("luckybag.freeze", "key count SPREAD n"),
+    line(
+        "luckybag.commit",
+        "key draw-token [user score [user score ...]] SPREAD n",
+    ),
+    line("luckybag.publish", "key [user score [user score ...]] SPREAD n"),
     // RATE
     line(
         "rate.check",
@@ -197,7 +210,7 @@ pub fn leaf_kind(name: &str) -> Option<Kind> {
         "key" | "key1" | "key2" | "destination" => Kind::Key,
         "unix-ms" | "unix-us" => Kind::UnixTime,
         "score" => Kind::Double,
-        "user" | "candidate" | "member" | "owner" | "id" | "payload" => Kind::String,
+        "user" | "candidate" | "member" | "owner" | "id" | "payload" | "draw-token" => Kind::String,
         "burst" | "cost" | "count" | "delta" | "digits" | "epoch" | "limit" | "max-burst"
         | "maxvotes" | "minutes" | "n" | "numkeys" | "offset" | "period-ms" | "period-s"
         | "points" | "poolcap" | "quantity" | "seconds" | "shards" | "total-cents"

@@ -192,6 +192,49 @@ fn family_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
             "luckybag.draw",
             v(&["LUCKYBAG.DRAW r:b1", "LUCKYBAG.DRAW r:b1"]),
         ),
+        // Spread forms (docs/reference/spread.md): a post's shards, and a
+        // bag of two shards drawn step by step (its participants' tasks
+        // are pending, so the right winner list is the empty one).
+        (
+            "like.create",
+            v(&[
+                "LIKE.CREATE {0VD}post:9 SPREAD 2",
+                "LIKE.CREATE {00H}post:9 SPREAD 2",
+                "LIKE.ADD {00H}post:9 7 SPREAD 2",
+            ]),
+        ),
+        (
+            "luckybag.drawbegin",
+            v(&[
+                "LUCKYBAG.CREATE {5R0}bag:{live10} WINNERS 2 TTL 1000 SPREAD 2",
+                "LUCKYBAG.CREATE {5p4}bag:{live10} WINNERS 2 TTL 1000 SPREAD 2",
+                "LUCKYBAG.JOIN {5R0}bag:{live10} u2 TASK PENDING SPREAD 2",
+                "LUCKYBAG.JOIN {5p4}bag:{live10} u1 TASK PENDING SPREAD 2",
+                "LUCKYBAG.DRAWBEGIN {5R0}bag:{live10} t1 LEASE 60000 SPREAD 2",
+            ]),
+        ),
+        (
+            "luckybag.freeze",
+            v(&[
+                "LUCKYBAG.FREEZE {5R0}bag:{live10} 2 SPREAD 2",
+                "LUCKYBAG.FREEZE {5p4}bag:{live10} 2 SPREAD 2",
+                "LUCKYBAG.FREEZE {5p4}bag:{live10} 2 SPREAD 2",
+            ]),
+        ),
+        (
+            "luckybag.commit",
+            v(&[
+                "LUCKYBAG.COMMIT {5R0}bag:{live10} t1 SPREAD 2",
+                "LUCKYBAG.COMMIT {5R0}bag:{live10} t1 SPREAD 2",
+            ]),
+        ),
+        (
+            "luckybag.publish",
+            v(&[
+                "LUCKYBAG.PUBLISH {5R0}bag:{live10} SPREAD 2",
+                "LUCKYBAG.PUBLISH {5p4}bag:{live10} SPREAD 2",
+            ]),
+        ),
         (
             "rate.check",
             v(&[

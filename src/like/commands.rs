@@ -32,6 +32,7 @@ use crate::error;
 use crate::keys::{derived_name, Key, KeyType, Name};
 use crate::like::model::{self, CHUNK_BYTES, MIGRATING_BYTES};
 use crate::like::{CHECKS, LIKES, PROMOTIONS, STEPS, STEP_MAX_US, UNLIKES};
+use crate::spread::{route, shard};
 use crate::util;
 
 const FAMILY: &str = "like";
@@ -109,6 +110,85 @@ impl StackName {
 fn follower(ctx: &Context) -> bool {
     ctx.get_flags()
         .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING | ContextFlags::ASYNC_LOADING)
+}
+
+// ---- spread posts (docs/spread.md) ----
+
+/// A shard of a spread post, as a command on it needs it.
+#[derive(Clone, Copy)]
+struct Spread {
+    n: u32,
+    i: u32,
+    /// The expiry of the shard's record (its `B:meta`).
+    expires_at: Option<i64>,
+}
+
+impl Spread {
+    fn shard(&self) -> shard::Shard {
+        shard::Shard {
+            n: self.n,
+            i: self.i,
+        }
+    }
+}
+
+fn is_spread_kw(arg: &[u8]) -> bool {
+    arg.eq_ignore_ascii_case(shard::KEYWORD)
+}
+
+/// Returns the shard `base` is, when the call declared `SPREAD n` or the
+/// key looks like a shard key and records one; `None` for a single-slot
+/// post. Errors for a missing shard, a deleted record, other counts.
+fn spread_of(
+    ctx: &Context,
+    base: &[u8],
+    declared: Option<u32>,
+) -> Result<Option<Spread>, RedisError> {
+    if declared.is_none() && !shard::looks_like_shard(base) {
+        return Ok(None);
+    }
+    let meta = Key::open(ctx, &derived_name(base, "meta"), false);
+    meta.check(KeyType::Hash)?;
+    let record = shard::read_record(FAMILY, base, &meta)?;
+    let expires_at = meta.abs_expire_ms();
+    drop(meta);
+    let has_data = || {
+        ["count", "set", "chunks"]
+            .iter()
+            .any(|k| Key::open(ctx, &derived_name(base, k), false).exists())
+    };
+    Ok(
+        shard::resolve(FAMILY, base, declared, record, has_data)?.map(|s| Spread {
+            n: s.n,
+            i: s.i,
+            expires_at,
+        }),
+    )
+}
+
+/// Splits a trailing `SPREAD n` off a variadic command's arguments:
+/// returns how many arguments remain before it and the declared count.
+fn trailing_spread(args: &[RedisString], first: usize) -> Result<(usize, Option<u32>), RedisError> {
+    let len = args.len();
+    if len >= first + 2 && is_spread_kw(args[len - 2].as_slice()) {
+        let n = shard::parse_count(FAMILY, args[len - 1].as_slice())?;
+        return Ok((len - 2, Some(n)));
+    }
+    Ok((len, None))
+}
+
+/// Refuses a shard of a spread post to a command that has no spread form.
+fn refuse_shard(ctx: &Context, cmd: &str, base: &[u8]) -> Result<(), RedisError> {
+    if spread_of(ctx, base, None)?.is_some() {
+        return Err(error::family(
+            FAMILY,
+            &format!(
+                "{cmd} does not take a shard of a spread post ('{}')",
+                error::key_text(base)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 // ---- RedisModule_Call without copies ----
@@ -400,18 +480,50 @@ fn user_id(ctx: &Context, bytes: &[u8]) -> Result<u64, RedisError> {
 fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
     c.skip(2)?;
+    // REM takes no NOW: anything after its user but `SPREAD n` is an
+    // arity error, as when its arity was fixed at 3 (and so found before
+    // the user is read, as Redis's own arity check was).
+    if op == Op::Rem && !c.done() && !(c.remaining() == 2 && is_spread_kw(c.arg(3))) {
+        return Err(error::arity(&c.command()));
+    }
     let id = user_id(ctx, c.arg(2))?;
     let mut now = None;
+    let mut declared = None;
     while !c.done() {
-        if !c.next_slice()?.eq_ignore_ascii_case(b"NOW") {
+        let kw = c.next_slice()?;
+        if kw.eq_ignore_ascii_case(b"NOW") {
+            now = Some(c.option_i64(0, model::MAX_NOW_MS)?);
+        } else if kw.eq_ignore_ascii_case(shard::KEYWORD) {
+            declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
+        } else {
             return Err(error::syntax());
         }
-        now = Some(c.option_i64(0, model::MAX_NOW_MS)?);
     }
     let args = c.args();
     let base = args[1].as_slice();
-    let user = &args[2];
     util::require_hash_tag(ctx, FAMILY, base)?;
+    // A shard of a spread post: the user must belong to it, and it stores
+    // the user as `id / n` (docs/spread.md).
+    let spread = spread_of(ctx, base, declared)?;
+    let (id, stored_user) = match spread {
+        Some(sh) => {
+            let (s, stored) = route::like_slot_of(id, sh.n);
+            if s != sh.i {
+                return Err(shard::wrong_shard(
+                    FAMILY,
+                    "user",
+                    base,
+                    sh.shard(),
+                    args[2].as_slice(),
+                    s,
+                ));
+            }
+            let digits = itoa::Buffer::new().format(stored).as_bytes().to_vec();
+            (stored, Some(RedisString::create_from_slice(ctx.ctx, &digits)))
+        }
+        None => (id, None),
+    };
+    let user = stored_user.as_ref().unwrap_or(&args[2]);
 
     let (range, off) = model::locate(id);
     let chunk_key = StackName::new(base, b"bits:", Some(range));
@@ -431,7 +543,15 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
     let stored = stored_count(ctx, base, &count)?;
     let (old, set_expiry) = match stored {
         Some(v) => (v, None),
-        None => missing_count(ctx, base, has_chunk)?,
+        None => {
+            if spread.is_none() {
+                shard::refuse_spread_base(ctx, FAMILY, base)?;
+            }
+            let (n, at) = missing_count(ctx, base, has_chunk)?;
+            // A shard's count takes the expiry of its record, so that all
+            // of its keys keep one instant.
+            (n, at.or(spread.and_then(|s| s.expires_at)))
+        }
     };
 
     // Apply the change: a bit of the chunk, or the Set.
@@ -538,7 +658,14 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
             // The last unlike of a post in set form: the Set is gone, and
             // the post leaves no keys.
             count.delete();
-            Key::open(ctx, &derived_name(base, "meta"), true).delete();
+            let meta = Key::open(ctx, &derived_name(base, "meta"), true);
+            if spread.is_some() {
+                // A shard keeps its record: only the promotion's check goes.
+                meta.hdel(b"check");
+            } else {
+                meta.delete();
+            }
+            drop(meta);
             // Through the open handle when there is one: a second handle
             // deleting the key would leave the first one dangling.
             match &recent {
@@ -587,7 +714,8 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
     let mut promoted = false;
     if step && !follower(ctx) {
         if let Some(r) = &recent {
-            record_recent(r, base, user.as_slice(), liked, now, recent_cap, &mut fx);
+            // Recent likers are kept under their own ids, also in a shard.
+            record_recent(r, base, args[2].as_slice(), liked, now, recent_cap, &mut fx);
         }
         drop(recent);
         if model::observes(new) || migrating {
@@ -1147,13 +1275,24 @@ struct Post {
 
 /// Reads a post: the type of each of its keys, then `B:count` (see
 /// [`missing_count`] for a missing one).
-fn read_post(ctx: &Context, base: &[u8], need_count: bool) -> Result<Post, RedisError> {
+///
+/// A single-slot read (`single`) of a post with no keys at all checks that
+/// `base` is not the base key of a spread post.
+fn read_post(
+    ctx: &Context,
+    base: &[u8],
+    need_count: bool,
+    single: bool,
+) -> Result<Post, RedisError> {
     let set = Key::open(ctx, &derived_name(base, "set"), false);
     set.check(KeyType::Set)?;
     let index = Key::open(ctx, &derived_name(base, "chunks"), false);
     let has_index = index.check(KeyType::String)?;
     let count = Key::open(ctx, &derived_name(base, "count"), false);
     count.check(KeyType::String)?;
+    if single && !has_index && !count.exists() && !set.exists() {
+        shard::refuse_spread_base(ctx, FAMILY, base)?;
+    }
     if !need_count {
         return Ok(Post {
             count: 0,
@@ -1277,16 +1416,44 @@ fn likes_of(
 /// `LIKE.CHECK B user [user …]` → `[0|1, …]`
 pub fn like_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let c = Cursor::new(args, 3)?;
+    let (end, declared) = trailing_spread(c.args(), 3)?;
     let max = max_id();
-    let ids = c.args()[2..]
+    let given = &c.args()[2..end];
+    let ids = given
         .iter()
         .map(|a| parse_id(a.as_slice(), max))
         .collect::<Result<Vec<u64>, RedisError>>()?;
     let base = c.arg(1);
     util::require_hash_tag(ctx, FAMILY, base)?;
-    let post = read_post(ctx, base, false)?;
+    let spread = spread_of(ctx, base, declared)?;
+    let ids = match spread {
+        // Every user must belong to this shard; the shard holds `id / n`.
+        Some(sh) => ids
+            .iter()
+            .zip(given)
+            .map(|(&id, g)| {
+                let (s, stored) = route::like_slot_of(id, sh.n);
+                if s != sh.i {
+                    return Err(shard::wrong_shard(
+                        FAMILY,
+                        "user",
+                        base,
+                        sh.shard(),
+                        g.as_slice(),
+                        s,
+                    ));
+                }
+                Ok(stored)
+            })
+            .collect::<Result<Vec<u64>, RedisError>>()?,
+        None => ids,
+    };
+    let post = read_post(ctx, base, false, spread.is_none())?;
     CHECKS.add(ids.len() as u64);
-    let flags = likes_of(ctx, base, &post, &ids, Some(&c.args()[2..]))?;
+    // The client's own strings are the members when they are the ids
+    // stored (a single-slot post).
+    let given = spread.is_none().then_some(given);
+    let flags = likes_of(ctx, base, &post, &ids, given)?;
     Ok(RedisValue::Array(
         flags
             .into_iter()
@@ -1298,25 +1465,53 @@ pub fn like_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// `LIKE.COUNT B` → count
 pub fn like_count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let c = Cursor::new(args, 2)?;
+    let declared = only_spread(&c, 2)?;
     let base = c.arg(1);
     util::require_hash_tag(ctx, FAMILY, base)?;
-    Ok(RedisValue::Integer(read_post(ctx, base, true)?.count))
+    let spread = spread_of(ctx, base, declared)?;
+    Ok(RedisValue::Integer(
+        read_post(ctx, base, true, spread.is_none())?.count,
+    ))
+}
+
+/// Reads an optional `SPREAD n` after the first `fixed` arguments of a
+/// command that takes nothing else there: anything else is an arity error
+/// (those commands had a fixed arity before the option).
+fn only_spread(c: &Cursor, fixed: usize) -> Result<Option<u32>, RedisError> {
+    let args = c.args();
+    match args.len() - fixed {
+        0 => Ok(None),
+        2 if is_spread_kw(args[fixed].as_slice()) => {
+            Ok(Some(shard::parse_count(FAMILY, args[fixed + 1].as_slice())?))
+        }
+        _ => Err(error::arity(&c.command())),
+    }
 }
 
 /// `LIKE.RECENT B [n]` → `[user, unix-ms, …]`, newest first
 pub fn like_recent(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
     c.skip(1)?;
-    let want = if c.done() {
-        i64::MAX
-    } else {
-        c.next_i64(0, i64::MAX)?
-    };
+    let mut want = i64::MAX;
+    let mut declared = None;
+    if !c.done() && !is_spread_kw(c.arg(2)) {
+        want = c.next_i64(0, i64::MAX)?;
+    }
+    if !c.done() {
+        if !is_spread_kw(c.next_slice()?) {
+            return Err(error::syntax());
+        }
+        declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
+    }
     c.expect_done()?;
     let base = c.arg(1);
     util::require_hash_tag(ctx, FAMILY, base)?;
+    let spread = spread_of(ctx, base, declared)?;
     let recent = Key::derived(ctx, base, "recent", false);
     recent.check(KeyType::ZSet)?;
+    if spread.is_none() && !recent.exists() {
+        shard::refuse_spread_base(ctx, FAMILY, base)?;
+    }
     let mut out = Vec::new();
     for (m, score) in recent.zrange_desc(0, usize::try_from(want).unwrap_or(usize::MAX)) {
         out.push(match parse_i64_plain(&m) {
@@ -1339,7 +1534,12 @@ pub fn like_common(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let (b1, b2) = (c.arg(1), c.arg(2));
     util::require_hash_tag(ctx, FAMILY, b1)?;
     util::require_hash_tag(ctx, FAMILY, b2)?;
-    let (p1, p2) = (read_post(ctx, b1, true)?, read_post(ctx, b2, true)?);
+    refuse_shard(ctx, "LIKE.COMMON", b1)?;
+    refuse_shard(ctx, "LIKE.COMMON", b2)?;
+    let (p1, p2) = (
+        read_post(ctx, b1, true, true)?,
+        read_post(ctx, b2, true, true)?,
+    );
     let ((pb, p), (qb, q)) = if p1.count <= p2.count {
         ((b1, &p1), (b2, &p2))
     } else {
@@ -1396,12 +1596,14 @@ pub fn like_common(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// set, n, chunks, n, promotion, none|create|move|settle]`
 pub fn like_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let c = Cursor::new(args, 2)?;
+    let declared = only_spread(&c, 2)?;
     let base = c.arg(1);
     util::require_hash_tag(ctx, FAMILY, base)?;
+    let spread = spread_of(ctx, base, declared)?;
     let meta_name = derived_name(base, "meta");
     let meta = Key::open(ctx, &meta_name, false);
     meta.check(KeyType::Hash)?;
-    let post = read_post(ctx, base, true)?;
+    let post = read_post(ctx, base, true, spread.is_none())?;
     let promotion = match meta.hget(b"state") {
         None => "none".to_string(),
         Some(s) if matches!(s.as_slice(), b"create" | b"move" | b"settle") => {
@@ -1425,7 +1627,7 @@ pub fn like_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         (false, true) => "bitmap",
         (true, true) => "mixed",
     };
-    Ok(util::map(ctx, vec![
+    let mut out = vec![
         util::bulk("encoding"),
         util::bulk(encoding),
         util::bulk("count"),
@@ -1438,5 +1640,105 @@ pub fn like_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         RedisValue::Integer(chunks as i64),
         util::bulk("promotion"),
         util::bulk(promotion),
-    ]))
+    ];
+    // A shard says which one it is.
+    if let Some(sh) = spread {
+        out.extend([
+            util::bulk("spread"),
+            RedisValue::Integer(i64::from(sh.n)),
+            util::bulk("shard"),
+            RedisValue::Integer(i64::from(sh.i)),
+        ]);
+    }
+    Ok(util::map(ctx, out))
+}
+
+/// `LIKE.CREATE K SPREAD n` → `OK`
+///
+/// Creates shard `i` of a post spread over `n` shards: `K` must be the key
+/// of shard `i` of `n` of its base (`{<tag>}B`, docs/spread.md), and
+/// `K:meta` records `spread n` and `shard i`. A client library creates
+/// every shard (shard 0 first). Creating a shard again with the same
+/// count answers `OK` and changes nothing, so a create that failed half
+/// way can be run again; another count, or a key that holds a post
+/// already, is an error. A single-slot post needs no creation.
+pub fn like_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut c = Cursor::new(args, 2)?;
+    c.skip(1)?;
+    let mut declared = None;
+    while !c.done() {
+        if !is_spread_kw(c.next_slice()?) {
+            return Err(error::syntax());
+        }
+        declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
+    }
+    let Some(n) = declared else {
+        return Err(error::family(
+            FAMILY,
+            "LIKE.CREATE needs SPREAD n (a single-slot post needs no creation)",
+        ));
+    };
+    let key = c.arg(1);
+    let Some(i) = route::shard_index(key, n) else {
+        return Err(shard::not_a_shard_key(FAMILY, key, n));
+    };
+    // Every key of the shard is type-checked before anything is written.
+    let meta_name = derived_name(key, "meta");
+    let meta = Key::open(ctx, &meta_name, true);
+    meta.check(KeyType::Hash)?;
+    let kinds = || {
+        [
+            ("set", KeyType::Set),
+            ("count", KeyType::String),
+            ("chunks", KeyType::String),
+            ("recent", KeyType::ZSet),
+        ]
+    };
+    let mut in_use = false;
+    for (suffix, kind) in kinds() {
+        in_use |= Key::open(ctx, &derived_name(key, suffix), false).check(kind)?;
+    }
+    match shard::read_record(FAMILY, key, &meta)? {
+        Some(r) if r.n == n => return Ok(RedisValue::SimpleStringStatic("OK")),
+        Some(r) => {
+            return Err(shard::resolve(FAMILY, key, Some(n), Some(r), || true)
+                .err()
+                .unwrap_or(RedisError::Str(error::INTERNAL)))
+        }
+        None => {}
+    }
+    if in_use || meta.exists() {
+        return Err(error::family(
+            FAMILY,
+            &format!(
+                "'{}' already holds a single-slot post",
+                error::key_text(key)
+            ),
+        ));
+    }
+    // Shard 0 shares its base key's slot: a single-slot post under the
+    // base (whose keys are in that slot when it has a hash tag, or on a
+    // standalone server) must not be shadowed by a spread one.
+    if i == 0 {
+        let base = route::shard_base(key).unwrap_or(key);
+        if util::has_hash_tag(base) || !util::cluster_mode(ctx) {
+            for (suffix, _) in kinds().into_iter().take(3) {
+                if Key::open(ctx, &derived_name(base, suffix), false).exists() {
+                    return Err(error::family(
+                        FAMILY,
+                        &format!(
+                            "'{}' is a single-slot post already",
+                            error::key_text(base)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    meta.hput(shard::FIELD_SPREAD, itoa::Buffer::new().format(n).as_bytes());
+    meta.hput(shard::FIELD_SHARD, itoa::Buffer::new().format(i).as_bytes());
+    drop(meta);
+    ctx.replicate_verbatim();
+    util::notify(ctx, "hotpath.like.create", key);
+    Ok(RedisValue::SimpleStringStatic("OK"))
 }

@@ -31,8 +31,8 @@ use crate::registry::{CommandSpec, Keys};
 use crate::stats::Counter;
 
 use commands::{
-    like_add, like_check, like_common, like_count, like_info, like_migrate, like_recent, like_rem,
-    like_toggle,
+    like_add, like_check, like_common, like_count, like_create, like_info, like_migrate,
+    like_recent, like_rem, like_toggle,
 };
 
 /// Likes recorded (a user started liking a post).
@@ -55,6 +55,12 @@ pub static COUNTERS: &[&Counter] = &[&LIKES, &UNLIKES, &PROMOTIONS, &CHECKS, &ST
 /// The family's commands.
 pub const COMMANDS: &[CommandSpec] = &[
     crate::command! {
+        name: "like.create", handler: like_create, flags: "write deny-oom fast",
+        arity: -2, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
+        summary: "Creates one shard of a post spread over n shards (LIKE.CREATE K SPREAD n)",
+        complexity: "O(1)",
+    },
+    crate::command! {
         name: "like.toggle", handler: like_toggle, flags: "write deny-oom fast",
         arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Likes or unlikes B for a user; returns [liked, count]",
@@ -68,7 +74,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     crate::command! {
         name: "like.rem", handler: like_rem, flags: "write fast",
-        arity: 3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
+        arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Takes a user's like of B back (idempotent); returns [changed, count]",
         complexity: "O(1): at most one bounded promotion step (128 Set members or 8 chunks)",
     },
@@ -86,7 +92,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     crate::command! {
         name: "like.count", handler: like_count, flags: "readonly fast",
-        arity: 2, keys: Keys::Range { first: 1, last: 1 }, acl: "read fast",
+        arity: -2, keys: Keys::Range { first: 1, last: 1 }, acl: "read fast",
         summary: "Returns the number of users who like B",
         complexity: "O(1)",
     },
@@ -104,7 +110,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     crate::command! {
         name: "like.info", handler: like_info, flags: "readonly fast",
-        arity: 2, keys: Keys::Range { first: 1, last: 1 }, acl: "read fast",
+        arity: -2, keys: Keys::Range { first: 1, last: 1 }, acl: "read fast",
         summary: "Returns encoding, count, modelled bytes, Set members, chunks and promotion state of B",
         complexity: "O(1) (reads at most 512 ids of an intset and the 8 KB chunk index)",
     },

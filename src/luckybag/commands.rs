@@ -26,9 +26,10 @@ use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisStr
 use crate::args::Cursor;
 use crate::error;
 use crate::keys::{derived_name, zadd, Field, HashField, Key, KeyType, Name};
+use crate::spread::{route, shard};
 use crate::util;
 
-use super::model::{self, field, parse, Rules};
+use super::model::{self, field, parse, Rules, State};
 
 const FAMILY: &str = "luckybag";
 
@@ -40,6 +41,12 @@ static F_HIGHSCORE: Field = Field::new(c"highscore");
 static F_RESTORE: Field = Field::new(c"restore");
 static F_STATE: Field = Field::new(c"state");
 static F_LATEPOOLED: Field = Field::new(c"latepooled");
+// A spread bag's shard record, and its draw (docs/spread.md).
+static F_SPREAD: Field = Field::new(c"spread");
+static F_SHARD: Field = Field::new(c"shard");
+static F_DRAW: Field = Field::new(c"draw");
+static F_DRAWTOKEN: Field = Field::new(c"drawtoken");
+static F_DRAWLEASE: Field = Field::new(c"drawlease");
 /// Longest `TTL`: 100 years.
 const MAX_TTL_SECONDS: i64 = 3_153_600_000;
 
@@ -78,11 +85,6 @@ fn find_meta(ctx: &Context, base: &[u8], write: bool) -> Result<Option<Key>, Red
     Ok(meta.check(KeyType::Hash)?.then_some(meta))
 }
 
-/// Opens `B:meta` of a bag that must exist.
-fn open_meta(ctx: &Context, base: &[u8], write: bool) -> Result<Key, RedisError> {
-    find_meta(ctx, base, write)?.ok_or_else(|| ferr(model::ERR_NO_BAG))
-}
-
 /// Parses a `B:meta` value read by [`Key::hget_fields`]; a missing field
 /// or a value `CREATE` never writes is `ERR luckybag: corrupt data in
 /// 'B:meta' field '<name>'`.
@@ -107,10 +109,89 @@ fn scope(
     state: &Option<RedisString>,
 ) -> Result<u64, RedisError> {
     let shards = meta_value(base, &F_SHARDS, shards, parse::shards)?;
-    if meta_value(base, &F_STATE, state, parse::drawn)? {
+    // A frozen shard of a spread bag is being drawn: closed too.
+    if meta_value(base, &F_STATE, state, parse::state)? != State::Open {
         return Err(ferr(model::ERR_CLOSED));
     }
     Ok(shards)
+}
+
+// ---- spread bags (docs/spread.md) ----
+
+/// The keys a shard of a spread bag may hold besides `B:meta`: data there
+/// without a record means the record was deleted.
+fn has_bag_data(ctx: &Context, base: &[u8]) -> bool {
+    ["count", "stored", "winners", "cand:0"]
+        .iter()
+        .any(|s| Key::derived(ctx, base, s, false).exists())
+}
+
+/// Returns the shard of a spread bag `base` is, from the `SPREAD n` the
+/// call declared and the record in its `B:meta` (`meta`, when the bag
+/// exists); `None` for a single-slot bag. A key that does not look like a
+/// shard key and declares nothing costs nothing here. With `user`, the
+/// user must belong to this shard. For a single-slot call on a missing
+/// bag, refuses the base key of a spread bag.
+fn spread_of(
+    ctx: &Context,
+    base: &[u8],
+    declared: Option<u32>,
+    meta: Option<&Key>,
+    user: Option<&[u8]>,
+) -> Result<Option<shard::Shard>, RedisError> {
+    if declared.is_none() && !shard::looks_like_shard(base) {
+        if meta.is_none() {
+            shard::refuse_spread_base(ctx, FAMILY, base)?;
+        }
+        return Ok(None);
+    }
+    let record = match meta {
+        Some(m) => {
+            let [n, i] = m.hget_fields([&F_SPREAD, &F_SHARD]);
+            shard::parse_record(
+                FAMILY,
+                base,
+                n.as_ref().map(|v| v.as_slice()),
+                i.as_ref().map(|v| v.as_slice()),
+            )?
+        }
+        None => None,
+    };
+    let sh = shard::resolve(FAMILY, base, declared, record, || has_bag_data(ctx, base))?;
+    match (sh, user) {
+        (Some(sh), Some(u)) => shard::check_owner(FAMILY, "user", base, sh, u)?,
+        (None, _) if meta.is_none() => shard::refuse_spread_base(ctx, FAMILY, base)?,
+        _ => {}
+    }
+    Ok(sh)
+}
+
+/// Parses `B user [SPREAD n]` and refuses an empty user.
+fn base_user_spread(
+    args: Vec<RedisString>,
+) -> Result<(RedisString, RedisString, Option<u32>), RedisError> {
+    let mut c = Cursor::new(args, 3)?;
+    let base = c.next()?;
+    let user = c.next()?;
+    let declared = spread_opt(&mut c)?;
+    if user.as_slice().is_empty() {
+        return Err(error::empty_user(FAMILY));
+    }
+    Ok((base, user, declared))
+}
+
+/// Reads an optional trailing `SPREAD n`, the last arguments left.
+/// Anything else there is an arity error, as when these commands had a
+/// fixed arity.
+fn spread_opt(c: &mut Cursor) -> Result<Option<u32>, RedisError> {
+    if c.done() {
+        return Ok(None);
+    }
+    if c.remaining() != 2 || !c.next_slice()?.eq_ignore_ascii_case(shard::KEYWORD) {
+        return Err(error::arity(&c.command()));
+    }
+    let n = shard::parse_count(FAMILY, c.option_bytes()?)?;
+    Ok(Some(n))
 }
 
 /// Gives a key this command just created the bag's expiry: the very
@@ -128,18 +209,6 @@ fn from_master_or_aof(ctx: &Context) -> bool {
     f.contains(ContextFlags::REPLICATED) || f.contains(ContextFlags::LOADING)
 }
 
-/// Parses `B user` (nothing else) and refuses an empty user.
-fn base_and_user(args: Vec<RedisString>) -> Result<(RedisString, RedisString), RedisError> {
-    let mut c = Cursor::new(args, 3)?;
-    let base = c.next()?;
-    let user = c.next()?;
-    c.expect_done()?;
-    if user.as_slice().is_empty() {
-        return Err(error::empty_user(FAMILY));
-    }
-    Ok((base, user))
-}
-
 /// LUCKYBAG.CREATE B WINNERS n [SHARDS s] [POOLCAP c] [HIGHSCORE h]
 /// [RESTORE YES|NO] [TTL seconds]
 pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
@@ -153,8 +222,11 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut highscore = 0.99;
     let mut restore = true;
     let mut ttl = 0i64;
+    let mut shards_given = false;
+    let mut declared = None;
     while !c.done() {
         match c.next_keyword()?.as_str() {
+            "SPREAD" => declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
             "WINNERS" => {
                 let n = crate::args::parse_i64(c.option_bytes()?, i64::MIN, i64::MAX)?;
                 if !(1..=model::MAX_WINNERS).contains(&n) {
@@ -168,6 +240,7 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                     return Err(ferr(model::ERR_SHARDS));
                 }
                 shards = n as u64;
+                shards_given = true;
             }
             "POOLCAP" => poolcap = c.option_i64(0, i64::MAX)?,
             "HIGHSCORE" => {
@@ -197,11 +270,79 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let winners = winners.ok_or_else(error::syntax)?;
     util::require_hash_tag(ctx, FAMILY, base)?;
+    // A shard of a spread bag: its own slice of the pool cap, and one
+    // internal pool unless SHARDS says otherwise (its users already share
+    // `user mod n`, so more internal shards would mostly stay empty).
+    let spread = match declared {
+        Some(n) => Some(shard::Shard {
+            n,
+            i: route::shard_index(base, n).ok_or_else(|| shard::not_a_shard_key(FAMILY, base, n))?,
+        }),
+        None => None,
+    };
+    if let Some(sh) = spread {
+        if !shards_given {
+            shards = 1;
+        }
+        poolcap = shard::share(poolcap, sh.n, sh.i);
+    }
 
     let meta_name = derived_name(base, "meta");
     let meta = Key::open(ctx, &meta_name, true);
     if meta.check(KeyType::Hash)? {
-        return Err(ferr(model::ERR_EXISTS));
+        let Some(sh) = spread else {
+            return Err(ferr(model::ERR_EXISTS));
+        };
+        // Creating a spread bag again with the same rules is harmless (a
+        // creation that failed half way is run again); anything else is
+        // an error.
+        let [n, i] = meta.hget_fields([&F_SPREAD, &F_SHARD]);
+        let record = shard::parse_record(
+            FAMILY,
+            base,
+            n.as_ref().map(|v| v.as_slice()),
+            i.as_ref().map(|v| v.as_slice()),
+        )?;
+        match record {
+            Some(r) if r == sh => {
+                let have = meta.hget_fields([&F_WINNERS, &F_SHARDS, &F_POOLCAP, &F_HIGHSCORE, &F_RESTORE]);
+                let want: [Vec<u8>; 5] = [
+                    winners.to_string().into_bytes(),
+                    shards.to_string().into_bytes(),
+                    poolcap.to_string().into_bytes(),
+                    highscore_text.clone(),
+                    if restore { b"yes".to_vec() } else { b"no".to_vec() },
+                ];
+                let same = have
+                    .iter()
+                    .zip(&want)
+                    .all(|(h, w)| h.as_ref().map(|h| h.as_slice()) == Some(w.as_slice()));
+                if same {
+                    return Ok(RedisValue::SimpleStringStatic("OK"));
+                }
+                return Err(ferr(model::ERR_EXISTS));
+            }
+            Some(r) => {
+                return Err(shard::resolve(FAMILY, base, Some(sh.n), Some(r), || true)
+                    .err()
+                    .unwrap_or(RedisError::Str(error::INTERNAL)))
+            }
+            None => return Err(ferr(model::ERR_EXISTS)),
+        }
+    }
+    // Shard 0 shares its base key's slot: a single-slot bag under the base
+    // (in that slot when it has a hash tag, or on a standalone server)
+    // must not be shadowed by a spread one.
+    if let Some(shard::Shard { i: 0, .. }) = spread {
+        let b = route::shard_base(base).unwrap_or(base);
+        if (util::has_hash_tag(b) || !util::cluster_mode(ctx))
+            && Key::derived(ctx, b, "meta", false).exists()
+        {
+            return Err(ferr(&format!(
+                "'{}' is a single-slot bag already",
+                error::key_text(b)
+            )));
+        }
     }
     // Keys left over from an earlier bag of the same name (only possible
     // if someone deleted `B:meta` alone: every key of a bag expires at the
@@ -223,7 +364,11 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         restore,
         drawn: false,
     };
-    let fields = rules.fields();
+    let mut fields = rules.fields();
+    if let Some(sh) = spread {
+        fields.push(("spread", sh.n.to_string().into_bytes()));
+        fields.push(("shard", sh.i.to_string().into_bytes()));
+    }
     let mut hset: Vec<&[u8]> = vec![&meta_name];
     for (f, v) in &fields {
         meta.hput(f.as_bytes(), v);
@@ -255,12 +400,14 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let user = c.next()?;
     let mut pending = false;
     let mut given: Option<u32> = None;
+    let mut declared = None;
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "TASK" => pending = c.option_choice(&["DONE", "PENDING"])? == "PENDING",
             "SCORE" if from_master_or_aof(ctx) => {
                 given = Some(c.option_i64(0, i64::from(model::SCALE) - 1)? as u32)
             }
+            "SPREAD" => declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
             _ => return Err(error::syntax()),
         }
     }
@@ -270,7 +417,9 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
 
-    let meta = open_meta(ctx, base, true)?;
+    let meta = find_meta(ctx, base, true)?;
+    spread_of(ctx, base, declared, meta.as_ref(), Some(user.as_slice()))?;
+    let meta = meta.ok_or_else(|| ferr(model::ERR_NO_BAG))?;
     let [shards, state, poolcap] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_POOLCAP]);
     let shards = scope(base, &shards, &state)?;
 
@@ -393,10 +542,12 @@ fn replicate_with_score(ctx: &Context, args: &[RedisString], r: u32) {
 
 /// LUCKYBAG.TASK B user → 1 if a pending user now has a random score
 pub fn luckybag_task(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (base_arg, user) = base_and_user(args)?;
+    let (base_arg, user, declared) = base_user_spread(args)?;
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
-    let meta = open_meta(ctx, base, true)?;
+    let meta = find_meta(ctx, base, true)?;
+    spread_of(ctx, base, declared, meta.as_ref(), Some(user.as_slice()))?;
+    let meta = meta.ok_or_else(|| ferr(model::ERR_NO_BAG))?;
     let [shards, state] = meta.hget_fields([&F_SHARDS, &F_STATE]);
     let shards = scope(base, &shards, &state)?;
     let name = cand_name(base, model::shard_of(user.as_slice(), shards));
@@ -417,10 +568,12 @@ pub fn luckybag_task(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
 /// LUCKYBAG.LEAVE B user → 1 if the user's score was kept and set to -1
 pub fn luckybag_leave(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (base_arg, user) = base_and_user(args)?;
+    let (base_arg, user, declared) = base_user_spread(args)?;
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
-    let meta = open_meta(ctx, base, true)?;
+    let meta = find_meta(ctx, base, true)?;
+    spread_of(ctx, base, declared, meta.as_ref(), Some(user.as_slice()))?;
+    let meta = meta.ok_or_else(|| ferr(model::ERR_NO_BAG))?;
     let [shards, state, restore] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_RESTORE]);
     let shards = scope(base, &shards, &state)?;
     let cand = Key::open(
@@ -452,10 +605,12 @@ pub fn luckybag_leave(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
 /// LUCKYBAG.ENTER B user → 1 if the kept score was restored (RESTORE YES)
 pub fn luckybag_enter(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (base_arg, user) = base_and_user(args)?;
+    let (base_arg, user, declared) = base_user_spread(args)?;
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
-    let meta = open_meta(ctx, base, true)?;
+    let meta = find_meta(ctx, base, true)?;
+    spread_of(ctx, base, declared, meta.as_ref(), Some(user.as_slice()))?;
+    let meta = meta.ok_or_else(|| ferr(model::ERR_NO_BAG))?;
     let [shards, state, restore] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_RESTORE]);
     let shards = scope(base, &shards, &state)?;
     let cand = Key::open(
@@ -528,7 +683,16 @@ pub fn luckybag_draw(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     c.expect_done()?;
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
-    let meta = open_meta(ctx, base, true)?;
+    let meta = find_meta(ctx, base, true)?;
+    if let Some(sh) = spread_of(ctx, base, None, meta.as_ref(), None)? {
+        return Err(ferr(&format!(
+            "'{}' is shard {} of a bag spread over {} shards: draw it with a client library (docs/spread.md)",
+            error::key_text(base),
+            sh.i,
+            sh.n
+        )));
+    }
+    let meta = meta.ok_or_else(|| ferr(model::ERR_NO_BAG))?;
     let winners = Key::derived(ctx, base, "winners", true);
     winners.check(KeyType::ZSet)?;
     let [shards, state, n] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_WINNERS]);
@@ -593,10 +757,12 @@ pub fn luckybag_draw(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
 /// LUCKYBAG.RESULT B user → PENDING, WON, LOST or ABSENT
 pub fn luckybag_result(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (base_arg, user) = base_and_user(args)?;
+    let (base_arg, user, declared) = base_user_spread(args)?;
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
-    let Some(meta) = find_meta(ctx, base, false)? else {
+    let meta = find_meta(ctx, base, false)?;
+    spread_of(ctx, base, declared, meta.as_ref(), Some(user.as_slice()))?;
+    let Some(meta) = meta else {
         return Ok(RedisValue::SimpleStringStatic(
             model::Outcome::Absent.word(),
         ));
@@ -611,7 +777,8 @@ pub fn luckybag_result(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     cand.check(KeyType::ZSet)?;
     let winners = Key::derived(ctx, base, "winners", false);
     winners.check(KeyType::ZSet)?;
-    let drawn = meta_value(base, &F_STATE, &state, parse::drawn)?;
+    // A frozen shard of a spread bag is not drawn yet.
+    let drawn = meta_value(base, &F_STATE, &state, parse::state)? == State::Drawn;
     // Every participant has an entry in its shard's pool (capped ones too).
     let joined = cand.zscore_arg(&user).is_some();
     let won = drawn && winners.zscore_arg(&user).is_some();
@@ -626,10 +793,12 @@ pub fn luckybag_result(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 pub fn luckybag_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
     let base_arg = c.next()?;
-    c.expect_done()?;
+    let declared = spread_opt(&mut c)?;
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
-    let Some(meta) = find_meta(ctx, base, false)? else {
+    let meta = find_meta(ctx, base, false)?;
+    let spread = spread_of(ctx, base, declared, meta.as_ref(), None)?;
+    let Some(meta) = meta else {
         return Ok(util::map(ctx, vec![]));
     };
     let count_name = derived_name(base, "count");
@@ -640,7 +809,7 @@ pub fn luckybag_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let winners = meta_value(base, &F_WINNERS, &winners, parse::winners)?;
     let shards = meta_value(base, &F_SHARDS, &shards, parse::shards)?;
     let poolcap = meta_value(base, &F_POOLCAP, &poolcap, parse::non_negative)?;
-    let drawn = meta_value(base, &F_STATE, &state, parse::drawn)?;
+    let state = meta_value(base, &F_STATE, &state, parse::state)?;
     let late = meta_value(base, &F_LATEPOOLED, &late, parse::non_negative)?;
     let participants = if count_exists {
         parse::participants(count.bytes())
@@ -651,10 +820,9 @@ pub fn luckybag_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let pooled = model::pooled_total(participants, poolcap, late).ok_or_else(|| {
         error::overflow(FAMILY, &derived_name(base, "meta"), Some(field::LATEPOOLED))
     })?;
-    let state: &[u8] = if drawn { model::DRAWN } else { model::OPEN };
-    Ok(util::map(ctx, vec![
+    let mut out = vec![
         util::bulk("state"),
-        util::bulk(state),
+        util::bulk(state.word()),
         util::bulk("participants"),
         RedisValue::Integer(participants),
         util::bulk("pooled"),
@@ -663,5 +831,397 @@ pub fn luckybag_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         RedisValue::Integer(winners),
         util::bulk("shards"),
         RedisValue::Integer(shards as i64),
+    ];
+    // A shard of a spread bag says which one it is; shard 0 also gives
+    // the state of the bag's draw (`none`, `drawing`, `drawn`).
+    if let Some(sh) = spread {
+        out.extend([
+            util::bulk("spread"),
+            RedisValue::Integer(i64::from(sh.n)),
+            util::bulk("shard"),
+            RedisValue::Integer(i64::from(sh.i)),
+        ]);
+        if sh.i == 0 {
+            let [d] = meta.hget_fields([&F_DRAW]);
+            let d = match d.as_ref().map(|v| v.as_slice()) {
+                None => b"none".to_vec(),
+                Some(v) if v == b"drawing" || v == b"drawn" => v.to_vec(),
+                Some(_) => {
+                    return Err(error::corrupt(
+                        FAMILY,
+                        &derived_name(base, "meta"),
+                        Some("draw"),
+                    ))
+                }
+            };
+            out.extend([util::bulk("draw"), util::bulk(d)]);
+        }
+    }
+    Ok(util::map(ctx, out))
+}
+
+// ---- the draw of a spread bag (docs/spread.md) ----
+//
+// Each step is one atomic command on one shard, idempotent and
+// deterministic given the data, so that a draw interrupted anywhere can
+// be run again, by the same client or another one:
+// 1. DRAWBEGIN on shard 0 (the coordinator) takes the draw's lease;
+// 2. FREEZE on every shard closes it to writes and answers its best
+//    candidates (the client then waits for a replica of each shard);
+// 3. the client merges the shards' lists into the global top WINNERS;
+// 4. COMMIT on shard 0 stores that list: the winners are final;
+// 5. PUBLISH on every shard stores the shard's own winners, so that each
+//    user's RESULT is read from the node owning that user's shard.
+
+/// Longest draw lease: a day.
+const MAX_LEASE_MS: i64 = 86_400_000;
+/// Default draw lease.
+const DEFAULT_LEASE_MS: i64 = 30_000;
+
+/// The shard of a spread bag a draw step runs on (`SPREAD n` is required),
+/// with its open `B:meta`.
+fn draw_shard(
+    ctx: &Context,
+    base: &[u8],
+    declared: Option<u32>,
+    coordinator: bool,
+) -> Result<(shard::Shard, Key), RedisError> {
+    let Some(n) = declared else {
+        return Err(ferr("the draw steps of a spread bag need SPREAD n"));
+    };
+    let meta = find_meta(ctx, base, true)?;
+    let sh = spread_of(ctx, base, Some(n), meta.as_ref(), None)?
+        .ok_or(RedisError::Str(error::INTERNAL))?;
+    let meta = meta.ok_or(RedisError::Str(error::INTERNAL))?;
+    if coordinator && sh.i != 0 {
+        let b = route::shard_base(base).unwrap_or(base);
+        return Err(ferr(&format!(
+            "the draw of a spread bag is coordinated by its shard 0 ('{}')",
+            error::key_text(&shard::first_shard_key(b))
+        )));
+    }
+    Ok((sh, meta))
+}
+
+/// Splits the mandatory trailing `SPREAD n` off a draw step's arguments:
+/// returns the arguments before it and the count.
+fn trailing_spread(args: &[RedisString], min: usize) -> Result<(usize, Option<u32>), RedisError> {
+    let len = args.len();
+    if len >= min + 2 && args[len - 2].as_slice().eq_ignore_ascii_case(shard::KEYWORD) {
+        return Ok((len - 2, Some(shard::parse_count(FAMILY, args[len - 1].as_slice())?)));
+    }
+    Ok((len, None))
+}
+
+/// Parses a winner list `user score …` (scores with six decimals, as
+/// replies give them) and checks it against WINNERS.
+fn winner_list(args: &[RedisString], winners: i64) -> Result<Vec<(&[u8], u32)>, RedisError> {
+    if !args.len().is_multiple_of(2) {
+        return Err(error::syntax());
+    }
+    let mut list = Vec::with_capacity(args.len() / 2);
+    for pair in args.chunks(2) {
+        let r = model::parse_score_r(pair[1].as_slice())
+            .ok_or_else(|| ferr("winner scores must be six-decimal scores from 0 to 1"))?;
+        list.push((pair[0].as_slice(), r));
+    }
+    model::check_winner_list(&list, winners as usize).map_err(ferr)?;
+    Ok(list)
+}
+
+/// Reads a stored winner list (`B:winners` or `B:allwinners`) as the draw
+/// orders it, for comparing a repeated step.
+fn stored_list(key: &Key, max: usize) -> Vec<(Vec<u8>, u32)> {
+    key.zrange_desc(0, max)
+        .into_iter()
+        .map(|(u, s)| (u, (s * f64::from(model::SCALE)).round() as u32))
+        .collect()
+}
+
+fn same_list(stored: &[(Vec<u8>, u32)], given: &[(&[u8], u32)]) -> bool {
+    stored.len() == given.len()
+        && stored
+            .iter()
+            .zip(given)
+            .all(|((su, sr), (gu, gr))| su.as_slice() == *gu && sr == gr)
+}
+
+/// Writes a winner list into a sorted set (replaced whole), with the bag's
+/// expiry.
+fn write_list(ctx: &Context, meta: &Key, key: &Key, list: &[(&[u8], u32)]) {
+    key.delete();
+    for (u, r) in list {
+        let u = RedisString::create_from_slice(ctx.ctx, u);
+        key.zadd_flags_arg(&u, model::score_of(*r), 0);
+    }
+    if !list.is_empty() {
+        adopt_expiry(meta, key);
+    }
+}
+
+/// LUCKYBAG.DRAWBEGIN K token [LEASE ms] [NOW unix-ms] SPREAD n →
+/// `[drawing, winners]` or `[drawn, winners, user, score, …]`
+///
+/// Step 1 of a spread bag's draw, on shard 0: takes the draw's lease for
+/// `token`. The same token renews it; another token is refused with `ERR
+/// luckybag: draw in progress` until the lease runs out, and then takes it
+/// over (every later step is idempotent, so that is safe). Once the draw
+/// is committed it answers `drawn` and the winners. The lease instant
+/// comes from the master's clock and replicates as it is.
+pub fn luckybag_drawbegin(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut c = Cursor::new(args, 3)?;
+    let base_arg = c.next()?;
+    let token = c.next()?;
+    let mut lease = DEFAULT_LEASE_MS;
+    let mut now = None;
+    let mut declared = None;
+    while !c.done() {
+        match c.next_keyword()?.as_str() {
+            "LEASE" => lease = c.option_i64(1, MAX_LEASE_MS)?,
+            "NOW" => now = Some(c.option_i64(0, i64::MAX / 2)?),
+            "SPREAD" => declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
+            _ => return Err(error::syntax()),
+        }
+    }
+    if token.as_slice().is_empty() || token.as_slice().len() > 128 {
+        return Err(ferr("a draw token must be 1 to 128 bytes"));
+    }
+    let base = base_arg.as_slice();
+    util::require_hash_tag(ctx, FAMILY, base)?;
+    let (_, meta) = draw_shard(ctx, base, declared, true)?;
+    let all = Key::derived(ctx, base, "allwinners", true);
+    all.check(KeyType::ZSet)?;
+    let [w, d, t, l] = meta.hget_fields([&F_WINNERS, &F_DRAW, &F_DRAWTOKEN, &F_DRAWLEASE]);
+    let winners = meta_value(base, &F_WINNERS, &w, parse::winners)?;
+    let corrupt = |f: &str| error::corrupt(FAMILY, &derived_name(base, "meta"), Some(f));
+    let now = now.unwrap_or_else(util::now_ms);
+    match d.as_ref().map(|v| v.as_slice()) {
+        Some(b"drawn") => {
+            let list = stored_list(&all, winners as usize);
+            let mut out = vec![util::bulk("drawn"), RedisValue::Integer(winners)];
+            for (u, r) in list {
+                out.push(util::bulk(u));
+                out.push(util::bulk(model::format_score(model::score_of(r))));
+            }
+            return Ok(RedisValue::Array(out));
+        }
+        Some(b"drawing") => {
+            let holder = t.ok_or_else(|| corrupt("drawtoken"))?;
+            let until = l
+                .as_ref()
+                .and_then(|v| crate::args::parse_i64_plain(v.as_slice()))
+                .ok_or_else(|| corrupt("drawlease"))?;
+            if holder.as_slice() != token.as_slice() && until > now {
+                return Err(ferr("draw in progress"));
+            }
+        }
+        None => {}
+        Some(_) => return Err(corrupt("draw")),
+    }
+    let at = now.saturating_add(lease).to_string();
+    meta.hput(b"draw", b"drawing");
+    meta.hput(b"drawtoken", token.as_slice());
+    meta.hput(b"drawlease", at.as_bytes());
+    drop((all, meta));
+    let meta_name = derived_name(base, "meta");
+    ctx.replicate(
+        "HSET",
+        &[
+            &meta_name[..],
+            b"draw",
+            b"drawing",
+            b"drawtoken",
+            token.as_slice(),
+            b"drawlease",
+            at.as_bytes(),
+        ],
+    );
+    notify(ctx, c"hotpath.luckybag.drawbegin", &base_arg);
+    Ok(RedisValue::Array(vec![
+        util::bulk("drawing"),
+        RedisValue::Integer(winners),
     ]))
+}
+
+/// LUCKYBAG.FREEZE K count SPREAD n → `[user, score, …]`
+///
+/// Step 2, on every shard: closes the shard to JOIN, TASK, LEAVE and
+/// ENTER (`open` → `frozen`) and answers its best `count` candidates
+/// (scores in `[0, 1]`, score descending then user descending byte-wise,
+/// the order of the single-slot DRAW). A frozen shard answers again from
+/// the same, unchanging pool.
+pub fn luckybag_freeze(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut c = Cursor::new(args, 3)?;
+    let base_arg = c.next()?;
+    let count = c.next_i64(1, model::MAX_WINNERS)? as usize;
+    let declared = spread_opt(&mut c)?;
+    let base = base_arg.as_slice();
+    util::require_hash_tag(ctx, FAMILY, base)?;
+    let (_, meta) = draw_shard(ctx, base, declared, false)?;
+    let [shards, state] = meta.hget_fields([&F_SHARDS, &F_STATE]);
+    let shards = meta_value(base, &F_SHARDS, &shards, parse::shards)?;
+    let state = meta_value(base, &F_STATE, &state, parse::state)?;
+    let mut pools = Vec::with_capacity(shards as usize);
+    for s in 0..shards {
+        let cand = Key::open(ctx, &cand_name(base, s), false);
+        cand.check(KeyType::ZSet)?;
+        pools.push(cand);
+    }
+    let top = top_candidates(&pools, count);
+    drop(pools);
+    if state == State::Open {
+        meta.hput(field::STATE.as_bytes(), model::FROZEN);
+        notify(ctx, c"hotpath.luckybag.freeze", &base_arg);
+    }
+    drop(meta);
+    // Replicated even when the shard was frozen already (it changes
+    // nothing there): a `WAIT` after it on this connection then also
+    // covers a freeze made earlier by another connection, such as an
+    // interrupted run of the same draw.
+    ctx.replicate_verbatim();
+    let list: Vec<(RedisString, f64)> = top.into_iter().map(|Candidate(u, s)| (u, s)).collect();
+    reply_winners(ctx, &list)
+}
+
+/// The best `n` eligible candidates over a bag's internal pools, in the
+/// draw's order (the single-slot DRAW's walk).
+fn top_candidates(pools: &[Key], n: usize) -> Vec<Candidate> {
+    let heads: Vec<Option<Candidate>> = pools
+        .iter()
+        .map(|p| {
+            p.zwalk_desc(0.0, 1.0)
+                .then(|| p.zwalk_current())
+                .flatten()
+                .map(|(u, s)| Candidate(u, s))
+        })
+        .collect();
+    let top = model::merge_lazy(
+        heads,
+        |i| {
+            let p = &pools[i];
+            p.zwalk_prev()
+                .then(|| p.zwalk_current())
+                .flatten()
+                .map(|(u, s)| Candidate(u, s))
+        },
+        n,
+    );
+    for p in pools {
+        p.zwalk_stop();
+    }
+    top
+}
+
+/// LUCKYBAG.COMMIT K token [user score …] SPREAD n → `OK`
+///
+/// Step 4, on shard 0, by the holder of the draw's lease: stores the
+/// global winner list in `K:allwinners` and marks the draw `drawn`; from
+/// then on the winners are final. Committing the same list again answers
+/// `OK`; another list is refused.
+pub fn luckybag_commit(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let (end, declared) = trailing_spread(&args, 3)?;
+    if args.len() < 3 || end < 3 {
+        return Err(error::arity("luckybag.commit"));
+    }
+    let base = args[1].as_slice();
+    let token = args[2].as_slice();
+    util::require_hash_tag(ctx, FAMILY, base)?;
+    let (_, meta) = draw_shard(ctx, base, declared, true)?;
+    let all = Key::derived(ctx, base, "allwinners", true);
+    all.check(KeyType::ZSet)?;
+    let [w, d, t] = meta.hget_fields([&F_WINNERS, &F_DRAW, &F_DRAWTOKEN]);
+    let winners = meta_value(base, &F_WINNERS, &w, parse::winners)?;
+    let list = winner_list(&args[3..end], winners)?;
+    match d.as_ref().map(|v| v.as_slice()) {
+        Some(b"drawn") => {
+            if same_list(&stored_list(&all, winners as usize), &list) {
+                // Replicated for the `WAIT` after it (see FREEZE).
+                ctx.replicate_verbatim();
+                return Ok(RedisValue::SimpleStringStatic("OK"));
+            }
+            return Err(ferr("the draw was committed with other winners"));
+        }
+        Some(b"drawing") => {
+            if t.as_ref().map(|v| v.as_slice()) != Some(token) {
+                return Err(ferr("draw in progress"));
+            }
+        }
+        None => return Err(ferr("no draw in progress (LUCKYBAG.DRAWBEGIN first)")),
+        Some(_) => {
+            return Err(error::corrupt(
+                FAMILY,
+                &derived_name(base, "meta"),
+                Some("draw"),
+            ))
+        }
+    }
+    write_list(ctx, &meta, &all, &list);
+    meta.hput(b"draw", b"drawn");
+    meta.hdel(b"drawtoken");
+    meta.hdel(b"drawlease");
+    drop((all, meta));
+    ctx.replicate_verbatim();
+    super::DRAWS.incr();
+    super::WINNERS_DRAWN.add(list.len() as u64);
+    notify(ctx, c"hotpath.luckybag.commit", &args[1]);
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// LUCKYBAG.PUBLISH K [user score …] SPREAD n → winners stored
+///
+/// Step 5, on every shard: stores the shard's own winners (each must be a
+/// participant of this shard with that very score) in `K:winners` and
+/// marks the shard `drawn`, so that RESULT answers WON or LOST there. The
+/// shard must be frozen. Publishing the same list again answers the same;
+/// another list is refused.
+pub fn luckybag_publish(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let (end, declared) = trailing_spread(&args, 2)?;
+    if args.len() < 2 {
+        return Err(error::arity("luckybag.publish"));
+    }
+    let base = args[1].as_slice();
+    util::require_hash_tag(ctx, FAMILY, base)?;
+    let (sh, meta) = draw_shard(ctx, base, declared, false)?;
+    let won = Key::derived(ctx, base, "winners", true);
+    won.check(KeyType::ZSet)?;
+    let [w, shards, state] = meta.hget_fields([&F_WINNERS, &F_SHARDS, &F_STATE]);
+    let winners = meta_value(base, &F_WINNERS, &w, parse::winners)?;
+    let shards = meta_value(base, &F_SHARDS, &shards, parse::shards)?;
+    let state = meta_value(base, &F_STATE, &state, parse::state)?;
+    let list = winner_list(&args[2..end], winners)?;
+    for (u, r) in &list {
+        shard::check_owner(FAMILY, "user", base, sh, u)?;
+        let cand = Key::open(ctx, &cand_name(base, model::shard_of(u, shards)), false);
+        cand.check(KeyType::ZSet)?;
+        let score = cand.zscore(u);
+        if score.map(|s| (s * f64::from(model::SCALE)).round()) != Some(f64::from(*r)) {
+            return Err(ferr(&format!(
+                "'{}' is not a candidate of '{}' with score {}",
+                error::key_text(u),
+                error::key_text(base),
+                model::format_score(model::score_of(*r))
+            )));
+        }
+    }
+    match state {
+        State::Open => {
+            return Err(ferr(&format!(
+                "shard '{}' is not frozen (LUCKYBAG.FREEZE first)",
+                error::key_text(base)
+            )))
+        }
+        State::Drawn => {
+            if same_list(&stored_list(&won, winners as usize), &list) {
+                return Ok(RedisValue::Integer(list.len() as i64));
+            }
+            return Err(ferr("the shard was published with other winners"));
+        }
+        State::Frozen => {}
+    }
+    write_list(ctx, &meta, &won, &list);
+    meta.hput(field::STATE.as_bytes(), model::DRAWN);
+    drop((won, meta));
+    ctx.replicate_verbatim();
+    notify(ctx, c"hotpath.luckybag.publish", &args[1]);
+    Ok(RedisValue::Integer(list.len() as i64))
 }

@@ -189,6 +189,66 @@ pub mod field {
 pub const OPEN: &[u8] = b"open";
 /// `B:meta` value of `state` once drawn.
 pub const DRAWN: &[u8] = b"drawn";
+/// `B:meta` value of `state` of a spread bag's shard whose pool the draw
+/// has read: it takes no more writes, and is not drawn yet.
+pub const FROZEN: &[u8] = b"frozen";
+
+/// The state of a bag (or of a spread bag's shard).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Open,
+    /// A shard of a spread bag whose draw has started (see docs/spread.md).
+    Frozen,
+    Drawn,
+}
+
+impl State {
+    /// Returns the `state` value.
+    pub fn word(self) -> &'static [u8] {
+        match self {
+            State::Open => OPEN,
+            State::Frozen => FROZEN,
+            State::Drawn => DRAWN,
+        }
+    }
+}
+
+/// Parses a score as replies and the spread draw carry it (six decimals,
+/// [`format_score`]) into `r` = score × 1,000,000, for an eligible score
+/// (`0 … 1`). `None` for anything else.
+pub fn parse_score_r(v: &[u8]) -> Option<u32> {
+    let dot = v.iter().position(|&c| c == b'.')?;
+    let (int, frac) = (&v[..dot], &v[dot + 1..]);
+    if int.len() != 1 || frac.len() != 6 || !int.iter().chain(frac).all(u8::is_ascii_digit) {
+        return None;
+    }
+    let r = u32::from(int[0] - b'0') * SCALE
+        + std::str::from_utf8(frac).ok()?.parse::<u32>().ok()?;
+    (r <= SCALE).then_some(r)
+}
+
+/// Checks a winner list of the spread draw: at most `max` entries, no
+/// empty user, in the draw's order (score descending, then user
+/// descending byte-wise) with no user twice. Returns the reason when it
+/// is not one.
+pub fn check_winner_list(list: &[(&[u8], u32)], max: usize) -> Result<(), &'static str> {
+    if list.len() > max {
+        return Err("bad winner list: more winners than the bag has prizes");
+    }
+    for (i, (u, _)) in list.iter().enumerate() {
+        if u.is_empty() {
+            return Err("bad winner list: a winner with an empty user");
+        }
+        if i > 0 {
+            let (pu, pr) = list[i - 1];
+            let before = pr > list[i].1 || (pr == list[i].1 && pu > *u);
+            if !before {
+                return Err("bad winner list: winners out of order or repeated");
+            }
+        }
+    }
+    Ok(())
+}
 
 impl Rules {
     /// Returns the `B:meta` fields and values of a new bag with these
@@ -254,6 +314,16 @@ pub mod parse {
         match v {
             b"yes" => Some(true),
             b"no" => Some(false),
+            _ => None,
+        }
+    }
+
+    /// `state`: `open`, `frozen` (a spread bag's shard) or `drawn`.
+    pub fn state(v: &[u8]) -> Option<State> {
+        match v {
+            s if s == OPEN => Some(State::Open),
+            s if s == FROZEN => Some(State::Frozen),
+            s if s == DRAWN => Some(State::Drawn),
             _ => None,
         }
     }
@@ -440,6 +510,43 @@ mod tests {
         v.sort_by(rank_order);
         v.truncate(n);
         v
+    }
+
+    #[test]
+    fn score_texts_parse_to_r() {
+        assert_eq!(parse_score_r(b"0.123456"), Some(123_456));
+        assert_eq!(parse_score_r(b"0.000000"), Some(0));
+        assert_eq!(parse_score_r(b"1.000000"), Some(1_000_000));
+        for bad in [
+            &b"1.000001"[..],
+            b"-1.000000",
+            b"0.12345",
+            b"0.1234567",
+            b"00.123456",
+            b".123456",
+            b"0,123456",
+            b"2.000000",
+            b"",
+        ] {
+            assert_eq!(parse_score_r(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+        for r in [0u32, 1, 999_999, 123_456] {
+            assert_eq!(parse_score_r(format_score(score_of(r)).as_bytes()), Some(r));
+        }
+    }
+
+    #[test]
+    fn winner_lists_must_be_in_draw_order() {
+        let ok: Vec<(&[u8], u32)> = vec![(b"b", 9), (b"z", 5), (b"a", 5), (b"q", 0)];
+        assert_eq!(check_winner_list(&ok, 4), Ok(()));
+        assert!(check_winner_list(&ok, 3).is_err());
+        assert_eq!(check_winner_list(&[], 1), Ok(()));
+        let swapped: Vec<(&[u8], u32)> = vec![(b"a", 5), (b"z", 5)];
+        assert!(check_winner_list(&swapped, 5).is_err());
+        let twice: Vec<(&[u8], u32)> = vec![(b"a", 5), (b"a", 5)];
+        assert!(check_winner_list(&twice, 5).is_err());
+        let empty: Vec<(&[u8], u32)> = vec![(b"", 5)];
+        assert!(check_winner_list(&empty, 5).is_err());
     }
 
     #[test]

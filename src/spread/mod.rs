@@ -5,9 +5,11 @@
 //! [`route`] is the routing spec (cluster slot, slot tags, shard keys, the
 //! shard of an id), pure and shared word for word with the Rust client;
 //! `docs/spread.md` states it for other languages, with test vectors in
-//! `docs/spread-vectors.json`.
+//! `docs/spread-vectors.json`. [`shard`] is the module's side of a shard:
+//! the `SPREAD n` option, each shard's record, the routing check.
 
 pub mod route;
+pub mod shard;
 mod slot_tags;
 
 #[cfg(test)]

@@ -197,6 +197,29 @@ pub fn split_shard_key(key: &[u8]) -> Option<(&str, &[u8])> {
     Some((tag, base))
 }
 
+/// Returns `i` when `key` is the key of shard `i` of `n` of its base: it
+/// is `{<tag>}<base>` ([`split_shard_key`]) and its slot is
+/// [`shard_slot`]`(base, n, i)`. `None` for any other key, and for an
+/// invalid `n`.
+pub fn shard_index(key: &[u8], n: u32) -> Option<u32> {
+    if !(1..=MAX_SHARDS).contains(&n) {
+        return None;
+    }
+    let (tag, base) = split_shard_key(key)?;
+    let slot = u32::from(key_slot(tag.as_bytes()));
+    let offset = (slot + SLOTS - u32::from(key_slot(base))) % SLOTS;
+    // The one `i` with floor(i × 16384 / n) == offset, if any: the
+    // smallest i with i × 16384 / n >= offset (the step is at least 1).
+    let i = (u64::from(offset) * u64::from(n)).div_ceil(u64::from(SLOTS)) as u32;
+    (i < n && u32::from(shard_slot(base, n, i)) == slot).then_some(i)
+}
+
+/// Returns the base key of a shard key `{<tag>}<base>`, or `None` when
+/// `key` does not start with a tag of the table.
+pub fn shard_base(key: &[u8]) -> Option<&[u8]> {
+    split_shard_key(key).map(|(_, base)| base)
+}
+
 /// The characters of slot tags, in the order the generator tries them.
 pub const TAG_ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 

@@ -304,3 +304,32 @@ fn python_client_ships_the_same_table() {
     let tags: Vec<&str> = txt.split_whitespace().collect();
     assert_eq!(tags, SLOT_TAGS.to_vec());
 }
+
+#[test]
+fn shard_index_inverts_shard_key() {
+    for base in [&b"post:9"[..], b"post:{9}", b"", b"{06S}x", b"bag:live42"] {
+        for n in [1u32, 2, 3, 7, 16, 100, 1000, 1024] {
+            for i in 0..n {
+                let key = shard_key(base, n, i);
+                assert_eq!(shard_index(&key, n), Some(i), "{n} {i}");
+                assert_eq!(shard_base(&key), Some(base));
+                // Under another count the key is a shard key only where the
+                // two rings share that slot, and then it is that shard.
+                for m in [1u32, 4, 8, 16, 1024] {
+                    if let Some(j) = shard_index(&key, m) {
+                        assert_eq!(shard_key(base, m, j), key);
+                    }
+                }
+            }
+            assert_eq!(shard_index(&shard_key(base, n, 0), 0), None);
+            assert_eq!(shard_index(&shard_key(base, n, 0), 1025), None);
+        }
+    }
+    // Keys that are not shard keys at all.
+    for key in [&b"post:9"[..], b"{}post", b"{zzzz}post", b"{x", b"", b"{"] {
+        assert_eq!(shard_index(key, 16), None);
+    }
+    // A tag that is not the table's tag of its slot.
+    let key = b"{post}x";
+    assert_eq!(shard_index(key, 1), None);
+}

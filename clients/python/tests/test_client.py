@@ -179,6 +179,60 @@ class Families:
         with self.assertRaisesRegex(redis.ResponseError, "luckybag: bag is closed"):
             bag.join(5)
 
+    #: Replicas a spread draw waits for (the test cluster has one per master).
+    replicas = 0
+
+    def test_spread_like(self):
+        post = self.hp.like(self.k("spost"), spread=4)
+        self.assertTrue(post.create())
+        self.assertTrue(post.create())  # again: harmless
+        self.assertEqual(post.add(5, now=NOW), R.ShardLikeChange(True, 1, 1))
+        self.assertEqual(post.toggle(8, now=NOW + 1), R.ShardLikeChange(True, 0, 1))
+        self.assertEqual(post.add(9, now=NOW + 2).shard, 1)
+        self.assertEqual(post.count(), 3)
+        self.assertEqual(post.shard_counts(), [1, 2, 0, 0])
+        self.assertEqual(post.check(5, 6, 8, 9), [True, False, True, True])
+        self.assertEqual(post.recent(2), [R.Liker(9, NOW + 2), R.Liker(8, NOW + 1)])
+        self.assertEqual(post.rem(5), R.ShardLikeChange(True, 1, 1))
+        info = post.info()
+        self.assertEqual((info.shards, info.count, len(info.per_shard)), (4, 2, 4))
+        self.assertEqual(self.hp.spread_count("LIKE", self.k("spost")), 4)
+        # The base key refuses single-slot commands.
+        with self.assertRaisesRegex(redis.ResponseError, "is spread over 4 shards"):
+            self.hp.like(self.k("spost")).add(1)
+
+    def test_spread_luckybag(self):
+        bag = self.hp.luckybag(self.k("sbag"), spread=4)
+        self.assertTrue(bag.create(5))
+        users = [str(i) for i in range(40)] + [f"user-{i}" for i in range(20)]
+        for u in users:
+            j = bag.join(u)
+            self.assertEqual((j.new, j.shard), (True, bag.shards.shard_of(u)))
+        self.assertFalse(bag.join("7").new)
+        info = bag.info()
+        self.assertEqual((info.state, info.participants, info.winners, info.shards),
+                         ("open", 60, 5, 4))
+        self.assertEqual(sum(s.participants for s in info.per_shard), 60)
+        self.assertEqual(bag.result("7"), "PENDING")
+        # A second drawer is refused while the first holds the draw.
+        k0 = bag.shards.keys[0]
+        self.assertEqual(self.r.execute_command("LUCKYBAG.DRAWBEGIN", k0, "first", "SPREAD", 4)[0],
+                         b"drawing")
+        with self.assertRaisesRegex(hotpath.ShardError, "draw in progress"):
+            bag.draw(token="second", replicas=self.replicas)
+        won = bag.draw(token="first", replicas=self.replicas)
+        self.assertEqual(len(won), 5)
+        keys = [(w.score_text, w.user.encode()) for w in won]
+        self.assertEqual(keys, sorted(keys, reverse=True))
+        self.assertEqual(bag.draw(replicas=self.replicas), won)
+        self.assertEqual(bag.info().state, "drawn")
+        winners = {w.user for w in won}
+        for u in users:
+            self.assertEqual(bag.result(u), "WON" if u in winners else "LOST", u)
+        self.assertEqual(bag.result("nobody"), "ABSENT")
+        with self.assertRaisesRegex(redis.ResponseError, "luckybag: bag is closed"):
+            bag.join("61")
+
     def test_rate(self):
         lim = self.hp.rate(self.k("api"))
         self.assertEqual(lim.check(2, 1000, now=NOW), R.RateResult(True, 2, 1, -1, 500))
@@ -299,6 +353,8 @@ class OnACluster(Families, unittest.TestCase):
             nodes.append(ClusterNode(host, int(port)))
         cls.r = RedisCluster(startup_nodes=nodes)
         cls.hp = hotpath.HotPath(cls.r)
+
+    replicas = 1
 
     def test_routing_matches_the_server(self):
         rnd = random.Random(11)

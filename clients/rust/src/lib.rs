@@ -17,7 +17,12 @@
 //! ```
 //!
 //! [`routing`] is the routing spec of spread entities (docs/spread.md),
-//! compiled from the very file the module uses.
+//! compiled from the very file the module uses. Spread entities have
+//! their own handles ([`SpreadLike`], …): writes go to the shard of their
+//! id, and reads that span shards are one call (one pipeline per node,
+//! replies merged; a shard that fails fails the call). They take a
+//! [`FanOut`] connection: `redis::Connection` or
+//! `redis::cluster::ClusterConnection`.
 //!
 //! The seam for servers without the module: every command is built by a
 //! [`Backend`]; [`Backend::Module`] sends the module's commands, and a
@@ -31,6 +36,8 @@ mod slot_tags;
 
 mod entities;
 pub mod replies;
+mod spread;
 
 pub use entities::*;
 pub use replies::*;
+pub use spread::*;

@@ -84,7 +84,7 @@ fn exact(v: &Value, n: usize) -> RedisResult<&[Value]> {
     Ok(a)
 }
 
-fn pairs(v: &Value) -> RedisResult<Vec<(&Value, &Value)>> {
+pub(crate) fn pairs(v: &Value) -> RedisResult<Vec<(&Value, &Value)>> {
     // A RESP3 connection gets maps where RESP2 gets `[field, value, …]`.
     if let Value::Map(m) = v {
         return Ok(m.iter().map(|(k, v)| (k, v)).collect());

@@ -8,11 +8,13 @@ True
 Replies are dataclasses (``hotpath.replies``); the routing spec of spread
 entities is ``hotpath.routing`` (docs/spread.md).
 """
-from . import replies, routing
+from . import replies, routing, spread
 from .client import (Backend, DelayQueue, HotPath, Like, Lock, LuckyBag, ModuleBackend, Poll,
                      Rank, Rate, RedPacket)
+from .spread import ShardError, Shards, SpreadLike, SpreadLuckyBag
 from .replies import *  # noqa: F401,F403  (the reply dataclasses)
 
 __version__ = "0.1.0"
 __all__ = ["HotPath", "Backend", "ModuleBackend", "Poll", "Rank", "Like", "RedPacket",
-           "LuckyBag", "Rate", "Lock", "DelayQueue", "replies", "routing"]
+           "LuckyBag", "Rate", "Lock", "DelayQueue", "replies", "routing", "spread", "Shards",
+           "ShardError", "SpreadLike", "SpreadLuckyBag"]

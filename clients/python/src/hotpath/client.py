@@ -8,15 +8,16 @@ The seam for other backends: every command goes through
 ``Backend.call(command, argv, keys)``. ``ModuleBackend`` sends the module's
 command; a backend for servers without the module (a Redis Functions
 library) implements the same method, and the handles do not change.
-Spread entities (issue 11, next phase) get their own handles, which send
+Spread entities (``hotpath.spread``) have their own handles, which send
 each write to its shard key (see ``hotpath.routing``) and fan reads out
-over the shards.
+over the shards through ``Backend.call_many``.
 """
 from __future__ import annotations
 
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import replies as R
+from .spread import SpreadLike, SpreadLuckyBag, spread_count
 
 Key = Union[str, bytes]
 Arg = Union[str, bytes, int, float]
@@ -30,6 +31,31 @@ class Backend:
     def call(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
         raise NotImplementedError
 
+    def call_many(self, calls: Sequence[Tuple[str, Sequence[Arg], Sequence[Key]]]) -> List[Any]:
+        """Runs several commands (the per-shard parts of a spread call) and
+        returns each reply, or the exception it raised, in order. This
+        default runs them one after the other; a backend that can pipeline
+        overrides it."""
+        out: List[Any] = []
+        for command, argv, keys in calls:
+            try:
+                out.append(self.call(command, argv, keys))
+            except Exception as e:  # noqa: BLE001 (each shard's own outcome)
+                out.append(e)
+        return out
+
+
+    def call_many_durable(self, calls: Sequence[Tuple[str, Sequence[Arg], Sequence[Key]]],
+                          replicas: int, timeout_ms: int) -> Tuple[List[Any], List[int]]:
+        """:meth:`call_many`, then ``WAIT replicas timeout_ms`` on the node
+        of each call's first key, on the connection that sent its writes
+        (``WAIT`` counts the writes of its own connection). Returns the
+        replies and, per call, the replicas that have its node's writes.
+        This default serves a single server."""
+        out = self.call_many(calls)
+        acked = int(self.call("WAIT", [replicas, timeout_ms], []))
+        return out, [acked] * len(calls)
+
 
 class ModuleBackend(Backend):
     """Sends the module's own commands."""
@@ -39,6 +65,52 @@ class ModuleBackend(Backend):
 
     def call(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
         return self.client.execute_command(command, *argv)
+
+    def call_many(self, calls: Sequence[Tuple[str, Sequence[Arg], Sequence[Key]]]) -> List[Any]:
+        """One pipeline: on a ``RedisCluster``, redis-py groups it per node,
+        writes every node's part before reading any reply, and follows
+        redirections; each reply or error comes back in order."""
+        if not calls:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for command, argv, _ in calls:
+            pipe.execute_command(command, *argv)
+        return list(pipe.execute(raise_on_error=False))
+
+    def call_many_durable(self, calls: Sequence[Tuple[str, Sequence[Arg], Sequence[Key]]],
+                          replicas: int, timeout_ms: int) -> Tuple[List[Any], List[int]]:
+        """One plain pipeline per node ending in ``WAIT``, so that the
+        ``WAIT`` runs on the very connection of the node's writes. A
+        redirection (a slot moved meanwhile) comes back as that call's
+        error."""
+        groups: dict = {}
+        nodes: dict = {}
+        get_node = getattr(self.client, "get_node_from_key", None)
+        for i, (_, _, keys) in enumerate(calls):
+            if get_node is None:
+                name = None
+            else:
+                node = get_node(keys[0])
+                name = node.name
+                nodes[name] = node
+            groups.setdefault(name, []).append(i)
+        out: List[Any] = [None] * len(calls)
+        acks: List[int] = [0] * len(calls)
+        for name, idx in groups.items():
+            client = self.client if name is None else self.client.get_redis_connection(nodes[name])
+            pipe = client.pipeline(transaction=False)
+            for i in idx:
+                pipe.execute_command(calls[i][0], *calls[i][1])
+            pipe.execute_command("WAIT", replicas, timeout_ms)
+            try:
+                res = pipe.execute(raise_on_error=False)
+            except Exception as e:  # noqa: BLE001 (the node failed: each call fails)
+                res = [e] * (len(idx) + 1)
+            ack = res[-1]
+            for j, i in enumerate(idx):
+                out[i] = res[j]
+                acks[i] = ack if isinstance(ack, int) else 0
+        return out, acks
 
 
 def _opt(argv: List[Arg], name: str, value: Optional[Arg]) -> None:
@@ -407,13 +479,26 @@ class HotPath:
     def rank(self, key: Key) -> Rank:
         return Rank(self.backend, key)
 
-    def like(self, key: Key) -> Like:
+    def like(self, key: Key, spread: Optional[int] = None) -> Union[Like, "SpreadLike"]:
+        """A post; with ``spread=n``, the post spread over ``n`` shards
+        (docs/spread.md)."""
+        if spread is not None:
+            return SpreadLike(self.backend, key, spread)
         return Like(self.backend, key)
+
+    def spread_count(self, family: str, key: Key) -> Optional[int]:
+        """The shard count of the spread entity ``key`` of ``family``
+        (``"LIKE"``, …), read from its shard 0; None when it is not spread."""
+        return spread_count(self.backend, family, key)
 
     def redpacket(self, key: Key) -> RedPacket:
         return RedPacket(self.backend, key)
 
-    def luckybag(self, key: Key) -> LuckyBag:
+    def luckybag(self, key: Key, spread: Optional[int] = None) -> Union[LuckyBag, "SpreadLuckyBag"]:
+        """A lucky bag; with ``spread=n``, the bag spread over ``n`` shards
+        (docs/spread.md)."""
+        if spread is not None:
+            return SpreadLuckyBag(self.backend, key, spread)
         return LuckyBag(self.backend, key)
 
     def rate(self, key: Key) -> Rate:

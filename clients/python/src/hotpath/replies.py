@@ -210,6 +210,24 @@ class LikeInfo:
     bytes: int
 
 
+@dataclass(frozen=True)
+class ShardLikeChange:
+    """A write on one shard of a spread post: ``changed`` as the single-slot
+    command answers it (TOGGLE: the user likes the post after the call),
+    the ``shard`` written and that shard's count."""
+    changed: bool
+    shard: int
+    shard_count: int
+
+
+@dataclass(frozen=True)
+class SpreadLikeInfo:
+    shards: int
+    count: int
+    bytes: int
+    per_shard: List[LikeInfo]
+
+
 def like_change(v: Any) -> LikeChange:
     c, n = array(v, 2)
     return LikeChange(bool(integer(c)), integer(n))
@@ -297,6 +315,28 @@ class BagInfo:
     pooled: int
     winners: int
     shards: int
+
+
+@dataclass(frozen=True)
+class ShardJoin:
+    """LUCKYBAG.JOIN on one shard of a spread bag: ``new`` and ``pooled`` as
+    the single-slot command answers them, the shard and its participants."""
+    new: bool
+    pooled: bool
+    shard: int
+    shard_participants: int
+
+
+@dataclass(frozen=True)
+class SpreadBagInfo:
+    """LUCKYBAG.INFO over a spread bag; ``state`` is the bag's draw:
+    ``open``, ``drawing`` (a draw has started) or ``drawn``."""
+    state: str
+    participants: int
+    pooled: int
+    winners: int
+    shards: int
+    per_shard: List[BagInfo]
 
 
 def join(v: Any) -> Join:

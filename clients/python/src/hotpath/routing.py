@@ -146,6 +146,42 @@ def like_id_of(shard: int, stored: int, n: int) -> int:
     return stored * n + shard
 
 
+def split_shard_key(key: Bytes):
+    """``(tag, base)`` of a shard key ``{<tag>}<base>`` whose tag is the
+    table's tag of its own slot, else ``None``."""
+    k = _b(key)
+    if not k.startswith(b"{"):
+        return None
+    c = k.find(b"}", 1)
+    if c <= 1:
+        return None
+    tag = k[1:c]
+    try:
+        t = tag.decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    if slot_tag(key_slot(tag)) != t:
+        return None
+    return t, k[c + 1:]
+
+
+def shard_index(key: Bytes, n: int):
+    """``i`` when ``key`` is the key of shard ``i`` of ``n`` of its base,
+    else ``None``."""
+    if not valid_shards(n):
+        return None
+    split = split_shard_key(key)
+    if split is None:
+        return None
+    tag, base = split
+    slot = key_slot(tag)
+    offset = (slot - key_slot(base)) % SLOTS
+    i = -(-offset * n // SLOTS)  # ceil
+    if i < n and shard_slot(base, n, i) == slot:
+        return i
+    return None
+
+
 def generate_slot_tags() -> List[str]:
     """Recomputes the slot-tag table from its definition (slow: ~1 s)."""
     table: List[str] = [""] * SLOTS

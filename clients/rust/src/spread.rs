@@ -1,0 +1,872 @@
+//! Spread entities (docs/spread.md): one hot entity split into shards that
+//! live on every master of a cluster. A handle routes each write to the
+//! shard of its id and answers every read that spans shards in one call:
+//! the per-shard commands go out at once, one pipeline per node, and the
+//! replies are merged. A shard that cannot be reached, or that answers an
+//! error, fails the whole call: a merged answer is never partial.
+
+use redis::cluster::{cluster_pipe, ClusterConnection};
+use redis::{Cmd, ConnectionLike, ErrorKind, RedisError, RedisResult, Value};
+
+use crate::entities::Backend;
+use crate::replies::{BagInfo, BagResult, Join, LikeInfo, Liker, Winner};
+use crate::routing;
+
+/// A connection that can send many commands at once, one pipeline per
+/// node: a `redis::Connection` (one server holds every shard) or a
+/// `redis::cluster::ClusterConnection`.
+pub trait FanOut: ConnectionLike {
+    /// Sends `cmds` pipelined (grouped per node on a cluster) and returns
+    /// their replies in order; fails on the first error.
+    fn pipeline_all(&mut self, cmds: &[Cmd]) -> RedisResult<Vec<Value>>;
+
+    /// `WAIT replicas timeout_ms` on the master of `key`, through the
+    /// connection that sent this client's writes there (WAIT counts the
+    /// writes of its own connection): the replicas that have them.
+    fn wait_for(&mut self, key: &str, replicas: i64, timeout_ms: u64) -> RedisResult<i64>;
+}
+
+impl FanOut for redis::Connection {
+    fn pipeline_all(&mut self, cmds: &[Cmd]) -> RedisResult<Vec<Value>> {
+        let mut p = redis::pipe();
+        for c in cmds {
+            p.add_command(c.clone());
+        }
+        p.query(self)
+    }
+
+    fn wait_for(&mut self, _key: &str, replicas: i64, timeout_ms: u64) -> RedisResult<i64> {
+        redis::cmd("WAIT").arg(replicas).arg(timeout_ms).query(self)
+    }
+}
+
+impl FanOut for ClusterConnection {
+    fn pipeline_all(&mut self, cmds: &[Cmd]) -> RedisResult<Vec<Value>> {
+        let mut p = cluster_pipe();
+        for c in cmds {
+            p.add_command(c.clone());
+        }
+        p.query(self)
+    }
+
+    fn wait_for(&mut self, key: &str, replicas: i64, timeout_ms: u64) -> RedisResult<i64> {
+        use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+        // The sync cluster client keeps one connection per node: the one
+        // that carried the writes.
+        let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::new(
+            routing::key_slot(key.as_bytes()),
+            SlotAddr::Master,
+        )));
+        let v = self.route_command(redis::cmd("WAIT").arg(replicas).arg(timeout_ms), route)?;
+        crate::replies::int(&v)
+    }
+}
+
+/// Wraps an error of one shard so that it names the shard key, unless the
+/// server's own message already does.
+fn shard_error(key: &str, e: RedisError) -> RedisError {
+    if e.detail().is_some_and(|d| d.contains(key)) {
+        return e;
+    }
+    let text = match (e.code(), e.detail()) {
+        (Some(code), Some(d)) => format!("{code} {d}"),
+        _ => e.to_string(),
+    };
+    RedisError::from((
+        ErrorKind::ResponseError,
+        "hotpath: a shard failed",
+        format!("shard '{key}': {text}"),
+    ))
+}
+
+/// Runs one command per shard key, all at once, and returns each reply or
+/// error. The pipelines go out first; when one fails (a redirection the
+/// pipeline does not follow, a node down, or an error reply), every
+/// command is sent again on its own through the client's retrying path:
+/// fan-outs carry only reads and idempotent steps, so that is safe.
+pub(crate) fn fan_out_each<C: FanOut>(
+    con: &mut C,
+    calls: &[(String, Cmd)],
+) -> Vec<RedisResult<Value>> {
+    let cmds: Vec<Cmd> = calls.iter().map(|(_, c)| c.clone()).collect();
+    if let Ok(v) = con.pipeline_all(&cmds) {
+        if v.len() == calls.len() {
+            return v.into_iter().map(Ok).collect();
+        }
+    }
+    calls
+        .iter()
+        .map(|(key, c)| c.query::<Value>(con).map_err(|e| shard_error(key, e)))
+        .collect()
+}
+
+/// [`fan_out_each`], failing on the first shard error (named by its key).
+pub(crate) fn fan_out<C: FanOut>(con: &mut C, calls: &[(String, Cmd)]) -> RedisResult<Vec<Value>> {
+    fan_out_each(con, calls).into_iter().collect()
+}
+
+/// The shard keys of a spread entity, with the routing of ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shards {
+    base: String,
+    keys: Vec<String>,
+}
+
+impl Shards {
+    /// The `n` shard keys of `base`.
+    ///
+    /// # Panics
+    /// Occurs when `n` is not from 1 to 1024.
+    pub fn new(base: &str, n: u32) -> Shards {
+        assert!(
+            routing::valid_shards(i64::from(n)),
+            "a spread entity has 1 to 1024 shards, not {n}"
+        );
+        let keys = routing::shard_keys(base.as_bytes(), n)
+            .into_iter()
+            .map(|k| String::from_utf8(k).expect("a UTF-8 base gives UTF-8 shard keys"))
+            .collect();
+        Shards {
+            base: base.to_string(),
+            keys,
+        }
+    }
+
+    /// The base key.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The shard count.
+    pub fn n(&self) -> u32 {
+        self.keys.len() as u32
+    }
+
+    /// Every shard key, shard 0 first.
+    pub fn keys(&self) -> &[String] {
+        &self.keys
+    }
+
+    /// The shard of an id (`routing::shard_of`).
+    pub fn shard_of(&self, id: &str) -> u32 {
+        routing::shard_of(id.as_bytes(), self.n())
+    }
+
+    /// The key of the shard of an id.
+    pub fn key_of(&self, id: &str) -> &str {
+        &self.keys[self.shard_of(id) as usize]
+    }
+
+    /// Builds `name K_i args… SPREAD n` for shard `i`.
+    pub(crate) fn cmd(&self, backend: Backend, name: &str, i: u32, args: &[Vec<u8>]) -> Cmd {
+        let key = &self.keys[i as usize];
+        let mut argv = Vec::with_capacity(args.len() + 3);
+        argv.push(key.as_bytes().to_vec());
+        argv.extend(args.iter().cloned());
+        argv.push(b"SPREAD".to_vec());
+        argv.push(self.n().to_string().into_bytes());
+        backend.command(name, &argv, &[0])
+    }
+
+    /// The same command on every shard, as fan-out calls.
+    pub(crate) fn all(&self, backend: Backend, name: &str, args: &[Vec<u8>]) -> Vec<(String, Cmd)> {
+        (0..self.n())
+            .map(|i| (self.keys[i as usize].clone(), self.cmd(backend, name, i, args)))
+            .collect()
+    }
+
+    /// Creates every shard with `create` (`<FAMILY>.CREATE K_i args…
+    /// SPREAD n`), checking them all first with `info` (`<FAMILY>.INFO
+    /// K_i SPREAD n`): a shard in use (another count, a single-slot entity,
+    /// corrupt data) stops the creation before anything is written. Shard
+    /// 0 is created first, on its own (it also checks the base key), then
+    /// the others at once. Creating an entity again with the same rules
+    /// answers true and changes nothing, so a creation that failed half way
+    /// can be run again.
+    pub(crate) fn create<C: FanOut>(
+        &self,
+        con: &mut C,
+        backend: Backend,
+        family: &str,
+        args: &[Vec<u8>],
+    ) -> RedisResult<bool> {
+        let info = format!("{family}.INFO");
+        for (r, key) in fan_out_each(con, &self.all(backend, &info, &[]))
+            .into_iter()
+            .zip(&self.keys)
+        {
+            if let Err(e) = r {
+                if !e.detail().is_some_and(|d| d.ends_with("does not exist")) {
+                    return Err(shard_error(key, e));
+                }
+            }
+        }
+        let create = format!("{family}.CREATE");
+        let calls = self.all(backend, &create, args);
+        let first: Value = calls[0]
+            .1
+            .query(con)
+            .map_err(|e| shard_error(&calls[0].0, e))?;
+        crate::replies::ok(&first)?;
+        for v in fan_out(con, &calls[1..])? {
+            crate::replies::ok(&v)?;
+        }
+        Ok(true)
+    }
+}
+
+/// Reads the shard count of a spread entity from its shard 0 (whose key
+/// does not depend on the count): `Some(n)`, or `None` when `base` is not
+/// spread. `family` is e.g. `"LIKE"`.
+pub fn spread_count<C: ConnectionLike>(
+    con: &mut C,
+    family: &str,
+    base: &str,
+) -> RedisResult<Option<u32>> {
+    let k0 = String::from_utf8(routing::shard_key(base.as_bytes(), 1, 0))
+        .expect("a UTF-8 base gives a UTF-8 shard key");
+    let v: Value = redis::cmd(&format!("{family}.INFO")).arg(&k0).query(con)?;
+    // A RESP2 array or a RESP3 map; an empty reply (no such post or bag).
+    let items = match &v {
+        Value::Array(a) if a.is_empty() => return Ok(None),
+        Value::Map(m) if m.is_empty() => return Ok(None),
+        _ => crate::replies::pairs(&v)?,
+    };
+    for (k, v) in items {
+        if crate::replies::text(k)? == "spread" {
+            return Ok(Some(crate::replies::int(v)? as u32));
+        }
+    }
+    Ok(None)
+}
+
+fn arg<T: redis::ToRedisArgs>(v: T) -> Vec<u8> {
+    v.to_redis_args().concat()
+}
+
+/// A post spread over `n` shards (docs/spread.md, docs/like.md): each
+/// user's likes live in shard `user mod n`, which stores the user as
+/// `user / n`.
+///
+/// ```no_run
+/// use hotpath_client::SpreadLike;
+/// # fn main() -> redis::RedisResult<()> {
+/// let client = redis::cluster::ClusterClient::new(vec!["redis://127.0.0.1:7000/"])?;
+/// let mut con = client.get_connection()?;
+/// let post = SpreadLike::new("post:9", 16);
+/// post.create(&mut con)?;
+/// post.toggle(&mut con, 42)?;
+/// let total: i64 = post.count(&mut con)?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpreadLike {
+    shards: Shards,
+    now: Option<i64>,
+    backend: Backend,
+}
+
+impl SpreadLike {
+    /// A handle on the post `base` spread over `n` shards.
+    ///
+    /// # Panics
+    /// Occurs when `n` is not from 1 to 1024.
+    pub fn new(base: &str, n: u32) -> SpreadLike {
+        SpreadLike {
+            shards: Shards::new(base, n),
+            now: None,
+            backend: Backend::Module,
+        }
+    }
+
+    /// The same handle with the clock pinned (`NOW now_ms`).
+    pub fn at(&self, now_ms: i64) -> SpreadLike {
+        SpreadLike {
+            now: Some(now_ms),
+            ..self.clone()
+        }
+    }
+
+    /// The same handle on another backend.
+    pub fn with_backend(&self, backend: Backend) -> SpreadLike {
+        SpreadLike {
+            backend,
+            ..self.clone()
+        }
+    }
+
+    /// The shard keys and the routing.
+    pub fn shards(&self) -> &Shards {
+        &self.shards
+    }
+
+    /// The shard of a user: `user mod n`.
+    pub fn shard_of(&self, user: u64) -> u32 {
+        routing::like_slot_of(user, self.shards.n()).0
+    }
+
+    /// Creates every shard (`LIKE.CREATE K_i SPREAD n`).
+    pub fn create<C: FanOut>(&self, con: &mut C) -> RedisResult<bool> {
+        self.shards.create(con, self.backend, "LIKE", &[])
+    }
+
+    fn write<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        name: &str,
+        user: u64,
+        now: bool,
+    ) -> RedisResult<ShardLikeChange> {
+        let shard = self.shard_of(user);
+        let mut args = vec![arg(user)];
+        if let (true, Some(t)) = (now, self.now) {
+            args.push(b"NOW".to_vec());
+            args.push(arg(t));
+        }
+        let v: Value = self
+            .shards
+            .cmd(self.backend, name, shard, &args)
+            .query(con)?;
+        let (changed, shard_count) = crate::replies::flag_count(&v)?;
+        Ok(ShardLikeChange {
+            changed,
+            shard,
+            shard_count,
+        })
+    }
+
+    /// `LIKE.TOGGLE` on the user's shard: `changed` is whether the user
+    /// likes the post after the call.
+    pub fn toggle<C: ConnectionLike>(&self, con: &mut C, user: u64) -> RedisResult<ShardLikeChange> {
+        self.write(con, "LIKE.TOGGLE", user, true)
+    }
+
+    /// `LIKE.ADD` on the user's shard (idempotent).
+    pub fn add<C: ConnectionLike>(&self, con: &mut C, user: u64) -> RedisResult<ShardLikeChange> {
+        self.write(con, "LIKE.ADD", user, true)
+    }
+
+    /// `LIKE.REM` on the user's shard (idempotent).
+    pub fn rem<C: ConnectionLike>(&self, con: &mut C, user: u64) -> RedisResult<ShardLikeChange> {
+        self.write(con, "LIKE.REM", user, false)
+    }
+
+    /// Whether each user likes the post, in order: one `LIKE.CHECK` per
+    /// shard asked, all at once.
+    pub fn check<C: FanOut>(&self, con: &mut C, users: &[u64]) -> RedisResult<Vec<bool>> {
+        let n = self.shards.n() as usize;
+        let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, &u) in users.iter().enumerate() {
+            by_shard[self.shard_of(u) as usize].push(i);
+        }
+        let asked: Vec<usize> = (0..n).filter(|&s| !by_shard[s].is_empty()).collect();
+        let calls: Vec<(String, Cmd)> = asked
+            .iter()
+            .map(|&s| {
+                let args: Vec<Vec<u8>> = by_shard[s].iter().map(|&i| arg(users[i])).collect();
+                (
+                    self.shards.keys()[s].clone(),
+                    self.shards.cmd(self.backend, "LIKE.CHECK", s as u32, &args),
+                )
+            })
+            .collect();
+        let mut out = vec![false; users.len()];
+        for (s, v) in asked.iter().zip(fan_out(con, &calls)?) {
+            let flags = crate::replies::ints(&v)?;
+            if flags.len() != by_shard[*s].len() {
+                return Err(RedisError::from((
+                    ErrorKind::TypeError,
+                    "hotpath: unexpected reply",
+                    format!("LIKE.CHECK of shard {s}: {v:?}"),
+                )));
+            }
+            for (&i, f) in by_shard[*s].iter().zip(flags) {
+                out[i] = f == 1;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether one user likes the post (one shard read).
+    pub fn likes<C: ConnectionLike>(&self, con: &mut C, user: u64) -> RedisResult<bool> {
+        let shard = self.shard_of(user);
+        let v: Value = self
+            .shards
+            .cmd(self.backend, "LIKE.CHECK", shard, &[arg(user)])
+            .query(con)?;
+        Ok(crate::replies::ints(&v)?.first() == Some(&1))
+    }
+
+    /// The exact like count of every shard, shard 0 first.
+    pub fn shard_counts<C: FanOut>(&self, con: &mut C) -> RedisResult<Vec<i64>> {
+        fan_out(con, &self.shards.all(self.backend, "LIKE.COUNT", &[]))?
+            .iter()
+            .map(crate::replies::int)
+            .collect()
+    }
+
+    /// The post's exact like count: the sum over its shards.
+    pub fn count<C: FanOut>(&self, con: &mut C) -> RedisResult<i64> {
+        Ok(self.shard_counts(con)?.iter().sum())
+    }
+
+    /// The latest `n` recorded likers over all shards, newest first (ties
+    /// by user id, larger first); every recorded liker without `n`.
+    pub fn recent<C: FanOut>(&self, con: &mut C, n: Option<u64>) -> RedisResult<Vec<Liker>> {
+        let args: Vec<Vec<u8>> = n.map(arg).into_iter().collect();
+        let mut all = Vec::new();
+        for v in fan_out(con, &self.shards.all(self.backend, "LIKE.RECENT", &args))? {
+            all.extend(crate::replies::likers(&v)?);
+        }
+        all.sort_by(|a, b| b.at_ms.cmp(&a.at_ms).then(b.user.cmp(&a.user)));
+        if let Some(n) = n {
+            all.truncate(usize::try_from(n).unwrap_or(usize::MAX));
+        }
+        Ok(all)
+    }
+
+    /// `LIKE.INFO` of every shard and the totals.
+    pub fn info<C: FanOut>(&self, con: &mut C) -> RedisResult<SpreadLikeInfo> {
+        let shards = fan_out(con, &self.shards.all(self.backend, "LIKE.INFO", &[]))?
+            .iter()
+            .map(crate::replies::like_info)
+            .collect::<RedisResult<Vec<LikeInfo>>>()?;
+        Ok(SpreadLikeInfo {
+            shards: self.shards.n(),
+            count: shards.iter().map(|s| s.count).sum(),
+            bytes: shards.iter().map(|s| s.bytes).sum(),
+            per_shard: shards,
+        })
+    }
+}
+
+/// A write on one shard of a spread post: `changed` as the single-slot
+/// command answers it (for a toggle: the user likes the post after the
+/// call), the shard written and that shard's count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShardLikeChange {
+    pub changed: bool,
+    pub shard: u32,
+    pub shard_count: i64,
+}
+
+/// `LIKE.INFO` over a spread post.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpreadLikeInfo {
+    pub shards: u32,
+    pub count: i64,
+    pub bytes: i64,
+    pub per_shard: Vec<LikeInfo>,
+}
+
+/// A lucky bag spread over `n` shards (docs/spread.md, docs/luckybag.md):
+/// a user joins shard `shard_of(user, n)`, and the draw runs across the
+/// shards: the exact global top WINNERS, safe to run again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpreadLuckyBag {
+    shards: Shards,
+    now: Option<i64>,
+    backend: Backend,
+}
+
+/// How a spread bag's draw runs.
+#[derive(Clone, Debug)]
+pub struct DrawOptions {
+    /// The draw's token: run a draw again with the same token to take it
+    /// up where it stopped (a new one is made when `None`).
+    pub token: Option<String>,
+    /// How long the draw holds the bag (`LEASE`): another drawer is
+    /// refused meanwhile, and may take over once it runs out.
+    pub lease_ms: i64,
+    /// Replicas that must have every shard's freeze and the commit before
+    /// the draw goes on (`WAIT`): a failover then cannot undo them. 0 on a
+    /// server without replicas.
+    pub replicas: i64,
+    /// How long each `WAIT` may take.
+    pub wait_ms: u64,
+}
+
+impl Default for DrawOptions {
+    fn default() -> Self {
+        DrawOptions {
+            token: None,
+            lease_ms: 30_000,
+            replicas: 1,
+            wait_ms: 5_000,
+        }
+    }
+}
+
+/// `LUCKYBAG.JOIN` on one shard of a spread bag: `new` and `pooled` as the
+/// single-slot command answers them, the shard and its participants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShardJoin {
+    pub new: bool,
+    pub pooled: bool,
+    pub shard: u32,
+    pub shard_participants: i64,
+}
+
+/// `LUCKYBAG.INFO` over a spread bag. `state` is the bag's draw: `open`,
+/// `drawing` (a draw has started) or `drawn`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpreadBagInfo {
+    pub state: String,
+    pub participants: i64,
+    pub pooled: i64,
+    pub winners: i64,
+    pub shards: u32,
+    pub per_shard: Vec<BagInfo>,
+}
+
+/// A candidate of a shard's freeze: user, `r` = score × 1,000,000, the
+/// score's text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Candidate {
+    user: String,
+    r: u32,
+    text: String,
+}
+
+impl Candidate {
+    /// The draw's order: higher score first, then the byte-wise greater
+    /// user (the order of the single-slot DRAW).
+    fn key(&self) -> (std::cmp::Reverse<u32>, std::cmp::Reverse<&[u8]>) {
+        (
+            std::cmp::Reverse(self.r),
+            std::cmp::Reverse(self.user.as_bytes()),
+        )
+    }
+}
+
+fn candidates(v: &Value) -> RedisResult<Vec<Candidate>> {
+    let a = crate::replies::array(v)?;
+    if a.len() % 2 != 0 {
+        return Err(bad_reply("candidates", v));
+    }
+    a.chunks(2)
+        .map(|p| {
+            let text = crate::replies::text(&p[1])?;
+            let r = parse_r(&text).ok_or_else(|| bad_reply("score", &p[1]))?;
+            Ok(Candidate {
+                user: crate::replies::text(&p[0])?,
+                r,
+                text,
+            })
+        })
+        .collect()
+}
+
+/// `0.123456` → 123456.
+fn parse_r(text: &str) -> Option<u32> {
+    let (int, frac) = text.split_once('.')?;
+    if int.len() != 1 || frac.len() != 6 {
+        return None;
+    }
+    let r = int.parse::<u32>().ok()? * 1_000_000 + frac.parse::<u32>().ok()?;
+    (r <= 1_000_000).then_some(r)
+}
+
+fn bad_reply(what: &str, v: &Value) -> RedisError {
+    RedisError::from((
+        ErrorKind::TypeError,
+        "hotpath: unexpected reply",
+        format!("{what}: {v:?}"),
+    ))
+}
+
+/// A fresh draw token: the time, the process and a counter (unique per
+/// process and run; it only has to differ from other drawers' tokens).
+fn new_token() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "{nanos:x}-{:x}-{:x}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+impl SpreadLuckyBag {
+    /// A handle on the bag `base` spread over `n` shards.
+    ///
+    /// # Panics
+    /// Occurs when `n` is not from 1 to 1024.
+    pub fn new(base: &str, n: u32) -> SpreadLuckyBag {
+        SpreadLuckyBag {
+            shards: Shards::new(base, n),
+            now: None,
+            backend: Backend::Module,
+        }
+    }
+
+    /// The same handle with the clock pinned (`NOW` of the draw's lease).
+    pub fn at(&self, now_ms: i64) -> SpreadLuckyBag {
+        SpreadLuckyBag {
+            now: Some(now_ms),
+            ..self.clone()
+        }
+    }
+
+    /// The same handle on another backend.
+    pub fn with_backend(&self, backend: Backend) -> SpreadLuckyBag {
+        SpreadLuckyBag {
+            backend,
+            ..self.clone()
+        }
+    }
+
+    /// The shard keys and the routing.
+    pub fn shards(&self) -> &Shards {
+        &self.shards
+    }
+
+    /// Creates every shard (`LUCKYBAG.CREATE K_i WINNERS w … SPREAD n`).
+    /// `POOLCAP` is the bag's: each shard keeps its share of it. Each
+    /// shard has one internal pool unless `shards` says otherwise.
+    pub fn create<C: FanOut>(
+        &self,
+        con: &mut C,
+        winners: i64,
+        o: &crate::entities::BagOptions,
+    ) -> RedisResult<bool> {
+        let mut args = vec![arg("WINNERS"), arg(winners)];
+        let mut opt = |name: &str, v: Option<Vec<u8>>| {
+            if let Some(v) = v {
+                args.push(arg(name));
+                args.push(v);
+            }
+        };
+        opt("SHARDS", o.shards.map(arg));
+        opt("POOLCAP", o.poolcap.map(arg));
+        opt("HIGHSCORE", o.highscore.as_deref().map(arg));
+        opt("RESTORE", o.restore.map(|r| arg(if r { "YES" } else { "NO" })));
+        opt("TTL", o.ttl.map(arg));
+        self.shards.create(con, self.backend, "LUCKYBAG", &args)
+    }
+
+    fn one<C: ConnectionLike>(&self, con: &mut C, name: &str, user: &str, args: &[Vec<u8>]) -> RedisResult<Value> {
+        let mut a = vec![arg(user)];
+        a.extend(args.iter().cloned());
+        self.shards
+            .cmd(self.backend, name, self.shards.shard_of(user), &a)
+            .query(con)
+    }
+
+    /// `LUCKYBAG.JOIN` on the user's shard.
+    pub fn join<C: ConnectionLike>(&self, con: &mut C, user: &str, task_pending: bool) -> RedisResult<ShardJoin> {
+        let extra = if task_pending {
+            vec![arg("TASK"), arg("PENDING")]
+        } else {
+            Vec::new()
+        };
+        let j: Join = crate::replies::join(&self.one(con, "LUCKYBAG.JOIN", user, &extra)?)?;
+        Ok(ShardJoin {
+            new: j.new,
+            pooled: j.pooled,
+            shard: self.shards.shard_of(user),
+            shard_participants: j.participants,
+        })
+    }
+
+    /// `LUCKYBAG.TASK` on the user's shard.
+    pub fn task<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
+        Ok(crate::replies::int(&self.one(con, "LUCKYBAG.TASK", user, &[])?)? == 1)
+    }
+
+    /// `LUCKYBAG.LEAVE` on the user's shard.
+    pub fn leave<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
+        Ok(crate::replies::int(&self.one(con, "LUCKYBAG.LEAVE", user, &[])?)? == 1)
+    }
+
+    /// `LUCKYBAG.ENTER` on the user's shard.
+    pub fn enter<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
+        Ok(crate::replies::int(&self.one(con, "LUCKYBAG.ENTER", user, &[])?)? == 1)
+    }
+
+    /// `LUCKYBAG.RESULT`, read on the node that owns the user's shard:
+    /// `Pending` until that shard has its winners.
+    pub fn result<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<BagResult> {
+        crate::replies::bag_result(&self.one(con, "LUCKYBAG.RESULT", user, &[])?)
+    }
+
+    /// `LUCKYBAG.INFO` of every shard and the bag's totals.
+    pub fn info<C: FanOut>(&self, con: &mut C) -> RedisResult<SpreadBagInfo> {
+        let replies = fan_out(con, &self.shards.all(self.backend, "LUCKYBAG.INFO", &[]))?;
+        let mut per_shard = Vec::with_capacity(replies.len());
+        for (v, key) in replies.iter().zip(self.shards.keys()) {
+            let info = crate::replies::bag_info(v)?.ok_or_else(|| {
+                RedisError::from((
+                    ErrorKind::ResponseError,
+                    "hotpath: a shard failed",
+                    format!("shard '{key}': no such bag"),
+                ))
+            })?;
+            per_shard.push(info);
+        }
+        // Shard 0 gives the draw's state (a RESP2 array or a RESP3 map).
+        let draw = crate::replies::pairs(&replies[0])?
+            .into_iter()
+            .find(|(k, _)| matches!(crate::replies::text(k).as_deref(), Ok("draw")))
+            .map(|(_, v)| crate::replies::text(v))
+            .transpose()?
+            .unwrap_or_else(|| "none".into());
+        Ok(SpreadBagInfo {
+            state: if draw == "none" { "open".into() } else { draw },
+            participants: per_shard.iter().map(|s| s.participants).sum(),
+            pooled: per_shard.iter().map(|s| s.pooled).sum(),
+            winners: per_shard[0].winners,
+            shards: self.shards.n(),
+            per_shard,
+        })
+    }
+
+    /// The participants of every shard, summed.
+    pub fn participants<C: FanOut>(&self, con: &mut C) -> RedisResult<i64> {
+        Ok(self.info(con)?.participants)
+    }
+
+    /// Draws the bag across its shards (docs/spread.md): takes the draw's
+    /// lease on shard 0, freezes every shard and reads its best candidates
+    /// (deeper only where a shard could still hold a winner), waits for a
+    /// replica of each freeze, merges the exact global top WINNERS,
+    /// commits them on shard 0, then gives each shard its own winners.
+    /// Every step is idempotent: a draw interrupted anywhere and run again
+    /// (with the same token, or any token once the lease ran out) gives the
+    /// same winners. A draw already committed answers its winners.
+    pub fn draw<C: FanOut>(&self, con: &mut C, o: &DrawOptions) -> RedisResult<Vec<Winner>> {
+        let token = o.token.clone().unwrap_or_else(new_token);
+        let mut args = vec![arg(&token), arg("LEASE"), arg(o.lease_ms)];
+        if let Some(t) = self.now {
+            args.push(arg("NOW"));
+            args.push(arg(t));
+        }
+        let k0 = self.shards.keys()[0].clone();
+        let begin: Value = self
+            .shards
+            .cmd(self.backend, "LUCKYBAG.DRAWBEGIN", 0, &args)
+            .query(con)
+            .map_err(|e| shard_error(&k0, e))?;
+        let b = crate::replies::array(&begin)?;
+        if b.len() < 2 {
+            return Err(bad_reply("LUCKYBAG.DRAWBEGIN", &begin));
+        }
+        let state = crate::replies::text(&b[0])?;
+        let w = crate::replies::int(&b[1])? as usize;
+        if state == "drawn" {
+            let list = candidates(&Value::Array(b[2..].to_vec()))?;
+            self.publish(con, &list)?;
+            return Ok(winners_of(&list));
+        }
+        let n = self.shards.n() as usize;
+        let first = w.min((2 * w).div_ceil(n) + 16);
+        let mut depth = vec![first; n];
+        let mut lists: Vec<Vec<Candidate>> = vec![Vec::new(); n];
+        let mut ask: Vec<usize> = (0..n).collect();
+        let merged = loop {
+            let calls: Vec<(String, Cmd)> = ask
+                .iter()
+                .map(|&i| {
+                    (
+                        self.shards.keys()[i].clone(),
+                        self.shards
+                            .cmd(self.backend, "LUCKYBAG.FREEZE", i as u32, &[arg(depth[i])]),
+                    )
+                })
+                .collect();
+            for (&i, v) in ask.iter().zip(fan_out(con, &calls)?) {
+                lists[i] = candidates(&v)?;
+            }
+            let mut all: Vec<&Candidate> = lists.iter().flatten().collect();
+            all.sort_by(|a, b| a.key().cmp(&b.key()));
+            all.truncate(w);
+            // A shard may hold more winners only if it answered as many as
+            // asked and its last one is still among the best: every member
+            // it did not send ranks below that one.
+            ask = (0..n)
+                .filter(|&i| {
+                    depth[i] < w
+                        && lists[i].len() == depth[i]
+                        && lists[i].last().is_some_and(|l| all.contains(&l))
+                })
+                .collect();
+            if ask.is_empty() {
+                break all.into_iter().cloned().collect::<Vec<Candidate>>();
+            }
+            for &i in &ask {
+                depth[i] = (depth[i] * 2).min(w);
+            }
+        };
+        if o.replicas > 0 {
+            for key in self.shards.keys() {
+                let acked = con.wait_for(key, o.replicas, o.wait_ms)?;
+                if acked < o.replicas {
+                    return Err(RedisError::from((
+                        ErrorKind::ResponseError,
+                        "hotpath: a shard failed",
+                        format!("shard '{key}': its freeze reached {acked} of {} replicas; run the draw again", o.replicas),
+                    )));
+                }
+            }
+        }
+        let mut commit = vec![arg(&token)];
+        for c in &merged {
+            commit.push(arg(&c.user));
+            commit.push(arg(&c.text));
+        }
+        let v: Value = self
+            .shards
+            .cmd(self.backend, "LUCKYBAG.COMMIT", 0, &commit)
+            .query(con)
+            .map_err(|e| shard_error(&k0, e))?;
+        crate::replies::ok(&v)?;
+        if o.replicas > 0 {
+            let acked = con.wait_for(&k0, o.replicas, o.wait_ms)?;
+            if acked < o.replicas {
+                return Err(RedisError::from((
+                    ErrorKind::ResponseError,
+                    "hotpath: a shard failed",
+                    format!("shard '{k0}': the commit reached {acked} of {} replicas; run the draw again", o.replicas),
+                )));
+            }
+        }
+        self.publish(con, &merged)?;
+        Ok(winners_of(&merged))
+    }
+
+    /// Step 5: each shard gets its own winners (possibly none).
+    fn publish<C: FanOut>(&self, con: &mut C, list: &[Candidate]) -> RedisResult<()> {
+        let n = self.shards.n() as usize;
+        let mut by_shard: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
+        for c in list {
+            let s = self.shards.shard_of(&c.user) as usize;
+            by_shard[s].push(arg(&c.user));
+            by_shard[s].push(arg(&c.text));
+        }
+        let calls: Vec<(String, Cmd)> = (0..n)
+            .map(|i| {
+                (
+                    self.shards.keys()[i].clone(),
+                    self.shards
+                        .cmd(self.backend, "LUCKYBAG.PUBLISH", i as u32, &by_shard[i]),
+                )
+            })
+            .collect();
+        fan_out(con, &calls)?;
+        Ok(())
+    }
+}
+
+fn winners_of(list: &[Candidate]) -> Vec<Winner> {
+    list.iter()
+        .map(|c| Winner {
+            user: c.user.clone(),
+            score_text: c.text.clone(),
+            score: f64::from(c.r) / 1e6,
+        })
+        .collect()
+}
