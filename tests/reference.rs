@@ -1044,7 +1044,7 @@ fn map_like_replies_are_resp3_maps_and_resp2_arrays() {
 fn redis_py_gets_dicts_with_protocol_3_and_lists_with_protocol_2() {
     let srv = Server::start();
     let script = root().join("tests/resp3_redis_py.py");
-    let out = Command::new("python3")
+    let out = Command::new(common::python_bin())
         .arg(&script)
         .arg(srv.port.to_string())
         .output()
