@@ -484,3 +484,48 @@ pub fn dump_keys(c: &mut Connection, pattern: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// How a test reaches the Lua twins: the standalone scripts of
+/// `lua-compat/<family>/` with EVALSHA, or the Functions library
+/// `lua-compat/hotpath.lua` with FCALL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    Script,
+    Function,
+}
+
+/// Loads the Functions library `lua-compat/hotpath.lua` (FUNCTION LOAD
+/// REPLACE; Redis 7+, Valkey).
+pub fn load_library(c: &mut Connection) {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("lua-compat/hotpath.lua");
+    let src = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let name: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(src)
+        .query(c)
+        .unwrap();
+    assert_eq!(name, "hotpath");
+}
+
+/// Returns the library's function for a command: `RATE.CHECK` is
+/// `hotpath_rate_check`.
+pub fn function_name(command: &str) -> String {
+    format!("hotpath_{}", command.to_ascii_lowercase().replace('.', "_"))
+}
+
+/// Runs a function of the library with `numkeys` keys then arguments, like
+/// FCALL.
+pub fn fcall(
+    c: &mut Connection,
+    function: &str,
+    numkeys: usize,
+    args: &[&str],
+) -> RedisResult<Value> {
+    let mut q = redis::cmd("FCALL");
+    q.arg(function).arg(numkeys);
+    for a in args {
+        q.arg(*a);
+    }
+    q.query(c)
+}
