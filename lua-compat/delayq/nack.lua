@@ -37,10 +37,11 @@ local function fmt(n) return string.format('%d', n) end
 -- (which would break the line) become '?'.
 local function key_text(k) return (string.gsub(k, '%c', '?')) end
 -- 'ERR <family>: <what> in '<key>'', with " field '<field>'" for a hash
--- field: the module's corrupt-data and overflow errors.
+-- field (or a member): the module's corrupt-data and overflow errors. The
+-- field is shown like the key.
 local function data_error(family, what, k, field)
   local e = 'ERR ' .. family .. ': ' .. what .. " in '" .. key_text(k) .. "'"
-  if field then e = e .. " field '" .. field .. "'" end
+  if field then e = e .. " field '" .. key_text(field) .. "'" end
   return redis.error_reply(e)
 end
 local function arity(cmd)
@@ -67,6 +68,17 @@ local DEFAULT_ATTEMPTS = 5
 local MAX_PAYLOAD = 1048576
 local MAX_EXAMINE = 200
 local function stored(s) return arg_int(s, 0, MAX_INT) end
+-- The latest instant DELAYQ scores a job at: the latest NOW or AT plus the
+-- longest delay or lease.
+local MAX_DUE = MAX_TIME + MAX_DELAY
+-- A B:due or B:dead score as DELAYQ writes it, a whole ms from 0 to
+-- MAX_DUE; nil for anything else (a fraction, inf, a hand-set 1e300),
+-- which the commands refuse as corrupt, as the module does.
+local function instant(score)
+  local n = tonumber(score)
+  if not n or n ~= n or n < 0 or n > MAX_DUE or n % 1 ~= 0 then return nil end
+  return n
+end
 local function corrupt(k, field) return data_error('delayq', 'corrupt data', k, field) end
 -- Reads a trailing [NOW unix-ms] from argv[i...]; nil, error on bad input.
 local function parse_now(argv, i)

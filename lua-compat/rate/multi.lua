@@ -37,10 +37,11 @@ local function fmt(n) return string.format('%d', n) end
 -- (which would break the line) become '?'.
 local function key_text(k) return (string.gsub(k, '%c', '?')) end
 -- 'ERR <family>: <what> in '<key>'', with " field '<field>'" for a hash
--- field: the module's corrupt-data and overflow errors.
+-- field (or a member): the module's corrupt-data and overflow errors. The
+-- field is shown like the key.
 local function data_error(family, what, k, field)
   local e = 'ERR ' .. family .. ': ' .. what .. " in '" .. key_text(k) .. "'"
-  if field then e = e .. " field '" .. field .. "'" end
+  if field then e = e .. " field '" .. key_text(field) .. "'" end
   return redis.error_reply(e)
 end
 local function arity(cmd)

@@ -7,7 +7,7 @@
 //! Keys: `B` only (no derived keys, so no hash tag is needed):
 //! - a mutex (`LIMIT 1`, the default) is a String
 //!   `<fence>:<count>:<expires>:<until>:<owner>`;
-//! - a semaphore (`LIMIT n`, 2 ≤ n ≤ 1000) is a Hash: `fence`, `limit`,
+//! - a semaphore (`LIMIT n`, 2 ≤ n ≤ 100) is a Hash: `fence`, `limit`,
 //!   `next`, and `holder:<owner>` = `<token>:<count>:<expires>:<until>`.
 //!
 //! `B` never expires: its fence (the last token issued) must outlive every

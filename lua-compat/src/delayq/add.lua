@@ -43,9 +43,11 @@ local old, err = get_job(B, id)
 if old == nil then return err end
 if old then
   if not replace then return 0 end
-  local score = redis.call('ZSCORE', B .. ':due', id)
-  if old.leased == 1 and score and tonumber(score) > now then
-    return redis.error_reply('ERR delayq: job is leased')
+  if old.leased == 1 then
+    local score = redis.call('ZSCORE', B .. ':due', id)
+    local at = score and instant(score)
+    if score and not at then return corrupt(B .. ':due', id) end
+    if at and at > now then return redis.error_reply('ERR delayq: job is leased') end
   end
 end
 local gen, gerr = generations(B, 1)

@@ -19,11 +19,13 @@ if e then return e end
 local got = redis.call('ZRANGE', B .. ':dead', 0, count - 1, 'WITHSCORES')
 local out = {}
 for k = 1, #got, 2 do
+  local at = instant(got[k + 1])
+  if not at then return corrupt(B .. ':dead', got[k]) end
   local j, err = listed_job(B, got[k])
   if not j then return err end
   table.insert(out, got[k])
   table.insert(out, j.payload)
   table.insert(out, j.attempt)
-  table.insert(out, tonumber(got[k + 1]))
+  table.insert(out, at)
 end
 return out

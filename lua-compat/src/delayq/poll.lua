@@ -43,10 +43,12 @@ while #deliver < count and offset < MAX_EXAMINE do
   for k = 1, #got, 2 do
     offset = offset + 1
     local id = got[k]
+    local at = instant(got[k + 1])
+    if not at then return corrupt(due, id) end
     local j, err = listed_job(B, id)
     if not j then return err end
     if j.attempt >= j.max then
-      table.insert(exhausted, {id, j, tonumber(got[k + 1])})
+      table.insert(exhausted, {id, j, at})
     else
       table.insert(deliver, {id, j})
       if #deliver == count then stop = true break end
