@@ -56,10 +56,65 @@ def top_level_names(text):
     return names
 
 
+def definitions(path, text):
+    """Splits a helper file into its top-level definitions, in order: each
+    a (names it defines, names it uses, text) triple. Comment lines at the
+    left margin belong to the definition after them. A helper file holds
+    nothing else at its top level: only `local` definitions (and the
+    `end` or `}` closing one), so that the split is exact."""
+    defs = []
+    pending = []
+    for line in text.splitlines(keepends=True):
+        stripped = line.rstrip("\n")
+        if stripped.startswith("--") or not stripped.strip():
+            if defs and not stripped.startswith("--"):
+                defs[-1][2].append(line)
+            else:
+                pending.append(line)
+            continue
+        m = re.match(r"local function (\w+)", stripped) or re.match(r"local ([\w, ]+?)\s*=", stripped)
+        if m:
+            names = [n.strip() for n in m.group(1).split(",")]
+            defs.append([names, None, pending + [line]])
+            pending = []
+        elif stripped[0] in " \t" or stripped in ("end", "}", "})"):
+            if not defs:
+                raise SourceError(f"{path.relative_to(ROOT)}: code before the first definition: {stripped!r}")
+            defs[-1][2].append(line)
+        else:
+            raise SourceError(f"{path.relative_to(ROOT)}: a helper file holds only `local` definitions: {stripped!r}")
+    if pending:
+        defs.append([[], None, pending])
+    out = []
+    for names, _, lines in defs:
+        body = "".join(lines)
+        out.append((names, set(re.findall(r"[A-Za-z_]\w*", code_only(body))), body))
+    return out
+
+
+def needed(defs, code):
+    """The definitions that `code` uses, directly or through another
+    definition, in their order. A standalone script carries only these:
+    each helper is a closure made at every call of a script, so unused
+    ones would cost every call (a library makes them once, at load)."""
+    want = set(re.findall(r"[A-Za-z_]\w*", code_only(code)))
+    keep = [False] * len(defs)
+    changed = True
+    while changed:
+        changed = False
+        for i, (names, uses, _) in enumerate(defs):
+            if not keep[i] and names and any(n in want for n in names):
+                keep[i] = True
+                want |= uses
+                changed = True
+    return "".join(d[2] for d, k in zip(defs, keep) if k)
+
+
 def helper_file(path, shared_names=frozenset()):
     text = path.read_text()
     if not text.endswith("\n"):
         text += "\n"
+    definitions(path, text)
     # A helper lives outside the function that FCALL calls: the library has
     # no KEYS or ARGV there, so helpers take them as arguments.
     if re.search(r"\b(KEYS|ARGV)\b", code_only(text)):
@@ -124,6 +179,7 @@ class Family:
     def __init__(self, path, shared_names):
         self.name = path.name
         self.helpers = helper_file(path / "family.lua", shared_names)
+        self.definitions = definitions(path / "family.lua", self.helpers)
         self.commands = [
             Command(self.name, p) for p in sorted(path.glob("*.lua")) if p.name != "family.lua"
         ]
@@ -139,7 +195,11 @@ def load():
 
 
 def script(shared, fam, cmd):
-    """The standalone EVALSHA script of one command."""
+    """The standalone EVALSHA script of one command: the helpers its body
+    needs, then the body."""
+    code = cmd.guard() + cmd.body
+    own = needed(fam.definitions, code)
+    common = needed(definitions(SRC / "shared.lua", shared), own + code)
     out = ["\n".join(cmd.header) + "\n"]
     out.append(
         "--\n"
@@ -148,10 +208,13 @@ def script(shared, fam, cmd):
         f"-- `make lua-gen`. The same code is FCALL {cmd.function} in\n"
         f"-- lua-compat/hotpath.lua.\n\n"
     )
-    out.append("-- Shared helpers (lua-compat/src/shared.lua).\n" + shared)
-    out.append(f"-- {fam.name.upper()} helpers (lua-compat/src/{fam.name}/family.lua).\n" + fam.helpers)
+    out.append("-- Shared helpers (lua-compat/src/shared.lua), those this script uses.\n" + common)
+    out.append(
+        f"-- {fam.name.upper()} helpers (lua-compat/src/{fam.name}/family.lua), those this script uses.\n"
+        + own
+    )
     out.append(f"-- {cmd.command} (lua-compat/src/{fam.name}/{cmd.name}.lua).\n")
-    out.append(cmd.guard() + cmd.body)
+    out.append(code)
     return "".join(out)
 
 

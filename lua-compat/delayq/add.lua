@@ -8,20 +8,23 @@
 -- `make lua-gen`. The same code is FCALL hotpath_delayq_add in
 -- lua-compat/hotpath.lua.
 
--- Shared helpers (lua-compat/src/shared.lua).
+-- Shared helpers (lua-compat/src/shared.lua), those this script uses.
 -- Redis's own error texts, as the module words them.
 local NOTINT = 'ERR value is not an integer or out of range'
 local SYNTAX = 'ERR syntax error'
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 -- Redis's string2ll: optional '-', digits, no '+', no leading zeros, no
--- '-0', within the i64 range (compared as text: a double cannot tell
--- 9223372036854775807 from 9223372036854775808). The value is a double:
--- exact below 2^53, which every family's ranges keep to.
+-- '-0', within the i64 range. The range is checked on the text (a double
+-- cannot tell 9223372036854775807 from ...808): at 19 characters without
+-- a sign, or 20 with one, digit strings of one length compare as numbers,
+-- and a 20-digit number sorts above any text starting with '-'. The value
+-- is a double: exact below 2^53, which every family's ranges keep to.
 local function int(s)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
+  if type(s) ~= 'string' then return nil end
+  local n = #s
+  if n == 0 or n > 20 then return nil end
   if s ~= '0' and not string.match(s, '^%-?[1-9]%d*$') then return nil end
-  local digits = string.gsub(s, '^%-', '')
-  if #digits == 19 and digits > '9223372036854775807' and s ~= '-9223372036854775808' then
+  if (n == 19 and s > '9223372036854775807') or (n == 20 and s > '-9223372036854775808') then
     return nil
   end
   return tonumber(s)
@@ -47,26 +50,19 @@ end
 local function arity(cmd)
   return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
 end
--- The server clock in unix milliseconds and microseconds (TIME).
+-- The server clock in unix milliseconds (TIME).
 local function clock_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local function clock_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
--- DELAYQ helpers (lua-compat/src/delayq/family.lua).
+-- DELAYQ helpers (lua-compat/src/delayq/family.lua), those this script uses.
 local MAX_INT = 9007199254740991
 local MAX_TIME = 253402300799999
 local MAX_DELAY = 3153600000000
-local MAX_COUNT = 100
 local MAX_ATTEMPTS = 999999
-local RECEIPT_BASE = 1000000
 local MAX_GENERATION = 9007199253
 local DEFAULT_ATTEMPTS = 5
 local MAX_PAYLOAD = 1048576
-local MAX_EXAMINE = 200
 local function stored(s) return arg_int(s, 0, MAX_INT) end
 -- The latest instant DELAYQ scores a job at: the latest NOW or AT plus the
 -- longest delay or lease.
@@ -80,17 +76,6 @@ local function instant(score)
   return n
 end
 local function corrupt(k, field) return data_error('delayq', 'corrupt data', k, field) end
--- Reads a trailing [NOW unix-ms] from argv[i...]; nil, error on bad input.
-local function parse_now(argv, i)
-  local now = false
-  while i <= #argv do
-    if string.upper(argv[i]) ~= 'NOW' or i + 1 > #argv then return nil, redis.error_reply(SYNTAX) end
-    now = arg_int(argv[i + 1], 0, MAX_TIME)
-    if not now then return nil, redis.error_reply(NOTINT) end
-    i = i + 2
-  end
-  return now
-end
 -- Checks the types of the queue's keys (names = suffix -> wanted type).
 local function check_types(B, wanted)
   for _, p in ipairs(wanted) do
@@ -114,7 +99,6 @@ end
 local function format_job(j)
   return fmt(j.gen) .. ':' .. fmt(j.attempt) .. ':' .. fmt(j.max) .. ':' .. fmt(j.leased) .. ':' .. j.payload
 end
-local function receipt_of(j) return j.gen * RECEIPT_BASE + j.attempt end
 -- Takes n new generations from B:seq: the first, or nil and an error reply.
 local function generations(B, n)
   local last = 0
@@ -135,15 +119,6 @@ local function get_job(B, id)
   local j = parse_job(v)
   if not j then return nil, corrupt(B .. ':jobs', id) end
   return j
-end
--- The record of a job listed in B:due or B:dead, which must exist.
-local function listed_job(B, id)
-  local j, e = get_job(B, id)
-  if j == false then return nil, corrupt(B .. ':jobs', id) end
-  return j, e
-end
-local function holds(j, receipt)
-  return j.leased == 1 and j.attempt > 0 and receipt == receipt_of(j)
 end
 -- DELAYQ.ADD (lua-compat/src/delayq/add.lua).
 if #KEYS ~= 1 then return arity('delayq.add') end

@@ -8,20 +8,23 @@
 -- `make lua-gen`. The same code is FCALL hotpath_lock_check in
 -- lua-compat/hotpath.lua.
 
--- Shared helpers (lua-compat/src/shared.lua).
+-- Shared helpers (lua-compat/src/shared.lua), those this script uses.
 -- Redis's own error texts, as the module words them.
 local NOTINT = 'ERR value is not an integer or out of range'
 local SYNTAX = 'ERR syntax error'
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 -- Redis's string2ll: optional '-', digits, no '+', no leading zeros, no
--- '-0', within the i64 range (compared as text: a double cannot tell
--- 9223372036854775807 from 9223372036854775808). The value is a double:
--- exact below 2^53, which every family's ranges keep to.
+-- '-0', within the i64 range. The range is checked on the text (a double
+-- cannot tell 9223372036854775807 from ...808): at 19 characters without
+-- a sign, or 20 with one, digit strings of one length compare as numbers,
+-- and a 20-digit number sorts above any text starting with '-'. The value
+-- is a double: exact below 2^53, which every family's ranges keep to.
 local function int(s)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
+  if type(s) ~= 'string' then return nil end
+  local n = #s
+  if n == 0 or n > 20 then return nil end
   if s ~= '0' and not string.match(s, '^%-?[1-9]%d*$') then return nil end
-  local digits = string.gsub(s, '^%-', '')
-  if #digits == 19 and digits > '9223372036854775807' and s ~= '-9223372036854775808' then
+  if (n == 19 and s > '9223372036854775807') or (n == 20 and s > '-9223372036854775808') then
     return nil
   end
   return tonumber(s)
@@ -32,7 +35,6 @@ local function arg_int(s, lo, hi)
   if n == nil or n < lo or n > hi then return nil end
   return n
 end
-local function fmt(n) return string.format('%d', n) end
 -- A key name as the module shows it in an error line: control characters
 -- (which would break the line) become '?'.
 local function key_text(k) return (string.gsub(k, '%c', '?')) end
@@ -47,23 +49,17 @@ end
 local function arity(cmd)
   return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
 end
--- The server clock in unix milliseconds and microseconds (TIME).
+-- The server clock in unix milliseconds (TIME).
 local function clock_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local function clock_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
--- LOCK helpers (lua-compat/src/lock/family.lua).
+-- LOCK helpers (lua-compat/src/lock/family.lua), those this script uses.
 local MAX_INT = 9007199254740991
-local MAX_TTL = 3153600000000
 local MAX_TIME = 253402300799999
 local MAX_LIMIT = 100
 local function stored(s) return arg_int(s, 0, MAX_INT) end
 local function corrupt(k, field) return data_error('lock', 'corrupt data', k, field) end
-local function overflow(k, field) return data_error('lock', 'integer overflow', k, field) end
 -- A mutex: '<fence>:<count>:<expires>:<until>:<owner>'.
 local function parse_mutex(v)
   local f, c, e, u, o = string.match(v, '^([^:]*):([^:]*):([^:]*):([^:]*):(.*)$')
@@ -75,9 +71,6 @@ local function parse_mutex(v)
   if free or held then return m end
   return nil
 end
-local function format_mutex(m)
-  return fmt(m.fence) .. ':' .. fmt(m.count) .. ':' .. fmt(m.expires) .. ':' .. fmt(m.hard) .. ':' .. m.owner
-end
 -- A semaphore holder: '<token>:<count>:<expires>:<until>'.
 local function parse_hold(v)
   local t, c, e, u = string.match(v, '^([^:]*):([^:]*):([^:]*):([^:]*)$')
@@ -87,15 +80,7 @@ local function parse_hold(v)
   if h.token < 1 or h.count < 1 or h.expires < 1 then return nil end
   return h
 end
-local function format_hold(h)
-  return fmt(h.token) .. ':' .. fmt(h.count) .. ':' .. fmt(h.expires) .. ':' .. fmt(h.hard)
-end
 local function live(h, now) return h ~= nil and h.count > 0 and now < h.expires end
-local function lease_end(now, ttl, hard)
-  local e = now + ttl
-  if hard > 0 and hard < e then return hard end
-  return e
-end
 -- Opens B: {kind = 'free'|'mutex'|'sem', ...} or an error reply.
 local function open(B)
   local t = redis.call('TYPE', B).ok
@@ -140,9 +125,6 @@ local function holder(B, owner)
   local h = parse_hold(v)
   if not h then return nil, corrupt(B, 'holder:' .. owner) end
   return h
-end
-local function cover(meta, expires)
-  if meta.next == 0 or expires < meta.next then meta.next = expires end
 end
 -- LOCK.CHECK (lua-compat/src/lock/check.lua).
 if #KEYS ~= 1 then return arity('lock.check') end

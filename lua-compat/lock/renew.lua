@@ -9,20 +9,23 @@
 -- `make lua-gen`. The same code is FCALL hotpath_lock_renew in
 -- lua-compat/hotpath.lua.
 
--- Shared helpers (lua-compat/src/shared.lua).
+-- Shared helpers (lua-compat/src/shared.lua), those this script uses.
 -- Redis's own error texts, as the module words them.
 local NOTINT = 'ERR value is not an integer or out of range'
 local SYNTAX = 'ERR syntax error'
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 -- Redis's string2ll: optional '-', digits, no '+', no leading zeros, no
--- '-0', within the i64 range (compared as text: a double cannot tell
--- 9223372036854775807 from 9223372036854775808). The value is a double:
--- exact below 2^53, which every family's ranges keep to.
+-- '-0', within the i64 range. The range is checked on the text (a double
+-- cannot tell 9223372036854775807 from ...808): at 19 characters without
+-- a sign, or 20 with one, digit strings of one length compare as numbers,
+-- and a 20-digit number sorts above any text starting with '-'. The value
+-- is a double: exact below 2^53, which every family's ranges keep to.
 local function int(s)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
+  if type(s) ~= 'string' then return nil end
+  local n = #s
+  if n == 0 or n > 20 then return nil end
   if s ~= '0' and not string.match(s, '^%-?[1-9]%d*$') then return nil end
-  local digits = string.gsub(s, '^%-', '')
-  if #digits == 19 and digits > '9223372036854775807' and s ~= '-9223372036854775808' then
+  if (n == 19 and s > '9223372036854775807') or (n == 20 and s > '-9223372036854775808') then
     return nil
   end
   return tonumber(s)
@@ -48,23 +51,18 @@ end
 local function arity(cmd)
   return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
 end
--- The server clock in unix milliseconds and microseconds (TIME).
+-- The server clock in unix milliseconds (TIME).
 local function clock_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local function clock_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
--- LOCK helpers (lua-compat/src/lock/family.lua).
+-- LOCK helpers (lua-compat/src/lock/family.lua), those this script uses.
 local MAX_INT = 9007199254740991
 local MAX_TTL = 3153600000000
 local MAX_TIME = 253402300799999
 local MAX_LIMIT = 100
 local function stored(s) return arg_int(s, 0, MAX_INT) end
 local function corrupt(k, field) return data_error('lock', 'corrupt data', k, field) end
-local function overflow(k, field) return data_error('lock', 'integer overflow', k, field) end
 -- A mutex: '<fence>:<count>:<expires>:<until>:<owner>'.
 local function parse_mutex(v)
   local f, c, e, u, o = string.match(v, '^([^:]*):([^:]*):([^:]*):([^:]*):(.*)$')
@@ -117,22 +115,6 @@ local function open(B)
     return {kind = 'sem', meta = meta, holders = redis.call('HLEN', B) - 3}
   end
   return nil, redis.error_reply(WRONGTYPE)
-end
--- Every holder of a semaphore: {owner = hold}, or an error reply.
-local function all_holders(B)
-  local kv = redis.call('HGETALL', B)
-  local out = {}
-  for i = 1, #kv, 2 do
-    local f = kv[i]
-    if string.sub(f, 1, 7) == 'holder:' then
-      local h = parse_hold(kv[i + 1])
-      if not h then return nil, corrupt(B, f) end
-      out[string.sub(f, 8)] = h
-    elseif f ~= 'fence' and f ~= 'limit' and f ~= 'next' then
-      return nil, corrupt(B, f)
-    end
-  end
-  return out
 end
 -- The hold of one semaphore owner (false when none), or an error reply.
 local function holder(B, owner)

@@ -7,65 +7,14 @@
 -- `make lua-gen`. The same code is FCALL hotpath_rate_reset in
 -- lua-compat/hotpath.lua.
 
--- Shared helpers (lua-compat/src/shared.lua).
--- Redis's own error texts, as the module words them.
-local NOTINT = 'ERR value is not an integer or out of range'
-local SYNTAX = 'ERR syntax error'
+-- Shared helpers (lua-compat/src/shared.lua), those this script uses.
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
--- Redis's string2ll: optional '-', digits, no '+', no leading zeros, no
--- '-0', within the i64 range (compared as text: a double cannot tell
--- 9223372036854775807 from 9223372036854775808). The value is a double:
--- exact below 2^53, which every family's ranges keep to.
-local function int(s)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
-  if s ~= '0' and not string.match(s, '^%-?[1-9]%d*$') then return nil end
-  local digits = string.gsub(s, '^%-', '')
-  if #digits == 19 and digits > '9223372036854775807' and s ~= '-9223372036854775808' then
-    return nil
-  end
-  return tonumber(s)
-end
--- An integer argument within [lo, hi], or nil.
-local function arg_int(s, lo, hi)
-  local n = int(s)
-  if n == nil or n < lo or n > hi then return nil end
-  return n
-end
-local function fmt(n) return string.format('%d', n) end
--- A key name as the module shows it in an error line: control characters
--- (which would break the line) become '?'.
-local function key_text(k) return (string.gsub(k, '%c', '?')) end
--- 'ERR <family>: <what> in '<key>'', with " field '<field>'" for a hash
--- field (or a member): the module's corrupt-data and overflow errors. The
--- field is shown like the key.
-local function data_error(family, what, k, field)
-  local e = 'ERR ' .. family .. ': ' .. what .. " in '" .. key_text(k) .. "'"
-  if field then e = e .. " field '" .. key_text(field) .. "'" end
-  return redis.error_reply(e)
-end
 local function arity(cmd)
   return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
 end
--- The server clock in unix milliseconds and microseconds (TIME).
-local function clock_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local function clock_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
--- RATE helpers (lua-compat/src/rate/family.lua).
-local MAX_COUNT = 1000000000000
-local MAX_PERIOD = 1000000000000
-local MAX_NOW = 4500000000000
-local MAX_REFILL = 4500000000000
-local MAX_STORED_MS = 9000000000000
-local MAX_STORED_US = 9000000000000000
+-- RATE helpers (lua-compat/src/rate/family.lua), those this script uses.
 local P53 = 9007199254740992
 
--- A stored non-negative integer, at most `hi`.
-local function stored(s, hi) return arg_int(s, 0, hi) end
 -- floor(a / b) for exact integers |a| < 2^53, b > 0.
 local function idiv(a, b)
   local q = math.floor(a / b)
@@ -101,67 +50,6 @@ local function mdm(a, b, m)
     end
   end
   return q, r
-end
-local function corrupt(k, f) return data_error('rate', 'corrupt data', k, f) end
--- The state in the String value v of key k: the algorithm's name and its
--- stored integers (a, b, c), or 'error' and the reply. A value that does
--- not start like a limiter's is another application's: WRONGTYPE.
-local function string_state(k, v)
-  local p = string.match(v, '^(%a+):')
-  if p ~= 'gcra' and p ~= 'fixed' and p ~= 'sliding' and p ~= 'bucket' then
-    return 'error', redis.error_reply(WRONGTYPE)
-  end
-  local parts = {}
-  for f in string.gmatch(string.sub(v, #p + 2) .. ':', '([^:]*):') do parts[#parts + 1] = f end
-  local want = (p == 'fixed') and 2 or 3
-  if #parts ~= want then return 'error', corrupt(k) end
-  local x = {}
-  for j = 1, want do
-    x[j] = stored(parts[j], 999999999999999999)
-    if not x[j] then return 'error', corrupt(k) end
-  end
-  local ok
-  if p == 'gcra' then
-    ok = x[1] <= MAX_STORED_MS and x[3] >= 1 and x[3] <= MAX_COUNT * 1000 and x[2] < x[3]
-  elseif p == 'fixed' then
-    ok = x[1] <= MAX_STORED_MS and x[2] <= MAX_COUNT
-  elseif p == 'sliding' then
-    ok = x[1] <= MAX_STORED_MS and x[2] <= MAX_COUNT and x[3] <= MAX_COUNT
-  else
-    ok = x[1] <= MAX_COUNT and x[2] <= MAX_STORED_US and x[3] <= MAX_STORED_US
-  end
-  if not ok then return 'error', corrupt(k) end
-  return p, x[1], x[2], x[3]
-end
--- A SLIDING or BUCKET Hash of the millisecond version: 'sliding', window,
--- count, prev or 'bucket', tokens, carry, ts (both in ms, as stored), or
--- 'error' and the reply. Fields are checked in the module's order.
-local function hash_state(k)
-  local a = redis.call('HGET', k, 'algo')
-  local fields
-  if a == 'sliding' then
-    fields = {{'window', MAX_STORED_MS}, {'count', MAX_COUNT}, {'prev', MAX_COUNT}}
-  elseif a == 'bucket' then
-    fields = {{'tokens', MAX_COUNT}, {'carry', MAX_STORED_US}, {'ts', MAX_STORED_MS}}
-  else
-    return 'error', redis.error_reply(WRONGTYPE)
-  end
-  local v = redis.call('HMGET', k, fields[1][1], fields[2][1], fields[3][1])
-  local x = {}
-  for j, f in ipairs(fields) do
-    x[j] = stored(v[j], f[2])
-    if not x[j] then return 'error', corrupt(k, f[1]) end
-  end
-  return a, x[1], x[2], x[3]
-end
--- Classifies a key for GCRA: nil (missing), 'gcra' with tat = a ms + b/c
--- ms, another algorithm's name, or 'error' with the reply.
-local function read_state(k)
-  local t = redis.call('TYPE', k).ok
-  if t == 'none' then return nil end
-  if t == 'string' then return string_state(k, redis.call('GET', k)) end
-  if t == 'hash' then return hash_state(k) end
-  return 'error', redis.error_reply(WRONGTYPE)
 end
 -- One GCRA step: L per P us, burst B, cost at now (us), on a state tat =
 -- ms + num/den ms (or none). Returns allowed, remaining, retry-ms, the
@@ -212,8 +100,6 @@ local function gcra(L, P, B, st, now, cost)
   end
   return allowed, remaining, retry, aq, ar, vq, new
 end
-local function tat_text(t) return 'gcra:' .. fmt(t[1]) .. ':' .. fmt(t[2]) .. ':' .. fmt(t[3]) end
-
 -- RATE.RESET (lua-compat/src/rate/reset.lua).
 if #KEYS ~= 1 then return arity('rate.reset') end
 if #ARGV ~= 0 then

@@ -3,14 +3,17 @@ local NOTINT = 'ERR value is not an integer or out of range'
 local SYNTAX = 'ERR syntax error'
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 -- Redis's string2ll: optional '-', digits, no '+', no leading zeros, no
--- '-0', within the i64 range (compared as text: a double cannot tell
--- 9223372036854775807 from 9223372036854775808). The value is a double:
--- exact below 2^53, which every family's ranges keep to.
+-- '-0', within the i64 range. The range is checked on the text (a double
+-- cannot tell 9223372036854775807 from ...808): at 19 characters without
+-- a sign, or 20 with one, digit strings of one length compare as numbers,
+-- and a 20-digit number sorts above any text starting with '-'. The value
+-- is a double: exact below 2^53, which every family's ranges keep to.
 local function int(s)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
+  if type(s) ~= 'string' then return nil end
+  local n = #s
+  if n == 0 or n > 20 then return nil end
   if s ~= '0' and not string.match(s, '^%-?[1-9]%d*$') then return nil end
-  local digits = string.gsub(s, '^%-', '')
-  if #digits == 19 and digits > '9223372036854775807' and s ~= '-9223372036854775808' then
+  if (n == 19 and s > '9223372036854775807') or (n == 20 and s > '-9223372036854775808') then
     return nil
   end
   return tonumber(s)
@@ -36,11 +39,12 @@ end
 local function arity(cmd)
   return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
 end
--- The server clock in unix milliseconds and microseconds (TIME).
+-- The server clock in unix milliseconds (TIME).
 local function clock_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+-- The server clock in unix microseconds (TIME).
 local function clock_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
