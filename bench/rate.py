@@ -108,7 +108,7 @@ class CellServer(common.Server):
              "--save", "", "--appendonly", "no", "--dir", self.dir,
              "--loadmodule", common.SO, "--loadmodule", cell],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.r = redis.Redis(port=self.port)
+        self.r = redis.Redis(port=self.port, protocol=2)
         for _ in range(200):
             try:
                 self.r.ping()

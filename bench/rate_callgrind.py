@@ -40,7 +40,7 @@ class Counter:
         if self.cell:
             args += ["--loadmodule", CELL]
         self.srv = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.r = redis.Redis(port=port)
+        self.r = redis.Redis(port=port, protocol=2)
         for _ in range(600):
             try:
                 self.r.ping()

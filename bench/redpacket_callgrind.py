@@ -27,7 +27,7 @@ def main():
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--toggle-collect=call",
          "redis-server", "--port", str(port), "--save", "", "--dir", out_dir, "--loadmodule", SO],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    r = redis.Redis(port=port)
+    r = redis.Redis(port=port, protocol=2)
     for _ in range(300):
         try:
             r.ping()

@@ -187,6 +187,37 @@ pub fn parse_i64_plain(bytes: &[u8]) -> Option<i64> {
     s.parse::<i64>().ok()
 }
 
+/// Parses exactly what [`parse_i64_plain`] accepts, without going through
+/// `str` (no UTF-8 check, no generic `FromStr`): about a tenth of the cost,
+/// for values read on every call of a hot command.
+pub fn parse_i64_fast(bytes: &[u8]) -> Option<i64> {
+    let (neg, digits) = match bytes {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, bytes),
+    };
+    match digits {
+        [] => return None,
+        [b'0'] if !neg => return Some(0),
+        [b'0', ..] => return None,
+        _ if digits.len() > 19 => return None,
+        _ => {}
+    }
+    // Accumulate as a negative number: i64::MIN has no positive twin.
+    let mut v: i64 = 0;
+    for &c in digits {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_sub(i64::from(d))?;
+    }
+    if neg {
+        Some(v)
+    } else {
+        v.checked_neg()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,6 +246,56 @@ mod tests {
                 None,
                 "{:?}",
                 String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn fast_parse_agrees_with_plain_parse() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let fixed: Vec<Vec<u8>> = [
+            "0",
+            "-0",
+            "00",
+            "01",
+            "-",
+            "",
+            "7",
+            "-7",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "99999999999999999999",
+            "+1",
+            " 1",
+            "1 ",
+            "1a",
+            "1.0",
+            "12345678901234567890",
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+        let alphabet = b"0123456789-+ .a";
+        let random: Vec<Vec<u8>> = (0..200_000)
+            .map(|_| {
+                let len = rng.gen_range(0..22);
+                (0..len)
+                    .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
+                    .collect::<Vec<u8>>()
+            })
+            .collect();
+        let numbers: Vec<Vec<u8>> = (0..200_000)
+            .map(|_| rng.gen::<i64>().to_string().into_bytes())
+            .collect();
+        for b in fixed.into_iter().chain(random).chain(numbers) {
+            assert_eq!(
+                parse_i64_fast(&b),
+                parse_i64_plain(&b),
+                "{:?}",
+                String::from_utf8_lossy(&b)
             );
         }
     }

@@ -22,8 +22,15 @@ pub static LIKE_MAX_ID: AtomicI64 = AtomicI64::new(4_294_967_295);
 pub static LIKE_PROMOTE_AT: AtomicI64 = AtomicI64::new(LIKE_PROMOTE_AT_DEFAULT);
 /// The default of `like-promote-at`, chosen from the measured crossover.
 pub const LIKE_PROMOTE_AT_DEFAULT: i64 = 512;
-/// `like-recent`: how many recent likers LIKE keeps (0: none).
-pub static LIKE_RECENT: AtomicI64 = AtomicI64::new(10);
+/// `like-recent`: how many recent likers LIKE keeps (0, the default: LIKE
+/// keeps none, and a like pays nothing for the feature).
+pub static LIKE_RECENT: AtomicI64 = AtomicI64::new(0);
+/// `like-common-max`: the most likers (of the smaller post) one
+/// LIKE.COMMON reads, which bounds the time it blocks the server.
+pub static LIKE_COMMON_MAX: AtomicI64 = AtomicI64::new(LIKE_COMMON_MAX_DEFAULT);
+/// The default of `like-common-max`: about 12M instructions (a few ms) at
+/// ~2,500 per liker read (docs/like.md).
+pub const LIKE_COMMON_MAX_DEFAULT: i64 = 5_000;
 /// `redpacket-max-count`: the most shares one packet may have.
 pub static REDPACKET_MAX_COUNT: AtomicI64 = AtomicI64::new(10_000);
 
@@ -31,6 +38,14 @@ pub static REDPACKET_MAX_COUNT: AtomicI64 = AtomicI64::new(10_000);
 pub fn get(v: &AtomicI64) -> i64 {
     v.load(Ordering::Relaxed)
 }
+/// `poll-range-max`: the largest count one POLL.TOP may ask for, so that
+/// no single read walks or sends a whole board (page with OFFSET).
+pub static POLL_RANGE_MAX: AtomicI64 = AtomicI64::new(RANGE_MAX_DEFAULT);
+/// `rank-range-max`: the largest count of RANK.TOP and the largest n of
+/// RANK.AROUND.
+pub static RANK_RANGE_MAX: AtomicI64 = AtomicI64::new(RANGE_MAX_DEFAULT);
+/// The default of `poll-range-max` and `rank-range-max`.
+pub const RANGE_MAX_DEFAULT: i64 = 1000;
 
 /// One integer setting: its name (`hotpath.<name>` in CONFIG), where its
 /// value lives, its default and its inclusive range.
@@ -45,7 +60,7 @@ pub struct Setting {
 /// Every setting of the module. A new setting is one static above and
 /// one line here; registration, load arguments, the load log line and the
 /// range checks all come from this table.
-pub static SETTINGS: [Setting; 4] = [
+pub static SETTINGS: [Setting; 7] = [
     Setting {
         name: "like-max-id",
         value: &LIKE_MAX_ID,
@@ -63,7 +78,7 @@ pub static SETTINGS: [Setting; 4] = [
     Setting {
         name: "like-recent",
         value: &LIKE_RECENT,
-        default: 10,
+        default: 0,
         min: 0,
         max: 1000,
     },
@@ -71,6 +86,28 @@ pub static SETTINGS: [Setting; 4] = [
         name: "redpacket-max-count",
         value: &REDPACKET_MAX_COUNT,
         default: 10_000,
+        min: 1,
+        // SPLIT pushes every share in one call: this bounds its work.
+        max: 100_000,
+    },
+    Setting {
+        name: "like-common-max",
+        value: &LIKE_COMMON_MAX,
+        default: LIKE_COMMON_MAX_DEFAULT,
+        min: 1,
+        max: 100_000_000,
+    },
+    Setting {
+        name: "poll-range-max",
+        value: &POLL_RANGE_MAX,
+        default: RANGE_MAX_DEFAULT,
+        min: 1,
+        max: 1_000_000,
+    },
+    Setting {
+        name: "rank-range-max",
+        value: &RANK_RANGE_MAX,
+        default: RANGE_MAX_DEFAULT,
         min: 1,
         max: 1_000_000,
     },

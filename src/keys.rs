@@ -916,3 +916,437 @@ impl Key {
         out
     }
 }
+
+// ---- a string resized in place (added for LIKE: bitmap chunks are
+// created and cut back through the open key, keeping its expiry) ----
+impl Key {
+    /// Sets the string's length to `len` (zero bytes added at the end, or
+    /// the end cut off), creating the key when it is missing. The expiry
+    /// is kept.
+    pub fn truncate(&self, len: usize) {
+        if self.len() != len || !self.exists() {
+            raw::string_truncate(self.ptr, len);
+            self.touch();
+        }
+    }
+}
+
+// ---- a bounded read of a Set from its start (added for LIKE's promotion
+// check: the members `SSCAN key 0 COUNT n` returns, without a reply) ----
+impl Key {
+    /// Calls `f` with each member `SSCAN key 0 COUNT count` would return,
+    /// in the same order, and returns true when that is the whole Set (the
+    /// cursor came back to 0). It follows SSCAN's own loop: one table step
+    /// at a time until `count` members are read or `10 × count` more steps
+    /// were taken; a small Set (intset) is read whole in one step, as SSCAN
+    /// does. `RedisModule_ScanKey` builds no reply, so this costs a fraction
+    /// of `SSCAN` through `RedisModule_Call`.
+    pub fn scan_first(&self, count: usize, mut f: impl FnMut(&[u8])) -> bool {
+        struct State<'a> {
+            f: &'a mut dyn FnMut(&[u8]),
+            seen: usize,
+        }
+        unsafe extern "C" fn each(
+            _key: *mut raw::RedisModuleKey,
+            field: *mut raw::RedisModuleString,
+            _value: *mut raw::RedisModuleString,
+            privdata: *mut std::os::raw::c_void,
+        ) {
+            let st = &mut *(privdata as *mut State);
+            if field.is_null() {
+                return;
+            }
+            let mut len = 0usize;
+            let p = raw::RedisModule_StringPtrLen.unwrap()(field, &mut len);
+            if !p.is_null() {
+                (st.f)(std::slice::from_raw_parts(p as *const u8, len));
+            }
+            st.seen += 1;
+        }
+        if self.ptr.is_null() || self.kind() != KeyType::Set {
+            return true;
+        }
+        let mut st = State { f: &mut f, seen: 0 };
+        let mut steps = 0usize;
+        unsafe {
+            let cursor = raw::RedisModule_ScanCursorCreate.unwrap()();
+            let complete = loop {
+                let more = raw::RedisModule_ScanKey.unwrap()(
+                    self.ptr,
+                    cursor,
+                    Some(each),
+                    &mut st as *mut State as *mut std::os::raw::c_void,
+                ) != 0;
+                steps += 1;
+                if !more {
+                    break true;
+                }
+                if steps > count.saturating_mul(10) || st.seen >= count {
+                    break false;
+                }
+            };
+            raw::RedisModule_ScanCursorDestroy.unwrap()(cursor);
+            complete
+        }
+    }
+}
+
+// ---- added for LUCKYBAG and REDPACKET: ZADD flags, several hash fields in
+// one call with names made once, a pop put back, UNLINK, a lazy walk down a
+// sorted set ----
+
+/// The input and outcome flags of [`Key::zadd_flags_arg`].
+pub mod zadd {
+    use std::os::raw::c_int;
+
+    use redis_module::raw;
+
+    /// Input: only add a new member.
+    pub const NX: c_int = raw::REDISMODULE_ZADD_NX as c_int;
+    /// Input: only update an existing member.
+    pub const XX: c_int = raw::REDISMODULE_ZADD_XX as c_int;
+    /// Output: the member was added.
+    pub const ADDED: c_int = raw::REDISMODULE_ZADD_ADDED as c_int;
+    /// Output: an existing member's score changed.
+    pub const UPDATED: c_int = raw::REDISMODULE_ZADD_UPDATED as c_int;
+}
+
+impl Key {
+    /// Sets a member's score with `ZADD`'s `NX`/`XX` input flags (see
+    /// [`zadd`]) and returns the output flags: [`zadd::ADDED`],
+    /// [`zadd::UPDATED`], or neither when nothing changed. `ZsetAdd` with
+    /// `NX` looks the member up once, so it is the dedup and the insert in
+    /// one step.
+    pub fn zadd_flags_arg(&self, member: &RedisString, score: f64, flags: c_int) -> c_int {
+        let mut f: c_int = flags;
+        unsafe { raw::RedisModule_ZsetAdd.unwrap()(self.ptr, score, member.inner, &mut f) };
+        self.touch_if(f & (zadd::ADDED | zadd::UPDATED) != 0);
+        f
+    }
+
+    /// Reads several hash fields in one `HashGet` call; `None` for a
+    /// missing field (or a key that is not a hash). Takes up to 6 fields.
+    pub fn hget_fields<const N: usize>(&self, fields: [&Field; N]) -> [Option<RedisString>; N] {
+        const { assert!(N >= 1 && N <= 6) };
+        let mut out: [*mut raw::RedisModuleString; N] = [ptr::null_mut(); N];
+        if self.kind() == KeyType::Hash {
+            let get = unsafe { raw::RedisModule_HashGet.unwrap() };
+            let flags = raw::REDISMODULE_HASH_NONE as c_int;
+            let f = |i: usize| fields[i.min(N - 1)].string();
+            let o = out.as_mut_ptr();
+            let v = |i: usize| unsafe { o.add(i.min(N - 1)) };
+            let end = ptr::null::<c_char>();
+            unsafe {
+                match N {
+                    1 => get(self.ptr, flags, f(0), v(0), end),
+                    2 => get(self.ptr, flags, f(0), v(0), f(1), v(1), end),
+                    3 => get(self.ptr, flags, f(0), v(0), f(1), v(1), f(2), v(2), end),
+                    4 => get(
+                        self.ptr,
+                        flags,
+                        f(0),
+                        v(0),
+                        f(1),
+                        v(1),
+                        f(2),
+                        v(2),
+                        f(3),
+                        v(3),
+                        end,
+                    ),
+                    5 => get(
+                        self.ptr,
+                        flags,
+                        f(0),
+                        v(0),
+                        f(1),
+                        v(1),
+                        f(2),
+                        v(2),
+                        f(3),
+                        v(3),
+                        f(4),
+                        v(4),
+                        end,
+                    ),
+                    _ => get(
+                        self.ptr,
+                        flags,
+                        f(0),
+                        v(0),
+                        f(1),
+                        v(1),
+                        f(2),
+                        v(2),
+                        f(3),
+                        v(3),
+                        f(4),
+                        v(4),
+                        f(5),
+                        v(5),
+                        end,
+                    ),
+                };
+            }
+        }
+        out.map(|p| (!p.is_null()).then(|| RedisString::from_redis_module_string(self.ctx, p)))
+    }
+
+    /// Sets a hash field with a constant name.
+    pub fn hput_field(&self, field: &Field, value: &RedisString) {
+        unsafe {
+            raw::RedisModule_HashSet.unwrap()(
+                self.ptr,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.string(),
+                value.inner,
+                ptr::null::<c_char>(),
+            )
+        };
+        self.touch();
+    }
+
+    /// Pushes a Redis string at the head (`LPUSH`), e.g. to put back an
+    /// element just popped.
+    pub fn push_head_arg(&self, value: &RedisString) {
+        unsafe {
+            raw::RedisModule_ListPush.unwrap()(
+                self.ptr,
+                raw::REDISMODULE_LIST_HEAD as c_int,
+                value.inner,
+            )
+        };
+        self.touch();
+    }
+
+    /// Deletes the key, freeing a large value in the background as
+    /// `UNLINK` does.
+    pub fn unlink(&self) {
+        if !self.ptr.is_null() && self.exists() {
+            unsafe { raw::RedisModule_UnlinkKey.unwrap()(self.ptr) };
+            self.touch();
+        }
+    }
+
+    /// Starts a walk over the members with scores in `[min, max]`, from the
+    /// highest (`ZREVRANGEBYSCORE` order); false when there is none. Read
+    /// with [`Key::zwalk_current`], move with [`Key::zwalk_prev`], and end
+    /// with [`Key::zwalk_stop`]. Each open key has its own walk, so several
+    /// sorted sets can be merged lazily.
+    pub fn zwalk_desc(&self, min: f64, max: f64) -> bool {
+        if self.kind() != KeyType::ZSet {
+            return false;
+        }
+        let rc =
+            unsafe { raw::RedisModule_ZsetLastInScoreRange.unwrap()(self.ptr, min, max, 0, 0) };
+        rc == raw::REDISMODULE_OK as c_int
+            && unsafe { raw::RedisModule_ZsetRangeEndReached.unwrap()(self.ptr) } == 0
+    }
+
+    /// Returns the walk's current member and score.
+    pub fn zwalk_current(&self) -> Option<(RedisString, f64)> {
+        let mut score = 0f64;
+        let e = unsafe { raw::RedisModule_ZsetRangeCurrentElement.unwrap()(self.ptr, &mut score) };
+        (!e.is_null()).then(|| (RedisString::from_redis_module_string(self.ctx, e), score))
+    }
+
+    /// Moves the walk to the next lower member; false at the end.
+    pub fn zwalk_prev(&self) -> bool {
+        unsafe {
+            raw::RedisModule_ZsetRangePrev.unwrap()(self.ptr) != 0
+                && raw::RedisModule_ZsetRangeEndReached.unwrap()(self.ptr) == 0
+        }
+    }
+
+    /// Ends a walk.
+    pub fn zwalk_stop(&self) {
+        if !self.ptr.is_null() {
+            unsafe { raw::RedisModule_ZsetRangeStop.unwrap()(self.ptr) };
+        }
+    }
+}
+
+/// A constant hash field name, made into a Redis string once and reused by
+/// every call: a field name given as a C string (`HASH_CFIELDS`) costs two
+/// allocations and two frees on every lookup. The string is created on
+/// first use, on the main thread (command handlers hold the server lock),
+/// and lives as long as the process.
+pub struct Field {
+    name: &'static std::ffi::CStr,
+    string: std::sync::atomic::AtomicPtr<raw::RedisModuleString>,
+}
+
+impl Field {
+    /// Returns the field `name` (not yet made into a Redis string).
+    pub const fn new(name: &'static std::ffi::CStr) -> Field {
+        Field {
+            name,
+            string: std::sync::atomic::AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Returns the field's name, for error messages.
+    pub fn name(&self) -> &'static str {
+        self.name.to_str().unwrap_or("?")
+    }
+
+    /// Returns the Redis string of the name, made on first use; it lives as
+    /// long as the process (e.g. a constant argument to replicate).
+    pub fn string(&self) -> *mut raw::RedisModuleString {
+        use std::sync::atomic::Ordering;
+        let p = self.string.load(Ordering::Relaxed);
+        if !p.is_null() {
+            return p;
+        }
+        let bytes = self.name.to_bytes();
+        // A NULL context makes a string that is never freed automatically.
+        let p = unsafe {
+            raw::RedisModule_CreateString.unwrap()(
+                ptr::null_mut(),
+                bytes.as_ptr().cast::<c_char>(),
+                bytes.len(),
+            )
+        };
+        self.string.store(p, Ordering::Relaxed);
+        p
+    }
+}
+
+// ---- (added for POLL) a field the client sent, set only if absent ----
+impl Key {
+    /// Sets a field the client sent to `value`, only if it is absent;
+    /// returns true if it was set.
+    pub fn hset_nx_field_arg(&self, field: &RedisString, value: &[u8]) -> bool {
+        let v = rstr(self.ctx, value);
+        self.hset_nx_arg(field, &v)
+    }
+}
+
+// ---- a sorted-set scan that can stop and resume later (the slices of
+// POLL.SYNC and RANK.MERGE, see slices.rs) ----
+
+/// A scan position in a Sorted Set, kept across slices (and across
+/// re-openings of the key) like a `ZSCAN` cursor: every member present
+/// from the start to the end of the scan is seen at least once; a member
+/// may be seen twice while the set is being rehashed.
+pub struct ZScan {
+    cursor: *mut raw::RedisModuleScanCursor,
+}
+
+impl Default for ZScan {
+    fn default() -> Self {
+        ZScan::new()
+    }
+}
+
+impl ZScan {
+    /// Returns a scan at the start.
+    pub fn new() -> ZScan {
+        ZScan {
+            cursor: unsafe { raw::RedisModule_ScanCursorCreate.unwrap()() },
+        }
+    }
+
+    /// Scans one step of `key` (a bucket of a large set, the whole of a
+    /// small one) and calls `f` with each member and its score, both as
+    /// Redis strings (retained: `f` may keep them). Returns false when the
+    /// scan is over (or the key is missing or not a Sorted Set).
+    pub fn step(&mut self, key: &Key, f: &mut dyn FnMut(RedisString, RedisString)) -> bool {
+        struct State<'a> {
+            f: &'a mut dyn FnMut(RedisString, RedisString),
+        }
+        unsafe extern "C" fn each(
+            _key: *mut raw::RedisModuleKey,
+            field: *mut raw::RedisModuleString,
+            value: *mut raw::RedisModuleString,
+            privdata: *mut std::os::raw::c_void,
+        ) {
+            let st = &mut *(privdata as *mut State);
+            if field.is_null() || value.is_null() {
+                return;
+            }
+            // The strings belong to the scan: retain them for the caller.
+            raw::RedisModule_RetainString.unwrap()(ptr::null_mut(), field);
+            raw::RedisModule_RetainString.unwrap()(ptr::null_mut(), value);
+            (st.f)(
+                RedisString::from_redis_module_string(ptr::null_mut(), field),
+                RedisString::from_redis_module_string(ptr::null_mut(), value),
+            );
+        }
+        if key.ptr.is_null() || key.kind() != KeyType::ZSet {
+            return false;
+        }
+        let mut st = State { f };
+        unsafe {
+            raw::RedisModule_ScanKey.unwrap()(
+                key.ptr,
+                self.cursor,
+                Some(each),
+                &mut st as *mut State as *mut std::os::raw::c_void,
+            ) != 0
+        }
+    }
+}
+
+impl Drop for ZScan {
+    fn drop(&mut self) {
+        if !self.cursor.is_null() {
+            unsafe { raw::RedisModule_ScanCursorDestroy.unwrap()(self.cursor) };
+        }
+    }
+}
+
+// ---- derived key names kept between commands: a hot command on the same
+// entity (votes on one poll, scores on one board) reuses the names it built
+// last time instead of creating and freeing a Redis string per key per call
+// (about 500 instructions each) ----
+
+thread_local! {
+    /// Recently built names `B:<suffix>`, in slots chosen by a hash of the
+    /// name; main thread only. A name is an immutable Redis string the
+    /// module owns; Redis only reads it.
+    static NAMES: std::cell::RefCell<Vec<Option<(Name, RedisString)>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// How many recent names are kept (a power of two).
+const NAMES_KEPT: usize = 64;
+
+/// Returns the Redis string `B:<suffix>`, reused from a recent command when
+/// it built the same name.
+pub fn derived_string(ctx: &Context, base: &[u8], suffix: &str) -> RedisString {
+    // FNV-1a over base, ':' and suffix, without building the name.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in base.iter().chain(b":").chain(suffix.as_bytes()) {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    let slot = (h as usize) & (NAMES_KEPT - 1);
+    NAMES.with(|n| {
+        let mut n = n.borrow_mut();
+        if n.is_empty() {
+            n.resize_with(NAMES_KEPT, || None);
+        }
+        if let Some((k, s)) = &n[slot] {
+            let hit = k.len() == base.len() + 1 + suffix.len()
+                && k.starts_with(base)
+                && k[base.len()] == b':'
+                && k.ends_with(suffix.as_bytes());
+            if hit {
+                return s.safe_clone(ctx);
+            }
+        }
+        let name = derived_name(base, suffix);
+        let s = RedisString::create_from_slice(ptr::null_mut(), &name);
+        let copy = s.safe_clone(ctx);
+        n[slot] = Some((name, s));
+        copy
+    })
+}
+
+impl Key {
+    /// Opens the derived key `base:suffix` with a name reused from recent
+    /// commands (see [`derived_string`]).
+    pub fn derived_hot(ctx: &Context, base: &[u8], suffix: &str, write: bool) -> Key {
+        Key::open_arg(ctx, &derived_string(ctx, base, suffix), write)
+    }
+}

@@ -18,8 +18,10 @@ pub mod poll;
 pub mod rank;
 pub mod rate;
 pub mod redpacket;
+pub mod reference;
 pub mod registry;
 pub mod spread;
+pub mod slices;
 pub mod stats;
 pub mod util;
 pub mod version;
@@ -63,6 +65,8 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         unsafe { add(ctx.ctx, cat.as_ptr()) };
     }
     cluster_guard::register(ctx);
+    // Jobs that run in slices stop when the dataset is swapped under them.
+    slices::subscribe(ctx);
     for (table, _) in FAMILIES {
         if let Err(e) = registry::register(ctx, table) {
             ctx.log_warning(&e);

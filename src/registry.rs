@@ -343,18 +343,29 @@ pub fn register(ctx: &Context, table: &[CommandSpec]) -> Result<(), String> {
         if let Some(set_info) = unsafe { raw::RedisModule_SetCommandInfo } {
             let summary = CString::new(spec.summary).unwrap();
             let complexity = CString::new(spec.complexity).unwrap();
-            let since = CString::new("0.1.0").unwrap();
+            // Arguments and `since` come from the command reference
+            // (reference.rs), so `COMMAND DOCS` and redis-cli's `help`
+            // show the documented syntax.
+            let reference = crate::reference::lookup(spec.name);
+            let since = CString::new(reference.map_or("", |r| r.since)).unwrap();
             let mut specs = key_specs(spec);
+            let mut args = reference
+                .and_then(|r| crate::reference::parse(r.args).ok())
+                .map(|a| crate::reference::to_c(&a, specs.len() - 1));
             let info = raw::RedisModuleCommandInfo {
                 version: &INFO_VERSION,
                 summary: summary.as_ptr(),
                 complexity: complexity.as_ptr(),
-                since: since.as_ptr(),
+                since: if reference.is_some() {
+                    since.as_ptr()
+                } else {
+                    ptr::null()
+                },
                 history: ptr::null_mut(),
                 tips: ptr::null(),
                 arity: spec.arity,
                 key_specs: specs.as_mut_ptr(),
-                args: ptr::null_mut(),
+                args: args.as_mut().map_or(ptr::null_mut(), |a| a.as_mut_ptr()),
             };
             if unsafe { set_info(cmd, &info) } != raw::REDISMODULE_OK as c_int {
                 ctx.log_warning(&format!(

@@ -27,6 +27,12 @@ impl Counter {
         self.add(1);
     }
 
+    /// Raises the value to `v` if it is larger (a maximum, e.g. the
+    /// longest step seen).
+    pub fn record_max(&self, v: u64) {
+        self.value.fetch_max(v, Ordering::Relaxed);
+    }
+
     /// Returns the current value.
     pub fn get(&self) -> u64 {
         self.value.load(Ordering::Relaxed)

@@ -143,3 +143,144 @@ pub fn notify_static(ctx: &Context, event: &std::ffi::CStr, key: &RedisString) {
         };
     }
 }
+
+/// Returns true when the calling client speaks RESP3 (it sent `HELLO 3`).
+/// Asked only by commands whose reply differs between the protocols.
+pub fn resp3(ctx: &Context) -> bool {
+    match unsafe { redis_module::raw::RedisModule_GetContextFlags } {
+        Some(flags) => {
+            let f = unsafe { flags(ctx.ctx) } as u32;
+            f & redis_module::raw::REDISMODULE_CTX_FLAGS_RESP3 != 0
+        }
+        None => false,
+    }
+}
+
+/// Sends a bulk-string map key.
+fn reply_key(ctx: &Context, name: &[u8]) {
+    unsafe {
+        redis_module::raw::RedisModule_ReplyWithStringBuffer.unwrap()(
+            ctx.ctx,
+            name.as_ptr().cast(),
+            name.len(),
+        );
+    }
+}
+
+/// Replies a field/value map given as a flat list `[field, value, …]`
+/// (the way HGETALL answers): a RESP3 map to a client that sent `HELLO 3`,
+/// the same flat array, in the same order, in RESP2 (the reply API's map
+/// falls back to an array of twice the length). Returns
+/// [`RedisValue::NoReply`]: the reply is sent, so return it as the
+/// handler's result (`Ok(util::map(ctx, items))`).
+pub fn map(ctx: &Context, flat: Vec<RedisValue>) -> RedisValue {
+    redis_module::raw::reply_with_map(ctx.ctx, (flat.len() / 2) as std::os::raw::c_long);
+    for v in flat {
+        ctx.reply(Ok(v));
+    }
+    RedisValue::NoReply
+}
+
+/// Replies a record of named fields: in RESP3 a map `name → value`; in
+/// RESP2 the values alone, in order (the positional array such commands
+/// answer, e.g. `[points, rank, achieved_ms]`). Returns
+/// [`RedisValue::NoReply`] like [`map`].
+pub fn record(ctx: &Context, names: &[&str], values: Vec<RedisValue>) -> RedisValue {
+    debug_assert_eq!(names.len(), values.len());
+    if resp3(ctx) {
+        redis_module::raw::reply_with_map(ctx.ctx, values.len() as std::os::raw::c_long);
+        for (n, v) in names.iter().zip(values) {
+            reply_key(ctx, n.as_bytes());
+            ctx.reply(Ok(v));
+        }
+    } else {
+        redis_module::raw::reply_with_array(ctx.ctx, values.len() as std::os::raw::c_long);
+        for v in values {
+            ctx.reply(Ok(v));
+        }
+    }
+    RedisValue::NoReply
+}
+
+/// [`record`] for integer fields, straight to the reply API (no reply
+/// values built): for hot paths such as RATE.CHECK.
+pub fn record_ints(ctx: &Context, names: &[&str], values: &[i64]) -> RedisValue {
+    let n = values.len() as std::os::raw::c_long;
+    let three = resp3(ctx);
+    unsafe {
+        if three {
+            redis_module::raw::reply_with_map(ctx.ctx, n);
+        } else {
+            redis_module::raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, n);
+        }
+        for (name, v) in names.iter().zip(values) {
+            if three {
+                reply_key(ctx, name.as_bytes());
+            }
+            redis_module::raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, *v);
+        }
+    }
+    RedisValue::NoReply
+}
+
+/// Replicates the client's command with `NOW <now>` appended, the way
+/// [`replicate_with_now`] does when the client gave no NOW, but with every
+/// argument built inside Redis (`RM_Replicate` format `vsl`: the client's
+/// strings, the string `NOW` made once, the integer): no string is created
+/// here.
+/// On a hot path this saves about two thousand instructions per call.
+pub fn replicate_args_now(ctx: &Context, args: &[RedisString], now: i64) {
+    thread_local! {
+        /// The argument `NOW`, made once (main thread only).
+        static NOW: RedisString = RedisString::create_from_slice(std::ptr::null_mut(), b"NOW");
+    }
+    let argv: smallvec::SmallVec<[*mut redis_module::raw::RedisModuleString; 8]> =
+        args[1..].iter().map(|a| a.inner).collect();
+    // A command name's string is an sds, which is always NUL-terminated.
+    let mut len = 0usize;
+    let name = redis_module::raw::string_ptr_len(args[0].inner, &mut len);
+    let now = now as std::os::raw::c_longlong;
+    let replicate = unsafe { redis_module::raw::RedisModule_Replicate.unwrap() };
+    NOW.with(|now_arg| unsafe {
+        if let [a, b, c] = argv[..] {
+            // Three arguments (POLL.VOTE): Redis sizes its argument vector
+            // from the format, so `v` would cost a reallocation.
+            replicate(
+                ctx.ctx,
+                name,
+                c"ssssl".as_ptr(),
+                a,
+                b,
+                c,
+                now_arg.inner,
+                now,
+            );
+        } else {
+            replicate(
+                ctx.ctx,
+                name,
+                c"vsl".as_ptr(),
+                argv.as_ptr(),
+                argv.len(),
+                now_arg.inner,
+                now,
+            );
+        }
+    });
+}
+
+/// Replicates `ZADD <key> <score> <member>` with the key and the member
+/// given as Redis strings and the score as an integer (format `sls`): the
+/// effect of a RANK write, with no string created here.
+pub fn replicate_zadd(ctx: &Context, key: &RedisString, score: i64, member: &RedisString) {
+    unsafe {
+        redis_module::raw::RedisModule_Replicate.unwrap()(
+            ctx.ctx,
+            c"ZADD".as_ptr(),
+            c"sls".as_ptr(),
+            key.inner,
+            score as std::os::raw::c_longlong,
+            member.inner,
+        );
+    }
+}

@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::cluster::Cluster;
+use common::cluster::{Cluster, ClusterOpts};
 use common::*;
 use hotpath_client::*;
 use redis::ConnectionLike;
@@ -362,18 +362,182 @@ fn exercise<C: ConnectionLike>(con: &mut C, t: &str) {
         Rate::multi(con, &rules, &plain, Some(NOW)).unwrap(),
         rr(true, 10, 9, -1, 100)
     );
+
+    // LOCK
+    let lk = Lock::new(k("lock"));
+    let none = LockOptions::default();
+    let holder = |o: &str, token, count, ttl_ms| LockHolder {
+        owner: o.into(),
+        token,
+        count,
+        ttl_ms,
+    };
+    assert_eq!(
+        lk.at(NOW).acquire(con, "w1", 30000, &none).unwrap(),
+        Some(1)
+    );
+    assert_eq!(
+        lk.at(NOW + 1000).acquire(con, "w1", 30000, &none).unwrap(),
+        Some(1)
+    );
+    assert_eq!(
+        lk.at(NOW + 1000).acquire(con, "w2", 30000, &none).unwrap(),
+        None
+    );
+    let at2 = lk.at(NOW + 2000);
+    assert_eq!(at2.info(con).unwrap(), vec![holder("w1", 1, 2, 29000)]);
+    assert!(at2.check(con, 1).unwrap());
+    assert!(!at2.check(con, 2).unwrap());
+    assert_eq!(at2.renew(con, "w1", 10000).unwrap(), 10000);
+    assert_eq!(at2.renew(con, "w2", 10000).unwrap(), 0);
+    let at3 = lk.at(NOW + 3000);
+    assert!(!at3.release(con, "w2").unwrap());
+    assert!(at3.release(con, "w1").unwrap());
+    assert!(at3.release(con, "w1").unwrap());
+    assert!(!at3.release(con, "w1").unwrap());
+    assert_eq!(at3.info(con).unwrap(), vec![]);
+    let capped = LockOptions {
+        maxhold: Some(500),
+        ..Default::default()
+    };
+    assert_eq!(at3.acquire(con, "w2", 1000, &capped).unwrap(), Some(2));
+    assert_eq!(lk.at(NOW + 3100).renew(con, "w2", 1000).unwrap(), 400);
+    let sem = Lock::new(k("sem")).at(NOW);
+    let two = LockOptions {
+        limit: Some(2),
+        ..Default::default()
+    };
+    assert_eq!(sem.acquire(con, "a", 1000, &two).unwrap(), Some(1));
+    assert_eq!(sem.acquire(con, "b", 2000, &none).unwrap(), Some(2));
+    assert_eq!(sem.acquire(con, "c", 1000, &none).unwrap(), None);
+    assert_eq!(
+        sem.at(NOW + 500).info(con).unwrap(),
+        vec![holder("a", 1, 1, 500), holder("b", 2, 1, 1500)]
+    );
+    let e = sem.acquire(con, "", 1000, &none).unwrap_err();
+    assert_eq!(error_text(&e), "ERR lock: user must not be empty");
+    // BLOCK on the server clock: a lease of a minute outlives a wait of
+    // 50 ms, which then answers None.
+    let live = Lock::new(k("live"));
+    assert_eq!(live.acquire(con, "a", 60000, &none).unwrap(), Some(1));
+    let wait = LockOptions {
+        block: Some(50),
+        ..Default::default()
+    };
+    assert_eq!(live.acquire(con, "b", 60000, &wait).unwrap(), None);
+
+    // DELAYQ
+    let q = DelayQueue::new(k("q"));
+    let plain = JobOptions::default();
+    let job = |id: &str, p: &str, attempt, receipt| Job {
+        id: id.into(),
+        payload: p.as_bytes().to_vec(),
+        attempt,
+        receipt,
+    };
+    let qi = |jobs, ready, scheduled, dead| QueueInfo {
+        jobs,
+        ready,
+        scheduled,
+        dead,
+    };
+    let q0 = q.at(NOW);
+    assert!(q0.add(con, "j1", b"p1", &plain).unwrap());
+    assert!(!q0.add(con, "j1", b"other", &plain).unwrap());
+    let once = JobOptions {
+        delay: Some(5000),
+        attempts: Some(1),
+        ..Default::default()
+    };
+    assert!(q0.add(con, "j2", b"p2", &once).unwrap());
+    assert_eq!(q0.info(con).unwrap(), qi(2, 1, 1, 0));
+    assert_eq!(
+        q0.poll(con, 30000, Some(10), None).unwrap(),
+        vec![job("j1", "p1", 1, 1000001)]
+    );
+    assert_eq!(q0.poll(con, 30000, None, None).unwrap(), vec![]);
+    let q1 = q.at(NOW + 1000);
+    assert!(q1.extend(con, "j1", 1000001, 60000).unwrap());
+    assert!(!q1.extend(con, "j1", 999, 60000).unwrap());
+    assert_eq!(
+        q1.nack(con, "j1", 1000001, Some(Retry::Delay(1000)))
+            .unwrap(),
+        Nack::Requeued
+    );
+    assert_eq!(q1.nack(con, "j1", 1000001, None).unwrap(), Nack::Stale);
+    assert_eq!(
+        q.at(NOW + 5000).poll(con, 30000, Some(10), None).unwrap(),
+        vec![job("j1", "p1", 2, 1000002), job("j2", "p2", 1, 2000001)]
+    );
+    assert!(q.ack(con, "j1", 1000002).unwrap());
+    assert!(!q.ack(con, "j1", 1000002).unwrap());
+    let backoff = Retry::Backoff {
+        base_ms: 100,
+        max_ms: 1000,
+    };
+    assert_eq!(
+        q.at(NOW + 6000)
+            .nack(con, "j2", 2000001, Some(backoff))
+            .unwrap(),
+        Nack::Dead
+    );
+    assert_eq!(
+        q.dead(con, None).unwrap(),
+        vec![DeadLetter {
+            id: "j2".into(),
+            payload: b"p2".to_vec(),
+            attempts: 1,
+            dead_at_ms: NOW + 6000
+        }]
+    );
+    let q7 = q.at(NOW + 7000);
+    assert_eq!(q7.redrive(con, None, Some("j2")).unwrap(), 1);
+    assert_eq!(q7.redrive(con, Some(5), None).unwrap(), 0);
+    assert_eq!(q7.info(con).unwrap(), qi(1, 1, 0, 0));
+    // On the server clock: the re-driven job is ready; then nothing is,
+    // and a poll that waits 50 ms answers empty.
+    assert_eq!(
+        q.poll(con, 60000, None, None).unwrap(),
+        vec![job("j2", "p2", 1, 3000001)]
+    );
+    assert_eq!(q.poll(con, 60000, None, Some(50)).unwrap(), vec![]);
+    let e = q.add(con, "", b"p", &plain).unwrap_err();
+    assert_eq!(error_text(&e), "ERR delayq: id must not be empty");
+}
+
+/// The clients' LIKE tests read recent likers, which LIKE records only on
+/// request (`like-recent`, 0 by default: docs/like.md).
+const RECENT: [&str; 2] = ["--hotpath.like-recent", "10"];
+
+fn one_server() -> Server {
+    Server::start_with(&RECENT)
+}
+
+fn cluster() -> Cluster {
+    Cluster::start_opts(ClusterOpts {
+        extra: RECENT.iter().map(|s| s.to_string()).collect(),
+        ..ClusterOpts::default()
+    })
 }
 
 #[test]
 fn rust_client_on_one_server() {
-    let s = Server::start();
+    let s = one_server();
     let mut c = s.conn();
     exercise(&mut c, "one");
+    // The same calls over RESP3, where map-like replies are maps.
+    let url = format!("redis://127.0.0.1:{}/?protocol=resp3", s.port);
+    let mut c3 = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let info = redis::cmd("DELAYQ.INFO")
+        .arg("q:{one}")
+        .query::<redis::Value>(&mut c3);
+    assert!(matches!(info, Ok(redis::Value::Map(_))), "{info:?}");
+    exercise(&mut c3, "three");
 }
 
 #[test]
 fn rust_client_on_a_cluster() {
-    let cl = Cluster::start();
+    let cl = cluster();
     let mut c = cl.client();
     // Keys of several tags, so that the entities land on every master.
     for t in ["a", "b", "c", "d", "e"] {
@@ -419,14 +583,14 @@ fn run_python_tests(envs: &[(&str, &str)]) {
 
 #[test]
 fn python_client_on_one_server() {
-    let s = Server::start();
+    let s = one_server();
     let url = format!("redis://127.0.0.1:{}/", s.port);
     run_python_tests(&[("HOTPATH_URL", &url)]);
 }
 
 #[test]
 fn python_client_on_a_cluster() {
-    let cl = Cluster::start();
+    let cl = cluster();
     let nodes: Vec<String> = cl
         .masters()
         .iter()

@@ -133,7 +133,7 @@ fn the_entrypoint_runs_without_module_arguments() {
     let mut c = e.conn();
     assert_eq!(
         run(&mut c, &["CONFIG", "GET", "hotpath.like-recent"]),
-        "[hotpath.like-recent, 10]"
+        "[hotpath.like-recent, 0]"
     );
     assert!(e.healthy());
 }

@@ -73,7 +73,7 @@ const BAD: &[(&[&str], &str)] = &[
     ),
     (
         &["like-recent", "5", "redpacket-max-count", "0"],
-        "load argument 'redpacket-max-count 0' is out of range; expected redpacket-max-count (an integer from 1 to 1000000)",
+        "load argument 'redpacket-max-count 0' is out of range; expected redpacket-max-count (an integer from 1 to 100000)",
     ),
     (
         &["like-recent", "ten"],
@@ -85,7 +85,7 @@ const BAD: &[(&[&str], &str)] = &[
     ),
     (
         &["like-recnet", "5"],
-        "unknown load argument 'like-recnet'; the settings are like-max-id (an integer from 0 to 4294967295), like-promote-at (an integer from 1 to 100000000), like-recent (an integer from 0 to 1000), redpacket-max-count (an integer from 1 to 1000000)",
+        "unknown load argument 'like-recnet'; the settings are like-max-id (an integer from 0 to 4294967295), like-promote-at (an integer from 1 to 100000000), like-recent (an integer from 0 to 1000), redpacket-max-count (an integer from 1 to 100000), like-common-max (an integer from 1 to 100000000)",
     ),
     (
         &["like-recent", "5", "like-recent", "6"],
@@ -154,7 +154,7 @@ fn module_list_info_and_the_load_log_line_show_the_version() {
     // The load line is at notice level ('*' in the log) and has the
     // effective configs.
     let line = format!(
-        "* <hotpath> release {}, module version {want}; configs: like-max-id=4294967295 like-promote-at=512 like-recent=5 redpacket-max-count=10000",
+        "* <hotpath> release {}, module version {want}; configs: like-max-id=4294967295 like-promote-at=512 like-recent=5 redpacket-max-count=10000 like-common-max=5000",
         env!("CARGO_PKG_VERSION")
     );
     assert!(srv.log().contains(&line), "no {line:?} in:\n{}", srv.log());
@@ -193,13 +193,13 @@ fn latency_events(c: &mut Connection) -> Vec<String> {
 
 #[test]
 fn long_commands_show_in_latency_latest_only_while_the_monitor_is_on() {
-    // A million-share packet takes hundreds of milliseconds.
-    let srv = Server::start_full(&[], &["redpacket-max-count", "1000000"]);
+    // A packet of the largest count (100,000 shares) takes milliseconds.
+    let srv = Server::start_full(&[], &["redpacket-max-count", "100000"]);
     let mut c = srv.conn();
     let split = |c: &mut Connection, key: &str| {
         assert_eq!(
-            int(c, &["REDPACKET.SPLIT", key, "100000000", "1000000"]),
-            1000000
+            int(c, &["REDPACKET.SPLIT", key, "10000000", "100000"]),
+            100000
         );
     };
     // Monitor off (threshold 0): the module reports nothing.
@@ -230,12 +230,12 @@ fn long_commands_show_in_latency_latest_only_while_the_monitor_is_on() {
 fn a_threshold_set_at_startup_is_followed_from_the_first_command() {
     let srv = Server::start_full(
         &["--latency-monitor-threshold", "1"],
-        &["redpacket-max-count", "1000000"],
+        &["redpacket-max-count", "100000"],
     );
     let mut c = srv.conn();
     assert_eq!(
-        int(&mut c, &["REDPACKET.SPLIT", "a{1}", "100000000", "1000000"]),
-        1000000
+        int(&mut c, &["REDPACKET.SPLIT", "a{1}", "10000000", "100000"]),
+        100000
     );
     let events = latency_events(&mut c);
     assert!(

@@ -11,7 +11,7 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-const MAX_ID: &str = "500";
+const MAX_ID: &str = "2000";
 const PROMOTE_AT: &str = "8";
 const RECENT: &str = "3";
 
@@ -91,15 +91,16 @@ fn assert_same_data(c: &mut Connection, step: usize) {
 }
 
 fn user(rng: &mut StdRng, max: u64) -> String {
-    match rng.gen_range(0..40) {
+    match rng.gen_range(0..41) {
+        40 => String::new(),
         0 => "abc".into(),
         1 => "-3".into(),
         2 => (max + 1).to_string(),
         3 => "007".into(),
-        // Mostly small ids so posts fill up and promote; some up to the max
-        // so bitmaps grow.
-        4..=7 => rng.gen_range(0..=max.min(2000)).to_string(),
-        _ => rng.gen_range(0..60u32).to_string(),
+        // Mostly ids of the first range (64,000 ids) so posts fill up and
+        // promote; some up to the max so other ranges are used.
+        4..=7 => rng.gen_range(0..=max).to_string(),
+        _ => rng.gen_range(0..=max.min(1_500)).to_string(),
     }
 }
 
@@ -114,10 +115,10 @@ fn twins_match_the_module_on_random_sequences() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(4);
     let configs = [
-        ("500", "8", "3"),
+        ("2000", "8", "3"),
         ("4294967295", "1", "10"),
-        ("1000", "64", "0"),
-        ("500", "16", "1"),
+        ("200000", "64", "0"),
+        ("2000", "16", "1"),
     ];
     let mut promoted_seen = false;
     for seed in 0..seeds {
@@ -138,6 +139,13 @@ fn twins_match_the_module_on_random_sequences() {
 fn random_run(c: &mut Connection, t: &Twins, rng: &mut StdRng, steps: usize, max: u64) -> bool {
     let mut now = 1_700_000_000_000i64;
     let mut promoted_seen = false;
+    // Post {0} starts with about 600 likers, so that it is promoted (checked at
+    // a multiple of 32 past 512) and migrated while the random run goes on.
+    for _ in 0..900 {
+        let u = rng.gen_range(0..=max.min(1_500)).to_string();
+        let (m, l) = t.both(c, "add", &["{0}".into()], &[u, "NOW".into(), "1".into()]);
+        assert_eq!(m, l, "filling {{0}}");
+    }
     for step in 0..steps {
         let post = format!("{{{}}}", rng.gen_range(0..4));
         now += rng.gen_range(0..3);
@@ -200,7 +208,7 @@ fn random_run(c: &mut Connection, t: &Twins, rng: &mut StdRng, steps: usize, max
         }
         let (m, l) = t.both(c, cmd, &keys, &args);
         assert_eq!(m, l, "step {step}: {cmd} {keys:?} {args:?}");
-        if cmd == "info" && m.contains("bitmap") {
+        if cmd == "info" && (m.contains("bitmap") || m.contains("mixed")) {
             promoted_seen = true;
         }
         if step % 50 == 0 {
@@ -208,7 +216,8 @@ fn random_run(c: &mut Connection, t: &Twins, rng: &mut StdRng, steps: usize, max
         }
         // Now and then a derived key holds a wrong type on both sides.
         if step % 400 == 399 {
-            let suffix = ["set", "bits", "count", "recent"][rng.gen_range(0..4)];
+            let suffix =
+                ["set", "bits:0", "count", "recent", "chunks", "meta"][rng.gen_range(0..6)];
             for side in ["m", "l"] {
                 let key = format!("{side}{post}:{suffix}", post = keys[0]);
                 run(c, &["RENAME", &key, &format!("{key}.saved")]);
@@ -241,38 +250,44 @@ fn random_run(c: &mut Connection, t: &Twins, rng: &mut StdRng, steps: usize, max
 fn twins_match_through_a_large_promotion_and_common_of_bitmaps() {
     let s = server();
     let mut c = s.conn();
-    let t = Twins::load(&mut c);
-    // Dense ids up to 499 on two posts: both promote, then grow and shrink.
-    for u in (0..500).step_by(3) {
-        let (m, l) = t.both(
-            &mut c,
-            "add",
-            &["{a}".into()],
-            &[u.to_string(), "NOW".into(), u.to_string()],
-        );
-        assert_eq!(m, l);
-    }
-    for u in (0..500).step_by(2) {
-        let (m, l) = t.both(
-            &mut c,
-            "toggle",
-            &["{b}".into()],
-            &[u.to_string(), "NOW".into(), u.to_string()],
-        );
-        assert_eq!(m, l);
+    let mut t = Twins::load(&mut c);
+    t.configure(&mut c, "4294967295", "512", "0");
+    // Two posts, dense in the first range and in range 50, with a sparse
+    // tail: both are promoted and migrated in steps, the tail stays a Set.
+    let mut rng = StdRng::seed_from_u64(8);
+    for post in ["{a}", "{b}"] {
+        for i in 0..3000u64 {
+            let u = match i % 10 {
+                0 => rng.gen_range(0..4_294_967_295u64),
+                1..=5 => rng.gen_range(0..64_000u64),
+                _ => 50 * 64_000 + rng.gen_range(0..64_000u64),
+            };
+            let cmd = if i % 7 == 0 { "toggle" } else { "add" };
+            let (m, l) = t.both(&mut c, cmd, &[post.into()], &[u.to_string()]);
+            assert_eq!(m, l, "{post} step {i}");
+            if i % 500 == 0 {
+                assert_same_data(&mut c, i as usize);
+            }
+        }
     }
     for (cmd, keys) in [
         ("info", vec!["{a}"]),
         ("info", vec!["{b}"]),
         ("common", vec!["{a}", "{b}"]),
-        ("recent", vec!["{a}"]),
+        ("count", vec!["{a}"]),
     ] {
         let keys: Vec<String> = keys.into_iter().map(String::from).collect();
         let (m, l) = t.both(&mut c, cmd, &keys, &[]);
         assert_eq!(m, l, "{cmd}");
         if cmd == "info" {
-            assert!(m.contains("bitmap"), "{m}");
+            assert!(m.contains("mixed"), "{m}");
+            assert!(m.contains("promotion, none"), "{m}");
         }
     }
+    let all: Vec<String> = (0..200)
+        .map(|i| (50 * 64_000 + i * 7).to_string())
+        .collect();
+    let (m, l) = t.both(&mut c, "check", &["{a}".into()], &all);
+    assert_eq!(m, l);
     assert_same_data(&mut c, 0);
 }

@@ -70,7 +70,8 @@ impl Twins {
         let ours = run(&mut self.c, &margs);
         let mut largs = vec![self.l.as_str()];
         largs.extend_from_slice(args);
-        let twin = show(&evalsha(&mut self.c, &self.sha[cmd], 1, &largs));
+        // Error lines name the key: the twin's base stands for the module's.
+        let twin = show(&evalsha(&mut self.c, &self.sha[cmd], 1, &largs)).replace(&self.l, &self.m);
         assert_eq!(ours, twin, "{cmd} {args:?}");
         ours
     }
@@ -96,6 +97,28 @@ impl Twins {
                 if t == "zset" {
                     run(&mut self.c, &["ZADD", &lk, "XX", &sc, user]);
                 }
+            }
+        }
+    }
+
+    /// Asserts that on each side every key of the bag expires at the very
+    /// instant `B:meta` does (both set it once, from that instant).
+    fn assert_one_expiry(&mut self, what: &str) {
+        for base in [self.m.clone(), self.l.clone()] {
+            let at = int(&mut self.c, &["PEXPIRETIME", &format!("{base}:meta")]);
+            if at < 0 {
+                continue;
+            }
+            let ks: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{base}:*"))
+                .query(&mut self.c)
+                .unwrap();
+            for k in ks {
+                assert_eq!(
+                    int(&mut self.c, &["PEXPIRETIME", &k]),
+                    at,
+                    "{k} after {what}"
+                );
             }
         }
     }
@@ -164,7 +187,9 @@ fn create_args(rng: &mut StdRng) -> Vec<String> {
     a
 }
 
-fn sequence(seed: u64, steps: usize) {
+/// Runs a random sequence; returns how often each kind of step ran.
+fn sequence(seed: u64, steps: usize) -> HashMap<String, usize> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
     let s = Server::start();
     let mut t = Twins::new(&s, seed as u32);
     let mut rng = StdRng::seed_from_u64(seed);
@@ -286,13 +311,111 @@ fn sequence(seed: u64, steps: usize) {
             }
         };
         t.assert_same_data(&format!("step {step}: {what}"));
+        if broken.is_none() {
+            t.assert_one_expiry(&format!("step {step}: {what}"));
+        }
+        *seen
+            .entry(what.split([' ', '[']).next().unwrap_or("").to_string())
+            .or_default() += 1;
     }
+    seen
 }
 
 #[test]
 fn random_sequences_match_the_lua_twins() {
+    let mut seen: HashMap<String, usize> = HashMap::new();
     for seed in 1..=6 {
-        sequence(seed, 250);
+        for (k, n) in sequence(seed, 250) {
+            *seen.entry(k).or_default() += n;
+        }
+    }
+    for kind in [
+        "create", "join", "task", "leave", "enter", "draw", "result", "info",
+    ] {
+        assert!(
+            seen.get(kind).copied().unwrap_or(0) >= 10,
+            "{kind} too rare: {seen:?}"
+        );
+    }
+}
+
+/// Hand-edited data: module and twins refuse the same corrupt values with
+/// the same error, and write nothing.
+#[test]
+fn twins_refuse_corrupt_data_alike() {
+    let s = Server::start();
+    let mut t = Twins::new(&s, 7);
+    let edits: Vec<(Vec<&str>, &str, Vec<&str>)> = vec![
+        (vec!["HSET", "shards", "12"], ":meta", vec!["join", "9"]),
+        (vec!["HSET", "shards", "x"], ":meta", vec!["task", "3"]),
+        (vec!["HDEL", "shards"], ":meta", vec!["leave", "5"]),
+        (vec!["HSET", "shards", "3"], ":meta", vec!["draw"]),
+        (vec!["HSET", "shards", "3"], ":meta", vec!["info"]),
+        (vec!["HSET", "state", "half"], ":meta", vec!["result", "5"]),
+        (vec!["HSET", "state", "half"], ":meta", vec!["enter", "6"]),
+        (vec!["HSET", "poolcap", "-1"], ":meta", vec!["join", "9"]),
+        (vec!["HSET", "highscore", "2"], ":meta", vec!["join", "9"]),
+        (
+            vec!["HSET", "restore", "maybe"],
+            ":meta",
+            vec!["leave", "5"],
+        ),
+        (vec!["HSET", "winners", "0"], ":meta", vec!["draw"]),
+        (vec!["HSET", "winners", "1001"], ":meta", vec!["info"]),
+        (vec!["HSET", "latepooled", "x"], ":meta", vec!["info"]),
+        (vec!["HSET", "latepooled", "-2"], ":meta", vec!["join", "9"]),
+        (
+            vec!["HSET", "latepooled", "9223372036854775807"],
+            ":meta",
+            vec!["join", "9"],
+        ),
+        (vec!["SET", "x"], ":count", vec!["join", "9"]),
+        (vec!["SET", "-3"], ":count", vec!["info"]),
+        (
+            vec!["SET", "9223372036854775807"],
+            ":count",
+            vec!["join", "9"],
+        ),
+        (vec!["HSET", "6", "0.99"], ":stored", vec!["enter", "6"]),
+        (vec!["HSET", "6", "5.000000"], ":stored", vec!["enter", "6"]),
+    ];
+    for (edit, suffix, command) in edits {
+        for base in [t.m.clone(), t.l.clone()] {
+            let ks: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{base}*"))
+                .query(&mut t.c)
+                .unwrap();
+            for k in ks {
+                run(&mut t.c, &["DEL", &k]);
+            }
+        }
+        t.both(
+            "create",
+            &[
+                "WINNERS",
+                "2",
+                "SHARDS",
+                "4",
+                "POOLCAP",
+                "3",
+                "HIGHSCORE",
+                "0",
+            ],
+        );
+        t.both("join", &["5"]);
+        t.sync_score("5");
+        t.both("join", &["6"]);
+        t.sync_score("6");
+        t.both("join", &["3", "TASK", "PENDING"]);
+        t.both("leave", &["6"]);
+        t.raw_both(&edit, suffix);
+        t.assert_same_data("edit");
+        let reply = t.both(command[0], &command[1..]);
+        assert!(
+            reply.starts_with("ERR<ERR luckybag: "),
+            "{edit:?} {command:?}: {reply}"
+        );
+        t.assert_same_data(&format!("{edit:?} then {command:?}"));
     }
 }
 

@@ -106,7 +106,13 @@ impl Bench {
             .iter()
             .map(|a| format!("{:?}", String::from_utf8_lossy(a)))
             .collect();
-        assert_eq!(show(&m), show(&l), "{ctx}: {cmd} {n:?} {}", shown.join(" "));
+        // Errors naming a key name the module's key (`m{n}…`) where the
+        // twin names its own (`l{n}…`).
+        let shown_m = match n {
+            Some(n) => show(&m).replace(&format!("'m{{{n}}}"), &format!("'l{{{n}}}")),
+            None => show(&m),
+        };
+        assert_eq!(shown_m, show(&l), "{ctx}: {cmd} {n:?} {}", shown.join(" "));
         if let (Ok(a), Ok(b)) = (&m, &l) {
             assert!(
                 a == b,
@@ -1053,7 +1059,8 @@ fn hand_edited_meta_agrees() {
             .ok();
         b.both("edit", "POLL.CREATE", n, &[]).ok();
     }
-    // Scores edited by hand to non-integers are truncated like `as i64`.
+    // Scores edited by hand to non-integers are refused, naming the
+    // member, by every command that reads them.
     for side in ["m", "l"] {
         let _: () = redis::cmd("ZADD")
             .arg(format!("{side}{{20}}:board"))
@@ -1064,10 +1071,21 @@ fn hand_edited_meta_agrees() {
             .query(&mut b.c)
             .unwrap();
     }
-    for cmd in ["POLL.TOP", "POLL.INFO", "POLL.SYNC"] {
-        b.both("scores", cmd, Some(20), &[]).unwrap();
+    for cmd in ["POLL.TOP", "POLL.SYNC"] {
+        let e = b.both("scores", cmd, Some(20), &[]).unwrap_err();
+        assert!(
+            error_text(&e).starts_with("ERR poll: corrupt data in 'm{20}:board' field '"),
+            "{cmd}: {e:?}"
+        );
     }
-    b.both("scores", "POLL.RANK", Some(20), &[v("y")]).unwrap();
+    b.both("scores", "POLL.INFO", Some(20), &[]).unwrap();
+    assert_eq!(
+        error_text(
+            &b.both("scores", "POLL.RANK", Some(20), &[v("y")])
+                .unwrap_err()
+        ),
+        "ERR poll: corrupt data in 'm{20}:board' field 'y'"
+    );
     b.assert_same_data("end");
 }
 

@@ -10,9 +10,15 @@ use rand::{Rng, SeedableRng};
 use common::*;
 
 const T0: i64 = 1_700_000_000_000;
-const SCRIPTS: [&str; 9] = [
-    "create", "add", "incr", "get", "top", "around", "rem", "count", "merge",
+const SCRIPTS: [&str; 10] = [
+    "create", "add", "incr", "get", "top", "around", "rem", "count", "merge", "import",
 ];
+
+/// The module's reply with its key names (`'m{…`) spelt as the twin's
+/// (`'l{…`), so that errors naming a key compare equal.
+fn as_twin(reply: String) -> String {
+    reply.replace("'m{", "'l{")
+}
 
 struct Twins {
     shas: Vec<(String, String)>,
@@ -47,7 +53,10 @@ impl Twins {
         m.extend(args.iter().map(|s| s.as_str()));
         let mut l: Vec<&str> = vec![&lb];
         l.extend(args.iter().map(|s| s.as_str()));
-        (run(c, &m), show(&evalsha(c, self.sha(name), 1, &l)))
+        (
+            as_twin(run(c, &m)),
+            show(&evalsha(c, self.sha(name), 1, &l)),
+        )
     }
 
     fn merge(
@@ -70,7 +79,7 @@ impl Twins {
         l.push(&n);
         l.extend(opts.iter().map(|s| s.as_str()));
         (
-            run(c, &m),
+            as_twin(run(c, &m)),
             show(&evalsha(c, self.sha("merge"), 1 + srcs.len(), &l)),
         )
     }
@@ -164,6 +173,9 @@ fn lua_twins_match_the_module() {
     }
     let members = ["a", "b", "c", "d", "e", "f", "g", "h"];
     let mut ops = 0;
+    // (imports that packed a board, corrupt scores reported, empty users
+    // refused): each kind must occur, or the random run tests nothing new.
+    let mut seen = [0usize; 3];
     for seed in 0..6u64 {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut clock = T0 + rng.gen_range(0..1_000_000);
@@ -177,8 +189,11 @@ fn lua_twins_match_the_module() {
                 }
             };
             let b = board(&mut rng);
-            let m = pick(&mut rng, &members).to_string();
-            let (op, (got, want)) = match rng.gen_range(0..15) {
+            let mut m = pick(&mut rng, &members).to_string();
+            if rng.gen_range(0..60) == 0 {
+                m.clear();
+            }
+            let (op, (got, want)) = match rng.gen_range(0..18) {
                 0 => {
                     if rng.gen_bool(0.5) {
                         // Start the board over, so that CREATE gets its chance.
@@ -219,7 +234,18 @@ fn lua_twins_match_the_module() {
                         a.push(
                             pick(
                                 &mut rng,
-                                &["0", "1", "3", "10", "100", "-1", "x", "9223372036854775807"],
+                                &[
+                                    "0",
+                                    "1",
+                                    "3",
+                                    "10",
+                                    "100",
+                                    "-1",
+                                    "x",
+                                    "1000",
+                                    "1001",
+                                    "9223372036854775807",
+                                ],
                             )
                             .into(),
                         );
@@ -233,8 +259,20 @@ fn lua_twins_match_the_module() {
                     ("top", twins.both(&mut c, "top", b, &a))
                 }
                 9 => {
-                    let n = pick(&mut rng, &["0", "1", "2", "5", "-1", "9223372036854775807"])
-                        .to_string();
+                    let n = pick(
+                        &mut rng,
+                        &[
+                            "0",
+                            "1",
+                            "2",
+                            "5",
+                            "-1",
+                            "1000",
+                            "1001",
+                            "9223372036854775807",
+                        ],
+                    )
+                    .to_string();
                     ("around", twins.both(&mut c, "around", b, &[m, n]))
                 }
                 10 => {
@@ -251,7 +289,14 @@ fn lua_twins_match_the_module() {
                         "EARLIER S 8 1690000000000",
                         "EARLIER S 10 0",
                     ];
-                    let invalid = ["EARLIER S 10", "x S 10 0", "LATER S 016 0", ""];
+                    let invalid = [
+                        "EARLIER S 10",
+                        "x S 10 0",
+                        "LATER S 016 0",
+                        "",
+                        "EARLIER S 10 0 IMPORT x",
+                        "EARLIER S 10 0 IMPORT 1700000000000",
+                    ];
                     let v = if rng.gen_range(0..4) == 0 {
                         pick(&mut rng, &invalid)
                     } else {
@@ -261,6 +306,53 @@ fn lua_twins_match_the_module() {
                         let _ = cmd(&mut c, &["HSET", &format!("{p}{{{b}}}:meta"), "layout", v]);
                     }
                     ("get", twins.both(&mut c, "get", b, &[m]))
+                }
+                15 => {
+                    // A score written by hand: a fraction, or beyond 2^53.
+                    let v = pick(&mut rng, &["1.5", "-0.25", "1e300", "inf", "42"]);
+                    for p in ["m", "l"] {
+                        let _ = cmd(&mut c, &["ZADD", &format!("{p}{{{b}}}"), v, &m]);
+                    }
+                    let n = pick(&mut rng, &["top", "get", "around"]);
+                    let a = match n {
+                        "top" => vec![],
+                        "get" => vec![m],
+                        _ => vec![m, "1".into()],
+                    };
+                    (n, twins.both(&mut c, n, b, &a))
+                }
+                16 => {
+                    // A board of plain scores (the seed design), imported.
+                    if rng.gen_bool(0.3) {
+                        for p in ["m", "l"] {
+                            let (k, meta, imp) = (
+                                format!("{p}{{{b}}}"),
+                                format!("{p}{{{b}}}:meta"),
+                                format!("{p}{{{b}}}:import"),
+                            );
+                            run(&mut c, &["DEL", &k, &meta, &imp]);
+                            for (i, mm) in members.iter().enumerate() {
+                                let score = ((i as i64) * 7 - 20).to_string();
+                                run(&mut c, &["ZADD", &k, &score, mm]);
+                            }
+                        }
+                    }
+                    let mut a: Vec<String> = Vec::new();
+                    if rng.gen_bool(0.6) {
+                        a.extend([
+                            "COUNT".into(),
+                            pick(&mut rng, &["1", "3", "100", "0", "1001"]).into(),
+                        ]);
+                    }
+                    if rng.gen_range(0..4) == 0 {
+                        a.extend(["TIEBREAK".into(), pick(&mut rng, &["LATER", "NONE"]).into()]);
+                    }
+                    a.extend(now_opt(&mut rng, &mut clock));
+                    ("import", twins.both(&mut c, "import", b, &a))
+                }
+                17 => {
+                    let a = vec![m, pick(&mut rng, &members).into()];
+                    ("rem", twins.both(&mut c, "rem", b, &a))
                 }
                 _ => {
                     let dest = board(&mut rng);
@@ -282,6 +374,15 @@ fn lua_twins_match_the_module() {
             };
             assert_eq!(got, want, "seed {seed} step {step}: {op} on board {b}");
             ops += 1;
+            if op == "import" && got.parse::<i64>().is_ok() {
+                seen[0] += 1;
+            }
+            if got.contains("corrupt data in 'l{") && !got.contains(":meta") {
+                seen[1] += 1;
+            }
+            if got.contains("user must not be empty") {
+                seen[2] += 1;
+            }
             if step % 50 == 49 {
                 let (mdump, ldump) = (dump_keys(&mut c, "m{*"), dump_keys(&mut c, "l{*"));
                 assert_eq!(mdump, renamed(ldump), "seed {seed} step {step}");
@@ -297,4 +398,5 @@ fn lua_twins_match_the_module() {
         }
     }
     assert_eq!(ops, 3000);
+    assert!(seen.iter().all(|&n| n >= 5), "{seen:?}");
 }

@@ -333,3 +333,95 @@ fn equal_splits_are_identical() {
         vec![14287, 14286, 14286, 14286, 14286, 14286, 14286]
     );
 }
+
+/// Hand-edited data: module and twins refuse the same corrupt values with
+/// the same error (naming the key and field), and write nothing.
+#[test]
+fn twins_refuse_corrupt_data_alike() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let twins = Twins::load(&mut c);
+    let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<String>>();
+    // (edit: command, suffix, args), then the command that must refuse.
+    type Case<'a> = (&'a str, &'a str, Vec<&'a str>, &'a str, Vec<&'a str>);
+    let cases: Vec<Case> = vec![
+        ("HSET", ":meta", vec!["total", "x"], "info", vec![]),
+        ("HSET", ":meta", vec!["count", "0"], "info", vec![]),
+        ("HSET", ":meta", vec!["expires", "soon"], "info", vec![]),
+        ("HSET", ":meta", vec!["state", "half"], "refund", vec![]),
+        ("HSET", ":meta", vec!["left_cents", "x"], "refund", vec![]),
+        ("HDEL", ":meta", vec!["left_cents"], "grab", vec!["u1"]),
+        ("HSET", ":meta", vec!["left_cents", "5"], "grab", vec!["u1"]),
+        ("HSET", ":meta", vec!["left_cents", "101"], "info", vec![]),
+        ("LSET", ":pool", vec!["0", "-5"], "grab", vec!["u1"]),
+        ("LSET", ":pool", vec!["0", "0"], "grab", vec!["u1"]),
+        ("LSET", ":pool", vec!["0", "x"], "grab", vec!["u1"]),
+        ("HSET", ":grabbed", vec!["u0", "x"], "grab", vec!["u0"]),
+        ("HSET", ":grabbed", vec!["u0", "-5"], "grab", vec!["u0"]),
+    ];
+    for (edit, suffix, eargs, command, args) in cases {
+        for side in ["m", "l"] {
+            for sfx in [":meta", ":pool", ":grabbed"] {
+                let _: i64 = redis::cmd("DEL")
+                    .arg(format!("{side}{{k}}{sfx}"))
+                    .query(&mut c)
+                    .unwrap();
+            }
+        }
+        let (m, l) = twins.both(
+            &mut c,
+            "split",
+            "k",
+            &v(&[
+                "100",
+                "3",
+                "MODE",
+                "EQUAL",
+                "TTL",
+                "600",
+                "NOW",
+                &now_ms().to_string(),
+            ]),
+        );
+        assert_eq!((m.as_str(), l.as_str()), ("3", "3"));
+        // Same expiry instant on both sides, so the data compares equal.
+        let at = int(&mut c, &["PEXPIRETIME", "m{k}:meta"]);
+        for sfx in [":meta", ":pool"] {
+            let _: i64 = redis::cmd("PEXPIREAT")
+                .arg(format!("l{{k}}{sfx}"))
+                .arg(at)
+                .query(&mut c)
+                .unwrap();
+        }
+        let (m, l) = twins.both(&mut c, "grab", "k", &v(&["u0"]));
+        assert_eq!(m, l);
+        let _: i64 = redis::cmd("PEXPIREAT")
+            .arg("l{k}:grabbed")
+            .arg(at)
+            .query(&mut c)
+            .unwrap();
+        for side in ["m", "l"] {
+            let mut a: Vec<String> = vec![edit.into(), format!("{side}{{k}}{suffix}")];
+            a.extend(eargs.iter().map(|x| x.to_string()));
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            cmd(&mut c, &a).unwrap();
+        }
+        let before = dumps(&mut c);
+        assert_eq!(before.0, before.1);
+        let (m, l) = twins.both(&mut c, command, "k", &v(&args));
+        assert!(
+            m.starts_with("ERR<ERR redpacket: corrupt data in 'm{k}:"),
+            "{edit} {eargs:?}: {m}"
+        );
+        assert_eq!(
+            m.replace("m{k}", "l{k}"),
+            l,
+            "{edit} {eargs:?} then {command}"
+        );
+        assert_eq!(
+            dumps(&mut c),
+            before,
+            "{edit} {eargs:?} then {command} wrote"
+        );
+    }
+}

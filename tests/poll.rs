@@ -679,3 +679,406 @@ fn writes_raise_keyspace_events_and_count_in_info() {
     assert!(info.contains("poll_votes:1"), "{info}");
     assert!(info.contains("poll_duplicates:1"), "{info}");
 }
+
+/// Every key with its absolute expiry (`PEXPIRETIME`, -1 for none), sorted.
+fn expiries(c: &mut Connection) -> Vec<(String, i64)> {
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+    keys.sort();
+    keys.into_iter()
+        .map(|k| {
+            let at = int(c, &["PEXPIRETIME", &k]);
+            (k, at)
+        })
+        .collect()
+}
+
+const CORRUPT_META: &str = "ERR poll: corrupt data in 'p:meta' field";
+
+#[test]
+fn corrupt_rules_are_refused_naming_key_and_field_with_nothing_written() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    for bad in [
+        "garbage",
+        "ONCE 1 0 0 0 0",
+        "once 1 0 0 0 0 0",
+        "ONCE 2 0 0 0 0 0",
+        "MULTI 0 0 0 0 0 0",
+        "ONCE 1 -1 0 0 0 0",
+        "ONCE 1 0 0 9999 0 0",
+        "ONCE 1 0 0 0 7 0",
+        "ONCE 1 0 0 0 0 x",
+        "",
+    ] {
+        run(&mut c, &["FLUSHALL"]);
+        run(&mut c, &["HSET", "p:meta", "rules", bad]);
+        run(&mut c, &["ZADD", "p:board", "1", "a"]);
+        run(&mut c, &["HSET", "p:voted", "u0", "a:5"]);
+        let before = dump_keys(&mut c, "*");
+        let want = format!("{CORRUPT_META} 'rules'");
+        for args in [
+            &["POLL.VOTE", "p", "u", "a"][..],
+            &["POLL.REVOKE", "p", "u0"],
+            &["POLL.STATUS", "p", "u0"],
+            &["POLL.INFO", "p"],
+            &["POLL.SYNC", "p"],
+        ] {
+            assert_eq!(err(&mut c, args), want, "{bad:?} {args:?}");
+        }
+        assert_eq!(dump_keys(&mut c, "*"), before, "{bad:?}");
+    }
+    // A B:meta holding only the write-back state (SYNC on a poll that was
+    // never created) still reads as the default rules.
+    run(&mut c, &["FLUSHALL"]);
+    run(&mut c, &["HSET", "p:meta", "epoch", "3", "pending", "0"]);
+    assert_eq!(int(&mut c, &["POLL.VOTE", "p", "u", "a"]), 1);
+}
+
+#[test]
+fn every_type_check_comes_before_any_value_check() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    const WT: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    run(
+        &mut c,
+        &["HSET", "p:meta", "rules", "garbage", "pending", "x"],
+    );
+    run(&mut c, &["SET", "p:board", "x"]);
+    assert_eq!(err(&mut c, &["POLL.VOTE", "p", "u", "a"]), WT);
+    assert_eq!(err(&mut c, &["POLL.INFO", "p"]), WT);
+    assert_eq!(err(&mut c, &["POLL.SYNC", "p"]), WT);
+    assert_eq!(err(&mut c, &["POLL.REVOKE", "p", "u"]), WT);
+    run(&mut c, &["DEL", "p:board"]);
+    run(&mut c, &["SET", "p:voted", "x"]);
+    assert_eq!(err(&mut c, &["POLL.STATUS", "p", "u"]), WT);
+    run(&mut c, &["DEL", "p:voted"]);
+    run(&mut c, &["SET", "p:synced", "x"]);
+    assert_eq!(err(&mut c, &["POLL.SYNCACK", "p", "1"]), WT);
+    // With the types right, the value is what is refused.
+    run(&mut c, &["DEL", "p:synced"]);
+    assert_eq!(
+        err(&mut c, &["POLL.SYNCACK", "p", "1"]),
+        format!("{CORRUPT_META} 'pending'")
+    );
+}
+
+#[test]
+fn corrupt_vote_lists_and_audit_records_are_refused() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    run(
+        &mut c,
+        &["POLL.CREATE", "m", "MODE", "MULTI", "MAXVOTES", "2"],
+    );
+    int(&mut c, &["POLL.VOTE", "m", "u", "a"]);
+    for bad in ["not json", "{}", "[1]", r#"["a",null]"#, r#""a""#, ""] {
+        run(&mut c, &["HSET", "m:uservotes", "u", bad]);
+        let before = dump_keys(&mut c, "*");
+        let want = "ERR poll: corrupt data in 'm:uservotes' field 'u'";
+        // Read as empty, the list would let a MULTI voter past MAXVOTES.
+        assert_eq!(err(&mut c, &["POLL.VOTE", "m", "u", "b"]), want, "{bad:?}");
+        assert_eq!(err(&mut c, &["POLL.VOTE", "m", "u", "c"]), want, "{bad:?}");
+        assert_eq!(err(&mut c, &["POLL.STATUS", "m", "u"]), want, "{bad:?}");
+        assert_eq!(err(&mut c, &["POLL.REVOKE", "m", "u"]), want, "{bad:?}");
+        assert_eq!(dump_keys(&mut c, "*"), before, "{bad:?}");
+    }
+    // Other users are not affected.
+    assert_eq!(int(&mut c, &["POLL.VOTE", "m", "v", "a"]), 1);
+    // An audit record that is not `<candidate>:<unix-ms>`.
+    int(&mut c, &["POLL.VOTE", "o", "u", "a"]);
+    for bad in ["nocolon", "a:", "a:x", ":5", "a:-1"] {
+        run(&mut c, &["HSET", "o:voted", "u", bad]);
+        let want = "ERR poll: corrupt data in 'o:voted' field 'u'";
+        assert_eq!(err(&mut c, &["POLL.STATUS", "o", "u"]), want, "{bad:?}");
+        assert_eq!(err(&mut c, &["POLL.REVOKE", "o", "u"]), want, "{bad:?}");
+    }
+    assert_eq!(run(&mut c, &["ZSCORE", "o:board", "a"]), "1");
+}
+
+#[test]
+fn write_back_state_that_would_wrap_or_is_garbage_is_refused() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    int(&mut c, &["POLL.VOTE", "p", "u", "a"]);
+    run(&mut c, &["HSET", "p:meta", "epoch", "9223372036854775807"]);
+    let before = dump_keys(&mut c, "*");
+    assert_eq!(
+        err(&mut c, &["POLL.SYNC", "p"]),
+        "ERR poll: integer overflow in 'p:meta' field 'epoch'"
+    );
+    assert_eq!(dump_keys(&mut c, "*"), before);
+    // The largest epoch that can still advance does.
+    run(&mut c, &["HSET", "p:meta", "epoch", "9223372036854775806"]);
+    assert_eq!(
+        run(&mut c, &["POLL.SYNC", "p"]),
+        "[9223372036854775807, a, 1]"
+    );
+    for (field, bad) in [("epoch", "x"), ("pending", "-3"), ("pending", "1.5")] {
+        run(&mut c, &["DEL", "p:meta"]);
+        run(&mut c, &["HSET", "p:meta", field, bad]);
+        let want = format!("{CORRUPT_META} '{field}'");
+        assert_eq!(err(&mut c, &["POLL.SYNC", "p"]), want);
+        if field == "pending" {
+            assert_eq!(err(&mut c, &["POLL.SYNCACK", "p", "1"]), want);
+        }
+    }
+}
+
+#[test]
+fn board_counts_that_are_not_whole_votes_are_refused() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    int(&mut c, &["POLL.VOTE", "p", "u", "a"]);
+    run(&mut c, &["ZADD", "p:board", "2.5", "x", "1e300", "y"]);
+    let want = |m: &str| format!("ERR poll: corrupt data in 'p:board' field '{m}'");
+    assert_eq!(err(&mut c, &["POLL.TOP", "p"]), want("y"));
+    assert_eq!(err(&mut c, &["POLL.RANK", "p", "x"]), want("x"));
+    let e = err(&mut c, &["POLL.SYNC", "p"]);
+    assert!(e == want("x") || e == want("y"), "{e}");
+    // A failed freeze leaves no partial snapshot and no pending epoch.
+    assert_eq!(int(&mut c, &["EXISTS", "p:syncing"]), 0);
+    assert_eq!(run(&mut c, &["HGET", "p:meta", "pending"]), "nil");
+    // INFO reads no score: it still answers.
+    assert_eq!(
+        run(&mut c, &["POLL.INFO", "p"]),
+        "[mode, ONCE, maxvotes, 1, start, 0, end, 0, ballots, 1, votes, 1]"
+    );
+}
+
+#[test]
+fn empty_users_and_candidates_are_refused_everywhere() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    let user = "ERR poll: user must not be empty";
+    assert_eq!(err(&mut c, &["POLL.VOTE", "p", "", "a"]), user);
+    assert_eq!(err(&mut c, &["POLL.REVOKE", "p", ""]), user);
+    assert_eq!(err(&mut c, &["POLL.STATUS", "p", ""]), user);
+    assert_eq!(
+        err(&mut c, &["POLL.RANK", "p", ""]),
+        "ERR poll: candidate must not be empty"
+    );
+    assert_eq!(int(&mut c, &["DBSIZE"]), 0);
+}
+
+#[test]
+fn info_counts_votes_in_constant_time_and_top_is_bounded() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    for (u, cand) in [("1", "a"), ("2", "a"), ("3", "b")] {
+        int(&mut c, &["POLL.VOTE", "p", u, cand]);
+    }
+    int(&mut c, &["POLL.REVOKE", "p", "1"]);
+    // votes = ballots: every counted vote is one ballot and one point.
+    assert_eq!(
+        run(&mut c, &["POLL.INFO", "p"]),
+        "[mode, ONCE, maxvotes, 1, start, 0, end, 0, ballots, 2, votes, 2]"
+    );
+    assert_eq!(
+        run(&mut c, &["ZRANGE", "p:board", "0", "-1", "WITHSCORES"]),
+        "[a, 1, b, 1]"
+    );
+    assert_eq!(
+        err(&mut c, &["POLL.TOP", "p", "1001"]),
+        "ERR poll: count must be at most 1000 (poll-range-max)"
+    );
+    run(&mut c, &["CONFIG", "SET", "hotpath.poll-range-max", "5000"]);
+    assert_eq!(run(&mut c, &["POLL.TOP", "p", "1001"]), "[b, 1, a, 1]");
+    // Far offsets are found by rank, not walked.
+    let mut pipe = redis::pipe();
+    for i in 0..3000 {
+        pipe.cmd("ZADD")
+            .arg("q:board")
+            .arg(i)
+            .arg(format!("c{i:05}"))
+            .ignore();
+    }
+    let _: () = pipe.query(&mut c).unwrap();
+    assert_eq!(
+        run(&mut c, &["POLL.TOP", "q", "2", "OFFSET", "2500"]),
+        "[c00499, 499, c00498, 498]"
+    );
+    assert_eq!(run(&mut c, &["POLL.TOP", "q", "2", "OFFSET", "9999"]), "[]");
+}
+
+/// Every POLL key that can carry the poll's expiry, created at different
+/// times: they must all expire at the one instant in B:meta.
+fn expiring_poll(c: &mut Connection) {
+    run(c, &["POLL.CREATE", "e", "MODE", "MULTI", "TTL", "5000"]);
+    for u in 0..20 {
+        let u = format!("u{u}");
+        run(c, &["POLL.VOTE", "e", &u, "a"]);
+        run(c, &["POLL.VOTE", "e", &u, ["b", "c"][u.len() % 2]]);
+    }
+    run(c, &["POLL.SYNC", "e"]);
+    run(c, &["POLL.SYNCACK", "e", "1"]);
+    run(c, &["POLL.VOTE", "e", "late", "a"]);
+    run(c, &["POLL.SYNC", "e"]);
+    run(c, &["POLL.REVOKE", "e", "u3"]);
+}
+
+#[test]
+fn every_key_expires_at_one_instant_on_master_replica_aof_and_rdb() {
+    let pair = Pair::start();
+    let mut m = pair.master.conn();
+    expiring_poll(&mut m);
+    let at = int(&mut m, &["PEXPIRETIME", "e:meta"]);
+    assert!(at > 0);
+    let on_master = expiries(&mut m);
+    assert_eq!(on_master.len(), 6, "{on_master:?}");
+    for (k, t) in &on_master {
+        assert_eq!(*t, at, "{k}");
+    }
+    pair.assert_equal();
+    let mut r = pair.replica.conn();
+    assert_eq!(expiries(&mut r), on_master);
+
+    let mut aof = start_aof();
+    let mut a = aof.conn();
+    expiring_poll(&mut a);
+    let before = expiries(&mut a);
+    assert_aof_restart_equal(&mut aof);
+    let mut a = aof.conn();
+    assert_eq!(expiries(&mut a), before);
+    assert_rdb_reload_equal(&aof);
+    let mut a = aof.conn();
+    assert_eq!(expiries(&mut a), before);
+}
+
+#[test]
+fn a_large_sync_runs_in_slices_and_replicates_exactly() {
+    let pair = Pair::start();
+    let mut c = pair.master.conn();
+    run(&mut c, &["POLL.CREATE", "big", "TTL", "9000"]);
+    // 200,000 candidates: far more than one slice.
+    for start in (0..200_000).step_by(1000) {
+        let mut q = redis::cmd("ZADD");
+        q.arg("big:board");
+        for i in start..start + 1000 {
+            q.arg(i % 97 + 1).arg(format!("c{i}"));
+        }
+        let _: () = q.query(&mut c).unwrap();
+    }
+    int(&mut c, &["POLL.VOTE", "big", "u", "c7"]);
+    let sync: Vec<redis::Value> = redis::cmd("POLL.SYNC").arg("big").query(&mut c).unwrap();
+    assert_eq!(sync.len(), 1 + 2 * 200_000);
+    // In the board's order (ZREVRANGE): most votes first, names
+    // descending.
+    let order: Vec<String> = redis::cmd("ZREVRANGE")
+        .arg("big:board")
+        .arg(0)
+        .arg(-1)
+        .query(&mut c)
+        .unwrap();
+    let replied: Vec<String> = sync[1..]
+        .iter()
+        .step_by(2)
+        .map(|v| show(&Ok(v.clone())))
+        .collect();
+    assert_eq!(replied, order);
+    assert_eq!(show(&Ok(sync[2].clone())), "97");
+    // The copy is exact and carries the poll's expiry.
+    let board: Vec<(String, i64)> = redis::cmd("ZRANGE")
+        .arg("big:board")
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query(&mut c)
+        .unwrap();
+    let frozen: Vec<(String, i64)> = redis::cmd("ZRANGE")
+        .arg("big:syncing")
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(board, frozen);
+    assert_eq!(
+        int(&mut c, &["PEXPIRETIME", "big:syncing"]),
+        int(&mut c, &["PEXPIRETIME", "big:meta"])
+    );
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut c)
+        .unwrap();
+    assert!(info.contains("cmdstat_poll.sync"), "{info}");
+    // Votes during the retry do not change the frozen deltas.
+    int(&mut c, &["POLL.VOTE", "big", "v", "c8"]);
+    let again: Vec<redis::Value> = redis::cmd("POLL.SYNC").arg("big").query(&mut c).unwrap();
+    assert_eq!(again, sync);
+    assert_eq!(int(&mut c, &["POLL.SYNCACK", "big", "1"]), 1);
+    assert_eq!(run(&mut c, &["POLL.SYNC", "big"]), "[2, c8, 1]");
+    pair.assert_equal();
+    let mut r = pair.replica.conn();
+    assert_eq!(expiries(&mut r), expiries(&mut c));
+}
+
+#[test]
+fn sync_inside_multi_runs_at_once() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    for start in (0..20_000).step_by(1000) {
+        let mut q = redis::cmd("ZADD");
+        q.arg("m:board");
+        for i in start..start + 1000 {
+            q.arg(1).arg(format!("c{i}"));
+        }
+        let _: () = q.query(&mut c).unwrap();
+    }
+    let (sync,): (Vec<redis::Value>,) = redis::pipe()
+        .atomic()
+        .cmd("POLL.SYNC")
+        .arg("m")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(sync.len(), 1 + 2 * 20_000);
+    assert_eq!(int(&mut c, &["ZCARD", "m:syncing"]), 20_000);
+}
+
+#[test]
+fn a_client_that_leaves_or_a_flush_during_a_sync_harms_nothing() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    let fill = |c: &mut Connection| {
+        for start in (0..300_000).step_by(1000) {
+            let mut q = redis::cmd("ZADD");
+            q.arg("p:board");
+            for i in start..start + 1000 {
+                q.arg(i % 50 + 1).arg(format!("c{i}"));
+            }
+            let _: () = q.query(c).unwrap();
+        }
+    };
+    fill(&mut c);
+    // The client sends SYNC and goes away: the job finishes without it.
+    {
+        let mut gone = std::net::TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+        use std::io::Write;
+        gone.write_all(b"*2\r\n$9\r\nPOLL.SYNC\r\n$1\r\np\r\n")
+            .unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while run(&mut c, &["HGET", "p:meta", "pending"]) != "1" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the freeze never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(int(&mut c, &["ZCARD", "p:syncing"]), 300_000);
+    // A FLUSHALL while a freeze runs: the job meets missing keys and ends.
+    assert_eq!(int(&mut c, &["POLL.SYNCACK", "p", "1"]), 1);
+    run(&mut c, &["ZINCRBY", "p:board", "1", "c7"]);
+    let mut other = srv.conn();
+    let t = std::thread::spawn(move || show(&cmd(&mut other, &["POLL.SYNC", "p"])));
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    run(&mut c, &["FLUSHALL"]);
+    let reply = t.join().unwrap();
+    assert!(
+        reply.starts_with('[') || reply.starts_with("ERR<"),
+        "{reply}"
+    );
+    assert_eq!(run(&mut c, &["PING"]), "PONG");
+    // The server works on as before.
+    int(&mut c, &["POLL.VOTE", "p", "u", "a"]);
+    assert_eq!(run(&mut c, &["POLL.SYNC", "p"]), "[1, a, 1]");
+}

@@ -123,7 +123,7 @@ fn negative_points_rank_below_zero_and_decode_exactly() {
 fn points_beyond_exact_range_are_refused_with_nothing_written() {
     let s = Server::start();
     let mut c = s.conn();
-    let e = "ERR rank: points out of exact range (max \u{b1}900718)";
+    let e = "ERR rank: points out of exact range (max +/-900718)";
     assert_eq!(add(&mut c, "b", "x", 900_718, T0), "900718");
     assert_eq!(err(&mut c, &["RANK.ADD", "b", "y", "900719"]), e);
     assert_eq!(err(&mut c, &["RANK.ADD", "b", "y", "-900719"]), e);
@@ -153,7 +153,7 @@ fn points_beyond_exact_range_are_refused_with_nothing_written() {
     run(&mut c, &["RANK.CREATE", "ms", "UNIT", "MS", "DIGITS", "13"]);
     assert_eq!(
         err(&mut c, &["RANK.ADD", "ms", "y", "900"]),
-        "ERR rank: points out of exact range (max \u{b1}899)"
+        "ERR rank: points out of exact range (max +/-899)"
     );
     run(&mut c, &["RANK.CREATE", "plain", "TIEBREAK", "NONE"]);
     assert_eq!(
@@ -162,7 +162,7 @@ fn points_beyond_exact_range_are_refused_with_nothing_written() {
     );
     assert_eq!(
         err(&mut c, &["RANK.ADD", "plain", "y", "9007199254740992"]),
-        "ERR rank: points out of exact range (max \u{b1}9007199254740991)"
+        "ERR rank: points out of exact range (max +/-9007199254740991)"
     );
     assert_eq!(
         int(&mut c, &["RANK.INCR", "plain", "y", "-18014398509481982"]),
@@ -453,11 +453,31 @@ fn around_at_the_top_middle_and_bottom() {
         "[3, p3, 97, 4, p4, 96, 5, p5, 95]"
     );
     assert_eq!(run(&mut c, &["RANK.AROUND", "b", "p5", "0"]), "[5, p5, 95]");
-    let all = run(&mut c, &["RANK.AROUND", "b", "p2", "9223372036854775807"]);
+    let all = run(&mut c, &["RANK.AROUND", "b", "p2", "1000"]);
     assert!(
         all.starts_with("[0, p0, 100") && all.ends_with("5, p5, 95]"),
         "{all}"
     );
+    // n is bounded (rank-range-max, 1000 by default): no AROUND walks a
+    // whole board.
+    assert_eq!(
+        err(&mut c, &["RANK.AROUND", "b", "p2", "9223372036854775807"]),
+        "ERR rank: n must be at most 1000 (rank-range-max)"
+    );
+    run(&mut c, &["CONFIG", "SET", "hotpath.rank-range-max", "2"]);
+    assert_eq!(
+        err(&mut c, &["RANK.AROUND", "b", "p2", "3"]),
+        "ERR rank: n must be at most 2 (rank-range-max)"
+    );
+    assert_eq!(
+        err(&mut c, &["RANK.TOP", "b", "3"]),
+        "ERR rank: count must be at most 2 (rank-range-max)"
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.TOP", "b", "2", "OFFSET", "4"]),
+        "[p4, 96, p5, 95]"
+    );
+    run(&mut c, &["CONFIG", "SET", "hotpath.rank-range-max", "1000"]);
     assert_eq!(run(&mut c, &["RANK.AROUND", "b", "nobody", "2"]), "nil");
     assert_eq!(run(&mut c, &["RANK.AROUND", "missing", "p0", "2"]), "nil");
 }
@@ -533,7 +553,7 @@ fn merge_sums_or_keeps_the_best_across_boards_and_layouts() {
     add(&mut c, "small", "keep", 1, T0);
     assert_eq!(
         err(&mut c, &["RANK.MERGE", "small", "1", "big"]),
-        "ERR rank: points out of exact range (max \u{b1}899)"
+        "ERR rank: points out of exact range (max +/-899)"
     );
     assert_eq!(run(&mut c, &["RANK.TOP", "small"]), "[keep, 1]");
     // A NONE source has no time: its entries count as achieved at NOW.
@@ -682,12 +702,19 @@ fn bad_input_is_refused_with_nothing_written() {
     for (args, want) in &cases {
         assert_eq!(&err(&mut c, args), want, "{args:?}");
     }
-    // A corrupt layout is reported, not guessed.
-    for bad in ["EARLIER S 99 0", "EARLIER S 10", "earlier S 10 0", ""] {
+    // A corrupt layout is reported with its key and field, not guessed.
+    for bad in [
+        "EARLIER S 99 0",
+        "EARLIER S 10",
+        "earlier S 10 0",
+        "",
+        "EARLIER S 10 0 IMPORT x",
+        "EARLIER S 10 0 1 2",
+    ] {
         run(&mut c, &["HSET", "bad:meta", "layout", bad]);
         assert_eq!(
             err(&mut c, &["RANK.ADD", "bad", "x", "1"]),
-            "ERR rank: invalid board layout",
+            "ERR rank: corrupt data in 'bad:meta' field 'layout'",
             "{bad:?}"
         );
     }
@@ -904,6 +931,33 @@ fn cluster_mode_needs_hash_tags_and_one_slot_for_merge() {
     let cross = err(&mut c, &["RANK.MERGE", "all:{s1}", "1", "w:{other}"]);
     assert!(cross.starts_with("CROSSSLOT"), "{cross}");
     assert_eq!(run(&mut c, &["RANK.TOP", "all:{s1}"]), "[a, 7]");
+    // IMPORT derives `B:import` and `B:meta`: it needs the hash tag too.
+    run(&mut c, &["ZADD", "seed", "5", "x"]);
+    assert_eq!(err(&mut c, &["RANK.IMPORT", "seed"]), e);
+    run(&mut c, &["ZADD", "seed:{s2}", "5", "x", "6", "y"]);
+    assert_eq!(int(&mut c, &["RANK.IMPORT", "seed:{s2}", "COUNT", "1"]), 1);
+    assert_eq!(int(&mut c, &["RANK.IMPORT", "seed:{s2}"]), 0);
+    assert_eq!(run(&mut c, &["RANK.TOP", "seed:{s2}"]), "[y, 6, x, 5]");
+    // A MERGE large enough to run in slices works in cluster mode.
+    let mut q = redis::cmd("ZADD");
+    q.arg("big:{s1}");
+    for i in 0..50_000 {
+        q.arg(i).arg(format!("m{i}"));
+    }
+    let _: () = q.query(&mut c).unwrap();
+    run(&mut c, &["HSET", "big:{s1}:meta", "layout", "NONE S 0 0"]);
+    run(&mut c, &["RANK.CREATE", "bigsum:{s1}", "TIEBREAK", "NONE"]);
+    assert_eq!(
+        int(
+            &mut c,
+            &["RANK.MERGE", "bigsum:{s1}", "2", "big:{s1}", "big:{s1}"]
+        ),
+        50_000
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "bigsum:{s1}", "m49999"]),
+        "[99998, 0, nil]"
+    );
 }
 
 #[test]
@@ -938,4 +992,296 @@ fn a_kept_value_leaves_a_watched_board_untouched() {
     run(&mut w, &["MULTI"]);
     run(&mut w, &["SET", "k", "v"]);
     assert_eq!(run(&mut w, &["EXEC"]), "[OK]");
+}
+
+/// Every key with its absolute expiry (`PEXPIRETIME`, -1 for none), sorted.
+fn expiries(c: &mut Connection) -> Vec<(String, i64)> {
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+    keys.sort();
+    keys.into_iter()
+        .map(|k| {
+            let at = int(c, &["PEXPIRETIME", &k]);
+            (k, at)
+        })
+        .collect()
+}
+
+#[test]
+fn scores_the_module_never_writes_are_refused_naming_the_member() {
+    let s = Server::start();
+    let mut c = s.conn();
+    add(&mut c, "b", "ok", 5, T0);
+    run(&mut c, &["ZADD", "b", "1.5", "frac", "1e300", "huge"]);
+    let before = dump_keys(&mut c, "*");
+    let want = |m: &str| format!("ERR rank: corrupt data in 'b' field '{m}'");
+    assert_eq!(err(&mut c, &["RANK.ADD", "b", "frac", "3"]), want("frac"));
+    assert_eq!(
+        err(&mut c, &["RANK.ADD", "b", "frac", "3", "GT"]),
+        want("frac")
+    );
+    assert_eq!(err(&mut c, &["RANK.INCR", "b", "huge", "1"]), want("huge"));
+    assert_eq!(err(&mut c, &["RANK.GET", "b", "frac"]), want("frac"));
+    assert_eq!(err(&mut c, &["RANK.TOP", "b"]), want("huge"));
+    assert_eq!(err(&mut c, &["RANK.AROUND", "b", "ok", "1"]), want("huge"));
+    let e = err(&mut c, &["RANK.MERGE", "d", "1", "b"]);
+    assert!(e == want("frac") || e == want("huge"), "{e}");
+    assert_eq!(dump_keys(&mut c, "*"), before);
+    // Members with scores the module wrote are unaffected.
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "ok"]),
+        format!("[5, 1, {T0}]")
+    );
+    assert_eq!(run(&mut c, &["RANK.INCR", "b", "ok", "1"]), "6");
+}
+
+#[test]
+fn empty_members_are_refused_like_empty_users_everywhere() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let want = "ERR rank: user must not be empty";
+    assert_eq!(err(&mut c, &["RANK.ADD", "b", "", "1"]), want);
+    assert_eq!(err(&mut c, &["RANK.INCR", "b", "", "1"]), want);
+    assert_eq!(err(&mut c, &["RANK.GET", "b", ""]), want);
+    assert_eq!(err(&mut c, &["RANK.AROUND", "b", "", "1"]), want);
+    assert_eq!(err(&mut c, &["RANK.REM", "b", "x", ""]), want);
+    assert_eq!(int(&mut c, &["DBSIZE"]), 0);
+}
+
+#[test]
+fn merge_checks_every_type_before_any_layout() {
+    let s = Server::start();
+    let mut c = s.conn();
+    const WT: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    run(&mut c, &["HSET", "d:meta", "layout", "garbage"]);
+    add(&mut c, "a", "x", 1, T0);
+    run(&mut c, &["SET", "s", "x"]);
+    assert_eq!(err(&mut c, &["RANK.MERGE", "d", "2", "a", "s"]), WT);
+    run(&mut c, &["DEL", "s"]);
+    run(&mut c, &["SET", "s:meta", "x"]);
+    assert_eq!(err(&mut c, &["RANK.MERGE", "d", "2", "a", "s"]), WT);
+    run(&mut c, &["DEL", "s:meta"]);
+    assert_eq!(
+        err(&mut c, &["RANK.MERGE", "d", "2", "a", "s"]),
+        "ERR rank: corrupt data in 'd:meta' field 'layout'"
+    );
+}
+
+#[test]
+fn import_packs_a_plain_board_in_place_a_batch_per_call() {
+    let s = Server::start();
+    let mut c = s.conn();
+    // The seed design: points written with ZADD, no B:meta.
+    for (m, p) in [
+        ("zed", 10),
+        ("abe", 10),
+        ("kim", 7),
+        ("neg", -3),
+        ("nil", 0),
+    ] {
+        run(&mut c, &["ZADD", "seed", &p.to_string(), m]);
+    }
+    run(&mut c, &["PEXPIRE", "seed", "5000000"]);
+    let at = int(&mut c, &["PEXPIRETIME", "seed"]);
+    // Read without import, the scores are not packed: the board would
+    // answer zeros. IMPORT packs it, two members per call here.
+    let t = T0 + 60_000;
+    assert_eq!(
+        int(
+            &mut c,
+            &["RANK.IMPORT", "seed", "COUNT", "2", "NOW", &now(t)]
+        ),
+        3
+    );
+    // While the import runs, the board is refused rather than misread.
+    let busy = "ERR rank: board is being imported (call RANK.IMPORT until it replies 0)";
+    assert_eq!(err(&mut c, &["RANK.TOP", "seed"]), busy);
+    assert_eq!(err(&mut c, &["RANK.ADD", "seed", "x", "1"]), busy);
+    assert_eq!(err(&mut c, &["RANK.COUNT", "seed"]), busy);
+    assert_eq!(
+        err(&mut c, &["RANK.IMPORT", "seed", "TIEBREAK", "LATER"]),
+        "ERR rank: import in progress: only COUNT may be given"
+    );
+    assert_eq!(int(&mut c, &["RANK.IMPORT", "seed", "COUNT", "2"]), 1);
+    assert_eq!(int(&mut c, &["RANK.IMPORT", "seed"]), 0);
+    assert_eq!(int(&mut c, &["EXISTS", "seed:import"]), 0);
+    assert_eq!(
+        run(&mut c, &["HGET", "seed:meta", "layout"]),
+        "EARLIER S 10 0"
+    );
+    // Every member keeps its points, achieved at the import's time; equal
+    // points keep Redis's member order.
+    assert_eq!(
+        run(&mut c, &["RANK.TOP", "seed"]),
+        "[zed, 10, abe, 10, kim, 7, nil, 0, neg, -3]"
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "seed", "kim"]),
+        format!("[7, 2, {t}]")
+    );
+    // The board kept its expiry, on both keys.
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "seed"]), at);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "seed:meta"]), at);
+    // Done: a second import is refused, a missing board imports nothing.
+    assert_eq!(
+        err(&mut c, &["RANK.IMPORT", "seed"]),
+        "ERR rank: board already exists"
+    );
+    assert_eq!(int(&mut c, &["RANK.IMPORT", "nothing"]), 0);
+    assert_eq!(int(&mut c, &["EXISTS", "nothing", "nothing:meta"]), 0);
+}
+
+#[test]
+fn import_refuses_what_it_cannot_pack_with_nothing_written() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(&mut c, &["ZADD", "p", "1", "a", "2.5", "b", "3", "c"]);
+    let before = dump_keys(&mut c, "*");
+    // The first batch is checked before the board moves.
+    assert_eq!(
+        err(&mut c, &["RANK.IMPORT", "p"]),
+        "ERR rank: corrupt data in 'p' field 'b'"
+    );
+    assert_eq!(dump_keys(&mut c, "*"), before);
+    run(&mut c, &["ZADD", "p", "2", "b", "900719", "big"]);
+    assert_eq!(
+        err(&mut c, &["RANK.IMPORT", "p"]),
+        "ERR rank: points out of exact range (max +/-900718)"
+    );
+    // A later batch that fails leaves the import where it was; fixed by
+    // hand, it goes on.
+    assert_eq!(int(&mut c, &["RANK.IMPORT", "p", "COUNT", "2"]), 2);
+    let middle = dump_keys(&mut c, "*");
+    run(&mut c, &["ZADD", "p:import", "7.5", "c"]);
+    assert_eq!(
+        err(&mut c, &["RANK.IMPORT", "p", "COUNT", "2"]),
+        "ERR rank: corrupt data in 'p:import' field 'c'"
+    );
+    run(&mut c, &["ZADD", "p:import", "3", "c"]);
+    run(&mut c, &["ZREM", "p:import", "big"]);
+    assert_eq!(int(&mut c, &["RANK.IMPORT", "p", "COUNT", "2"]), 0);
+    assert_ne!(dump_keys(&mut c, "*"), middle);
+    assert_eq!(run(&mut c, &["RANK.TOP", "p"]).split(", ").count(), 6);
+    assert_eq!(
+        err(&mut c, &["RANK.IMPORT", "q", "COUNT", "1001"]),
+        "ERR rank: COUNT must be at most 1000 (rank-range-max)"
+    );
+}
+
+/// Writes that create keys of a board with an expiry at different times.
+fn expiring_boards(c: &mut Connection) {
+    run(c, &["RANK.CREATE", "e", "TTL", "5000"]);
+    run(c, &["RANK.ADD", "e", "a", "3"]);
+    run(c, &["RANK.REM", "e", "a"]);
+    run(c, &["RANK.INCR", "e", "b", "2"]);
+    run(c, &["RANK.CREATE", "f", "TIEBREAK", "LATER"]);
+    run(c, &["RANK.ADD", "f", "x", "1"]);
+    run(c, &["RANK.MERGE", "g", "2", "e", "f", "TTL", "4000"]);
+    run(c, &["ZADD", "s", "4", "p", "5", "q"]);
+    run(c, &["PEXPIRE", "s", "3000000"]);
+    run(c, &["RANK.IMPORT", "s", "COUNT", "1"]);
+    run(c, &["RANK.IMPORT", "s", "COUNT", "1"]);
+}
+
+#[test]
+fn every_key_of_a_board_expires_at_one_instant_everywhere() {
+    let pair = Pair::start();
+    let mut m = pair.master.conn();
+    expiring_boards(&mut m);
+    let on_master = expiries(&mut m);
+    let at = |k: &str| on_master.iter().find(|(n, _)| n == k).unwrap().1;
+    for (board, keys) in [
+        ("e", &["e", "e:meta"][..]),
+        ("g", &["g"]),
+        ("s", &["s", "s:meta"]),
+    ] {
+        for k in keys {
+            assert!(at(k) > 0, "{k}: {on_master:?}");
+            assert_eq!(at(k), at(board), "{k}");
+        }
+    }
+    pair.assert_equal();
+    let mut r = pair.replica.conn();
+    assert_eq!(expiries(&mut r), on_master);
+
+    let mut aof = start_aof();
+    let mut a = aof.conn();
+    expiring_boards(&mut a);
+    let before = expiries(&mut a);
+    assert_aof_restart_equal(&mut aof);
+    let mut a = aof.conn();
+    assert_eq!(expiries(&mut a), before);
+    assert_rdb_reload_equal(&aof);
+    let mut a = aof.conn();
+    assert_eq!(expiries(&mut a), before);
+}
+
+fn fill(c: &mut Connection, key: &str, n: usize, score: impl Fn(usize) -> i64) {
+    for start in (0..n).step_by(1000) {
+        let mut q = redis::cmd("ZADD");
+        q.arg(key);
+        for i in start..(start + 1000).min(n) {
+            q.arg(score(i)).arg(format!("m{i}"));
+        }
+        let _: () = q.query(c).unwrap();
+    }
+}
+
+#[test]
+fn a_large_merge_runs_in_slices_and_replicates_exactly() {
+    let pair = Pair::start();
+    let mut c = pair.master.conn();
+    let scale = 10_000_000_000i64;
+    fill(&mut c, "a", 150_000, |i| (i as i64 % 1000) * scale + 5);
+    fill(&mut c, "b", 150_000, |i| (i as i64 % 10) * scale + 7);
+    run(&mut c, &["RANK.CREATE", "d", "TTL", "9000"]);
+    assert_eq!(int(&mut c, &["RANK.MERGE", "d", "2", "a", "b"]), 150_000);
+    assert_eq!(int(&mut c, &["ZCARD", "d"]), 150_000);
+    assert_eq!(int(&mut c, &["EXISTS", "d:merging"]), 0);
+    // SUM: points add up.
+    let got = run(&mut c, &["RANK.GET", "d", "m12345"]);
+    assert!(got.starts_with(&format!("[{}, ", 345 + 5)), "{got}");
+    assert_eq!(
+        int(&mut c, &["PEXPIRETIME", "d"]),
+        int(&mut c, &["PEXPIRETIME", "d:meta"])
+    );
+    pair.assert_equal();
+    let mut r = pair.replica.conn();
+    assert_eq!(expiries(&mut r), expiries(&mut c));
+}
+
+#[test]
+fn a_second_merge_into_a_board_being_merged_is_refused() {
+    let s = Server::start();
+    let mut c = s.conn();
+    fill(&mut c, "a", 400_000, |i| i as i64);
+    run(&mut c, &["RANK.CREATE", "n", "TIEBREAK", "NONE"]);
+    run(&mut c, &["RANK.CREATE", "d", "TIEBREAK", "NONE"]);
+    run(&mut c, &["HSET", "a:meta", "layout", "NONE S 0 0"]);
+    // The first MERGE blocks its own client; a second client sees it busy
+    // (or, on a fast machine, runs after it).
+    let mut a = s.conn();
+    let mut b = s.conn();
+    let t = std::thread::spawn(move || {
+        redis::cmd("RANK.MERGE")
+            .arg("d")
+            .arg(1)
+            .arg("a")
+            .query::<i64>(&mut a)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    let second = redis::cmd("RANK.MERGE")
+        .arg("d")
+        .arg(1)
+        .arg("a")
+        .query::<i64>(&mut b);
+    let first = t.join().unwrap();
+    assert_eq!(first.unwrap(), 400_000);
+    match second {
+        Ok(n) => assert_eq!(n, 400_000, "ran after the first one ended"),
+        Err(e) => assert_eq!(
+            error_text(&e),
+            "ERR rank: a MERGE into this board is already running"
+        ),
+    }
+    assert_eq!(int(&mut c, &["ZCARD", "d"]), 400_000);
 }

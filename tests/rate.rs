@@ -902,7 +902,7 @@ fn info_counts_and_events_fire() {
     run(&mut c, &["RATE.RESET", "i"]);
     let first: String = ps.get_message().unwrap().get_channel_name().to_string();
     let second: String = ps.get_message().unwrap().get_channel_name().to_string();
-    assert_eq!(first, "__keyevent@0__:hotpath.rate.consume");
+    assert_eq!(first, "__keyevent@0__:hotpath.rate.check");
     assert_eq!(second, "__keyevent@0__:hotpath.rate.reset");
     let info: String = redis::cmd("INFO").arg("hotpath").query(&mut c).unwrap();
     assert!(info.contains("rate_allowed:1"), "{info}");
@@ -1467,7 +1467,7 @@ fn slowlog_durations(c: &mut Connection, name: &str) -> Vec<i64> {
 }
 
 #[test]
-fn no_rate_command_stalls_the_server() {
+fn stall_no_rate_command_stalls_the_server() {
     // The largest sizes each command accepts: a LOG of 100,000 entries
     // (its limit) filled 100 at a time, MULTI with 100 rules, the largest
     // values. Each call is repeated and timed by SLOWLOG; the quickest of

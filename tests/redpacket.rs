@@ -70,6 +70,7 @@ fn split_random_fills_the_pool_and_meta() {
         vec![
             ("count".into(), "10".into()),
             ("expires".into(), "0".into()),
+            ("left_cents".into(), "10000".into()),
             ("state".into(), "open".into()),
             ("total".into(), "10000".into())
         ]
@@ -488,22 +489,128 @@ fn wrong_types_are_refused_with_nothing_written() {
     assert_eq!(dump_keys(&mut c, "p*"), before);
 }
 
+/// Hand-edited data: every stored value a command reads is checked, and a
+/// value the module never writes is a clear error naming the key and the
+/// field, with nothing written (the whole dataset is compared).
 #[test]
-fn hand_edited_pools_do_not_crash() {
+fn corrupt_data_is_named_and_nothing_is_written() {
     let s = Server::start();
     let mut c = s.conn();
-    int(&mut c, &["RPUSH", "p:pool", "abc", "7"]);
-    int(&mut c, &["HSET", "p:meta", "total", "x", "state", "open"]);
+    let fresh = |c: &mut Connection| {
+        let _: () = redis::cmd("FLUSHALL").query(c).unwrap();
+        int(c, &["REDPACKET.SPLIT", "p", "100", "3", "MODE", "EQUAL"]);
+        assert_eq!(grab(c, &["p", "u0"]), ("OK".into(), 34));
+    };
+    let meta_err = |f: &str| format!("ERR redpacket: corrupt data in 'p:meta' field '{f}'");
+    // (hand edit, command, error)
+    let cases: Vec<(Vec<&str>, Vec<&str>, String)> = vec![
+        (
+            vec!["HSET", "p:meta", "total", "x"],
+            vec!["REDPACKET.INFO", "p"],
+            meta_err("total"),
+        ),
+        (
+            vec!["HSET", "p:meta", "total", "-5"],
+            vec!["REDPACKET.INFO", "p"],
+            meta_err("total"),
+        ),
+        (
+            vec!["HSET", "p:meta", "count", "zero"],
+            vec!["REDPACKET.INFO", "p"],
+            meta_err("count"),
+        ),
+        (
+            vec!["HSET", "p:meta", "expires", "soon"],
+            vec!["REDPACKET.INFO", "p"],
+            meta_err("expires"),
+        ),
+        (
+            vec!["HSET", "p:meta", "expires", "soon"],
+            vec!["REDPACKET.GRAB", "p", "u1"],
+            meta_err("expires"),
+        ),
+        (
+            vec!["HSET", "p:meta", "state", "half"],
+            vec!["REDPACKET.INFO", "p"],
+            meta_err("state"),
+        ),
+        (
+            vec!["HSET", "p:meta", "state", "half"],
+            vec!["REDPACKET.REFUND", "p"],
+            meta_err("state"),
+        ),
+        (
+            vec!["HDEL", "p:meta", "left_cents"],
+            vec!["REDPACKET.GRAB", "p", "u1"],
+            meta_err("left_cents"),
+        ),
+        (
+            vec!["HSET", "p:meta", "left_cents", "-1"],
+            vec!["REDPACKET.REFUND", "p"],
+            meta_err("left_cents"),
+        ),
+        (
+            vec!["HSET", "p:meta", "left_cents", "101"],
+            vec!["REDPACKET.INFO", "p"],
+            meta_err("left_cents"),
+        ),
+        // The running total says less is left than the next share.
+        (
+            vec!["HSET", "p:meta", "left_cents", "5"],
+            vec!["REDPACKET.GRAB", "p", "u1"],
+            meta_err("left_cents"),
+        ),
+        // Shares of -5, 0 or garbage are never paid out.
+        (
+            vec!["LSET", "p:pool", "0", "-5"],
+            vec!["REDPACKET.GRAB", "p", "u1"],
+            "ERR redpacket: corrupt data in 'p:pool'".into(),
+        ),
+        (
+            vec!["LSET", "p:pool", "0", "0"],
+            vec!["REDPACKET.GRAB", "p", "u1"],
+            "ERR redpacket: corrupt data in 'p:pool'".into(),
+        ),
+        (
+            vec!["LSET", "p:pool", "0", "abc"],
+            vec!["REDPACKET.GRAB", "p", "u1"],
+            "ERR redpacket: corrupt data in 'p:pool'".into(),
+        ),
+        (
+            vec!["HSET", "p:grabbed", "u0", "lots"],
+            vec!["REDPACKET.GRAB", "p", "u0"],
+            "ERR redpacket: corrupt data in 'p:grabbed' field 'u0'".into(),
+        ),
+    ];
+    for (edit, command, want) in &cases {
+        fresh(&mut c);
+        cmd(&mut c, edit).unwrap();
+        let before = dump_keys(&mut c, "*");
+        let digest = s.digest();
+        assert_eq!(err(&mut c, command), *want, "{edit:?} then {command:?}");
+        assert_eq!(
+            dump_keys(&mut c, "*"),
+            before,
+            "{edit:?} then {command:?} wrote"
+        );
+        assert_eq!(s.digest(), digest, "{edit:?} then {command:?} wrote");
+    }
+    // A bad last share goes back with the pool's expiry.
+    let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    int(&mut c, &["REDPACKET.SPLIT", "p", "2", "1", "TTL", "600"]);
+    run(&mut c, &["LSET", "p:pool", "0", "-5"]);
+    let at = int(&mut c, &["PEXPIRETIME", "p:pool"]);
     assert_eq!(
-        err(&mut c, &["REDPACKET.GRAB", "p", "u"]),
-        "ERR redpacket: pool holds a share that is not an integer"
+        err(&mut c, &["REDPACKET.GRAB", "p", "u1"]),
+        "ERR redpacket: corrupt data in 'p:pool'"
     );
-    assert_eq!(grab(&mut c, &["p", "u"]), ("OK".into(), 7));
+    assert_eq!(pool(&mut c, "p"), vec![-5]);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "p:pool"]), at);
+    // Empty user ids are refused before any key is read.
     assert_eq!(
-        run(&mut c, &["REDPACKET.INFO", "p"]),
-        "[total, 0, count, 0, left_cents, 0, left_count, 0, state, open, expires, 0]"
+        err(&mut c, &["REDPACKET.GRAB", "p", ""]),
+        "ERR redpacket: user must not be empty"
     );
-    assert!(s.digest().len() == 40);
 }
 
 #[test]
@@ -884,4 +991,136 @@ fn cluster_mode_needs_a_hash_tag() {
     assert_eq!(int(&mut c, &["REDPACKET.SPLIT", "rp:{7}", "100", "2"]), 2);
     assert_eq!(grab(&mut c, &["rp:{7}", "u"]).0, "OK");
     assert_eq!(dump_keys(&mut c, "rp:{7}*").len(), 3);
+}
+
+/// Returns the slow-log entries of REDPACKET commands (over the threshold
+/// the caller set), as "duration command".
+fn stalls(c: &mut Connection) -> Vec<String> {
+    let entries: Vec<Value> = redis::cmd("SLOWLOG").arg("GET").arg(1000).query(c).unwrap();
+    let mut out = Vec::new();
+    for e in entries {
+        if let Value::Array(f) = e {
+            let us = match &f[2] {
+                Value::Int(i) => *i,
+                _ => 0,
+            };
+            let args: Vec<String> = match &f[3] {
+                Value::Array(a) => a.iter().map(|v| show(&Ok(v.clone()))).collect(),
+                _ => vec![],
+            };
+            if args
+                .first()
+                .is_some_and(|n| n.to_uppercase().starts_with("REDPACKET"))
+            {
+                out.push(format!("{us} µs {}", args.join(" ")));
+            }
+        }
+    }
+    out
+}
+
+/// A packet of `n` shares of 100 cents written straight into its keys (the
+/// config caps SPLIT at 100,000 shares; the hot commands must not care how
+/// big the pool is), with `grabbed` users already paid.
+fn big_packet(c: &mut Connection, b: &str, n: i64, grabbed: i64) {
+    let _: i64 = redis::cmd("DEL")
+        .arg(format!("{b}:pool"))
+        .arg(format!("{b}:grabbed"))
+        .arg(format!("{b}:meta"))
+        .query(c)
+        .unwrap();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(10_000) {
+        let mut q = redis::cmd("RPUSH");
+        q.arg(format!("{b}:pool"));
+        for _ in chunk {
+            q.arg(100);
+        }
+        let _: i64 = q.query(c).unwrap();
+    }
+    for chunk in (0..grabbed).collect::<Vec<_>>().chunks(10_000) {
+        let mut q = redis::cmd("HSET");
+        q.arg(format!("{b}:grabbed"));
+        for u in chunk {
+            q.arg(format!("old:{u}")).arg(100);
+        }
+        let _: i64 = q.query(c).unwrap();
+    }
+    let total = (n + grabbed) * 100;
+    run(
+        c,
+        &[
+            "HSET",
+            &format!("{b}:meta"),
+            "expires",
+            "0",
+            "left_cents",
+            &(n * 100).to_string(),
+            "state",
+            "open",
+            "total",
+            &total.to_string(),
+            "count",
+            &(n + grabbed).to_string(),
+        ],
+    );
+}
+
+#[test]
+fn stall_hot_commands_at_a_million_shares() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-log-slower-than")
+        .arg(1000)
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-max-len")
+        .arg(1000)
+        .query(&mut c)
+        .unwrap();
+    let mut first: Vec<String> = Vec::new();
+    for attempt in 0..2 {
+        big_packet(&mut c, "big{1}", 1_000_000, 1_000_000);
+        let _: () = redis::cmd("SLOWLOG").arg("RESET").query(&mut c).unwrap();
+        let mut p = redis::pipe();
+        for u in 0..1000 {
+            p.cmd("REDPACKET.GRAB")
+                .arg("big{1}")
+                .arg(format!("new:{attempt}:{u}"))
+                .ignore();
+            p.cmd("REDPACKET.GRAB")
+                .arg("big{1}")
+                .arg(format!("old:{u}"))
+                .ignore();
+            p.cmd("REDPACKET.INFO").arg("big{1}").ignore();
+        }
+        let _: () = p.query(&mut c).unwrap();
+        // REFUND of a million shares: the total is kept, the pool unlinked.
+        assert_eq!(int(&mut c, &["REDPACKET.REFUND", "big{1}"]), 999_000 * 100);
+        assert_eq!(int(&mut c, &["EXISTS", "big{1}:pool"]), 0);
+        // A loaded machine can stretch a few calls past 1 ms; an O(n)
+        // command at a million shares is slow on every call (REFUND, one
+        // call, counts at once).
+        let slow = stalls(&mut c);
+        let many = |name: &str| {
+            slow.iter()
+                .filter(|e| e.to_uppercase().contains(name))
+                .count()
+        };
+        let stalled: Vec<&str> = ["REDPACKET.GRAB", "REDPACKET.INFO"]
+            .into_iter()
+            .filter(|n| many(n) >= 5)
+            .chain((many("REDPACKET.REFUND") > 0).then_some("REDPACKET.REFUND"))
+            .collect();
+        if stalled.is_empty() {
+            return;
+        }
+        if attempt == 1 && stalled.iter().any(|s| first.iter().any(|f| f.contains(s))) {
+            panic!("stalls over 1 ms, twice:\n{first:#?}\n{slow:#?}");
+        }
+        first = slow;
+    }
 }

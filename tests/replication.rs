@@ -117,6 +117,17 @@ fn family_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
             ]),
         ),
         (
+            "rank.import",
+            v(&[
+                "ZADD r:k6 5 a 7 b -2 c 9 d",
+                "PEXPIRE r:k6 900000",
+                "RANK.IMPORT r:k6 COUNT 2",
+                "RANK.IMPORT r:k6 COUNT 2",
+                "ZADD r:k7 1 x",
+                "RANK.IMPORT r:k7 TIEBREAK LATER",
+            ]),
+        ),
+        (
             "like.toggle",
             v(&[
                 "LIKE.TOGGLE r:l1 5",
@@ -126,6 +137,17 @@ fn family_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
         ),
         ("like.add", likes),
         ("like.rem", v(&["LIKE.REM r:l1 6", "LIKE.REM r:l3 7"])),
+        // A migration step as a master replicates it, on r:l3 promoted
+        // above (its range 0 has a chunk): liker 5, left in the Set by
+        // hand, moves to the chunk; 9 is not a liker.
+        (
+            "like.migrate",
+            v(&[
+                "SADD r:l3:set 5",
+                "INCR r:l3:count",
+                "LIKE.MIGRATE r:l3 5 9",
+            ]),
+        ),
         (
             "redpacket.split",
             v(&[

@@ -14,70 +14,121 @@ local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of v
 local function arity(cmd)
   return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
 end
-local function syntax() return redis.error_reply('ERR syntax error') end
-local function not_integer() return redis.error_reply('ERR value is not an integer or out of range') end
-local function bad_user()
-  return redis.error_reply('ERR like: user id must be an integer from 0 to ' .. string.format('%d', MAXID))
-end
+local function corrupt(key) return redis.error_reply("ERR like: corrupt data in '" .. key .. "'") end
+local function fmt(n) return string.format('%d', n) end
+local function type_of(k) return redis.call('TYPE', k)['ok'] end
 
--- Redis's string2ll: optional '-', digits, no leading zeros, within int64.
-local function parse_int(s)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
-  local neg = string.sub(s, 1, 1) == '-'
-  local d = neg and string.sub(s, 2) or s
-  if #d == 0 or not string.match(d, '^%d+$') then return nil end
-  if #d > 1 and string.sub(d, 1, 1) == '0' then return nil end
-  if neg and d == '0' then return nil end
-  if #d > 19 or (#d == 19 and d > (neg and '9223372036854775808' or '9223372036854775807')) then return nil end
-  return tonumber(s)
+-- Canonical digits (no sign, no leading zero).
+local function digits(s)
+  return type(s) == 'string' and #s > 0 and #s <= 20 and string.match(s, '^%d+$') ~= nil
+    and (#s == 1 or string.sub(s, 1, 1) ~= '0')
 end
-
--- A user id: a canonical non-negative integer up to max.
 local function parse_user(s, max)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 or not string.match(s, '^%d+$') then return nil end
-  if #s > 1 and string.sub(s, 1, 1) == '0' then return nil end
+  if not digits(s) then return nil end
   local v = tonumber(s)
-  if max ~= nil and v > max then return nil end
+  if v > max then return nil end
   return v
 end
 
-local function type_of(k) return redis.call('TYPE', k)['ok'] end
+local MAX_ID = 4294967295
+local RANGE_IDS, CHUNK_BYTES, MIGRATING_BYTES = 64000, 8000, 8001
 
--- The form of a post's likes: 'bitmap', 'set' or 'none'; nil on WRONGTYPE.
-local function form_of(base)
-  local ts, tb = type_of(base .. ':set'), type_of(base .. ':bits')
-  if (ts ~= 'none' and ts ~= 'set') or (tb ~= 'none' and tb ~= 'string') then return nil end
-  if tb == 'string' then return 'bitmap' elseif ts == 'set' then return 'set' end
-  return 'none'
+-- A stored count: canonical digits within int64 (exact up to 2^53 here).
+local function parse_count(s)
+  if not digits(s) or #s > 19 or (#s == 19 and s > '9223372036854775807') then return nil end
+  return tonumber(s)
 end
 
--- B:count when it holds a non-negative integer, else counted (no write).
-local function read_count(base, form)
-  if form == 'none' then return 0 end
-  local v = redis.call('GET', base .. ':count')
-  if v then
-    local n = parse_int(v)
-    if n ~= nil and n >= 0 then return n end
+-- A post as a read sees it: every key's type checked, then the count (a
+-- missing one is SCARD in set form, corrupt with chunks). Returns the
+-- post, or nil and the error.
+local function read_post(base, need_count)
+  local set, index, count = base .. ':set', base .. ':chunks', base .. ':count'
+  local ts, ti, tc = type_of(set), type_of(index), type_of(count)
+  if (ts ~= 'none' and ts ~= 'set') or (ti ~= 'none' and ti ~= 'string') or (tc ~= 'none' and tc ~= 'string') then
+    return nil, redis.error_reply(WRONGTYPE)
   end
-  if form == 'set' then return redis.call('SCARD', base .. ':set') end
-  return redis.call('BITCOUNT', base .. ':bits')
+  local p = {base = base, count = 0, set_members = redis.call('SCARD', set), index = redis.call('GET', index) or ''}
+  if not need_count then return p end
+  local v = redis.call('GET', count)
+  if v then
+    p.count = parse_count(v)
+    if p.count == nil then return nil, corrupt(count) end
+  elseif ti == 'string' then
+    return nil, corrupt(count)
+  else
+    p.count = p.set_members
+  end
+  return p
 end
 
+local function index_bit(index, r)
+  local byte = string.byte(index, math.floor(r / 8) + 1)
+  return byte ~= nil and bit.band(byte, bit.rshift(128, r % 8)) ~= 0
+end
+
+-- The chunk of range r when the index marks it and it exists: its name
+-- and whether it is migrating; nil in set form; an error for a key that is
+-- not a chunk.
+local function chunk_of(p, r, cache)
+  if not index_bit(p.index, r) then return nil end
+  local name = p.base .. ':bits:' .. fmt(r)
+  local c = cache[name]
+  if c == nil then
+    local t = type_of(name)
+    if t ~= 'none' and t ~= 'string' then return nil, redis.error_reply(WRONGTYPE) end
+    c = false
+    if t == 'string' then
+      local len = redis.call('STRLEN', name)
+      if len ~= CHUNK_BYTES and len ~= MIGRATING_BYTES then return nil, corrupt(name) end
+      c = {name = name, migrating = len == MIGRATING_BYTES}
+    end
+    cache[name] = c
+  end
+  if c == false then return nil end
+  return c
+end
+
+-- For each id: does it like the post? Bits from the chunks, the rest with
+-- SMISMEMBER of the Set (in batches of 1000), as the module asks.
+local function likes_of(p, ids)
+  local out, ask, cache = {}, {}, {}
+  for i, id in ipairs(ids) do
+    local r, off = math.floor(id / RANGE_IDS), id % RANGE_IDS
+    local c, err = chunk_of(p, r, cache)
+    if err then return nil, err end
+    out[i] = false
+    if c then
+      out[i] = redis.call('GETBIT', c.name, off) == 1
+      if not out[i] and c.migrating then ask[#ask + 1] = i end
+    else
+      ask[#ask + 1] = i
+    end
+  end
+  if p.set_members > 0 and #ask > 0 then
+    for s = 1, #ask, 1000 do
+      local batch = {}
+      for j = s, math.min(s + 999, #ask) do batch[#batch + 1] = fmt(ids[ask[j]]) end
+      local r = redis.call('SMISMEMBER', p.base .. ':set', unpack(batch))
+      for j, v in ipairs(r) do out[ask[s + j - 1]] = v == 1 end
+    end
+  end
+  return out
+end
 
 if #args < 1 then return arity('like.check') end
-local ids = {}
-for i = 1, #args do
-  ids[i] = parse_user(args[i], MAXID)
-  if ids[i] == nil then return bad_user() end
+local list = {}
+for i, a in ipairs(args) do
+  if a == '' then return redis.error_reply('ERR like: user must not be empty') end
+  list[i] = parse_user(a, MAXID)
+  if list[i] == nil then
+    return redis.error_reply('ERR like: user id must be an integer from 0 to ' .. fmt(MAXID))
+  end
 end
-local form = form_of(B)
-if form == nil then return redis.error_reply(WRONGTYPE) end
+local p, err = read_post(B, false)
+if not p then return err end
+local flags, err2 = likes_of(p, list)
+if not flags then return err2 end
 local out = {}
-if form == 'set' then
-  return redis.call('SMISMEMBER', B .. ':set', unpack(args))
-elseif form == 'bitmap' then
-  for i = 1, #args do out[i] = redis.call('GETBIT', B .. ':bits', args[i]) end
-else
-  for i = 1, #args do out[i] = 0 end
-end
+for i, f in ipairs(flags) do out[i] = f and 1 or 0 end
 return out

@@ -14,90 +14,147 @@ local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of v
 local function arity(cmd)
   return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
 end
-local function syntax() return redis.error_reply('ERR syntax error') end
-local function not_integer() return redis.error_reply('ERR value is not an integer or out of range') end
-local function bad_user()
-  return redis.error_reply('ERR like: user id must be an integer from 0 to ' .. string.format('%d', MAXID))
-end
+local function corrupt(key) return redis.error_reply("ERR like: corrupt data in '" .. key .. "'") end
+local function fmt(n) return string.format('%d', n) end
+local function type_of(k) return redis.call('TYPE', k)['ok'] end
 
--- Redis's string2ll: optional '-', digits, no leading zeros, within int64.
-local function parse_int(s)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
-  local neg = string.sub(s, 1, 1) == '-'
-  local d = neg and string.sub(s, 2) or s
-  if #d == 0 or not string.match(d, '^%d+$') then return nil end
-  if #d > 1 and string.sub(d, 1, 1) == '0' then return nil end
-  if neg and d == '0' then return nil end
-  if #d > 19 or (#d == 19 and d > (neg and '9223372036854775808' or '9223372036854775807')) then return nil end
-  return tonumber(s)
+-- Canonical digits (no sign, no leading zero).
+local function digits(s)
+  return type(s) == 'string' and #s > 0 and #s <= 20 and string.match(s, '^%d+$') ~= nil
+    and (#s == 1 or string.sub(s, 1, 1) ~= '0')
 end
-
--- A user id: a canonical non-negative integer up to max.
 local function parse_user(s, max)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 or not string.match(s, '^%d+$') then return nil end
-  if #s > 1 and string.sub(s, 1, 1) == '0' then return nil end
+  if not digits(s) then return nil end
   local v = tonumber(s)
-  if max ~= nil and v > max then return nil end
+  if v > max then return nil end
   return v
 end
 
-local function type_of(k) return redis.call('TYPE', k)['ok'] end
+local MAX_ID = 4294967295
+local RANGE_IDS, CHUNK_BYTES, MIGRATING_BYTES = 64000, 8000, 8001
 
--- The form of a post's likes: 'bitmap', 'set' or 'none'; nil on WRONGTYPE.
-local function form_of(base)
-  local ts, tb = type_of(base .. ':set'), type_of(base .. ':bits')
-  if (ts ~= 'none' and ts ~= 'set') or (tb ~= 'none' and tb ~= 'string') then return nil end
-  if tb == 'string' then return 'bitmap' elseif ts == 'set' then return 'set' end
-  return 'none'
+-- A stored count: canonical digits within int64 (exact up to 2^53 here).
+local function parse_count(s)
+  if not digits(s) or #s > 19 or (#s == 19 and s > '9223372036854775807') then return nil end
+  return tonumber(s)
 end
 
--- B:count when it holds a non-negative integer, else counted (no write).
-local function read_count(base, form)
-  if form == 'none' then return 0 end
-  local v = redis.call('GET', base .. ':count')
-  if v then
-    local n = parse_int(v)
-    if n ~= nil and n >= 0 then return n end
+-- A post as a read sees it: every key's type checked, then the count (a
+-- missing one is SCARD in set form, corrupt with chunks). Returns the
+-- post, or nil and the error.
+local function read_post(base, need_count)
+  local set, index, count = base .. ':set', base .. ':chunks', base .. ':count'
+  local ts, ti, tc = type_of(set), type_of(index), type_of(count)
+  if (ts ~= 'none' and ts ~= 'set') or (ti ~= 'none' and ti ~= 'string') or (tc ~= 'none' and tc ~= 'string') then
+    return nil, redis.error_reply(WRONGTYPE)
   end
-  if form == 'set' then return redis.call('SCARD', base .. ':set') end
-  return redis.call('BITCOUNT', base .. ':bits')
+  local p = {base = base, count = 0, set_members = redis.call('SCARD', set), index = redis.call('GET', index) or ''}
+  if not need_count then return p end
+  local v = redis.call('GET', count)
+  if v then
+    p.count = parse_count(v)
+    if p.count == nil then return nil, corrupt(count) end
+  elseif ti == 'string' then
+    return nil, corrupt(count)
+  else
+    p.count = p.set_members
+  end
+  return p
 end
 
+local function index_bit(index, r)
+  local byte = string.byte(index, math.floor(r / 8) + 1)
+  return byte ~= nil and bit.band(byte, bit.rshift(128, r % 8)) ~= 0
+end
+
+-- The chunk of range r when the index marks it and it exists: its name
+-- and whether it is migrating; nil in set form; an error for a key that is
+-- not a chunk.
+local function chunk_of(p, r, cache)
+  if not index_bit(p.index, r) then return nil end
+  local name = p.base .. ':bits:' .. fmt(r)
+  local c = cache[name]
+  if c == nil then
+    local t = type_of(name)
+    if t ~= 'none' and t ~= 'string' then return nil, redis.error_reply(WRONGTYPE) end
+    c = false
+    if t == 'string' then
+      local len = redis.call('STRLEN', name)
+      if len ~= CHUNK_BYTES and len ~= MIGRATING_BYTES then return nil, corrupt(name) end
+      c = {name = name, migrating = len == MIGRATING_BYTES}
+    end
+    cache[name] = c
+  end
+  if c == false then return nil end
+  return c
+end
+
+-- For each id: does it like the post? Bits from the chunks, the rest with
+-- SMISMEMBER of the Set (in batches of 1000), as the module asks.
+local function likes_of(p, ids)
+  local out, ask, cache = {}, {}, {}
+  for i, id in ipairs(ids) do
+    local r, off = math.floor(id / RANGE_IDS), id % RANGE_IDS
+    local c, err = chunk_of(p, r, cache)
+    if err then return nil, err end
+    out[i] = false
+    if c then
+      out[i] = redis.call('GETBIT', c.name, off) == 1
+      if not out[i] and c.migrating then ask[#ask + 1] = i end
+    else
+      ask[#ask + 1] = i
+    end
+  end
+  if p.set_members > 0 and #ask > 0 then
+    for s = 1, #ask, 1000 do
+      local batch = {}
+      for j = s, math.min(s + 999, #ask) do batch[#batch + 1] = fmt(ids[ask[j]]) end
+      local r = redis.call('SMISMEMBER', p.base .. ':set', unpack(batch))
+      for j, v in ipairs(r) do out[ask[s + j - 1]] = v == 1 end
+    end
+  end
+  return out
+end
 
 if #args ~= 0 then return arity('like.common') end
-local B2 = KEYS[2]
-local f1, f2 = form_of(B), form_of(B2)
-if f1 == nil or f2 == nil then return redis.error_reply(WRONGTYPE) end
-local out = {}
-local function ids_of(members)
-  local r = {}
-  for _, m in ipairs(members) do
-    local v = parse_user(m, nil)
-    if v ~= nil then r[#r + 1] = v end
-  end
-  return r
-end
-if f1 == 'none' or f2 == 'none' then
-  return out
-elseif f1 == 'set' and f2 == 'set' then
-  out = ids_of(redis.call('SINTER', B .. ':set', B2 .. ':set'))
-elseif f1 == 'bitmap' and f2 == 'bitmap' then
-  local a = redis.call('GET', B .. ':bits')
-  local b = redis.call('GET', B2 .. ':bits')
-  for i = 1, math.min(#a, #b) do
-    local both = bit.band(string.byte(a, i), string.byte(b, i))
-    if both ~= 0 then
-      for j = 0, 7 do
-        if bit.band(both, bit.rshift(128, j)) ~= 0 then out[#out + 1] = (i - 1) * 8 + j end
+local p1, e1 = read_post(B, true)
+if not p1 then return e1 end
+local p2, e2 = read_post(KEYS[2], true)
+if not p2 then return e2 end
+-- Read the likers of the post with fewer, look each up in the other.
+local p, q = p1, p2
+if p2.count < p1.count then p, q = p2, p1 end
+local mine, cache = {}, {}
+for r = 0, #p.index * 8 - 1 do
+  local c, err = chunk_of(p, r, cache)
+  if err then return err end
+  if c then
+    local bytes = redis.call('GET', c.name)
+    for i = 1, CHUNK_BYTES do
+      local byte = string.byte(bytes, i)
+      if byte ~= 0 then
+        for j = 0, 7 do
+          if bit.band(byte, bit.rshift(128, j)) ~= 0 then mine[#mine + 1] = r * RANGE_IDS + (i - 1) * 8 + j end
+        end
       end
     end
   end
-else
-  local set, bits = B .. ':set', B2 .. ':bits'
-  if f1 == 'bitmap' then set, bits = B2 .. ':set', B .. ':bits' end
-  for _, v in ipairs(ids_of(redis.call('SMEMBERS', set))) do
-    if redis.call('GETBIT', bits, string.format('%d', v)) == 1 then out[#out + 1] = v end
+end
+if p.set_members > 0 then
+  for _, m in ipairs(redis.call('SMEMBERS', p.base .. ':set')) do
+    local v = parse_user(m, MAX_ID)
+    if v then mine[#mine + 1] = v end
   end
 end
+local flags, err = likes_of(q, mine)
+if not flags then return err end
+local out = {}
+for i, v in ipairs(mine) do
+  if flags[i] then out[#out + 1] = v end
+end
 table.sort(out)
-return out
+local uniq = {}
+for _, v in ipairs(out) do
+  if uniq[#uniq] ~= v then uniq[#uniq + 1] = v end
+end
+return uniq

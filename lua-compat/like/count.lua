@@ -14,59 +14,46 @@ local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of v
 local function arity(cmd)
   return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
 end
-local function syntax() return redis.error_reply('ERR syntax error') end
-local function not_integer() return redis.error_reply('ERR value is not an integer or out of range') end
-local function bad_user()
-  return redis.error_reply('ERR like: user id must be an integer from 0 to ' .. string.format('%d', MAXID))
+local function corrupt(key) return redis.error_reply("ERR like: corrupt data in '" .. key .. "'") end
+local function type_of(k) return redis.call('TYPE', k)['ok'] end
+
+-- Canonical digits (no sign, no leading zero).
+local function digits(s)
+  return type(s) == 'string' and #s > 0 and #s <= 20 and string.match(s, '^%d+$') ~= nil
+    and (#s == 1 or string.sub(s, 1, 1) ~= '0')
 end
 
--- Redis's string2ll: optional '-', digits, no leading zeros, within int64.
-local function parse_int(s)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
-  local neg = string.sub(s, 1, 1) == '-'
-  local d = neg and string.sub(s, 2) or s
-  if #d == 0 or not string.match(d, '^%d+$') then return nil end
-  if #d > 1 and string.sub(d, 1, 1) == '0' then return nil end
-  if neg and d == '0' then return nil end
-  if #d > 19 or (#d == 19 and d > (neg and '9223372036854775808' or '9223372036854775807')) then return nil end
+
+-- A stored count: canonical digits within int64 (exact up to 2^53 here).
+local function parse_count(s)
+  if not digits(s) or #s > 19 or (#s == 19 and s > '9223372036854775807') then return nil end
   return tonumber(s)
 end
 
--- A user id: a canonical non-negative integer up to max.
-local function parse_user(s, max)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 or not string.match(s, '^%d+$') then return nil end
-  if #s > 1 and string.sub(s, 1, 1) == '0' then return nil end
-  local v = tonumber(s)
-  if max ~= nil and v > max then return nil end
-  return v
-end
-
-local function type_of(k) return redis.call('TYPE', k)['ok'] end
-
--- The form of a post's likes: 'bitmap', 'set' or 'none'; nil on WRONGTYPE.
-local function form_of(base)
-  local ts, tb = type_of(base .. ':set'), type_of(base .. ':bits')
-  if (ts ~= 'none' and ts ~= 'set') or (tb ~= 'none' and tb ~= 'string') then return nil end
-  if tb == 'string' then return 'bitmap' elseif ts == 'set' then return 'set' end
-  return 'none'
-end
-
--- B:count when it holds a non-negative integer, else counted (no write).
-local function read_count(base, form)
-  if form == 'none' then return 0 end
-  local v = redis.call('GET', base .. ':count')
-  if v then
-    local n = parse_int(v)
-    if n ~= nil and n >= 0 then return n end
+-- A post as a read sees it: every key's type checked, then the count (a
+-- missing one is SCARD in set form, corrupt with chunks). Returns the
+-- post, or nil and the error.
+local function read_post(base, need_count)
+  local set, index, count = base .. ':set', base .. ':chunks', base .. ':count'
+  local ts, ti, tc = type_of(set), type_of(index), type_of(count)
+  if (ts ~= 'none' and ts ~= 'set') or (ti ~= 'none' and ti ~= 'string') or (tc ~= 'none' and tc ~= 'string') then
+    return nil, redis.error_reply(WRONGTYPE)
   end
-  if form == 'set' then return redis.call('SCARD', base .. ':set') end
-  return redis.call('BITCOUNT', base .. ':bits')
+  local p = {base = base, count = 0, set_members = redis.call('SCARD', set), index = redis.call('GET', index) or ''}
+  if not need_count then return p end
+  local v = redis.call('GET', count)
+  if v then
+    p.count = parse_count(v)
+    if p.count == nil then return nil, corrupt(count) end
+  elseif ti == 'string' then
+    return nil, corrupt(count)
+  else
+    p.count = p.set_members
+  end
+  return p
 end
-
 
 if #args ~= 0 then return arity('like.count') end
-local form = form_of(B)
-if form == nil then return redis.error_reply(WRONGTYPE) end
-local tc = type_of(B .. ':count')
-if tc ~= 'none' and tc ~= 'string' then return redis.error_reply(WRONGTYPE) end
-return read_count(B, form)
+local p, err = read_post(B, true)
+if not p then return err end
+return p.count

@@ -1,4 +1,5 @@
--- Lua twin of LIKE.INFO: LIKE.INFO B -> [encoding, set|bitmap|none, count, n, bytes, n]
+-- Lua twin of LIKE.INFO: LIKE.INFO B -> [encoding, none|set|bitmap|mixed, count, n, bytes, n,
+--   set, n, chunks, n, promotion, none|create|move|settle]
 -- KEYS: B
 -- ARGV: like-max-id, like-promote-at, like-recent (the module's configs),
 --       then the command's arguments after the key(s), verbatim.
@@ -14,60 +15,55 @@ local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of v
 local function arity(cmd)
   return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
 end
-local function syntax() return redis.error_reply('ERR syntax error') end
-local function not_integer() return redis.error_reply('ERR value is not an integer or out of range') end
-local function bad_user()
-  return redis.error_reply('ERR like: user id must be an integer from 0 to ' .. string.format('%d', MAXID))
-end
+local function corrupt(key) return redis.error_reply("ERR like: corrupt data in '" .. key .. "'") end
+local function type_of(k) return redis.call('TYPE', k)['ok'] end
 
--- Redis's string2ll: optional '-', digits, no leading zeros, within int64.
-local function parse_int(s)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
-  local neg = string.sub(s, 1, 1) == '-'
-  local d = neg and string.sub(s, 2) or s
-  if #d == 0 or not string.match(d, '^%d+$') then return nil end
-  if #d > 1 and string.sub(d, 1, 1) == '0' then return nil end
-  if neg and d == '0' then return nil end
-  if #d > 19 or (#d == 19 and d > (neg and '9223372036854775808' or '9223372036854775807')) then return nil end
-  return tonumber(s)
+-- Canonical digits (no sign, no leading zero).
+local function digits(s)
+  return type(s) == 'string' and #s > 0 and #s <= 20 and string.match(s, '^%d+$') ~= nil
+    and (#s == 1 or string.sub(s, 1, 1) ~= '0')
 end
-
--- A user id: a canonical non-negative integer up to max.
 local function parse_user(s, max)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 or not string.match(s, '^%d+$') then return nil end
-  if #s > 1 and string.sub(s, 1, 1) == '0' then return nil end
+  if not digits(s) then return nil end
   local v = tonumber(s)
-  if max ~= nil and v > max then return nil end
+  if v > max then return nil end
   return v
 end
 
-local function type_of(k) return redis.call('TYPE', k)['ok'] end
+local CHUNK_BYTES = 8000
 
--- The form of a post's likes: 'bitmap', 'set' or 'none'; nil on WRONGTYPE.
-local function form_of(base)
-  local ts, tb = type_of(base .. ':set'), type_of(base .. ':bits')
-  if (ts ~= 'none' and ts ~= 'set') or (tb ~= 'none' and tb ~= 'string') then return nil end
-  if tb == 'string' then return 'bitmap' elseif ts == 'set' then return 'set' end
-  return 'none'
+-- A stored count: canonical digits within int64 (exact up to 2^53 here).
+local function parse_count(s)
+  if not digits(s) or #s > 19 or (#s == 19 and s > '9223372036854775807') then return nil end
+  return tonumber(s)
 end
 
--- B:count when it holds a non-negative integer, else counted (no write).
-local function read_count(base, form)
-  if form == 'none' then return 0 end
-  local v = redis.call('GET', base .. ':count')
-  if v then
-    local n = parse_int(v)
-    if n ~= nil and n >= 0 then return n end
+-- A post as a read sees it: every key's type checked, then the count (a
+-- missing one is SCARD in set form, corrupt with chunks). Returns the
+-- post, or nil and the error.
+local function read_post(base, need_count)
+  local set, index, count = base .. ':set', base .. ':chunks', base .. ':count'
+  local ts, ti, tc = type_of(set), type_of(index), type_of(count)
+  if (ts ~= 'none' and ts ~= 'set') or (ti ~= 'none' and ti ~= 'string') or (tc ~= 'none' and tc ~= 'string') then
+    return nil, redis.error_reply(WRONGTYPE)
   end
-  if form == 'set' then return redis.call('SCARD', base .. ':set') end
-  return redis.call('BITCOUNT', base .. ':bits')
+  local p = {base = base, count = 0, set_members = redis.call('SCARD', set), index = redis.call('GET', index) or ''}
+  if not need_count then return p end
+  local v = redis.call('GET', count)
+  if v then
+    p.count = parse_count(v)
+    if p.count == nil then return nil, corrupt(count) end
+  elseif ti == 'string' then
+    return nil, corrupt(count)
+  else
+    p.count = p.set_members
+  end
+  return p
 end
 
--- The memory model of promotion (docs/like.md): a key costs 64 bytes; a
--- bitmap adds its length; a set of at most 512 ids (an intset) adds 8 plus
--- 2, 4 or 8 bytes per id by the largest id; a larger set 48 bytes per id.
-local function bitmap_memory(len) return 64 + len end
+-- The memory model (src/like/model.rs, docs/like.md).
 local function set_memory(n, top)
+  if n == 0 then return 0 end
   if n <= 512 then
     local w = 8
     if top <= 32767 then w = 2 elseif top <= 2147483647 then w = 4 end
@@ -77,24 +73,29 @@ local function set_memory(n, top)
 end
 
 if #args ~= 0 then return arity('like.info') end
-local form = form_of(B)
-if form == nil then return redis.error_reply(WRONGTYPE) end
-local tc = type_of(B .. ':count')
-if tc ~= 'none' and tc ~= 'string' then return redis.error_reply(WRONGTYPE) end
-local count = read_count(B, form)
--- The modelled memory of the structure, the figure promotion compares.
-local bytes = 0
-if form == 'set' then
-  local n, top = redis.call('SCARD', B .. ':set'), 0
-  if n <= 512 then
-    for _, m in ipairs(redis.call('SMEMBERS', B .. ':set')) do
-      local v = parse_user(m, nil)
-      if v == nil then v = 2 ^ 63 end
-      if v > top then top = v end
-    end
-  end
-  bytes = set_memory(n, top)
-elseif form == 'bitmap' then
-  bytes = bitmap_memory(redis.call('STRLEN', B .. ':bits'))
+local META = B .. ':meta'
+local tm = type_of(META)
+if tm ~= 'none' and tm ~= 'hash' then return redis.error_reply(WRONGTYPE) end
+local p, err = read_post(B, true)
+if not p then return err end
+local promotion = redis.call('HGET', META, 'state') or 'none'
+if promotion ~= 'none' and promotion ~= 'create' and promotion ~= 'move' and promotion ~= 'settle' then
+  return redis.error_reply("ERR like: corrupt data in '" .. META .. "' field 'state'")
 end
-return {'encoding', form, 'count', count, 'bytes', bytes}
+local chunks = redis.call('BITCOUNT', B .. ':chunks')
+local top = 0
+if p.set_members > 0 and p.set_members <= 512 then
+  for _, m in ipairs(redis.call('SMEMBERS', B .. ':set')) do
+    local v = parse_user(m, 1e300)
+    if v == nil then v = 2 ^ 64 end
+    if v > top then top = v end
+  end
+end
+local bytes = set_memory(p.set_members, top)
+if chunks > 0 then bytes = bytes + chunks * (64 + CHUNK_BYTES) + 64 + #p.index end
+local encoding = 'set'
+if p.set_members == 0 and chunks == 0 and p.count == 0 then encoding = 'none'
+elseif chunks > 0 and p.set_members == 0 then encoding = 'bitmap'
+elseif chunks > 0 then encoding = 'mixed' end
+return {'encoding', encoding, 'count', p.count, 'bytes', bytes, 'set', p.set_members,
+  'chunks', chunks, 'promotion', promotion}

@@ -11,14 +11,8 @@ local args = {}
 for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
 
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
-local function arity(cmd)
-  return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
-end
 local function syntax() return redis.error_reply('ERR syntax error') end
 local function not_integer() return redis.error_reply('ERR value is not an integer or out of range') end
-local function bad_user()
-  return redis.error_reply('ERR like: user id must be an integer from 0 to ' .. string.format('%d', MAXID))
-end
 
 -- Redis's string2ll: optional '-', digits, no leading zeros, within int64.
 local function parse_int(s)
@@ -32,39 +26,10 @@ local function parse_int(s)
   return tonumber(s)
 end
 
--- A user id: a canonical non-negative integer up to max.
-local function parse_user(s, max)
-  if type(s) ~= 'string' or #s == 0 or #s > 20 or not string.match(s, '^%d+$') then return nil end
-  if #s > 1 and string.sub(s, 1, 1) == '0' then return nil end
-  local v = tonumber(s)
-  if max ~= nil and v > max then return nil end
-  return v
-end
-
 local function type_of(k) return redis.call('TYPE', k)['ok'] end
 
--- The form of a post's likes: 'bitmap', 'set' or 'none'; nil on WRONGTYPE.
-local function form_of(base)
-  local ts, tb = type_of(base .. ':set'), type_of(base .. ':bits')
-  if (ts ~= 'none' and ts ~= 'set') or (tb ~= 'none' and tb ~= 'string') then return nil end
-  if tb == 'string' then return 'bitmap' elseif ts == 'set' then return 'set' end
-  return 'none'
-end
-
--- B:count when it holds a non-negative integer, else counted (no write).
-local function read_count(base, form)
-  if form == 'none' then return 0 end
-  local v = redis.call('GET', base .. ':count')
-  if v then
-    local n = parse_int(v)
-    if n ~= nil and n >= 0 then return n end
-  end
-  if form == 'set' then return redis.call('SCARD', base .. ':set') end
-  return redis.call('BITCOUNT', base .. ':bits')
-end
-
-
-local n = RECENT_CAP
+-- Without n: every recorded liker (the list is capped when written).
+local n = math.huge
 if #args >= 1 then
   n = parse_int(args[1])
   if n == nil or n < 0 then return not_integer() end

@@ -1,10 +1,23 @@
 -- LUCKYBAG.CREATE B WINNERS n [SHARDS s] [POOLCAP c] [HIGHSCORE h] [RESTORE YES|NO] [TTL seconds]
 -- Shared helpers (identical in every LUCKYBAG script).
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
+local MAX_WINNERS = 1000
 local function ferr(msg) return redis.error_reply('ERR luckybag: ' .. msg) end
 local function arity(cmd) return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command") end
 local function syntax() return redis.error_reply('ERR syntax error') end
 local function notint() return redis.error_reply('ERR value is not an integer or out of range') end
+local function empty_user() return ferr('user must not be empty') end
+-- A key or field in an error line: control characters become '?'.
+local function shown(s) return (string.gsub(s, '%c', '?')) end
+local function corrupt(key, field)
+  if field then return ferr("corrupt data in '" .. shown(key) .. "' field '" .. shown(field) .. "'") end
+  return ferr("corrupt data in '" .. shown(key) .. "'")
+end
+local function overflow(key, field)
+  if field then return ferr("integer overflow in '" .. shown(key) .. "' field '" .. shown(field) .. "'") end
+  return ferr("integer overflow in '" .. shown(key) .. "'")
+end
+local I64_MAX = '9223372036854775807'
 
 -- Byte-wise a > b (Lua's own string order follows the locale).
 local function bytes_gt(a, b)
@@ -25,7 +38,7 @@ local function toint(s)
   local digits = neg and string.sub(s, 2) or s
   if #digits > 19 then return nil end
   if #digits == 19 then
-    local lim = neg and '9223372036854775808' or '9223372036854775807'
+    local lim = neg and '9223372036854775808' or I64_MAX
     if bytes_gt(digits, lim) then return nil end
   end
   return tonumber(s)
@@ -72,42 +85,83 @@ local function typed(key, want)
   return t == want, true
 end
 
--- Returns the bag's rules, nil when the bag does not exist, or an error.
-local function load_bag(B)
+-- The B:meta values, each parsed as CREATE writes it; nil for garbage.
+local PARSE = {
+  winners = function(v)
+    local n = toint(v)
+    if n and n >= 1 and n <= MAX_WINNERS then return n end
+  end,
+  shards = function(v)
+    local n = toint(v)
+    if valid_shards(n) then return n end
+  end,
+  poolcap = function(v)
+    local n = toint(v)
+    if n and n >= 0 then return n end
+  end,
+  highscore = function(v)
+    local h = parse_highscore(v)
+    if h and h <= 1 then return h end
+  end,
+  restore = function(v)
+    if v == 'yes' then return true elseif v == 'no' then return false end
+  end,
+  state = function(v)
+    if v == 'open' then return false elseif v == 'drawn' then return true end
+  end,
+}
+PARSE.latepooled = PARSE.poolcap
+
+-- Opens B:meta: returns its name, or nil when the bag does not exist, or
+-- nil and a WRONGTYPE error.
+local function find_meta(B)
   local meta = B .. ':meta'
   local ok, exists = typed(meta, 'hash')
   if not ok then return nil, redis.error_reply(WRONGTYPE) end
   if not exists then return nil end
-  local v = redis.call('HMGET', meta, 'winners', 'shards', 'poolcap', 'highscore', 'restore', 'state')
-  local corrupt = ferr('bag metadata is corrupt')
-  for i = 1, 6 do if not v[i] then return nil, corrupt end end
-  local bag = {
-    winners = toint(v[1]), shards = toint(v[2]), poolcap = toint(v[3]),
-    highscore = parse_highscore(v[4]), restore = v[5], state = v[6],
-  }
-  if not bag.winners or bag.winners < 1 or bag.winners > 100000 then return nil, corrupt end
-  if not valid_shards(bag.shards) then return nil, corrupt end
-  if not bag.poolcap or bag.poolcap < 0 then return nil, corrupt end
-  if not bag.highscore or bag.highscore > 1 then return nil, corrupt end
-  if bag.restore ~= 'yes' and bag.restore ~= 'no' then return nil, corrupt end
-  if bag.state ~= 'open' and bag.state ~= 'drawn' then return nil, corrupt end
-  bag.restore = bag.restore == 'yes'
-  bag.drawn = bag.state == 'drawn'
-  bag.ttl = redis.call('PTTL', meta)
-  return bag
+  return meta
 end
 
--- A bag that must exist and be open.
-local function open_bag(B)
-  local bag, e = load_bag(B)
+-- Reads the B:meta fields `names` (one HMGET) into a table of raw values.
+local function read_meta(meta, names)
+  local v = redis.call('HMGET', meta, unpack(names))
+  local raw = {}
+  for i = 1, #names do raw[names[i]] = v[i] end
+  return raw
+end
+
+-- Returns the parsed value of field `name`, or nil and the corrupt-data error.
+local function meta_value(meta, raw, name)
+  local v = raw[name]
+  local x = nil
+  if v then x = PARSE[name](v) end
+  if x == nil then return nil, corrupt(meta, name) end
+  return x
+end
+
+-- `shards` and `state` decide which keys a write touches: read first; a
+-- drawn bag takes no more writes.
+local function scope(meta, raw)
+  local shards, e = meta_value(meta, raw, 'shards')
   if e then return nil, e end
-  if not bag then return nil, ferr('no such bag') end
-  if bag.drawn then return nil, ferr('bag is closed') end
-  return bag
+  local drawn, e2 = meta_value(meta, raw, 'state')
+  if e2 then return nil, e2 end
+  if drawn then return nil, ferr('bag is closed') end
+  return shards
 end
 
-local function adopt_ttl(key, bag)
-  if bag.ttl > 0 then redis.call('PEXPIRE', key, bag.ttl) end
+-- B:count: a non-negative integer; nil and an error otherwise.
+local function read_count(key)
+  local v = redis.call('GET', key)
+  local n = toint(v)
+  if not n or n < 0 then return nil, corrupt(key) end
+  return n, nil, v
+end
+
+-- Gives a key just created the bag's expiry: B:meta's absolute instant.
+local function adopt_expiry(meta, key)
+  local at = redis.call('PEXPIRETIME', meta)
+  if at > 0 then redis.call('PEXPIREAT', key, at) end
 end
 
 local function fmt(score) return string.format('%.6f', tonumber(score)) end
@@ -127,7 +181,7 @@ while i <= #ARGV do
   if kw == 'WINNERS' then
     local n = toint(v)
     if not n then return notint() end
-    if n < 1 or n > 100000 then return ferr('winners must be between 1 and 100000') end
+    if n < 1 or n > MAX_WINNERS then return ferr('winners must be between 1 and ' .. MAX_WINNERS) end
     winners = v
   elseif kw == 'SHARDS' then
     local n = toint(v)
@@ -161,7 +215,18 @@ local meta = B .. ':meta'
 local ok, exists = typed(meta, 'hash')
 if not ok then return redis.error_reply(WRONGTYPE) end
 if exists then return ferr('bag already exists') end
-redis.call('HSET', meta, 'winners', winners, 'shards', shards, 'poolcap', poolcap,
-  'highscore', highscore, 'restore', restore, 'state', 'open')
-if ttl > 0 then redis.call('PEXPIRE', meta, ttl * 1000) end
+-- Keys left over from an earlier bag of the same name would be inherited.
+for _, s in ipairs({'count', 'stored', 'winners'}) do
+  if redis.call('EXISTS', B .. ':' .. s) == 1 then return ferr('bag already exists') end
+end
+for s = 0, tonumber(shards) - 1 do
+  if redis.call('EXISTS', B .. ':cand:' .. s) == 1 then return ferr('bag already exists') end
+end
+redis.call('HSET', meta, 'shards', shards, 'state', 'open', 'poolcap', poolcap,
+  'highscore', highscore, 'restore', restore, 'winners', winners, 'latepooled', '0')
+if ttl > 0 then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('PEXPIREAT', meta, now + ttl * 1000)
+end
 return {ok = 'OK'}

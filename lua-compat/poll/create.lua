@@ -157,9 +157,12 @@ local function main()
   -- Born expired (NOW + TTL already past): like SET with a past PXAT,
   -- nothing is kept.
   if expires > 0 and expires <= clock() then return redis.status_reply('OK') end
-  redis.call('HSET', meta, 'mode', mode, 'maxvotes', fmt(maxvotes), 'start', fmt(start),
-    'end', fmt(stop), 'tz', fmt(tz), 'closed', cands and '1' or '0', 'expires', fmt(expires),
-    'rules', table.concat({ mode, fmt(maxvotes), fmt(start), fmt(stop), fmt(tz), cands and '1' or '0', fmt(expires) }, ' '))
+  -- `rules` first: every vote reads it, and a small hash is searched from
+  -- its first field.
+  redis.call('HSET', meta,
+    'rules', table.concat({ mode, fmt(maxvotes), fmt(start), fmt(stop), fmt(tz), cands and '1' or '0', fmt(expires) }, ' '),
+    'mode', mode, 'maxvotes', fmt(maxvotes), 'start', fmt(start),
+    'end', fmt(stop), 'tz', fmt(tz), 'closed', cands and '1' or '0', 'expires', fmt(expires))
   if cands then
     local args = {}
     for _, c in ipairs(cands) do

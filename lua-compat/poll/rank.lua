@@ -19,15 +19,25 @@ local function check(k, want)
   return true
 end
 
+-- ERR poll: corrupt data in '<key>' field '<field>': a value the module
+-- never writes (control characters shown as '?', as the module does).
+local function corrupt(key, field)
+  local function text(s) return (string.gsub(s, '[%z\1-\31\127]', '?')) end
+  fail("ERR poll: corrupt data in '" .. text(key) .. "' field '" .. text(field) .. "'")
+end
+
 local function main()
   if #KEYS ~= 1 or #ARGV ~= 1 then arity() end
+  if ARGV[1] == '' then fail('ERR poll: candidate must not be empty') end
   local board = B .. ':board'
   check(board, 'zset')
   local score = redis.call('ZSCORE', board, ARGV[1])
   if not score then return false end
+  local n = tonumber(score)
+  if n == nil or n ~= math.floor(n) or math.abs(n) > 9007199254740991 then corrupt(board, ARGV[1]) end
   local rank = redis.call('ZREVRANK', board, ARGV[1])
   if type(rank) ~= 'number' then return false end
-  return { rank, tonumber(score) }
+  return { rank, n }
 end
 
 local ok, res = pcall(main)

@@ -34,6 +34,13 @@ local function check(k, want)
   return true
 end
 
+-- ERR poll: corrupt data in '<key>' field '<field>': a value the module
+-- never writes (control characters shown as '?', as the module does).
+local function corrupt(key, field)
+  local function text(s) return (string.gsub(s, '[%z\1-\31\127]', '?')) end
+  fail("ERR poll: corrupt data in '" .. text(key) .. "' field '" .. text(field) .. "'")
+end
+
 local function main()
   if #KEYS ~= 1 or #ARGV ~= 1 then arity() end
   local epoch = ARGV[1]
@@ -45,9 +52,10 @@ local function main()
   -- Valid integers have one spelling, so comparing the strings compares
   -- them as 64-bit integers exactly.
   local pending = redis.call('HGET', meta, 'pending')
+  if pending and ((parse_int(pending) or -1) < 0) then corrupt(meta, 'pending') end
   if (parse_int(pending) or 0) == 0 or pending ~= epoch then return 0 end
   redis.call('HSET', meta, 'pending', '0')
-  redis.call('DEL', synced)
+  redis.call('UNLINK', synced)
   if redis.call('EXISTS', syncing) == 1 then redis.call('RENAME', syncing, synced) end
   return 1
 end

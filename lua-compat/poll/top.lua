@@ -51,6 +51,15 @@ local function check(k, want)
   return true
 end
 
+-- ERR poll: corrupt data in '<key>' field '<field>': a value the module
+-- never writes (control characters shown as '?', as the module does).
+local function corrupt(key, field)
+  local function text(s) return (string.gsub(s, '[%z\1-\31\127]', '?')) end
+  fail("ERR poll: corrupt data in '" .. text(key) .. "' field '" .. text(field) .. "'")
+end
+
+local RANGE_MAX = 1000 -- the module's poll-range-max default
+
 local function main()
   if #KEYS ~= 1 then arity() end
   local count, offset, first = 10, 0, true
@@ -58,22 +67,26 @@ local function main()
     local a = nxt()
     if string.upper(a) == 'OFFSET' then
       if done() then syntax() end
-      offset = int_in(nxt(), 0, MAX_TIME)
+      offset = int_in(nxt(), 0, math.huge)
     elseif first then
-      count = int_in(a, 0, MAX_TIME)
+      count = int_in(a, 0, math.huge)
     else
       syntax()
     end
     first = false
   end
+  -- count is bounded so that no call sends a whole board (poll-range-max).
+  if count > RANGE_MAX then fail('ERR poll: count must be at most ' .. RANGE_MAX .. ' (poll-range-max)') end
   local board = B .. ':board'
   check(board, 'zset')
   local out = {}
-  if count == 0 then return out end
+  if count == 0 or offset >= redis.call('ZCARD', board) then return out end
   local z = redis.call('ZREVRANGE', board, fmt(offset), fmt(offset + count - 1), 'WITHSCORES')
   for i = 1, #z, 2 do
+    local n = tonumber(z[i + 1])
+    if n == nil or n ~= math.floor(n) or math.abs(n) > 9007199254740991 then corrupt(board, z[i]) end
     out[#out + 1] = z[i]
-    out[#out + 1] = tonumber(z[i + 1]) -- an integer reply truncates, like `as i64`
+    out[#out + 1] = n
   end
   return out
 end

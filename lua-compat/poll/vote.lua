@@ -94,10 +94,18 @@ local function valid_utf8(s)
   return true
 end
 
--- The poll's rules from B:meta (defaults for a poll never created).
+-- ERR poll: corrupt data in '<key>' field '<field>': a value the module
+-- never writes (control characters shown as '?', as the module does).
+local function corrupt(key, field)
+  local function text(s) return (string.gsub(s, '[%z\1-\31\127]', '?')) end
+  fail("ERR poll: corrupt data in '" .. text(key) .. "' field '" .. text(field) .. "'")
+end
+
+-- The poll's rules from a type-checked B:meta: the defaults for a poll
+-- never created (no B:meta, or one holding only the write-back state), an
+-- error naming the field when `rules` holds something CREATE never writes.
 local function read_rules(meta)
   local r = { mode = 'ONCE', maxvotes = 1, start = 0, stop = 0, tz = 0, closed = false, expires = 0 }
-  if not check(meta, 'hash') then return r end
   -- One packed field, as the module keeps it:
   -- "<MODE> <maxvotes> <start> <end> <tz> <closed> <expires>".
   local packed = redis.call('HGET', meta, 'rules')
@@ -112,13 +120,19 @@ local function read_rules(meta)
     p[#p + 1] = string.sub(packed, i, j - 1)
     i = j + 1
   end
-  if #p ~= 7 then return r end
-  local m = string.upper(p[1])
-  if m ~= 'ONCE' and m ~= 'DAILY' and m ~= 'MULTI' then return r end
+  local m = p[1]
+  if #p ~= 7 or (m ~= 'ONCE' and m ~= 'DAILY' and m ~= 'MULTI') then corrupt(meta, 'rules') end
   local n = {}
   for k = 2, 7 do
     n[k] = parse_int(p[k])
-    if n[k] == nil then return r end
+    if n[k] == nil then corrupt(meta, 'rules') end
+  end
+  local maxv = (m == 'MULTI') and 1000 or 1
+  local function within(x, lo, hi) return x >= lo and x <= hi end
+  if not (within(n[2], 1, maxv) and within(n[3], 0, 253402300799999) and within(n[4], 0, 253402300799999)
+      and within(n[5], -1440, 1440) and within(n[6], 0, 1)
+      and within(n[7], 0, 253402300799999 + 3153600000000)) then
+    corrupt(meta, 'rules')
   end
   return { mode = m, maxvotes = n[2], start = n[3], stop = n[4], tz = n[5], closed = n[6] == 1, expires = n[7] }
 end
@@ -146,20 +160,32 @@ local function day_of(now_ms, tz)
   return y * 10000 + m * 100 + d
 end
 
--- A MULTI user's vote list; anything but a JSON array of strings reads as {}.
-local function parse_list(j)
-  if type(j) ~= 'string' then return {} end
+-- A MULTI user's vote list (B:uservotes); anything but a JSON array of
+-- strings is an error naming the user's field.
+local function parse_list(uvk, user)
+  local j = redis.call('HGET', uvk, user)
+  if not j then return {} end
   local ok, t = pcall(cjson.decode, j)
-  if not ok or type(t) ~= 'table' then return {} end
+  if not ok or type(t) ~= 'table' or not string.find(j, '^%s*%[') then corrupt(uvk, user) end
   local n = 0
   for k, v in pairs(t) do
-    if type(k) ~= 'number' or type(v) ~= 'string' then return {} end
+    if type(k) ~= 'number' or type(v) ~= 'string' then corrupt(uvk, user) end
     n = n + 1
   end
   for i = 1, n do
-    if t[i] == nil then return {} end
+    if t[i] == nil then corrupt(uvk, user) end
   end
   return t
+end
+
+-- The candidate of a ballot's audit record "<candidate>:<unix-ms>"
+-- (everything before the last ':'); an error naming the ballot's field
+-- when the record is not of that form.
+local function ballot_candidate(voted, field, v)
+  local cand, t = string.match(v, '^(.*):([^:]*)$')
+  local ms = parse_int(t)
+  if cand == nil or cand == '' or ms == nil or ms < 0 or ms > 253402300799999 then corrupt(voted, field) end
+  return cand
 end
 
 -- JSON exactly as serde_json writes a Vec<String> (cjson would escape '/').
@@ -184,9 +210,10 @@ local function main()
   local now = trailing_now()
 
   local meta, voted, board, uvk = B .. ':meta', B .. ':voted', B .. ':board', B .. ':uservotes'
-  local r = read_rules(meta)
+  check(meta, 'hash')
   check(voted, 'hash')
   check(board, 'zset')
+  local r = read_rules(meta)
   local multi = r.mode == 'MULTI'
   if multi then check(uvk, 'hash') end
   if not ((r.start == 0 or now >= r.start) and (r.stop == 0 or now < r.stop)) then
@@ -207,11 +234,10 @@ local function main()
   end
   local list
   if multi then
-    list = parse_list(redis.call('HGET', uvk, user))
+    list = parse_list(uvk, user)
     for _, c in ipairs(list) do
       if c == cand then return 0 end
     end
-    if redis.call('HEXISTS', voted, field) == 1 then return 0 end
     if #list >= r.maxvotes then fail('ERR poll: vote limit reached') end
     list[#list + 1] = cand
   end

@@ -4,6 +4,7 @@
 -- script stands alone). Numbers are doubles: every value the board holds
 -- stays below 2^53 and all arithmetic here is kept exact.
 local EXACT_MAX = 9007199254740991
+local RANGE_MAX = 1000 -- the module's rank-range-max default
 local NOT_INT = 'ERR value is not an integer or out of range'
 local SYNTAX = 'ERR syntax error'
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
@@ -41,20 +42,49 @@ local function rank_err(msg)
   return redis.error_reply('ERR rank: ' .. msg)
 end
 
+-- ERR rank: corrupt data in '<key>' field '<field>': a value the module
+-- never writes (control characters shown as '?', as the module does).
+local function corrupt(key, field)
+  local function text(s) return (string.gsub(s, '[%z\1-\31\127]', '?')) end
+  return rank_err("corrupt data in '" .. text(key) .. "' field '" .. text(field) .. "'")
+end
+
+local function importing()
+  return rank_err('board is being imported (call RANK.IMPORT until it replies 0)')
+end
+
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+local function tick(l, ms)
+  if l.tiebreak == 'NONE' then return 0 end
+  local d = ms - l.epoch
+  if d < 0 then return nil end
+  local t = (d - math.fmod(d, l.unitms)) / l.unitms
+  if t >= l.scale then return nil end
+  return t
+end
+
 -- The board's layout from the `layout` field of B:meta,
 -- "<TIEBREAK> <UNIT> <DIGITS> <EPOCH>" (defaults for a board never
--- created); nil when the value is not a layout.
+-- created), and the import's time when the field ends with
+-- " IMPORT <unix-ms>" (RANK.IMPORT in progress); nil when the value is
+-- not a layout.
 local function layout(meta)
   local v = redis.call('HGET', meta, 'layout')
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
+  local import = nil
   if v then
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
-    if not tb then return nil end
+    if not tb then
+      local at
+      tb, unit, digits, epoch, at = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*) IMPORT ([^ ]*)$')
+      if not tb then return nil end
+      import = int(at)
+      if import == nil then return nil end
+    end
     if tb ~= 'EARLIER' and tb ~= 'LATER' and tb ~= 'NONE' then return nil end
     if unit ~= 'MS' and unit ~= 'S' then return nil end
     l.tiebreak, l.unit = tb, unit
@@ -67,21 +97,12 @@ local function layout(meta)
   for _ = 1, l.digits do l.scale = l.scale * 10 end
   local x = EXACT_MAX - ((l.tiebreak == 'NONE') and 0 or (l.scale - 1))
   l.limit = (x - math.fmod(x, l.scale)) / l.scale
-  return l
+  if import ~= nil and tick(l, import) == nil then return nil end
+  return l, import
 end
 
 local function range_err(l)
-  return rank_err('points out of exact range (max \194\177' .. string.format('%d', l.limit) .. ')')
-end
-
--- t for a time in unix ms, or nil when it does not fit the layout.
-local function tick(l, ms)
-  if l.tiebreak == 'NONE' then return 0 end
-  local d = ms - l.epoch
-  if d < 0 then return nil end
-  local t = (d - math.fmod(d, l.unitms)) / l.unitms
-  if t >= l.scale then return nil end
-  return t
+  return rank_err('points out of exact range (max +/-' .. string.format('%d', l.limit) .. ')')
 end
 
 local function pack(l, points, t)
@@ -90,9 +111,11 @@ local function pack(l, points, t)
   return points * l.scale + tb
 end
 
--- points and achievement time (false for NONE) of a stored score.
+-- points and achievement time (false for NONE) of a stored score; nil for
+-- a score the module never writes (not an integer, or beyond 2^53).
 local function decode(l, score)
-  local p = math.floor(tonumber(score))
+  local p = tonumber(score)
+  if p == nil or p ~= math.floor(p) or math.abs(p) > EXACT_MAX then return nil end
   local r = math.fmod(p, l.scale)
   if r < 0 then r = r + l.scale end
   local points = (p - r) / l.scale
@@ -101,14 +124,30 @@ local function decode(l, score)
   return points, false
 end
 
+-- The type checks of a board: B and B:meta. Returns true, or nil and the
+-- error reply.
+local function board_types(B)
+  if not typed(B, 'zset') then return nil, redis.error_reply(WRONGTYPE) end
+  if not typed(B .. ':meta', 'hash') then return nil, redis.error_reply(WRONGTYPE) end
+  return true
+end
+
+-- The layout of a type-checked board (a board being imported refused
+-- unless `import_ok`). Returns the layout and the import's time, or nil
+-- and the error reply.
+local function board_layout(B, import_ok)
+  local l, import = layout(B .. ':meta')
+  if not l then return nil, corrupt(B .. ':meta', 'layout') end
+  if import and not import_ok then return nil, importing() end
+  return l, import
+end
+
 -- A board opened for a command: checks B and B:meta, reads the layout.
 -- Returns the layout, or nil and the error reply.
 local function open_board(B)
-  if not typed(B, 'zset') then return nil, redis.error_reply(WRONGTYPE) end
-  if not typed(B .. ':meta', 'hash') then return nil, redis.error_reply(WRONGTYPE) end
-  local l = layout(B .. ':meta')
-  if not l then return nil, rank_err('invalid board layout') end
-  return l
+  local ok, e = board_types(B)
+  if not ok then return nil, e end
+  return board_layout(B, false)
 end
 
 -- Writes member's packed score; a board just created takes the expiry of
@@ -141,6 +180,8 @@ while i <= #ARGV do
   first = false
   i = i + 1
 end
+-- count is bounded so that no call sends a whole board (rank-range-max).
+if count > RANGE_MAX then return rank_err('count must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
 local l, e = open_board(B)
 if not l then return e end
 local len = redis.call('ZCARD', B)
@@ -149,7 +190,9 @@ local stop = math.min(offset + count - 1, len - 1)
 local r = redis.call('ZREVRANGE', B, offset, stop, 'WITHSCORES')
 local out = {}
 for j = 1, #r, 2 do
+  local points = decode(l, r[j + 1])
+  if points == nil then return corrupt(B, r[j]) end
   out[#out + 1] = r[j]
-  out[#out + 1] = (decode(l, r[j + 1]))
+  out[#out + 1] = points
 end
 return out

@@ -10,6 +10,33 @@ local function int(s)
   if #digits == 19 and digits > '9223372036854775807' then return nil end
   return tonumber(s)
 end
+local function shown(s) return (string.gsub(s, '%c', '?')) end
+local function corrupt(key, field)
+  if field then
+    return redis.error_reply("ERR redpacket: corrupt data in '" .. shown(key) .. "' field '" .. shown(field) .. "'")
+  end
+  return redis.error_reply("ERR redpacket: corrupt data in '" .. shown(key) .. "'")
+end
+-- The B:meta values as SPLIT writes them; nil for garbage.
+local PARSE = {
+  total = function(v) local n = int(v); if n and n >= 1 and n <= 9007199254740991 then return n end end,
+  count = function(v) local n = int(v); if n and n >= 1 then return n end end,
+  expires = function(v) local n = int(v); if n and n >= 0 and n <= 253402300799999 then return n end end,
+  left_cents = function(v) local n = int(v); if n and n >= 0 then return n end end,
+  state = function(v) if v == 'open' then return false elseif v == 'closed' then return true end end,
+}
+-- Returns the parsed value of B:meta field `name` (raw value v), or nil and the error.
+local function meta_value(meta, name, v)
+  local x = nil
+  if v then x = PARSE[name](v) end
+  if x == nil then return nil, corrupt(meta, name) end
+  return x
+end
+-- A share (in B:pool or B:grabbed): at least one cent.
+local function share_of(v)
+  local n = int(v)
+  if n and n >= 1 then return n end
+end
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'redpacket.grab' command")
 end
@@ -25,6 +52,7 @@ while i <= #ARGV do
   if not now or now < 0 or now > MAX_TIME then return redis.error_reply(NOTINT) end
   i = i + 2
 end
+if user == '' then return redis.error_reply('ERR redpacket: user must not be empty') end
 local tm = redis.call('TYPE', meta).ok
 local tp = redis.call('TYPE', pool).ok
 local tg = redis.call('TYPE', grabbed).ok
@@ -34,23 +62,49 @@ if (tm ~= 'none' and tm ~= 'hash') or (tp ~= 'none' and tp ~= 'list')
 end
 if tm == 'none' then return { 'NOSUCH', 0 } end
 local held = redis.call('HGET', grabbed, user)
-if held then return { 'ALREADY', int(held) or 0 } end
-local m = redis.call('HMGET', meta, 'state', 'expires')
-local expires = int(m[2]) or 0
+if held then
+  local cents = share_of(held)
+  if not cents then return corrupt(grabbed, user) end
+  return { 'ALREADY', cents }
+end
+local m = redis.call('HMGET', meta, 'expires', 'left_cents', 'state')
+-- SPLIT gives B:meta the absolute expiry `expires`: while the key has one,
+-- that is the instant; without one, the field is read (0, or the instant
+-- of a packet whose keys were made persistent, which stays closed).
+local expires = redis.call('PEXPIRETIME', meta)
+if expires < 0 then
+  local e1
+  expires, e1 = meta_value(meta, 'expires', m[1])
+  if e1 then return e1 end
+end
+-- REFUND empties the pool: a packet with shares left is not refunded, and
+-- `state` is read only once the pool is empty.
+local refunded = false
+if tp == 'none' then
+  local r, e2 = meta_value(meta, 'state', m[3])
+  if e2 then return e2 end
+  refunded = r
+end
 if now == nil and expires > 0 then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- REFUND empties the pool: a packet with shares left is not refunded.
-if (m[1] == 'closed' and tp == 'none') or (expires > 0 and now >= expires) then
+if refunded or (expires > 0 and now >= expires) then
   return { 'CLOSED', 0 }
 end
-local share = redis.call('LPOP', pool)
+local left, e3 = meta_value(meta, 'left_cents', m[2])
+if e3 then return e3 end
+-- The next share, checked before it is taken: a share the module never
+-- writes, or more than the running total says is left, is refused.
+local share = redis.call('LINDEX', pool, 0)
 if not share then return { 'EMPTY', 0 } end
-local cents = int(share)
-if not cents then return redis.error_reply('ERR redpacket: pool holds a share that is not an integer') end
+local cents = share_of(share)
+if not cents then return corrupt(pool) end
+if left - cents < 0 then return corrupt(meta, 'left_cents') end
+redis.call('LPOP', pool)
 redis.call('HSET', grabbed, user, share)
 if tg == 'none' and expires > 0 then
-  redis.call('PEXPIREAT', grabbed, m[2])
+  redis.call('PEXPIREAT', grabbed, expires)
 end
+redis.call('HSET', meta, 'left_cents', string.format('%d', left - cents))
 return { 'OK', cents }

@@ -11,6 +11,33 @@ local function int(s)
   if #digits == 19 and digits > '9223372036854775807' then return nil end
   return tonumber(s)
 end
+local function shown(s) return (string.gsub(s, '%c', '?')) end
+local function corrupt(key, field)
+  if field then
+    return redis.error_reply("ERR redpacket: corrupt data in '" .. shown(key) .. "' field '" .. shown(field) .. "'")
+  end
+  return redis.error_reply("ERR redpacket: corrupt data in '" .. shown(key) .. "'")
+end
+-- The B:meta values as SPLIT writes them; nil for garbage.
+local PARSE = {
+  total = function(v) local n = int(v); if n and n >= 1 and n <= 9007199254740991 then return n end end,
+  count = function(v) local n = int(v); if n and n >= 1 then return n end end,
+  expires = function(v) local n = int(v); if n and n >= 0 and n <= 253402300799999 then return n end end,
+  left_cents = function(v) local n = int(v); if n and n >= 0 then return n end end,
+  state = function(v) if v == 'open' then return false elseif v == 'closed' then return true end end,
+}
+-- Returns the parsed value of B:meta field `name` (raw value v), or nil and the error.
+local function meta_value(meta, name, v)
+  local x = nil
+  if v then x = PARSE[name](v) end
+  if x == nil then return nil, corrupt(meta, name) end
+  return x
+end
+-- A share (in B:pool or B:grabbed): at least one cent.
+local function share_of(v)
+  local n = int(v)
+  if n and n >= 1 then return n end
+end
 local B = KEYS[1]
 local meta, pool, grabbed = B .. ':meta', B .. ':pool', B .. ':grabbed'
 local now = nil
@@ -35,12 +62,15 @@ if now == nil then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local m = redis.call('HMGET', meta, 'total', 'count', 'state', 'expires')
-local expires = int(m[4]) or 0
+local m = redis.call('HMGET', meta, 'total', 'count', 'state', 'expires', 'left_cents')
+local got = {}
+for j, name in ipairs({ 'total', 'count', 'state', 'expires', 'left_cents' }) do
+  local v, e = meta_value(meta, name, m[j])
+  if e then return e end
+  got[name] = v
+end
+if got.left_cents > got.total then return corrupt(meta, 'left_cents') end
 local state = 'open'
-if m[3] == 'closed' or (expires > 0 and now >= expires) then state = 'closed' end
-local left = 0
-local shares = redis.call('LRANGE', pool, 0, -1)
-for _, s in ipairs(shares) do left = left + (int(s) or 0) end
-return { 'total', int(m[1]) or 0, 'count', int(m[2]) or 0, 'left_cents', left,
-  'left_count', #shares, 'state', state, 'expires', expires }
+if got.state or (got.expires > 0 and now >= got.expires) then state = 'closed' end
+return { 'total', got.total, 'count', got.count, 'left_cents', got.left_cents,
+  'left_count', redis.call('LLEN', pool), 'state', state, 'expires', got.expires }

@@ -98,8 +98,8 @@ for s = 1, #shares, 1000 do
   end
   redis.call('RPUSH', pool, unpack(batch))
 end
-redis.call('HSET', meta, 'total', string.format('%d', total), 'count', string.format('%d', count),
-  'state', 'open', 'expires', string.format('%d', expires))
+redis.call('HSET', meta, 'expires', string.format('%d', expires), 'left_cents', string.format('%d', total),
+  'state', 'open', 'total', string.format('%d', total), 'count', string.format('%d', count))
 if expires > 0 then
   redis.call('PEXPIREAT', pool, string.format('%d', expires))
   redis.call('PEXPIREAT', meta, string.format('%d', expires))

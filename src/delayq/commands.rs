@@ -426,12 +426,12 @@ struct PollArgs {
     had_now: bool,
 }
 
+/// Raises a poll's one event, `hotpath.delayq.poll`, when it changed the
+/// queue: it leased jobs, or moved exhausted ones to the dead letters, or
+/// both (one event for the call, not one per kind of change).
 fn notify_taken(ctx: &Context, base: &RedisString, t: &Taken) {
-    if !t.delivered.is_empty() {
+    if !t.delivered.is_empty() || t.dead > 0 {
         util::notify_static(ctx, c"hotpath.delayq.poll", base);
-    }
-    if t.dead > 0 {
-        util::notify_static(ctx, c"hotpath.delayq.dead", base);
     }
 }
 
@@ -770,17 +770,18 @@ pub fn delayq_nack(ctx: &Context, c: &mut Args) -> RedisResult {
     let (reply, at) = if head.exhausted() {
         q.due.zrem_arg(id);
         q.dead().zadd_arg(id, now as f64);
-        util::notify_static(ctx, c"hotpath.delayq.dead", base);
         COUNT_DEAD.incr();
         (2, now)
     } else {
         let at = now + retry.unwrap_or(Retry::Delay(0)).wait(head.attempt);
         q.due.zadd_arg(id, at as f64);
-        util::notify_static(ctx, c"hotpath.delayq.nack", base);
         (1, at)
     };
     drop(q);
     util::replicate_with_now(ctx, args, now, had_now);
+    // One event per call, named after the command, whether the job went
+    // back in line or to the dead letters (the reply tells which).
+    util::notify_static(ctx, c"hotpath.delayq.nack", base);
     COUNT_NACKED.incr();
     if reply == 1 {
         job_in_line(ctx, base, at, now);
@@ -956,7 +957,8 @@ pub fn delayq_redrive(ctx: &Context, c: &mut Args) -> RedisResult {
 
 /// DELAYQ.INFO B [NOW unix-ms]
 ///
-/// Replies the map `jobs, ready, scheduled, dead`: records kept, jobs due
+/// Replies the map `jobs, ready, scheduled, dead` (a RESP3 map, a flat
+/// array in RESP2): records kept, jobs due
 /// now (leases that ran out included), jobs waiting for their time or held
 /// by a consumer, dead letters.
 pub fn delayq_info(ctx: &Context, c: &mut Args) -> RedisResult {
@@ -987,14 +989,18 @@ pub fn delayq_info(ctx: &Context, c: &mut Args) -> RedisResult {
         _ => 0,
     };
     let field = |s: &str| util::bulk(s.as_bytes());
-    Ok(RedisValue::Array(vec![
-        field("jobs"),
-        RedisValue::Integer(jobs),
-        field("ready"),
-        RedisValue::Integer(ready),
-        field("scheduled"),
-        RedisValue::Integer(pending - ready),
-        field("dead"),
-        RedisValue::Integer(dead),
-    ]))
+    // A RESP3 map, the flat `[field, value, …]` array in RESP2.
+    Ok(util::map(
+        ctx,
+        vec![
+            field("jobs"),
+            RedisValue::Integer(jobs),
+            field("ready"),
+            RedisValue::Integer(ready),
+            field("scheduled"),
+            RedisValue::Integer(pending - ready),
+            field("dead"),
+            RedisValue::Integer(dead),
+        ],
+    ))
 }

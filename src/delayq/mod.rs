@@ -8,12 +8,13 @@
 //! timer at the next due instant, never by polling.
 //!
 //! Keys of a queue `B` (public; on a cluster `B` needs a hash tag):
-//! - `B:jobs` Hash, id → `<attempt>:<max>:<receipt>:<payload>`;
+//! - `B:jobs` Hash, id → `<generation>:<attempt>:<max>:<leased>:<payload>`;
 //! - `B:due` Sorted Set, id → the instant (unix ms) the job can next be
 //!   taken: its due time while waiting, its lease end while held;
 //! - `B:dead` Sorted Set, id → the instant it went to the dead letters;
-//! - `B:seq` String, the last receipt issued (never expires, so receipts
-//!   strictly increase for the queue's whole life).
+//! - `B:seq` String, the last generation issued (never expires, so a
+//!   receipt, `generation × 10^6 + attempt`, names one delivery for the
+//!   queue's whole life).
 //!
 //! Commands:
 //! - `DELAYQ.ADD B id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [REPLACE] [NOW unix-ms]`
@@ -144,7 +145,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         arity: -2,
         keys: B,
         acl: "read",
-        summary: "Replies jobs, ready, scheduled, dead and delivered counts of a queue",
+        summary: "Replies the jobs, ready, scheduled and dead counts of a queue",
         complexity: "O(log N)",
     },
 ];

@@ -1,79 +1,274 @@
-//! LIKE handlers: parse and validate every argument, check every derived
-//! key's type, then apply the change, reply, replicate the effects and
-//! raise the keyspace event.
+//! LIKE handlers: parse and validate every argument, check the type of
+//! every key the command reads or writes, then apply the change, reply,
+//! replicate and raise the keyspace event.
 //!
-//! Writes replicate their concrete effects (`SADD`, `SETBIT`, `SET … KEEPTTL`,
-//! `ZADD`, the promotion as `DEL` + `SET`), never the command itself: the
-//! clock (`B:recent` scores) and the configs (`like-recent`,
-//! `like-promote-at`, `like-max-id`) may differ on a replica, the effects
-//! do not.
+//! # Replication
+//!
+//! A write's own change depends only on the data (which range holds the
+//! id, whether the range is being migrated, the count), so it replicates
+//! verbatim (`RedisModule_ReplicateVerbatim`, nearly free). Everything that
+//! depends on the master's configuration or clock runs on the master only
+//! and replicates as explicit native commands after it, in the same
+//! MULTI/EXEC: the promotion steps (`like-promote-at` decides when),
+//! recording recent likers (`like-recent`, the clock). A replica or an AOF
+//! replay (context flags REPLICATED, LOADING) applies the verbatim command
+//! without that work, and accepts ids above its own `like-max-id`, so it
+//! needs neither the master's configs nor its clock.
+//!
+//! # Cost of the hot path
+//!
+//! A like opens two keys (the id's chunk and `B:count`), plus, in a range
+//! in set form, one `RedisModule_Call` (`SADD`/`SREM`: modules have no Set
+//! API). Counts are rewritten in place, arguments are passed to
+//! `RedisModule_Call` without copies, nothing else is allocated.
 
-use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use std::ffi::CStr;
+
+use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::args::{parse_i64_plain, Cursor};
 use crate::config;
 use crate::error;
-use crate::keys::{derived, Key, KeyType};
-use crate::like::model;
-use crate::like::{CHECKS, LIKES, PROMOTIONS, UNLIKES};
+use crate::keys::{derived_name, Key, KeyType, Name};
+use crate::like::model::{self, CHUNK_BYTES, MIGRATING_BYTES};
+use crate::like::{CHECKS, LIKES, PROMOTIONS, STEPS, STEP_MAX_US, UNLIKES};
 use crate::util;
 
 const FAMILY: &str = "like";
 
-/// Which structure holds a post's likers.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Form {
-    None,
-    Set,
-    Bitmap,
+fn max_id() -> u64 {
+    (config::get(&config::LIKE_MAX_ID).max(0) as u64).min(model::MAX_ID)
 }
 
-impl Form {
-    fn name(self) -> &'static str {
-        match self {
-            Form::None => "none",
-            Form::Set => "set",
-            Form::Bitmap => "bitmap",
+fn bad_user(max: u64) -> RedisError {
+    error::family(FAMILY, &model::bad_user_message(max))
+}
+
+/// Parses an id of a read or of LIKE.MIGRATE: empty is refused as in every
+/// family, anything else that is not an id up to `max` names the range.
+fn parse_id(bytes: &[u8], max: u64) -> Result<u64, RedisError> {
+    if bytes.is_empty() {
+        return Err(error::empty_user(FAMILY));
+    }
+    model::parse_user(bytes, max).ok_or_else(|| bad_user(max))
+}
+
+/// Returns `B:bits:<range>`, the name of a range's chunk.
+fn chunk_name(base: &[u8], range: u64) -> Name {
+    let mut n = derived_name(base, "bits:");
+    n.extend_from_slice(itoa::Buffer::new().format(range).as_bytes());
+    n
+}
+
+/// A key name of a post built on the stack: `B:<suffix>[<number>]`. The
+/// hot path builds two per call; `Name` (a SmallVec) costs about 300
+/// instructions per name to fill, plain copies into a buffer a fraction.
+struct StackName {
+    buf: [u8; 96],
+    len: usize,
+    long: Vec<u8>,
+}
+
+impl StackName {
+    fn new(base: &[u8], suffix: &[u8], number: Option<u64>) -> StackName {
+        let mut digits = itoa::Buffer::new();
+        let tail: &[u8] = number.map_or(&[][..], |n| digits.format(n).as_bytes());
+        let len = base.len() + 1 + suffix.len() + tail.len();
+        let mut n = StackName {
+            buf: [0; 96],
+            len,
+            long: Vec::new(),
+        };
+        if len > n.buf.len() {
+            n.long.reserve_exact(len);
+            n.long.extend_from_slice(base);
+            n.long.push(b':');
+            n.long.extend_from_slice(suffix);
+            n.long.extend_from_slice(tail);
+            return n;
+        }
+        let (a, rest) = n.buf.split_at_mut(base.len());
+        a.copy_from_slice(base);
+        rest[0] = b':';
+        rest[1..1 + suffix.len()].copy_from_slice(suffix);
+        rest[1 + suffix.len()..len - base.len()].copy_from_slice(tail);
+        n
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        if self.long.is_empty() {
+            &self.buf[..self.len]
+        } else {
+            &self.long
         }
     }
 }
 
-/// The derived keys of a base key.
-struct Names {
-    set: Vec<u8>,
-    bits: Vec<u8>,
-    count: Vec<u8>,
-    recent: Vec<u8>,
+/// Returns true when the command runs on a replica (from its master) or in
+/// an AOF replay: it must then apply exactly what the master applied.
+fn follower(ctx: &Context) -> bool {
+    ctx.get_flags()
+        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING | ContextFlags::ASYNC_LOADING)
 }
 
-impl Names {
-    fn of(base: &[u8]) -> Names {
-        Names {
-            set: derived(base, "set"),
-            bits: derived(base, "bits"),
-            count: derived(base, "count"),
-            recent: derived(base, "recent"),
+// ---- RedisModule_Call without copies ----
+
+/// A reply of `RedisModule_Call`, freed on drop.
+struct Reply(*mut raw::RedisModuleCallReply);
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            raw::free_call_reply(self.0);
         }
     }
 }
 
-/// The commands a write replicates, in the order it applied them. The
-/// arguments become Redis strings once, when pushed, and are handed to
-/// `RedisModule_Replicate` without another copy.
+/// Calls `cmd` with arguments that are Redis strings already (the client's
+/// own, or key names made once): no argument is copied. An error reply
+/// (`WRONGTYPE`) becomes the command's error.
+fn call(
+    ctx: &Context,
+    cmd: &CStr,
+    args: &[*mut raw::RedisModuleString],
+) -> Result<Reply, RedisError> {
+    let p = unsafe {
+        raw::RedisModule_Call.unwrap()(
+            ctx.ctx,
+            cmd.as_ptr(),
+            c"v".as_ptr(),
+            args.as_ptr(),
+            args.len(),
+        )
+    };
+    if p.is_null() {
+        return Err(RedisError::Str(error::INTERNAL));
+    }
+    let reply = Reply(p);
+    if raw::call_reply_type(p) == raw::ReplyType::Error {
+        let mut len = 0;
+        let s = raw::call_reply_string_ptr(p, &mut len);
+        let text = unsafe { std::slice::from_raw_parts(s as *const u8, len) };
+        return Err(RedisError::String(
+            String::from_utf8_lossy(text).into_owned(),
+        ));
+    }
+    Ok(reply)
+}
+
+impl Reply {
+    fn integer(&self) -> i64 {
+        raw::call_reply_integer(self.0)
+    }
+
+    fn len(&self) -> usize {
+        raw::call_reply_length(self.0)
+    }
+
+    fn at(&self, i: usize) -> *mut raw::RedisModuleCallReply {
+        raw::call_reply_array_element(self.0, i)
+    }
+
+    fn str_at<'a>(p: *mut raw::RedisModuleCallReply) -> &'a [u8] {
+        let mut len = 0;
+        let s = raw::call_reply_string_ptr(p, &mut len);
+        if s.is_null() {
+            return &[];
+        }
+        unsafe { std::slice::from_raw_parts(s as *const u8, len) }
+    }
+}
+
+/// Calls `cmd key member` with two Redis strings through the variadic
+/// `"ss"` format: RedisModule_Call then sizes its argument vector once,
+/// where the `"v"` format reallocates it (about 300 instructions).
+fn call2(ctx: &Context, cmd: &CStr, a: &RedisString, b: &RedisString) -> Result<i64, RedisError> {
+    let p = unsafe {
+        raw::RedisModule_Call.unwrap()(ctx.ctx, cmd.as_ptr(), c"ss".as_ptr(), a.inner, b.inner)
+    };
+    if p.is_null() {
+        return Err(RedisError::Str(error::INTERNAL));
+    }
+    let reply = Reply(p);
+    if raw::call_reply_type(p) == raw::ReplyType::Error {
+        return Err(RedisError::String(
+            String::from_utf8_lossy(Reply::str_at(p)).into_owned(),
+        ));
+    }
+    Ok(reply.integer())
+}
+
+/// The reply of `SSCAN`, read in place (no copy of the members).
+struct Scan(Reply);
+
+impl Scan {
+    fn cursor(&self) -> &[u8] {
+        Reply::str_at(self.0.at(0))
+    }
+
+    fn members(&self) -> impl Iterator<Item = &[u8]> {
+        let items = self.0.at(1);
+        (0..raw::call_reply_length(items))
+            .map(move |i| Reply::str_at(raw::call_reply_array_element(items, i)))
+    }
+}
+
+/// `SSCAN set cursor COUNT n`.
+fn sscan(ctx: &Context, set: &RedisString, cursor: &[u8], count: u64) -> Result<Scan, RedisError> {
+    let cur = RedisString::create_from_slice(ctx.ctx, cursor);
+    let kw = RedisString::create_from_slice(ctx.ctx, b"COUNT");
+    let n = RedisString::create_from_slice(ctx.ctx, itoa::Buffer::new().format(count).as_bytes());
+    let r = call(ctx, c"SSCAN", &[set.inner, cur.inner, kw.inner, n.inner])?;
+    if r.len() != 2 {
+        return Err(RedisError::Str(error::INTERNAL));
+    }
+    Ok(Scan(r))
+}
+
+/// `SISMEMBER set user`.
+fn is_member(ctx: &Context, set: &RedisString, user: &RedisString) -> Result<bool, RedisError> {
+    Ok(call2(ctx, c"SISMEMBER", set, user)? == 1)
+}
+
+/// `SMISMEMBER set users…` in batches; returns one flag per user.
+fn are_members(
+    ctx: &Context,
+    set: &RedisString,
+    users: &[*mut raw::RedisModuleString],
+) -> Result<Vec<bool>, RedisError> {
+    let mut out = Vec::with_capacity(users.len());
+    let mut a = Vec::with_capacity(users.len().min(1000) + 1);
+    for batch in users.chunks(1000) {
+        a.clear();
+        a.push(set.inner);
+        a.extend_from_slice(batch);
+        let r = call(ctx, c"SMISMEMBER", &a)?;
+        out.extend((0..r.len()).map(|i| raw::call_reply_integer(r.at(i)) == 1));
+    }
+    Ok(out)
+}
+
+// ---- effects replicated after the verbatim command ----
+
+/// The native commands a master-only step replicates, in the order it
+/// applied them, and the post's expiry, given to every key the step
+/// creates.
 struct Effects<'c> {
     ctx: &'c Context,
-    ops: Vec<(&'static str, Vec<RedisString>)>,
+    ops: Vec<(&'static CStr, Vec<RedisString>)>,
+    expires_at: Option<i64>,
 }
 
 impl<'c> Effects<'c> {
-    fn new(ctx: &'c Context) -> Self {
+    fn new(ctx: &'c Context, expires_at: Option<i64>) -> Self {
         Effects {
             ctx,
-            ops: Vec::with_capacity(4),
+            ops: Vec::new(),
+            expires_at,
         }
     }
 
-    fn push(&mut self, cmd: &'static str, args: &[&[u8]]) {
+    fn push(&mut self, cmd: &'static CStr, args: &[&[u8]]) {
         let args = args
             .iter()
             .map(|a| RedisString::create_from_slice(self.ctx.ctx, a))
@@ -81,124 +276,96 @@ impl<'c> Effects<'c> {
         self.ops.push((cmd, args));
     }
 
+    fn push_owned(&mut self, cmd: &'static CStr, args: Vec<RedisString>) {
+        self.ops.push((cmd, args));
+    }
+
+    /// Gives a key the step just created the post's expiry (the same
+    /// absolute instant on the replica).
+    fn created(&mut self, key: &Key, name: &[u8]) {
+        if let Some(at) = self.expires_at {
+            key.set_abs_expire_ms(at);
+            self.push(c"PEXPIREAT", &[name, at.to_string().as_bytes()]);
+        }
+    }
+
     fn replicate(&self) {
         for (cmd, args) in &self.ops {
-            let refs: Vec<&RedisString> = args.iter().collect();
-            self.ctx.replicate(cmd, refs.as_slice());
-        }
-    }
-}
-
-fn max_id() -> u64 {
-    config::get(&config::LIKE_MAX_ID).max(0) as u64
-}
-
-fn parse_user(bytes: &[u8], max: u64) -> Result<u64, RedisError> {
-    model::parse_user(bytes, max)
-        .ok_or_else(|| error::family(FAMILY, &model::bad_user_message(max)))
-}
-
-/// Returns the form of `B`'s likes, or `WRONGTYPE` when `B:set` or `B:bits`
-/// holds another type. A bitmap wins if both exist (the commands never
-/// leave both).
-fn form_of(ctx: &Context, n: &Names) -> Result<Form, RedisError> {
-    let has_set = Key::open(ctx, &n.set, false).check(KeyType::Set)?;
-    let has_bits = Key::open(ctx, &n.bits, false).check(KeyType::String)?;
-    Ok(if has_bits {
-        Form::Bitmap
-    } else if has_set {
-        Form::Set
-    } else {
-        Form::None
-    })
-}
-
-fn call_i64(ctx: &Context, cmd: &str, args: &[&[u8]]) -> Result<i64, RedisError> {
-    int_reply(ctx.call(cmd, args)?)
-}
-
-/// Calls a set command with the client's own argument strings (no copies:
-/// the hot path's `SADD`/`SREM`/`SMISMEMBER`).
-fn call_strings(ctx: &Context, cmd: &str, args: &[&RedisString]) -> RedisResult {
-    ctx.call(cmd, args)
-}
-
-fn int_reply(v: RedisValue) -> Result<i64, RedisError> {
-    match v {
-        RedisValue::Integer(i) => Ok(i),
-        RedisValue::Null => Ok(0),
-        _ => Err(RedisError::Str(error::INTERNAL)),
-    }
-}
-
-fn value_bytes(v: RedisValue) -> Option<Vec<u8>> {
-    match v {
-        RedisValue::SimpleString(s) | RedisValue::BulkString(s) => Some(s.into_bytes()),
-        RedisValue::StringBuffer(b) => Some(b),
-        RedisValue::BulkRedisString(s) => Some(s.as_slice().to_vec()),
-        _ => None,
-    }
-}
-
-/// Returns a set's members (`SMEMBERS`, or `SINTER` of two sets).
-fn call_members(ctx: &Context, cmd: &str, args: &[&[u8]]) -> Result<Vec<Vec<u8>>, RedisError> {
-    match ctx.call(cmd, args)? {
-        RedisValue::Array(items) => Ok(items.into_iter().filter_map(value_bytes).collect()),
-        _ => Ok(Vec::new()),
-    }
-}
-
-/// Returns the modelled memory of the like structure (the figure that
-/// promotion compares): `64 + length` for a bitmap; for a set, the intset
-/// or hashtable model, reading the members of a set small enough to be an
-/// intset (at most 512) for its largest id. A member that is not an id
-/// counts as the widest.
-fn structure_bytes(ctx: &Context, n: &Names, form: Form) -> u64 {
-    match form {
-        Form::None => 0,
-        Form::Bitmap => model::bitmap_memory(Key::open(ctx, &n.bits, false).len() as u64),
-        Form::Set => {
-            let set = Key::open(ctx, &n.set, false);
-            let members = set.len() as u64;
-            let mut top = 0;
-            if members <= model::INTSET_MAX_ENTRIES {
-                set.scan(|m| {
-                    top = top.max(model::parse_user(m, u64::MAX).unwrap_or(u64::MAX));
-                    true
-                });
+            let argv: Vec<*mut raw::RedisModuleString> = args.iter().map(|a| a.inner).collect();
+            unsafe {
+                raw::RedisModule_Replicate.unwrap()(
+                    self.ctx.ctx,
+                    cmd.as_ptr(),
+                    c"v".as_ptr(),
+                    argv.as_ptr(),
+                    argv.len(),
+                );
             }
-            model::set_memory(members, top)
         }
     }
 }
 
-/// Returns the like count: `B:count` when it holds a non-negative integer,
-/// otherwise counted from the structure (`SCARD` / popcount) without
-/// writing. The flag tells whether `B:count` held it.
-fn read_count(
-    ctx: &Context,
-    n: &Names,
-    form: Form,
-    count: &Key,
-) -> Result<(i64, bool), RedisError> {
-    if form == Form::None {
-        return Ok((0, false));
+// ---- counts ----
+
+/// The error for a `B:count` that is not a count. Type errors come first:
+/// when `B:set` holds another type, that is the error.
+fn corrupt_count(ctx: &Context, base: &[u8]) -> RedisError {
+    if let Err(e) = Key::open(ctx, &derived_name(base, "set"), false).check(KeyType::Set) {
+        return e;
     }
-    if let Some(v) = parse_i64_plain(count.bytes()).filter(|v| *v >= 0) {
-        return Ok((v, true));
-    }
-    let v = match form {
-        Form::Set => call_i64(ctx, "SCARD", &[&n.set])?,
-        _ => model::popcount(Key::open(ctx, &n.bits, false).bytes()) as i64,
-    };
-    Ok((v, false))
+    error::corrupt(FAMILY, &derived_name(base, "count"), None)
 }
+
+/// Reads `B:count` from its open key: `Some(n)`, `None` when missing, or the
+/// corrupt-data error.
+fn stored_count(ctx: &Context, base: &[u8], count: &Key) -> Result<Option<i64>, RedisError> {
+    if !count.exists() {
+        return Ok(None);
+    }
+    match model::parse_count(count.bytes()) {
+        Some(v) => Ok(Some(v)),
+        None => Err(corrupt_count(ctx, base)),
+    }
+}
+
+/// The count of a post whose `B:count` is missing: 0 for a post without
+/// likers, `SCARD` for a post all in set form (the count was deleted by
+/// hand; O(1)). A post with chunks cannot be counted in bounded time, so a
+/// missing count there is corrupt data.
+fn missing_count(
+    ctx: &Context,
+    base: &[u8],
+    has_chunk: bool,
+) -> Result<(i64, Option<i64>), RedisError> {
+    let set = Key::open(ctx, &derived_name(base, "set"), false);
+    set.check(KeyType::Set)?;
+    let index = Key::open(ctx, &derived_name(base, "chunks"), false);
+    if has_chunk || index.check(KeyType::String)? {
+        return Err(error::corrupt(FAMILY, &derived_name(base, "count"), None));
+    }
+    Ok((set.len() as i64, set.abs_expire_ms()))
+}
+
+// ---- writes ----
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Op {
     Toggle,
     Add,
     Rem,
+}
+
+impl Op {
+    /// The keyspace event of a write that changed the likes: named after
+    /// the command, as in every family (a promotion raises no event of
+    /// its own; `like_promoted` in INFO counts it).
+    fn event(self) -> &'static str {
+        match self {
+            Op::Toggle => "hotpath.like.toggle",
+            Op::Add => "hotpath.like.add",
+            Op::Rem => "hotpath.like.rem",
+        }
+    }
 }
 
 /// `LIKE.TOGGLE B user [NOW unix-ms]` → `[liked, count]`
@@ -216,275 +383,939 @@ pub fn like_rem(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     write(ctx, args, Op::Rem)
 }
 
+/// Parses a user id the client sent. A replica or a replay applies ids
+/// the master accepted, whatever its own `like-max-id`.
+fn user_id(ctx: &Context, bytes: &[u8]) -> Result<u64, RedisError> {
+    if bytes.is_empty() {
+        return Err(error::empty_user(FAMILY));
+    }
+    let max = max_id();
+    match model::parse_user(bytes, model::MAX_ID) {
+        Some(v) if v <= max => Ok(v),
+        Some(v) if follower(ctx) => Ok(v),
+        _ => Err(bad_user(max)),
+    }
+}
+
 fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
-    let base = c.next_bytes()?;
-    let user_arg = c.next()?;
-    let max = max_id();
-    let user = parse_user(user_arg.as_slice(), max)?;
+    c.skip(2)?;
+    let id = user_id(ctx, c.arg(2))?;
     let mut now = None;
-    if op == Op::Rem {
-        c.expect_done()?;
-    } else {
-        while !c.done() {
-            match c.next_keyword()?.as_str() {
-                "NOW" => now = Some(c.option_i64(0, model::MAX_NOW_MS)?),
-                _ => return Err(error::syntax()),
-            }
+    while !c.done() {
+        if !c.next_slice()?.eq_ignore_ascii_case(b"NOW") {
+            return Err(error::syntax());
         }
+        now = Some(c.option_i64(0, model::MAX_NOW_MS)?);
     }
-    util::require_hash_tag(ctx, FAMILY, &base)?;
-    let n = Names::of(&base);
-    let form = form_of(ctx, &n)?;
-    let count_key = Key::open(ctx, &n.count, true);
-    count_key.check(KeyType::String)?;
-    let recent = Key::open(ctx, &n.recent, true);
-    recent.check(KeyType::ZSet)?;
-    // Everything is valid: from here on the command writes.
-    let (old, _) = read_count(ctx, &n, form, &count_key)?;
-    // The id is canonical (parse_user refuses anything else), so the
-    // client's own string is the member.
-    let u = user_arg.as_slice();
-    let mut fx = Effects::new(ctx);
-    let (changed, liked) = match form {
-        Form::None | Form::Set => {
-            let set = RedisString::create_from_slice(ctx.ctx, &n.set);
-            let call = |cmd| -> Result<bool, RedisError> {
-                Ok(int_reply(call_strings(ctx, cmd, &[&set, &user_arg])?)? == 1)
-            };
-            match op {
-                Op::Add => (call("SADD")?, true),
-                Op::Rem if form == Form::None => (false, false),
-                Op::Rem => (call("SREM")?, false),
-                Op::Toggle => {
-                    if call("SADD")? {
-                        (true, true)
-                    } else {
-                        call("SREM")?;
-                        (true, false)
-                    }
-                }
-            }
-        }
-        Form::Bitmap => {
-            let bits = Key::open(ctx, &n.bits, true);
-            let was = model::get_bit(bits.bytes(), user);
-            let want = match op {
-                Op::Add => true,
-                Op::Rem => false,
-                Op::Toggle => !was,
-            };
-            if was != want {
-                let len = bits.len() as u64;
-                let grown = if want {
-                    model::grown_len(user, len)
-                } else {
-                    None
-                };
-                let bytes = bits.bytes_mut(grown.unwrap_or(len) as usize);
-                model::set_bit(bytes, user, want);
-                if let Some(g) = grown {
-                    fx.push(
-                        "SETRANGE",
-                        &[&n.bits, (g - 1).to_string().as_bytes(), b"\0"],
-                    );
-                }
-                fx.push("SETBIT", &[&n.bits, u, if want { b"1" } else { b"0" }]);
-            }
-            (was != want, want)
-        }
-    };
-    if form != Form::Bitmap && changed {
-        fx.push(if liked { "SADD" } else { "SREM" }, &[&n.set, u]);
+    let args = c.args();
+    let base = args[1].as_slice();
+    let user = &args[2];
+    util::require_hash_tag(ctx, FAMILY, base)?;
+
+    let (range, off) = model::locate(id);
+    let chunk_key = StackName::new(base, b"bits:", Some(range));
+    let chunk = Key::open(ctx, chunk_key.as_slice(), true);
+    let has_chunk = chunk.check(KeyType::String)?;
+    let count = Key::open(ctx, StackName::new(base, b"count", None).as_slice(), true);
+    count.check(KeyType::String)?;
+    // Recording recent likers is the opt-in feature: only then is
+    // `B:recent` read, so its type is checked before anything is written.
+    let recent_cap = config::get(&config::LIKE_RECENT).max(0) as u64;
+    // A replica never reads it: the master replicates what it recorded.
+    let recent = (recent_cap > 0 && !follower(ctx))
+        .then(|| Key::open(ctx, &derived_name(base, "recent"), true));
+    if let Some(r) = &recent {
+        r.check(KeyType::ZSet)?;
     }
-    let count = match (changed, liked) {
-        (false, _) => old,
-        (true, true) => old + 1,
-        (true, false) => (old - 1).max(0),
+    let stored = stored_count(ctx, base, &count)?;
+    let (old, set_expiry) = match stored {
+        Some(v) => (v, None),
+        None => missing_count(ctx, base, has_chunk)?,
     };
-    if changed {
-        if form != Form::Bitmap && count == 0 {
-            count_key.delete();
-            fx.push("DEL", &[&n.count]);
+
+    // Apply the change: a bit of the chunk, or the Set.
+    let set_name = std::cell::OnceCell::new();
+    let set_name = || {
+        set_name.get_or_init(|| {
+            RedisString::create_from_slice(ctx.ctx, StackName::new(base, b"set", None).as_slice())
+        })
+    };
+    let member =
+        |cmd: &CStr| -> Result<bool, RedisError> { Ok(call2(ctx, cmd, set_name(), user)? == 1) };
+    let mut migrating = false;
+    let mut set_added = false;
+    let (was, liked, dirty) = if has_chunk {
+        // One read of the chunk gives its length and its bits.
+        let bytes = chunk.bytes();
+        migrating = match bytes.len() {
+            CHUNK_BYTES => false,
+            MIGRATING_BYTES => true,
+            _ => return Err(error::corrupt(FAMILY, chunk_key.as_slice(), None)),
+        };
+        let bit = model::get_bit(bytes, off);
+        // In a range being migrated the user may still be a member of the
+        // Set: SREM answers and moves the like to the bit at once. An
+        // unlike that would take a zero count below zero is refused first.
+        let in_set = if !bit && migrating {
+            if old == 0 && op != Op::Add && is_member(ctx, set_name(), user)? {
+                return Err(corrupt_count(ctx, base));
+            }
+            member(c"SREM")?
         } else {
-            let v = count.to_string();
-            count_key.set_keep_ttl(v.as_bytes());
-            fx.push("SET", &[&n.count, v.as_bytes(), b"KEEPTTL"]);
+            false
+        };
+        let was = bit || in_set;
+        let want = match op {
+            Op::Add => true,
+            Op::Rem => false,
+            Op::Toggle => !was,
+        };
+        if want != was {
+            // Nothing is written yet (a SREM that answered 0 removed nothing).
+            count_error(ctx, base, model::next_count(old, want))?;
         }
-        update_recent(&recent, &n, u, liked, now, &mut fx);
-    }
-    drop(recent);
-    drop(count_key);
-    let promoted = changed
-        && liked
-        && form != Form::Bitmap
-        && model::promotion_due(count, config::get(&config::LIKE_PROMOTE_AT))
-        && model::promotion_possible(count as u64, user)
-        && promote(ctx, &n, &mut fx)?;
+        if want != bit {
+            model::set_bit(chunk.bytes_mut(0), off, want);
+        }
+        (was, want, in_set || want != bit)
+    } else {
+        // A count at a limit needs to know the membership before writing.
+        let at_limit = (old == i64::MAX && op != Op::Rem) || (old == 0 && op != Op::Add);
+        let known = if at_limit {
+            Some(is_member(ctx, set_name(), user)?)
+        } else {
+            None
+        };
+        let want_of = |was: bool| match op {
+            Op::Add => true,
+            Op::Rem => false,
+            Op::Toggle => !was,
+        };
+        match known {
+            Some(was) => {
+                let want = want_of(was);
+                if was != want {
+                    count_error(ctx, base, model::next_count(old, want))?;
+                }
+                if was != want {
+                    member(if want { c"SADD" } else { c"SREM" })?;
+                }
+                (was, want, was != want)
+            }
+            None => match op {
+                Op::Add => {
+                    set_added = member(c"SADD")?;
+                    (!set_added, true, set_added)
+                }
+                Op::Rem => {
+                    let removed = member(c"SREM")?;
+                    (removed, false, removed)
+                }
+                Op::Toggle => {
+                    set_added = member(c"SADD")?;
+                    if !set_added {
+                        member(c"SREM")?;
+                    }
+                    (!set_added, set_added, true)
+                }
+            },
+        }
+    };
+    let changed = was != liked;
+    let new = if changed {
+        match model::next_count(old, liked) {
+            Ok(n) => n,
+            // Refused before anything was written (see the checks above).
+            Err(_) => return Err(RedisError::Str(error::INTERNAL)),
+        }
+    } else {
+        old
+    };
+
     if changed {
-        fx.replicate();
+        if !has_chunk && new == 0 && !post_has_chunks(ctx, base) {
+            // The last unlike of a post in set form: the Set is gone, and
+            // the post leaves no keys.
+            count.delete();
+            Key::open(ctx, &derived_name(base, "meta"), true).delete();
+            // Through the open handle when there is one: a second handle
+            // deleting the key would leave the first one dangling.
+            match &recent {
+                Some(r) => r.delete(),
+                None => Key::open(ctx, &derived_name(base, "recent"), true).delete(),
+            }
+        } else {
+            let created = stored.is_none();
+            let mut digits = itoa::Buffer::new();
+            let digits = digits.format(new).as_bytes();
+            // The common case: as many digits as before, rewritten in place.
+            let bytes = count.bytes_mut(0);
+            if bytes.len() == digits.len() {
+                bytes.copy_from_slice(digits);
+            } else {
+                count.write_in_place(digits);
+            }
+            if created {
+                if let Some(at) = set_expiry {
+                    count.set_abs_expire_ms(at);
+                }
+            }
+        }
+    }
+    // A Set created again in a post with an expiry takes the post's
+    // expiry, the instant `B:count` holds (the same on a replica).
+    let step = changed && (recent.is_some() || model::observes(new) || migrating);
+    let expires_at = if set_added || step {
+        count.abs_expire_ms()
+    } else {
+        None
+    };
+    if set_added {
+        if let Some(at) = expires_at {
+            let set = Key::open(ctx, &derived_name(base, "set"), true);
+            if set.abs_expire_ms().is_none() {
+                set.set_abs_expire_ms(at);
+            }
+        }
+    }
+    drop(chunk);
+    drop(count);
+
+    // Master-only work, replicated as explicit effects after the command.
+    let mut fx = Effects::new(ctx, expires_at);
+    let mut promoted = false;
+    if step && !follower(ctx) {
+        if let Some(r) = &recent {
+            record_recent(r, base, user.as_slice(), liked, now, recent_cap, &mut fx);
+        }
+        drop(recent);
+        if model::observes(new) || migrating {
+            promoted = promotion_step(ctx, base, new, migrating, &mut fx);
+        }
+    }
+    if dirty {
+        ctx.replicate_verbatim();
+    }
+    fx.replicate();
+    if changed {
         if liked {
             LIKES.incr();
-            util::notify(ctx, "hotpath.like.liked", &base);
+            util::notify(ctx, op.event(), base);
         } else {
             UNLIKES.incr();
-            util::notify(ctx, "hotpath.like.unliked", &base);
+            util::notify(ctx, op.event(), base);
         }
     }
     if promoted {
         PROMOTIONS.incr();
-        util::notify(ctx, "hotpath.like.promoted", &base);
     }
     let first = if op == Op::Toggle { liked } else { changed };
-    Ok(RedisValue::Array(vec![
-        RedisValue::Integer(first as i64),
-        RedisValue::Integer(count),
-    ]))
+    // Replied here rather than through a RedisValue::Array, which would
+    // allocate a vector on every call.
+    unsafe {
+        raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, 2);
+        raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, first as i64);
+        raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, new);
+    }
+    Ok(RedisValue::NoReply)
 }
 
-/// Records a like in `B:recent` (capped at `like-recent`, oldest dropped),
-/// or takes an unliking user out of it.
-fn update_recent(
+/// Turns a count that cannot change into its error (nothing written yet).
+fn count_error(
+    ctx: &Context,
+    base: &[u8],
+    next: Result<i64, model::CountError>,
+) -> Result<i64, RedisError> {
+    next.map_err(|e| match e {
+        model::CountError::Overflow => error::overflow(FAMILY, &derived_name(base, "count"), None),
+        model::CountError::Corrupt => corrupt_count(ctx, base),
+    })
+}
+
+/// Returns true when the post has a chunk index (some range in bitmap
+/// form, or planned to be).
+fn post_has_chunks(ctx: &Context, base: &[u8]) -> bool {
+    Key::open(ctx, &derived_name(base, "chunks"), false).exists()
+}
+
+/// Records a like in `B:recent` (capped at `cap`, oldest dropped), or takes
+/// an unliking user out of it. The master's clock is the score, replicated
+/// as `ZADD`.
+fn record_recent(
     recent: &Key,
-    n: &Names,
+    base: &[u8],
     u: &[u8],
     liked: bool,
     now: Option<i64>,
+    cap: u64,
     fx: &mut Effects<'_>,
 ) {
-    let cap = config::get(&config::LIKE_RECENT).max(0) as u64;
+    let name = derived_name(base, "recent");
     if !liked {
         if recent.zrem(u) {
-            fx.push("ZREM", &[&n.recent, u]);
+            fx.push(c"ZREM", &[&name, u]);
         }
         return;
     }
-    if cap == 0 {
-        return;
-    }
+    let existed = recent.exists();
     let now = now.unwrap_or_else(util::now_ms);
     recent.zadd(u, now as f64);
-    fx.push("ZADD", &[&n.recent, now.to_string().as_bytes(), u]);
+    fx.push(c"ZADD", &[&name, now.to_string().as_bytes(), u]);
+    if !existed {
+        fx.created(recent, &name);
+    }
     let drop = model::recent_overflow(recent.len() as u64, cap);
     if drop > 0 {
         for (m, _) in recent.zrange_asc(0, drop as usize) {
             recent.zrem(&m);
-            fx.push("ZREM", &[&n.recent, &m]);
+            fx.push(c"ZREM", &[&name, &m]);
         }
     }
 }
 
-/// Converts `B:set` into `B:bits` when the bitmap reaching the largest id
-/// takes less memory than the set, by the memory model of
-/// [`model::set_memory`] and [`model::bitmap_memory`]; returns true if it
-/// did. The new bitmap keeps the set's TTL. Reading the set stops at the
-/// first id whose bitmap could not be smaller, so a sparse set is settled
-/// after a member or two.
-fn promote(ctx: &Context, n: &Names, fx: &mut Effects<'_>) -> Result<bool, RedisError> {
-    let set = Key::open(ctx, &n.set, false);
-    let members = set.len() as u64;
-    let mut ids = Vec::with_capacity(members as usize);
-    let complete = set.scan(|m| match model::parse_user(m, u64::MAX) {
-        Some(v) if model::promotion_possible(members, v) => {
-            ids.push(v);
-            true
+// ---- promotion, in bounded steps (master only) ----
+
+/// Advances the post's promotion by one bounded step, after a write that
+/// brought the count to `count`; returns true when a promotion finished.
+///
+/// The state lives in `B:meta` (`state` create|move|settle, `at` its
+/// position, `check` the set size of the next check). A promotion is:
+/// a check (sample the Set, plan the ranges that pay for a chunk, mark
+/// them in `B:chunks`), creating the planned chunks a few at a time (born
+/// migrating), moving the Set's members of chunked ranges a slice at a
+/// time (`SSCAN` cursor), and settling the migrated chunks. Each step is
+/// bounded (see `model`), so no write waits for more than a slice.
+///
+/// A key of the wrong type or a garbled `B:meta` stops the promotion (the
+/// post keeps working, LIKE.INFO reports the error).
+fn promotion_step(
+    ctx: &Context,
+    base: &[u8],
+    count: i64,
+    migrating: bool,
+    fx: &mut Effects<'_>,
+) -> bool {
+    let meta_name = derived_name(base, "meta");
+    let meta = Key::open(ctx, &meta_name, true);
+    if meta.check(KeyType::Hash).is_err() {
+        return false;
+    }
+    let state = meta.hget(b"state");
+    let at = match state {
+        Some(_) => meta.hget(b"at").unwrap_or_default(),
+        None => Vec::new(),
+    };
+    // A position is a cursor or a range: digits only. Anything else (an
+    // edit by hand) stops the promotion rather than feeding SSCAN garbage.
+    if state.is_some() && (at.is_empty() || at.len() > 20 || !at.iter().all(u8::is_ascii_digit)) {
+        return false;
+    }
+    let started = thread_cpu_us();
+    let r = match state.as_deref() {
+        None if migrating => {
+            // A migrating chunk with no promotion under way (the state was
+            // deleted by hand): migrate the Set again from the start.
+            set_state(&meta, &meta_name, Some(("move", b"0")), fx);
+            Ok(false)
         }
-        // Too large an id, or a member that is not an id: stays a set.
-        _ => false,
-    });
-    let top = ids.iter().copied().max().unwrap_or(0);
-    if !complete || !model::promotion_wins(members, top) {
+        None => check(ctx, base, count, &meta, &meta_name, fx),
+        Some(b"create") => create_step(ctx, base, &at, &meta, &meta_name, fx),
+        Some(b"move") => move_step(ctx, base, &at, &meta, &meta_name, fx),
+        Some(b"settle") => settle_step(ctx, base, &at, &meta, &meta_name, fx),
+        Some(_) => Ok(false),
+    };
+    STEP_MAX_US.record_max(thread_cpu_us().saturating_sub(started));
+    r.unwrap_or(false)
+}
+
+/// Returns the CPU time this thread has used, in µs.
+fn thread_cpu_us() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } != 0 {
+        return 0;
+    }
+    t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1_000
+}
+
+/// Sets (or clears) `B:meta`'s `state` and `at`.
+fn set_state(meta: &Key, name: &[u8], state: Option<(&str, &[u8])>, fx: &mut Effects<'_>) {
+    let existed = meta.exists();
+    match state {
+        Some((s, at)) => {
+            meta.hput(b"state", s.as_bytes());
+            meta.hput(b"at", at);
+            fx.push(c"HSET", &[name, b"state", s.as_bytes(), b"at", at]);
+            if !existed {
+                fx.created(meta, name);
+            }
+        }
+        None => {
+            meta.hdel(b"state");
+            meta.hdel(b"at");
+            fx.push(c"HDEL", &[name, b"state", b"at"]);
+        }
+    }
+}
+
+fn set_check(meta: &Key, name: &[u8], next: u64, fx: &mut Effects<'_>) {
+    let existed = meta.exists();
+    let v = next.to_string();
+    meta.hput(b"check", v.as_bytes());
+    fx.push(c"HSET", &[name, b"check", v.as_bytes()]);
+    if !existed {
+        fx.created(meta, name);
+    }
+}
+
+/// The check: when the Set has reached `B:meta`'s `check` size (at first
+/// `like-promote-at + 1`), sample it and plan. A failed check is not
+/// repeated before the Set has doubled.
+fn check(
+    ctx: &Context,
+    base: &[u8],
+    count: i64,
+    meta: &Key,
+    meta_name: &[u8],
+    fx: &mut Effects<'_>,
+) -> Result<bool, RedisError> {
+    let promote_at = config::get(&config::LIKE_PROMOTE_AT);
+    let threshold = match meta.hget(b"check") {
+        None => model::next_check(0, promote_at),
+        Some(v) => match parse_i64_plain(&v) {
+            Some(n) if n >= 0 => n as u64,
+            _ => return Ok(false),
+        },
+    };
+    // The Set never holds more members than the post has likers.
+    if (count as u64) < threshold {
         return Ok(false);
     }
-    let len = model::bitmap_len(top) as usize;
-    let expires_at = set.abs_expire_ms();
-    drop(set);
-    // UNLINK rather than the key API's synchronous delete: freeing a set of
-    // many thousand members would otherwise add to the time the server is
-    // blocked; UNLINK hands it to the lazy-free thread.
-    call_i64(ctx, "UNLINK", &[&n.set])?;
-    let bits = Key::open(ctx, &n.bits, true);
-    model::fill_bitmap(bits.bytes_mut(len), &ids);
-    fx.push("UNLINK", &[&n.set]);
-    fx.push("SET", &[&n.bits, bits.bytes()]);
-    if let Some(at) = expires_at {
-        // The bitmap expires at the set's own instant, on replicas too.
-        bits.set_abs_expire_ms(at);
-        fx.push("PEXPIREAT", &[&n.bits, at.to_string().as_bytes()]);
+    let set = Key::open(ctx, &derived_name(base, "set"), false);
+    if set.check(KeyType::Set).is_err() {
+        return Ok(false);
     }
+    let size = set.len() as u64;
+    if size < threshold {
+        return Ok(false);
+    }
+    STEPS.incr();
+    // The members `SSCAN B:set 0 COUNT 256` returns (what the Lua twin
+    // reads), read in place.
+    let mut ids: Vec<u64> = Vec::with_capacity(model::SAMPLE as usize + 64);
+    let complete = set.scan_first(model::SAMPLE as usize, |m| {
+        if let Some(id) = model::parse_user(m, model::MAX_ID) {
+            ids.push(id);
+        }
+    });
+    drop(set);
+    let plan = model::plan(&ids, size, complete, model::last_range(max_id()));
+    if plan.is_empty() {
+        set_check(meta, meta_name, model::next_check(size, promote_at), fx);
+        return Ok(false);
+    }
+    // Mark the planned ranges in the chunk index (at most 8,389 bytes).
+    let index_name = derived_name(base, "chunks");
+    let index = Key::open(ctx, &index_name, true);
+    if index.check(KeyType::String).is_err() {
+        return Ok(false);
+    }
+    let existed = index.exists();
+    let top = plan.last().map_or(0, |p| p.1);
+    let bytes = index.bytes_mut(model::index_len(top));
+    for &(lo, hi) in &plan {
+        for r in lo..=hi {
+            model::set_bit(bytes, r, true);
+        }
+    }
+    fx.push(c"SETRANGE", &[&index_name, b"0", index.bytes()]);
+    if !existed {
+        fx.created(&index, &index_name);
+    }
+    drop(index);
+    // The chunks are created by the next steps: the check has done its
+    // share of work.
+    let first = plan[0].0.to_string();
+    set_state(meta, meta_name, Some(("create", first.as_bytes())), fx);
+    Ok(false)
+}
+
+/// Walks the chunk index from `at`: at most [`model::WALK_STEP`] ranges
+/// marked, calling `f` with each whose chunk key it opens (write), until
+/// `f` has returned true `limit` times. Returns the position after the
+/// last range looked at, or `None` when the walk reached the end.
+fn walk_index(
+    ctx: &Context,
+    base: &[u8],
+    at: &[u8],
+    limit: usize,
+    mut f: impl FnMut(u64, &Key, &[u8]) -> bool,
+) -> Option<u64> {
+    // Digits only (checked by the caller); past u64 means past the end.
+    let start = std::str::from_utf8(at)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(u64::MAX);
+    let index = Key::open(ctx, &derived_name(base, "chunks"), false);
+    if index.check(KeyType::String).is_err() {
+        return None;
+    }
+    let bytes = index.bytes().to_vec();
+    drop(index);
+    let bits = bytes.len() as u64 * 8;
+    let (mut looked, mut done) = (0u64, 0usize);
+    let mut p = start;
+    while p < bits {
+        if bytes[(p / 8) as usize] == 0 {
+            p = (p / 8 + 1) * 8;
+            continue;
+        }
+        if model::get_bit(&bytes, p) {
+            if looked == model::WALK_STEP || done == limit {
+                return Some(p);
+            }
+            looked += 1;
+            let name = chunk_name(base, p);
+            let key = Key::open(ctx, &name, true);
+            if key.check(KeyType::String).is_ok() && f(p, &key, &name) {
+                done += 1;
+            }
+        }
+        p += 1;
+    }
+    None
+}
+
+/// Creates the planned chunks that do not exist yet, a few per step, born
+/// migrating (zeroed, [`MIGRATING_BYTES`] long). Then the migration starts.
+fn create_step(
+    ctx: &Context,
+    base: &[u8],
+    at: &[u8],
+    meta: &Key,
+    meta_name: &[u8],
+    fx: &mut Effects<'_>,
+) -> Result<bool, RedisError> {
+    STEPS.incr();
+    let next = walk_index(ctx, base, at, model::CREATE_STEP, |_, key, name| {
+        if key.exists() {
+            return false;
+        }
+        key.truncate(MIGRATING_BYTES);
+        fx.push(
+            c"SETRANGE",
+            &[
+                name,
+                itoa::Buffer::new().format(CHUNK_BYTES).as_bytes(),
+                b"\0",
+            ],
+        );
+        fx.created(key, name);
+        true
+    });
+    match next {
+        Some(p) => set_state(
+            meta,
+            meta_name,
+            Some(("create", p.to_string().as_bytes())),
+            fx,
+        ),
+        None => set_state(meta, meta_name, Some(("move", b"0")), fx),
+    }
+    Ok(false)
+}
+
+/// Moves one slice of the Set (`SSCAN … COUNT 64` from the saved cursor)
+/// into the chunks of the ranges that have one: one `SREM` of the moved
+/// members, their bits set, replicated as one `LIKE.MIGRATE B user…`. A
+/// full pass of the cursor sees every member that was there when it began,
+/// and new likes of a chunked range go to its chunk, so after the pass no
+/// member of a chunked range is left.
+fn move_step(
+    ctx: &Context,
+    base: &[u8],
+    at: &[u8],
+    meta: &Key,
+    meta_name: &[u8],
+    fx: &mut Effects<'_>,
+) -> Result<bool, RedisError> {
+    STEPS.incr();
+    let set_key = derived_name(base, "set");
+    if Key::open(ctx, &set_key, false).check(KeyType::Set).is_err() {
+        return Ok(false);
+    }
+    let set_name = RedisString::create_from_slice(ctx.ctx, &set_key);
+    let scan = sscan(ctx, &set_name, at, model::MOVE_STEP)?;
+    let mut chunks = Migration::new(ctx, base, false);
+    let mut moved: Vec<(usize, u64, &[u8])> = Vec::new();
+    for m in scan.members() {
+        let Some(id) = model::parse_user(m, model::MAX_ID) else {
+            continue;
+        };
+        if let Some((slot, off)) = chunks.target(id)? {
+            if !moved.iter().any(|(_, _, u)| *u == m) {
+                moved.push((slot, off, m));
+            }
+        }
+    }
+    if !moved.is_empty() {
+        let users: Vec<RedisString> = moved
+            .iter()
+            .map(|(_, _, u)| RedisString::create_from_slice(ctx.ctx, u))
+            .collect();
+        let mut a = vec![set_name.inner];
+        a.extend(users.iter().map(|u| u.inner));
+        call(ctx, c"SREM", &a)?;
+        chunks.set_bits(moved.iter().map(|&(slot, off, _)| (slot, off)));
+        let mut args = vec![RedisString::create_from_slice(ctx.ctx, base)];
+        args.extend(users);
+        fx.push_owned(c"LIKE.MIGRATE", args);
+    }
+    let next = scan.cursor().to_vec();
+    drop(scan);
+    drop(chunks);
+    if next == b"0" {
+        set_state(meta, meta_name, Some(("settle", b"0")), fx);
+    } else {
+        set_state(meta, meta_name, Some(("move", &next)), fx);
+    }
+    Ok(false)
+}
+
+/// The chunks a migration writes, opened once each.
+struct Migration<'a> {
+    ctx: &'a Context,
+    base: &'a [u8],
+    /// Refuse a chunk key that is not a chunk (LIKE.MIGRATE), or pass over
+    /// it (a promotion step, which must not fail the write it rides on).
+    strict: bool,
+    open: Vec<(u64, Option<Key>)>,
+}
+
+impl<'a> Migration<'a> {
+    fn new(ctx: &'a Context, base: &'a [u8], strict: bool) -> Self {
+        Migration {
+            ctx,
+            base,
+            strict,
+            open: Vec::new(),
+        }
+    }
+
+    /// Returns where a liker moves to: the slot of its range's chunk and
+    /// its bit, or None when the range has no chunk. When strict, WRONGTYPE
+    /// or corrupt data for a chunk key that is not a chunk.
+    fn target(&mut self, id: u64) -> Result<Option<(usize, u64)>, RedisError> {
+        let (range, off) = model::locate(id);
+        let slot = match self.open.iter().position(|(r, _)| *r == range) {
+            Some(i) => i,
+            None => {
+                let name = chunk_name(self.base, range);
+                let key = Key::open(self.ctx, &name, true);
+                let usable = match key.check(KeyType::String) {
+                    Ok(true) if matches!(key.len(), CHUNK_BYTES | MIGRATING_BYTES) => true,
+                    Ok(false) => false,
+                    Ok(true) if self.strict => return Err(error::corrupt(FAMILY, &name, None)),
+                    Err(e) if self.strict => return Err(e),
+                    _ => false,
+                };
+                self.open.push((range, usable.then_some(key)));
+                self.open.len() - 1
+            }
+        };
+        Ok(self.open[slot].1.is_some().then_some((slot, off)))
+    }
+
+    fn set_bits(&mut self, bits: impl Iterator<Item = (usize, u64)>) {
+        for (slot, off) in bits {
+            if let Some(key) = &self.open[slot].1 {
+                model::set_bit(key.bytes_mut(key.len()), off, true);
+            }
+        }
+    }
+}
+
+/// `LIKE.MIGRATE B user [user …]` → users moved
+///
+/// Moves users who like `B` from its Set into the chunks of their ranges,
+/// where the range has one; others are left alone. This is how a master
+/// replicates a migration step (one command naming the moved users); it
+/// changes no like and no count, so calling it by hand is harmless.
+pub fn like_migrate(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let c = Cursor::new(args, 3)?;
+    let ids = c.args()[2..]
+        .iter()
+        .map(|a| parse_id(a.as_slice(), model::MAX_ID))
+        .collect::<Result<Vec<u64>, RedisError>>()?;
+    let base = c.arg(1);
+    util::require_hash_tag(ctx, FAMILY, base)?;
+    let set_key = derived_name(base, "set");
+    if !Key::open(ctx, &set_key, false).check(KeyType::Set)? {
+        return Ok(RedisValue::Integer(0));
+    }
+    let mut chunks = Migration::new(ctx, base, true);
+    let mut want: Vec<(usize, u64, usize)> = Vec::new();
+    for (i, &id) in ids.iter().enumerate() {
+        if let Some((slot, off)) = chunks.target(id)? {
+            want.push((slot, off, i));
+        }
+    }
+    if want.is_empty() {
+        return Ok(RedisValue::Integer(0));
+    }
+    let set_name = RedisString::create_from_slice(ctx.ctx, &set_key);
+    let users: Vec<RedisString> = want
+        .iter()
+        .map(|w| {
+            RedisString::create_from_slice(ctx.ctx, itoa::Buffer::new().format(ids[w.2]).as_bytes())
+        })
+        .collect();
+    let ptrs: Vec<*mut raw::RedisModuleString> = users.iter().map(|u| u.inner).collect();
+    let members = are_members(ctx, &set_name, &ptrs)?;
+    let mut a = vec![set_name.inner];
+    let mut bits = Vec::new();
+    for (j, yes) in members.into_iter().enumerate() {
+        if yes && !bits.contains(&(want[j].0, want[j].1)) {
+            a.push(users[j].inner);
+            bits.push((want[j].0, want[j].1));
+        }
+    }
+    if bits.is_empty() {
+        return Ok(RedisValue::Integer(0));
+    }
+    call(ctx, c"SREM", &a)?;
+    chunks.set_bits(bits.iter().copied());
+    ctx.replicate_verbatim();
+    Ok(RedisValue::Integer(bits.len() as i64))
+}
+
+/// Cuts the migrated chunks back to [`CHUNK_BYTES`]: their ranges no longer
+/// need the Set. When all are settled the promotion is over, and the next
+/// check waits for the remaining Set to double.
+fn settle_step(
+    ctx: &Context,
+    base: &[u8],
+    at: &[u8],
+    meta: &Key,
+    meta_name: &[u8],
+    fx: &mut Effects<'_>,
+) -> Result<bool, RedisError> {
+    STEPS.incr();
+    let next = walk_index(ctx, base, at, model::SETTLE_STEP, |_, key, name| {
+        if key.len() != MIGRATING_BYTES {
+            return false;
+        }
+        key.truncate(CHUNK_BYTES);
+        fx.push(c"SET", &[name, key.bytes(), b"KEEPTTL"]);
+        true
+    });
+    if let Some(p) = next {
+        set_state(
+            meta,
+            meta_name,
+            Some(("settle", p.to_string().as_bytes())),
+            fx,
+        );
+        return Ok(false);
+    }
+    set_state(meta, meta_name, None, fx);
+    let set = Key::open(ctx, &derived_name(base, "set"), false);
+    let left = if set.kind() == KeyType::Set {
+        set.len() as u64
+    } else {
+        0
+    };
+    drop(set);
+    let promote_at = config::get(&config::LIKE_PROMOTE_AT);
+    set_check(meta, meta_name, model::recheck(left, promote_at), fx);
     Ok(true)
+}
+
+// ---- reads ----
+
+/// What a read needs to know of a post: its count and the keys that hold
+/// its likers, every type checked.
+struct Post {
+    count: i64,
+    set_members: u64,
+    index: Vec<u8>,
+}
+
+/// Reads a post: the type of each of its keys, then `B:count` (see
+/// [`missing_count`] for a missing one).
+fn read_post(ctx: &Context, base: &[u8], need_count: bool) -> Result<Post, RedisError> {
+    let set = Key::open(ctx, &derived_name(base, "set"), false);
+    set.check(KeyType::Set)?;
+    let index = Key::open(ctx, &derived_name(base, "chunks"), false);
+    let has_index = index.check(KeyType::String)?;
+    let count = Key::open(ctx, &derived_name(base, "count"), false);
+    count.check(KeyType::String)?;
+    if !need_count {
+        return Ok(Post {
+            count: 0,
+            set_members: set.len() as u64,
+            index: index.bytes().to_vec(),
+        });
+    }
+    let count = match stored_count(ctx, base, &count)? {
+        Some(v) => v,
+        None if has_index => {
+            return Err(error::corrupt(FAMILY, &derived_name(base, "count"), None))
+        }
+        None => set.len() as i64,
+    };
+    Ok(Post {
+        count,
+        set_members: set.len() as u64,
+        index: index.bytes().to_vec(),
+    })
+}
+
+/// The chunks a read opened, by range.
+struct Chunks<'a> {
+    ctx: &'a Context,
+    base: &'a [u8],
+    open: Vec<(u64, Option<Key>)>,
+}
+
+impl<'a> Chunks<'a> {
+    fn new(ctx: &'a Context, base: &'a [u8]) -> Self {
+        Chunks {
+            ctx,
+            base,
+            open: Vec::new(),
+        }
+    }
+
+    /// Returns the chunk of `range` (None when the range is in set form)
+    /// and whether it is migrating; WRONGTYPE or corrupt-data errors for a
+    /// chunk that is not one.
+    fn get(&mut self, index: &[u8], range: u64) -> Result<Option<(&[u8], bool)>, RedisError> {
+        if !model::get_bit(index, range) {
+            return Ok(None);
+        }
+        let i = match self.open.iter().position(|(r, _)| *r == range) {
+            Some(i) => i,
+            None => {
+                let name = chunk_name(self.base, range);
+                let key = Key::open(self.ctx, &name, false);
+                let key = if key.check(KeyType::String)? {
+                    if !matches!(key.len(), CHUNK_BYTES | MIGRATING_BYTES) {
+                        return Err(error::corrupt(FAMILY, &name, None));
+                    }
+                    Some(key)
+                } else {
+                    None
+                };
+                self.open.push((range, key));
+                self.open.len() - 1
+            }
+        };
+        Ok(self.open[i]
+            .1
+            .as_ref()
+            .map(|k| (k.bytes(), k.len() == MIGRATING_BYTES)))
+    }
+}
+
+/// Answers, for each id, whether it likes the post: bits from the chunks,
+/// the rest with one `SMISMEMBER` (batched) of the Set.
+fn likes_of(
+    ctx: &Context,
+    base: &[u8],
+    post: &Post,
+    ids: &[u64],
+    given: Option<&[RedisString]>,
+) -> Result<Vec<bool>, RedisError> {
+    let mut out = vec![false; ids.len()];
+    let mut ask: Vec<usize> = Vec::new();
+    let mut chunks = Chunks::new(ctx, base);
+    for (i, &id) in ids.iter().enumerate() {
+        let (range, off) = model::locate(id);
+        match chunks.get(&post.index, range)? {
+            Some((bytes, migrating)) => {
+                out[i] = model::get_bit(bytes, off);
+                if !out[i] && migrating {
+                    ask.push(i);
+                }
+            }
+            None => ask.push(i),
+        }
+    }
+    drop(chunks);
+    if post.set_members > 0 && !ask.is_empty() {
+        let set = RedisString::create_from_slice(ctx.ctx, &derived_name(base, "set"));
+        // The client's own strings when it sent the ids (canonical, so the
+        // same members), else strings made once here.
+        let made: Vec<RedisString> = match given {
+            Some(_) => Vec::new(),
+            None => ask
+                .iter()
+                .map(|&i| {
+                    RedisString::create_from_slice(
+                        ctx.ctx,
+                        itoa::Buffer::new().format(ids[i]).as_bytes(),
+                    )
+                })
+                .collect(),
+        };
+        let users: Vec<*mut raw::RedisModuleString> = match given {
+            Some(g) => ask.iter().map(|&i| g[i].inner).collect(),
+            None => made.iter().map(|u| u.inner).collect(),
+        };
+        for (j, yes) in are_members(ctx, &set, &users)?.into_iter().enumerate() {
+            out[ask[j]] = yes;
+        }
+    }
+    Ok(out)
 }
 
 /// `LIKE.CHECK B user [user …]` → `[0|1, …]`
 pub fn like_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 3)?;
-    let base = c.next_bytes()?;
+    let c = Cursor::new(args, 3)?;
     let max = max_id();
-    let mut users = Vec::with_capacity(c.remaining());
-    let mut raw = Vec::with_capacity(c.remaining());
-    while !c.done() {
-        let a = c.next()?;
-        users.push(parse_user(a.as_slice(), max)?);
-        raw.push(a);
-    }
-    util::require_hash_tag(ctx, FAMILY, &base)?;
-    let n = Names::of(&base);
-    let form = form_of(ctx, &n)?;
-    CHECKS.add(users.len() as u64);
-    let flags: Vec<i64> = match form {
-        Form::None => vec![0; users.len()],
-        Form::Bitmap => {
-            let bits = Key::open(ctx, &n.bits, false);
-            let bytes = bits.bytes();
-            users
-                .iter()
-                .map(|&u| model::get_bit(bytes, u) as i64)
-                .collect()
-        }
-        Form::Set => {
-            let set = RedisString::create_from_slice(ctx.ctx, &n.set);
-            let mut a: Vec<&RedisString> = Vec::with_capacity(raw.len() + 1);
-            a.push(&set);
-            a.extend(raw.iter());
-            match call_strings(ctx, "SMISMEMBER", &a)? {
-                RedisValue::Array(items) => items
-                    .into_iter()
-                    .map(|v| matches!(v, RedisValue::Integer(1)) as i64)
-                    .collect(),
-                _ => return Err(RedisError::Str(error::INTERNAL)),
-            }
-        }
-    };
+    let ids = c.args()[2..]
+        .iter()
+        .map(|a| parse_id(a.as_slice(), max))
+        .collect::<Result<Vec<u64>, RedisError>>()?;
+    let base = c.arg(1);
+    util::require_hash_tag(ctx, FAMILY, base)?;
+    let post = read_post(ctx, base, false)?;
+    CHECKS.add(ids.len() as u64);
+    let flags = likes_of(ctx, base, &post, &ids, Some(&c.args()[2..]))?;
     Ok(RedisValue::Array(
-        flags.into_iter().map(RedisValue::Integer).collect(),
+        flags
+            .into_iter()
+            .map(|f| RedisValue::Integer(f as i64))
+            .collect(),
     ))
 }
 
 /// `LIKE.COUNT B` → count
 pub fn like_count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 2)?;
-    let base = c.next_bytes()?;
-    c.expect_done()?;
-    util::require_hash_tag(ctx, FAMILY, &base)?;
-    let n = Names::of(&base);
-    let form = form_of(ctx, &n)?;
-    let count = Key::open(ctx, &n.count, false);
-    count.check(KeyType::String)?;
-    Ok(RedisValue::Integer(read_count(ctx, &n, form, &count)?.0))
+    let c = Cursor::new(args, 2)?;
+    let base = c.arg(1);
+    util::require_hash_tag(ctx, FAMILY, base)?;
+    Ok(RedisValue::Integer(read_post(ctx, base, true)?.count))
 }
 
 /// `LIKE.RECENT B [n]` → `[user, unix-ms, …]`, newest first
 pub fn like_recent(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
-    let base = c.next_bytes()?;
+    c.skip(1)?;
     let want = if c.done() {
-        config::get(&config::LIKE_RECENT).max(0)
+        i64::MAX
     } else {
         c.next_i64(0, i64::MAX)?
     };
     c.expect_done()?;
-    util::require_hash_tag(ctx, FAMILY, &base)?;
-    let recent = Key::derived(ctx, &base, "recent", false);
+    let base = c.arg(1);
+    util::require_hash_tag(ctx, FAMILY, base)?;
+    let recent = Key::derived(ctx, base, "recent", false);
     recent.check(KeyType::ZSet)?;
     let mut out = Vec::new();
     for (m, score) in recent.zrange_desc(0, usize::try_from(want).unwrap_or(usize::MAX)) {
@@ -497,73 +1328,115 @@ pub fn like_recent(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     Ok(RedisValue::Array(out))
 }
 
-/// `LIKE.COMMON B1 B2` → the users who like both, ascending
+/// `LIKE.COMMON B1 B2` → the users who like both, ascending.
+///
+/// Reads the likers of the post with fewer (its chunks and its Set) and
+/// looks each up in the other post; refused when that post has more than
+/// `like-common-max` likers or chunks worth as much (each chunk reads
+/// 8,000 bytes, counted as 64 likers), so one call stays bounded.
 pub fn like_common(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 3)?;
-    let b1 = c.next_bytes()?;
-    let b2 = c.next_bytes()?;
-    c.expect_done()?;
-    util::require_hash_tag(ctx, FAMILY, &b1)?;
-    util::require_hash_tag(ctx, FAMILY, &b2)?;
-    let (n1, n2) = (Names::of(&b1), Names::of(&b2));
-    let (f1, f2) = (form_of(ctx, &n1)?, form_of(ctx, &n2)?);
-    let mut ids = match (f1, f2) {
-        (Form::None, _) | (_, Form::None) => Vec::new(),
-        (Form::Set, Form::Set) => {
-            let m = call_members(ctx, "SINTER", &[&n1.set, &n2.set])?;
-            model::parse_members(m.iter().map(|m| m.as_slice()))
-        }
-        (Form::Bitmap, Form::Bitmap) => {
-            let a = Key::open(ctx, &n1.bits, false);
-            let b = Key::open(ctx, &n2.bits, false);
-            model::common_bits(a.bytes(), b.bytes())
-        }
-        (Form::Set, Form::Bitmap) | (Form::Bitmap, Form::Set) => {
-            let (set, bits) = if f1 == Form::Set {
-                (&n1.set, &n2.bits)
-            } else {
-                (&n2.set, &n1.bits)
-            };
-            let bits = Key::open(ctx, bits, false);
-            let bytes = bits.bytes();
-            let mut out = Vec::new();
-            Key::open(ctx, set, false).scan(|m| {
-                if let Some(u) = model::parse_user(m, u64::MAX) {
-                    if model::get_bit(bytes, u) {
-                        out.push(u);
-                    }
-                }
-                true
-            });
-            out
-        }
+    let c = Cursor::new(args, 3)?;
+    let (b1, b2) = (c.arg(1), c.arg(2));
+    util::require_hash_tag(ctx, FAMILY, b1)?;
+    util::require_hash_tag(ctx, FAMILY, b2)?;
+    let (p1, p2) = (read_post(ctx, b1, true)?, read_post(ctx, b2, true)?);
+    let ((pb, p), (qb, q)) = if p1.count <= p2.count {
+        ((b1, &p1), (b2, &p2))
+    } else {
+        ((b2, &p2), (b1, &p1))
     };
-    ids.sort_unstable();
+    let chunks_of = |post: &Post| model::popcount(&post.index) as i64;
+    let work = p.count.saturating_add(chunks_of(p).saturating_mul(64));
+    let cap = config::get(&config::LIKE_COMMON_MAX);
+    if work > cap {
+        return Err(error::family(
+            FAMILY,
+            &format!("LIKE.COMMON would read {work} likers (a chunk counts as 64), more than like-common-max ({cap})"),
+        ));
+    }
+    // The likers of p: bits of its chunks, then its Set.
+    let mut mine: Vec<u64> = Vec::new();
+    let mut pc = Chunks::new(ctx, pb);
+    let mut r = 0u64;
+    while r < p.index.len() as u64 * 8 {
+        if let Some((bytes, _)) = pc.get(&p.index, r)? {
+            model::each_bit(bytes, |off| {
+                if off < model::RANGE_IDS {
+                    mine.push(r * model::RANGE_IDS + off)
+                }
+            });
+        }
+        r += 1;
+    }
+    drop(pc);
+    if p.set_members > 0 {
+        Key::open(ctx, &derived_name(pb, "set"), false).scan(|m| {
+            if let Some(id) = model::parse_user(m, model::MAX_ID) {
+                mine.push(id);
+            }
+            true
+        });
+    }
+    let flags = likes_of(ctx, qb, q, &mine, None)?;
+    let mut out: Vec<u64> = mine
+        .into_iter()
+        .zip(flags)
+        .filter_map(|(u, f)| f.then_some(u))
+        .collect();
+    out.sort_unstable();
+    out.dedup();
     Ok(RedisValue::Array(
-        ids.into_iter()
+        out.into_iter()
             .map(|u| RedisValue::Integer(u as i64))
             .collect(),
     ))
 }
 
-/// `LIKE.INFO B` → `[encoding, set|bitmap|none, count, n, bytes, n]`
+/// `LIKE.INFO B` → `[encoding, none|set|bitmap|mixed, count, n, bytes, n,
+/// set, n, chunks, n, promotion, none|create|move|settle]`
 pub fn like_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 2)?;
-    let base = c.next_bytes()?;
-    c.expect_done()?;
-    util::require_hash_tag(ctx, FAMILY, &base)?;
-    let n = Names::of(&base);
-    let form = form_of(ctx, &n)?;
-    let count_key = Key::open(ctx, &n.count, false);
-    count_key.check(KeyType::String)?;
-    let (count, _) = read_count(ctx, &n, form, &count_key)?;
-    let bytes = structure_bytes(ctx, &n, form) as i64;
-    Ok(RedisValue::Array(vec![
+    let c = Cursor::new(args, 2)?;
+    let base = c.arg(1);
+    util::require_hash_tag(ctx, FAMILY, base)?;
+    let meta_name = derived_name(base, "meta");
+    let meta = Key::open(ctx, &meta_name, false);
+    meta.check(KeyType::Hash)?;
+    let post = read_post(ctx, base, true)?;
+    let promotion = match meta.hget(b"state") {
+        None => "none".to_string(),
+        Some(s) if matches!(s.as_slice(), b"create" | b"move" | b"settle") => {
+            String::from_utf8_lossy(&s).into_owned()
+        }
+        Some(_) => return Err(error::corrupt(FAMILY, &meta_name, Some("state"))),
+    };
+    let chunks = model::popcount(&post.index);
+    // The largest id matters for an intset (at most 512 members to read).
+    let mut top = 0;
+    if post.set_members > 0 && post.set_members <= model::INTSET_MAX_ENTRIES {
+        Key::open(ctx, &derived_name(base, "set"), false).scan(|m| {
+            top = top.max(model::parse_user(m, u64::MAX).unwrap_or(u64::MAX));
+            true
+        });
+    }
+    let bytes = model::post_memory(post.set_members, top, chunks, post.index.len() as u64);
+    let encoding = match (post.set_members > 0, chunks > 0) {
+        (false, false) if post.count == 0 => "none",
+        (_, false) => "set",
+        (false, true) => "bitmap",
+        (true, true) => "mixed",
+    };
+    Ok(util::map(ctx, vec![
         util::bulk("encoding"),
-        util::bulk(form.name()),
+        util::bulk(encoding),
         util::bulk("count"),
-        RedisValue::Integer(count),
+        RedisValue::Integer(post.count),
         util::bulk("bytes"),
-        RedisValue::Integer(bytes),
+        RedisValue::Integer(bytes as i64),
+        util::bulk("set"),
+        RedisValue::Integer(post.set_members as i64),
+        util::bulk("chunks"),
+        RedisValue::Integer(chunks as i64),
+        util::bulk("promotion"),
+        util::bulk(promotion),
     ]))
 }

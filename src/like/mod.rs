@@ -1,23 +1,28 @@
 //! LIKE: likes with an exact O(1) count, batch checks for feeds, recent
-//! likers, and automatic promotion of a post's likers from a Set to a
-//! bitmap once that saves memory (SPEC §4).
+//! likers on request, and promotion of a post's likers from a Set to
+//! bitmaps, range by range, once that saves memory (SPEC §4, docs/like.md).
 //!
 //! Keys of a post `B` (derived keys are public; users read them with
 //! `redis-cli`, the Lua twins write the same ones):
-//! - `B:set` Set of user ids (small form), or `B:bits` String bitmap with
-//!   bit `user` set (large form), never both;
-//! - `B:count` String integer, the exact count, kept in both forms;
+//! - `B:set` Set of the likers whose id range is in set form (all of them
+//!   while the post is small);
+//! - `B:bits:<k>` String of 8,000 bytes, the chunk of range `k`: bit
+//!   `id − 64,000 k` set for each liker `id` of ids `64,000 k … 64,000 k +
+//!   63,999`;
+//! - `B:chunks` String bitmap, the chunk index: bit `k` set when range `k`
+//!   has (or is about to have) a chunk;
+//! - `B:count` String integer, the exact count;
+//! - `B:meta` Hash, the promotion's state (`check`, `state`, `at`);
 //! - `B:recent` Sorted Set of the latest `like-recent` likers, user →
-//!   unix-ms.
+//!   unix-ms (only when `like-recent` > 0).
 //!
 //! Commands: `LIKE.TOGGLE`, `LIKE.ADD`, `LIKE.REM`, `LIKE.CHECK`,
-//! `LIKE.COUNT`, `LIKE.RECENT`, `LIKE.COMMON`, `LIKE.INFO`.
+//! `LIKE.COUNT`, `LIKE.RECENT`, `LIKE.COMMON`, `LIKE.INFO`, and
+//! `LIKE.MIGRATE`, the command a master replicates a migration step as.
 //!
-//! Promotion: a like that brings the set past `like-promote-at` members,
-//! or to a power-of-two size beyond it, compares the modelled memory of the
-//! set (`model::set_memory`) with the bitmap reaching its largest id and
-//! converts when the bitmap is smaller, in the same atomic step. Bitmaps never demote. See
-//! `docs/like.md` for the measured crossover.
+//! Promotion runs in bounded steps carried by the writes (see
+//! `commands::promotion_step`): no command reads more than a slice of the
+//! Set, and no command allocates more than 64 KB of bitmap.
 
 pub mod commands;
 pub mod model;
@@ -26,7 +31,8 @@ use crate::registry::{CommandSpec, Keys};
 use crate::stats::Counter;
 
 use commands::{
-    like_add, like_check, like_common, like_count, like_info, like_recent, like_rem, like_toggle,
+    like_add, like_check, like_common, like_count, like_info, like_migrate, like_recent, like_rem,
+    like_toggle,
 };
 
 /// Likes recorded (a user started liking a post).
@@ -37,29 +43,40 @@ pub static UNLIKES: Counter = Counter::new("like_unlikes");
 pub static PROMOTIONS: Counter = Counter::new("like_promoted");
 /// Users looked up by `LIKE.CHECK`.
 pub static CHECKS: Counter = Counter::new("like_checks");
+/// Promotion steps run (checks, chunk creations, migration slices, settles).
+pub static STEPS: Counter = Counter::new("like_promotion_steps");
+/// The most CPU time one promotion step took, in µs (the thread's own CPU
+/// clock: time spent waiting for a CPU on a busy machine is not counted).
+pub static STEP_MAX_US: Counter = Counter::new("like_promotion_step_max_cpu_us");
 
 /// The family's `INFO hotpath` counters.
-pub static COUNTERS: &[&Counter] = &[&LIKES, &UNLIKES, &PROMOTIONS, &CHECKS];
+pub static COUNTERS: &[&Counter] = &[&LIKES, &UNLIKES, &PROMOTIONS, &CHECKS, &STEPS, &STEP_MAX_US];
 
 /// The family's commands.
 pub const COMMANDS: &[CommandSpec] = &[
     crate::command! {
-        name: "like.toggle", handler: like_toggle, flags: "write deny-oom",
-        arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write",
+        name: "like.toggle", handler: like_toggle, flags: "write deny-oom fast",
+        arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Likes or unlikes B for a user; returns [liked, count]",
-        complexity: "O(1) amortized; O(N) when the like promotes N likers to a bitmap",
+        complexity: "O(1): at most one bounded promotion step (128 Set members or 8 chunks)",
     },
     crate::command! {
-        name: "like.add", handler: like_add, flags: "write deny-oom",
-        arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write",
+        name: "like.add", handler: like_add, flags: "write deny-oom fast",
+        arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Records that a user likes B (idempotent); returns [changed, count]",
-        complexity: "O(1) amortized; O(N) when the like promotes N likers to a bitmap",
+        complexity: "O(1): at most one bounded promotion step (128 Set members or 8 chunks)",
     },
     crate::command! {
         name: "like.rem", handler: like_rem, flags: "write fast",
         arity: 3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Takes a user's like of B back (idempotent); returns [changed, count]",
-        complexity: "O(1)",
+        complexity: "O(1): at most one bounded promotion step (128 Set members or 8 chunks)",
+    },
+    crate::command! {
+        name: "like.migrate", handler: like_migrate, flags: "write fast",
+        arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
+        summary: "Moves users who like B from its Set into their range's chunk (how promotion steps replicate); returns the users moved",
+        complexity: "O(K) for K users",
     },
     crate::command! {
         name: "like.check", handler: like_check, flags: "readonly fast",
@@ -83,12 +100,12 @@ pub const COMMANDS: &[CommandSpec] = &[
         name: "like.common", handler: like_common, flags: "readonly",
         arity: 3, keys: Keys::Range { first: 1, last: 2 }, acl: "read",
         summary: "Returns the users who like both B1 and B2, ascending",
-        complexity: "O(N) in the likers (or bitmap bytes) of both",
+        complexity: "O(N log N) for the N likers of the post with fewer, at most like-common-max",
     },
     crate::command! {
         name: "like.info", handler: like_info, flags: "readonly fast",
         arity: 2, keys: Keys::Range { first: 1, last: 1 }, acl: "read fast",
-        summary: "Returns encoding (set|bitmap|none), count and bytes of B's likes",
-        complexity: "O(1) (O(512) at most to find the largest id of a small set)",
+        summary: "Returns encoding, count, modelled bytes, Set members, chunks and promotion state of B",
+        complexity: "O(1) (reads at most 512 ids of an intset and the 8 KB chunk index)",
     },
 ];

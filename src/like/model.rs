@@ -1,19 +1,48 @@
-//! The pure logic of LIKE: user ids, bitmap sizes, the promotion rule,
-//! bit operations in Redis bit order, the recent-likers cap. No Redis here;
-//! the handlers in `commands.rs` feed these functions what they read.
+//! The pure logic of LIKE: user ids and their id ranges, the memory model,
+//! the promotion plan, bit operations in Redis bit order, count arithmetic.
+//! No Redis here; the handlers in `commands.rs` feed these functions what
+//! they read.
+//!
+//! # Layout
+//!
+//! Ids are cut into ranges of [`RANGE_IDS`] ids: range `k` holds the ids
+//! `k × 64,000 … k × 64,000 + 63,999`. A range is either in set form (its
+//! likers are members of the post's one Set) or in bitmap form (it has a
+//! chunk: a String of [`CHUNK_BYTES`] bytes whose bit `id − k × 64,000` is
+//! set for each liker). A post's likers are the union of both; a liker is
+//! never in both once a promotion has finished.
+//!
+//! # The memory model (the only place it lives)
+//!
+//! Fixed arithmetic, so that the module, its Lua twin, a replica and any
+//! server build decide the same promotion (see `docs/like.md` for the
+//! measurements behind the figures):
+//!
+//! | structure | bytes |
+//! |---|---|
+//! | any key | [`KEY_BYTES`] |
+//! | a chunk | [`KEY_BYTES`] + [`CHUNK_BYTES`] |
+//! | a Set of n ≤ 512 ids (intset), largest `top` | 64 + 8 + n × (2, 4 or 8 by `top`) |
+//! | a Set of n > 512 ids (hashtable) | 64 + 48 × n |
+//!
+//! A range pays for a chunk when its likers, kept in a hashtable Set,
+//! would take more than the chunk: more than 168 likers among its 64,000
+//! ids (one id in 381).
 
 use bitvec::prelude::*;
 
-/// The largest string Redis stores (`proto-max-bulk-len` default), which
-/// bounds a bitmap: ids up to 2^32 − 1 fit exactly.
-pub const MAX_BITMAP_BYTES: u64 = 512 * 1024 * 1024;
+/// Ids per range (and bits per chunk).
+pub const RANGE_IDS: u64 = 64_000;
+/// The content length of a chunk: [`RANGE_IDS`] bits. With the String's
+/// header the allocation is 8,006 bytes, inside jemalloc's 8 KiB class (a
+/// power-of-two chunk would spill into the 10 KiB class and waste 25%).
+pub const CHUNK_BYTES: usize = (RANGE_IDS / 8) as usize;
+/// The length of a chunk whose range is still being migrated: one zero
+/// byte past the range. Ids never reach that byte (`GETBIT` of an id's
+/// offset reads the same), and a write that sees this length knows, with
+/// no other key read, that the Set may still hold likers of the range.
+pub const MIGRATING_BYTES: usize = CHUNK_BYTES + 1;
 
-/// The memory model of promotion, in bytes. It follows what `MEMORY
-/// USAGE` shows for Redis 7 under jemalloc closely enough to pick the
-/// smaller form, but it is fixed arithmetic, so the module, its Lua twin, a
-/// replica and any server build (jemalloc or libc malloc, Redis or Valkey)
-/// decide the same promotion. See `docs/like.md` for the measurements.
-///
 /// Any key: object, key name, dict entry.
 pub const KEY_BYTES: u64 = 64;
 /// A Set of at most this many integers is an intset (`set-max-intset-entries`).
@@ -25,19 +54,52 @@ pub const HASHTABLE_MEMBER_BYTES: u64 = 48;
 
 /// The largest `NOW`: unix-ms must stay exact as a sorted-set score.
 pub const MAX_NOW_MS: i64 = (1 << 53) - 1;
+/// The largest user id any configuration allows (`like-max-id`'s ceiling).
+pub const MAX_ID: u64 = u32::MAX as u64;
+
+/// Members a promotion check samples (`SSCAN B:set 0 COUNT 256`: at most
+/// 2,561 table steps, whatever the Set).
+pub const SAMPLE: u64 = 256;
+/// Sample hits a block of ranges needs before its estimate is trusted
+/// (about 35% relative error); an exact sample (the whole set) needs one.
+pub const MIN_HITS: u64 = 8;
+/// Members a migration step reads (`SSCAN … COUNT 64`).
+pub const MOVE_STEP: u64 = 64;
+/// Chunks a creation step allocates at most: 8 × 8,001 bytes.
+pub const CREATE_STEP: usize = 8;
+/// Chunks a settling step rewrites at most.
+pub const SETTLE_STEP: usize = 16;
+/// Bits of the chunk index a creation or settling step looks at, at most.
+pub const WALK_STEP: u64 = 64;
+/// A promotion is looked at (and advanced) by the writes that bring the
+/// count to a multiple of this, and by every write to a range being
+/// migrated.
+pub const OBSERVE_EVERY: i64 = 32;
 
 /// Parses a user id the way Redis parses integers, within `0 ..= max`.
 /// Returns `None` for anything else (the caller replies with the family
 /// error naming the range).
 pub fn parse_user(bytes: &[u8], max: u64) -> Option<u64> {
-    if bytes.is_empty() || bytes.len() > 20 {
-        return None;
-    }
-    if !bytes.iter().all(u8::is_ascii_digit) || (bytes.len() > 1 && bytes[0] == b'0') {
-        return None;
-    }
-    let v: u64 = std::str::from_utf8(bytes).ok()?.parse().ok()?;
+    let v = parse_digits(bytes)?;
     (v <= max).then_some(v)
+}
+
+/// Parses canonical decimal digits (no sign, no leading zero, within
+/// u64): the only form LIKE writes ids and counts in. A hand-written loop:
+/// this runs on every write.
+fn parse_digits(bytes: &[u8]) -> Option<u64> {
+    if bytes.is_empty() || bytes.len() > 20 || (bytes.len() > 1 && bytes[0] == b'0') {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in bytes {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(d as u64)?;
+    }
+    Some(v)
 }
 
 /// Returns the text of the error for a bad user id.
@@ -45,30 +107,54 @@ pub fn bad_user_message(max: u64) -> String {
     format!("user id must be an integer from 0 to {max}")
 }
 
-/// Returns the content length of a bitmap that must hold bit `top`: the
-/// bytes up to that bit plus 1/64 of slack, so that likes by slightly
-/// larger ids (new users) do not grow the string one byte at a time.
-/// Capped at [`MAX_BITMAP_BYTES`].
-pub fn bitmap_len(top: u64) -> u64 {
-    let need = top / 8 + 1;
-    (need + need / 64).min(MAX_BITMAP_BYTES)
+/// Returns the range of an id and the id's bit within the range's chunk.
+pub fn locate(id: u64) -> (u64, u64) {
+    (id / RANGE_IDS, id % RANGE_IDS)
 }
 
-/// Returns the new content length when bit `user` does not fit in a
-/// bitmap of `len` bytes, or `None` when it fits.
-pub fn grown_len(user: u64, len: u64) -> Option<u64> {
-    (user / 8 >= len).then(|| bitmap_len(user))
+/// Returns the last range an id up to `max_id` can fall in.
+pub fn last_range(max_id: u64) -> u64 {
+    max_id / RANGE_IDS
 }
 
-/// Returns the modelled memory of a bitmap of `len` content bytes.
-pub fn bitmap_memory(len: u64) -> u64 {
-    KEY_BYTES + len
+/// Returns the length of the chunk index needed to hold bit `range`.
+pub fn index_len(range: u64) -> usize {
+    (range / 8 + 1) as usize
+}
+
+/// Parses a stored count: a canonical non-negative integer. Anything else
+/// (garbage, a sign, a negative number) is corrupt.
+pub fn parse_count(bytes: &[u8]) -> Option<i64> {
+    parse_digits(bytes).and_then(|v| i64::try_from(v).ok())
+}
+
+/// Why a count cannot change.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CountError {
+    /// The count would pass `i64::MAX`.
+    Overflow,
+    /// The count would go below zero: it disagrees with the likers.
+    Corrupt,
+}
+
+/// Returns `old + 1` or `old − 1` without wrapping around.
+pub fn next_count(old: i64, liked: bool) -> Result<i64, CountError> {
+    if liked {
+        old.checked_add(1).ok_or(CountError::Overflow)
+    } else if old > 0 {
+        Ok(old - 1)
+    } else {
+        Err(CountError::Corrupt)
+    }
 }
 
 /// Returns the modelled memory of a Set of `members` integer ids whose
 /// largest is `top`: an intset of 2, 4 or 8 bytes per id up to
 /// [`INTSET_MAX_ENTRIES`] members, a hashtable beyond.
 pub fn set_memory(members: u64, top: u64) -> u64 {
+    if members == 0 {
+        return 0;
+    }
     if members <= INTSET_MAX_ENTRIES {
         let width = match top {
             0..=0x7fff => 2,
@@ -81,58 +167,168 @@ pub fn set_memory(members: u64, top: u64) -> u64 {
     }
 }
 
-/// Returns true when a like that brought the set to `count` members should
-/// look at promotion: when the set first grows past `promote_at`, and again
-/// each time its size reaches a power of two, so a set whose ids were too
-/// sparse at first is looked at again as it fills, at O(1) amortized cost.
-pub fn promotion_due(count: i64, promote_at: i64) -> bool {
-    count > promote_at && (count == promote_at + 1 || (count as u64).is_power_of_two())
+/// Returns the modelled memory of one chunk.
+pub fn chunk_memory() -> u64 {
+    KEY_BYTES + CHUNK_BYTES as u64
 }
 
-/// Returns false when no set of `members` ids holding `id` can be promoted:
-/// the bitmap reaching `id` is already no smaller than the largest such set
-/// could be. A cheap test that needs no read of the set; the scan of the
-/// set stops at the first member that fails it.
-pub fn promotion_possible(members: u64, id: u64) -> bool {
-    id / 8 < MAX_BITMAP_BYTES && bitmap_memory(bitmap_len(id)) < set_memory(members, u64::MAX)
+/// Returns the modelled memory of a post: its Set, its chunks and, when it
+/// has chunks, the chunk index of `index_bytes` bytes.
+pub fn post_memory(set_members: u64, set_top: u64, chunks: u64, index_bytes: u64) -> u64 {
+    let bitmaps = if chunks > 0 {
+        chunks * chunk_memory() + KEY_BYTES + index_bytes
+    } else {
+        0
+    };
+    set_memory(set_members, set_top) + bitmaps
 }
 
-/// Returns true when the bitmap reaching `top` takes less memory than a
-/// set of `members` ids whose largest is `top`: the promotion rule.
-pub fn promotion_wins(members: u64, top: u64) -> bool {
-    top / 8 < MAX_BITMAP_BYTES && bitmap_memory(bitmap_len(top)) < set_memory(members, top)
+/// Returns true when a write that brought the count to `count` looks at
+/// the post's promotion.
+pub fn observes(count: i64) -> bool {
+    count % OBSERVE_EVERY == 0
 }
 
-/// Returns the bitmap of `len` bytes with the bits of `ids` set.
-pub fn build_bitmap(ids: &[u64], len: u64) -> Vec<u8> {
-    let mut bytes = vec![0u8; len as usize];
-    fill_bitmap(&mut bytes, ids);
-    bytes
-}
-
-/// Sets the bits of `ids` (those that fit) in `bytes`.
-pub fn fill_bitmap(bytes: &mut [u8], ids: &[u64]) {
-    let bits = bytes.view_bits_mut::<Msb0>();
-    for &u in ids {
-        if let Some(mut b) = bits.get_mut(u as usize) {
-            *b = true;
-        }
+/// Returns the set size at which a post is next checked for promotion
+/// after one that holds `members` in its Set: when the Set has doubled,
+/// never below `like-promote-at + 1`, and never while the Set is small
+/// enough to be an intset (at most 512 ids, 2 to 8 bytes each: no range
+/// of it pays for a chunk).
+pub fn next_check(members: u64, promote_at: i64) -> u64 {
+    let floor = (promote_at.max(0) as u64 + 1).max(INTSET_MAX_ENTRIES + 1);
+    if members <= INTSET_MAX_ENTRIES {
+        floor
+    } else {
+        members.saturating_mul(2).max(floor)
     }
 }
 
-/// Returns bit `user` of a bitmap (false beyond its end).
-pub fn get_bit(bytes: &[u8], user: u64) -> bool {
+/// Returns the set size of the check that follows a finished promotion
+/// leaving `members` in the Set: at once (the sample may have missed dense
+/// blocks), unless the Set is now too small to be worth it. A check that
+/// promotes nothing then waits for the Set to double ([`next_check`]).
+pub fn recheck(members: u64, promote_at: i64) -> u64 {
+    members.max(next_check(0, promote_at))
+}
+
+/// Decides which ranges to promote from a sample of the Set.
+///
+/// `sample` holds ids read from the Set (`SSCAN B:set 0 COUNT 256`; the
+/// order and duplicates do not matter), `set_size` its `SCARD`, `exact`
+/// whether the sample is the whole Set, `last` the last range an id may
+/// fall in. Returns the ranges to promote as disjoint intervals
+/// `(first, last)`, ascending.
+///
+/// A range is promoted when the Set members it holds would take more
+/// memory than a chunk. With the whole Set at hand that is exact. From a
+/// sample, each hit stands for `set_size / sample` members; single ranges
+/// rarely collect enough hits to be trusted, so the estimate also looks at
+/// aligned blocks of 2, 4, … 2^17 ranges: when the hits of a block outside
+/// ranges already promoted are enough, and win over the span from the
+/// first to the last range they fall in, that span is promoted. A dense
+/// core is thus promoted whole, while a sparse tail, or one far outlier,
+/// is not: their blocks never hold enough members to pay for their
+/// chunks. The arithmetic is integer and stays below 2^53, so the
+/// Lua twin decides alike.
+pub fn plan(sample: &[u64], set_size: u64, exact: bool, last: u64) -> Vec<(u64, u64)> {
+    let mut ids: Vec<u64> = sample.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let m = ids.len() as u64;
+    // A Set of at most 512 ids is an intset, 2 to 8 bytes an id: no range
+    // of it pays for an 8,064-byte chunk.
+    if m == 0 || set_size <= INTSET_MAX_ENTRIES {
+        return Vec::new();
+    }
+    // h hits over `ranges` ranges win when h × (set_size / m) members, at
+    // 48 bytes each, outweigh that many chunks.
+    let wins =
+        |h: u64, ranges: u64| h * set_size * HASHTABLE_MEMBER_BYTES > ranges * chunk_memory() * m;
+    let trusted = |h: u64| exact || h >= MIN_HITS;
+    let mut promoted: Vec<(u64, u64)> = Vec::new();
+    // Per block: (block, hits outside promoted ranges, ranges promoted,
+    // first and last range holding those hits), by block.
+    let mut blocks: Vec<(u64, u64, u64, u64, u64)> = Vec::new();
+    for id in ids {
+        let r = id / RANGE_IDS;
+        if r > last {
+            continue;
+        }
+        match blocks.last_mut() {
+            Some(b) if b.0 == r => b.1 += 1,
+            _ => blocks.push((r, 1, 0, r, r)),
+        }
+    }
+    for b in blocks.iter_mut() {
+        if trusted(b.1) && wins(b.1, 1) {
+            promoted.push((b.0, b.0));
+            *b = (b.0, 0, 1, u64::MAX, 0);
+        }
+    }
+    if !exact {
+        for _level in 1..=17u32 {
+            let mut up: Vec<(u64, u64, u64, u64, u64)> = Vec::new();
+            for &(b, h, done, lo, hi) in &blocks {
+                match up.last_mut() {
+                    Some(e) if e.0 == b >> 1 => {
+                        e.1 += h;
+                        e.2 += done;
+                        e.3 = e.3.min(lo);
+                        e.4 = e.4.max(hi);
+                    }
+                    _ => up.push((b >> 1, h, done, lo, hi)),
+                }
+            }
+            for e in up.iter_mut() {
+                if e.1 == 0 {
+                    continue;
+                }
+                // Only the span from the first to the last range hit is
+                // promoted: a block's empty end stays in set form.
+                let (lo, hi) = (e.3, e.4);
+                let inside: u64 = promoted
+                    .iter()
+                    .map(|&(a, b)| b.min(hi).saturating_add(1).saturating_sub(a.max(lo)))
+                    .sum();
+                let open = hi - lo + 1 - inside;
+                if trusted(e.1) && wins(e.1, open) {
+                    promoted.push((lo, hi));
+                    *e = (e.0, 0, e.2 + open, u64::MAX, 0);
+                }
+            }
+            blocks = up;
+        }
+    }
+    // Blocks promoted at a coarser level contain those promoted before.
+    promoted.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (lo, hi) in promoted {
+        match out.last_mut() {
+            Some(last) if lo <= last.1 + 1 => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+/// Returns the number of ranges in a plan.
+pub fn plan_ranges(plan: &[(u64, u64)]) -> u64 {
+    plan.iter().map(|(lo, hi)| hi - lo + 1).sum()
+}
+
+/// Returns bit `off` of a chunk (false beyond its end).
+pub fn get_bit(bytes: &[u8], off: u64) -> bool {
     bytes
         .view_bits::<Msb0>()
-        .get(user as usize)
+        .get(off as usize)
         .map(|b| *b)
         .unwrap_or(false)
 }
 
-/// Sets bit `user` to `value`; returns true if it changed. A bit beyond the
-/// end is left alone (the caller grows the bitmap first to set it).
-pub fn set_bit(bytes: &mut [u8], user: u64, value: bool) -> bool {
-    match bytes.view_bits_mut::<Msb0>().get_mut(user as usize) {
+/// Sets bit `off` to `value`; returns true if it changed. A bit beyond the
+/// end is left alone.
+pub fn set_bit(bytes: &mut [u8], off: u64, value: bool) -> bool {
+    match bytes.view_bits_mut::<Msb0>().get_mut(off as usize) {
         Some(mut b) => {
             let old = *b;
             *b = value;
@@ -144,39 +340,34 @@ pub fn set_bit(bytes: &mut [u8], user: u64, value: bool) -> bool {
 
 /// Returns the number of bits set (`BITCOUNT`).
 pub fn popcount(bytes: &[u8]) -> u64 {
-    bytes.view_bits::<Msb0>().count_ones() as u64
+    bytes.iter().map(|b| b.count_ones() as u64).sum()
 }
 
-/// Returns the ids whose bits are set in both bitmaps, ascending.
-pub fn common_bits(a: &[u8], b: &[u8]) -> Vec<u64> {
-    let mut out = Vec::new();
+/// Calls `f` with the offset of every bit set in both, ascending.
+pub fn common_bits(a: &[u8], b: &[u8], mut f: impl FnMut(u64)) {
     for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
         let both = x & y;
         if both != 0 {
             for j in 0..8 {
                 if both & (0x80 >> j) != 0 {
-                    out.push((i as u64) * 8 + j as u64);
+                    f((i as u64) * 8 + j as u64);
                 }
             }
         }
     }
-    out
 }
 
-/// Returns the ids of `ids` whose bits are set, ascending.
-pub fn filter_bits(bytes: &[u8], ids: &[u64]) -> Vec<u64> {
-    let mut out: Vec<u64> = ids.iter().copied().filter(|&u| get_bit(bytes, u)).collect();
-    out.sort_unstable();
-    out
-}
-
-/// Parses set members as ids, skipping anything that is not a canonical
-/// non-negative integer (the commands only ever store canonical ids).
-pub fn parse_members<'a>(members: impl IntoIterator<Item = &'a [u8]>) -> Vec<u64> {
-    members
-        .into_iter()
-        .filter_map(|m| parse_user(m, u64::MAX))
-        .collect()
+/// Calls `f` with the offset of every bit set, ascending.
+pub fn each_bit(a: &[u8], mut f: impl FnMut(u64)) {
+    for (i, x) in a.iter().enumerate() {
+        if *x != 0 {
+            for j in 0..8 {
+                if x & (0x80 >> j) != 0 {
+                    f((i as u64) * 8 + j as u64);
+                }
+            }
+        }
+    }
 }
 
 /// Returns how many of the oldest recent likers to drop so that at most
@@ -198,10 +389,7 @@ mod tests {
     fn user_ids_parse_like_redis_integers_within_the_range() {
         assert_eq!(parse_user(b"0", 10), Some(0));
         assert_eq!(parse_user(b"10", 10), Some(10));
-        assert_eq!(
-            parse_user(b"4294967295", 4_294_967_295),
-            Some(4_294_967_295)
-        );
+        assert_eq!(parse_user(b"4294967295", MAX_ID), Some(MAX_ID));
         for bad in [
             &b""[..],
             b"11",
@@ -227,6 +415,34 @@ mod tests {
     }
 
     #[test]
+    fn ids_fall_in_ranges_of_64000() {
+        assert_eq!(locate(0), (0, 0));
+        assert_eq!(locate(63_999), (0, 63_999));
+        assert_eq!(locate(64_000), (1, 0));
+        assert_eq!(locate(MAX_ID), (67_108, 55_295));
+        assert_eq!(last_range(MAX_ID), 67_108);
+        assert_eq!(index_len(67_108), 8_389);
+        assert_eq!(CHUNK_BYTES * 8, RANGE_IDS as usize);
+        // The last id of a range is the last bit of its chunk.
+        let mut c = vec![0u8; CHUNK_BYTES];
+        assert!(set_bit(&mut c, 63_999, true));
+        assert_eq!(c[CHUNK_BYTES - 1], 1);
+    }
+
+    #[test]
+    fn counts_parse_strictly_and_never_wrap() {
+        assert_eq!(parse_count(b"0"), Some(0));
+        assert_eq!(parse_count(b"9223372036854775807"), Some(i64::MAX));
+        for bad in [&b""[..], b"-1", b"x", b"01", b" 1", b"9223372036854775808"] {
+            assert_eq!(parse_count(bad), None);
+        }
+        assert_eq!(next_count(5, true), Ok(6));
+        assert_eq!(next_count(5, false), Ok(4));
+        assert_eq!(next_count(i64::MAX, true), Err(CountError::Overflow));
+        assert_eq!(next_count(0, false), Err(CountError::Corrupt));
+    }
+
+    #[test]
     fn bits_follow_redis_order() {
         // SETBIT k 0 1 sets the top bit of byte 0; SETBIT k 9 1 bit 6 of byte 1.
         let mut b = vec![0u8; 2];
@@ -237,26 +453,9 @@ mod tests {
         assert!(get_bit(&b, 9) && !get_bit(&b, 8) && !get_bit(&b, 100));
         assert!(!set_bit(&mut b, 100, true), "beyond the end is left alone");
         assert_eq!(popcount(&b), 2);
-        assert_eq!(build_bitmap(&[0, 9], 2), b);
-    }
-
-    #[test]
-    fn bitmap_len_covers_the_top_id_with_slack() {
-        assert_eq!(bitmap_len(0), 1);
-        assert_eq!(bitmap_len(7), 1);
-        assert_eq!(bitmap_len(8), 2);
-        assert_eq!(bitmap_len(9_999_999), 1_250_000 + 1_250_000 / 64);
-        assert_eq!(bitmap_len(u32::MAX as u64), MAX_BITMAP_BYTES);
-        assert_eq!(grown_len(7, 1), None);
-        assert_eq!(grown_len(8, 1), Some(2));
-    }
-
-    #[test]
-    fn promotion_is_due_past_the_threshold_and_at_each_doubling() {
-        let due: Vec<i64> = (1..=5000).filter(|&c| promotion_due(c, 512)).collect();
-        assert_eq!(due, vec![513, 1024, 2048, 4096]);
-        assert!(promotion_due(2, 1));
-        assert!(!promotion_due(1, 1));
+        let mut seen = Vec::new();
+        each_bit(&b, |o| seen.push(o));
+        assert_eq!(seen, vec![0, 9]);
     }
 
     #[test]
@@ -267,7 +466,12 @@ mod tests {
         assert_eq!(set_memory(512, u32::MAX as u64), 64 + 8 + 512 * 8);
         // A hashtable beyond 512 members, whatever the ids.
         assert_eq!(set_memory(513, 0), 64 + 513 * 48);
-        assert_eq!(bitmap_memory(3), 67);
+        assert_eq!(set_memory(0, 0), 0);
+        assert_eq!(chunk_memory(), 8_064);
+        assert_eq!(post_memory(0, 0, 2, 1), 2 * 8_064 + 64 + 1);
+        // A range pays for its chunk from 169 hashtable members on.
+        assert_eq!(168 * HASHTABLE_MEMBER_BYTES, chunk_memory());
+        assert!(169 * HASHTABLE_MEMBER_BYTES > chunk_memory());
         // Non-decreasing in both members and the largest id.
         for m in [1u64, 100, 512, 513, 10_000] {
             for t in [0u64, 32_767, 32_768, 1 << 31, 1 << 40] {
@@ -278,50 +482,136 @@ mod tests {
     }
 
     #[test]
-    fn promotion_wins_only_when_the_bitmap_is_smaller() {
-        // 17 ids 0..16: a 3-byte bitmap (67) against a 106-byte intset.
-        assert!(promotion_wins(17, 16));
-        // 9 ids up to 300: a 38-byte bitmap (102) against 90: stays.
-        assert!(!promotion_wins(9, 300));
-        // 32768 likes with ids below 10M: 1.57 MB set, 1.29 MB bitmap.
-        assert!(promotion_wins(32_768, 9_999_999));
-        // 10000 likes, ids below 10M: a 480 KB set stays a set.
-        assert!(!promotion_wins(10_000, 9_999_999));
-        // Sparse huge ids never fit a reasonable bitmap.
-        assert!(!promotion_wins(100_000, u32::MAX as u64));
-        assert!(!promotion_possible(600, u32::MAX as u64));
-        assert!(promotion_possible(100_000, 9_999_999));
+    fn checks_come_at_multiples_and_after_doubling() {
+        assert!(observes(32) && observes(0) && !observes(16) && !observes(33));
+        assert_eq!(next_check(0, 512), 513);
+        assert_eq!(next_check(300, 512), 513);
+        assert_eq!(next_check(512, 8), 513, "an intset is never worth a check");
+        assert_eq!(next_check(600, 8), 1_200);
+        assert_eq!(next_check(1_000, 512), 2_000);
+        assert_eq!(next_check(1_000, 5_000), 5_001);
+        assert_eq!(next_check(u64::MAX, 512), u64::MAX);
+        assert_eq!(recheck(100, 512), 513);
+        assert_eq!(recheck(40_000, 512), 40_000);
     }
 
-    /// The cheap gate never refuses a promotion the full rule would make:
-    /// for random sets, `promotion_wins(n, top)` implies that every member
-    /// passes `promotion_possible(n, member)`.
+    /// A whole-set sample is exact: exactly the ranges with more than 168
+    /// members are promoted, and never those of an intset.
     #[test]
-    fn the_cheap_gate_never_refuses_a_winning_promotion() {
-        let mut rng = StdRng::seed_from_u64(9);
-        for _ in 0..2000 {
-            let n: u64 = rng.gen_range(1..5000);
-            let bits: u32 = rng.gen_range(1..34);
-            let top: u64 = rng.gen_range(0..1u64 << bits);
-            if promotion_wins(n, top) {
-                let member = rng.gen_range(0..=top);
-                assert!(promotion_possible(n, member), "n={n} top={top} id={member}");
+    fn an_exact_plan_promotes_ranges_that_pay_for_their_chunk() {
+        let mut ids: Vec<u64> = (0..169).collect(); // range 0: 169 members
+        ids.extend(64_000..64_000 + 168); // range 1: 168
+        ids.extend([5 * 64_000, 9_000_000]); // two loners
+        assert!(plan(&ids, ids.len() as u64, true, last_range(MAX_ID)).is_empty());
+        ids.extend((0..200).map(|i| 2_560_000 + i * 300)); // range 40: 200, total 539
+        let s = ids.len() as u64;
+        assert_eq!(
+            plan(&ids, s, true, last_range(MAX_ID)),
+            vec![(0, 0), (40, 40)]
+        );
+        // Duplicates (SSCAN may repeat members while rehashing) count once.
+        let mut dup = ids.clone();
+        dup.extend(64_000..64_010);
+        assert_eq!(
+            plan(&dup, s, true, last_range(MAX_ID)),
+            vec![(0, 0), (40, 40)]
+        );
+        assert!(plan(&[], 10, true, 5).is_empty());
+    }
+
+    fn sample_of(rng: &mut StdRng, ids: &[u64]) -> Vec<u64> {
+        (0..SAMPLE)
+            .map(|_| ids[rng.gen_range(0..ids.len())])
+            .collect()
+    }
+
+    /// Promotes like the module: a check samples the Set, plans, the
+    /// planned ranges leave the Set, and the Set left is checked again at
+    /// once, until a check plans nothing. Returns the ranges promoted.
+    fn promote_all(rng: &mut StdRng, ids: &[u64]) -> BTreeSet<u64> {
+        let mut left: Vec<u64> = ids.to_vec();
+        let mut done = BTreeSet::new();
+        for _ in 0..20 {
+            if left.len() as u64 <= INTSET_MAX_ENTRIES {
+                break;
             }
+            let p = plan(
+                &sample_of(rng, &left),
+                left.len() as u64,
+                false,
+                last_range(MAX_ID),
+            );
+            if p.is_empty() {
+                break;
+            }
+            for (lo, hi) in p {
+                done.extend(lo..=hi);
+            }
+            left.retain(|&u| !done.contains(&(u / RANGE_IDS)));
         }
+        done
+    }
+
+    /// Sampled plans on the shapes that matter: a dense post is promoted
+    /// whole, likers spread over 4 billion ids are not, one far outlier
+    /// does not block a dense core, and a dense core with a sparse tail
+    /// promotes the core only.
+    #[test]
+    fn sampled_plans_promote_dense_ranges_only() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let uniform = |rng: &mut StdRng, n: usize, top: u64| -> Vec<u64> {
+            (0..n).map(|_| rng.gen_range(0..top)).collect()
+        };
+        // 1M likers below 100M: about 640 per range, every range pays.
+        let ids = uniform(&mut rng, 1_000_000, 100_000_000);
+        let done = promote_all(&mut rng, &ids);
+        assert!(
+            done.len() >= 1_540 && done.iter().all(|&r| r < 1_563),
+            "{}",
+            done.len()
+        );
+        // 1M likers below 4e9: 15 per range, a chunk never pays.
+        let ids = uniform(&mut rng, 1_000_000, MAX_ID);
+        assert!(promote_all(&mut rng, &ids).is_empty());
+        // 2^20 - 1 likers below 20M and one at 4e9: the core is promoted,
+        // the outlier's range is not.
+        let mut ids = uniform(&mut rng, (1 << 20) - 1, 20_000_000);
+        ids.push(4_000_000_000);
+        let done = promote_all(&mut rng, &ids);
+        assert!(
+            done.len() >= 310 && done.iter().all(|&r| r < 313),
+            "{}",
+            done.len()
+        );
+        // 900k likers below 10M and 100k spread over 4e9: the core only.
+        let mut ids = uniform(&mut rng, 900_000, 10_000_000);
+        ids.extend(uniform(&mut rng, 100_000, MAX_ID));
+        let done = promote_all(&mut rng, &ids);
+        assert!(
+            done.len() >= 150 && done.iter().all(|&r| r < 157),
+            "{}",
+            done.len()
+        );
+        // Ranges past the last one allowed are never planned.
+        let ids = uniform(&mut rng, 100_000, 1_000_000);
+        assert!(plan(&sample_of(&mut rng, &ids), 100_000, false, 3)
+            .iter()
+            .all(|&(_, hi)| hi <= 3));
     }
 
     #[test]
-    fn common_bits_and_filter_find_the_intersection() {
-        let a = build_bitmap(&[1, 5, 8, 30], 4);
-        let b = build_bitmap(&[5, 8, 9], 2);
-        assert_eq!(common_bits(&a, &b), vec![5, 8]);
-        assert_eq!(filter_bits(&a, &[30, 2, 1, 99]), vec![1, 30]);
-    }
-
-    #[test]
-    fn members_that_are_not_ids_are_skipped() {
-        let m: Vec<&[u8]> = vec![b"3", b"x", b"007", b"12"];
-        assert_eq!(parse_members(m), vec![3, 12]);
+    fn common_bits_find_the_intersection() {
+        let mut a = vec![0u8; 4];
+        let mut b = vec![0u8; 2];
+        for u in [1, 5, 8, 30] {
+            set_bit(&mut a, u, true);
+        }
+        for u in [5, 8, 9] {
+            set_bit(&mut b, u, true);
+        }
+        let mut out = Vec::new();
+        common_bits(&a, &b, |o| out.push(o));
+        assert_eq!(out, vec![5, 8]);
     }
 
     #[test]
@@ -331,60 +621,80 @@ mod tests {
         assert_eq!(recent_overflow(3, 0), 3);
     }
 
-    /// A random sequence of likes and unlikes on a set that is promoted to
-    /// a bitmap part way: membership, counts and intersections agree with
-    /// a plain set at every step.
+    /// Random likes and unlikes over a post whose ranges are promoted one
+    /// by one (set members moved in slices, as the migration does):
+    /// membership and count agree with a plain set at every step, and no
+    /// liker is ever in both forms.
     #[test]
-    fn random_likes_through_promotion_keep_membership_and_count() {
+    fn random_likes_through_range_promotions_keep_membership_and_count() {
         let mut rng = StdRng::seed_from_u64(4);
-        for round in 0..50 {
-            let max_id: u64 = rng.gen_range(1..5000);
+        for _ in 0..20 {
             let mut reference = BTreeSet::new();
-            let mut bits: Option<Vec<u8>> = None;
             let mut set = BTreeSet::new();
-            for step in 0..2000 {
-                let u = rng.gen_range(0..=max_id);
+            let mut chunks: std::collections::BTreeMap<u64, (Vec<u8>, bool)> = Default::default();
+            let mut pending: Vec<u64> = Vec::new();
+            let mut count = 0i64;
+            for step in 0..4000 {
+                let u = rng.gen_range(0..4 * RANGE_IDS);
                 let like = rng.gen_bool(0.7);
+                let (k, off) = locate(u);
+                let was = match chunks.get_mut(&k) {
+                    Some((c, migrating)) => {
+                        let bit = get_bit(c, off);
+                        let in_set = !bit && *migrating && set.remove(&u);
+                        if in_set {
+                            set_bit(c, off, true);
+                        }
+                        bit || in_set
+                    }
+                    None => set.contains(&u),
+                };
+                if like != was {
+                    match chunks.get_mut(&k) {
+                        Some((c, _)) => {
+                            set_bit(c, off, like);
+                        }
+                        None => {
+                            if like {
+                                set.insert(u);
+                            } else {
+                                set.remove(&u);
+                            }
+                        }
+                    }
+                    count = next_count(count, like).unwrap();
+                }
                 if like {
                     reference.insert(u);
                 } else {
                     reference.remove(&u);
                 }
-                match bits.as_mut() {
-                    None => {
-                        if like {
-                            set.insert(u);
-                        } else {
-                            set.remove(&u);
-                        }
-                        if step == 500 + round {
-                            let ids: Vec<u64> = set.iter().copied().collect();
-                            let top = ids.iter().copied().max().unwrap_or(0);
-                            bits = Some(build_bitmap(&ids, bitmap_len(top)));
-                            set.clear();
-                        }
-                    }
-                    Some(b) => {
-                        if like {
-                            if let Some(n) = grown_len(u, b.len() as u64) {
-                                b.resize(n as usize, 0);
+                // Now and then a range is promoted, then migrated in slices.
+                if step % 500 == 250 {
+                    let r = rng.gen_range(0..4);
+                    chunks.entry(r).or_insert((vec![0; MIGRATING_BYTES], true));
+                    pending = set.iter().copied().collect();
+                }
+                for _ in 0..3 {
+                    if let Some(m) = pending.pop() {
+                        let (k, off) = locate(m);
+                        if let Some((c, _)) = chunks.get_mut(&k) {
+                            if set.remove(&m) {
+                                set_bit(c, off, true);
                             }
-                            set_bit(b, u, true);
-                        } else {
-                            set_bit(b, u, false);
                         }
                     }
                 }
-                let count = match &bits {
-                    Some(b) => popcount(b),
-                    None => set.len() as u64,
-                };
-                assert_eq!(count, reference.len() as u64);
-            }
-            if let Some(b) = &bits {
-                let all: Vec<u64> = reference.iter().copied().collect();
-                assert_eq!(common_bits(b, b), all);
-                assert_eq!(filter_bits(b, &(0..=max_id).collect::<Vec<_>>()), all);
+                if pending.is_empty() {
+                    for (c, migrating) in chunks.values_mut() {
+                        *migrating = false;
+                        c.truncate(CHUNK_BYTES);
+                    }
+                }
+                assert_eq!(count, reference.len() as i64);
+                let held: u64 =
+                    set.len() as u64 + chunks.values().map(|(c, _)| popcount(c)).sum::<u64>();
+                assert_eq!(held, reference.len() as u64, "a liker in both forms");
             }
         }
     }

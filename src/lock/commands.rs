@@ -8,7 +8,7 @@
 //! without re-reading a clock, and they need no module to replay it.
 
 use std::collections::BTreeMap;
-use std::os::raw::c_char;
+use std::os::raw::{c_char, c_long};
 
 use redis_module::{
     raw, Context, ContextFlags, KeyType, RedisError, RedisResult, RedisString, RedisValue,
@@ -537,6 +537,8 @@ fn serve(ctx: &Context, lock: &mut Lock, now: i64) -> usize {
     if blocking::waiting::<LockWaiter>(ctx, lock.name) == 0 {
         return 0;
     }
+    let arg = lock.arg;
+    let mut handed = 0u64;
     let served = blocking::serve::<LockWaiter>(ctx, lock.name, |w| {
         let req = Request {
             owner: &w.owner,
@@ -546,13 +548,19 @@ fn serve(ctx: &Context, lock: &mut Lock, now: i64) -> usize {
         };
         match lock.acquire(&req, w.limit) {
             Ok(Acquired::Busy) => None,
-            Ok(Acquired::New(t)) | Ok(Acquired::Reentered(t)) => Some(Ok(RedisValue::Integer(t))),
+            Ok(Acquired::New(t)) | Ok(Acquired::Reentered(t)) => {
+                handed += 1;
+                Some(Ok(RedisValue::Integer(t)))
+            }
             Err(e) => Some(Err(e)),
         }
     });
-    if served > 0 {
-        COUNT_HANDOFFS.add(served as u64);
-        util::notify_static(ctx, c"hotpath.lock.acquire", lock.arg);
+    // Each waiter handed the lock is one LOCK.ACQUIRE call that completes
+    // now: it raises its one event, as a call that acquired at once does.
+    // A waiter answered with an error changed nothing and raises none.
+    COUNT_HANDOFFS.add(handed);
+    for _ in 0..handed {
+        util::notify_static(ctx, c"hotpath.lock.acquire", arg);
     }
     served
 }
@@ -754,23 +762,48 @@ pub fn lock_renew(ctx: &Context, c: &mut Args) -> RedisResult {
     Ok(RedisValue::Integer(left))
 }
 
+/// The names of a holder's fields in LOCK.INFO's RESP3 reply.
+const HOLDER_FIELDS: [&str; 3] = ["token", "count", "ttl_ms"];
+
 /// LOCK.INFO B [NOW unix-ms]
 ///
-/// Replies `[owner, token, count, ttl-ms, …]` for every live holder, by
-/// token; empty when the lock is free.
+/// Replies every live holder, by token: in RESP2 the flat array
+/// `[owner, token, count, ttl-ms, …]`; in RESP3 a map
+/// `owner → {token, count, ttl_ms}` in the same order. Empty when the
+/// lock is free.
 pub fn lock_info(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(2)?;
     c.skip(1)?;
     let now = parse_now(c)?.unwrap_or_else(util::now_ms);
     let lock = Lock::open(ctx, c.string(1), false)?;
-    let mut out = Vec::new();
-    for (owner, h) in lock.live(now)? {
-        out.push(util::bulk(owner));
-        out.push(RedisValue::Integer(h.token));
-        out.push(RedisValue::Integer(h.count));
-        out.push(RedisValue::Integer(h.expires - now));
+    let live = lock.live(now)?;
+    drop(lock);
+    let three = util::resp3(ctx);
+    // SAFETY: the context is the command's; each reply call gets a valid
+    // buffer (the owner bytes and the field names live through the call).
+    unsafe {
+        let reply = raw::RedisModule_ReplyWithStringBuffer.unwrap();
+        let int = raw::RedisModule_ReplyWithLongLong.unwrap();
+        if three {
+            raw::reply_with_map(ctx.ctx, live.len() as c_long);
+        } else {
+            raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, (live.len() * 4) as c_long);
+        }
+        for (owner, h) in &live {
+            reply(ctx.ctx, owner.as_ptr() as *const c_char, owner.len());
+            let values = [h.token, h.count, h.expires - now];
+            if three {
+                raw::reply_with_map(ctx.ctx, HOLDER_FIELDS.len() as c_long);
+            }
+            for (name, v) in HOLDER_FIELDS.iter().zip(values) {
+                if three {
+                    reply(ctx.ctx, name.as_ptr() as *const c_char, name.len());
+                }
+                int(ctx.ctx, v);
+            }
+        }
     }
-    Ok(RedisValue::Array(out))
+    Ok(RedisValue::NoReply)
 }
 
 /// LOCK.CHECK B token [NOW unix-ms]

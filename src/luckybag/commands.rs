@@ -1,25 +1,45 @@
 //! LUCKYBAG handlers: parse every argument with a [`Cursor`], validate,
-//! open and type-check every key the command touches, apply the model,
-//! reply, replicate, notify.
+//! open and type-check every key the command touches, then check the
+//! stored values, apply the model, reply, replicate, notify.
+//!
+//! Cost: the hot writes (JOIN, LEAVE, ENTER) use the low-level key API
+//! only, with the client's own strings for the user (no copies): JOIN is
+//! one `ZsetAdd NX` (the dedup and the pool insert in one lookup), one
+//! in-place write of `B:count` and one read of four `B:meta` fields in a
+//! single `HashGet`. Expiries are set once, when a key is created, from
+//! `B:meta`'s absolute expiry.
 //!
 //! Replication: `JOIN` draws a random score, so it replicates itself with
 //! the score made explicit (`SCORE <r>`, accepted only from the master or
 //! the AOF); `TASK` replicates its effect (`ZADD` with the score given);
-//! `CREATE` replicates `HSET` + `PEXPIREAT` so that an AOF replay does not
-//! restart its TTL; `LEAVE`, `ENTER` and `DRAW` are deterministic given the
-//! data and replicate verbatim.
+//! `CREATE` replicates `HSET` + `PEXPIREAT` at the instant it set; `LEAVE`,
+//! `ENTER` and `DRAW` are deterministic given the data and replicate
+//! verbatim. Keys created on a replica or during AOF replay take the
+//! absolute expiry of their own `B:meta`, which is the master's.
+
+use std::ffi::CStr;
+use std::os::raw::c_int;
 
 use rand::thread_rng;
-use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
-use crate::args::{parse_i64, Cursor};
+use crate::args::Cursor;
 use crate::error;
-use crate::keys::{derived, Key, KeyType};
+use crate::keys::{derived_name, zadd, Field, HashField, Key, KeyType, Name};
 use crate::util;
 
-use super::model::{self, field, Rules};
+use super::model::{self, field, parse, Rules};
 
 const FAMILY: &str = "luckybag";
+
+// `B:meta` fields, made into Redis strings once.
+static F_WINNERS: Field = Field::new(c"winners");
+static F_SHARDS: Field = Field::new(c"shards");
+static F_POOLCAP: Field = Field::new(c"poolcap");
+static F_HIGHSCORE: Field = Field::new(c"highscore");
+static F_RESTORE: Field = Field::new(c"restore");
+static F_STATE: Field = Field::new(c"state");
+static F_LATEPOOLED: Field = Field::new(c"latepooled");
 /// Longest `TTL`: 100 years.
 const MAX_TTL_SECONDS: i64 = 3_153_600_000;
 
@@ -31,67 +51,101 @@ fn not_float() -> RedisError {
     RedisError::Str("ERR value is not a valid float")
 }
 
-fn event(ctx: &Context, name: &'static str, base: &[u8]) {
-    util::notify(ctx, name, base);
+/// Raises `hotpath.luckybag.<event>` (class module) on the base key the
+/// client sent: no copy of the key and no allocation for the event name.
+fn notify(ctx: &Context, event: &CStr, base: &RedisString) {
+    unsafe {
+        raw::RedisModule_NotifyKeyspaceEvent.unwrap()(
+            ctx.ctx,
+            raw::REDISMODULE_NOTIFY_MODULE as c_int,
+            event.as_ptr(),
+            base.inner,
+        )
+    };
 }
 
-/// An open bag: its meta key, its rules and the TTL its keys share.
-struct Bag {
-    meta: Key,
-    rules: Rules,
-    /// Remaining time to live of `B:meta` in ms, or -1 for none; every
-    /// derived key created later gets the same expiry.
-    ttl_ms: i64,
+/// Returns `B:cand:<s>`, built on the stack.
+fn cand_name(base: &[u8], shard: u64) -> Name {
+    let mut name = derived_name(base, "cand:");
+    name.extend_from_slice(itoa::Buffer::new().format(shard).as_bytes());
+    name
 }
 
-/// Opens `B:meta`; `Ok(None)` when the bag does not exist.
-fn find_bag(ctx: &Context, base: &[u8], write: bool) -> Result<Option<Bag>, RedisError> {
+/// Opens `B:meta` and checks its type; `Ok(None)` when the bag does not
+/// exist.
+fn find_meta(ctx: &Context, base: &[u8], write: bool) -> Result<Option<Key>, RedisError> {
     let meta = Key::derived(ctx, base, "meta", write);
-    if !meta.check(KeyType::Hash)? {
-        return Ok(None);
-    }
-    let rules = Rules::from_fields(|f| meta.hget(f)).ok_or_else(|| ferr(model::ERR_CORRUPT))?;
-    let ttl_ms = meta.expire_ms();
-    Ok(Some(Bag {
-        meta,
-        rules,
-        ttl_ms,
-    }))
+    Ok(meta.check(KeyType::Hash)?.then_some(meta))
 }
 
-/// Opens a bag that must exist and still be open (for writes).
-fn open_bag(ctx: &Context, base: &[u8]) -> Result<Bag, RedisError> {
-    let bag = find_bag(ctx, base, true)?.ok_or_else(|| ferr(model::ERR_NO_BAG))?;
-    if bag.rules.drawn {
+/// Opens `B:meta` of a bag that must exist.
+fn open_meta(ctx: &Context, base: &[u8], write: bool) -> Result<Key, RedisError> {
+    find_meta(ctx, base, write)?.ok_or_else(|| ferr(model::ERR_NO_BAG))
+}
+
+/// Parses a `B:meta` value read by [`Key::hget_fields`]; a missing field
+/// or a value `CREATE` never writes is `ERR luckybag: corrupt data in
+/// 'B:meta' field '<name>'`.
+fn meta_value<T>(
+    base: &[u8],
+    name: &Field,
+    v: &Option<RedisString>,
+    parse: fn(&[u8]) -> Option<T>,
+) -> Result<T, RedisError> {
+    v.as_ref()
+        .and_then(|v| parse(v.as_slice()))
+        .ok_or_else(|| error::corrupt(FAMILY, &derived_name(base, "meta"), Some(name.name())))
+}
+
+/// Reads the two `B:meta` values that decide which keys a write touches:
+/// `shards` (where the user's keys are) and `state` (a drawn bag takes no
+/// more writes: `ERR luckybag: bag is closed`). They are checked first;
+/// every key is then type-checked before any other value is read.
+fn scope(
+    base: &[u8],
+    shards: &Option<RedisString>,
+    state: &Option<RedisString>,
+) -> Result<u64, RedisError> {
+    let shards = meta_value(base, &F_SHARDS, shards, parse::shards)?;
+    if meta_value(base, &F_STATE, state, parse::drawn)? {
         return Err(ferr(model::ERR_CLOSED));
     }
-    Ok(bag)
+    Ok(shards)
 }
 
-fn shard_key(base: &[u8], kind: &str, shard: u64) -> Vec<u8> {
-    derived(base, &format!("{kind}:{shard}"))
-}
-
-/// Gives a key created by this command the bag's expiry.
-fn adopt_ttl(key: &Key, ttl_ms: i64) {
-    if ttl_ms > 0 {
-        key.set_expire_ms(ttl_ms);
+/// Gives a key this command just created the bag's expiry: the very
+/// instant `B:meta` expires, read from it (never a remaining time, which
+/// would drift by the time the command takes and differ on replicas).
+fn adopt_expiry(meta: &Key, key: &Key) {
+    if let Some(at) = meta.abs_expire_ms() {
+        key.set_abs_expire_ms(at);
     }
 }
 
-/// Replicates the absolute expiry of a key created by this command.
-fn replicate_expire(ctx: &Context, name: &[u8], ttl_ms: i64) {
-    if ttl_ms > 0 {
-        let at = (util::now_ms() + ttl_ms).to_string();
-        ctx.replicate("PEXPIREAT", &[name, at.as_bytes()]);
+/// Returns true when the command comes from the master or the AOF.
+fn from_master_or_aof(ctx: &Context) -> bool {
+    let f = ctx.get_flags();
+    f.contains(ContextFlags::REPLICATED) || f.contains(ContextFlags::LOADING)
+}
+
+/// Parses `B user` (nothing else) and refuses an empty user.
+fn base_and_user(args: Vec<RedisString>) -> Result<(RedisString, RedisString), RedisError> {
+    let mut c = Cursor::new(args, 3)?;
+    let base = c.next()?;
+    let user = c.next()?;
+    c.expect_done()?;
+    if user.as_slice().is_empty() {
+        return Err(error::empty_user(FAMILY));
     }
+    Ok((base, user))
 }
 
 /// LUCKYBAG.CREATE B WINNERS n [SHARDS s] [POOLCAP c] [HIGHSCORE h]
 /// [RESTORE YES|NO] [TTL seconds]
 pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 4)?;
-    let base = c.next_bytes()?;
+    let base_arg = c.next()?;
+    let base = base_arg.as_slice();
     let mut winners = None;
     let mut shards = model::DEFAULT_SHARDS;
     let mut poolcap = model::DEFAULT_POOLCAP;
@@ -102,16 +156,14 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "WINNERS" => {
-                let v = c.option_bytes()?;
-                let n = parse_i64(v, i64::MIN, i64::MAX)?;
+                let n = crate::args::parse_i64(c.option_bytes()?, i64::MIN, i64::MAX)?;
                 if !(1..=model::MAX_WINNERS).contains(&n) {
-                    return Err(ferr(model::ERR_WINNERS));
+                    return Err(ferr(&model::err_winners()));
                 }
                 winners = Some(n);
             }
             "SHARDS" => {
-                let v = c.option_bytes()?;
-                let n = parse_i64(v, i64::MIN, i64::MAX)?;
+                let n = crate::args::parse_i64(c.option_bytes()?, i64::MIN, i64::MAX)?;
                 if !model::valid_shards(n) {
                     return Err(ferr(model::ERR_SHARDS));
                 }
@@ -131,8 +183,7 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             }
             "RESTORE" => restore = c.option_choice(&["YES", "NO"])? == "YES",
             "TTL" => {
-                let v = c.option_bytes()?;
-                let n = parse_i64(v, i64::MIN, i64::MAX)?;
+                let n = crate::args::parse_i64(c.option_bytes()?, i64::MIN, i64::MAX)?;
                 if !(1..=MAX_TTL_SECONDS).contains(&n) {
                     return Err(RedisError::String(format!(
                         "ERR invalid expire time in '{}' command",
@@ -145,11 +196,22 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
     }
     let winners = winners.ok_or_else(error::syntax)?;
-    util::require_hash_tag(ctx, FAMILY, &base)?;
+    util::require_hash_tag(ctx, FAMILY, base)?;
 
-    let meta_name = derived(&base, "meta");
+    let meta_name = derived_name(base, "meta");
     let meta = Key::open(ctx, &meta_name, true);
     if meta.check(KeyType::Hash)? {
+        return Err(ferr(model::ERR_EXISTS));
+    }
+    // Keys left over from an earlier bag of the same name (only possible
+    // if someone deleted `B:meta` alone: every key of a bag expires at the
+    // same instant) would be inherited by the new bag; a count or a pool
+    // must start empty, so the name counts as taken until they are gone.
+    let leftover = ["count", "stored", "winners"]
+        .iter()
+        .any(|s| Key::derived(ctx, base, s, false).exists())
+        || (0..shards).any(|s| Key::open(ctx, &cand_name(base, s), false).exists());
+    if leftover {
         return Err(ferr(model::ERR_EXISTS));
     }
     let rules = Rules {
@@ -164,17 +226,21 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let fields = rules.fields();
     let mut hset: Vec<&[u8]> = vec![&meta_name];
     for (f, v) in &fields {
-        meta.hput(f, v);
-        hset.push(f);
+        meta.hput(f.as_bytes(), v);
+        hset.push(f.as_bytes());
         hset.push(v);
     }
     ctx.replicate("HSET", hset.as_slice());
     if ttl > 0 {
-        meta.set_expire_ms(ttl * 1000);
-        replicate_expire(ctx, &meta_name, ttl * 1000);
+        // One absolute instant, set here and replicated as it is.
+        let at = util::now_ms() + ttl * 1000;
+        meta.set_abs_expire_ms(at);
+        let at = at.to_string();
+        ctx.replicate("PEXPIREAT", &[&meta_name[..], at.as_bytes()]);
     }
+    drop(meta);
     super::BAGS_CREATED.incr();
-    event(ctx, "hotpath.luckybag.create", &base);
+    notify(ctx, c"hotpath.luckybag.create", &base_arg);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
@@ -185,8 +251,8 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// own score would defeat the lottery).
 pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
-    let base = c.next_bytes()?;
-    let user = c.next_bytes()?;
+    let base_arg = c.next()?;
+    let user = c.next()?;
     let mut pending = false;
     let mut given: Option<u32> = None;
     while !c.done() {
@@ -198,70 +264,87 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             _ => return Err(error::syntax()),
         }
     }
-    util::require_hash_tag(ctx, FAMILY, &base)?;
-    let bag = open_bag(ctx, &base)?;
-    let shard = model::shard_of(&user, bag.rules.shards);
+    if user.as_slice().is_empty() {
+        return Err(error::empty_user(FAMILY));
+    }
+    let base = base_arg.as_slice();
+    util::require_hash_tag(ctx, FAMILY, base)?;
 
-    // Type-check every key before the first write.
-    // B:joined:<s> is checked by SADD itself, the first write: a WRONGTYPE
-    // there leaves nothing written.
-    let joined_name = shard_key(&base, "joined", shard);
-    let cand = Key::open(ctx, &shard_key(&base, "cand", shard), true);
+    let meta = open_meta(ctx, base, true)?;
+    let [shards, state, poolcap] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_POOLCAP]);
+    let shards = scope(base, &shards, &state)?;
+
+    // Every type check before any other value check.
+    let cand = Key::open(
+        ctx,
+        &cand_name(base, model::shard_of(user.as_slice(), shards)),
+        true,
+    );
     let cand_existed = cand.check(KeyType::ZSet)?;
-    let count = Key::derived(ctx, &base, "count", true);
+    let count_name = derived_name(base, "count");
+    let count = Key::open(ctx, &count_name, true);
     let count_existed = count.check(KeyType::String)?;
+    let poolcap = meta_value(base, &F_POOLCAP, &poolcap, parse::non_negative)?;
     let before = if count_existed {
-        count.get_i64().ok_or_else(error::not_integer)?
+        parse::participants(count.bytes())
+            .ok_or_else(|| error::corrupt(FAMILY, &count_name, None))?
     } else {
         0
     };
-    let participants = before.checked_add(1).ok_or_else(error::not_integer)?;
+    let participants = before
+        .checked_add(1)
+        .ok_or_else(|| error::overflow(FAMILY, &count_name, None))?;
 
-    // Sets have no low-level API: SADD is the dedup and the first write.
-    let added = matches!(
-        ctx.call("SADD", &[&joined_name[..], &user[..]])?,
-        RedisValue::Integer(1)
-    );
-    if !added {
-        super::DUPLICATES.incr();
-        let pooled = cand.zscore(&user).is_some();
-        return Ok(RedisValue::Array(vec![
-            RedisValue::Integer(0),
-            RedisValue::Integer(pooled as i64),
-            RedisValue::Integer(before),
-        ]));
-    }
-    if bag.ttl_ms > 0 {
-        let joined = Key::open(ctx, &joined_name, true);
-        if joined.expire_ms() < 0 {
-            adopt_ttl(&joined, bag.ttl_ms);
-        }
-    }
     let drawn = match (pending, given) {
         (true, _) => None,
         (false, Some(r)) => Some(r),
         (false, None) => Some(model::random_r(&mut thread_rng())),
     };
     let score = drawn.map_or(model::PENDING_SCORE, model::score_of);
-    let pooled = model::enters_pool(participants, bag.rules.poolcap, score, bag.rules.highscore);
-    if pooled {
-        cand.zadd(&user, score);
-        if !cand_existed {
-            adopt_ttl(&cand, bag.ttl_ms);
-        }
-    }
-    let count_ttl = if count_existed {
-        count.expire_ms()
-    } else {
-        bag.ttl_ms
+    // HIGHSCORE matters (and is read) only past the pool cap.
+    let pooled = participants <= poolcap || {
+        let [h] = meta.hget_fields([&F_HIGHSCORE]);
+        let highscore = meta_value(base, &F_HIGHSCORE, &h, parse::highscore)?;
+        model::enters_pool(participants, poolcap, score, highscore)
     };
-    count.set(participants.to_string().as_bytes());
-    adopt_ttl(&count, count_ttl);
+    // A participant past the cap who entered the pool is counted in
+    // `latepooled`: read (and checked) before anything is written.
+    let late = if pooled && participants > poolcap {
+        let [v] = meta.hget_fields([&F_LATEPOOLED]);
+        let n = meta_value(base, &F_LATEPOOLED, &v, parse::non_negative)?;
+        Some(n.checked_add(1).ok_or_else(|| {
+            error::overflow(FAMILY, &derived_name(base, "meta"), Some(field::LATEPOOLED))
+        })?)
+    } else {
+        None
+    };
+
+    // The pool is also the participant list: NX makes the insert the dedup.
+    let kept = if pooled { score } else { model::CAPPED_SCORE };
+    if cand.zadd_flags_arg(&user, kept, zadd::NX) & zadd::ADDED == 0 {
+        super::DUPLICATES.incr();
+        let pooled = cand.zscore_arg(&user) != Some(model::CAPPED_SCORE);
+        return Ok(RedisValue::Array(vec![
+            RedisValue::Integer(0),
+            RedisValue::Integer(pooled as i64),
+            RedisValue::Integer(before),
+        ]));
+    }
+    if !cand_existed {
+        adopt_expiry(&meta, &cand);
+    }
+    count.write_in_place(itoa::Buffer::new().format(participants).as_bytes());
+    if !count_existed {
+        adopt_expiry(&meta, &count);
+    }
+    if let Some(n) = late {
+        let v = RedisString::create_from_slice(ctx.ctx, itoa::Buffer::new().format(n).as_bytes());
+        meta.hput_field(&F_LATEPOOLED, &v);
+    }
+    drop((cand, count, meta));
 
     match (drawn, given) {
-        (Some(r), None) => {
-            util::replicate_with_extra(ctx, c.args(), &[b"SCORE", r.to_string().as_bytes()])
-        }
+        (Some(r), None) => replicate_with_score(ctx, c.args(), r),
         _ => ctx.replicate_verbatim(),
     }
     super::JOINED.incr();
@@ -270,7 +353,7 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     } else {
         super::CAPPED.incr();
     }
-    util::notify(ctx, "hotpath.luckybag.join", &base);
+    notify(ctx, c"hotpath.luckybag.join", &base_arg);
     Ok(RedisValue::Array(vec![
         RedisValue::Integer(1),
         RedisValue::Integer(pooled as i64),
@@ -278,232 +361,307 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     ]))
 }
 
-/// Returns true when the command comes from the master or the AOF.
-fn from_master_or_aof(ctx: &Context) -> bool {
-    let f = ctx.get_flags();
-    f.contains(ContextFlags::REPLICATED) || f.contains(ContextFlags::LOADING)
-}
-
-/// A command on one user of an open bag: `B user`.
-struct UserCommand {
-    base: Vec<u8>,
-    user: Vec<u8>,
-    bag: Bag,
-    /// `B:cand:<s>` of the user's shard, open for writing, type-checked.
-    cand_name: Vec<u8>,
-    cand: Key,
-}
-
-/// Parses `B user` and opens the bag and the user's candidate pool.
-fn user_command(ctx: &Context, args: Vec<RedisString>) -> Result<UserCommand, RedisError> {
-    let mut c = Cursor::new(args, 3)?;
-    let base = c.next_bytes()?;
-    let user = c.next_bytes()?;
-    c.expect_done()?;
-    util::require_hash_tag(ctx, FAMILY, &base)?;
-    let bag = open_bag(ctx, &base)?;
-    let cand_name = shard_key(&base, "cand", model::shard_of(&user, bag.rules.shards));
-    let cand = Key::open(ctx, &cand_name, true);
-    cand.check(KeyType::ZSet)?;
-    Ok(UserCommand {
-        base,
-        user,
-        bag,
-        cand_name,
-        cand,
-    })
+/// Replicates the client's JOIN with `SCORE <r>` appended, in one
+/// `RM_Replicate` that makes the two extra arguments itself (no vector or
+/// strings built here: this runs on every new participant).
+fn replicate_with_score(ctx: &Context, args: &[RedisString], r: u32) {
+    static SCORE: Field = Field::new(c"SCORE");
+    let r = unsafe {
+        raw::RedisModule_CreateStringFromLongLong.unwrap()(
+            ctx.ctx,
+            std::os::raw::c_longlong::from(r),
+        )
+    };
+    let r = RedisString::from_redis_module_string(ctx.ctx, r);
+    let mut argv: smallvec::SmallVec<[*mut raw::RedisModuleString; 8]> =
+        args[1..].iter().map(|a| a.inner).collect();
+    argv.push(SCORE.string());
+    argv.push(r.inner);
+    // The command name as the client sent it: an sds, so NUL-terminated.
+    let mut len = 0usize;
+    let name = raw::string_ptr_len(args[0].inner, &mut len);
+    unsafe {
+        raw::RedisModule_Replicate.unwrap()(
+            ctx.ctx,
+            name,
+            c"v".as_ptr(),
+            argv.as_ptr(),
+            argv.len(),
+        );
+    }
 }
 
 /// LUCKYBAG.TASK B user → 1 if a pending user now has a random score
 pub fn luckybag_task(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let UserCommand {
-        base,
-        user,
-        cand_name,
-        cand,
-        ..
-    } = user_command(ctx, args)?;
-    if cand.zscore(&user) != Some(model::PENDING_SCORE) {
+    let (base_arg, user) = base_and_user(args)?;
+    let base = base_arg.as_slice();
+    util::require_hash_tag(ctx, FAMILY, base)?;
+    let meta = open_meta(ctx, base, true)?;
+    let [shards, state] = meta.hget_fields([&F_SHARDS, &F_STATE]);
+    let shards = scope(base, &shards, &state)?;
+    let name = cand_name(base, model::shard_of(user.as_slice(), shards));
+    let cand = Key::open(ctx, &name, true);
+    cand.check(KeyType::ZSet)?;
+    if cand.zscore_arg(&user) != Some(model::PENDING_SCORE) {
         return Ok(RedisValue::Integer(0));
     }
     let score = model::random_score(&mut thread_rng());
-    cand.zadd(&user, score);
+    cand.zadd_flags_arg(&user, score, zadd::XX);
+    drop((cand, meta));
     let s = model::format_score(score);
-    ctx.replicate("ZADD", &[&cand_name[..], s.as_bytes(), &user[..]]);
+    ctx.replicate("ZADD", &[&name[..], s.as_bytes(), user.as_slice()]);
     super::TASKS_DONE.incr();
-    event(ctx, "hotpath.luckybag.task", &base);
+    notify(ctx, c"hotpath.luckybag.task", &base_arg);
     Ok(RedisValue::Integer(1))
 }
 
 /// LUCKYBAG.LEAVE B user → 1 if the user's score was kept and set to -1
 pub fn luckybag_leave(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let UserCommand {
-        base,
-        user,
-        bag,
-        cand,
-        ..
-    } = user_command(ctx, args)?;
-    let stored = Key::derived(ctx, &base, "stored", true);
+    let (base_arg, user) = base_and_user(args)?;
+    let base = base_arg.as_slice();
+    util::require_hash_tag(ctx, FAMILY, base)?;
+    let meta = open_meta(ctx, base, true)?;
+    let [shards, state, restore] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_RESTORE]);
+    let shards = scope(base, &shards, &state)?;
+    let cand = Key::open(
+        ctx,
+        &cand_name(base, model::shard_of(user.as_slice(), shards)),
+        true,
+    );
+    cand.check(KeyType::ZSet)?;
+    let stored = Key::derived(ctx, base, "stored", true);
     let stored_existed = stored.check(KeyType::Hash)?;
-    let score = match cand.zscore(&user) {
-        Some(s) if s != model::AWAY_SCORE => s,
+    let restore = meta_value(base, &F_RESTORE, &restore, parse::restore)?;
+    let score = match cand.zscore_arg(&user) {
+        Some(s) if s != model::AWAY_SCORE && s != model::CAPPED_SCORE => s,
         _ => return Ok(RedisValue::Integer(0)),
     };
-    if bag.rules.restore {
-        stored.hput(&user, model::format_score(score).as_bytes());
+    if restore {
+        stored.hput_arg(&user, model::format_score(score).as_bytes());
         if !stored_existed {
-            adopt_ttl(&stored, bag.ttl_ms);
+            adopt_expiry(&meta, &stored);
         }
     }
-    cand.zadd(&user, model::AWAY_SCORE);
+    cand.zadd_flags_arg(&user, model::AWAY_SCORE, zadd::XX);
+    drop((cand, stored, meta));
     ctx.replicate_verbatim();
     super::LEFT.incr();
-    event(ctx, "hotpath.luckybag.leave", &base);
+    notify(ctx, c"hotpath.luckybag.leave", &base_arg);
     Ok(RedisValue::Integer(1))
 }
 
 /// LUCKYBAG.ENTER B user → 1 if the kept score was restored (RESTORE YES)
 pub fn luckybag_enter(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let UserCommand {
-        base,
-        user,
-        bag,
-        cand,
-        ..
-    } = user_command(ctx, args)?;
-    let stored = Key::derived(ctx, &base, "stored", true);
+    let (base_arg, user) = base_and_user(args)?;
+    let base = base_arg.as_slice();
+    util::require_hash_tag(ctx, FAMILY, base)?;
+    let meta = open_meta(ctx, base, true)?;
+    let [shards, state, restore] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_RESTORE]);
+    let shards = scope(base, &shards, &state)?;
+    let cand = Key::open(
+        ctx,
+        &cand_name(base, model::shard_of(user.as_slice(), shards)),
+        true,
+    );
+    cand.check(KeyType::ZSet)?;
+    let stored_name = derived_name(base, "stored");
+    let stored = Key::open(ctx, &stored_name, true);
     stored.check(KeyType::Hash)?;
-    if !bag.rules.restore || cand.zscore(&user) != Some(model::AWAY_SCORE) {
+    let restore = meta_value(base, &F_RESTORE, &restore, parse::restore)?;
+    if !restore || cand.zscore_arg(&user) != Some(model::AWAY_SCORE) {
         return Ok(RedisValue::Integer(0));
     }
-    let Some(kept) = stored.hget(&user) else {
+    let Some(kept) = stored.hget_arg(HashField::Arg(&user)) else {
         return Ok(RedisValue::Integer(0));
     };
-    let score: f64 = std::str::from_utf8(&kept)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|s: &f64| s.is_finite())
-        .ok_or_else(not_float)?;
-    cand.zadd(&user, score);
-    stored.hdel(&user);
+    let score = parse::kept_score(kept.as_slice()).ok_or_else(|| {
+        error::corrupt(
+            FAMILY,
+            &stored_name,
+            Some(&error::key_text(user.as_slice())),
+        )
+    })?;
+    cand.zadd_flags_arg(&user, score, zadd::XX);
+    stored.hdel_arg(&user);
+    drop((cand, stored, meta));
     ctx.replicate_verbatim();
     super::RESTORED.incr();
-    event(ctx, "hotpath.luckybag.enter", &base);
+    notify(ctx, c"hotpath.luckybag.enter", &base_arg);
     Ok(RedisValue::Integer(1))
 }
 
-fn winners_reply(list: &[(Vec<u8>, f64)]) -> RedisValue {
-    let mut out = Vec::with_capacity(list.len() * 2);
-    for (u, s) in list {
-        out.push(util::bulk(u.clone()));
-        out.push(util::bulk(model::format_score(*s)));
+/// Replies `[user, score, …]` straight through the reply API (a draw
+/// replies up to `MAX_WINNERS` pairs; the crate's generic reply costs
+/// several hundred instructions more per element).
+fn reply_winners(ctx: &Context, list: &[(RedisString, f64)]) -> RedisResult {
+    unsafe {
+        raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, (list.len() * 2) as std::os::raw::c_long);
+        for (u, s) in list {
+            raw::RedisModule_ReplyWithString.unwrap()(ctx.ctx, u.inner);
+            let s = model::format_score(*s);
+            raw::RedisModule_ReplyWithStringBuffer.unwrap()(ctx.ctx, s.as_ptr().cast(), s.len());
+        }
     }
-    RedisValue::Array(out)
+    Ok(RedisValue::NoReply)
+}
+
+/// A pool entry read from a shard's walk, for the merge.
+struct Candidate(RedisString, f64);
+
+impl model::Ranked for Candidate {
+    fn score(&self) -> f64 {
+        self.1
+    }
+    fn member(&self) -> &[u8] {
+        self.0.as_slice()
+    }
 }
 
 /// LUCKYBAG.DRAW B → [user, score, …] the winners, best score first
+///
+/// O(S·log N + W·(log N + log S)) for S shards of up to N members and W
+/// winners (W ≤ 1000): every shard is walked from its best eligible member,
+/// and a member is read only when the one before it in its shard was drawn.
 pub fn luckybag_draw(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
-    let base = c.next_bytes()?;
+    let base_arg = c.next()?;
     c.expect_done()?;
-    util::require_hash_tag(ctx, FAMILY, &base)?;
-    let bag = find_bag(ctx, &base, true)?.ok_or_else(|| ferr(model::ERR_NO_BAG))?;
-    let winners = Key::derived(ctx, &base, "winners", true);
+    let base = base_arg.as_slice();
+    util::require_hash_tag(ctx, FAMILY, base)?;
+    let meta = open_meta(ctx, base, true)?;
+    let winners = Key::derived(ctx, base, "winners", true);
     winners.check(KeyType::ZSet)?;
-    if bag.rules.drawn {
+    let [shards, state, n] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_WINNERS]);
+    let shards = meta_value(base, &F_SHARDS, &shards, parse::shards)?;
+    if meta_value(base, &F_STATE, &state, parse::drawn)? {
+        let n = meta_value(base, &F_WINNERS, &n, parse::winners)? as usize;
         // Idempotent: the winners already written, in the same order.
-        return Ok(winners_reply(&winners.zrange_desc(0, usize::MAX)));
+        let list: Vec<(RedisString, f64)> = winners
+            .zrange_desc(0, n)
+            .into_iter()
+            .map(|(u, s)| (RedisString::create_from_slice(ctx.ctx, &u), s))
+            .collect();
+        return reply_winners(ctx, &list);
     }
-    let n = bag.rules.winners as usize;
-    let mut pools = Vec::with_capacity(bag.rules.shards as usize);
-    for s in 0..bag.rules.shards {
-        let cand = Key::open(ctx, &shard_key(&base, "cand", s), false);
+    let mut pools = Vec::with_capacity(shards as usize);
+    for s in 0..shards {
+        let cand = Key::open(ctx, &cand_name(base, s), false);
         cand.check(KeyType::ZSet)?;
         pools.push(cand);
     }
-    let shards = pools.len();
-    let drawn = model::draw_top(shards, n, |s, count| {
-        pools[s].zrange(0, count, true, 0.0, 1.0)
-    });
+    let n = meta_value(base, &F_WINNERS, &n, parse::winners)? as usize;
+    let heads: Vec<Option<Candidate>> = pools
+        .iter()
+        .map(|p| {
+            p.zwalk_desc(0.0, 1.0)
+                .then(|| p.zwalk_current())
+                .flatten()
+                .map(|(u, s)| Candidate(u, s))
+        })
+        .collect();
+    let drawn = model::merge_lazy(
+        heads,
+        |i| {
+            let p = &pools[i];
+            p.zwalk_prev()
+                .then(|| p.zwalk_current())
+                .flatten()
+                .map(|(u, s)| Candidate(u, s))
+        },
+        n,
+    );
+    for p in &pools {
+        p.zwalk_stop();
+    }
     drop(pools);
     winners.delete();
-    for (u, s) in &drawn {
-        winners.zadd(u, *s);
+    for Candidate(u, s) in &drawn {
+        winners.zadd_flags_arg(u, *s, 0);
     }
     if !drawn.is_empty() {
-        adopt_ttl(&winners, bag.ttl_ms);
+        adopt_expiry(&meta, &winners);
     }
-    bag.meta.hput(field::STATE, model::DRAWN);
+    meta.hput(field::STATE.as_bytes(), model::DRAWN);
+    drop((winners, meta));
     ctx.replicate_verbatim();
     super::DRAWS.incr();
     super::WINNERS_DRAWN.add(drawn.len() as u64);
-    event(ctx, "hotpath.luckybag.draw", &base);
-    Ok(winners_reply(&drawn))
+    notify(ctx, c"hotpath.luckybag.draw", &base_arg);
+    let list: Vec<(RedisString, f64)> = drawn.into_iter().map(|Candidate(u, s)| (u, s)).collect();
+    reply_winners(ctx, &list)
 }
 
 /// LUCKYBAG.RESULT B user → PENDING, WON, LOST or ABSENT
 pub fn luckybag_result(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 3)?;
-    let base = c.next_bytes()?;
-    let user = c.next_bytes()?;
-    c.expect_done()?;
-    util::require_hash_tag(ctx, FAMILY, &base)?;
-    let Some(bag) = find_bag(ctx, &base, false)? else {
+    let (base_arg, user) = base_and_user(args)?;
+    let base = base_arg.as_slice();
+    util::require_hash_tag(ctx, FAMILY, base)?;
+    let Some(meta) = find_meta(ctx, base, false)? else {
         return Ok(RedisValue::SimpleStringStatic(
             model::Outcome::Absent.word(),
         ));
     };
-    let joined_name = shard_key(&base, "joined", model::shard_of(&user, bag.rules.shards));
-    let joined_exists = Key::open(ctx, &joined_name, false).check(KeyType::Set)?;
-    let winners = Key::derived(ctx, &base, "winners", false);
+    let [shards, state] = meta.hget_fields([&F_SHARDS, &F_STATE]);
+    let shards = meta_value(base, &F_SHARDS, &shards, parse::shards)?;
+    let cand = Key::open(
+        ctx,
+        &cand_name(base, model::shard_of(user.as_slice(), shards)),
+        false,
+    );
+    cand.check(KeyType::ZSet)?;
+    let winners = Key::derived(ctx, base, "winners", false);
     winners.check(KeyType::ZSet)?;
-    let joined = joined_exists
-        && matches!(
-            ctx.call("SISMEMBER", &[&joined_name[..], &user[..]])?,
-            RedisValue::Integer(1)
-        );
-    let won = bag.rules.drawn && winners.zscore(&user).is_some();
-    let outcome = model::Outcome::of(joined, bag.rules.drawn, won);
+    let drawn = meta_value(base, &F_STATE, &state, parse::drawn)?;
+    // Every participant has an entry in its shard's pool (capped ones too).
+    let joined = cand.zscore_arg(&user).is_some();
+    let won = drawn && winners.zscore_arg(&user).is_some();
+    let outcome = model::Outcome::of(joined, drawn, won);
     Ok(RedisValue::SimpleStringStatic(outcome.word()))
 }
 
 /// LUCKYBAG.INFO B → [state, …, participants, …, pooled, …, winners, …, shards, …]
+///
+/// O(1): `pooled` comes from the participant count and the `latepooled`
+/// total, not from the shards.
 pub fn luckybag_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
-    let base = c.next_bytes()?;
+    let base_arg = c.next()?;
     c.expect_done()?;
-    util::require_hash_tag(ctx, FAMILY, &base)?;
-    let Some(bag) = find_bag(ctx, &base, false)? else {
-        return Ok(RedisValue::Array(vec![]));
+    let base = base_arg.as_slice();
+    util::require_hash_tag(ctx, FAMILY, base)?;
+    let Some(meta) = find_meta(ctx, base, false)? else {
+        return Ok(util::map(ctx, vec![]));
     };
-    let count = Key::derived(ctx, &base, "count", false);
-    let participants = if count.check(KeyType::String)? {
-        count.get_i64().ok_or_else(error::not_integer)?
+    let count_name = derived_name(base, "count");
+    let count = Key::open(ctx, &count_name, false);
+    let count_exists = count.check(KeyType::String)?;
+    let [winners, shards, poolcap, state, late] =
+        meta.hget_fields([&F_WINNERS, &F_SHARDS, &F_POOLCAP, &F_STATE, &F_LATEPOOLED]);
+    let winners = meta_value(base, &F_WINNERS, &winners, parse::winners)?;
+    let shards = meta_value(base, &F_SHARDS, &shards, parse::shards)?;
+    let poolcap = meta_value(base, &F_POOLCAP, &poolcap, parse::non_negative)?;
+    let drawn = meta_value(base, &F_STATE, &state, parse::drawn)?;
+    let late = meta_value(base, &F_LATEPOOLED, &late, parse::non_negative)?;
+    let participants = if count_exists {
+        parse::participants(count.bytes())
+            .ok_or_else(|| error::corrupt(FAMILY, &count_name, None))?
     } else {
         0
     };
-    let mut pooled = 0usize;
-    for s in 0..bag.rules.shards {
-        let cand = Key::open(ctx, &shard_key(&base, "cand", s), false);
-        cand.check(KeyType::ZSet)?;
-        pooled += cand.len();
-    }
-    let state: &[u8] = if bag.rules.drawn {
-        model::DRAWN
-    } else {
-        model::OPEN
-    };
-    Ok(RedisValue::Array(vec![
+    let pooled = model::pooled_total(participants, poolcap, late).ok_or_else(|| {
+        error::overflow(FAMILY, &derived_name(base, "meta"), Some(field::LATEPOOLED))
+    })?;
+    let state: &[u8] = if drawn { model::DRAWN } else { model::OPEN };
+    Ok(util::map(ctx, vec![
         util::bulk("state"),
         util::bulk(state),
         util::bulk("participants"),
         RedisValue::Integer(participants),
         util::bulk("pooled"),
-        RedisValue::Integer(pooled as i64),
+        RedisValue::Integer(pooled),
         util::bulk("winners"),
-        RedisValue::Integer(bag.rules.winners),
+        RedisValue::Integer(winners),
         util::bulk("shards"),
-        RedisValue::Integer(bag.rules.shards as i64),
+        RedisValue::Integer(shards as i64),
     ]))
 }

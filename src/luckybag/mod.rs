@@ -10,9 +10,8 @@
 //!
 //! | key | type | holds |
 //! |---|---|---|
-//! | `B:meta` | Hash | `winners`, `shards`, `poolcap`, `highscore`, `restore` (`yes`/`no`), `state` (`open`/`drawn`) |
-//! | `B:joined:<s>` | Set | every participant of shard `s`, for dedup |
-//! | `B:cand:<s>` | Sorted Set | the candidate pool of shard `s`: user → score |
+//! | `B:meta` | Hash | `winners`, `shards`, `poolcap`, `highscore`, `restore` (`yes`/`no`), `state` (`open`/`drawn`), `latepooled` |
+//! | `B:cand:<s>` | Sorted Set | every participant of shard `s`: user → score (the dedup and the candidate pool) |
 //! | `B:stored` | Hash | user → score kept while the user is out of the room |
 //! | `B:count` | String | number of participants |
 //! | `B:winners` | Sorted Set | user → score, written by `DRAW` |
@@ -20,7 +19,10 @@
 //! `s = user & (SHARDS − 1)` for integer ids and the low bits of the
 //! 32-bit FNV-1a hash of the id otherwise. A pool score is `r / 1000000`
 //! (`r` uniform in `0 … 999999` from a CSPRNG), `-2` while the user's task
-//! is pending, `-1` while the user is out of the room.
+//! is pending, `-1` while the user is out of the room, and `-3` for a
+//! participant who joined past the pool cap without a high enough score
+//! (counted, never drawn). Every key of a bag expires at `B:meta`'s
+//! absolute expiry, set once when the key is created.
 //!
 //! Commands: `LUCKYBAG.CREATE`, `JOIN`, `TASK`, `LEAVE`, `ENTER`, `DRAW`,
 //! `RESULT`, `INFO` (see `docs/luckybag.md`).
@@ -73,16 +75,16 @@ const BASE: Keys = Keys::Range { first: 1, last: 1 };
 /// The family's commands.
 pub const COMMANDS: &[CommandSpec] = &[
     crate::command! {
-        name: "luckybag.create", handler: luckybag_create, flags: "write deny-oom fast", arity: -4,
-        keys: BASE, acl: "write fast",
+        name: "luckybag.create", handler: luckybag_create, flags: "write deny-oom", arity: -4,
+        keys: BASE, acl: "write",
         summary: "Creates a lucky bag with its rules: WINNERS, SHARDS, POOLCAP, HIGHSCORE, RESTORE, TTL",
-        complexity: "O(1)",
+        complexity: "O(S) with S shards (it checks that no key of an earlier bag is left)",
     },
     crate::command! {
         name: "luckybag.join", handler: luckybag_join, flags: "write deny-oom fast", arity: -3,
         keys: BASE, acl: "write fast",
         summary: "Counts a participant once and gives it a random score in its shard's candidate pool",
-        complexity: "O(log N) with N the members of the user's shard",
+        complexity: "O(log N) with N the participants of the user's shard",
     },
     crate::command! {
         name: "luckybag.task", handler: luckybag_task, flags: "write deny-oom fast", arity: 3,
@@ -106,7 +108,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         name: "luckybag.draw", handler: luckybag_draw, flags: "write deny-oom", arity: 2,
         keys: BASE, acl: "write",
         summary: "Draws the winners (top WINNERS scores over all shards), closes the bag; idempotent",
-        complexity: "O(S*(log N + W) + W*log S) with S shards and W winners",
+        complexity: "O(S*log N + W*(log N + log S)) with S shards, N participants per shard, W winners (at most 1000)",
     },
     crate::command! {
         name: "luckybag.result", handler: luckybag_result, flags: "readonly fast", arity: 3,
@@ -115,9 +117,9 @@ pub const COMMANDS: &[CommandSpec] = &[
         complexity: "O(1)",
     },
     crate::command! {
-        name: "luckybag.info", handler: luckybag_info, flags: "readonly", arity: 2,
-        keys: BASE, acl: "read",
+        name: "luckybag.info", handler: luckybag_info, flags: "readonly fast", arity: 2,
+        keys: BASE, acl: "read fast",
         summary: "Returns the bag's state, participants, pooled users, winners and shards",
-        complexity: "O(S) with S shards",
+        complexity: "O(1)",
     },
 ];

@@ -1,18 +1,28 @@
-//! POLL's handlers: parse and validate everything, open keys, apply the
-//! model, reply, replicate, notify.
+//! POLL's handlers: parse and validate everything, open keys (every type
+//! check before any value check), apply the model, reply, replicate,
+//! notify.
+
+use std::ffi::CStr;
+use std::time::Instant;
 
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::model::{self, Mode, Rules};
 use crate::args::Cursor;
 use crate::error;
-use crate::keys::{derived, expire_at_if_unset, Key, KeyType};
-use crate::util::{self, bulk, replicate_with_now};
+use crate::keys::{derived, Key, KeyType, ZScan};
+use crate::slices::{self, Job, Step};
+use crate::util::{self, bulk};
+use crate::{config, keys};
 
 const FAMILY: &str = "poll";
 
 fn fail(msg: &str) -> RedisError {
     error::family(FAMILY, msg)
+}
+
+fn corrupt(key: &[u8], field: &[u8]) -> RedisError {
+    error::corrupt(FAMILY, key, Some(&error::key_text(field)))
 }
 
 /// The keys of one poll.
@@ -42,17 +52,92 @@ fn nonempty(v: Vec<u8>, what: &str) -> Result<Vec<u8>, RedisError> {
     Ok(v)
 }
 
-/// Reads a poll's rules from `B:meta` (defaults for a poll never created).
-fn read_rules(meta: &Key) -> Result<Rules, RedisError> {
-    if !meta.check(KeyType::Hash)? {
+fn user_arg(v: Vec<u8>) -> Result<Vec<u8>, RedisError> {
+    if v.is_empty() {
+        return Err(error::empty_user(FAMILY));
+    }
+    Ok(v)
+}
+
+/// Reads a poll's rules from an open, type-checked `B:meta`: the defaults
+/// for a poll never created (no `B:meta`, or one that only holds the
+/// write-back state), an error naming the field when `rules` was edited
+/// into something CREATE never writes.
+fn read_rules(meta: &Key, base: &[u8]) -> Result<Rules, RedisError> {
+    if !meta.exists() {
         return Ok(Rules::default());
     }
     // One packed field: each field read costs about as much as a whole
     // HSET, and VOTE reads the rules on every call.
-    Ok(meta
-        .hget(b"rules")
-        .and_then(|v| Rules::unpack(&v))
-        .unwrap_or_default())
+    thread_local! {
+        /// The field name, made once: a C-string field costs a string per
+        /// call inside Redis.
+        static RULES: RedisString = RedisString::create_from_slice(std::ptr::null_mut(), b"rules");
+    }
+    match RULES.with(|f| meta.hget_arg(keys::HashField::Arg(f))) {
+        None => Ok(Rules::default()),
+        Some(v) => {
+            unpack_rules(v.as_slice()).ok_or_else(|| corrupt(&derived(base, "meta"), b"rules"))
+        }
+    }
+}
+
+/// Parses a `rules` field, reusing the last result when the field is the
+/// same as last time (a hot poll): the parse is a pure function of the
+/// bytes, so the cache is never stale.
+fn unpack_rules(v: &[u8]) -> Option<Rules> {
+    thread_local! {
+        static LAST: std::cell::RefCell<(Vec<u8>, Option<Rules>)> =
+            const { std::cell::RefCell::new((Vec::new(), None)) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.1.is_none() || last.0 != v {
+            let rules = Rules::unpack(v)?;
+            last.0.clear();
+            last.0.extend_from_slice(v);
+            last.1 = Some(rules);
+        }
+        last.1.clone()
+    })
+}
+
+/// Reads an integer field of `B:meta` (`epoch`, `pending`): 0 when absent,
+/// an error naming the field when it is not an integer of the range the
+/// module writes.
+fn meta_int(meta: &Key, base: &[u8], field: &'static CStr) -> Result<i64, RedisError> {
+    match meta.hget_arg(keys::HashField::Name(field)) {
+        None => Ok(0),
+        Some(v) => model::parse_int(v.as_slice())
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| corrupt(&derived(base, "meta"), field.to_bytes())),
+    }
+}
+
+/// Reads a MULTI user's vote list from an open, type-checked
+/// `B:uservotes`; an error naming the user's field when it is not a JSON
+/// array of strings.
+fn user_votes(uv: &Key, base: &[u8], user: &[u8]) -> Result<Vec<String>, RedisError> {
+    match uv.hget(user) {
+        None => Ok(Vec::new()),
+        Some(j) => {
+            model::parse_user_votes(&j).ok_or_else(|| corrupt(&derived(base, "uservotes"), user))
+        }
+    }
+}
+
+/// Returns the candidate of a ballot's audit record, or an error naming
+/// the ballot's field when the record is not `<candidate>:<unix-ms>`.
+fn ballot_candidate(record: &[u8], base: &[u8], field: &[u8]) -> Result<Vec<u8>, RedisError> {
+    model::ballot_candidate(record)
+        .map(<[u8]>::to_vec)
+        .ok_or_else(|| corrupt(&derived(base, "voted"), field))
+}
+
+/// Returns a board count, or an error naming the candidate when the score
+/// is not a whole number of votes (edited by hand).
+fn votes(score: f64, key: &[u8], cand: &[u8]) -> Result<i64, RedisError> {
+    model::votes_of(score).ok_or_else(|| corrupt(key, cand))
 }
 
 /// Parses a trailing `NOW <unix-ms>`; returns (now, given).
@@ -66,6 +151,25 @@ fn trailing_now(c: &mut Cursor) -> Result<(i64, bool), RedisError> {
     let now = c.option_i64(0, model::MAX_TIME_MS)?;
     c.expect_done()?;
     Ok((now, true))
+}
+
+/// Replicates a command that read the clock: verbatim when the client gave
+/// `NOW` (nearly free), else with the master's `NOW` appended.
+fn replicate_now(ctx: &Context, args: &[RedisString], now: i64, had_now: bool) {
+    if had_now {
+        ctx.replicate_verbatim();
+    } else {
+        util::replicate_args_now(ctx, args, now);
+    }
+}
+
+/// Gives a key the poll just created the poll's absolute expiry (none when
+/// 0). The same instant on the master, on replicas and in the AOF, since
+/// it comes from `B:meta`, never from a remaining time.
+fn expire_new(key: &Key, at: i64) {
+    if at > 0 && key.exists() {
+        key.set_abs_expire_ms(at);
+    }
 }
 
 fn ints(n: i64) -> RedisValue {
@@ -147,6 +251,18 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         // PXAT, nothing is kept, and nothing reaches replicas.
         return Ok(RedisValue::SimpleStringStatic("OK"));
     }
+    let rules = Rules {
+        mode,
+        maxvotes,
+        start,
+        end,
+        tz_minutes: tz,
+        closed: candidates.is_some(),
+        expires,
+    };
+    // `rules` first: every vote reads it, and a small hash is searched
+    // from its first field.
+    meta.hput(b"rules", rules.pack().as_bytes());
     let fields: [(&[u8], String); 7] = [
         (b"mode", mode.as_str().to_string()),
         (b"maxvotes", maxvotes.to_string()),
@@ -159,16 +275,6 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     for (f, v) in fields.iter() {
         meta.hput(f, v.as_bytes());
     }
-    let rules = Rules {
-        mode,
-        maxvotes,
-        start,
-        end,
-        tz_minutes: tz,
-        closed: candidates.is_some(),
-        expires,
-    };
-    meta.hput(b"rules", rules.pack().as_bytes());
     if let Some(list) = &candidates {
         for cand in list {
             if board.zscore(cand).is_none() {
@@ -176,9 +282,9 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             }
         }
     }
-    expire_at_if_unset(&meta, expires);
-    expire_at_if_unset(&board, expires);
-    replicate_with_now(ctx, c.args(), now, had_now);
+    expire_new(&meta, expires);
+    expire_new(&board, expires);
+    replicate_now(ctx, c.args(), now, had_now);
     util::notify(ctx, "hotpath.poll.create", &keys.base);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
@@ -186,27 +292,30 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// POLL.VOTE B user candidate [NOW unix-ms]
 pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 4)?;
-    let keys = base_of(ctx, &mut c)?;
-    // The hot path reads user and candidate in place, without copies.
-    c.skip(2)?;
+    // The hot path reads the key, user and candidate in place: no copies.
+    c.skip(3)?;
+    let base = c.arg(1);
+    util::require_hash_tag(ctx, FAMILY, base)?;
     if c.arg(2).is_empty() {
-        return Err(fail("user must not be empty"));
+        return Err(error::empty_user(FAMILY));
     }
     if c.arg(3).is_empty() {
         return Err(fail("candidate must not be empty"));
     }
     let (now, had_now) = trailing_now(&mut c)?;
-    let (user, cand) = (c.arg(2), c.arg(3));
+    let (base, user, cand) = (c.arg(1), c.arg(2), c.arg(3));
 
-    let meta = keys.open(ctx, "meta", false);
-    let rules = read_rules(&meta)?;
-    drop(meta);
-    let voted = keys.open(ctx, "voted", true);
-    let board = keys.open(ctx, "board", true);
+    // Every type check first, then the rules and the values.
+    let meta = Key::derived_hot(ctx, base, "meta", false);
+    meta.check(KeyType::Hash)?;
+    let voted = Key::derived_hot(ctx, base, "voted", true);
     voted.check(KeyType::Hash)?;
+    let board = Key::derived_hot(ctx, base, "board", true);
     board.check(KeyType::ZSet)?;
+    let rules = read_rules(&meta, base)?;
+    drop(meta);
     let uservotes = if rules.mode == Mode::Multi {
-        let k = keys.open(ctx, "uservotes", true);
+        let k = Key::derived_hot(ctx, base, "uservotes", true);
         k.check(KeyType::Hash)?;
         Some(k)
     } else {
@@ -215,42 +324,53 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if !rules.is_open(now) {
         return Err(fail("not open"));
     }
-    if rules.closed && board.zscore(cand).is_none() {
+    if rules.closed && board.zscore_arg(&c.args()[3]).is_none() {
         return Err(fail("unknown candidate"));
     }
-    // The dedup member is `user:candidate`: with no ':' in candidates it
-    // splits at its last ':' unambiguously, whatever the user id holds.
-    if rules.mode == Mode::Multi && cand.contains(&b':') {
-        return Err(fail("candidate must not contain ':' in MODE MULTI"));
-    }
-    // MULTI keeps each user's candidates as a JSON array of strings.
-    if rules.mode == Mode::Multi && std::str::from_utf8(cand).is_err() {
-        return Err(fail("candidate must be valid UTF-8 in MODE MULTI"));
-    }
-    let day = if rules.mode == Mode::Daily {
-        model::day_of(now, rules.tz_minutes)
-    } else {
-        0
-    };
-    let field = model::ballot_field(rules.mode, user, cand, day);
+    let record = model::ballot_value(cand, now);
     let mut list = Vec::new();
-    if let Some(uv) = &uservotes {
-        list = uv
-            .hget(user)
-            .map(|j| model::parse_user_votes(&j))
-            .unwrap_or_default();
-        let cand_s = String::from_utf8_lossy(cand).into_owned();
-        if list.contains(&cand_s) || voted.hget(&field).is_some() {
-            super::DUPLICATES.incr();
-            return Ok(ints(0));
+    let field = match rules.mode {
+        // The dedup member of ONCE is the user the client sent.
+        Mode::Once => None,
+        Mode::Daily => Some(model::ballot_field(
+            Mode::Daily,
+            user,
+            cand,
+            model::day_of(now, rules.tz_minutes),
+        )),
+        Mode::Multi => {
+            // The dedup member is `user:candidate`: with no ':' in
+            // candidates it splits at its last ':' unambiguously, whatever
+            // the user id holds. MULTI keeps each user's candidates as a
+            // JSON array of strings.
+            if cand.contains(&b':') {
+                return Err(fail("candidate must not contain ':' in MODE MULTI"));
+            }
+            let Ok(cand_s) = std::str::from_utf8(cand) else {
+                return Err(fail("candidate must be valid UTF-8 in MODE MULTI"));
+            };
+            let field = model::ballot_field(Mode::Multi, user, cand, 0);
+            let uv = uservotes.as_ref().expect("MULTI opens B:uservotes");
+            list = user_votes(uv, base, user)?;
+            // A ballot without its list entry (a hand edit) is refused as
+            // a duplicate by HSETNX below.
+            if list.iter().any(|c| c == cand_s) {
+                super::DUPLICATES.incr();
+                return Ok(ints(0));
+            }
+            if list.len() as i64 >= rules.maxvotes {
+                return Err(fail("vote limit reached"));
+            }
+            list.push(cand_s.to_string());
+            Some(field)
         }
-        if list.len() as i64 >= rules.maxvotes {
-            return Err(fail("vote limit reached"));
-        }
-        list.push(cand_s);
-    }
+    };
     let created = (voted.exists(), board.exists());
-    if !voted.hset_nx(&field, &model::ballot_value(cand, now)) {
+    let counted = match &field {
+        None => voted.hset_nx_field_arg(&c.args()[2], &record),
+        Some(f) => voted.hset_nx(f, &record),
+    };
+    if !counted {
         super::DUPLICATES.incr();
         return Ok(ints(0));
     }
@@ -259,17 +379,17 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         let had = uv.exists();
         uv.hput(user, model::format_user_votes(&list).as_bytes());
         if !had {
-            expire_at_if_unset(uv, rules.expires);
+            expire_new(uv, rules.expires);
         }
     }
     if !created.0 {
-        expire_at_if_unset(&voted, rules.expires);
+        expire_new(&voted, rules.expires);
     }
     if !created.1 {
-        expire_at_if_unset(&board, rules.expires);
+        expire_new(&board, rules.expires);
     }
     super::VOTES.incr();
-    replicate_with_now(ctx, c.args(), now, had_now);
+    replicate_now(ctx, c.args(), now, had_now);
     util::notify_arg(ctx, "hotpath.poll.vote", &c.args()[1]);
     Ok(ints(1))
 }
@@ -278,7 +398,7 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 pub fn poll_revoke(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
     let keys = base_of(ctx, &mut c)?;
-    let user = nonempty(c.next_bytes()?, "user")?;
+    let user = user_arg(c.next_bytes()?)?;
     let only: Option<Vec<u8>> = match c.remaining() {
         1 | 3 => Some(nonempty(c.next_bytes()?, "candidate")?),
         _ => None,
@@ -286,12 +406,13 @@ pub fn poll_revoke(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let (now, had_now) = trailing_now(&mut c)?;
 
     let meta = keys.open(ctx, "meta", false);
-    let rules = read_rules(&meta)?;
-    drop(meta);
+    meta.check(KeyType::Hash)?;
     let voted = keys.open(ctx, "voted", true);
     let board = keys.open(ctx, "board", true);
     voted.check(KeyType::Hash)?;
     board.check(KeyType::ZSet)?;
+    let rules = read_rules(&meta, &keys.base)?;
+    drop(meta);
     let mut taken: Vec<Vec<u8>> = Vec::new();
     match rules.mode {
         Mode::Once | Mode::Daily => {
@@ -302,7 +423,7 @@ pub fn poll_revoke(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             };
             let field = model::ballot_field(rules.mode, &user, b"", day);
             if let Some(v) = voted.hget(&field) {
-                let cand = model::ballot_candidate(&v).to_vec();
+                let cand = ballot_candidate(&v, &keys.base, &field)?;
                 if only.as_ref().is_none_or(|o| *o == cand) {
                     voted.hdel(&field);
                     taken.push(cand);
@@ -312,10 +433,7 @@ pub fn poll_revoke(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         Mode::Multi => {
             let uv = keys.open(ctx, "uservotes", true);
             uv.check(KeyType::Hash)?;
-            let list = uv
-                .hget(&user)
-                .map(|j| model::parse_user_votes(&j))
-                .unwrap_or_default();
+            let list = user_votes(&uv, &keys.base, &user)?;
             let (gone, kept): (Vec<String>, Vec<String>) = list.into_iter().partition(|cand| {
                 only.as_ref()
                     .is_none_or(|o| o.as_slice() == cand.as_bytes())
@@ -340,10 +458,50 @@ pub fn poll_revoke(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     if !taken.is_empty() {
         super::REVOKED.add(taken.len() as u64);
-        replicate_with_now(ctx, c.args(), now, had_now);
+        replicate_now(ctx, c.args(), now, had_now);
         util::notify(ctx, "hotpath.poll.revoke", &keys.base);
     }
     Ok(ints(taken.len() as i64))
+}
+
+/// TOP walks the board itself up to this offset; beyond it `ZREVRANGE`
+/// finds the start by rank in O(log N).
+const WALK_MAX_OFFSET: i64 = 1024;
+
+/// Returns `ZREVRANGE key start stop WITHSCORES` as (member, score) pairs.
+fn rev_range(
+    ctx: &Context,
+    key: &[u8],
+    start: i64,
+    stop: i64,
+) -> Result<Vec<(Vec<u8>, f64)>, RedisError> {
+    let (start, stop) = (start.to_string(), stop.to_string());
+    let reply = ctx.call(
+        "ZREVRANGE",
+        &[key, start.as_bytes(), stop.as_bytes(), b"WITHSCORES"][..],
+    )?;
+    let RedisValue::Array(items) = reply else {
+        return Ok(Vec::new());
+    };
+    let bytes = |v: RedisValue| -> Vec<u8> {
+        match v {
+            RedisValue::SimpleString(s) | RedisValue::BulkString(s) => s.into_bytes(),
+            RedisValue::StringBuffer(b) => b,
+            RedisValue::Integer(i) => i.to_string().into_bytes(),
+            RedisValue::Float(f) => f.to_string().into_bytes(),
+            _ => Vec::new(),
+        }
+    };
+    let mut out = Vec::with_capacity(items.len() / 2);
+    let mut it = items.into_iter();
+    while let (Some(m), Some(s)) = (it.next(), it.next()) {
+        let score = std::str::from_utf8(&bytes(s))
+            .ok()
+            .and_then(|s| s.parse::<f64>().ok())
+            .unwrap_or(f64::NAN);
+        out.push((bytes(m), score));
+    }
+    Ok(out)
 }
 
 /// POLL.TOP B [count] [OFFSET o]
@@ -356,20 +514,43 @@ pub fn poll_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     while !c.done() {
         let a = c.next()?;
         if a.as_slice().eq_ignore_ascii_case(b"OFFSET") {
-            offset = c.option_i64(0, model::MAX_TIME_MS)?;
+            offset = c.option_i64(0, i64::MAX)?;
         } else if first {
-            count = crate::args::parse_i64(a.as_slice(), 0, model::MAX_TIME_MS)?;
+            count = crate::args::parse_i64(a.as_slice(), 0, i64::MAX)?;
         } else {
             return Err(error::syntax());
         }
         first = false;
     }
+    let max = config::get(&config::POLL_RANGE_MAX);
+    if count > max {
+        return Err(fail(&format!(
+            "count must be at most {max} (poll-range-max)"
+        )));
+    }
     let board = keys.open(ctx, "board", false);
     board.check(KeyType::ZSet)?;
-    let mut out = Vec::new();
-    for (cand, votes) in board.zrange_desc(offset as usize, count as usize) {
+    let len = board.len() as i64;
+    if count == 0 || offset >= len {
+        return Ok(RedisValue::Array(Vec::new()));
+    }
+    let entries = if offset <= WALK_MAX_OFFSET {
+        board.zrange_desc(offset as usize, count as usize)
+    } else {
+        drop(board);
+        rev_range(
+            ctx,
+            &keys.name("board"),
+            offset,
+            offset.saturating_add(count - 1),
+        )?
+    };
+    let name = keys.name("board");
+    let mut out = Vec::with_capacity(entries.len() * 2);
+    for (cand, score) in entries {
+        let v = votes(score, &name, &cand)?;
         out.push(bulk(cand));
-        out.push(ints(votes as i64));
+        out.push(ints(v));
     }
     Ok(RedisValue::Array(out))
 }
@@ -378,32 +559,34 @@ pub fn poll_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 pub fn poll_rank(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
     let keys = base_of(ctx, &mut c)?;
-    let cand = c.next_bytes()?;
+    let cand = nonempty(c.next_bytes()?, "candidate")?;
     c.expect_done()?;
     let board = keys.open(ctx, "board", false);
     board.check(KeyType::ZSet)?;
-    let Some(votes) = board.zscore(&cand) else {
+    let Some(score) = board.zscore(&cand) else {
         return Ok(RedisValue::Null);
     };
     drop(board);
     let name = keys.name("board");
+    let v = votes(score, &name, &cand)?;
     let rank = match ctx.call("ZREVRANK", &[name.as_slice(), cand.as_slice()][..])? {
         RedisValue::Integer(r) => r,
         _ => return Ok(RedisValue::Null),
     };
-    Ok(RedisValue::Array(vec![ints(rank), ints(votes as i64)]))
+    Ok(RedisValue::Array(vec![ints(rank), ints(v)]))
 }
 
 /// POLL.STATUS B user [NOW unix-ms]
 pub fn poll_status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
     let keys = base_of(ctx, &mut c)?;
-    let user = c.next_bytes()?;
+    let user = user_arg(c.next_bytes()?)?;
     let (now, _) = trailing_now(&mut c)?;
     let meta = keys.open(ctx, "meta", false);
-    let rules = read_rules(&meta)?;
+    meta.check(KeyType::Hash)?;
     let voted = keys.open(ctx, "voted", false);
     voted.check(KeyType::Hash)?;
+    let rules = read_rules(&meta, &keys.base)?;
     let out: Vec<RedisValue> = match rules.mode {
         Mode::Once | Mode::Daily => {
             let day = if rules.mode == Mode::Daily {
@@ -411,17 +594,16 @@ pub fn poll_status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             } else {
                 0
             };
-            voted
-                .hget(&model::ballot_field(rules.mode, &user, b"", day))
-                .map(|v| vec![bulk(model::ballot_candidate(&v).to_vec())])
-                .unwrap_or_default()
+            let field = model::ballot_field(rules.mode, &user, b"", day);
+            match voted.hget(&field) {
+                Some(v) => vec![bulk(ballot_candidate(&v, &keys.base, &field)?)],
+                None => Vec::new(),
+            }
         }
         Mode::Multi => {
             let uv = keys.open(ctx, "uservotes", false);
             uv.check(KeyType::Hash)?;
-            uv.hget(&user)
-                .map(|j| model::parse_user_votes(&j))
-                .unwrap_or_default()
+            user_votes(&uv, &keys.base, &user)?
                 .into_iter()
                 .map(|s| bulk(s.into_bytes()))
                 .collect()
@@ -436,17 +618,17 @@ pub fn poll_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let keys = base_of(ctx, &mut c)?;
     c.expect_done()?;
     let meta = keys.open(ctx, "meta", false);
-    let rules = read_rules(&meta)?;
     let voted = keys.open(ctx, "voted", false);
     let board = keys.open(ctx, "board", false);
+    meta.check(KeyType::Hash)?;
     voted.check(KeyType::Hash)?;
     board.check(KeyType::ZSet)?;
-    let votes: f64 = board
-        .zrange_desc(0, usize::MAX)
-        .iter()
-        .map(|(_, v)| v)
-        .sum();
-    Ok(RedisValue::Array(vec![
+    let rules = read_rules(&meta, &keys.base)?;
+    // Every counted vote is one ballot in B:voted and one point on the
+    // board, and REVOKE takes both back: the board's total is the number
+    // of ballots, read in O(1) instead of summing the board.
+    let ballots = voted.len() as i64;
+    Ok(util::map(ctx, vec![
         bulk("mode"),
         bulk(rules.mode.as_str()),
         bulk("maxvotes"),
@@ -456,10 +638,363 @@ pub fn poll_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         bulk("end"),
         ints(rules.end),
         bulk("ballots"),
-        ints(voted.len() as i64),
+        ints(ballots),
         bulk("votes"),
-        ints(votes as i64),
+        ints(ballots),
     ]))
+}
+
+/// POLL.SYNC as a job (see slices.rs). With the server lock, a slice at a
+/// time: a scan of the board (a freeze) or of the frozen snapshot (a
+/// retry), each candidate looked up in `B:synced` on the way; for a freeze,
+/// the copy written into `B:syncing` in the board's order (so each insert
+/// lands at the head of the skiplist instead of searching it); then a scan
+/// of `B:synced` for the candidates that left the board. Without the lock:
+/// sorting and building the reply.
+struct SyncJob {
+    base: Vec<u8>,
+    epoch: i64,
+    /// The rules' absolute expiry, for the keys SYNC creates.
+    expires: i64,
+    /// True for a freeze, false for a retry of a frozen snapshot.
+    freeze: bool,
+    phase: SyncPhase,
+    /// (candidate, frozen votes, acknowledged votes): in scan order while
+    /// reading, then sorted (votes, then name, descending) and without the
+    /// candidates a scan met twice.
+    frozen: Vec<Frozen>,
+    /// (candidate, acknowledged votes) of the candidates not frozen.
+    gone: Vec<(Vec<u8>, i64)>,
+    /// Held while freezing: one freeze per poll at a time.
+    claim: Option<slices::Claim>,
+    /// The reply, once built without the lock.
+    result: Option<RedisValue>,
+    /// The dataset generation the job started in (see slices.rs).
+    generation: u64,
+    /// The scanned key existed in an earlier slice.
+    seen: bool,
+}
+
+/// A frozen entry: (candidate, frozen votes, acknowledged votes).
+type Frozen = (Vec<u8>, i64, i64);
+
+/// The poll was deleted or its database flushed while a SYNC worked on it.
+fn changed() -> RedisError {
+    fail("the poll was deleted or flushed during SYNC, call SYNC again")
+}
+
+/// Makes room for at least one more slice's entries in `v`.
+fn reserve<T>(v: &mut Vec<T>) {
+    const ROOM: usize = 1 << 16;
+    if v.capacity() - v.len() < ROOM {
+        v.reserve(ROOM.max(v.len()));
+    }
+}
+
+/// Entries up to this many are sorted within a slice; more are sorted
+/// without the lock.
+const INLINE_SORT: usize = 4096;
+/// Candidates a freeze slice writes between two looks at the clock (one
+/// replicated `ZADD` each).
+const WRITE_CHUNK: usize = 128;
+
+enum SyncPhase {
+    /// Reading the board (freeze) or the frozen snapshot (retry).
+    Read(ZScan),
+    /// Read: the entries wait to be sorted.
+    Sort,
+    /// Writing the sorted copy into `B:syncing` from this index (freeze).
+    Write(usize),
+    /// Reading `B:synced` for candidates that are not in the snapshot.
+    Gone(ZScan),
+    /// Read: the reply waits to be built.
+    Done,
+}
+
+impl SyncJob {
+    /// Scans one slice of the board (freeze) or of the frozen snapshot
+    /// (retry).
+    fn read(&mut self, ctx: &Context, deadline: Instant) -> Result<(), RedisError> {
+        let SyncPhase::Read(scan) = &mut self.phase else {
+            return Ok(());
+        };
+        let from_name = derived(&self.base, if self.freeze { "board" } else { "syncing" });
+        let synced_name = derived(&self.base, "synced");
+        let from = Key::open(ctx, &from_name, false);
+        let synced = Key::open(ctx, &synced_name, false);
+        from.check(KeyType::ZSet)?;
+        synced.check(KeyType::ZSet)?;
+        // Deleted between two slices: the copy would be half a board.
+        if self.seen && !from.exists() {
+            return Err(changed());
+        }
+        self.seen |= from.exists();
+        let mut bad: Option<RedisError> = None;
+        let mut more = true;
+        let mut budget = slices::Budget::until(deadline);
+        let frozen = &mut self.frozen;
+        while more && bad.is_none() && !budget.spent() {
+            more = scan.step(&from, &mut |member, score| {
+                // The first corrupt count is the one reported.
+                if bad.is_some() {
+                    return;
+                }
+                let m = member.as_slice();
+                let Some(v) = score.parse_float().ok().and_then(model::votes_of) else {
+                    bad = Some(corrupt(&from_name, m));
+                    return;
+                };
+                let acked = match synced.zscore_arg(&member).map(model::votes_of) {
+                    None => 0,
+                    Some(Some(a)) => a,
+                    Some(None) => {
+                        bad = Some(corrupt(&synced_name, m));
+                        return;
+                    }
+                };
+                frozen.push((m.to_vec(), v, acked));
+            });
+        }
+        if let Some(e) = bad {
+            return Err(e);
+        }
+        if !more {
+            self.phase = SyncPhase::Sort;
+        }
+        Ok(())
+    }
+
+    /// Sorts the frozen entries into the board's order (votes, then name,
+    /// descending, as ZREVRANGE lists them), keeping a candidate a scan
+    /// met twice at its last sighting.
+    fn sort(&mut self) {
+        if !matches!(self.phase, SyncPhase::Sort) {
+            return;
+        }
+        let mut kept: Vec<(usize, Frozen)> = std::mem::take(&mut self.frozen)
+            .into_iter()
+            .enumerate()
+            .collect();
+        kept.sort_unstable_by(|a, b| a.1 .0.cmp(&b.1 .0).then(b.0.cmp(&a.0)));
+        kept.dedup_by(|a, b| a.1 .0 == b.1 .0);
+        self.frozen = kept.into_iter().map(|(_, e)| e).collect();
+        self.frozen
+            .sort_unstable_by(|a, b| (b.1, &b.0).cmp(&(a.1, &a.0)));
+        self.phase = if self.freeze {
+            SyncPhase::Write(0)
+        } else {
+            SyncPhase::Gone(ZScan::new())
+        };
+    }
+
+    /// Writes a slice of the sorted copy into `B:syncing`, best first (each
+    /// insert at the head of the skiplist), replicated as one `ZADD` per
+    /// chunk; the last slice makes it the pending write-back.
+    fn write(&mut self, ctx: &Context, deadline: Instant) -> Result<(), RedisError> {
+        let SyncPhase::Write(next) = &mut self.phase else {
+            return Ok(());
+        };
+        let syncing = Key::derived(ctx, &self.base, "syncing", true);
+        syncing.check(KeyType::ZSet)?;
+        let name = syncing.name().safe_clone(ctx);
+        while *next < self.frozen.len() {
+            let end = (*next + WRITE_CHUNK).min(self.frozen.len());
+            let mut argv = Vec::with_capacity(1 + 2 * (end - *next));
+            argv.push(name.safe_clone(ctx));
+            for (cand, v, _) in &self.frozen[*next..end] {
+                let m = RedisString::create_from_slice(ctx.ctx, cand);
+                syncing.zadd_arg(&m, *v as f64);
+                let score = itoa::Buffer::new().format(*v).as_bytes().to_vec();
+                argv.push(RedisString::create_from_slice(ctx.ctx, &score));
+                argv.push(m);
+            }
+            slices::replicate(ctx, c"ZADD", &argv);
+            *next = end;
+            if Instant::now() >= deadline {
+                return Ok(());
+            }
+        }
+        self.frozen_done(ctx, &syncing)?;
+        self.phase = SyncPhase::Gone(ZScan::new());
+        Ok(())
+    }
+
+    /// Makes the complete copy the pending write-back: `epoch` and
+    /// `pending` in `B:meta`, the poll's expiry on the new keys.
+    fn frozen_done(&mut self, ctx: &Context, syncing: &Key) -> Result<(), RedisError> {
+        if self.expires > 0 && syncing.exists() {
+            expire_new(syncing, self.expires);
+            let at = self.expires.to_string();
+            ctx.replicate(
+                "PEXPIREAT",
+                &[&derived(&self.base, "syncing")[..], at.as_bytes()],
+            );
+        }
+        let meta = Key::derived(ctx, &self.base, "meta", true);
+        meta.check(KeyType::Hash)?;
+        let had_meta = meta.exists();
+        let e = self.epoch.to_string();
+        meta.hput(b"epoch", e.as_bytes());
+        meta.hput(b"pending", e.as_bytes());
+        let meta_name = derived(&self.base, "meta");
+        ctx.replicate(
+            "HSET",
+            &[
+                &meta_name[..],
+                b"epoch",
+                e.as_bytes(),
+                b"pending",
+                e.as_bytes(),
+            ],
+        );
+        if !had_meta && self.expires > 0 {
+            expire_new(&meta, self.expires);
+            let at = self.expires.to_string();
+            ctx.replicate("PEXPIREAT", &[&meta_name[..], at.as_bytes()]);
+        }
+        super::SYNCS.incr();
+        util::notify(ctx, "hotpath.poll.sync", &self.base);
+        self.claim = None;
+        Ok(())
+    }
+
+    /// Scans one slice of `B:synced` for candidates the snapshot lacks.
+    fn scan_gone(&mut self, ctx: &Context, deadline: Instant) -> Result<(), RedisError> {
+        let SyncPhase::Gone(scan) = &mut self.phase else {
+            return Ok(());
+        };
+        let synced_name = derived(&self.base, "synced");
+        let synced = Key::open(ctx, &synced_name, false);
+        let syncing = Key::derived(ctx, &self.base, "syncing", false);
+        synced.check(KeyType::ZSet)?;
+        syncing.check(KeyType::ZSet)?;
+        let mut bad: Option<RedisError> = None;
+        let mut more = true;
+        let mut budget = slices::Budget::until(deadline);
+        let gone = &mut self.gone;
+        while more && bad.is_none() && !budget.spent() {
+            more = scan.step(&synced, &mut |member, score| {
+                if bad.is_some() {
+                    return;
+                }
+                let Some(v) = score.parse_float().ok().and_then(model::votes_of) else {
+                    bad = Some(corrupt(&synced_name, member.as_slice()));
+                    return;
+                };
+                if syncing.zscore_arg(&member).is_none() {
+                    gone.push((member.as_slice().to_vec(), v));
+                }
+            });
+        }
+        if let Some(e) = bad {
+            return Err(e);
+        }
+        if !more {
+            self.phase = SyncPhase::Done;
+        }
+        Ok(())
+    }
+
+    /// A SYNCACK between two slices replaced the snapshots this reply is
+    /// made of: refuse rather than mix two epochs.
+    fn still_pending(&self, ctx: &Context) -> Result<(), RedisError> {
+        if self.freeze && !matches!(self.phase, SyncPhase::Gone(_) | SyncPhase::Done) {
+            return Ok(());
+        }
+        let meta = Key::derived(ctx, &self.base, "meta", false);
+        meta.check(KeyType::Hash)?;
+        if meta_int(&meta, &self.base, c"pending")? != self.epoch {
+            return Err(fail("snapshot acknowledged during SYNC, call SYNC again"));
+        }
+        Ok(())
+    }
+
+    /// Returns `[epoch, candidate, delta, …]`: the frozen candidates in
+    /// the frozen board's order, then the ones that left it in the
+    /// acknowledged snapshot's order; zero changes left out.
+    fn reply(&mut self) -> RedisValue {
+        let mut gone = std::mem::take(&mut self.gone);
+        gone.sort_unstable_by(|a, b| (b.1, &b.0).cmp(&(a.1, &a.0)));
+        gone.dedup_by(|a, b| a.0 == b.0);
+        let mut out = vec![ints(self.epoch)];
+        for (c, v, acked) in std::mem::take(&mut self.frozen) {
+            if v != acked {
+                out.push(bulk(c));
+                out.push(ints(v - acked));
+            }
+        }
+        for (c, acked) in gone {
+            if acked != 0 {
+                out.push(bulk(c));
+                out.push(ints(-acked));
+            }
+        }
+        RedisValue::Array(out)
+    }
+
+    fn slice(&mut self, ctx: &Context, deadline: Instant) -> Result<bool, RedisError> {
+        if slices::generation() != self.generation {
+            return Err(changed());
+        }
+        self.still_pending(ctx)?;
+        self.read(ctx, deadline)?;
+        if matches!(self.phase, SyncPhase::Sort) {
+            if self.frozen.len() > INLINE_SORT {
+                return Ok(true);
+            }
+            self.sort();
+        }
+        self.write(ctx, deadline)?;
+        self.scan_gone(ctx, deadline)?;
+        if !matches!(self.phase, SyncPhase::Done) {
+            return Ok(true);
+        }
+        Ok(self.frozen.len() + self.gone.len() > INLINE_SORT)
+    }
+}
+
+impl Job for SyncJob {
+    fn step(&mut self, ctx: &Context, deadline: Instant) -> Step {
+        if let Some(reply) = self.result.take() {
+            return Step::Done(Ok(reply));
+        }
+        match self.slice(ctx, deadline) {
+            Ok(true) => Step::More,
+            // A short reply is built at once; a long one in `compute`.
+            Ok(false) => Step::Done(Ok(self.reply())),
+            Err(e) => {
+                // A freeze that fails leaves no partial snapshot behind.
+                if self.freeze && self.claim.is_some() {
+                    let syncing = derived(&self.base, "syncing");
+                    if let Ok(RedisValue::Integer(1)) =
+                        ctx.call("UNLINK", &[syncing.as_slice()][..])
+                    {
+                        ctx.replicate("UNLINK", &[syncing.as_slice()]);
+                    }
+                }
+                Step::Done(Err(e))
+            }
+        }
+    }
+
+    fn compute(&mut self) {
+        self.sort();
+        if matches!(self.phase, SyncPhase::Done) && self.result.is_none() {
+            self.result = Some(self.reply());
+        }
+        // Grow the lists here, without the lock: doubling a list of a
+        // million entries inside a slice would copy tens of megabytes.
+        if matches!(self.phase, SyncPhase::Read(_)) {
+            reserve(&mut self.frozen);
+        }
+        if matches!(self.phase, SyncPhase::Gone(_)) {
+            reserve(&mut self.gone);
+        }
+    }
+
+    fn event(&self) -> &'static CStr {
+        c"hotpath-poll-sync"
+    }
 }
 
 /// POLL.SYNC B
@@ -467,49 +1002,50 @@ pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
     let keys = base_of(ctx, &mut c)?;
     c.expect_done()?;
-    let meta = keys.open(ctx, "meta", true);
-    let rules = read_rules(&meta)?;
+    let meta = keys.open(ctx, "meta", false);
     let board = keys.open(ctx, "board", false);
-    let synced = keys.open(ctx, "synced", true);
-    let syncing = keys.open(ctx, "syncing", true);
+    let synced = keys.open(ctx, "synced", false);
+    let syncing = keys.open(ctx, "syncing", false);
+    meta.check(KeyType::Hash)?;
     board.check(KeyType::ZSet)?;
     synced.check(KeyType::ZSet)?;
     syncing.check(KeyType::ZSet)?;
-    let mut epoch = meta.hget_i64(b"pending").unwrap_or(0);
-    if epoch == 0 {
+    let rules = read_rules(&meta, &keys.base)?;
+    let pending = meta_int(&meta, &keys.base, c"pending")?;
+    let last = meta_int(&meta, &keys.base, c"epoch")?;
+    drop((meta, board, synced, syncing));
+    let mut job = SyncJob {
+        base: keys.base.clone(),
+        epoch: pending,
+        expires: rules.expires,
+        freeze: pending == 0,
+        phase: SyncPhase::Read(ZScan::new()),
+        frozen: Vec::new(),
+        gone: Vec::new(),
+        claim: None,
+        result: None,
+        generation: slices::generation(),
+        seen: false,
+    };
+    if pending == 0 {
         // Freeze the board as the new snapshot.
-        epoch = meta.hget_i64(b"epoch").unwrap_or(0) + 1;
-        syncing.delete();
-        for (cand, votes) in board.zrange_desc(0, usize::MAX) {
-            syncing.zadd(&cand, votes);
+        let epoch = last
+            .checked_add(1)
+            .ok_or_else(|| error::overflow(FAMILY, &keys.name("meta"), Some("epoch")))?;
+        job.claim = Some(slices::claim(
+            ctx,
+            &keys.name("syncing"),
+            fail("SYNC of this poll is already running"),
+        )?);
+        job.epoch = epoch;
+        // An old frozen copy is dropped in the background (UNLINK), so a
+        // large one does not stall the server, here or on replicas.
+        let syncing_name = keys.name("syncing");
+        if let RedisValue::Integer(1) = ctx.call("UNLINK", &[syncing_name.as_slice()][..])? {
+            ctx.replicate("UNLINK", &[syncing_name.as_slice()]);
         }
-        let had_meta = meta.exists();
-        meta.hput(b"epoch", epoch.to_string().as_bytes());
-        meta.hput(b"pending", epoch.to_string().as_bytes());
-        if !had_meta {
-            expire_at_if_unset(&meta, rules.expires);
-        }
-        expire_at_if_unset(&syncing, rules.expires);
-        super::SYNCS.incr();
-        ctx.replicate_verbatim();
-        util::notify(ctx, "hotpath.poll.sync", &keys.base);
     }
-    let frozen: Vec<(Vec<u8>, i64)> = syncing
-        .zrange_desc(0, usize::MAX)
-        .into_iter()
-        .map(|(c, v)| (c, v as i64))
-        .collect();
-    let acked: Vec<(Vec<u8>, i64)> = synced
-        .zrange_desc(0, usize::MAX)
-        .into_iter()
-        .map(|(c, v)| (c, v as i64))
-        .collect();
-    let mut out = vec![ints(epoch)];
-    for (cand, d) in model::deltas(&frozen, &acked) {
-        out.push(bulk(cand));
-        out.push(ints(d));
-    }
-    Ok(RedisValue::Array(out))
+    slices::run(ctx, Box::new(job))
 }
 
 /// POLL.SYNCACK B epoch
@@ -524,16 +1060,18 @@ pub fn poll_syncack(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let syncing = keys.open(ctx, "syncing", true);
     synced.check(KeyType::ZSet)?;
     syncing.check(KeyType::ZSet)?;
-    let pending = meta.hget_i64(b"pending").unwrap_or(0);
+    let pending = meta_int(&meta, &keys.base, c"pending")?;
     if pending == 0 || epoch != pending {
         return Ok(ints(0));
     }
     meta.hput(b"pending", b"0");
-    synced.delete();
     let has_frozen = syncing.exists();
-    drop((synced, syncing));
+    drop((meta, synced, syncing));
+    // The old base goes in the background (UNLINK): freeing a million
+    // members at once would stall the server.
+    let (from, to) = (keys.name("syncing"), keys.name("synced"));
+    ctx.call("UNLINK", &[to.as_slice()][..])?;
     if has_frozen {
-        let (from, to) = (keys.name("syncing"), keys.name("synced"));
         ctx.call("RENAME", &[from.as_slice(), to.as_slice()][..])?;
     }
     ctx.replicate_verbatim();

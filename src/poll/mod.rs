@@ -11,7 +11,9 @@
 //!   write-back snapshots (candidate → votes)
 //!
 //! Commands: POLL.CREATE, POLL.VOTE, POLL.REVOKE, POLL.TOP, POLL.RANK,
-//! POLL.STATUS, POLL.INFO, POLL.SYNC, POLL.SYNCACK.
+//! POLL.STATUS, POLL.INFO, POLL.SYNC, POLL.SYNCACK. INFO is O(1) (votes =
+//! ballots); SYNC runs in slices (see `crate::slices`); TOP is bounded by
+//! `poll-range-max`.
 
 pub mod commands;
 pub mod model;
@@ -35,21 +37,21 @@ const B: Keys = Keys::Range { first: 1, last: 1 };
 /// POLL's command table.
 pub const COMMANDS: &[CommandSpec] = &[
     command!(name: "poll.create", handler: poll_create, flags: "write deny-oom", arity: -2, keys: B,
-        acl: "write", summary: "Creates a poll with its rules", complexity: "O(N) for N candidates"),
+        acl: "write", summary: "Creates a poll with its rules", complexity: "O(C*log(C)) for C candidates (at most 100,000)"),
     command!(name: "poll.vote", handler: poll_vote, flags: "write deny-oom fast", arity: -4, keys: B,
-        acl: "write fast", summary: "Casts a vote if the poll's rule allows it", complexity: "O(log N)"),
+        acl: "write fast", summary: "Casts a vote if the poll's rule allows it", complexity: "O(log(N)) for N candidates, O(M+log(N)) in MODE MULTI (M at most MAXVOTES)"),
     command!(name: "poll.revoke", handler: poll_revoke, flags: "write", arity: -3, keys: B,
-        acl: "write fast", summary: "Takes back a user's votes", complexity: "O(M log N) for M votes"),
+        acl: "write fast", summary: "Takes back a user's votes", complexity: "O(M*log(N)) for M votes (M at most MAXVOTES)"),
     command!(name: "poll.top", handler: poll_top, flags: "readonly", arity: -2, keys: B,
-        acl: "read", summary: "Returns the candidates with the most votes", complexity: "O(log N + M)"),
+        acl: "read", summary: "Returns the candidates with the most votes", complexity: "O(log(N)+M) for M returned, M at most poll-range-max"),
     command!(name: "poll.rank", handler: poll_rank, flags: "readonly fast", arity: 3, keys: B,
-        acl: "read fast", summary: "Returns a candidate's rank and votes", complexity: "O(log N)"),
+        acl: "read fast", summary: "Returns a candidate's rank and votes", complexity: "O(log(N))"),
     command!(name: "poll.status", handler: poll_status, flags: "readonly fast", arity: -3, keys: B,
-        acl: "read fast", summary: "Returns the candidates a user voted for", complexity: "O(1)"),
-    command!(name: "poll.info", handler: poll_info, flags: "readonly", arity: 2, keys: B,
-        acl: "read", summary: "Returns a poll's rules and totals", complexity: "O(N) for N candidates"),
+        acl: "read fast", summary: "Returns the candidates a user voted for", complexity: "O(1), O(M) in MODE MULTI (M at most MAXVOTES)"),
+    command!(name: "poll.info", handler: poll_info, flags: "readonly fast", arity: 2, keys: B,
+        acl: "read fast", summary: "Returns a poll's rules and totals", complexity: "O(1)"),
     command!(name: "poll.sync", handler: poll_sync, flags: "write deny-oom", arity: 2, keys: B,
-        acl: "write", summary: "Freezes and returns the vote changes since the last acknowledged write-back", complexity: "O(N) for N candidates"),
+        acl: "write", summary: "Freezes and returns the vote changes since the last acknowledged write-back", complexity: "O(N*log(N)) for N candidates, in slices of about 1 ms (the client is answered at the end)"),
     command!(name: "poll.syncack", handler: poll_syncack, flags: "write", arity: 3, keys: B,
-        acl: "write", summary: "Acknowledges a frozen write-back snapshot", complexity: "O(N) for N candidates"),
+        acl: "write", summary: "Acknowledges a frozen write-back snapshot", complexity: "O(1) (the old snapshot is freed in the background)"),
 ];

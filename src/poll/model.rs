@@ -92,20 +92,35 @@ impl Rules {
         )
     }
 
-    /// Parses [`Rules::pack`]'s form; None when malformed.
+    /// Parses [`Rules::pack`]'s form; None when malformed or when a value
+    /// is outside what CREATE accepts (the field was edited by hand).
     pub fn unpack(s: &[u8]) -> Option<Rules> {
         // Read on every vote: split by hand, no UTF-8 pass, no allocation.
         let mut parts = s.split(|&c| c == b' ');
-        let mode = Mode::parse(parts.next()?)?;
+        let mode = match parts.next()? {
+            b"ONCE" => Mode::Once,
+            b"DAILY" => Mode::Daily,
+            b"MULTI" => Mode::Multi,
+            _ => return None,
+        };
         let mut n = [0i64; 6];
         for v in n.iter_mut() {
-            *v = crate::args::parse_i64_plain(parts.next()?)?;
+            *v = parse_int(parts.next()?)?;
         }
         if parts.next().is_some() {
             return None;
         }
         let [maxvotes, start, end, tz_minutes, closed, expires] = n;
-        Some(Rules {
+        let max_votes = if mode == Mode::Multi { MAX_MAXVOTES } else { 1 };
+        let time = 0..=MAX_TIME_MS;
+        let valid = (1..=max_votes).contains(&maxvotes)
+            && (mode == Mode::Multi || maxvotes == 1)
+            && time.contains(&start)
+            && time.contains(&end)
+            && (-MAX_TZ_MINUTES..=MAX_TZ_MINUTES).contains(&tz_minutes)
+            && (closed == 0 || closed == 1)
+            && (0..=MAX_TIME_MS + MAX_TTL_S * 1000).contains(&expires);
+        valid.then_some(Rules {
             mode,
             maxvotes,
             start,
@@ -193,19 +208,53 @@ fn push_int(out: &mut Bytes, n: i64) {
     out.extend_from_slice(&buf[i..]);
 }
 
-/// Returns the candidate of an audit record (everything before the last
-/// `:`, so candidates may contain colons).
-pub fn ballot_candidate(value: &[u8]) -> &[u8] {
-    match value.iter().rposition(|&c| c == b':') {
-        Some(i) => &value[..i],
-        None => value,
+/// Returns the candidate of an audit record `<candidate>:<unix-ms>`
+/// (everything before the last `:`, so candidates may contain colons);
+/// None when the record is not of that form (edited by hand).
+pub fn ballot_candidate(value: &[u8]) -> Option<&[u8]> {
+    let i = value.iter().rposition(|&c| c == b':')?;
+    let t = parse_int(&value[i + 1..])?;
+    (i > 0 && (0..=MAX_TIME_MS).contains(&t)).then(|| &value[..i])
+}
+
+/// Returns a board count as an integer; None for a score the module never
+/// writes (a fraction, or beyond 2^53 where doubles stop being exact).
+pub fn votes_of(score: f64) -> Option<i64> {
+    const EXACT: f64 = 9_007_199_254_740_991.0;
+    (score.fract() == 0.0 && score.abs() <= EXACT).then_some(score as i64)
+}
+
+/// Parses a base-10 integer the way Redis's `string2ll` does (optional
+/// `-`, digits, no `+`, no spaces, no leading zeros, no `-0`), without a
+/// UTF-8 pass: the rules are read on every vote.
+pub fn parse_int(s: &[u8]) -> Option<i64> {
+    let (neg, digits) = match s.first()? {
+        b'-' => (true, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || digits.len() > 19 || (digits[0] == b'0' && (digits.len() > 1 || neg)) {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        let d = (d - b'0') as i64;
+        // Accumulate downwards so that i64::MIN parses too.
+        v = v.checked_mul(10)?.checked_sub(d)?;
+    }
+    if neg {
+        Some(v)
+    } else {
+        v.checked_neg()
     }
 }
 
 /// Parses a MULTI user's vote list (`B:uservotes`, a JSON array of
-/// strings); malformed data reads as empty.
-pub fn parse_user_votes(json: &[u8]) -> Vec<String> {
-    serde_json::from_slice::<Vec<String>>(json).unwrap_or_default()
+/// strings); None when it is anything else (edited by hand).
+pub fn parse_user_votes(json: &[u8]) -> Option<Vec<String>> {
+    serde_json::from_slice::<Vec<String>>(json).ok()
 }
 
 /// Returns the JSON array of a MULTI user's votes.
@@ -287,14 +336,32 @@ mod tests {
     fn audit_record_round_trips_candidates_with_colons() {
         let v = ballot_value(b"a:b", 1700000000000);
         assert_eq!(&v[..], b"a:b:1700000000000");
-        assert_eq!(ballot_candidate(&v), b"a:b");
+        assert_eq!(ballot_candidate(&v), Some(&b"a:b"[..]));
+        for bad in [&b"nocolon"[..], b"c:", b"c:x", b":5", b"c:-1", b"c:01"] {
+            assert_eq!(
+                ballot_candidate(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 
     #[test]
     fn user_votes_round_trip() {
         let v = vec!["x".to_string(), "y:z".to_string(), "\"q\"".to_string()];
-        assert_eq!(parse_user_votes(format_user_votes(&v).as_bytes()), v);
-        assert!(parse_user_votes(b"not json").is_empty());
+        assert_eq!(parse_user_votes(format_user_votes(&v).as_bytes()), Some(v));
+        for bad in [
+            &b"not json"[..],
+            b"",
+            b"{}",
+            b"[1]",
+            b"[\"a\",null]",
+            b"\"a\"",
+        ] {
+            assert_eq!(parse_user_votes(bad), None);
+        }
+        assert_eq!(parse_user_votes(b"[]"), Some(vec![]));
     }
 
     #[test]
@@ -312,6 +379,57 @@ mod tests {
         assert_eq!(Rules::unpack(r.pack().as_bytes()), Some(r));
         assert_eq!(Rules::unpack(b"MULTI 5 1"), None);
         assert_eq!(Rules::unpack(b"ONCE x 0 0 0 0 0"), None);
+        assert!(Rules::unpack(b"ONCE 1 0 0 0 0 0").is_some());
+        for bad in [
+            &b"once 1 0 0 0 0 0"[..],
+            b"ONCE 2 0 0 0 0 0",
+            b"MULTI 0 0 0 0 0 0",
+            b"MULTI 1001 0 0 0 0 0",
+            b"ONCE 1 -1 0 0 0 0",
+            b"ONCE 1 0 0 1441 0 0",
+            b"ONCE 1 0 0 0 2 0",
+            b"ONCE 1 0 0 0 0 -5",
+            b"ONCE 1 0 0 0 0 0 ",
+            b"ONCE  1 0 0 0 0 0",
+            b"",
+        ] {
+            assert_eq!(
+                Rules::unpack(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn integers_parse_like_redis() {
+        assert_eq!(parse_int(b"0"), Some(0));
+        assert_eq!(parse_int(b"-12"), Some(-12));
+        assert_eq!(parse_int(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_int(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+1",
+            b"01",
+            b"-0",
+            b"1 ",
+            b"9223372036854775808",
+            b"1a",
+        ] {
+            assert_eq!(parse_int(bad), None);
+        }
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        for _ in 0..100_000 {
+            let n: i64 = rng.gen::<i64>() >> rng.gen_range(0..63);
+            assert_eq!(parse_int(n.to_string().as_bytes()), Some(n));
+        }
+        assert_eq!(votes_of(3.0), Some(3));
+        assert_eq!(votes_of(-3.0), Some(-3));
+        assert_eq!(votes_of(0.5), None);
+        assert_eq!(votes_of(f64::INFINITY), None);
+        assert_eq!(votes_of(1e300), None);
     }
 
     #[test]

@@ -1,37 +1,64 @@
 //! RANK handlers: parse every argument, validate, open and type-check the
-//! keys, apply the model, reply, replicate the effects, notify.
+//! keys (every type check before any value check), apply the model, reply,
+//! replicate the effects, notify.
+
+use std::ffi::CStr;
+use std::time::Instant;
 
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::args::{parse_i64, Cursor};
-use crate::error;
-use crate::keys::{derived, Key, KeyType};
+use crate::keys::{derived, HashField, Key, KeyType, ZScan};
 use crate::rank::model::{
-    self, Aggregate, Condition, Layout, RankError, Tiebreak, Unit, EXACT_MAX, MAX_DIGITS, MAX_TTL_S,
+    self, Aggregate, Condition, Entry, Layout, Merger, RankError, Tiebreak, Unit, EXACT_MAX,
+    MAX_DIGITS, MAX_TTL_S,
 };
-use crate::rank::{KEPT, MERGES, REFUSED, REMOVED, UPDATES};
-use crate::util;
+use crate::rank::{IMPORTED, KEPT, MERGES, REFUSED, REMOVED, UPDATES};
+use crate::slices::{self, Job, Step};
+use crate::{config, error, util};
+
+const FAMILY: &str = "rank";
 
 /// TOP walks the skiplist itself up to this offset; beyond it `ZREVRANGE`
 /// finds the start by rank in O(log N).
 const WALK_MAX_OFFSET: i64 = 1024;
-/// Members per replicated `ZADD` of a MERGE.
+/// Members per replicated `ZADD` of a MERGE or an IMPORT.
 const ZADD_CHUNK: usize = 512;
+/// Members a MERGE slice writes between two looks at the clock (one
+/// replicated `ZADD` each).
+const WRITE_CHUNK: usize = 128;
+/// Members IMPORT packs per call unless COUNT says otherwise.
+const IMPORT_COUNT: i64 = 100;
 
 fn rank_error(e: RankError) -> RedisError {
     if e != RankError::BadLayout {
         REFUSED.incr();
     }
-    // redis-module 2.0.8 writes an error reply one byte per `char` (`c as
-    // u8`), which would send `±` as the lone byte 0xB1. Spelling the UTF-8
-    // bytes as one char each makes the client receive proper UTF-8, the
-    // same bytes the Lua twins send.
-    let text = format!("ERR rank: {}", e.message());
-    RedisError::String(text.bytes().map(char::from).collect())
+    error::family(FAMILY, &e.message())
+}
+
+/// `ERR rank: corrupt data in '<key>' field '<field>'`: for a board, the
+/// field is the member whose score the module never wrote.
+fn corrupt(key: &[u8], field: &[u8]) -> RedisError {
+    error::corrupt(FAMILY, key, Some(&error::key_text(field)))
+}
+
+fn importing() -> RedisError {
+    error::family(
+        FAMILY,
+        "board is being imported (call RANK.IMPORT until it replies 0)",
+    )
 }
 
 fn now_option(c: &mut Cursor) -> Result<i64, RedisError> {
     c.option_i64(0, EXACT_MAX)
+}
+
+fn member_arg(m: &[u8]) -> Result<(), RedisError> {
+    if m.is_empty() {
+        return Err(error::empty_user(FAMILY));
+    }
+    Ok(())
 }
 
 /// A board opened for a command: `B`, `B:meta` and the layout.
@@ -41,24 +68,85 @@ struct Board {
     layout: Layout,
 }
 
-/// How a command opens a board's keys.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Access {
-    Read,
-    /// `B` writable; `B:meta` only read (opening it writable would signal
-    /// it as modified to WATCH and client tracking on every write).
-    WriteBoard,
-    /// Both writable (MERGE may set the meta's expiry).
-    WriteBoth,
+impl Board {
+    /// Returns a stored score's entry, or the corrupt-data error naming the
+    /// member.
+    fn decode(&self, score: f64, member: &[u8]) -> Result<Entry, RedisError> {
+        self.layout
+            .decode(score)
+            .ok_or_else(|| corrupt(self.board.name().as_slice(), member))
+    }
 }
 
-/// Opens `B` and `B:meta`, checks their types (WRONGTYPE before anything
-/// else) and reads the layout.
-fn open_board(ctx: &Context, base: &[u8], access: Access) -> Result<Board, RedisError> {
-    let board = Key::open(ctx, base, access != Access::Read);
+/// Opens `B` and `B:meta` and checks their types, without reading the
+/// layout (MERGE type-checks every key before it reads any value).
+fn open_keys(
+    ctx: &Context,
+    base: &RedisString,
+    write_board: bool,
+    write_meta: bool,
+) -> Result<(Key, Key), RedisError> {
+    let board = Key::open_arg(ctx, base, write_board);
     board.check(KeyType::ZSet)?;
-    let meta = Key::derived(ctx, base, "meta", access == Access::WriteBoth);
-    let layout = read_layout(&meta)?;
+    let meta = Key::derived_hot(ctx, base.as_slice(), "meta", write_meta);
+    meta.check(KeyType::Hash)?;
+    Ok((board, meta))
+}
+
+/// Reads the layout of a type-checked `B:meta`.
+fn read_layout(meta: &Key, base: &[u8]) -> Result<(Layout, Option<i64>), RedisError> {
+    if !meta.exists() {
+        return Ok((Layout::default(), None));
+    }
+    thread_local! {
+        /// The field name, made once: a C-string field costs a string per
+        /// call inside Redis.
+        static LAYOUT: RedisString = RedisString::create_from_slice(std::ptr::null_mut(), b"layout");
+    }
+    let v = LAYOUT.with(|f| meta.hget_arg(HashField::Arg(f)));
+    parse_layout(v.as_ref().map(|s| s.as_slice()))
+        .ok_or_else(|| corrupt(&derived(base, "meta"), model::META_FIELD.as_bytes()))
+}
+
+/// A board's layout and, while RANK.IMPORT packs it, the import's time.
+type LayoutState = (Layout, Option<i64>);
+
+/// Parses a `layout` field, reusing the last result when the field is the
+/// same as last time (a hot board): the parse is a pure function of the
+/// bytes, so the cache is never stale.
+fn parse_layout(v: Option<&[u8]>) -> Option<LayoutState> {
+    thread_local! {
+        static LAST: std::cell::RefCell<(Vec<u8>, Option<LayoutState>)> =
+            const { std::cell::RefCell::new((Vec::new(), None)) };
+    }
+    let Some(v) = v else {
+        return Some((Layout::default(), None));
+    };
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.1.is_none() || last.0 != v {
+            let parsed = Layout::from_field_state(Some(v)).ok()?;
+            last.0.clear();
+            last.0.extend_from_slice(v);
+            last.1 = Some(parsed);
+        }
+        last.1
+    })
+}
+
+/// Opens a board for any command but IMPORT: a board being imported is
+/// refused.
+fn open_board(
+    ctx: &Context,
+    base: &RedisString,
+    write_board: bool,
+    write_meta: bool,
+) -> Result<Board, RedisError> {
+    let (board, meta) = open_keys(ctx, base, write_board, write_meta)?;
+    let (layout, import) = read_layout(&meta, base.as_slice())?;
+    if import.is_some() {
+        return Err(importing());
+    }
     Ok(Board {
         board,
         meta,
@@ -66,19 +154,13 @@ fn open_board(ctx: &Context, base: &[u8], access: Access) -> Result<Board, Redis
     })
 }
 
-fn read_layout(meta: &Key) -> Result<Layout, RedisError> {
-    if !meta.check(KeyType::Hash)? {
-        return Ok(Layout::default());
-    }
-    Layout::from_field(meta.hget(model::META_FIELD.as_bytes()).as_deref()).map_err(rank_error)
-}
-
 /// Gives a board that was just created the expiry of its `B:meta`, so that
-/// every key of the board goes at the same instant. Returns that instant.
-fn inherit_expiry(b: &Board) -> Option<i64> {
-    let at = b.meta.abs_expire_ms()?;
-    b.board.set_abs_expire_ms(at);
-    Some(at)
+/// every key of the board goes at the same instant, and replicates it.
+fn inherit_expiry(ctx: &Context, b: &Board) {
+    if let Some(at) = b.meta.abs_expire_ms() {
+        b.board.set_abs_expire_ms(at);
+        replicate_pexpireat(ctx, b.board.name().as_slice(), at);
+    }
 }
 
 fn replicate_pexpireat(ctx: &Context, key: &[u8], at: i64) {
@@ -95,48 +177,25 @@ fn ttl_instant(ttl_s: i64) -> i64 {
 pub fn rank_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
     let base = c.next_bytes()?;
-    let mut tiebreak = Tiebreak::Earlier;
-    let mut unit = Unit::S;
-    let mut digits = None;
-    let mut epoch = 0;
-    let mut ttl = None;
-    let mut now = None;
-    while !c.done() {
-        match c.next_keyword()?.as_str() {
-            "TIEBREAK" => {
-                tiebreak = Tiebreak::parse(c.option_bytes()?).ok_or_else(error::syntax)?;
-            }
-            "UNIT" => unit = Unit::parse(c.option_bytes()?).ok_or_else(error::syntax)?,
-            "DIGITS" => digits = Some(c.option_i64(0, MAX_DIGITS as i64)? as u32),
-            "EPOCH" => epoch = c.option_i64(0, EXACT_MAX)?,
-            "TTL" => ttl = Some(c.option_i64(1, MAX_TTL_S)?),
-            "NOW" => now = Some(now_option(&mut c)?),
-            _ => return Err(error::syntax()),
-        }
-    }
-    util::require_hash_tag(ctx, "rank", &base)?;
-    let layout = Layout {
-        tiebreak,
-        unit,
-        digits: digits.unwrap_or(Layout::default_digits(tiebreak)),
-        epoch,
-    };
+    let opts = layout_options(&mut c, true)?;
+    util::require_hash_tag(ctx, FAMILY, &base)?;
     let board = Key::open(ctx, &base, false);
     board.check(KeyType::ZSet)?;
     let meta_name = derived(&base, "meta");
     let meta = Key::open(ctx, &meta_name, true);
     if meta.check(KeyType::Hash)? || board.exists() {
-        return Err(error::family("rank", "board already exists"));
+        return Err(error::family(FAMILY, "board already exists"));
     }
+    let layout = opts.layout();
     layout
-        .tick(now.unwrap_or_else(util::now_ms))
+        .tick(opts.now.unwrap_or_else(util::now_ms))
         .map_err(rank_error)?;
 
     let value = layout.to_field();
     let field = model::META_FIELD.as_bytes();
     meta.hput(field, value.as_bytes());
     ctx.replicate("HSET", &[&meta_name, field, value.as_bytes()]);
-    if let Some(ttl) = ttl {
+    if let Some(ttl) = opts.ttl {
         let at = ttl_instant(ttl);
         meta.set_abs_expire_ms(at);
         replicate_pexpireat(ctx, &meta_name, at);
@@ -145,17 +204,66 @@ pub fn rank_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
-/// Writes `member` with `packed` on an open board, gives a new board its
-/// meta's expiry, and replicates both effects.
-fn write_score(ctx: &Context, b: &Board, base: &[u8], member: &[u8], packed: i64) {
-    let created = !b.board.exists();
-    b.board.zadd(member, packed as f64);
-    let score = packed.to_string();
-    ctx.replicate("ZADD", &[base, score.as_bytes(), member]);
-    if created {
-        if let Some(at) = inherit_expiry(b) {
-            replicate_pexpireat(ctx, base, at);
+/// The layout options of CREATE and IMPORT.
+#[derive(Default)]
+struct LayoutOptions {
+    tiebreak: Option<Tiebreak>,
+    unit: Option<Unit>,
+    digits: Option<u32>,
+    epoch: Option<i64>,
+    ttl: Option<i64>,
+    count: Option<i64>,
+    now: Option<i64>,
+}
+
+impl LayoutOptions {
+    fn layout(&self) -> Layout {
+        let tiebreak = self.tiebreak.unwrap_or(Tiebreak::Earlier);
+        Layout {
+            tiebreak,
+            unit: self.unit.unwrap_or(Unit::S),
+            digits: self.digits.unwrap_or(Layout::default_digits(tiebreak)),
+            epoch: self.epoch.unwrap_or(0),
         }
+    }
+
+    fn has_layout(&self) -> bool {
+        self.tiebreak.is_some()
+            || self.unit.is_some()
+            || self.digits.is_some()
+            || self.epoch.is_some()
+    }
+}
+
+/// Parses CREATE's options (`create`: TTL allowed) or IMPORT's (COUNT
+/// allowed).
+fn layout_options(c: &mut Cursor, create: bool) -> Result<LayoutOptions, RedisError> {
+    let mut o = LayoutOptions::default();
+    while !c.done() {
+        match c.next_keyword()?.as_str() {
+            "TIEBREAK" => {
+                o.tiebreak = Some(Tiebreak::parse(c.option_bytes()?).ok_or_else(error::syntax)?);
+            }
+            "UNIT" => o.unit = Some(Unit::parse(c.option_bytes()?).ok_or_else(error::syntax)?),
+            "DIGITS" => o.digits = Some(c.option_i64(0, MAX_DIGITS as i64)? as u32),
+            "EPOCH" => o.epoch = Some(c.option_i64(0, EXACT_MAX)?),
+            "TTL" if create => o.ttl = Some(c.option_i64(1, MAX_TTL_S)?),
+            "COUNT" if !create => o.count = Some(c.option_i64(1, i64::MAX)?),
+            "NOW" => o.now = Some(now_option(c)?),
+            _ => return Err(error::syntax()),
+        }
+    }
+    Ok(o)
+}
+
+/// Writes `member` (the client's string) with `packed` on an open board,
+/// gives a new board its meta's expiry, and replicates both effects.
+fn write_score(ctx: &Context, b: &Board, member: &RedisString, packed: i64) {
+    let created = !b.board.exists();
+    b.board.zadd_arg(member, packed as f64);
+    util::replicate_zadd(ctx, b.board.name(), packed, member);
+    if created {
+        inherit_expiry(ctx, b);
     }
     UPDATES.incr();
 }
@@ -163,8 +271,8 @@ fn write_score(ctx: &Context, b: &Board, base: &[u8], member: &[u8], packed: i64
 /// RANK.ADD B member points [GT|LT] [NOW unix-ms]
 pub fn rank_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 4)?;
-    let base = c.next_bytes()?;
-    let member = c.next_bytes()?;
+    c.skip(2)?;
+    member_arg(c.arg(2))?;
     let points = c.next_i64(i64::MIN, i64::MAX)?;
     let mut cond = Condition::Always;
     let mut now = None;
@@ -176,32 +284,36 @@ pub fn rank_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             _ => return Err(error::syntax()),
         }
     }
-    util::require_hash_tag(ctx, "rank", &base)?;
-    // Read first: a kept value must not signal the board as modified
-    // (WATCH, client tracking), just as a ZADD that changes nothing.
-    let mut b = open_board(ctx, &base, Access::Read)?;
+    let (base, member) = (&c.args()[1], &c.args()[2]);
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    // Opened for writing, but a kept value writes nothing and so does not
+    // signal the board as modified (WATCH, client tracking), just as a
+    // ZADD that changes nothing.
+    let b = open_board(ctx, base, true, false)?;
     let t = b
         .layout
         .tick(now.unwrap_or_else(util::now_ms))
         .map_err(rank_error)?;
     b.layout.check_points(points).map_err(rank_error)?;
 
-    let current = b.board.zscore(&member).map(|s| b.layout.unpack(s).points);
+    let current = match b.board.zscore_arg(member) {
+        Some(s) => Some(b.decode(s, member.as_slice())?.points),
+        None => None,
+    };
     if !model::add_writes(current, points, cond) {
         KEPT.incr();
         return Ok(RedisValue::Integer(current.unwrap_or(points)));
     }
-    b.board = Key::open(ctx, &base, true);
-    write_score(ctx, &b, &base, &member, b.layout.pack_tick(points, t));
-    util::notify(ctx, "hotpath.rank.add", &base);
+    write_score(ctx, &b, member, b.layout.pack_tick(points, t));
+    util::notify_arg(ctx, "hotpath.rank.add", base);
     Ok(RedisValue::Integer(points))
 }
 
 /// RANK.INCR B member delta [NOW unix-ms]
 pub fn rank_incr(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 4)?;
-    let base = c.next_bytes()?;
-    let member = c.next_bytes()?;
+    c.skip(2)?;
+    member_arg(c.arg(2))?;
     let delta = c.next_i64(i64::MIN, i64::MAX)?;
     let mut now = None;
     while !c.done() {
@@ -210,19 +322,20 @@ pub fn rank_incr(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             _ => return Err(error::syntax()),
         }
     }
-    util::require_hash_tag(ctx, "rank", &base)?;
-    let b = open_board(ctx, &base, Access::WriteBoard)?;
+    let (base, member) = (&c.args()[1], &c.args()[2]);
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    let b = open_board(ctx, base, true, false)?;
     let t = b
         .layout
         .tick(now.unwrap_or_else(util::now_ms))
         .map_err(rank_error)?;
-    let current = b
-        .board
-        .zscore(&member)
-        .map_or(0, |s| b.layout.unpack(s).points);
+    let current = match b.board.zscore_arg(member) {
+        Some(s) => b.decode(s, member.as_slice())?.points,
+        None => 0,
+    };
     let points = model::incr_points(&b.layout, current, delta).map_err(rank_error)?;
-    write_score(ctx, &b, &base, &member, b.layout.pack_tick(points, t));
-    util::notify(ctx, "hotpath.rank.incr", &base);
+    write_score(ctx, &b, member, b.layout.pack_tick(points, t));
+    util::notify_arg(ctx, "hotpath.rank.incr", base);
     Ok(RedisValue::Integer(points))
 }
 
@@ -255,6 +368,8 @@ fn rev_range(
         match v {
             RedisValue::SimpleString(s) | RedisValue::BulkString(s) => s.into_bytes(),
             RedisValue::StringBuffer(b) => b,
+            RedisValue::Integer(i) => i.to_string().into_bytes(),
+            RedisValue::Float(f) => f.to_string().into_bytes(),
             _ => Vec::new(),
         }
     };
@@ -264,7 +379,7 @@ fn rev_range(
         let score = std::str::from_utf8(&bytes(s))
             .ok()
             .and_then(|s| s.parse::<f64>().ok())
-            .unwrap_or(0.0);
+            .unwrap_or(f64::NAN);
         out.push((bytes(m), score));
     }
     Ok(out)
@@ -272,46 +387,59 @@ fn rev_range(
 
 /// RANK.GET B member
 pub fn rank_get(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 3)?;
-    let base = c.next_bytes()?;
-    let member = c.next_bytes()?;
-    if !c.done() {
+    let c = Cursor::new(args, 3)?;
+    if c.remaining() != 2 {
         return Err(error::arity(&c.command()));
     }
-    let b = open_board(ctx, &base, Access::Read)?;
-    let Some(score) = b.board.zscore(&member) else {
+    member_arg(c.arg(2))?;
+    let (base, member) = (&c.args()[1], &c.args()[2]);
+    let b = open_board(ctx, base, false, false)?;
+    let Some(score) = b.board.zscore_arg(member) else {
         return Ok(RedisValue::Null);
     };
-    let e = b.layout.unpack(score);
-    let Some(rank) = rev_rank(ctx, &base, &member)? else {
+    let e = b.decode(score, member.as_slice())?;
+    drop(b);
+    let Some(rank) = rev_rank(ctx, base.as_slice(), member.as_slice())? else {
         return Ok(RedisValue::Null);
     };
-    Ok(RedisValue::Array(vec![
+    Ok(util::record(ctx, &["points", "rank", "achieved_ms"], vec![
         RedisValue::Integer(e.points),
         RedisValue::Integer(rank),
         e.achieved_ms.map_or(RedisValue::Null, RedisValue::Integer),
     ]))
 }
 
+fn range_max() -> i64 {
+    config::get(&config::RANK_RANGE_MAX)
+}
+
 /// RANK.TOP B [count] [OFFSET o]
 pub fn rank_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
-    let base = c.next_bytes()?;
+    c.skip(1)?;
     let mut count = 10;
     let mut offset = 0;
     let mut first = true;
     while !c.done() {
-        let a = c.next()?;
-        if a.as_slice().eq_ignore_ascii_case(b"OFFSET") {
+        let a = c.next_slice()?;
+        if a.eq_ignore_ascii_case(b"OFFSET") {
             offset = c.option_i64(0, i64::MAX)?;
         } else if first {
-            count = parse_i64(a.as_slice(), 0, i64::MAX)?;
+            count = parse_i64(a, 0, i64::MAX)?;
         } else {
             return Err(error::syntax());
         }
         first = false;
     }
-    let b = open_board(ctx, &base, Access::Read)?;
+    let max = range_max();
+    if count > max {
+        return Err(error::family(
+            FAMILY,
+            &format!("count must be at most {max} (rank-range-max)"),
+        ));
+    }
+    let base = &c.args()[1];
+    let b = open_board(ctx, base, false, false)?;
     let len = b.board.len() as i64;
     if count == 0 || offset >= len {
         return Ok(RedisValue::Array(Vec::new()));
@@ -320,12 +448,18 @@ pub fn rank_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         b.board
             .zrange_desc(offset as usize, count.min(len) as usize)
     } else {
-        rev_range(ctx, &base, offset, offset.saturating_add(count - 1))?
+        rev_range(
+            ctx,
+            base.as_slice(),
+            offset,
+            offset.saturating_add(count - 1),
+        )?
     };
     let mut out = Vec::with_capacity(entries.len() * 2);
     for (member, score) in entries {
+        let points = b.decode(score, &member)?.points;
         out.push(RedisValue::StringBuffer(member));
-        out.push(RedisValue::Integer(b.layout.unpack(score).points));
+        out.push(RedisValue::Integer(points));
     }
     Ok(RedisValue::Array(out))
 }
@@ -333,26 +467,36 @@ pub fn rank_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// RANK.AROUND B member n
 pub fn rank_around(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 4)?;
-    let base = c.next_bytes()?;
-    let member = c.next_bytes()?;
+    c.skip(2)?;
     let n = c.next_i64(0, i64::MAX)?;
     if !c.done() {
         return Err(error::arity(&c.command()));
     }
-    let b = open_board(ctx, &base, Access::Read)?;
-    if b.board.zscore(&member).is_none() {
-        return Ok(RedisValue::Null);
+    member_arg(c.arg(2))?;
+    let max = range_max();
+    if n > max {
+        return Err(error::family(
+            FAMILY,
+            &format!("n must be at most {max} (rank-range-max)"),
+        ));
     }
-    let Some(rank) = rev_rank(ctx, &base, &member)? else {
+    let (base, member) = (&c.args()[1], &c.args()[2]);
+    let b = open_board(ctx, base, false, false)?;
+    let Some(score) = b.board.zscore_arg(member) else {
+        return Ok(RedisValue::Null);
+    };
+    b.decode(score, member.as_slice())?;
+    let Some(rank) = rev_rank(ctx, base.as_slice(), member.as_slice())? else {
         return Ok(RedisValue::Null);
     };
     let start = rank.saturating_sub(n).max(0);
-    let entries = rev_range(ctx, &base, start, rank.saturating_add(n))?;
+    let entries = rev_range(ctx, base.as_slice(), start, rank.saturating_add(n))?;
     let mut out = Vec::with_capacity(entries.len() * 3);
     for (i, (m, score)) in entries.into_iter().enumerate() {
+        let points = b.decode(score, &m)?.points;
         out.push(RedisValue::Integer(start + i as i64));
         out.push(RedisValue::StringBuffer(m));
-        out.push(RedisValue::Integer(b.layout.unpack(score).points));
+        out.push(RedisValue::Integer(points));
     }
     Ok(RedisValue::Array(out))
 }
@@ -363,11 +507,12 @@ pub fn rank_rem(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let base = c.next_bytes()?;
     let mut members = Vec::with_capacity(c.remaining());
     while !c.done() {
-        members.push(c.next_bytes()?);
+        let m = c.next_bytes()?;
+        member_arg(&m)?;
+        members.push(m);
     }
-    let board = Key::open(ctx, &base, true);
-    board.check(KeyType::ZSet)?;
-    let removed = members.iter().filter(|m| board.zrem(m)).count() as i64;
+    let b = open_board(ctx, &c.args()[1], true, false)?;
+    let removed = members.iter().filter(|m| b.board.zrem(m)).count() as i64;
     if removed > 0 {
         let mut zrem: Vec<&[u8]> = vec![&base];
         zrem.extend(members.iter().map(|m| m.as_slice()));
@@ -380,14 +525,288 @@ pub fn rank_rem(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
 /// RANK.COUNT B
 pub fn rank_count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 2)?;
-    let base = c.next_bytes()?;
-    if !c.done() {
+    let c = Cursor::new(args, 2)?;
+    if c.remaining() != 1 {
         return Err(error::arity(&c.command()));
     }
-    let board = Key::open(ctx, &base, false);
-    board.check(KeyType::ZSet)?;
-    Ok(RedisValue::Integer(board.len() as i64))
+    let b = open_board(ctx, &c.args()[1], false, false)?;
+    Ok(RedisValue::Integer(b.board.len() as i64))
+}
+
+/// RANK.MERGE as a job (see slices.rs). With the server lock, a slice at
+/// a time: every source is scanned (each score checked against its
+/// layout), then the union is written into `dest:merging`, which replaces
+/// `dest` at the end (RENAME: other clients never see a half-written
+/// board). Without the lock: adding the scanned entries to the [`Merger`]
+/// and checking every entry against the destination's layout, before
+/// anything is written.
+struct MergeJob {
+    dest: Vec<u8>,
+    temp: Vec<u8>,
+    sources: Vec<(Vec<u8>, Layout)>,
+    ttl: Option<i64>,
+    merger: Option<Merger>,
+    /// Entries scanned but not yet added to the merger: (source, member,
+    /// entry).
+    scanned: Vec<(u32, Vec<u8>, Entry)>,
+    phase: MergePhase,
+    /// An error found without the lock, replied by the next slice.
+    error: Option<RedisError>,
+    /// Lists done with, freed without the lock.
+    garbage: Option<(Vec<Vec<u8>>, Vec<i64>)>,
+    /// The dataset generation the job started in (see slices.rs).
+    generation: u64,
+    /// The source being read existed in an earlier slice.
+    seen: bool,
+    _claim: slices::Claim,
+}
+
+enum MergePhase {
+    Read {
+        source: usize,
+        scan: ZScan,
+    },
+    /// Every source read: the union is checked (without the lock).
+    Check,
+    Write {
+        members: Vec<Vec<u8>>,
+        packed: Vec<i64>,
+        next: usize,
+    },
+    Swap,
+}
+
+/// Members up to this many are checked within the last reading slice.
+const INLINE_CHECK: usize = 4096;
+
+impl MergeJob {
+    fn read(&mut self, ctx: &Context, deadline: Instant) -> Result<(), RedisError> {
+        let MergePhase::Read { source, scan } = &mut self.phase else {
+            return Ok(());
+        };
+        let mut budget = slices::Budget::until(deadline);
+        while *source < self.sources.len() {
+            let (name, layout) = &self.sources[*source];
+            let key = Key::open(ctx, name, false);
+            key.check(KeyType::ZSet)?;
+            // Deleted between two slices: the union would hold half of it.
+            if self.seen && !key.exists() {
+                return Err(error::family(
+                    FAMILY,
+                    "a source was deleted or flushed during MERGE",
+                ));
+            }
+            self.seen |= key.exists();
+            let mut bad: Option<Vec<u8>> = None;
+            let mut more = true;
+            let scanned = &mut self.scanned;
+            while more && bad.is_none() && !budget.spent() {
+                more = scan.step(&key, &mut |member, score| {
+                    // The first corrupt member is the one reported.
+                    if bad.is_some() {
+                        return;
+                    }
+                    match score.parse_float().ok().and_then(|s| layout.decode(s)) {
+                        Some(e) => scanned.push((*source as u32, member.as_slice().to_vec(), e)),
+                        None => bad = Some(member.as_slice().to_vec()),
+                    }
+                });
+            }
+            if let Some(m) = bad {
+                return Err(corrupt(name, &m));
+            }
+            if more {
+                return Ok(());
+            }
+            *source += 1;
+            *scan = ZScan::new();
+            self.seen = false;
+        }
+        self.phase = MergePhase::Check;
+        Ok(())
+    }
+
+    /// Adds the scanned entries to the union and, once every source is
+    /// read, checks the whole union against the destination's layout.
+    fn merge(&mut self) -> Result<(), RedisError> {
+        if let Some(merger) = self.merger.as_mut() {
+            for (source, member, e) in self.scanned.drain(..) {
+                merger.add(source, &member, e);
+            }
+        }
+        if !matches!(self.phase, MergePhase::Check) {
+            return Ok(());
+        }
+        let merger = self.merger.take().expect("merger");
+        let packed = (0..merger.len())
+            .map(|i| merger.packed(i))
+            .collect::<Result<Vec<i64>, _>>()
+            .map_err(rank_error)?;
+        // Written best first, each insert lands at the head of the
+        // skiplist instead of searching it (the board's own order).
+        let mut union: Vec<(Vec<u8>, i64)> =
+            merger.into_members().into_iter().zip(packed).collect();
+        union.sort_unstable_by(|a, b| (b.1, &b.0).cmp(&(a.1, &a.0)));
+        let (members, packed) = union.into_iter().unzip();
+        self.phase = MergePhase::Write {
+            members,
+            packed,
+            next: 0,
+        };
+        Ok(())
+    }
+
+    fn write(&mut self, ctx: &Context, deadline: Instant) {
+        let MergePhase::Write {
+            members,
+            packed,
+            next,
+        } = &mut self.phase
+        else {
+            return;
+        };
+        let temp = Key::open(ctx, &self.temp, true);
+        let name = temp.name().safe_clone(ctx);
+        while *next < members.len() {
+            let end = (*next + WRITE_CHUNK).min(members.len());
+            let mut argv = Vec::with_capacity(1 + 2 * (end - *next));
+            argv.push(name.safe_clone(ctx));
+            for i in *next..end {
+                let m = RedisString::create_from_slice(ctx.ctx, &std::mem::take(&mut members[i]));
+                temp.zadd_arg(&m, packed[i] as f64);
+                let score = itoa::Buffer::new().format(packed[i]).as_bytes().to_vec();
+                argv.push(RedisString::create_from_slice(ctx.ctx, &score));
+                argv.push(m);
+            }
+            slices::replicate(ctx, c"ZADD", &argv);
+            *next = end;
+            if Instant::now() >= deadline {
+                break;
+            }
+        }
+        if *next >= members.len() {
+            // The written lists (tens of megabytes for a large union) are
+            // freed without the lock, in `compute`.
+            if let MergePhase::Write {
+                members, packed, ..
+            } = std::mem::replace(&mut self.phase, MergePhase::Swap)
+            {
+                self.garbage = Some((members, packed));
+            }
+        }
+    }
+
+    /// Replaces `dest` with the union (or deletes it for an empty union)
+    /// and sets its expiry. The old board is freed in the background.
+    fn swap(&mut self, ctx: &Context) -> Result<i64, RedisError> {
+        let dest = self.dest.as_slice();
+        if let RedisValue::Integer(1) = ctx.call("UNLINK", &[dest][..])? {
+            ctx.replicate("UNLINK", &[dest]);
+        }
+        let temp = Key::open(ctx, &self.temp, false);
+        let count = temp.len() as i64;
+        let made = temp.exists();
+        drop(temp);
+        if made {
+            ctx.call("RENAME", &[self.temp.as_slice(), dest][..])?;
+            ctx.replicate("RENAME", &[self.temp.as_slice(), dest]);
+        }
+
+        let meta_name = derived(dest, "meta");
+        let meta = Key::open(ctx, &meta_name, true);
+        let board = Key::open(ctx, dest, true);
+        let at = match self.ttl {
+            Some(ttl) => {
+                let at = ttl_instant(ttl);
+                if meta.exists() {
+                    meta.set_abs_expire_ms(at);
+                    replicate_pexpireat(ctx, &meta_name, at);
+                }
+                Some(at)
+            }
+            None => meta.abs_expire_ms(),
+        };
+        if let (Some(at), true) = (at, board.exists()) {
+            board.set_abs_expire_ms(at);
+            replicate_pexpireat(ctx, dest, at);
+        }
+        MERGES.incr();
+        util::notify(ctx, "hotpath.rank.merge", dest);
+        Ok(count)
+    }
+
+    fn slice(&mut self, ctx: &Context, deadline: Instant) -> Result<Option<i64>, RedisError> {
+        if slices::generation() != self.generation {
+            return Err(error::family(
+                FAMILY,
+                "a source was deleted or flushed during MERGE",
+            ));
+        }
+        self.read(ctx, deadline)?;
+        if matches!(self.phase, MergePhase::Read { .. }) {
+            return Ok(None);
+        }
+        if matches!(self.phase, MergePhase::Check) {
+            // A small union is checked at once; a large one without the
+            // lock, before the next slice.
+            if self.scanned.len() + self.merger.as_ref().map_or(0, Merger::len) > INLINE_CHECK {
+                return Ok(None);
+            }
+            self.merge()?;
+        }
+        if matches!(self.phase, MergePhase::Write { .. }) {
+            self.write(ctx, deadline);
+            // The swap comes in a slice of its own, after `compute` has
+            // freed the written lists.
+            if self
+                .garbage
+                .as_ref()
+                .is_some_and(|g| g.0.len() > INLINE_CHECK)
+            {
+                return Ok(None);
+            }
+        }
+        if matches!(self.phase, MergePhase::Write { .. }) {
+            return Ok(None);
+        }
+        self.swap(ctx).map(Some)
+    }
+}
+
+impl Job for MergeJob {
+    fn step(&mut self, ctx: &Context, deadline: Instant) -> Step {
+        match self
+            .error
+            .take()
+            .map_or_else(|| self.slice(ctx, deadline), Err)
+        {
+            Ok(None) => Step::More,
+            Ok(Some(n)) => Step::Done(Ok(RedisValue::Integer(n))),
+            Err(e) => {
+                // Nothing reached `dest`; drop what was written so far.
+                if let Ok(RedisValue::Integer(1)) = ctx.call("UNLINK", &[self.temp.as_slice()][..])
+                {
+                    ctx.replicate("UNLINK", &[self.temp.as_slice()]);
+                }
+                Step::Done(Err(e))
+            }
+        }
+    }
+
+    fn compute(&mut self) {
+        self.garbage = None;
+        if let Err(e) = self.merge() {
+            self.error = Some(e);
+        }
+        // Room for the next slice's entries, made here without the lock.
+        if self.scanned.capacity() < 1 << 16 {
+            self.scanned.reserve(1 << 16);
+        }
+    }
+
+    fn event(&self) -> &'static CStr {
+        c"hotpath-rank-merge"
+    }
 }
 
 /// RANK.MERGE dest numkeys src [src ...] [AGGREGATE SUM|MAX] [TTL seconds]
@@ -419,56 +838,211 @@ pub fn rank_merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             _ => return Err(error::syntax()),
         }
     }
-    util::require_hash_tag(ctx, "rank", &dest)?;
+    util::require_hash_tag(ctx, FAMILY, &dest)?;
     for s in &sources {
-        util::require_hash_tag(ctx, "rank", s)?;
+        util::require_hash_tag(ctx, FAMILY, s)?;
     }
-    let d = open_board(ctx, &dest, Access::WriteBoth)?;
-    let mut inputs = Vec::with_capacity(sources.len());
+    // Every type check first (dest, the sources and their metas), then the
+    // layouts.
+    let dest_s = RedisString::create_from_slice(ctx.ctx, &dest);
+    let (_, dest_meta) = open_keys(ctx, &dest_s, false, false)?;
+    let mut opened = Vec::with_capacity(sources.len());
     for s in &sources {
-        let src = open_board(ctx, s, Access::Read)?;
-        inputs.push((src.layout, src.board.zrange_asc(0, usize::MAX)));
+        let name = RedisString::create_from_slice(ctx.ctx, s);
+        opened.push(open_keys(ctx, &name, false, false)?);
     }
-    let merged = model::merge(&inputs, &d.layout, agg, now.unwrap_or_else(util::now_ms))
-        .map_err(rank_error)?;
-    drop(inputs);
+    let (dest_layout, dest_import) = read_layout(&dest_meta, &dest)?;
+    if dest_import.is_some() {
+        return Err(importing());
+    }
+    let mut layouts = Vec::with_capacity(sources.len());
+    for (s, (_, meta)) in sources.iter().zip(&opened) {
+        let (layout, import) = read_layout(meta, s)?;
+        if import.is_some() {
+            return Err(importing());
+        }
+        layouts.push(layout);
+    }
+    drop((dest_meta, opened));
+    let temp = derived(&dest, "merging");
+    let claim = slices::claim(
+        ctx,
+        &temp,
+        error::family(FAMILY, "a MERGE into this board is already running"),
+    )?;
+    // A temporary board left by an interrupted MERGE (a restart) goes first.
+    if let RedisValue::Integer(1) = ctx.call("UNLINK", &[temp.as_slice()][..])? {
+        ctx.replicate("UNLINK", &[temp.as_slice()]);
+    }
+    let job = MergeJob {
+        dest,
+        temp,
+        sources: sources.into_iter().zip(layouts).collect(),
+        ttl,
+        merger: Some(Merger::new(
+            dest_layout,
+            agg,
+            now.unwrap_or_else(util::now_ms),
+        )),
+        scanned: Vec::new(),
+        error: None,
+        garbage: None,
+        generation: slices::generation(),
+        seen: false,
+        phase: MergePhase::Read {
+            source: 0,
+            scan: ZScan::new(),
+        },
+        _claim: claim,
+    };
+    slices::run(ctx, Box::new(job))
+}
 
-    d.board.delete();
-    ctx.replicate("DEL", &[dest.as_slice()]);
-    for (member, packed) in &merged {
-        d.board.zadd(member, *packed as f64);
+/// RANK.IMPORT B [TIEBREAK …] [UNIT …] [DIGITS d] [EPOCH unix-ms]
+/// [COUNT n] [NOW unix-ms]
+///
+/// Packs a board of plain scores (points written with ZADD) in place, at
+/// most COUNT members per call; replies the members still to pack (0:
+/// done). The first call moves the plain board to `B:import` (RENAME, O(1))
+/// and records the layout and the import's time in `B:meta`; every call
+/// moves up to COUNT members back into `B`, packed. Until the reply is 0,
+/// the other RANK commands refuse the board.
+pub fn rank_import(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut c = Cursor::new(args, 2)?;
+    let base = c.next_bytes()?;
+    let opts = layout_options(&mut c, false)?;
+    let count = opts.count.unwrap_or(IMPORT_COUNT);
+    let max = range_max();
+    if count > max {
+        return Err(error::family(
+            FAMILY,
+            &format!("COUNT must be at most {max} (rank-range-max)"),
+        ));
     }
-    for chunk in merged.chunks(ZADD_CHUNK) {
+    util::require_hash_tag(ctx, FAMILY, &base)?;
+    let import_name = derived(&base, "import");
+    let meta_name = derived(&base, "meta");
+    let base_s = RedisString::create_from_slice(ctx.ctx, &base);
+    let (board, meta) = open_keys(ctx, &base_s, true, true)?;
+    let plain = Key::open(ctx, &import_name, true);
+    plain.check(KeyType::ZSet)?;
+    let (layout, import_at) = match read_layout(&meta, &base)? {
+        (l, Some(at)) => {
+            if opts.has_layout() || opts.now.is_some() {
+                return Err(error::family(
+                    FAMILY,
+                    "import in progress: only COUNT may be given",
+                ));
+            }
+            (l, at)
+        }
+        (_, None) if meta.exists() => return Err(error::family(FAMILY, "board already exists")),
+        (_, None) => {
+            if !board.exists() {
+                return Ok(RedisValue::Integer(0));
+            }
+            let layout = opts.layout();
+            let at = opts.now.unwrap_or_else(util::now_ms);
+            layout.tick(at).map_err(rank_error)?;
+            // The first batch is checked before anything moves, so that a
+            // refused first call writes nothing.
+            import_batch(&board, &base, layout, at, count)?;
+            // Start: the plain board moves aside (keeping its expiry) and
+            // B:meta records the layout and the import's time.
+            let expiry = board.abs_expire_ms();
+            drop((board, meta, plain));
+            ctx.call("RENAME", &[base.as_slice(), import_name.as_slice()][..])?;
+            ctx.replicate("RENAME", &[base.as_slice(), import_name.as_slice()]);
+            let meta = Key::open(ctx, &meta_name, true);
+            let value = format!("{} IMPORT {at}", layout.to_field());
+            let field = model::META_FIELD.as_bytes();
+            meta.hput(field, value.as_bytes());
+            ctx.replicate("HSET", &[&meta_name[..], field, value.as_bytes()]);
+            if let Some(e) = expiry {
+                meta.set_abs_expire_ms(e);
+                replicate_pexpireat(ctx, &meta_name, e);
+            }
+            drop(meta);
+            return import_step(ctx, &base, layout, at, count);
+        }
+    };
+    drop((board, meta, plain));
+    import_step(ctx, &base, layout, import_at, count)
+}
+
+/// A batch of an import: up to `count` members of a plain board (lowest
+/// first: any order would do, a range read is the cheapest) and their
+/// packed scores at `at`.
+///
+/// Occurs as a corrupt-data error for a score that is not an integer, and
+/// as the range error for points the layout cannot hold.
+#[allow(clippy::type_complexity)]
+fn import_batch(
+    plain: &Key,
+    name: &[u8],
+    layout: Layout,
+    at: i64,
+    count: i64,
+) -> Result<(Vec<(Vec<u8>, f64)>, Vec<i64>), RedisError> {
+    let t = layout.tick(at).map_err(rank_error)?;
+    let batch = plain.zrange_asc(0, count as usize);
+    let mut packed = Vec::with_capacity(batch.len());
+    for (member, score) in &batch {
+        let points = Some(*score)
+            .filter(|s| s.fract() == 0.0 && s.abs() <= EXACT_MAX as f64)
+            .map(|s| s as i64)
+            .ok_or_else(|| corrupt(name, member))?;
+        layout.check_points(points).map_err(rank_error)?;
+        packed.push(layout.pack_tick(points, t));
+    }
+    Ok((batch, packed))
+}
+
+/// Moves up to `count` members from `B:import` into `B`, packed at
+/// `at`; finishes the import when none is left.
+fn import_step(ctx: &Context, base: &[u8], layout: Layout, at: i64, count: i64) -> RedisResult {
+    let import_name = derived(base, "import");
+    let meta_name = derived(base, "meta");
+    let plain = Key::open(ctx, &import_name, true);
+    let board = Key::open(ctx, base, true);
+    let meta = Key::open(ctx, &meta_name, true);
+    let (batch, packed) = import_batch(&plain, &import_name, layout, at, count)?;
+    let created = !board.exists();
+    for ((member, _), p) in batch.iter().zip(&packed) {
+        board.zadd(member, *p as f64);
+        plain.zrem(member);
+    }
+    for chunk in batch
+        .iter()
+        .zip(&packed)
+        .collect::<Vec<_>>()
+        .chunks(ZADD_CHUNK)
+    {
         let scores: Vec<String> = chunk.iter().map(|(_, p)| p.to_string()).collect();
-        let mut zadd: Vec<&[u8]> = Vec::with_capacity(1 + chunk.len() * 2);
-        zadd.push(&dest);
-        for ((member, _), score) in chunk.iter().zip(scores.iter()) {
+        let mut zadd: Vec<&[u8]> = vec![base];
+        let mut zrem: Vec<&[u8]> = vec![&import_name];
+        for (((member, _), _), score) in chunk.iter().zip(&scores) {
             zadd.push(score.as_bytes());
             zadd.push(member);
+            zrem.push(member);
         }
         ctx.replicate("ZADD", zadd.as_slice());
+        ctx.replicate("ZREM", zrem.as_slice());
     }
-    match ttl {
-        Some(ttl) => {
-            let at = ttl_instant(ttl);
-            if d.board.exists() {
-                d.board.set_abs_expire_ms(at);
-                replicate_pexpireat(ctx, &dest, at);
-            }
-            if d.meta.exists() {
-                d.meta.set_abs_expire_ms(at);
-                replicate_pexpireat(ctx, &derived(&dest, "meta"), at);
-            }
-        }
-        None => {
-            if d.board.exists() {
-                if let Some(at) = inherit_expiry(&d) {
-                    replicate_pexpireat(ctx, &dest, at);
-                }
-            }
+    if created && board.exists() {
+        if let Some(e) = meta.abs_expire_ms() {
+            board.set_abs_expire_ms(e);
+            replicate_pexpireat(ctx, base, e);
         }
     }
-    MERGES.incr();
-    util::notify(ctx, "hotpath.rank.merge", &dest);
-    Ok(RedisValue::Integer(merged.len() as i64))
+    IMPORTED.add(batch.len() as u64);
+    let left = plain.len() as i64;
+    if left == 0 {
+        let value = layout.to_field();
+        let field = model::META_FIELD.as_bytes();
+        meta.hput(field, value.as_bytes());
+        ctx.replicate("HSET", &[&meta_name[..], field, value.as_bytes()]);
+    }
+    util::notify(ctx, "hotpath.rank.import", base);
+    Ok(RedisValue::Integer(left))
 }

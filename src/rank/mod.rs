@@ -9,9 +9,15 @@
 //! - `B:meta`: Hash with the layout (`tiebreak`, `unit`, `digits`,
 //!   `epoch`), written by RANK.CREATE. A board without it uses the defaults
 //!   (TIEBREAK EARLIER, UNIT S, DIGITS 10, EPOCH 0).
+//! - `B:import`: while RANK.IMPORT packs a board of plain scores, the
+//!   members still to pack.
+//! - `B:merging`: while a RANK.MERGE into `B` runs, the union being
+//!   written; it replaces `B` at the end.
 //!
 //! Commands: RANK.CREATE, RANK.ADD, RANK.INCR, RANK.GET, RANK.TOP,
-//! RANK.AROUND, RANK.REM, RANK.COUNT, RANK.MERGE (SPEC §3).
+//! RANK.AROUND, RANK.REM, RANK.COUNT, RANK.MERGE (SPEC §3), RANK.IMPORT.
+//! MERGE runs in slices (see `crate::slices`); TOP and AROUND are bounded
+//! by `rank-range-max`.
 //!
 //! Writes replicate their effects as native commands (`ZADD` with the
 //! packed score, `HSET`, `ZREM`, `DEL`, `PEXPIREAT` with the master's
@@ -34,9 +40,11 @@ pub static REMOVED: Counter = Counter::new("rank_removed");
 pub static MERGES: Counter = Counter::new("rank_merges");
 /// Writes refused because points or a time did not fit the layout.
 pub static REFUSED: Counter = Counter::new("rank_refused");
+/// Members packed by IMPORT.
+pub static IMPORTED: Counter = Counter::new("rank_imported");
 
 /// The family's `INFO hotpath` counters.
-pub static COUNTERS: &[&Counter] = &[&UPDATES, &KEPT, &REMOVED, &MERGES, &REFUSED];
+pub static COUNTERS: &[&Counter] = &[&UPDATES, &KEPT, &REMOVED, &MERGES, &REFUSED, &IMPORTED];
 
 /// The family's command table.
 pub const COMMANDS: &[CommandSpec] = &[
@@ -73,14 +81,14 @@ pub const COMMANDS: &[CommandSpec] = &[
         flags: "readonly", arity: -2, keys: Keys::Range { first: 1, last: 1 },
         acl: "read",
         summary: "Returns the best members with their points, best first",
-        complexity: "O(log(N)+M) with M the count",
+        complexity: "O(log(N)+M) with M the count, at most rank-range-max",
     },
     crate::command! {
         name: "rank.around", handler: commands::rank_around,
         flags: "readonly", arity: 4, keys: Keys::Range { first: 1, last: 1 },
         acl: "read",
         summary: "Returns the places around a member with ranks and points",
-        complexity: "O(log(N)+M) with M = 2n+1",
+        complexity: "O(log(N)+n), n at most rank-range-max",
     },
     crate::command! {
         name: "rank.rem", handler: commands::rank_rem,
@@ -101,6 +109,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         flags: "write deny-oom", arity: -4, keys: Keys::Numkeys { numkeys: 2 },
         acl: "write",
         summary: "Merges leaderboards into a destination (SUM or MAX)",
-        complexity: "O(N*log(N)) with N the members of all sources",
+        complexity: "O(N*log(N)) with N the members of all sources, in slices of about 1 ms; the client is answered at the end",
+    },
+    crate::command! {
+        name: "rank.import", handler: commands::rank_import,
+        flags: "write deny-oom", arity: -2, keys: Keys::Range { first: 1, last: 1 },
+        acl: "write",
+        summary: "Packs a board of plain ZADD scores in place, COUNT members per call",
+        complexity: "O(COUNT*log(N)) per call",
     },
 ];

@@ -95,8 +95,9 @@ impl RankError {
     /// Returns the error text after `ERR rank: `.
     pub fn message(&self) -> String {
         match self {
+            // ASCII only: error lines stay ASCII (SPEC decision).
             RankError::PointsRange(limit) => {
-                format!("points out of exact range (max \u{b1}{limit})")
+                format!("points out of exact range (max +/-{limit})")
             }
             RankError::Timestamp => "timestamp out of range".into(),
             RankError::BadLayout => "invalid board layout".into(),
@@ -154,21 +155,47 @@ impl Layout {
     /// defaults when there is none).
     ///
     /// Occurs as [`RankError::BadLayout`] unless the value is four words
-    /// separated by single spaces, each valid.
+    /// separated by single spaces, each valid. A board being imported
+    /// (RANK.IMPORT) is refused the same way by this function: use
+    /// [`Layout::from_field_state`].
     pub fn from_field(v: Option<&[u8]>) -> Result<Layout, RankError> {
-        let Some(v) = v else {
-            return Ok(Layout::default());
-        };
-        let parts: Vec<&[u8]> = v.split(|&b| b == b' ').collect();
-        if parts.len() != 4 {
-            return Err(RankError::BadLayout);
+        match Layout::from_field_state(v)? {
+            (l, None) => Ok(l),
+            (_, Some(_)) => Err(RankError::BadLayout),
         }
-        Layout::from_fields([
-            Some(parts[0]),
-            Some(parts[1]),
-            Some(parts[2]),
-            Some(parts[3]),
-        ])
+    }
+
+    /// Returns the layout and, for a board being imported, the time every
+    /// imported member is packed with: the field then reads
+    /// `"<TIEBREAK> <UNIT> <DIGITS> <EPOCH> IMPORT <unix-ms>"`.
+    ///
+    /// Occurs as [`RankError::BadLayout`] for anything else.
+    pub fn from_field_state(v: Option<&[u8]>) -> Result<(Layout, Option<i64>), RankError> {
+        let Some(v) = v else {
+            return Ok((Layout::default(), None));
+        };
+        // Read by every command: split without allocating.
+        let mut parts = v.split(|&b| b == b' ');
+        let mut w: [&[u8]; 6] = [b""; 6];
+        let mut n = 0;
+        for p in parts.by_ref() {
+            if n == 6 {
+                return Err(RankError::BadLayout);
+            }
+            w[n] = p;
+            n += 1;
+        }
+        let layout = match n {
+            4 | 6 => Layout::from_fields([Some(w[0]), Some(w[1]), Some(w[2]), Some(w[3])])?,
+            _ => return Err(RankError::BadLayout),
+        };
+        if n == 4 {
+            return Ok((layout, None));
+        }
+        match (w[4], parse_int(w[5])) {
+            (b"IMPORT", Some(t)) if layout.tick(t).is_ok() => Ok((layout, Some(t))),
+            _ => Err(RankError::BadLayout),
+        }
     }
 
     /// Returns the value of the `layout` field.
@@ -320,6 +347,13 @@ impl Layout {
         }
     }
 
+    /// Returns the entry a stored score stands for, or None for a score
+    /// the module never writes: not an integer, or beyond ±(2^53 − 1)
+    /// where doubles stop being exact (a value written by hand).
+    pub fn decode(&self, score: f64) -> Option<Entry> {
+        (score.fract() == 0.0 && score.abs() <= EXACT_MAX as f64).then(|| self.unpack(score))
+    }
+
     fn time_of(&self, t: i64) -> i64 {
         t.saturating_mul(self.unit.ms()).saturating_add(self.epoch)
     }
@@ -383,10 +417,102 @@ fn better(tiebreak: Tiebreak, a: (i64, i64), b: (i64, i64)) -> bool {
 /// A source board for [`merge`]: its layout and its `(member, score)` list.
 pub type Source = (Layout, Vec<(Vec<u8>, f64)>);
 
+/// MERGE's running union: entries go in one at a time (a slice of a large
+/// merge at a time), each with the source it came from, and come out
+/// packed for the destination, in the order members were first seen.
+pub struct Merger {
+    dest: Layout,
+    agg: Aggregate,
+    now_ms: i64,
+    index: HashMap<Vec<u8>, usize>,
+    /// Per member: points (i128: SUM cannot overflow), time, and the last
+    /// source that gave it (a scan may give a member twice: SUM must count
+    /// it once per source).
+    acc: Vec<(i128, i64, u32)>,
+}
+
+impl Merger {
+    /// Returns an empty union for a destination with layout `dest`. An
+    /// entry without a time (from a NONE board) counts as achieved at
+    /// `now_ms`.
+    pub fn new(dest: Layout, agg: Aggregate, now_ms: i64) -> Merger {
+        Merger {
+            dest,
+            agg,
+            now_ms,
+            index: HashMap::new(),
+            acc: Vec::new(),
+        }
+    }
+
+    /// Returns the number of distinct members so far.
+    pub fn len(&self) -> usize {
+        self.acc.len()
+    }
+
+    /// Returns true when no member was added.
+    pub fn is_empty(&self) -> bool {
+        self.acc.is_empty()
+    }
+
+    /// Adds `member`'s decoded entry from source number `source`; a second
+    /// entry of the same member from the same source is ignored.
+    pub fn add(&mut self, source: u32, member: &[u8], e: Entry) {
+        let ms = e.achieved_ms.unwrap_or(self.now_ms);
+        let Some(&i) = self.index.get(member) else {
+            self.index.insert(member.to_vec(), self.acc.len());
+            self.acc.push((e.points as i128, ms, source));
+            return;
+        };
+        let cur = &mut self.acc[i];
+        if cur.2 == source {
+            return;
+        }
+        cur.2 = source;
+        match self.agg {
+            Aggregate::Sum => {
+                cur.0 += e.points as i128;
+                cur.1 = cur.1.max(ms);
+            }
+            Aggregate::Max => {
+                if better(self.dest.tiebreak, (e.points, ms), (cur.0 as i64, cur.1)) {
+                    cur.0 = e.points as i128;
+                    cur.1 = ms;
+                }
+            }
+        }
+    }
+
+    /// Returns the packed score of the `i`-th member (in the order first
+    /// seen).
+    ///
+    /// Occurs as [`RankError::Timestamp`] when its time does not fit the
+    /// destination and [`RankError::PointsRange`] when its points do not.
+    pub fn packed(&self, i: usize) -> Result<i64, RankError> {
+        let (points, ms, _) = self.acc[i];
+        let t = self.dest.tick(ms)?;
+        let p = i64::try_from(points).map_err(|_| RankError::PointsRange(self.dest.limit()))?;
+        self.dest.check_points(p)?;
+        Ok(self.dest.pack_tick(p, t))
+    }
+
+    /// Returns the members in the order first seen, consuming the union's
+    /// index (the members are moved, not copied).
+    pub fn into_members(self) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = vec![Vec::new(); self.acc.len()];
+        for (m, i) in self.index {
+            out[i] = m;
+        }
+        out
+    }
+}
+
 /// Merges source boards (each with its layout and `(member, score)` list)
 /// into the packed entries of a destination with layout `dest`. An entry
 /// without a time (from a NONE board) counts as achieved at `now_ms`.
-/// The result is in the order members were first seen.
+/// The result is in the order members were first seen (sources in order,
+/// each as listed), so that the first entry that does not fit is the same
+/// one the Lua twin reports.
 ///
 /// Occurs as [`RankError::Timestamp`] when a time does not fit `dest` and
 /// [`RankError::PointsRange`] when points do not: nothing is returned then.
@@ -396,46 +522,16 @@ pub fn merge(
     agg: Aggregate,
     now_ms: i64,
 ) -> Result<Vec<(Vec<u8>, i64)>, RankError> {
-    // Members in the order first seen (sources in order, each lowest
-    // score first), so that the first entry that does not fit is the same
-    // one the Lua twin reports. Points as i128: SUM cannot overflow.
-    let mut index: HashMap<&[u8], usize> = HashMap::new();
-    let mut members: Vec<(&[u8], (i128, i64))> = Vec::new();
-    for (layout, entries) in sources {
+    let mut m = Merger::new(*dest, agg, now_ms);
+    for (si, (layout, entries)) in sources.iter().enumerate() {
         for (member, score) in entries {
-            let e = layout.unpack(*score);
-            let ms = e.achieved_ms.unwrap_or(now_ms);
-            match index.get(member.as_slice()) {
-                None => {
-                    index.insert(member.as_slice(), members.len());
-                    members.push((member.as_slice(), (e.points as i128, ms)));
-                }
-                Some(&i) => {
-                    let cur = &mut members[i].1;
-                    match agg {
-                        Aggregate::Sum => {
-                            cur.0 += e.points as i128;
-                            cur.1 = cur.1.max(ms);
-                        }
-                        Aggregate::Max => {
-                            if better(dest.tiebreak, (e.points, ms), (cur.0 as i64, cur.1)) {
-                                *cur = (e.points as i128, ms);
-                            }
-                        }
-                    }
-                }
-            }
+            m.add(si as u32, member, layout.unpack(*score));
         }
     }
-    let limit = dest.limit();
-    let mut out = Vec::with_capacity(members.len());
-    for (member, (points, ms)) in members {
-        let t = dest.tick(ms)?;
-        let p = i64::try_from(points).map_err(|_| RankError::PointsRange(limit))?;
-        dest.check_points(p)?;
-        out.push((member.to_vec(), dest.pack_tick(p, t)));
-    }
-    Ok(out)
+    let packed = (0..m.len())
+        .map(|i| m.packed(i))
+        .collect::<Result<Vec<i64>, _>>()?;
+    Ok(m.into_members().into_iter().zip(packed).collect())
 }
 
 /// Parses an integer the way Redis does (no `+`, no spaces, no leading
@@ -501,7 +597,7 @@ mod tests {
         );
         assert_eq!(
             RankError::PointsRange(900_718).message(),
-            "points out of exact range (max \u{b1}900718)"
+            "points out of exact range (max +/-900718)"
         );
     }
 

@@ -67,10 +67,19 @@ fn corrupt(name: &[u8], field: Option<&str>) -> RedisError {
     error::corrupt(FAMILY, name, field)
 }
 
+/// The names of the five reply fields (RESP3 map keys).
+const FIELDS: [&str; 5] = ["allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms"];
+
 /// Replies with the five integers straight through the reply API (no
-/// reply value is built and dropped) and tells the dispatcher that the
-/// reply is sent.
+/// reply value is built and dropped), named in RESP3, and tells the
+/// dispatcher that the reply is sent.
 fn reply(ctx: &Context, fields: [i64; 5]) -> RedisValue {
+    crate::util::record_ints(ctx, &FIELDS, &fields)
+}
+
+/// Replies RATE.THROTTLE's five integers as a flat array in both
+/// protocols: exactly redis-cell's `CL.THROTTLE` reply.
+fn throttle_array(ctx: &Context, fields: [i64; 5]) -> RedisValue {
     unsafe {
         raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, 5);
         for n in fields {
@@ -282,8 +291,11 @@ fn notify(ctx: &Context, event: &CStr, key: &Key) {
     }
 }
 
-fn consumed(ctx: &Context, key: &Key) {
-    notify(ctx, c"hotpath.rate.consume", key);
+/// Raises the event of the command that wrote the limiter
+/// (`hotpath.rate.check`, `.multi` or `.throttle`): one event per write,
+/// named after the command, as in every family.
+fn consumed(ctx: &Context, key: &Key, event: &CStr) {
+    notify(ctx, event, key);
 }
 
 // ------------------------------------------------------ String states --
@@ -333,7 +345,14 @@ fn read_tat(ctx: &Context, key: &Key) -> Result<Option<Tat>, RedisError> {
 /// once per window), an unchanged expiry is left alone and replicated as
 /// `KEEPTTL`. A key of another type (a Hash of the millisecond version) is
 /// replaced.
-fn write_text(ctx: &Context, key: &Key, value: &[u8], at: i64, same_ttl_likely: bool) {
+fn write_text(
+    ctx: &Context,
+    key: &Key,
+    value: &[u8],
+    at: i64,
+    same_ttl_likely: bool,
+    event: &CStr,
+) {
     let keep = same_ttl_likely && key.kind() == KeyType::String && key.abs_expire_ms() == Some(at);
     key.write_string(value);
     if keep {
@@ -342,7 +361,7 @@ fn write_text(ctx: &Context, key: &Key, value: &[u8], at: i64, same_ttl_likely: 
         key.set_abs_expire_ms(at);
         replicate_set(ctx, key.name(), value, Some(at));
     }
-    consumed(ctx, key);
+    consumed(ctx, key, event);
 }
 
 // ----------------------------------------- Hash states (older version) --
@@ -665,6 +684,9 @@ fn replicate_log(
 
 // ------------------------------------------------------------ RATE.CHECK --
 
+/// The keyspace event of a write by RATE.CHECK.
+const CHECK_EVENT: &CStr = c"hotpath.rate.check";
+
 /// The options every checking command shares.
 struct Common {
     cost: i64,
@@ -742,7 +764,7 @@ fn check_gcra(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 
     let step = model::gcra(rule, tat, o.time.now, o.cost);
     if let (Some(t), false) = (step.new, o.peek) {
         let at = o.time.expire_at(step.reset_us());
-        write_text(ctx, key, t.format().as_bytes(), at, false);
+        write_text(ctx, key, t.format().as_bytes(), at, false, CHECK_EVENT);
     }
     Ok(step.reply.fields())
 }
@@ -755,7 +777,7 @@ fn check_fixed(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64;
     let (r, new) = model::fixed(rule.limit, rule.period_ms, state, o.time.now, o.cost);
     if let (Some((w, ttl)), false) = (new, o.peek) {
         // The expiry is the window's end: it moves once per window.
-        write_text(ctx, key, w.format().as_bytes(), o.time.expire_at(ttl), true);
+        write_text(ctx, key, w.format().as_bytes(), o.time.expire_at(ttl), true, CHECK_EVENT);
     }
     Ok(r.fields())
 }
@@ -771,7 +793,8 @@ fn check_sliding(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i6
         // The state is needed until the end of the window after its own:
         // the expiry moves once per window.
         let ttl = (s.window + 2 * rule.period_ms) * US - o.time.now;
-        write_text(ctx, key, s.format().as_bytes(), o.time.expire_at(ttl), !old);
+        let at = o.time.expire_at(ttl);
+        write_text(ctx, key, s.format().as_bytes(), at, !old, CHECK_EVENT);
     }
     Ok(r.fields())
 }
@@ -789,6 +812,7 @@ fn check_bucket(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64
             b.format().as_bytes(),
             o.time.expire_at(ttl),
             false,
+            CHECK_EVENT,
         );
     }
     Ok(r.fields())
@@ -889,7 +913,7 @@ fn check_log(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5
         let at = o.time.expire_at(ttl);
         key.set_abs_expire_ms(at);
         replicate_log(ctx, key.name(), gone.len() as i64, score, &members, at);
-        consumed(ctx, key);
+        consumed(ctx, key, CHECK_EVENT);
     }
     Ok(r.fields())
 }
@@ -980,7 +1004,8 @@ pub fn rate_multi(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if !peek {
         for (key, new) in keys.iter().zip(&out.new) {
             if let Some((t, ttl)) = new {
-                write_text(ctx, key, t.format().as_bytes(), time.expire_at(*ttl), false);
+                let at = time.expire_at(*ttl);
+                write_text(ctx, key, t.format().as_bytes(), at, false, c"hotpath.rate.multi");
             }
         }
         count(out.reply.allowed);
@@ -1036,10 +1061,10 @@ pub fn rate_throttle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let step = model::gcra(rule, tat, time.now, qty);
     if let Some(t) = step.new {
         let at = time.expire_at(step.reset_us());
-        write_text(ctx, &key, t.format().as_bytes(), at, false);
+        write_text(ctx, &key, t.format().as_bytes(), at, false, c"hotpath.rate.throttle");
     }
     count(step.reply.allowed);
-    Ok(reply(ctx, model::throttle_reply(rule, &step)))
+    Ok(throttle_array(ctx, model::throttle_reply(rule, &step)))
 }
 
 // ------------------------------------------------------------ RATE.RESET --

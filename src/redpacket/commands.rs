@@ -4,8 +4,8 @@
 use std::os::raw::c_longlong;
 
 use redis_module::{
-    raw, CallOptionsBuilder, CallResult, Context, ContextFlags, NotifyEvent, RedisError,
-    RedisResult, RedisString, RedisValue,
+    raw, CallOptionsBuilder, CallResult, Context, ContextFlags, RedisError, RedisResult,
+    RedisString, RedisValue,
 };
 
 use super::model::{self, Grab, Meta, Mode};
@@ -16,14 +16,36 @@ use super::{
 use crate::args::{parse_i64_plain, Cursor};
 use crate::config;
 use crate::error;
-use crate::keys::{derived, HashField, Key, KeyType};
+use crate::keys::{derived, derived_name, Field, HashField, Key, KeyType};
 use crate::util;
 
 /// Occurs when SPLIT finds the packet's keys already there.
 const EXISTS: &str = "packet already exists";
-/// Occurs when a share in `B:pool` is not an integer (the pool was edited
-/// by hand); the bad element has been taken off the pool.
-const CORRUPT: &str = "pool holds a share that is not an integer";
+
+// `B:meta` fields, made into Redis strings once.
+static F_TOTAL: Field = Field::new(c"total");
+static F_COUNT: Field = Field::new(c"count");
+static F_STATE: Field = Field::new(c"state");
+static F_EXPIRES: Field = Field::new(c"expires");
+static F_LEFT: Field = Field::new(c"left_cents");
+
+/// Returns `ERR redpacket: corrupt data in 'B:meta' field '<field>'`.
+fn corrupt_meta(base: &[u8], field: &Field) -> RedisError {
+    error::corrupt(FAMILY, &derived_name(base, "meta"), Some(field.name()))
+}
+
+/// Parses a `B:meta` value read by [`Key::hget_fields`]; a missing field or
+/// a value SPLIT never writes is a corrupt-data error naming the field.
+fn meta_value<T>(
+    base: &[u8],
+    field: &Field,
+    v: &Option<RedisString>,
+    parse: fn(&[u8]) -> Option<T>,
+) -> Result<T, RedisError> {
+    v.as_ref()
+        .and_then(|v| parse(v.as_slice()))
+        .ok_or_else(|| corrupt_meta(base, field))
+}
 
 /// The three keys of one packet, opened and type-checked.
 struct Packet {
@@ -67,43 +89,30 @@ impl Packet {
         })
     }
 
-    /// Returns the packet's meta, or `None` when there is no packet.
-    fn meta(&self) -> Option<Meta> {
+    /// Returns the packet's meta (every field checked), or `None` when
+    /// there is no packet.
+    fn meta(&self, base: &[u8]) -> Result<Option<Meta>, RedisError> {
         if !self.has_meta {
-            return None;
+            return Ok(None);
         }
-        let int = |f: &[u8]| self.meta.hget_i64(f).unwrap_or(0);
-        Some(Meta {
-            total: int(b"total"),
-            count: int(b"count"),
-            refunded: self.meta.hget(b"state").as_deref() == Some(model::STATE_CLOSED.as_bytes()),
-            expires: int(b"expires"),
-        })
-    }
-
-    /// Returns the fields GRAB needs (refunded and expiry; not the amounts).
-    ///
-    /// REFUND empties the pool, so a packet that still has shares was not
-    /// refunded: `state` is read only once the pool is empty, which saves
-    /// the hot path a hash lookup. (The Lua twin decides the same way.)
-    fn gate(&self) -> Option<Meta> {
-        if !self.has_meta {
-            return None;
+        let [total, count, state, expires, left] = self
+            .meta
+            .hget_fields([&F_TOTAL, &F_COUNT, &F_STATE, &F_EXPIRES, &F_LEFT]);
+        let total = meta_value(base, &F_TOTAL, &total, model::parse::total)?;
+        let count = meta_value(base, &F_COUNT, &count, model::parse::count)?;
+        let refunded = meta_value(base, &F_STATE, &state, model::parse::refunded)?;
+        let expires = meta_value(base, &F_EXPIRES, &expires, model::parse::expires)?;
+        let left_cents = meta_value(base, &F_LEFT, &left, model::parse::cents)?;
+        if left_cents > total {
+            return Err(corrupt_meta(base, &F_LEFT));
         }
-        let refunded = !self.has_pool
-            && self
-                .meta
-                .hget_arg(HashField::Name(c"state"))
-                .is_some_and(|v| v.as_slice() == model::STATE_CLOSED.as_bytes());
-        let expires = self.meta.hget_arg(HashField::Name(c"expires"));
-        Some(Meta {
-            total: 0,
-            count: 0,
+        Ok(Some(Meta {
+            total,
+            count,
             refunded,
-            expires: expires
-                .and_then(|v| parse_i64_plain(v.as_slice()))
-                .unwrap_or(0),
-        })
+            expires,
+            left_cents,
+        }))
     }
 }
 
@@ -194,7 +203,7 @@ pub fn redpacket_split(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         None => 0,
     };
     util::require_hash_tag(ctx, FAMILY, &base)?;
-    let max = config::get(&config::REDPACKET_MAX_COUNT);
+    let max = config::get(&config::REDPACKET_MAX_COUNT).min(model::MAX_COUNT_LIMIT);
     model::validate_split(total, count, max).map_err(|e| error::family(FAMILY, &e.message()))?;
 
     let packet = Packet::open(ctx, &base, true)?;
@@ -214,16 +223,20 @@ pub fn redpacket_split(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let rpush: Vec<&RedisString> = rpush.iter().collect();
     ctx.call("RPUSH", rpush.as_slice())?;
     let (total_s, count_s, expires_s) = (total.to_string(), count.to_string(), expires.to_string());
-    let hset: [&[u8]; 9] = [
+    // The fields GRAB reads on every call come first: a small hash is a
+    // listpack, searched from its head.
+    let hset: [&[u8]; 11] = [
         &meta_name,
+        b"expires",
+        expires_s.as_bytes(),
+        b"left_cents",
+        total_s.as_bytes(),
+        b"state",
+        model::STATE_OPEN.as_bytes(),
         b"total",
         total_s.as_bytes(),
         b"count",
         count_s.as_bytes(),
-        b"state",
-        model::STATE_OPEN.as_bytes(),
-        b"expires",
-        expires_s.as_bytes(),
     ];
     let meta = Key::open(ctx, &meta_name, true);
     for pair in hset[1..].chunks(2) {
@@ -250,6 +263,11 @@ pub fn redpacket_split(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// Replies `[status, cents]`: `OK` and the share just won, `ALREADY` and
 /// the share won before, `EMPTY 0`, `CLOSED 0` (refunded or expired),
 /// `NOSUCH 0`.
+///
+/// Cost: three keys opened and type-checked, one lookup of the user in
+/// `B:grabbed`, one `HashGet` of `expires` and `left_cents`, one pop, one
+/// insert, one write of `left_cents`; the user and the share go to Redis
+/// as the strings they are. Replicated verbatim (see the module docs).
 pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut cur = Cursor::new(args, 3)?;
     let base_arg = cur.next()?;
@@ -258,105 +276,176 @@ pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // stored without copies.
     let user = cur.next()?;
     let now_arg = parse_now(&mut cur)?;
+    if user.as_slice().is_empty() {
+        return Err(error::empty_user(FAMILY));
+    }
     util::require_hash_tag(ctx, FAMILY, base)?;
 
     let packet = Packet::open(ctx, base, true)?;
-    let held = if packet.has_meta && packet.has_grabbed {
-        packet
-            .grabbed
-            .hget_arg(HashField::Arg(&user))
-            .map(|v| parse_i64_plain(v.as_slice()).unwrap_or(0))
-    } else {
-        None
+    if !packet.has_meta {
+        return reply_grab(ctx, Grab::NoSuch);
+    }
+    if packet.has_grabbed {
+        if let Some(held) = packet.grabbed.hget_arg(HashField::Arg(&user)) {
+            let cents = model::parse::share(held.as_slice()).ok_or_else(|| {
+                error::corrupt(
+                    FAMILY,
+                    &derived_name(base, "grabbed"),
+                    Some(&error::key_text(user.as_slice())),
+                )
+            })?;
+            COUNT_ALREADY.incr();
+            return reply_grab(ctx, Grab::Already(cents));
+        }
+    }
+    // SPLIT gives `B:meta` the absolute expiry `expires`: while the key has
+    // one, that is the instant, read without a hash lookup. Without one, the
+    // field is read: 0 for a packet without TTL, or the instant of a packet
+    // whose keys were made persistent (to refund it after it closed), which
+    // stays closed. REFUND empties the pool, so a packet that still has
+    // shares was not refunded: `state` is read only once the pool is empty.
+    let key_expiry = packet.meta.abs_expire_ms();
+    let (field_expiry, left, state) = match (key_expiry, packet.has_pool) {
+        (Some(_), true) => {
+            let [l] = packet.meta.hget_fields([&F_LEFT]);
+            (None, l, None)
+        }
+        (Some(_), false) => {
+            let [l, st] = packet.meta.hget_fields([&F_LEFT, &F_STATE]);
+            (None, l, Some(st))
+        }
+        (None, true) => {
+            let [e, l] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT]);
+            (Some(e), l, None)
+        }
+        (None, false) => {
+            let [e, l, st] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT, &F_STATE]);
+            (Some(e), l, Some(st))
+        }
     };
-    // A user who holds a share is answered without reading the meta.
-    let meta = match held {
-        Some(_) => packet.has_meta.then_some(Meta::default()),
-        None => packet.gate(),
+    let expires = match (key_expiry, field_expiry) {
+        (Some(at), _) => at,
+        (None, e) => meta_value(base, &F_EXPIRES, &e.flatten(), model::parse::expires)?,
     };
-    let expires = meta.map_or(0, |m| m.expires);
+    let refunded = match state {
+        Some(st) => meta_value(base, &F_STATE, &st, model::parse::refunded)?,
+        None => false,
+    };
     // A grab that reaches a replica or the AOF was decided open by the
     // master (only won shares are propagated), so there it must not consult
     // the local clock, which may be past `expires` by then: the command is
-    // replicated verbatim and re-executes to the same result.
-    let from_master = ctx
-        .get_flags()
-        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING);
-    let now = match now_arg {
-        _ if from_master => None,
-        Some(t) => Some(t),
-        None if expires > 0 => Some(util::now_ms()),
-        None => None,
+    // replicated verbatim and re-executes to the same result. Without an
+    // expiry there is no clock to consult.
+    let now = if expires == 0
+        || ctx
+            .get_flags()
+            .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
+    {
+        None
+    } else {
+        Some(now_arg.unwrap_or_else(util::now_ms))
     };
-    let decided = model::precheck_grab(meta.as_ref(), held, now);
-    let outcome = match decided {
-        Ok(outcome) => outcome,
-        Err(()) => match packet.pool.lpop_string() {
-            None => Grab::Empty,
-            Some(share) => {
-                let Some(cents) = parse_i64_plain(share.as_slice()) else {
-                    drop(packet);
-                    ctx.replicate_verbatim();
-                    return Err(error::family(FAMILY, CORRUPT));
-                };
-                packet.grabbed.hset_nx_arg(&user, &share);
-                let first_grab = !packet.has_grabbed;
-                drop(packet);
-                ctx.replicate_verbatim();
-                if first_grab && expires > 0 {
-                    // B:grabbed is born now: it gets the packet's expiry.
-                    pexpireat(ctx, &derived(base, "grabbed"), expires)?;
-                }
-                ctx.notify_keyspace_event(NotifyEvent::MODULE, "hotpath.redpacket.grab", &base_arg);
-                Grab::Won(cents)
-            }
-        },
+    let meta = Meta {
+        refunded,
+        expires,
+        ..Meta::default()
     };
-    match outcome {
-        Grab::Won(_) => COUNT_GRABBED.incr(),
-        Grab::Already(_) => COUNT_ALREADY.incr(),
-        Grab::Empty => COUNT_EMPTY.incr(),
-        Grab::Closed => COUNT_CLOSED.incr(),
-        Grab::NoSuch => {}
+    if let Ok(outcome) = model::precheck_grab(Some(&meta), None, now) {
+        if outcome == Grab::Closed {
+            COUNT_CLOSED.incr();
+        }
+        return reply_grab(ctx, outcome);
     }
-    Ok(RedisValue::Array(vec![
-        text(outcome.status()),
-        RedisValue::Integer(outcome.cents()),
-    ]))
+    let left = meta_value(base, &F_LEFT, &left, model::parse::cents)?;
+    // Popping the last share deletes the pool and its expiry: kept here in
+    // case the share must go back.
+    let pool_at = if packet.pool.len() == 1 {
+        packet.pool.abs_expire_ms()
+    } else {
+        None
+    };
+    let Some(share) = packet.pool.lpop_string() else {
+        COUNT_EMPTY.incr();
+        return reply_grab(ctx, Grab::Empty);
+    };
+    // A share the module never writes (not a positive integer), or more
+    // than the running total says is left, is refused with the pool as it
+    // was: the share goes back to the head (and the pool gets its expiry
+    // back if the pop emptied it).
+    let cents = model::parse::share(share.as_slice());
+    let rest = cents.and_then(|c| left.checked_sub(c)).filter(|&r| r >= 0);
+    let Some((cents, rest)) = cents.zip(rest) else {
+        packet.pool.push_head_arg(&share);
+        if let Some(at) = pool_at {
+            packet.pool.set_abs_expire_ms(at);
+        }
+        return Err(match cents {
+            None => error::corrupt(FAMILY, &derived_name(base, "pool"), None),
+            Some(_) => corrupt_meta(base, &F_LEFT),
+        });
+    };
+    packet.grabbed.hset_nx_arg(&user, &share);
+    if !packet.has_grabbed && expires > 0 {
+        // B:grabbed is born now: it gets the packet's expiry, the very
+        // instant in `expires` (replicas and the AOF re-run this grab and
+        // set the same one).
+        packet.grabbed.set_abs_expire_ms(expires);
+    }
+    packet.meta.hput_field(&F_LEFT, &int_string(ctx, rest));
+    drop(packet);
+    ctx.replicate_verbatim();
+    // No allocation for the event's name: this runs on every share won.
+    unsafe {
+        raw::RedisModule_NotifyKeyspaceEvent.unwrap()(
+            ctx.ctx,
+            raw::REDISMODULE_NOTIFY_MODULE as std::os::raw::c_int,
+            c"hotpath.redpacket.grab".as_ptr(),
+            base_arg.inner,
+        )
+    };
+    COUNT_GRABBED.incr();
+    reply_grab(ctx, Grab::Won(cents))
+}
+
+/// Replies `[status, cents]` straight through the reply API (the crate's
+/// generic reply costs several hundred instructions more on this hot path).
+fn reply_grab(ctx: &Context, outcome: Grab) -> RedisResult {
+    let status = outcome.status();
+    unsafe {
+        raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, 2);
+        raw::RedisModule_ReplyWithStringBuffer.unwrap()(
+            ctx.ctx,
+            status.as_ptr().cast(),
+            status.len(),
+        );
+        raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, outcome.cents() as c_longlong);
+    }
+    Ok(RedisValue::NoReply)
 }
 
 /// REDPACKET.INFO B [NOW unix-ms]
 ///
 /// Replies the map `total, count, left_cents, left_count, state, expires`,
 /// or an empty array for an unknown packet. `state` is `closed` once
-/// refunded or expired at NOW.
+/// refunded or expired at NOW. O(1): `left_cents` is the running total kept
+/// in `B:meta`, `left_count` the pool's length.
 pub fn redpacket_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut cur = Cursor::new(args, 2)?;
     let base = cur.next_bytes()?;
     let now = parse_now(&mut cur)?.unwrap_or_else(util::now_ms);
     util::require_hash_tag(ctx, FAMILY, &base)?;
     let packet = Packet::open(ctx, &base, false)?;
-    let Some(meta) = packet.meta() else {
-        return Ok(RedisValue::Array(Vec::new()));
+    let Some(meta) = packet.meta(&base)? else {
+        return Ok(util::map(ctx, Vec::new()));
     };
     let left_count = packet.pool.len() as i64;
-    let has_pool = packet.has_pool;
-    drop(packet);
-    let mut left_cents: i128 = 0;
-    if has_pool {
-        // Summing a List has no low-level API: one LRANGE, off the hot path.
-        for share in call_strings(ctx, "LRANGE", &[&derived(&base, "pool"), b"0", b"-1"])? {
-            left_cents += i128::from(parse_i64_plain(&share).unwrap_or(0));
-        }
-    }
-    let left_cents = left_cents.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
-    Ok(RedisValue::Array(vec![
+    Ok(util::map(ctx, vec![
         text("total"),
         RedisValue::Integer(meta.total),
         text("count"),
         RedisValue::Integer(meta.count),
         text("left_cents"),
-        RedisValue::Integer(left_cents),
+        RedisValue::Integer(meta.left_cents),
         text("left_count"),
         RedisValue::Integer(left_count),
         text("state"),
@@ -378,7 +467,7 @@ pub fn redpacket_grabbed(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let has_grabbed = packet.has_grabbed;
     drop(packet);
     if !has_grabbed {
-        return Ok(RedisValue::Array(Vec::new()));
+        return Ok(util::map(ctx, Vec::new()));
     }
     // Hashes have no ordered low-level iteration: HGETALL keeps its order.
     let items = call_strings(ctx, "HGETALL", &[&derived(&base, "grabbed")])?;
@@ -392,35 +481,39 @@ pub fn redpacket_grabbed(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             });
         }
     }
-    Ok(RedisValue::Array(out))
+    Ok(util::map(ctx, out))
 }
 
 /// REDPACKET.REFUND B
 ///
 /// Empties `B:pool`, closes the packet and replies the cents returned to
-/// the sender: 0 for an unknown or already refunded packet.
+/// the sender: 0 for an unknown or already refunded packet. O(1): the
+/// amount is the running total `left_cents`, and the pool is unlinked (a
+/// large one is freed in the background, as `UNLINK` does).
 pub fn redpacket_refund(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut cur = Cursor::new(args, 2)?;
     let base = cur.next_bytes()?;
     cur.expect_done()?;
     util::require_hash_tag(ctx, FAMILY, &base)?;
     let packet = Packet::open(ctx, &base, true)?;
-    let Some(meta) = packet.meta() else {
-        return Ok(RedisValue::Integer(0));
-    };
-    if meta.refunded {
+    if !packet.has_meta {
         return Ok(RedisValue::Integer(0));
     }
-    let mut left: i128 = 0;
-    while let Some(share) = packet.pool.lpop() {
-        left += i128::from(parse_i64_plain(&share).unwrap_or(0));
+    let [state, left] = packet.meta.hget_fields([&F_STATE, &F_LEFT]);
+    if meta_value(&base, &F_STATE, &state, model::parse::refunded)? {
+        return Ok(RedisValue::Integer(0));
     }
-    packet.meta.hput(b"state", model::STATE_CLOSED.as_bytes());
+    let left = meta_value(&base, &F_LEFT, &left, model::parse::cents)?;
+    packet.pool.unlink();
+    packet.meta.hput_field(
+        &F_STATE,
+        &RedisString::create_from_slice(ctx.ctx, model::STATE_CLOSED.as_bytes()),
+    );
+    packet.meta.hput_field(&F_LEFT, &int_string(ctx, 0));
     drop(packet);
-    let left = left.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
     ctx.replicate_verbatim();
     util::notify(ctx, "hotpath.redpacket.refund", &base);
     COUNT_REFUNDS.incr();
-    COUNT_REFUNDED_CENTS.add(left.max(0) as u64);
+    COUNT_REFUNDED_CENTS.add(left as u64);
     Ok(RedisValue::Integer(left))
 }

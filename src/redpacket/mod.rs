@@ -8,7 +8,8 @@
 //!   they will be handed out;
 //! - `B:grabbed` Hash, user → the cents that user won;
 //! - `B:meta` Hash: `total`, `count`, `state` (`open`|`closed`), `expires`
-//!   (unix-ms; 0 for never).
+//!   (unix-ms; 0 for never), `left_cents` (the cents still in the pool, a
+//!   running total kept by SPLIT, GRAB and REFUND).
 //!
 //! With `TTL`, every one of these keys expires at `expires` (`B:grabbed`
 //! gets it when the first grab creates it).
@@ -70,7 +71,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         keys: ONE_KEY,
         acl: "write",
         summary: "Splits an amount once into count shares (double-mean or equal) and opens the packet",
-        complexity: "O(N) where N is the count",
+        complexity: "O(N) where N is the count (at most redpacket-max-count)",
     },
     crate::command! {
         name: "redpacket.grab",
@@ -85,12 +86,12 @@ pub const COMMANDS: &[CommandSpec] = &[
     crate::command! {
         name: "redpacket.info",
         handler: commands::redpacket_info,
-        flags: "readonly",
+        flags: "readonly fast",
         arity: -2,
         keys: ONE_KEY,
-        acl: "read",
+        acl: "read fast",
         summary: "Returns total, count, left_cents, left_count, state and expires of a packet",
-        complexity: "O(N) where N is the number of shares left",
+        complexity: "O(1)",
     },
     crate::command! {
         name: "redpacket.grabbed",
@@ -105,11 +106,11 @@ pub const COMMANDS: &[CommandSpec] = &[
     crate::command! {
         name: "redpacket.refund",
         handler: commands::redpacket_refund,
-        flags: "write deny-oom",
+        flags: "write deny-oom fast",
         arity: 2,
         keys: ONE_KEY,
-        acl: "write",
+        acl: "write fast",
         summary: "Returns the cents left to the sender and closes the packet",
-        complexity: "O(N) where N is the number of shares left",
+        complexity: "O(1): the pool is unlinked (a large one freed in the background)",
     },
 ];

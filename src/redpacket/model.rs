@@ -12,6 +12,10 @@ use rand::Rng;
 pub const MAX_TIME_MS: i64 = 253_402_300_799_999;
 /// The longest TTL accepted, 100 years in seconds.
 pub const MAX_TTL_S: i64 = 3_153_600_000;
+/// The largest `redpacket-max-count` (the config's own range too): SPLIT
+/// draws and pushes every share in one call (about 0.1–0.3 µs per share),
+/// so this bounds its worst case to some 10–30 ms, once per packet.
+pub const MAX_COUNT_LIMIT: i64 = 100_000;
 /// The largest total accepted, 2^53 − 1 cents: every amount stays exact in
 /// Lua numbers and JSON clients.
 pub const MAX_TOTAL: i64 = 9_007_199_254_740_991;
@@ -132,6 +136,53 @@ pub struct Meta {
     pub refunded: bool,
     /// Unix-ms from which grabs are refused; 0 for never.
     pub expires: i64,
+    /// Cents still in the pool: `total` at SPLIT, less each share grabbed,
+    /// 0 after REFUND. A running total, so INFO and REFUND are O(1).
+    pub left_cents: i64,
+}
+
+/// Parsers of stored values, each `None` for a value the module never
+/// writes (the command then names the key and field in its error).
+pub mod parse {
+    use super::*;
+
+    fn int(v: &[u8]) -> Option<i64> {
+        crate::args::parse_i64_fast(v)
+    }
+
+    /// `total`: 1 to 2^53 − 1 cents.
+    pub fn total(v: &[u8]) -> Option<i64> {
+        int(v).filter(|t| (1..=MAX_TOTAL).contains(t))
+    }
+
+    /// `count`: at least one share.
+    pub fn count(v: &[u8]) -> Option<i64> {
+        int(v).filter(|&c| c >= 1)
+    }
+
+    /// `expires`: a unix-ms instant, or 0 for never.
+    pub fn expires(v: &[u8]) -> Option<i64> {
+        int(v).filter(|e| (0..=MAX_TIME_MS).contains(e))
+    }
+
+    /// `left_cents`: a non-negative amount.
+    pub fn cents(v: &[u8]) -> Option<i64> {
+        int(v).filter(|&c| c >= 0)
+    }
+
+    /// A share in `B:pool` or `B:grabbed`: at least one cent.
+    pub fn share(v: &[u8]) -> Option<i64> {
+        int(v).filter(|&c| c >= 1)
+    }
+
+    /// `state`: `open` or `closed`; returns true when closed (refunded).
+    pub fn refunded(v: &[u8]) -> Option<bool> {
+        match v {
+            b"open" => Some(false),
+            b"closed" => Some(true),
+            _ => None,
+        }
+    }
 }
 
 impl Meta {
@@ -387,12 +438,33 @@ mod tests {
     }
 
     #[test]
+    fn stored_values_parse_and_garbage_is_refused() {
+        assert_eq!(parse::total(b"10000"), Some(10_000));
+        assert_eq!(parse::total(b"9007199254740992"), None);
+        assert_eq!(parse::count(b"0"), None);
+        assert_eq!(parse::expires(b"0"), Some(0));
+        assert_eq!(parse::expires(b"-1"), None);
+        assert_eq!(parse::cents(b"0"), Some(0));
+        assert_eq!(parse::share(b"0"), None);
+        assert_eq!(parse::share(b"-5"), None);
+        assert_eq!(parse::share(b"7"), Some(7));
+        assert_eq!(parse::refunded(b"closed"), Some(true));
+        assert_eq!(parse::refunded(b"CLOSED"), None);
+        for bad in [&b""[..], b"x", b"1.5", b" 1", b"01", b"9223372036854775808"] {
+            assert_eq!(parse::total(bad), None, "{bad:?}");
+            assert_eq!(parse::cents(bad), None, "{bad:?}");
+            assert_eq!(parse::share(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
     fn grab_checks_come_in_order() {
         let open = Meta {
             total: 100,
             count: 2,
             refunded: false,
             expires: 5_000,
+            left_cents: 100,
         };
         let refunded = Meta {
             refunded: true,

@@ -50,13 +50,24 @@ pub fn python_bin() -> String {
     "python3".into()
 }
 
-/// Returns a port that is free right now.
+/// Returns a port that is free right now, and whose cluster bus port
+/// (port + 10000) is a valid port and free too: a cluster node refuses to
+/// start on a port above 55535, and the OS hands out ports up to 60999.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    let pick = || {
+        TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    for _ in 0..200 {
+        let port = pick();
+        if port <= 55535 && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
+            return port;
+        }
+    }
+    pick()
 }
 
 /// A running server; killed and reaped on drop, its directory removed.
@@ -528,4 +539,48 @@ pub fn fcall(
         q.arg(*a);
     }
     q.query(c)
+}
+
+/// Returns the lower-case names of the commands in `SLOWLOG GET 128` whose
+/// name starts with `prefix` (e.g. `"lock."`), one per entry.
+pub fn slow_commands(c: &mut Connection, prefix: &str) -> Vec<String> {
+    let entries: Vec<Value> = redis::cmd("SLOWLOG").arg("GET").arg(128).query(c).unwrap();
+    let mut out = Vec::new();
+    for e in entries {
+        let Value::Array(fields) = e else { continue };
+        let Some(Value::Array(argv)) = fields.get(3) else {
+            continue;
+        };
+        if let Some(Value::BulkString(name)) = argv.first() {
+            let name = String::from_utf8_lossy(name).to_lowercase();
+            if name.starts_with(prefix) {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// Runs a stall scenario (which starts its own server, sets
+/// `slowlog-log-slower-than` and returns the slow commands it cares about)
+/// up to three times and returns the commands that were slow in every
+/// run. A command preempted once by another process on a busy machine
+/// shows up in one run; a command that really blocks the server for more
+/// than the threshold shows up in all of them.
+pub fn persistent_stalls(mut scenario: impl FnMut() -> Vec<String>) -> Vec<String> {
+    let mut common: Option<Vec<String>> = None;
+    for _ in 0..3 {
+        let mut slow = scenario();
+        slow.sort();
+        slow.dedup();
+        let now: Vec<String> = match common {
+            None => slow,
+            Some(prev) => prev.into_iter().filter(|n| slow.contains(n)).collect(),
+        };
+        if now.is_empty() {
+            return now;
+        }
+        common = Some(now);
+    }
+    common.unwrap_or_default()
 }

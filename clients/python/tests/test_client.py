@@ -195,6 +195,67 @@ class Families:
         multi = self.hp.rate_multi([(self.k("s"), 10, 1000), (self.k("d"), 1000, 86_400_000)], now=NOW)
         self.assertEqual(multi, R.RateResult(True, 10, 9, -1, 100))
 
+    def test_lock(self):
+        lk = self.hp.lock(self.k("lock"))
+        self.assertEqual(lk.acquire("w1", 30000, now=NOW), 1)
+        self.assertEqual(lk.acquire("w1", 30000, now=NOW + 1000), 1)
+        self.assertIsNone(lk.acquire("w2", 30000, now=NOW + 1000))
+        self.assertEqual(lk.info(now=NOW + 2000), [R.LockHolder("w1", 1, 2, 29000)])
+        self.assertTrue(lk.check(1, now=NOW + 2000))
+        self.assertFalse(lk.check(2, now=NOW + 2000))
+        self.assertEqual(lk.renew("w1", 10000, now=NOW + 2000), 10000)
+        self.assertEqual(lk.renew("w2", 10000, now=NOW + 2000), 0)
+        self.assertFalse(lk.release("w2", now=NOW + 3000))
+        self.assertTrue(lk.release("w1", now=NOW + 3000))
+        self.assertTrue(lk.release("w1", now=NOW + 3000))
+        self.assertFalse(lk.release("w1", now=NOW + 3000))
+        self.assertEqual(lk.info(now=NOW + 3000), [])
+        self.assertEqual(lk.acquire("w2", 1000, maxhold=500, now=NOW + 3000), 2)
+        self.assertEqual(lk.renew("w2", 1000, now=NOW + 3100), 400)
+        sem = self.hp.lock(self.k("sem"))
+        self.assertEqual(sem.acquire("a", 1000, limit=2, now=NOW), 1)
+        self.assertEqual(sem.acquire("b", 2000, now=NOW), 2)
+        self.assertIsNone(sem.acquire("c", 1000, now=NOW))
+        self.assertEqual(sem.info(now=NOW + 500),
+                         [R.LockHolder("a", 1, 1, 500), R.LockHolder("b", 2, 1, 1500)])
+        with self.assertRaisesRegex(redis.ResponseError, "lock: LIMIT 3 differs from the lock's limit 2"):
+            sem.acquire("c", 1000, limit=3, now=NOW)
+        with self.assertRaisesRegex(redis.ResponseError, "lock: user must not be empty"):
+            sem.acquire("", 1000)
+        # BLOCK on the server clock: a lease of a minute outlives a wait of
+        # 50 ms, which then answers None.
+        live = self.hp.lock(self.k("live"))
+        self.assertEqual(live.acquire("a", 60000), 1)
+        self.assertIsNone(live.acquire("b", 60000, block=50))
+
+    def test_delayq(self):
+        q = self.hp.delayq(self.k("q"))
+        self.assertTrue(q.add("j1", "p1", now=NOW))
+        self.assertFalse(q.add("j1", "other", now=NOW))
+        self.assertTrue(q.add("j2", "p2", delay=5000, attempts=1, now=NOW))
+        self.assertEqual(q.info(now=NOW), R.QueueInfo(2, 1, 1, 0))
+        self.assertEqual(q.poll(30000, count=10, now=NOW), [R.Job("j1", "p1", 1, 1000001)])
+        self.assertEqual(q.poll(30000, now=NOW), [])
+        self.assertTrue(q.extend("j1", 1000001, 60000, now=NOW + 1000))
+        self.assertFalse(q.extend("j1", 999, 60000, now=NOW + 1000))
+        self.assertEqual(q.nack("j1", 1000001, delay=1000, now=NOW + 1000), R.Nack.REQUEUED)
+        self.assertEqual(q.nack("j1", 1000001, now=NOW + 1000), R.Nack.STALE)
+        self.assertEqual(q.poll(30000, count=10, now=NOW + 5000),
+                         [R.Job("j1", "p1", 2, 1000002), R.Job("j2", "p2", 1, 2000001)])
+        self.assertTrue(q.ack("j1", 1000002))
+        self.assertFalse(q.ack("j1", 1000002))
+        self.assertEqual(q.nack("j2", 2000001, backoff=(100, 1000), now=NOW + 6000), R.Nack.DEAD)
+        self.assertEqual(q.dead(), [R.DeadLetter("j2", "p2", 1, NOW + 6000)])
+        self.assertEqual(q.redrive(id="j2", now=NOW + 7000), 1)
+        self.assertEqual(q.redrive(count=5, now=NOW + 7000), 0)
+        self.assertEqual(q.info(now=NOW + 7000), R.QueueInfo(1, 1, 0, 0))
+        # On the server clock: the re-driven job is ready; then nothing is,
+        # and a poll that waits 50 ms answers empty.
+        self.assertEqual(q.poll(60000), [R.Job("j2", "p2", 1, 3000001)])
+        self.assertEqual(q.poll(60000, block=50), [])
+        with self.assertRaisesRegex(redis.ResponseError, "delayq: id must not be empty"):
+            q.add("", "p")
+
 
 @unittest.skipUnless(os.environ.get("HOTPATH_URL"), "HOTPATH_URL not set")
 class OnOneServer(Families, unittest.TestCase):
@@ -203,12 +264,29 @@ class OnOneServer(Families, unittest.TestCase):
         cls.r = redis.Redis.from_url(os.environ["HOTPATH_URL"])
         cls.hp = hotpath.HotPath(cls.r)
 
+    def test_the_connection_speaks_resp3(self):
+        self.assertIsInstance(self.r.execute_command("DELAYQ.INFO", self.k("q")), dict)
+
     def test_decoded_responses_work_too(self):
         hp = hotpath.HotPath(redis.Redis.from_url(os.environ["HOTPATH_URL"], decode_responses=True))
         p = hp.poll(self.k("dpoll"))
         self.assertTrue(p.vote("u", "x", now=NOW))
         self.assertEqual(p.top(), [R.PollEntry("x", 1)])
         self.assertEqual(p.info().mode, "ONCE")
+
+
+@unittest.skipUnless(os.environ.get("HOTPATH_URL"), "HOTPATH_URL not set")
+class OnOneServerInResp2(Families, unittest.TestCase):
+    """The same calls over RESP2, where map-like replies are flat arrays
+    (redis-py 8 speaks RESP3 unless told otherwise)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.r = redis.Redis.from_url(os.environ["HOTPATH_URL"], protocol=2)
+        cls.hp = hotpath.HotPath(cls.r)
+
+    def test_the_connection_speaks_resp2(self):
+        self.assertIsInstance(self.r.execute_command("DELAYQ.INFO", self.k("q")), list)
 
 
 @unittest.skipUnless(os.environ.get("HOTPATH_CLUSTER"), "HOTPATH_CLUSTER not set")

@@ -140,6 +140,15 @@ entity!(
     /// A rate limiter; the key is the limiter (docs/rate.md).
     Rate
 );
+entity!(
+    /// A lock or semaphore with fencing tokens (docs/reference/lock.md).
+    Lock
+);
+entity!(
+    /// A delay queue with leases and dead letters
+    /// (docs/reference/delayq.md).
+    DelayQueue
+);
 
 /// Options of `POLL.CREATE`.
 #[derive(Clone, Debug, Default)]
@@ -671,5 +680,216 @@ impl Rate {
         }
         let c = c.opt("COST", o.cost).flag("PEEK", o.peek).opt("NOW", now);
         r::rate(&c.run(Backend::Module, con)?)
+    }
+}
+
+/// Options of `LOCK.ACQUIRE` besides owner and lease.
+#[derive(Clone, Debug, Default)]
+pub struct LockOptions {
+    /// 1: a mutex (the default for a new name); n ≥ 2: a semaphore.
+    pub limit: Option<i64>,
+    /// The hold's hard end, in ms after it began.
+    pub maxhold: Option<i64>,
+    /// Wait in line up to this many ms when busy (0: no timeout); the
+    /// connection's read timeout must be longer.
+    pub block: Option<i64>,
+}
+
+impl Lock {
+    fn call(&self, name: &'static str) -> Call {
+        Call::new(name, &self.key)
+    }
+
+    /// `LOCK.ACQUIRE`: the fencing token, or `None` when busy (after the
+    /// `block` timeout with it).
+    pub fn acquire<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        owner: &str,
+        ttl_ms: i64,
+        o: &LockOptions,
+    ) -> RedisResult<Option<i64>> {
+        let c = self
+            .call("LOCK.ACQUIRE")
+            .arg(owner)
+            .arg(ttl_ms)
+            .opt("LIMIT", o.limit)
+            .opt("MAXHOLD", o.maxhold)
+            .opt("BLOCK", o.block)
+            .opt("NOW", self.now);
+        r::token(&c.run(self.backend, con)?)
+    }
+
+    /// `LOCK.RELEASE`: true when `owner` held a live lease.
+    pub fn release<C: ConnectionLike>(&self, con: &mut C, owner: &str) -> RedisResult<bool> {
+        let c = self.call("LOCK.RELEASE").arg(owner).opt("NOW", self.now);
+        Ok(int(&c.run(self.backend, con)?)? == 1)
+    }
+
+    /// `LOCK.RENEW`: the ms left in the renewed lease, 0 when `owner`
+    /// holds none.
+    pub fn renew<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        owner: &str,
+        ttl_ms: i64,
+    ) -> RedisResult<i64> {
+        let c = self
+            .call("LOCK.RENEW")
+            .arg(owner)
+            .arg(ttl_ms)
+            .opt("NOW", self.now);
+        int(&c.run(self.backend, con)?)
+    }
+
+    /// `LOCK.INFO`: the live holders, by token.
+    pub fn info<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<Vec<LockHolder>> {
+        let c = self.call("LOCK.INFO").opt("NOW", self.now);
+        r::lock_holders(&c.run(self.backend, con)?)
+    }
+
+    /// `LOCK.CHECK`: true when `token` belongs to a live hold.
+    pub fn check<C: ConnectionLike>(&self, con: &mut C, token: i64) -> RedisResult<bool> {
+        let c = self.call("LOCK.CHECK").arg(token).opt("NOW", self.now);
+        Ok(int(&c.run(self.backend, con)?)? == 1)
+    }
+}
+
+/// Options of `DELAYQ.ADD` besides id and payload.
+#[derive(Clone, Debug, Default)]
+pub struct JobOptions {
+    /// Due this many ms from now (not with `at`).
+    pub delay: Option<i64>,
+    /// Due at this instant, unix ms (not with `delay`).
+    pub at: Option<i64>,
+    /// The most deliveries (default 5).
+    pub attempts: Option<i64>,
+    /// Start an existing job over instead of keeping it.
+    pub replace: bool,
+}
+
+/// When a `DELAYQ.NACK`ed job is due again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retry {
+    /// After this many ms.
+    Delay(i64),
+    /// After `min(base_ms × 2^(attempt − 1), max_ms)` ms.
+    Backoff { base_ms: i64, max_ms: i64 },
+}
+
+impl DelayQueue {
+    fn call(&self, name: &'static str) -> Call {
+        Call::new(name, &self.key)
+    }
+
+    /// `DELAYQ.ADD`: true when added (or replaced), false when `id` exists.
+    pub fn add<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        id: &str,
+        payload: &[u8],
+        o: &JobOptions,
+    ) -> RedisResult<bool> {
+        let c = self
+            .call("DELAYQ.ADD")
+            .arg(id)
+            .arg(payload)
+            .opt("DELAY", o.delay)
+            .opt("AT", o.at)
+            .opt("ATTEMPTS", o.attempts)
+            .flag("REPLACE", o.replace)
+            .opt("NOW", self.now);
+        Ok(int(&c.run(self.backend, con)?)? == 1)
+    }
+
+    /// `DELAYQ.POLL`: up to `count` ready jobs, each leased for
+    /// `lease_ms`; empty when none (after `block` ms with it; the
+    /// connection's read timeout must be longer).
+    pub fn poll<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        lease_ms: i64,
+        count: Option<i64>,
+        block: Option<i64>,
+    ) -> RedisResult<Vec<Job>> {
+        let c = self
+            .call("DELAYQ.POLL")
+            .arg(lease_ms)
+            .opt("COUNT", count)
+            .opt("BLOCK", block)
+            .opt("NOW", self.now);
+        r::jobs(&c.run(self.backend, con)?)
+    }
+
+    /// `DELAYQ.ACK`: true when the job was removed.
+    pub fn ack<C: ConnectionLike>(&self, con: &mut C, id: &str, receipt: i64) -> RedisResult<bool> {
+        let c = self.call("DELAYQ.ACK").arg(id).arg(receipt);
+        Ok(int(&c.run(self.backend, con)?)? == 1)
+    }
+
+    /// `DELAYQ.NACK`.
+    pub fn nack<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        id: &str,
+        receipt: i64,
+        retry: Option<Retry>,
+    ) -> RedisResult<Nack> {
+        let mut c = self.call("DELAYQ.NACK").arg(id).arg(receipt);
+        c = match retry {
+            None => c,
+            Some(Retry::Delay(ms)) => c.arg("DELAY").arg(ms),
+            Some(Retry::Backoff { base_ms, max_ms }) => c.arg("BACKOFF").arg(base_ms).arg(max_ms),
+        };
+        r::nack(&c.opt("NOW", self.now).run(self.backend, con)?)
+    }
+
+    /// `DELAYQ.EXTEND`: true when the delivery's lease was restarted.
+    pub fn extend<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        id: &str,
+        receipt: i64,
+        lease_ms: i64,
+    ) -> RedisResult<bool> {
+        let c = self
+            .call("DELAYQ.EXTEND")
+            .arg(id)
+            .arg(receipt)
+            .arg(lease_ms)
+            .opt("NOW", self.now);
+        Ok(int(&c.run(self.backend, con)?)? == 1)
+    }
+
+    /// `DELAYQ.DEAD`: the oldest dead letters.
+    pub fn dead<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        count: Option<i64>,
+    ) -> RedisResult<Vec<DeadLetter>> {
+        let c = self.call("DELAYQ.DEAD").opt("COUNT", count);
+        r::dead_letters(&c.run(self.backend, con)?)
+    }
+
+    /// `DELAYQ.REDRIVE`: the oldest `count` dead letters (default 10), or
+    /// the one `id`, back in line; how many.
+    pub fn redrive<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        count: Option<i64>,
+        id: Option<&str>,
+    ) -> RedisResult<i64> {
+        let c = self
+            .call("DELAYQ.REDRIVE")
+            .opt("COUNT", count)
+            .opt("ID", id)
+            .opt("NOW", self.now);
+        int(&c.run(self.backend, con)?)
+    }
+
+    /// `DELAYQ.INFO`.
+    pub fn info<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<QueueInfo> {
+        let c = self.call("DELAYQ.INFO").opt("NOW", self.now);
+        r::queue_info(&c.run(self.backend, con)?)
     }
 }

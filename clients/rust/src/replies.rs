@@ -51,6 +51,31 @@ pub fn array(v: &Value) -> RedisResult<&[Value]> {
     }
 }
 
+/// A record reply: the positional array of RESP2, or the RESP3 map of the
+/// same fields (`names`, in the array's order).
+fn record<'a>(v: &'a Value, names: &[&str]) -> RedisResult<Vec<&'a Value>> {
+    if let Value::Map(m) = v {
+        let mut out = Vec::with_capacity(names.len());
+        for n in names {
+            let mut found = None;
+            for (k, val) in m {
+                if text(k)? == *n {
+                    found = Some(val);
+                }
+            }
+            out.push(found.ok_or_else(|| {
+                RedisError::from((
+                    ErrorKind::TypeError,
+                    "hotpath: field missing from reply",
+                    n.to_string(),
+                ))
+            })?);
+        }
+        return Ok(out);
+    }
+    Ok(exact(v, names.len())?.iter().collect())
+}
+
 fn exact(v: &Value, n: usize) -> RedisResult<&[Value]> {
     let a = array(v)?;
     if a.len() != n {
@@ -60,6 +85,10 @@ fn exact(v: &Value, n: usize) -> RedisResult<&[Value]> {
 }
 
 fn pairs(v: &Value) -> RedisResult<Vec<(&Value, &Value)>> {
+    // A RESP3 connection gets maps where RESP2 gets `[field, value, …]`.
+    if let Value::Map(m) = v {
+        return Ok(m.iter().map(|(k, v)| (k, v)).collect());
+    }
     let a = array(v)?;
     if a.len() % 2 != 0 {
         return Err(bad("pairs", v));
@@ -200,11 +229,11 @@ pub(crate) fn rank_entry(v: &Value) -> RedisResult<Option<RankEntry>> {
     if *v == Value::Nil {
         return Ok(None);
     }
-    let a = exact(v, 3)?;
+    let a = record(v, &["points", "rank", "achieved_ms"])?;
     Ok(Some(RankEntry {
-        points: int(&a[0])?,
-        rank: int(&a[1])?,
-        achieved_ms: match &a[2] {
+        points: int(a[0])?,
+        rank: int(a[1])?,
+        achieved_ms: match a[2] {
             Value::Nil => None,
             t => Some(int(t)?),
         },
@@ -458,7 +487,9 @@ fn five(v: &Value) -> RedisResult<[i64; 5]> {
 }
 
 pub(crate) fn rate(v: &Value) -> RedisResult<RateResult> {
-    let [a, l, r, ra, rs] = five(v)?;
+    let names = ["allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms"];
+    let f = record(v, &names)?;
+    let [a, l, r, ra, rs] = [int(f[0])?, int(f[1])?, int(f[2])?, int(f[3])?, int(f[4])?];
     Ok(RateResult {
         allowed: a != 0,
         limit: l,
@@ -477,6 +508,152 @@ pub(crate) fn throttle(v: &Value) -> RedisResult<Throttle> {
         retry_after_s: ra,
         reset_after_s: rs,
     })
+}
+
+/// A flat array of `n`-element groups (`[id, payload, attempt, receipt, …]`).
+fn groups(v: &Value, n: usize) -> RedisResult<std::slice::Chunks<'_, Value>> {
+    let a = array(v)?;
+    if a.len() % n != 0 {
+        return Err(bad(&format!("groups of {n}"), v));
+    }
+    Ok(a.chunks(n))
+}
+
+/// Returns a bulk string's bytes as they are (payloads need not be UTF-8).
+fn bytes(v: &Value) -> RedisResult<Vec<u8>> {
+    match v {
+        Value::BulkString(b) => Ok(b.clone()),
+        Value::SimpleString(s) => Ok(s.clone().into_bytes()),
+        Value::VerbatimString { text, .. } => Ok(text.clone().into_bytes()),
+        other => Err(bad("bytes", other)),
+    }
+}
+
+/// A live hold of `LOCK.INFO`: its fencing token, reentrance count and the
+/// ms left in its lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockHolder {
+    pub owner: String,
+    pub token: i64,
+    pub count: i64,
+    pub ttl_ms: i64,
+}
+
+pub(crate) fn token(v: &Value) -> RedisResult<Option<i64>> {
+    match v {
+        Value::Nil => Ok(None),
+        v => int(v).map(Some),
+    }
+}
+
+pub(crate) fn lock_holders(v: &Value) -> RedisResult<Vec<LockHolder>> {
+    // RESP3: owner → {token, count, ttl_ms}; RESP2: [owner, token, count,
+    // ttl_ms, …]. Both by token.
+    if let Value::Map(m) = v {
+        return m
+            .iter()
+            .map(|(owner, rec)| {
+                let f = record(rec, &["token", "count", "ttl_ms"])?;
+                Ok(LockHolder {
+                    owner: text(owner)?,
+                    token: int(f[0])?,
+                    count: int(f[1])?,
+                    ttl_ms: int(f[2])?,
+                })
+            })
+            .collect();
+    }
+    groups(v, 4)?
+        .map(|g| {
+            Ok(LockHolder {
+                owner: text(&g[0])?,
+                token: int(&g[1])?,
+                count: int(&g[2])?,
+                ttl_ms: int(&g[3])?,
+            })
+        })
+        .collect()
+}
+
+/// A delivery of `DELAYQ.POLL`: ack, nack or extend it with `receipt`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Job {
+    pub id: String,
+    pub payload: Vec<u8>,
+    pub attempt: i64,
+    pub receipt: i64,
+}
+
+/// A dead letter of `DELAYQ.DEAD`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub id: String,
+    pub payload: Vec<u8>,
+    pub attempts: i64,
+    pub dead_at_ms: i64,
+}
+
+/// `DELAYQ.INFO`: records kept (dead letters included), jobs that can be
+/// taken now, jobs waiting for their time or leased, dead letters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueInfo {
+    pub jobs: i64,
+    pub ready: i64,
+    pub scheduled: i64,
+    pub dead: i64,
+}
+
+/// `DELAYQ.NACK`: a stale receipt, back in line, or to the dead letters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nack {
+    Stale,
+    Requeued,
+    Dead,
+}
+
+pub(crate) fn jobs(v: &Value) -> RedisResult<Vec<Job>> {
+    groups(v, 4)?
+        .map(|g| {
+            Ok(Job {
+                id: text(&g[0])?,
+                payload: bytes(&g[1])?,
+                attempt: int(&g[2])?,
+                receipt: int(&g[3])?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn dead_letters(v: &Value) -> RedisResult<Vec<DeadLetter>> {
+    groups(v, 4)?
+        .map(|g| {
+            Ok(DeadLetter {
+                id: text(&g[0])?,
+                payload: bytes(&g[1])?,
+                attempts: int(&g[2])?,
+                dead_at_ms: int(&g[3])?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn queue_info(v: &Value) -> RedisResult<QueueInfo> {
+    let m = pairs(v)?;
+    Ok(QueueInfo {
+        jobs: int(field(&m, "jobs")?)?,
+        ready: int(field(&m, "ready")?)?,
+        scheduled: int(field(&m, "scheduled")?)?,
+        dead: int(field(&m, "dead")?)?,
+    })
+}
+
+pub(crate) fn nack(v: &Value) -> RedisResult<Nack> {
+    match int(v)? {
+        0 => Ok(Nack::Stale),
+        1 => Ok(Nack::Requeued),
+        2 => Ok(Nack::Dead),
+        _ => Err(bad("DELAYQ.NACK", v)),
+    }
 }
 
 pub(crate) fn ints(v: &Value) -> RedisResult<Vec<i64>> {

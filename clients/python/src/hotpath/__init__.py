@@ -9,10 +9,10 @@ Replies are dataclasses (``hotpath.replies``); the routing spec of spread
 entities is ``hotpath.routing`` (docs/spread.md).
 """
 from . import replies, routing
-from .client import (Backend, HotPath, Like, LuckyBag, ModuleBackend, Poll, Rank, Rate,
-                     RedPacket)
+from .client import (Backend, DelayQueue, HotPath, Like, Lock, LuckyBag, ModuleBackend, Poll,
+                     Rank, Rate, RedPacket)
 from .replies import *  # noqa: F401,F403  (the reply dataclasses)
 
 __version__ = "0.1.0"
 __all__ = ["HotPath", "Backend", "ModuleBackend", "Poll", "Rank", "Like", "RedPacket",
-           "LuckyBag", "Rate", "replies", "routing"]
+           "LuckyBag", "Rate", "Lock", "DelayQueue", "replies", "routing"]

@@ -286,6 +286,112 @@ class Rate(_Entity):
         return bool(R.integer(self._call("RESET")))
 
 
+class Lock(_Entity):
+    """Locks and semaphores with fencing tokens (docs/reference/lock.md)."""
+    family = "LOCK"
+
+    def acquire(self, owner: Arg, ttl_ms: int, limit: Optional[int] = None,
+                maxhold: Optional[int] = None, block: Optional[int] = None,
+                now: Optional[int] = None) -> Optional[int]:
+        """The fencing token, or None when busy (after ``block`` ms with it).
+        Blocking calls need a socket timeout longer than ``block``."""
+        a: List[Arg] = [owner, ttl_ms]
+        _opt(a, "LIMIT", limit)
+        _opt(a, "MAXHOLD", maxhold)
+        _opt(a, "BLOCK", block)
+        _opt(a, "NOW", now)
+        return R.token(self._call("ACQUIRE", *a))
+
+    def release(self, owner: Arg, now: Optional[int] = None) -> bool:
+        """True when ``owner`` held a live lease (one acquisition undone)."""
+        a: List[Arg] = [owner]
+        _opt(a, "NOW", now)
+        return bool(R.integer(self._call("RELEASE", *a)))
+
+    def renew(self, owner: Arg, ttl_ms: int, now: Optional[int] = None) -> int:
+        """The ms left in the renewed lease; 0 when ``owner`` holds none."""
+        a: List[Arg] = [owner, ttl_ms]
+        _opt(a, "NOW", now)
+        return R.integer(self._call("RENEW", *a))
+
+    def info(self, now: Optional[int] = None) -> List[R.LockHolder]:
+        """The live holders, by token; empty when the lock is free."""
+        a: List[Arg] = []
+        _opt(a, "NOW", now)
+        return R.lock_info(self._call("INFO", *a))
+
+    def check(self, token: int, now: Optional[int] = None) -> bool:
+        """True when ``token`` belongs to a live hold."""
+        a: List[Arg] = [token]
+        _opt(a, "NOW", now)
+        return bool(R.integer(self._call("CHECK", *a)))
+
+
+class DelayQueue(_Entity):
+    """A delay queue with leases and dead letters (docs/reference/delayq.md)."""
+    family = "DELAYQ"
+
+    def add(self, id: Arg, payload: Arg, delay: Optional[int] = None, at: Optional[int] = None,
+            attempts: Optional[int] = None, replace: bool = False,
+            now: Optional[int] = None) -> bool:
+        """True when added (or replaced), False when ``id`` exists."""
+        a: List[Arg] = [id, payload]
+        _opt(a, "DELAY", delay)
+        _opt(a, "AT", at)
+        _opt(a, "ATTEMPTS", attempts)
+        if replace:
+            a.append("REPLACE")
+        _opt(a, "NOW", now)
+        return bool(R.integer(self._call("ADD", *a)))
+
+    def poll(self, lease_ms: int, count: Optional[int] = None, block: Optional[int] = None,
+             now: Optional[int] = None) -> List[R.Job]:
+        """Up to ``count`` ready jobs, each leased for ``lease_ms``; empty when
+        none (after ``block`` ms with it)."""
+        a: List[Arg] = [lease_ms]
+        _opt(a, "COUNT", count)
+        _opt(a, "BLOCK", block)
+        _opt(a, "NOW", now)
+        return R.jobs(self._call("POLL", *a))
+
+    def ack(self, id: Arg, receipt: int) -> bool:
+        return bool(R.integer(self._call("ACK", id, receipt)))
+
+    def nack(self, id: Arg, receipt: int, delay: Optional[int] = None,
+             backoff: Optional[Tuple[int, int]] = None, now: Optional[int] = None) -> R.Nack:
+        """``backoff`` is ``(base_ms, max_ms)``."""
+        a: List[Arg] = [id, receipt]
+        _opt(a, "DELAY", delay)
+        if backoff is not None:
+            a += ["BACKOFF", backoff[0], backoff[1]]
+        _opt(a, "NOW", now)
+        return R.nack(self._call("NACK", *a))
+
+    def extend(self, id: Arg, receipt: int, lease_ms: int, now: Optional[int] = None) -> bool:
+        a: List[Arg] = [id, receipt, lease_ms]
+        _opt(a, "NOW", now)
+        return bool(R.integer(self._call("EXTEND", *a)))
+
+    def dead(self, count: Optional[int] = None) -> List[R.DeadLetter]:
+        a: List[Arg] = []
+        _opt(a, "COUNT", count)
+        return R.dead_letters(self._call("DEAD", *a))
+
+    def redrive(self, count: Optional[int] = None, id: Optional[Arg] = None,
+                now: Optional[int] = None) -> int:
+        """Dead letters put back in line: the oldest ``count``, or ``id``."""
+        a: List[Arg] = []
+        _opt(a, "COUNT", count)
+        _opt(a, "ID", id)
+        _opt(a, "NOW", now)
+        return R.integer(self._call("REDRIVE", *a))
+
+    def info(self, now: Optional[int] = None) -> R.QueueInfo:
+        a: List[Arg] = []
+        _opt(a, "NOW", now)
+        return R.queue_info(self._call("INFO", *a))
+
+
 class HotPath:
     """Entry point: ``hp = HotPath(redis.Redis(...))`` or
     ``HotPath(redis.RedisCluster(...))``; ``backend`` replaces the module
@@ -312,6 +418,12 @@ class HotPath:
 
     def rate(self, key: Key) -> Rate:
         return Rate(self.backend, key)
+
+    def lock(self, key: Key) -> Lock:
+        return Lock(self.backend, key)
+
+    def delayq(self, key: Key) -> DelayQueue:
+        return DelayQueue(self.backend, key)
 
     def rate_multi(self, rules: Iterable[Tuple[Key, int, int]], cost: Optional[int] = None,
                    peek: bool = False, now: Optional[int] = None) -> R.RateResult:

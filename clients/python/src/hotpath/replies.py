@@ -3,6 +3,7 @@ flat arrays the server sends (docs/<family>.md describe the raw forms)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 
@@ -51,6 +52,10 @@ def array(v: Any, n: Optional[int] = None) -> List[Any]:
 
 
 def pairs(v: Any) -> List[Tuple[Any, Any]]:
+    # A RESP3 connection (redis-py's default from 8.0) gets maps where RESP2
+    # gets ``[field, value, …]``.
+    if isinstance(v, dict):
+        return list(v.items())
     a = array(v)
     if len(a) % 2:
         raise ReplyError(f"expected pairs, got {v!r}")
@@ -58,8 +63,21 @@ def pairs(v: Any) -> List[Tuple[Any, Any]]:
 
 
 def fields(v: Any) -> Dict[str, Any]:
-    """A map reply ``[field, value, …]`` as a dict keyed by field name."""
+    """A map reply ``[field, value, …]`` (or a RESP3 map) as a dict keyed by
+    field name."""
     return {text(k): val for k, val in pairs(v)}
+
+
+def record(v: Any, names: Sequence[str]) -> List[Any]:
+    """A record reply: the positional array of RESP2, or the RESP3 map of
+    the same fields (``names``, in the array's order)."""
+    if isinstance(v, dict):
+        f = fields(v)
+        missing = [n for n in names if n not in f]
+        if missing:
+            raise ReplyError(f"fields {missing} missing from {v!r}")
+        return [f[n] for n in names]
+    return array(v, len(names))
 
 
 # ---- POLL -------------------------------------------------------------
@@ -150,7 +168,7 @@ def rank_top(v: Any) -> List[RankMember]:
 def rank_get(v: Any) -> Optional[RankEntry]:
     if v is None:
         return None
-    p, r, t = array(v, 3)
+    p, r, t = record(v, ("points", "rank", "achieved_ms"))
     return RankEntry(integer(p), integer(r), None if t is None else integer(t))
 
 
@@ -322,13 +340,111 @@ class Throttle:
 
 
 def rate(v: Any) -> RateResult:
-    a, l, r, ra, rs = (integer(x) for x in array(v, 5))
+    names = ("allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms")
+    a, l, r, ra, rs = (integer(x) for x in record(v, names))
     return RateResult(bool(a), l, r, ra, rs)
 
 
 def throttle(v: Any) -> Throttle:
     a, l, r, ra, rs = (integer(x) for x in array(v, 5))
     return Throttle(bool(a), l, r, ra, rs)
+
+
+# ---- LOCK -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LockHolder:
+    """A live hold of LOCK.INFO: its fencing token, reentrance count and the
+    ms left in its lease."""
+    owner: str
+    token: int
+    count: int
+    ttl_ms: int
+
+
+def token(v: Any) -> Optional[int]:
+    """LOCK.ACQUIRE: the fencing token, or None when the lock is busy."""
+    return None if v is None else integer(v)
+
+
+def lock_info(v: Any) -> List[LockHolder]:
+    # RESP3: {owner: {token, count, ttl_ms}}; RESP2: [owner, token, count,
+    # ttl_ms, …]. Both by token.
+    if isinstance(v, dict):
+        out = []
+        for owner, rec in v.items():
+            t, c, ttl = record(rec, ("token", "count", "ttl_ms"))
+            out.append(LockHolder(text(owner), integer(t), integer(c), integer(ttl)))
+        return out
+    return [LockHolder(text(o), integer(t), integer(c), integer(ttl))
+            for o, t, c, ttl in groups(v, 4)]
+
+
+# ---- DELAYQ -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Job:
+    """A delivery of DELAYQ.POLL: ack, nack or extend it with ``receipt``."""
+    id: str
+    payload: str
+    attempt: int
+    receipt: int
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    id: str
+    payload: str
+    attempts: int
+    dead_at_ms: int
+
+
+@dataclass(frozen=True)
+class QueueInfo:
+    """``jobs``: records kept (dead letters included); ``ready``: jobs that
+    can be taken now; ``scheduled``: waiting for their time or leased;
+    ``dead``: dead letters."""
+    jobs: int
+    ready: int
+    scheduled: int
+    dead: int
+
+
+class Nack(IntEnum):
+    """DELAYQ.NACK: a stale receipt, back in line, or to the dead letters."""
+    STALE = 0
+    REQUEUED = 1
+    DEAD = 2
+
+
+def jobs(v: Any) -> List[Job]:
+    return [Job(text(i), text(p), integer(a), integer(r)) for i, p, a, r in groups(v, 4)]
+
+
+def dead_letters(v: Any) -> List[DeadLetter]:
+    return [DeadLetter(text(i), text(p), integer(a), integer(t)) for i, p, a, t in groups(v, 4)]
+
+
+def queue_info(v: Any) -> QueueInfo:
+    f = fields(v)
+    return QueueInfo(integer(f["jobs"]), integer(f["ready"]), integer(f["scheduled"]),
+                     integer(f["dead"]))
+
+
+def nack(v: Any) -> Nack:
+    try:
+        return Nack(integer(v))
+    except ValueError:
+        raise ReplyError(f"DELAYQ.NACK: {v!r}") from None
+
+
+def groups(v: Any, n: int) -> List[Tuple[Any, ...]]:
+    """A flat array of ``n``-element groups (``[id, payload, attempt,
+    receipt, …]``)."""
+    a = array(v)
+    if len(a) % n:
+        raise ReplyError(f"expected groups of {n}, got {v!r}")
+    return [tuple(a[i:i + n]) for i in range(0, len(a), n)]
 
 
 def ints(v: Any) -> List[int]:

@@ -1,0 +1,275 @@
+-- Lua twin of RANK.IMPORT B [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S]
+--   [DIGITS d] [EPOCH unix-ms] [COUNT n] [NOW unix-ms] -> members left to pack
+-- KEYS[1] = B; ARGV = the options, verbatim. Packs a board of plain
+-- scores (points written with ZADD) in place, COUNT members per call: the
+-- first call moves B to B:import and records the layout and the import's
+-- time in B:meta ("<layout> IMPORT <unix-ms>"); every call moves up to
+-- COUNT members back into B, packed; the last one restores the plain
+-- layout field.
+-- Shared helpers (the same block opens every RANK script, so that each
+-- script stands alone). Numbers are doubles: every value the board holds
+-- stays below 2^53 and all arithmetic here is kept exact.
+local EXACT_MAX = 9007199254740991
+local RANGE_MAX = 1000 -- the module's rank-range-max default
+local NOT_INT = 'ERR value is not an integer or out of range'
+local SYNTAX = 'ERR syntax error'
+local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
+
+local function arity(cmd)
+  return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
+end
+
+-- An integer the way Redis reads one (no '+', spaces or leading zeros,
+-- within 64 bits); nil otherwise.
+local function int(s)
+  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
+  local neg = string.sub(s, 1, 1) == '-'
+  local d = neg and string.sub(s, 2) or s
+  if #d == 0 or not string.match(d, '^%d+$') then return nil end
+  if (#d > 1 and string.sub(d, 1, 1) == '0') or s == '-0' then return nil end
+  if #d > 19 then return nil end
+  if #d == 19 and d > (neg and '9223372036854775808' or '9223372036854775807') then return nil end
+  return tonumber(s)
+end
+
+local function int_in(s, min, max)
+  local v = int(s)
+  if v == nil or v < min or v > max then return nil end
+  return v
+end
+
+-- True when key is missing or holds `want`.
+local function typed(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  return t == 'none' or t == want
+end
+
+local function rank_err(msg)
+  return redis.error_reply('ERR rank: ' .. msg)
+end
+
+-- ERR rank: corrupt data in '<key>' field '<field>': a value the module
+-- never writes (control characters shown as '?', as the module does).
+local function corrupt(key, field)
+  local function text(s) return (string.gsub(s, '[%z\1-\31\127]', '?')) end
+  return rank_err("corrupt data in '" .. text(key) .. "' field '" .. text(field) .. "'")
+end
+
+local function importing()
+  return rank_err('board is being imported (call RANK.IMPORT until it replies 0)')
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function tick(l, ms)
+  if l.tiebreak == 'NONE' then return 0 end
+  local d = ms - l.epoch
+  if d < 0 then return nil end
+  local t = (d - math.fmod(d, l.unitms)) / l.unitms
+  if t >= l.scale then return nil end
+  return t
+end
+
+-- The board's layout from the `layout` field of B:meta,
+-- "<TIEBREAK> <UNIT> <DIGITS> <EPOCH>" (defaults for a board never
+-- created), and the import's time when the field ends with
+-- " IMPORT <unix-ms>" (RANK.IMPORT in progress); nil when the value is
+-- not a layout.
+local function layout(meta)
+  local v = redis.call('HGET', meta, 'layout')
+  local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
+  local import = nil
+  if v then
+    local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
+    if not tb then
+      local at
+      tb, unit, digits, epoch, at = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*) IMPORT ([^ ]*)$')
+      if not tb then return nil end
+      import = int(at)
+      if import == nil then return nil end
+    end
+    if tb ~= 'EARLIER' and tb ~= 'LATER' and tb ~= 'NONE' then return nil end
+    if unit ~= 'MS' and unit ~= 'S' then return nil end
+    l.tiebreak, l.unit = tb, unit
+    l.digits = int_in(digits, 0, 15)
+    l.epoch = int_in(epoch, 0, EXACT_MAX)
+    if l.digits == nil or l.epoch == nil then return nil end
+  end
+  l.unitms = (l.unit == 'S') and 1000 or 1
+  l.scale = 1
+  for _ = 1, l.digits do l.scale = l.scale * 10 end
+  local x = EXACT_MAX - ((l.tiebreak == 'NONE') and 0 or (l.scale - 1))
+  l.limit = (x - math.fmod(x, l.scale)) / l.scale
+  if import ~= nil and tick(l, import) == nil then return nil end
+  return l, import
+end
+
+local function range_err(l)
+  return rank_err('points out of exact range (max +/-' .. string.format('%d', l.limit) .. ')')
+end
+
+local function pack(l, points, t)
+  local tb = 0
+  if l.tiebreak == 'EARLIER' then tb = l.scale - 1 - t elseif l.tiebreak == 'LATER' then tb = t end
+  return points * l.scale + tb
+end
+
+-- points and achievement time (false for NONE) of a stored score; nil for
+-- a score the module never writes (not an integer, or beyond 2^53).
+local function decode(l, score)
+  local p = tonumber(score)
+  if p == nil or p ~= math.floor(p) or math.abs(p) > EXACT_MAX then return nil end
+  local r = math.fmod(p, l.scale)
+  if r < 0 then r = r + l.scale end
+  local points = (p - r) / l.scale
+  if l.tiebreak == 'EARLIER' then return points, l.epoch + (l.scale - 1 - r) * l.unitms end
+  if l.tiebreak == 'LATER' then return points, l.epoch + r * l.unitms end
+  return points, false
+end
+
+-- The type checks of a board: B and B:meta. Returns true, or nil and the
+-- error reply.
+local function board_types(B)
+  if not typed(B, 'zset') then return nil, redis.error_reply(WRONGTYPE) end
+  if not typed(B .. ':meta', 'hash') then return nil, redis.error_reply(WRONGTYPE) end
+  return true
+end
+
+-- The layout of a type-checked board (a board being imported refused
+-- unless `import_ok`). Returns the layout and the import's time, or nil
+-- and the error reply.
+local function board_layout(B, import_ok)
+  local l, import = layout(B .. ':meta')
+  if not l then return nil, corrupt(B .. ':meta', 'layout') end
+  if import and not import_ok then return nil, importing() end
+  return l, import
+end
+
+-- A board opened for a command: checks B and B:meta, reads the layout.
+-- Returns the layout, or nil and the error reply.
+local function open_board(B)
+  local ok, e = board_types(B)
+  if not ok then return nil, e end
+  return board_layout(B, false)
+end
+
+-- Writes member's packed score; a board just created takes the expiry of
+-- its B:meta.
+local function write_score(B, member, packed)
+  local created = redis.call('EXISTS', B) == 0
+  redis.call('ZADD', B, packed, member)
+  if created then
+    local at = redis.call('PEXPIRETIME', B .. ':meta')
+    if at > 0 then redis.call('PEXPIREAT', B, at) end
+  end
+end
+-- End of the shared helpers.
+
+local B = KEYS[1]
+local opts = {}
+local count, now, has_layout = 100, nil, false
+local i = 1
+while i <= #ARGV do
+  local k = string.upper(ARGV[i])
+  local v = ARGV[i + 1]
+  if k == 'TIEBREAK' or k == 'UNIT' or k == 'DIGITS' or k == 'EPOCH' or k == 'COUNT' or k == 'NOW' then
+    if v == nil then return redis.error_reply(SYNTAX) end
+    i = i + 1
+  end
+  if k == 'TIEBREAK' then
+    v = string.upper(v)
+    if v ~= 'EARLIER' and v ~= 'LATER' and v ~= 'NONE' then return redis.error_reply(SYNTAX) end
+    opts.tiebreak, has_layout = v, true
+  elseif k == 'UNIT' then
+    v = string.upper(v)
+    if v ~= 'MS' and v ~= 'S' then return redis.error_reply(SYNTAX) end
+    opts.unit, has_layout = v, true
+  elseif k == 'DIGITS' then
+    opts.digits = int_in(v, 0, 15)
+    if opts.digits == nil then return redis.error_reply(NOT_INT) end
+    has_layout = true
+  elseif k == 'EPOCH' then
+    opts.epoch = int_in(v, 0, EXACT_MAX)
+    if opts.epoch == nil then return redis.error_reply(NOT_INT) end
+    has_layout = true
+  elseif k == 'COUNT' then
+    count = int_in(v, 1, math.huge)
+    if count == nil then return redis.error_reply(NOT_INT) end
+  elseif k == 'NOW' then
+    now = int_in(v, 0, EXACT_MAX)
+    if now == nil then return redis.error_reply(NOT_INT) end
+  else
+    return redis.error_reply(SYNTAX)
+  end
+  i = i + 1
+end
+if count > RANGE_MAX then return rank_err('COUNT must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
+local meta, plain = B .. ':meta', B .. ':import'
+local ok, e = board_types(B)
+if not ok then return e end
+if not typed(plain, 'zset') then return redis.error_reply(WRONGTYPE) end
+local l, at = board_layout(B, true)
+if not l then return at end
+
+-- Up to count members of a plain board, lowest first, with their packed
+-- scores; nil and the error reply for a member that cannot be packed.
+local function batch(key)
+  local t = tick(l, at)
+  if t == nil then return nil, rank_err('timestamp out of range') end
+  local r = redis.call('ZRANGE', key, 0, count - 1, 'WITHSCORES')
+  local out = {}
+  for x = 1, #r, 2 do
+    local p = tonumber(r[x + 1])
+    if p == nil or p ~= math.floor(p) or math.abs(p) > EXACT_MAX then return nil, corrupt(key, r[x]) end
+    if p > l.limit or p < -l.limit then return nil, range_err(l) end
+    out[#out + 1] = pack(l, p, t)
+    out[#out + 1] = r[x]
+  end
+  return out
+end
+
+if at then
+  if has_layout or now then return rank_err('import in progress: only COUNT may be given') end
+elseif redis.call('EXISTS', meta) == 1 then
+  return rank_err('board already exists')
+elseif redis.call('EXISTS', B) == 0 then
+  return 0
+else
+  local tb = opts.tiebreak or 'EARLIER'
+  local digits = opts.digits or ((tb == 'NONE') and 0 or 10)
+  local field = tb .. ' ' .. (opts.unit or 'S') .. ' ' .. string.format('%d', digits) .. ' '
+    .. string.format('%d', opts.epoch or 0)
+  l = { tiebreak = tb, unit = opts.unit or 'S', digits = digits, epoch = opts.epoch or 0 }
+  l.unitms = (l.unit == 'S') and 1000 or 1
+  l.scale = 1
+  for _ = 1, digits do l.scale = l.scale * 10 end
+  local x = EXACT_MAX - ((tb == 'NONE') and 0 or (l.scale - 1))
+  l.limit = (x - math.fmod(x, l.scale)) / l.scale
+  at = now or now_ms()
+  local _, err = batch(B)
+  if err then return err end
+  local expiry = redis.call('PEXPIRETIME', B)
+  redis.call('RENAME', B, plain)
+  redis.call('HSET', meta, 'layout', field .. ' IMPORT ' .. string.format('%d', at))
+  if expiry > 0 then redis.call('PEXPIREAT', meta, expiry) end
+end
+local out, err = batch(plain)
+if not out then return err end
+local created = redis.call('EXISTS', B) == 0
+for x = 1, #out, 2 do
+  redis.call('ZADD', B, out[x], out[x + 1])
+  redis.call('ZREM', plain, out[x + 1])
+end
+if created and #out > 0 then
+  local expiry = redis.call('PEXPIRETIME', meta)
+  if expiry > 0 then redis.call('PEXPIREAT', B, expiry) end
+end
+local left = redis.call('ZCARD', plain)
+if left == 0 then
+  local v = redis.call('HGET', meta, 'layout')
+  redis.call('HSET', meta, 'layout', (string.gsub(v, ' IMPORT [^ ]*$', '')))
+end
+return left

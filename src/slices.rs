@@ -1,0 +1,341 @@
+//! Large operations in bounded slices, the way Redis rehashes a dict.
+//!
+//! A command whose work grows with the size of the data (POLL.SYNC of a
+//! million-candidate board, RANK.MERGE of million-member boards) runs as a
+//! [`Job`]. The command does the first slice itself and, when that slice
+//! finishes the job (small data), replies at once. Otherwise it blocks only
+//! its own client (`RM_BlockClient`) and a thread finishes the job: it
+//! takes the server lock for one slice of about [`SLICE`] at a time, so no
+//! other client waits more than one slice, and does the work that needs no
+//! data (merging, sorting, building the reply) without the lock, on the
+//! machine's other core. Each slice replicates its own effects as native
+//! commands when it releases the lock, so replicas and the AOF follow
+//! slice by slice; the blocked client gets its reply when the job is over.
+//!
+//! Where a client cannot block (inside MULTI or a script, or the stream of
+//! a master), the job runs to its end at once, as a large native command
+//! would.
+
+use std::collections::HashSet;
+use std::ffi::CStr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisValue};
+
+use crate::error;
+
+/// How long one slice holds the server lock.
+pub const SLICE: Duration = Duration::from_micros(800);
+/// How long the command itself works before it hands a job to the worker:
+/// shorter than a slice, since the command also pays its own setup.
+const FIRST_SLICE: Duration = Duration::from_micros(300);
+/// How long the worker waits between two slices, so that the main thread
+/// (and the clients it serves) gets the lock.
+const PAUSE: Duration = Duration::from_micros(200);
+
+/// What a slice of a job ended with.
+pub enum Step {
+    /// Work is left for the next slice.
+    More,
+    /// The job is over; this is the client's reply.
+    Done(RedisResult),
+}
+
+/// A large operation cut into slices.
+///
+/// A job moves to a worker thread, but every Redis object it holds (keys,
+/// strings, scan cursors) is only touched in [`Job::step`] and when the job
+/// is dropped, both under the server lock; [`Job::compute`] only touches
+/// the job's own Rust data.
+pub trait Job: 'static {
+    /// Works on the data until `deadline` (looking at the clock every few
+    /// dozen items), with the server lock held, and returns whether work is
+    /// left. A slice leaves the data in a state other commands may read
+    /// and write.
+    fn step(&mut self, ctx: &Context, deadline: Instant) -> Step;
+
+    /// Does the work that needs no data (merging, sorting), without the
+    /// server lock; called before every slice.
+    fn compute(&mut self) {}
+
+    /// Returns the latency-monitor event of the job's slices, e.g.
+    /// `hotpath-rank-merge`: a slice that runs over
+    /// `latency-monitor-threshold` shows in `LATENCY LATEST`.
+    fn event(&self) -> &'static CStr;
+}
+
+/// A slice's time budget, for loops whose steps vary in size (a scan step
+/// may visit an empty bucket or a dozen members): the clock is read every
+/// eight steps.
+pub struct Budget {
+    deadline: Instant,
+    steps: u32,
+}
+
+impl Budget {
+    /// Returns a budget that ends at `deadline`.
+    pub fn until(deadline: Instant) -> Budget {
+        Budget { deadline, steps: 0 }
+    }
+
+    /// Counts a step; returns true when the budget is spent.
+    pub fn spent(&mut self) -> bool {
+        self.steps = self.steps.wrapping_add(1);
+        self.steps.is_multiple_of(8) && Instant::now() >= self.deadline
+    }
+}
+
+/// The CPU time of the calling thread.
+fn thread_cpu() -> Duration {
+    let mut t = libc_timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // CLOCK_THREAD_CPUTIME_ID is 3 on Linux.
+    unsafe { clock_gettime(3, &mut t) };
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+#[repr(C)]
+struct libc_timespec {
+    tv_sec: i64,
+    tv_nsec: i64,
+}
+
+extern "C" {
+    fn clock_gettime(clock: i32, t: *mut libc_timespec) -> i32;
+}
+
+/// A slice's start: wall clock and the thread's CPU clock.
+#[derive(Clone, Copy)]
+struct Started {
+    wall: Instant,
+    cpu: Duration,
+}
+
+impl Started {
+    fn now() -> Started {
+        Started {
+            wall: Instant::now(),
+            cpu: thread_cpu(),
+        }
+    }
+}
+
+/// Reports a slice to the latency monitor: its wall time as `event` (what
+/// other clients waited, preemption by other processes included) and its
+/// CPU time as `event-cpu` (the work the slice did, which [`SLICE`]
+/// bounds).
+fn report(event: &CStr, start: Started) {
+    if let Some(add) = unsafe { raw::RedisModule_LatencyAddSample } {
+        let wall = start.wall.elapsed().as_millis() as raw::mstime_t;
+        let cpu = thread_cpu().saturating_sub(start.cpu).as_millis() as raw::mstime_t;
+        let mut cpu_event = event.to_bytes().to_vec();
+        cpu_event.extend_from_slice(b"-cpu\0");
+        unsafe {
+            add(event.as_ptr(), wall);
+            add(cpu_event.as_ptr().cast(), cpu);
+        }
+    }
+}
+
+fn can_block(ctx: &Context) -> bool {
+    let refuse = ContextFlags::MULTI
+        | ContextFlags::LUA
+        | ContextFlags::DENY_BLOCKING
+        | ContextFlags::LOADING
+        | ContextFlags::REPLICATED;
+    !ctx.get_flags().intersects(refuse)
+        && unsafe { raw::RedisModule_BlockClient }.is_some()
+        && unsafe { raw::RedisModule_GetThreadSafeContext }.is_some()
+        && unsafe { raw::RedisModule_ThreadSafeContextLock }.is_some()
+}
+
+/// Runs `job` for the command being executed: to the end within this call
+/// when it fits in one slice (or the client cannot block), otherwise on a
+/// worker thread with the client blocked. Returns the command's reply (no
+/// reply when the client was blocked: it gets the reply at the end).
+pub fn run(ctx: &Context, mut job: Box<dyn Job>) -> RedisResult {
+    let start = Started::now();
+    job.compute();
+    let first = job.step(ctx, start.wall + FIRST_SLICE);
+    report(job.event(), start);
+    if let Step::Done(r) = first {
+        return r;
+    }
+    if !can_block(ctx) {
+        let far = Instant::now() + Duration::from_secs(365 * 86_400);
+        loop {
+            job.compute();
+            if let Step::Done(r) = job.step(ctx, far) {
+                return r;
+            }
+        }
+    }
+    let bc = unsafe { raw::RedisModule_BlockClient.unwrap()(ctx.ctx, None, None, None, 0) };
+    // One context for both the slices (under the lock; it keeps the
+    // client's database) and the reply (which needs no lock).
+    let tsc = unsafe { raw::RedisModule_GetThreadSafeContext.unwrap()(bc) };
+    let worker = Worker { job, bc, tsc };
+    std::thread::Builder::new()
+        .name("hotpath-job".into())
+        .spawn(move || worker.run())
+        .map_err(|_| RedisError::Str(error::INTERNAL))?;
+    Ok(RedisValue::NoReply)
+}
+
+/// A job on its worker thread, with its blocked client.
+struct Worker {
+    job: Box<dyn Job>,
+    bc: *mut raw::RedisModuleBlockedClient,
+    tsc: *mut raw::RedisModuleCtx,
+}
+
+// Safety: the job's Redis objects and the contexts are used only under
+// the server lock (see `Job`); replies to a blocked client's context need
+// no lock, and unblocking is thread-safe.
+unsafe impl Send for Worker {}
+
+impl Worker {
+    fn lock(&self) {
+        unsafe { raw::RedisModule_ThreadSafeContextLock.unwrap()(self.tsc) };
+    }
+
+    fn unlock(&self) {
+        // Releasing the lock also sends the slice's replicated commands to
+        // replicas and the AOF.
+        unsafe { raw::RedisModule_ThreadSafeContextUnlock.unwrap()(self.tsc) };
+    }
+
+    fn run(mut self) {
+        let ctx = Context::new(self.tsc);
+        let reply = loop {
+            let computed = catch_unwind(AssertUnwindSafe(|| self.job.compute()));
+            if computed.is_err() {
+                break Err(RedisError::Str(error::INTERNAL));
+            }
+            self.lock();
+            let start = Started::now();
+            let step = catch_unwind(AssertUnwindSafe(|| self.job.step(&ctx, start.wall + SLICE)));
+            report(self.job.event(), start);
+            self.unlock();
+            match step {
+                Ok(Step::More) => {
+                    // The server lock is a plain mutex: a thread that takes
+                    // it again at once can starve the main thread waiting
+                    // for it. A pause hands it over.
+                    std::thread::sleep(PAUSE);
+                    continue;
+                }
+                Ok(Step::Done(r)) => break r,
+                Err(_) => break Err(RedisError::Str(error::INTERNAL)),
+            }
+        };
+        // A long reply is built here, without the lock: Redis appends it to
+        // the client's output in one move when the client is unblocked.
+        ctx.reply(reply);
+        // The job's Redis objects go under the lock.
+        self.lock();
+        let Worker { job, bc, tsc } = self;
+        drop(job);
+        unsafe {
+            raw::RedisModule_ThreadSafeContextUnlock.unwrap()(tsc);
+            raw::RedisModule_FreeThreadSafeContext.unwrap()(tsc);
+            raw::RedisModule_UnblockClient.unwrap()(bc, std::ptr::null_mut());
+        }
+    }
+}
+
+/// A key in a database: (database, key name).
+type DbKey = (i32, Vec<u8>);
+
+/// Bumped whenever the dataset is replaced under the jobs' feet (FLUSHALL,
+/// FLUSHDB, SWAPDB, loading an RDB or a full resync): a job that started
+/// before refuses to go on, rather than write into a dataset it never read.
+static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Returns the dataset generation (see [`GENERATION`]).
+pub fn generation() -> u64 {
+    GENERATION.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+fn bump() {
+    GENERATION.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+#[redis_module_macros::flush_event_handler]
+fn on_flush(_ctx: &Context, _e: redis_module::server_events::FlushSubevent) {
+    bump();
+}
+
+#[redis_module_macros::loading_event_handler]
+fn on_loading(_ctx: &Context, _e: redis_module::server_events::LoadingSubevent) {
+    bump();
+}
+
+/// Subscribes to SWAPDB (the crate's event lists do not cover it); called
+/// once at load.
+pub fn subscribe(ctx: &Context) {
+    extern "C" fn on_swapdb(
+        _ctx: *mut raw::RedisModuleCtx,
+        _e: raw::RedisModuleEvent,
+        _sub: u64,
+        _data: *mut std::ffi::c_void,
+    ) {
+        bump();
+    }
+    if let Some(subscribe) = unsafe { raw::RedisModule_SubscribeToServerEvent } {
+        let event = raw::RedisModuleEvent {
+            id: raw::REDISMODULE_EVENT_SWAPDB,
+            dataver: 1,
+        };
+        unsafe { subscribe(ctx.ctx, event, Some(on_swapdb)) };
+    }
+}
+
+/// The keys a job is working on.
+static BUSY: Mutex<Option<HashSet<DbKey>>> = Mutex::new(None);
+
+/// A key a job works on until it drops this claim.
+pub struct Claim {
+    key: DbKey,
+}
+
+/// Claims `key` in the client's database for a job; `busy` is the error
+/// when another job holds it.
+pub fn claim(ctx: &Context, key: &[u8], busy: RedisError) -> Result<Claim, RedisError> {
+    let db = unsafe { raw::RedisModule_GetSelectedDb.unwrap()(ctx.ctx) };
+    let k = (db, key.to_vec());
+    let mut set = BUSY.lock().unwrap_or_else(|p| p.into_inner());
+    if set.get_or_insert_with(HashSet::new).insert(k.clone()) {
+        Ok(Claim { key: k })
+    } else {
+        Err(busy)
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let mut set = BUSY.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(set) = set.as_mut() {
+            set.remove(&self.key);
+        }
+    }
+}
+
+/// Replicates `cmd` with `args`, Redis strings passed as they are (format
+/// `v`): a slice's `ZADD` of a thousand members creates no string here.
+pub fn replicate(ctx: &Context, cmd: &CStr, args: &[redis_module::RedisString]) {
+    let argv: Vec<*mut raw::RedisModuleString> = args.iter().map(|a| a.inner).collect();
+    unsafe {
+        raw::RedisModule_Replicate.unwrap()(
+            ctx.ctx,
+            cmd.as_ptr(),
+            c"v".as_ptr(),
+            argv.as_ptr(),
+            argv.len(),
+        );
+    }
+}
