@@ -12,23 +12,64 @@
 -- sources, then run `make lua-gen`.
 --
 -- Functions:
---   hotpath_delayq_ack      DELAYQ.ACK
---   hotpath_delayq_add      DELAYQ.ADD
---   hotpath_delayq_dead     DELAYQ.DEAD  (no-writes: FCALL_RO)
---   hotpath_delayq_extend   DELAYQ.EXTEND
---   hotpath_delayq_info     DELAYQ.INFO  (no-writes: FCALL_RO)
---   hotpath_delayq_nack     DELAYQ.NACK
---   hotpath_delayq_poll     DELAYQ.POLL
---   hotpath_delayq_redrive  DELAYQ.REDRIVE
---   hotpath_lock_acquire    LOCK.ACQUIRE
---   hotpath_lock_check      LOCK.CHECK  (no-writes: FCALL_RO)
---   hotpath_lock_info       LOCK.INFO  (no-writes: FCALL_RO)
---   hotpath_lock_release    LOCK.RELEASE
---   hotpath_lock_renew      LOCK.RENEW
---   hotpath_rate_check      RATE.CHECK
---   hotpath_rate_multi      RATE.MULTI
---   hotpath_rate_reset      RATE.RESET
---   hotpath_rate_throttle   RATE.THROTTLE
+--   hotpath_delayq_ack         DELAYQ.ACK
+--   hotpath_delayq_add         DELAYQ.ADD
+--   hotpath_delayq_dead        DELAYQ.DEAD  (no-writes: FCALL_RO)
+--   hotpath_delayq_extend      DELAYQ.EXTEND
+--   hotpath_delayq_info        DELAYQ.INFO  (no-writes: FCALL_RO)
+--   hotpath_delayq_nack        DELAYQ.NACK
+--   hotpath_delayq_poll        DELAYQ.POLL
+--   hotpath_delayq_redrive     DELAYQ.REDRIVE
+--   hotpath_like_add           LIKE.ADD
+--   hotpath_like_check         LIKE.CHECK  (no-writes: FCALL_RO)
+--   hotpath_like_common        LIKE.COMMON  (no-writes: FCALL_RO)
+--   hotpath_like_count         LIKE.COUNT  (no-writes: FCALL_RO)
+--   hotpath_like_info          LIKE.INFO  (no-writes: FCALL_RO)
+--   hotpath_like_migrate       LIKE.MIGRATE
+--   hotpath_like_recent        LIKE.RECENT  (no-writes: FCALL_RO)
+--   hotpath_like_rem           LIKE.REM
+--   hotpath_like_toggle        LIKE.TOGGLE
+--   hotpath_lock_acquire       LOCK.ACQUIRE
+--   hotpath_lock_check         LOCK.CHECK  (no-writes: FCALL_RO)
+--   hotpath_lock_info          LOCK.INFO  (no-writes: FCALL_RO)
+--   hotpath_lock_release       LOCK.RELEASE
+--   hotpath_lock_renew         LOCK.RENEW
+--   hotpath_luckybag_create    LUCKYBAG.CREATE
+--   hotpath_luckybag_draw      LUCKYBAG.DRAW
+--   hotpath_luckybag_enter     LUCKYBAG.ENTER
+--   hotpath_luckybag_info      LUCKYBAG.INFO  (no-writes: FCALL_RO)
+--   hotpath_luckybag_join      LUCKYBAG.JOIN
+--   hotpath_luckybag_leave     LUCKYBAG.LEAVE
+--   hotpath_luckybag_result    LUCKYBAG.RESULT  (no-writes: FCALL_RO)
+--   hotpath_luckybag_task      LUCKYBAG.TASK
+--   hotpath_poll_create        POLL.CREATE
+--   hotpath_poll_info          POLL.INFO  (no-writes: FCALL_RO)
+--   hotpath_poll_rank          POLL.RANK  (no-writes: FCALL_RO)
+--   hotpath_poll_revoke        POLL.REVOKE
+--   hotpath_poll_status        POLL.STATUS  (no-writes: FCALL_RO)
+--   hotpath_poll_sync          POLL.SYNC
+--   hotpath_poll_syncack       POLL.SYNCACK
+--   hotpath_poll_top           POLL.TOP  (no-writes: FCALL_RO)
+--   hotpath_poll_vote          POLL.VOTE
+--   hotpath_rank_add           RANK.ADD
+--   hotpath_rank_around        RANK.AROUND  (no-writes: FCALL_RO)
+--   hotpath_rank_count         RANK.COUNT  (no-writes: FCALL_RO)
+--   hotpath_rank_create        RANK.CREATE
+--   hotpath_rank_get           RANK.GET  (no-writes: FCALL_RO)
+--   hotpath_rank_import        RANK.IMPORT
+--   hotpath_rank_incr          RANK.INCR
+--   hotpath_rank_merge         RANK.MERGE
+--   hotpath_rank_rem           RANK.REM
+--   hotpath_rank_top           RANK.TOP  (no-writes: FCALL_RO)
+--   hotpath_rate_check         RATE.CHECK
+--   hotpath_rate_multi         RATE.MULTI
+--   hotpath_rate_reset         RATE.RESET
+--   hotpath_rate_throttle      RATE.THROTTLE
+--   hotpath_redpacket_grab     REDPACKET.GRAB
+--   hotpath_redpacket_grabbed  REDPACKET.GRABBED  (no-writes: FCALL_RO)
+--   hotpath_redpacket_info     REDPACKET.INFO  (no-writes: FCALL_RO)
+--   hotpath_redpacket_refund   REDPACKET.REFUND
+--   hotpath_redpacket_split    REDPACKET.SPLIT
 
 -- Shared helpers (lua-compat/src/shared.lua).
 -- Redis's own error texts, as the module words them.
@@ -527,6 +568,1506 @@ redis.register_function{function_name = 'hotpath_delayq_redrive', callback = del
   description = 'DELAYQ.REDRIVE B [COUNT n | ID id] [NOW unix-ms]'}
 end
 
+do -- LIKE (lua-compat/src/like/)
+local function syntax() return redis.error_reply('ERR syntax error') end
+local function not_integer() return redis.error_reply('ERR value is not an integer or out of range') end
+local function corrupt(key) return redis.error_reply("ERR like: corrupt data in '" .. key .. "'") end
+local function overflow(key) return redis.error_reply("ERR like: integer overflow in '" .. key .. "'") end
+-- Redis's string2ll: optional '-', digits, no leading zeros, within int64.
+local function parse_int(s)
+  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
+  local neg = string.sub(s, 1, 1) == '-'
+  local d = neg and string.sub(s, 2) or s
+  if #d == 0 or not string.match(d, '^%d+$') then return nil end
+  if #d > 1 and string.sub(d, 1, 1) == '0' then return nil end
+  if neg and d == '0' then return nil end
+  if #d > 19 or (#d == 19 and d > (neg and '9223372036854775808' or '9223372036854775807')) then return nil end
+  return tonumber(s)
+end
+-- Canonical digits (no sign, no leading zero): ids, counts, positions.
+local function digits(s)
+  return type(s) == 'string' and #s > 0 and #s <= 20 and string.match(s, '^%d+$') ~= nil
+    and (#s == 1 or string.sub(s, 1, 1) ~= '0')
+end
+-- A user id: canonical digits up to max.
+local function parse_user(s, max)
+  if not digits(s) then return nil end
+  local v = tonumber(s)
+  if v > max then return nil end
+  return v
+end
+-- A stored count: canonical digits within int64 (exact up to 2^53 here).
+local function parse_count(s)
+  if not digits(s) or #s > 19 or (#s == 19 and s > '9223372036854775807') then return nil end
+  return tonumber(s)
+end
+local function type_of(k) return redis.call('TYPE', k)['ok'] end
+-- The layout and the memory model (src/like/model.rs, docs/like.md).
+local MAX_ID = 4294967295
+local RANGE_IDS, CHUNK_BYTES, MIGRATING_BYTES = 64000, 8000, 8001
+local KEY_BYTES, MEMBER_BYTES = 64, 48
+local CHUNK_MEMORY = KEY_BYTES + CHUNK_BYTES
+local SAMPLE, MIN_HITS, MOVE_STEP = 256, 8, 64
+local CREATE_STEP, SETTLE_STEP, WALK_STEP, OBSERVE_EVERY = 8, 16, 64, 32
+-- The ranges to promote from a sample of the Set (model::plan).
+local function plan(sample, size, exact, last)
+  table.sort(sample)
+  local ids = {}
+  for _, v in ipairs(sample) do
+    if ids[#ids] ~= v then ids[#ids + 1] = v end
+  end
+  local m = #ids
+  -- A Set of at most 512 ids is an intset: no range of it pays for a chunk.
+  if m == 0 or size <= 512 then return {} end
+  local function wins(h, ranges) return h * size * MEMBER_BYTES > ranges * CHUNK_MEMORY * m end
+  local function trusted(h) return exact or h >= MIN_HITS end
+  -- Per block: {block, hits outside promoted ranges, ranges promoted,
+  -- first and last range holding those hits}.
+  local promoted, blocks = {}, {}
+  for _, id in ipairs(ids) do
+    local r = math.floor(id / RANGE_IDS)
+    if r <= last then
+      local e = blocks[#blocks]
+      if e and e[1] == r then e[2] = e[2] + 1 else blocks[#blocks + 1] = {r, 1, 0, r, r} end
+    end
+  end
+  local NONE = 2 ^ 62
+  for _, e in ipairs(blocks) do
+    if trusted(e[2]) and wins(e[2], 1) then
+      promoted[#promoted + 1] = {e[1], e[1]}
+      e[2], e[3], e[4], e[5] = 0, 1, NONE, 0
+    end
+  end
+  if not exact then
+    for _ = 1, 17 do
+      local up = {}
+      for _, e in ipairs(blocks) do
+        local b = math.floor(e[1] / 2)
+        local t = up[#up]
+        if t and t[1] == b then
+          t[2], t[3], t[4], t[5] = t[2] + e[2], t[3] + e[3], math.min(t[4], e[4]), math.max(t[5], e[5])
+        else
+          up[#up + 1] = {b, e[2], e[3], e[4], e[5]}
+        end
+      end
+      for _, e in ipairs(up) do
+        if e[2] > 0 then
+          -- Only the span from the first to the last range hit.
+          local lo, hi = e[4], e[5]
+          local inside = 0
+          for _, p in ipairs(promoted) do
+            local a, b = math.max(p[1], lo), math.min(p[2], hi)
+            if b >= a then inside = inside + (b - a + 1) end
+          end
+          local open = hi - lo + 1 - inside
+          if trusted(e[2]) and wins(e[2], open) then
+            promoted[#promoted + 1] = {lo, hi}
+            e[2], e[3], e[4], e[5] = 0, e[3] + open, NONE, 0
+          end
+        end
+      end
+      blocks = up
+    end
+  end
+  table.sort(promoted, function(a, b) return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2]) end)
+  local out = {}
+  for _, p in ipairs(promoted) do
+    local l = out[#out]
+    if l and p[1] <= l[2] + 1 then l[2] = math.max(l[2], p[2]) else out[#out + 1] = {p[1], p[2]} end
+  end
+  return out
+end
+-- A post as a read sees it: every key's type checked, then the count (a
+-- missing one is SCARD in set form, corrupt with chunks). Returns the
+-- post, or nil and the error.
+local function read_post(base, need_count)
+  local set, index, count = base .. ':set', base .. ':chunks', base .. ':count'
+  local ts, ti, tc = type_of(set), type_of(index), type_of(count)
+  if (ts ~= 'none' and ts ~= 'set') or (ti ~= 'none' and ti ~= 'string') or (tc ~= 'none' and tc ~= 'string') then
+    return nil, redis.error_reply(WRONGTYPE)
+  end
+  local p = {base = base, count = 0, set_members = redis.call('SCARD', set), index = redis.call('GET', index) or ''}
+  if not need_count then return p end
+  local v = redis.call('GET', count)
+  if v then
+    p.count = parse_count(v)
+    if p.count == nil then return nil, corrupt(count) end
+  elseif ti == 'string' then
+    return nil, corrupt(count)
+  else
+    p.count = p.set_members
+  end
+  return p
+end
+local function index_bit(index, r)
+  local byte = string.byte(index, math.floor(r / 8) + 1)
+  return byte ~= nil and bit.band(byte, bit.rshift(128, r % 8)) ~= 0
+end
+-- The chunk of range r when the index marks it and it exists: its name
+-- and whether it is migrating; nil in set form; an error for a key that is
+-- not a chunk.
+local function chunk_of(p, r, cache)
+  if not index_bit(p.index, r) then return nil end
+  local name = p.base .. ':bits:' .. fmt(r)
+  local c = cache[name]
+  if c == nil then
+    local t = type_of(name)
+    if t ~= 'none' and t ~= 'string' then return nil, redis.error_reply(WRONGTYPE) end
+    c = false
+    if t == 'string' then
+      local len = redis.call('STRLEN', name)
+      if len ~= CHUNK_BYTES and len ~= MIGRATING_BYTES then return nil, corrupt(name) end
+      c = {name = name, migrating = len == MIGRATING_BYTES}
+    end
+    cache[name] = c
+  end
+  if c == false then return nil end
+  return c
+end
+-- For each id: does it like the post? Bits from the chunks, the rest with
+-- SMISMEMBER of the Set (in batches of 1000), as the module asks.
+local function likes_of(p, ids)
+  local out, ask, cache = {}, {}, {}
+  for i, id in ipairs(ids) do
+    local r, off = math.floor(id / RANGE_IDS), id % RANGE_IDS
+    local c, err = chunk_of(p, r, cache)
+    if err then return nil, err end
+    out[i] = false
+    if c then
+      out[i] = redis.call('GETBIT', c.name, off) == 1
+      if not out[i] and c.migrating then ask[#ask + 1] = i end
+    else
+      ask[#ask + 1] = i
+    end
+  end
+  if p.set_members > 0 and #ask > 0 then
+    for s = 1, #ask, 1000 do
+      local batch = {}
+      for j = s, math.min(s + 999, #ask) do batch[#batch + 1] = fmt(ids[ask[j]]) end
+      local r = redis.call('SMISMEMBER', p.base .. ':set', unpack(batch))
+      for j, v in ipairs(r) do out[ask[s + j - 1]] = v == 1 end
+    end
+  end
+  return out
+end
+-- The memory model (src/like/model.rs, docs/like.md).
+local function set_memory(n, top)
+  if n == 0 then return 0 end
+  if n <= 512 then
+    local w = 8
+    if top <= 32767 then w = 2 elseif top <= 2147483647 then w = 4 end
+    return 72 + n * w
+  end
+  return 64 + 48 * n
+end
+
+-- LIKE.ADD (lua-compat/src/like/add.lua)
+local function like_add(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('like.add') end
+local OP, CMD = 'add', 'like.add'
+local B = KEYS[1]
+local MAXID = tonumber(ARGV[1])
+local PROMOTE_AT = tonumber(ARGV[2])
+local RECENT_CAP = tonumber(ARGV[3])
+local args = {}
+for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
+local function bad_user()
+  return redis.error_reply('ERR like: user id must be an integer from 0 to ' .. string.format('%d', MAXID))
+end
+if (OP == 'rem' and #args ~= 1) or #args < 1 then return arity(CMD) end
+local u = args[1]
+if u == '' then return redis.error_reply('ERR like: user must not be empty') end
+local uid = parse_user(u, MAX_ID)
+if uid == nil or uid > MAXID then return bad_user() end
+local now = nil
+if OP ~= 'rem' then
+  local i = 2
+  while i <= #args do
+    if string.upper(args[i]) == 'NOW' then
+      if i + 1 > #args then return syntax() end
+      local v = parse_int(args[i + 1])
+      if v == nil or v < 0 or v > 9007199254740991 then return not_integer() end
+      now = args[i + 1]
+      i = i + 2
+    else
+      return syntax()
+    end
+  end
+end
+local range, off = math.floor(uid / RANGE_IDS), uid % RANGE_IDS
+local CHUNK = B .. ':bits:' .. fmt(range)
+local SET, COUNT, INDEX, META, RECENT = B .. ':set', B .. ':count', B .. ':chunks', B .. ':meta', B .. ':recent'
+local tchunk = type_of(CHUNK)
+if tchunk ~= 'none' and tchunk ~= 'string' then return redis.error_reply(WRONGTYPE) end
+local has_chunk = tchunk == 'string'
+local tcount = type_of(COUNT)
+if tcount ~= 'none' and tcount ~= 'string' then return redis.error_reply(WRONGTYPE) end
+local recent_on = RECENT_CAP > 0
+if recent_on then
+  local t = type_of(RECENT)
+  if t ~= 'none' and t ~= 'zset' then return redis.error_reply(WRONGTYPE) end
+end
+-- A count that is not one: the Set's type error comes first.
+local function corrupt_count()
+  local t = type_of(SET)
+  if t ~= 'none' and t ~= 'set' then return redis.error_reply(WRONGTYPE) end
+  return corrupt(COUNT)
+end
+local stored = redis.call('GET', COUNT)
+local old, set_expiry, at_max = 0, nil, false
+if stored then
+  old = parse_count(stored)
+  if old == nil then return corrupt_count() end
+  at_max = stored == '9223372036854775807'
+else
+  -- No count: a post without likers, or a count deleted by hand from a
+  -- post all in set form (SCARD); with chunks it cannot be counted.
+  local ts, ti = type_of(SET), type_of(INDEX)
+  if ts ~= 'none' and ts ~= 'set' then return redis.error_reply(WRONGTYPE) end
+  if ti ~= 'none' and ti ~= 'string' then return redis.error_reply(WRONGTYPE) end
+  if has_chunk or ti == 'string' then return corrupt(COUNT) end
+  old = redis.call('SCARD', SET)
+  local t = redis.call('PEXPIRETIME', SET)
+  if t > 0 then set_expiry = t end
+end
+-- A count that cannot change is refused before anything is written.
+local function count_error(want)
+  if want and at_max then return overflow(COUNT) end
+  if not want and old == 0 then return corrupt_count() end
+  return nil
+end
+local function want_of(was)
+  if OP == 'add' then return true elseif OP == 'rem' then return false end
+  return not was
+end
+-- The module's SADD/SREM/SISMEMBER answer WRONGTYPE for a Set of the
+-- wrong type; a script's redis.call would raise instead.
+local function set_ok()
+  local t = type_of(SET)
+  return t == 'none' or t == 'set'
+end
+local migrating, set_added = false, false
+local was, liked, dirty
+if has_chunk then
+  local len = redis.call('STRLEN', CHUNK)
+  if len == MIGRATING_BYTES then migrating = true elseif len ~= CHUNK_BYTES then return corrupt(CHUNK) end
+  local bit = redis.call('GETBIT', CHUNK, off) == 1
+  local in_set = false
+  if not bit and migrating then
+    if not set_ok() then return redis.error_reply(WRONGTYPE) end
+    if old == 0 and OP ~= 'add' and redis.call('SISMEMBER', SET, u) == 1 then return corrupt_count() end
+    in_set = redis.call('SREM', SET, u) == 1
+  end
+  was = bit or in_set
+  local want = want_of(was)
+  if want ~= was then
+    local e = count_error(want)
+    if e then return e end
+  end
+  if want ~= bit then redis.call('SETBIT', CHUNK, off, want and 1 or 0) end
+  liked, dirty = want, in_set or want ~= bit
+else
+  if not set_ok() then return redis.error_reply(WRONGTYPE) end
+  if (at_max and OP ~= 'rem') or (old == 0 and OP ~= 'add') then
+    was = redis.call('SISMEMBER', SET, u) == 1
+    local want = want_of(was)
+    if was ~= want then
+      local e = count_error(want)
+      if e then return e end
+      redis.call(want and 'SADD' or 'SREM', SET, u)
+    end
+    liked, dirty = want, was ~= want
+  elseif OP == 'add' then
+    set_added = redis.call('SADD', SET, u) == 1
+    was, liked, dirty = not set_added, true, set_added
+  elseif OP == 'rem' then
+    local removed = redis.call('SREM', SET, u) == 1
+    was, liked, dirty = removed, false, removed
+  else
+    set_added = redis.call('SADD', SET, u) == 1
+    if not set_added then redis.call('SREM', SET, u) end
+    was, liked, dirty = not set_added, set_added, true
+  end
+end
+local changed = was ~= liked
+local count = old
+if changed then
+  if liked then count = old + 1 else count = old - 1 end
+  if not has_chunk and count == 0 and redis.call('EXISTS', INDEX) == 0 then
+    -- The last unlike of a post in set form: the post leaves no keys.
+    redis.call('DEL', COUNT, META, RECENT)
+  else
+    redis.call('SET', COUNT, fmt(count), 'KEEPTTL')
+    if not stored and set_expiry then redis.call('PEXPIREAT', COUNT, set_expiry) end
+  end
+end
+-- Keys created later take the post's expiry: the instant B:count holds.
+local observe = changed and count % OBSERVE_EVERY == 0
+local step = changed and (recent_on or observe or migrating)
+local expires_at = nil
+if set_added or step then
+  local t = redis.call('PEXPIRETIME', COUNT)
+  if t > 0 then expires_at = t end
+end
+if set_added and expires_at and redis.call('PEXPIRETIME', SET) == -1 then
+  redis.call('PEXPIREAT', SET, expires_at)
+end
+local function created(key)
+  if expires_at then redis.call('PEXPIREAT', key, expires_at) end
+end
+-- Recent likers (like-recent > 0): the latest likers, user -> unix-ms.
+local function record_recent()
+  if not liked then
+    redis.call('ZREM', RECENT, u)
+    return
+  end
+  local existed = redis.call('EXISTS', RECENT) == 1
+  if now == nil then
+    local t = redis.call('TIME')
+    now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  end
+  redis.call('ZADD', RECENT, now, u)
+  if not existed then created(RECENT) end
+  local over = redis.call('ZCARD', RECENT) - RECENT_CAP
+  if over > 0 then
+    for _, m in ipairs(redis.call('ZRANGE', RECENT, 0, over - 1)) do
+      redis.call('ZREM', RECENT, m)
+    end
+  end
+end
+-- Promotion, in bounded steps (the module's promotion_step).
+local function set_state(state, at)
+  local existed = redis.call('EXISTS', META) == 1
+  if state then
+    redis.call('HSET', META, 'state', state, 'at', at)
+    if not existed then created(META) end
+  else
+    redis.call('HDEL', META, 'state', 'at')
+  end
+end
+local function set_check(n)
+  local existed = redis.call('EXISTS', META) == 1
+  redis.call('HSET', META, 'check', fmt(n))
+  if not existed then created(META) end
+end
+-- The Set size of the next check: doubled, at least like-promote-at + 1,
+-- never while the Set is an intset (at most 512 ids).
+local function next_check(members)
+  local floor = math.max(PROMOTE_AT + 1, 513)
+  if members <= 512 then return floor end
+  return math.max(members * 2, floor)
+end
+-- Walks the chunk index from `at` (model::WALK_STEP marked ranges at
+-- most), calling f(name, type) until it returned true `limit` times;
+-- returns the position to go on from, or nil at the end.
+local function walk(at, limit, f)
+  local p = tonumber(at)
+  local t = type_of(INDEX)
+  if t ~= 'none' and t ~= 'string' then return nil end
+  local bytes = redis.call('GET', INDEX) or ''
+  local bits = #bytes * 8
+  local looked, done = 0, 0
+  while p < bits do
+    local byte = string.byte(bytes, math.floor(p / 8) + 1)
+    if byte == 0 then
+      p = (math.floor(p / 8) + 1) * 8
+    else
+      if bit.band(byte, bit.rshift(128, p % 8)) ~= 0 then
+        if looked == WALK_STEP or done == limit then return p end
+        looked = looked + 1
+        local name = B .. ':bits:' .. fmt(p)
+        local tn = type_of(name)
+        if (tn == 'none' or tn == 'string') and f(name, tn) then done = done + 1 end
+      end
+      p = p + 1
+    end
+  end
+  return nil
+end
+local function create_step(at)
+  local nxt = walk(at, CREATE_STEP, function(name, t)
+    if t ~= 'none' then return false end
+    redis.call('SETRANGE', name, CHUNK_BYTES, '\0')
+    created(name)
+    return true
+  end)
+  if nxt then set_state('create', fmt(nxt)) else set_state('move', '0') end
+  return false
+end
+local function check(n)
+  local threshold = next_check(0)
+  local c = redis.call('HGET', META, 'check')
+  if c then
+    threshold = parse_int(c)
+    if threshold == nil or threshold < 0 then return false end
+  end
+  if n < threshold then return false end
+  local ts = type_of(SET)
+  if ts ~= 'none' and ts ~= 'set' then return false end
+  local size = redis.call('SCARD', SET)
+  if size < threshold then return false end
+  local res = redis.call('SSCAN', SET, '0', 'COUNT', SAMPLE)
+  local ids = {}
+  for _, m in ipairs(res[2]) do
+    local v = parse_user(m, MAX_ID)
+    if v then ids[#ids + 1] = v end
+  end
+  local p = plan(ids, size, res[1] == '0', math.floor(MAXID / RANGE_IDS))
+  if #p == 0 then
+    set_check(next_check(size))
+    return false
+  end
+  local ti = type_of(INDEX)
+  if ti ~= 'none' and ti ~= 'string' then return false end
+  -- Mark the planned ranges in the chunk index, written in one piece.
+  local bytes = redis.call('GET', INDEX) or ''
+  local need = math.floor(p[#p][2] / 8) + 1
+  local out = {}
+  for i = 1, math.max(#bytes, need) do out[i] = string.byte(bytes, i) or 0 end
+  for _, iv in ipairs(p) do
+    for r = iv[1], iv[2] do
+      local i = math.floor(r / 8) + 1
+      out[i] = bit.bor(out[i], bit.rshift(128, r % 8))
+    end
+  end
+  local chars = {}
+  for i = 1, #out do chars[i] = string.char(out[i]) end
+  redis.call('SETRANGE', INDEX, 0, table.concat(chars))
+  if ti == 'none' then created(INDEX) end
+  set_state('create', fmt(p[1][1]))
+  return false
+end
+local function move_step(at)
+  local ts = type_of(SET)
+  if ts ~= 'none' and ts ~= 'set' then return false end
+  local res = redis.call('SSCAN', SET, at, 'COUNT', MOVE_STEP)
+  local usable, moved, seen = {}, {}, {}
+  for _, m in ipairs(res[2]) do
+    local v = parse_user(m, MAX_ID)
+    if v then
+      local name = B .. ':bits:' .. fmt(math.floor(v / RANGE_IDS))
+      if usable[name] == nil then
+        local len = type_of(name) == 'string' and redis.call('STRLEN', name) or 0
+        usable[name] = len == CHUNK_BYTES or len == MIGRATING_BYTES
+      end
+      if usable[name] and not seen[m] then
+        seen[m] = true
+        moved[#moved + 1] = {m, name, v % RANGE_IDS}
+      end
+    end
+  end
+  if #moved > 0 then
+    local ms = {}
+    for i, x in ipairs(moved) do ms[i] = x[1] end
+    redis.call('SREM', SET, unpack(ms))
+    for _, x in ipairs(moved) do redis.call('SETBIT', x[2], x[3], 1) end
+  end
+  if res[1] == '0' then set_state('settle', '0') else set_state('move', res[1]) end
+  return false
+end
+local function settle_step(at)
+  local nxt = walk(at, SETTLE_STEP, function(name, t)
+    if t ~= 'string' or redis.call('STRLEN', name) ~= MIGRATING_BYTES then return false end
+    redis.call('SET', name, redis.call('GETRANGE', name, 0, CHUNK_BYTES - 1), 'KEEPTTL')
+    return true
+  end)
+  if nxt then
+    set_state('settle', fmt(nxt))
+    return false
+  end
+  set_state(nil)
+  local left = 0
+  if type_of(SET) == 'set' then left = redis.call('SCARD', SET) end
+  -- Checked again at once (the sample may have missed dense blocks).
+  set_check(math.max(left, next_check(0)))
+  return true
+end
+local function promotion_step(n)
+  local tm = type_of(META)
+  if tm ~= 'none' and tm ~= 'hash' then return false end
+  local state = redis.call('HGET', META, 'state')
+  local at = ''
+  if state then
+    at = redis.call('HGET', META, 'at') or ''
+    if #at == 0 or #at > 20 or not string.match(at, '^%d+$') then return false end
+  end
+  if not state then
+    if migrating then
+      set_state('move', '0')
+      return false
+    end
+    return check(n)
+  elseif state == 'create' then return create_step(at)
+  elseif state == 'move' then return move_step(at)
+  elseif state == 'settle' then return settle_step(at)
+  end
+  return false
+end
+if step then
+  if recent_on then record_recent() end
+  if observe or migrating then promotion_step(count) end
+end
+local first = changed
+if OP == 'toggle' then first = liked end
+return {first and 1 or 0, count}
+
+end
+redis.register_function{function_name = 'hotpath_like_add', callback = like_add,
+  description = 'LIKE.ADD key user [NOW unix-ms]'}
+
+-- LIKE.CHECK (lua-compat/src/like/check.lua)
+local function like_check(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('like.check') end
+local B = KEYS[1]
+local MAXID = tonumber(ARGV[1])
+local PROMOTE_AT = tonumber(ARGV[2])
+local RECENT_CAP = tonumber(ARGV[3])
+local args = {}
+for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
+if #args < 1 then return arity('like.check') end
+local list = {}
+for i, a in ipairs(args) do
+  if a == '' then return redis.error_reply('ERR like: user must not be empty') end
+  list[i] = parse_user(a, MAXID)
+  if list[i] == nil then
+    return redis.error_reply('ERR like: user id must be an integer from 0 to ' .. fmt(MAXID))
+  end
+end
+local p, err = read_post(B, false)
+if not p then return err end
+local flags, err2 = likes_of(p, list)
+if not flags then return err2 end
+local out = {}
+for i, f in ipairs(flags) do out[i] = f and 1 or 0 end
+return out
+
+end
+redis.register_function{function_name = 'hotpath_like_check', callback = like_check, flags = {'no-writes'},
+  description = 'LIKE.CHECK key user [user ...]'}
+
+-- LIKE.COMMON (lua-compat/src/like/common.lua)
+local function like_common(KEYS, ARGV)
+local B = KEYS[1]
+local MAXID = tonumber(ARGV[1])
+local PROMOTE_AT = tonumber(ARGV[2])
+local RECENT_CAP = tonumber(ARGV[3])
+local args = {}
+for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
+if #args ~= 0 then return arity('like.common') end
+local p1, e1 = read_post(B, true)
+if not p1 then return e1 end
+local p2, e2 = read_post(KEYS[2], true)
+if not p2 then return e2 end
+-- Read the likers of the post with fewer, look each up in the other.
+local p, q = p1, p2
+if p2.count < p1.count then p, q = p2, p1 end
+local mine, cache = {}, {}
+for r = 0, #p.index * 8 - 1 do
+  local c, err = chunk_of(p, r, cache)
+  if err then return err end
+  if c then
+    local bytes = redis.call('GET', c.name)
+    for i = 1, CHUNK_BYTES do
+      local byte = string.byte(bytes, i)
+      if byte ~= 0 then
+        for j = 0, 7 do
+          if bit.band(byte, bit.rshift(128, j)) ~= 0 then mine[#mine + 1] = r * RANGE_IDS + (i - 1) * 8 + j end
+        end
+      end
+    end
+  end
+end
+if p.set_members > 0 then
+  for _, m in ipairs(redis.call('SMEMBERS', p.base .. ':set')) do
+    local v = parse_user(m, MAX_ID)
+    if v then mine[#mine + 1] = v end
+  end
+end
+local flags, err = likes_of(q, mine)
+if not flags then return err end
+local out = {}
+for i, v in ipairs(mine) do
+  if flags[i] then out[#out + 1] = v end
+end
+table.sort(out)
+local uniq = {}
+for _, v in ipairs(out) do
+  if uniq[#uniq] ~= v then uniq[#uniq + 1] = v end
+end
+return uniq
+
+end
+redis.register_function{function_name = 'hotpath_like_common', callback = like_common, flags = {'no-writes'},
+  description = 'LIKE.COMMON key1 key2'}
+
+-- LIKE.COUNT (lua-compat/src/like/count.lua)
+local function like_count(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('like.count') end
+local B = KEYS[1]
+local MAXID = tonumber(ARGV[1])
+local PROMOTE_AT = tonumber(ARGV[2])
+local RECENT_CAP = tonumber(ARGV[3])
+local args = {}
+for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
+if #args ~= 0 then return arity('like.count') end
+local p, err = read_post(B, true)
+if not p then return err end
+return p.count
+
+end
+redis.register_function{function_name = 'hotpath_like_count', callback = like_count, flags = {'no-writes'},
+  description = 'LIKE.COUNT key'}
+
+-- LIKE.INFO (lua-compat/src/like/info.lua)
+local function like_info(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('like.info') end
+local B = KEYS[1]
+local MAXID = tonumber(ARGV[1])
+local PROMOTE_AT = tonumber(ARGV[2])
+local RECENT_CAP = tonumber(ARGV[3])
+local args = {}
+for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
+if #args ~= 0 then return arity('like.info') end
+local META = B .. ':meta'
+local tm = type_of(META)
+if tm ~= 'none' and tm ~= 'hash' then return redis.error_reply(WRONGTYPE) end
+local p, err = read_post(B, true)
+if not p then return err end
+local promotion = redis.call('HGET', META, 'state') or 'none'
+if promotion ~= 'none' and promotion ~= 'create' and promotion ~= 'move' and promotion ~= 'settle' then
+  return redis.error_reply("ERR like: corrupt data in '" .. META .. "' field 'state'")
+end
+local chunks = redis.call('BITCOUNT', B .. ':chunks')
+local top = 0
+if p.set_members > 0 and p.set_members <= 512 then
+  for _, m in ipairs(redis.call('SMEMBERS', B .. ':set')) do
+    local v = parse_user(m, 1e300)
+    if v == nil then v = 2 ^ 64 end
+    if v > top then top = v end
+  end
+end
+local bytes = set_memory(p.set_members, top)
+if chunks > 0 then bytes = bytes + chunks * (64 + CHUNK_BYTES) + 64 + #p.index end
+local encoding = 'set'
+if p.set_members == 0 and chunks == 0 and p.count == 0 then encoding = 'none'
+elseif chunks > 0 and p.set_members == 0 then encoding = 'bitmap'
+elseif chunks > 0 then encoding = 'mixed' end
+return {'encoding', encoding, 'count', p.count, 'bytes', bytes, 'set', p.set_members,
+  'chunks', chunks, 'promotion', promotion}
+
+end
+redis.register_function{function_name = 'hotpath_like_info', callback = like_info, flags = {'no-writes'},
+  description = 'LIKE.INFO key'}
+
+-- LIKE.MIGRATE (lua-compat/src/like/migrate.lua)
+local function like_migrate(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('like.migrate') end
+local B = KEYS[1]
+if #ARGV < 4 then return arity('like.migrate') end
+local ids = {}
+for i = 4, #ARGV do
+  local a = ARGV[i]
+  if a == '' then return redis.error_reply('ERR like: user must not be empty') end
+  local id = parse_user(a, MAX_ID)
+  if id == nil then
+    return redis.error_reply('ERR like: user id must be an integer from 0 to ' .. fmt(MAX_ID))
+  end
+  ids[#ids + 1] = id
+end
+local set = B .. ':set'
+local ts = type_of(set)
+if ts == 'none' then return 0 end
+if ts ~= 'set' then return redis.error_reply(WRONGTYPE) end
+-- Every chunk an id falls in is checked (in the ids' order) before any
+-- write: a key that is not a chunk is WRONGTYPE or corrupt data.
+local chunks, want = {}, {}
+for _, id in ipairs(ids) do
+  local name = B .. ':bits:' .. fmt(math.floor(id / RANGE_IDS))
+  local usable = chunks[name]
+  if usable == nil then
+    local t = type_of(name)
+    if t ~= 'none' and t ~= 'string' then return redis.error_reply(WRONGTYPE) end
+    usable = false
+    if t == 'string' then
+      local len = redis.call('STRLEN', name)
+      if len ~= CHUNK_BYTES and len ~= MIGRATING_BYTES then return corrupt(name) end
+      usable = true
+    end
+    chunks[name] = usable
+  end
+  if usable then want[#want + 1] = {name, id % RANGE_IDS, fmt(id)} end
+end
+if #want == 0 then return 0 end
+-- In batches of 1000 (Lua's unpack stops near 8000 values).
+local member = {}
+for s = 1, #want, 1000 do
+  local batch = {}
+  for j = s, math.min(s + 999, #want) do batch[#batch + 1] = want[j][3] end
+  for _, v in ipairs(redis.call('SMISMEMBER', set, unpack(batch))) do member[#member + 1] = v end
+end
+local gone, bits, seen = {}, {}, {}
+for i, w in ipairs(want) do
+  local bit_key = w[1] .. ' ' .. w[2]
+  if member[i] == 1 and not seen[bit_key] then
+    seen[bit_key] = true
+    gone[#gone + 1] = w[3]
+    bits[#bits + 1] = w
+  end
+end
+if #bits == 0 then return 0 end
+for s = 1, #gone, 1000 do
+  redis.call('SREM', set, unpack(gone, s, math.min(s + 999, #gone)))
+end
+for _, w in ipairs(bits) do redis.call('SETBIT', w[1], w[2], 1) end
+return #bits
+end
+redis.register_function{function_name = 'hotpath_like_migrate', callback = like_migrate,
+  description = 'LIKE.MIGRATE key user [user ...]'}
+
+-- LIKE.RECENT (lua-compat/src/like/recent.lua)
+local function like_recent(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('like.recent') end
+local B = KEYS[1]
+local MAXID = tonumber(ARGV[1])
+local PROMOTE_AT = tonumber(ARGV[2])
+local RECENT_CAP = tonumber(ARGV[3])
+local args = {}
+for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
+-- Without n: every recorded liker (the list is capped when written).
+local n = math.huge
+if #args >= 1 then
+  n = parse_int(args[1])
+  if n == nil or n < 0 then return not_integer() end
+end
+if #args > 1 then return syntax() end
+local RECENT = B .. ':recent'
+local tr = type_of(RECENT)
+if tr ~= 'none' and tr ~= 'zset' then return redis.error_reply(WRONGTYPE) end
+local card = redis.call('ZCARD', RECENT)
+if n > card then n = card end
+if n == 0 then return {} end
+local r = redis.call('ZREVRANGE', RECENT, 0, n - 1, 'WITHSCORES')
+local out = {}
+for i = 1, #r, 2 do
+  local id = parse_int(r[i])
+  if id ~= nil then out[#out + 1] = id else out[#out + 1] = r[i] end
+  out[#out + 1] = tonumber(r[i + 1])
+end
+return out
+
+end
+redis.register_function{function_name = 'hotpath_like_recent', callback = like_recent, flags = {'no-writes'},
+  description = 'LIKE.RECENT key [count]'}
+
+-- LIKE.REM (lua-compat/src/like/rem.lua)
+local function like_rem(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('like.rem') end
+local OP, CMD = 'rem', 'like.rem'
+local B = KEYS[1]
+local MAXID = tonumber(ARGV[1])
+local PROMOTE_AT = tonumber(ARGV[2])
+local RECENT_CAP = tonumber(ARGV[3])
+local args = {}
+for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
+local function bad_user()
+  return redis.error_reply('ERR like: user id must be an integer from 0 to ' .. string.format('%d', MAXID))
+end
+if (OP == 'rem' and #args ~= 1) or #args < 1 then return arity(CMD) end
+local u = args[1]
+if u == '' then return redis.error_reply('ERR like: user must not be empty') end
+local uid = parse_user(u, MAX_ID)
+if uid == nil or uid > MAXID then return bad_user() end
+local now = nil
+if OP ~= 'rem' then
+  local i = 2
+  while i <= #args do
+    if string.upper(args[i]) == 'NOW' then
+      if i + 1 > #args then return syntax() end
+      local v = parse_int(args[i + 1])
+      if v == nil or v < 0 or v > 9007199254740991 then return not_integer() end
+      now = args[i + 1]
+      i = i + 2
+    else
+      return syntax()
+    end
+  end
+end
+local range, off = math.floor(uid / RANGE_IDS), uid % RANGE_IDS
+local CHUNK = B .. ':bits:' .. fmt(range)
+local SET, COUNT, INDEX, META, RECENT = B .. ':set', B .. ':count', B .. ':chunks', B .. ':meta', B .. ':recent'
+local tchunk = type_of(CHUNK)
+if tchunk ~= 'none' and tchunk ~= 'string' then return redis.error_reply(WRONGTYPE) end
+local has_chunk = tchunk == 'string'
+local tcount = type_of(COUNT)
+if tcount ~= 'none' and tcount ~= 'string' then return redis.error_reply(WRONGTYPE) end
+local recent_on = RECENT_CAP > 0
+if recent_on then
+  local t = type_of(RECENT)
+  if t ~= 'none' and t ~= 'zset' then return redis.error_reply(WRONGTYPE) end
+end
+-- A count that is not one: the Set's type error comes first.
+local function corrupt_count()
+  local t = type_of(SET)
+  if t ~= 'none' and t ~= 'set' then return redis.error_reply(WRONGTYPE) end
+  return corrupt(COUNT)
+end
+local stored = redis.call('GET', COUNT)
+local old, set_expiry, at_max = 0, nil, false
+if stored then
+  old = parse_count(stored)
+  if old == nil then return corrupt_count() end
+  at_max = stored == '9223372036854775807'
+else
+  -- No count: a post without likers, or a count deleted by hand from a
+  -- post all in set form (SCARD); with chunks it cannot be counted.
+  local ts, ti = type_of(SET), type_of(INDEX)
+  if ts ~= 'none' and ts ~= 'set' then return redis.error_reply(WRONGTYPE) end
+  if ti ~= 'none' and ti ~= 'string' then return redis.error_reply(WRONGTYPE) end
+  if has_chunk or ti == 'string' then return corrupt(COUNT) end
+  old = redis.call('SCARD', SET)
+  local t = redis.call('PEXPIRETIME', SET)
+  if t > 0 then set_expiry = t end
+end
+-- A count that cannot change is refused before anything is written.
+local function count_error(want)
+  if want and at_max then return overflow(COUNT) end
+  if not want and old == 0 then return corrupt_count() end
+  return nil
+end
+local function want_of(was)
+  if OP == 'add' then return true elseif OP == 'rem' then return false end
+  return not was
+end
+-- The module's SADD/SREM/SISMEMBER answer WRONGTYPE for a Set of the
+-- wrong type; a script's redis.call would raise instead.
+local function set_ok()
+  local t = type_of(SET)
+  return t == 'none' or t == 'set'
+end
+local migrating, set_added = false, false
+local was, liked, dirty
+if has_chunk then
+  local len = redis.call('STRLEN', CHUNK)
+  if len == MIGRATING_BYTES then migrating = true elseif len ~= CHUNK_BYTES then return corrupt(CHUNK) end
+  local bit = redis.call('GETBIT', CHUNK, off) == 1
+  local in_set = false
+  if not bit and migrating then
+    if not set_ok() then return redis.error_reply(WRONGTYPE) end
+    if old == 0 and OP ~= 'add' and redis.call('SISMEMBER', SET, u) == 1 then return corrupt_count() end
+    in_set = redis.call('SREM', SET, u) == 1
+  end
+  was = bit or in_set
+  local want = want_of(was)
+  if want ~= was then
+    local e = count_error(want)
+    if e then return e end
+  end
+  if want ~= bit then redis.call('SETBIT', CHUNK, off, want and 1 or 0) end
+  liked, dirty = want, in_set or want ~= bit
+else
+  if not set_ok() then return redis.error_reply(WRONGTYPE) end
+  if (at_max and OP ~= 'rem') or (old == 0 and OP ~= 'add') then
+    was = redis.call('SISMEMBER', SET, u) == 1
+    local want = want_of(was)
+    if was ~= want then
+      local e = count_error(want)
+      if e then return e end
+      redis.call(want and 'SADD' or 'SREM', SET, u)
+    end
+    liked, dirty = want, was ~= want
+  elseif OP == 'add' then
+    set_added = redis.call('SADD', SET, u) == 1
+    was, liked, dirty = not set_added, true, set_added
+  elseif OP == 'rem' then
+    local removed = redis.call('SREM', SET, u) == 1
+    was, liked, dirty = removed, false, removed
+  else
+    set_added = redis.call('SADD', SET, u) == 1
+    if not set_added then redis.call('SREM', SET, u) end
+    was, liked, dirty = not set_added, set_added, true
+  end
+end
+local changed = was ~= liked
+local count = old
+if changed then
+  if liked then count = old + 1 else count = old - 1 end
+  if not has_chunk and count == 0 and redis.call('EXISTS', INDEX) == 0 then
+    -- The last unlike of a post in set form: the post leaves no keys.
+    redis.call('DEL', COUNT, META, RECENT)
+  else
+    redis.call('SET', COUNT, fmt(count), 'KEEPTTL')
+    if not stored and set_expiry then redis.call('PEXPIREAT', COUNT, set_expiry) end
+  end
+end
+-- Keys created later take the post's expiry: the instant B:count holds.
+local observe = changed and count % OBSERVE_EVERY == 0
+local step = changed and (recent_on or observe or migrating)
+local expires_at = nil
+if set_added or step then
+  local t = redis.call('PEXPIRETIME', COUNT)
+  if t > 0 then expires_at = t end
+end
+if set_added and expires_at and redis.call('PEXPIRETIME', SET) == -1 then
+  redis.call('PEXPIREAT', SET, expires_at)
+end
+local function created(key)
+  if expires_at then redis.call('PEXPIREAT', key, expires_at) end
+end
+-- Recent likers (like-recent > 0): the latest likers, user -> unix-ms.
+local function record_recent()
+  if not liked then
+    redis.call('ZREM', RECENT, u)
+    return
+  end
+  local existed = redis.call('EXISTS', RECENT) == 1
+  if now == nil then
+    local t = redis.call('TIME')
+    now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  end
+  redis.call('ZADD', RECENT, now, u)
+  if not existed then created(RECENT) end
+  local over = redis.call('ZCARD', RECENT) - RECENT_CAP
+  if over > 0 then
+    for _, m in ipairs(redis.call('ZRANGE', RECENT, 0, over - 1)) do
+      redis.call('ZREM', RECENT, m)
+    end
+  end
+end
+-- Promotion, in bounded steps (the module's promotion_step).
+local function set_state(state, at)
+  local existed = redis.call('EXISTS', META) == 1
+  if state then
+    redis.call('HSET', META, 'state', state, 'at', at)
+    if not existed then created(META) end
+  else
+    redis.call('HDEL', META, 'state', 'at')
+  end
+end
+local function set_check(n)
+  local existed = redis.call('EXISTS', META) == 1
+  redis.call('HSET', META, 'check', fmt(n))
+  if not existed then created(META) end
+end
+-- The Set size of the next check: doubled, at least like-promote-at + 1,
+-- never while the Set is an intset (at most 512 ids).
+local function next_check(members)
+  local floor = math.max(PROMOTE_AT + 1, 513)
+  if members <= 512 then return floor end
+  return math.max(members * 2, floor)
+end
+-- Walks the chunk index from `at` (model::WALK_STEP marked ranges at
+-- most), calling f(name, type) until it returned true `limit` times;
+-- returns the position to go on from, or nil at the end.
+local function walk(at, limit, f)
+  local p = tonumber(at)
+  local t = type_of(INDEX)
+  if t ~= 'none' and t ~= 'string' then return nil end
+  local bytes = redis.call('GET', INDEX) or ''
+  local bits = #bytes * 8
+  local looked, done = 0, 0
+  while p < bits do
+    local byte = string.byte(bytes, math.floor(p / 8) + 1)
+    if byte == 0 then
+      p = (math.floor(p / 8) + 1) * 8
+    else
+      if bit.band(byte, bit.rshift(128, p % 8)) ~= 0 then
+        if looked == WALK_STEP or done == limit then return p end
+        looked = looked + 1
+        local name = B .. ':bits:' .. fmt(p)
+        local tn = type_of(name)
+        if (tn == 'none' or tn == 'string') and f(name, tn) then done = done + 1 end
+      end
+      p = p + 1
+    end
+  end
+  return nil
+end
+local function create_step(at)
+  local nxt = walk(at, CREATE_STEP, function(name, t)
+    if t ~= 'none' then return false end
+    redis.call('SETRANGE', name, CHUNK_BYTES, '\0')
+    created(name)
+    return true
+  end)
+  if nxt then set_state('create', fmt(nxt)) else set_state('move', '0') end
+  return false
+end
+local function check(n)
+  local threshold = next_check(0)
+  local c = redis.call('HGET', META, 'check')
+  if c then
+    threshold = parse_int(c)
+    if threshold == nil or threshold < 0 then return false end
+  end
+  if n < threshold then return false end
+  local ts = type_of(SET)
+  if ts ~= 'none' and ts ~= 'set' then return false end
+  local size = redis.call('SCARD', SET)
+  if size < threshold then return false end
+  local res = redis.call('SSCAN', SET, '0', 'COUNT', SAMPLE)
+  local ids = {}
+  for _, m in ipairs(res[2]) do
+    local v = parse_user(m, MAX_ID)
+    if v then ids[#ids + 1] = v end
+  end
+  local p = plan(ids, size, res[1] == '0', math.floor(MAXID / RANGE_IDS))
+  if #p == 0 then
+    set_check(next_check(size))
+    return false
+  end
+  local ti = type_of(INDEX)
+  if ti ~= 'none' and ti ~= 'string' then return false end
+  -- Mark the planned ranges in the chunk index, written in one piece.
+  local bytes = redis.call('GET', INDEX) or ''
+  local need = math.floor(p[#p][2] / 8) + 1
+  local out = {}
+  for i = 1, math.max(#bytes, need) do out[i] = string.byte(bytes, i) or 0 end
+  for _, iv in ipairs(p) do
+    for r = iv[1], iv[2] do
+      local i = math.floor(r / 8) + 1
+      out[i] = bit.bor(out[i], bit.rshift(128, r % 8))
+    end
+  end
+  local chars = {}
+  for i = 1, #out do chars[i] = string.char(out[i]) end
+  redis.call('SETRANGE', INDEX, 0, table.concat(chars))
+  if ti == 'none' then created(INDEX) end
+  set_state('create', fmt(p[1][1]))
+  return false
+end
+local function move_step(at)
+  local ts = type_of(SET)
+  if ts ~= 'none' and ts ~= 'set' then return false end
+  local res = redis.call('SSCAN', SET, at, 'COUNT', MOVE_STEP)
+  local usable, moved, seen = {}, {}, {}
+  for _, m in ipairs(res[2]) do
+    local v = parse_user(m, MAX_ID)
+    if v then
+      local name = B .. ':bits:' .. fmt(math.floor(v / RANGE_IDS))
+      if usable[name] == nil then
+        local len = type_of(name) == 'string' and redis.call('STRLEN', name) or 0
+        usable[name] = len == CHUNK_BYTES or len == MIGRATING_BYTES
+      end
+      if usable[name] and not seen[m] then
+        seen[m] = true
+        moved[#moved + 1] = {m, name, v % RANGE_IDS}
+      end
+    end
+  end
+  if #moved > 0 then
+    local ms = {}
+    for i, x in ipairs(moved) do ms[i] = x[1] end
+    redis.call('SREM', SET, unpack(ms))
+    for _, x in ipairs(moved) do redis.call('SETBIT', x[2], x[3], 1) end
+  end
+  if res[1] == '0' then set_state('settle', '0') else set_state('move', res[1]) end
+  return false
+end
+local function settle_step(at)
+  local nxt = walk(at, SETTLE_STEP, function(name, t)
+    if t ~= 'string' or redis.call('STRLEN', name) ~= MIGRATING_BYTES then return false end
+    redis.call('SET', name, redis.call('GETRANGE', name, 0, CHUNK_BYTES - 1), 'KEEPTTL')
+    return true
+  end)
+  if nxt then
+    set_state('settle', fmt(nxt))
+    return false
+  end
+  set_state(nil)
+  local left = 0
+  if type_of(SET) == 'set' then left = redis.call('SCARD', SET) end
+  -- Checked again at once (the sample may have missed dense blocks).
+  set_check(math.max(left, next_check(0)))
+  return true
+end
+local function promotion_step(n)
+  local tm = type_of(META)
+  if tm ~= 'none' and tm ~= 'hash' then return false end
+  local state = redis.call('HGET', META, 'state')
+  local at = ''
+  if state then
+    at = redis.call('HGET', META, 'at') or ''
+    if #at == 0 or #at > 20 or not string.match(at, '^%d+$') then return false end
+  end
+  if not state then
+    if migrating then
+      set_state('move', '0')
+      return false
+    end
+    return check(n)
+  elseif state == 'create' then return create_step(at)
+  elseif state == 'move' then return move_step(at)
+  elseif state == 'settle' then return settle_step(at)
+  end
+  return false
+end
+if step then
+  if recent_on then record_recent() end
+  if observe or migrating then promotion_step(count) end
+end
+local first = changed
+if OP == 'toggle' then first = liked end
+return {first and 1 or 0, count}
+
+end
+redis.register_function{function_name = 'hotpath_like_rem', callback = like_rem,
+  description = 'LIKE.REM key user'}
+
+-- LIKE.TOGGLE (lua-compat/src/like/toggle.lua)
+local function like_toggle(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('like.toggle') end
+local OP, CMD = 'toggle', 'like.toggle'
+local B = KEYS[1]
+local MAXID = tonumber(ARGV[1])
+local PROMOTE_AT = tonumber(ARGV[2])
+local RECENT_CAP = tonumber(ARGV[3])
+local args = {}
+for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
+local function bad_user()
+  return redis.error_reply('ERR like: user id must be an integer from 0 to ' .. string.format('%d', MAXID))
+end
+if (OP == 'rem' and #args ~= 1) or #args < 1 then return arity(CMD) end
+local u = args[1]
+if u == '' then return redis.error_reply('ERR like: user must not be empty') end
+local uid = parse_user(u, MAX_ID)
+if uid == nil or uid > MAXID then return bad_user() end
+local now = nil
+if OP ~= 'rem' then
+  local i = 2
+  while i <= #args do
+    if string.upper(args[i]) == 'NOW' then
+      if i + 1 > #args then return syntax() end
+      local v = parse_int(args[i + 1])
+      if v == nil or v < 0 or v > 9007199254740991 then return not_integer() end
+      now = args[i + 1]
+      i = i + 2
+    else
+      return syntax()
+    end
+  end
+end
+local range, off = math.floor(uid / RANGE_IDS), uid % RANGE_IDS
+local CHUNK = B .. ':bits:' .. fmt(range)
+local SET, COUNT, INDEX, META, RECENT = B .. ':set', B .. ':count', B .. ':chunks', B .. ':meta', B .. ':recent'
+local tchunk = type_of(CHUNK)
+if tchunk ~= 'none' and tchunk ~= 'string' then return redis.error_reply(WRONGTYPE) end
+local has_chunk = tchunk == 'string'
+local tcount = type_of(COUNT)
+if tcount ~= 'none' and tcount ~= 'string' then return redis.error_reply(WRONGTYPE) end
+local recent_on = RECENT_CAP > 0
+if recent_on then
+  local t = type_of(RECENT)
+  if t ~= 'none' and t ~= 'zset' then return redis.error_reply(WRONGTYPE) end
+end
+-- A count that is not one: the Set's type error comes first.
+local function corrupt_count()
+  local t = type_of(SET)
+  if t ~= 'none' and t ~= 'set' then return redis.error_reply(WRONGTYPE) end
+  return corrupt(COUNT)
+end
+local stored = redis.call('GET', COUNT)
+local old, set_expiry, at_max = 0, nil, false
+if stored then
+  old = parse_count(stored)
+  if old == nil then return corrupt_count() end
+  at_max = stored == '9223372036854775807'
+else
+  -- No count: a post without likers, or a count deleted by hand from a
+  -- post all in set form (SCARD); with chunks it cannot be counted.
+  local ts, ti = type_of(SET), type_of(INDEX)
+  if ts ~= 'none' and ts ~= 'set' then return redis.error_reply(WRONGTYPE) end
+  if ti ~= 'none' and ti ~= 'string' then return redis.error_reply(WRONGTYPE) end
+  if has_chunk or ti == 'string' then return corrupt(COUNT) end
+  old = redis.call('SCARD', SET)
+  local t = redis.call('PEXPIRETIME', SET)
+  if t > 0 then set_expiry = t end
+end
+-- A count that cannot change is refused before anything is written.
+local function count_error(want)
+  if want and at_max then return overflow(COUNT) end
+  if not want and old == 0 then return corrupt_count() end
+  return nil
+end
+local function want_of(was)
+  if OP == 'add' then return true elseif OP == 'rem' then return false end
+  return not was
+end
+-- The module's SADD/SREM/SISMEMBER answer WRONGTYPE for a Set of the
+-- wrong type; a script's redis.call would raise instead.
+local function set_ok()
+  local t = type_of(SET)
+  return t == 'none' or t == 'set'
+end
+local migrating, set_added = false, false
+local was, liked, dirty
+if has_chunk then
+  local len = redis.call('STRLEN', CHUNK)
+  if len == MIGRATING_BYTES then migrating = true elseif len ~= CHUNK_BYTES then return corrupt(CHUNK) end
+  local bit = redis.call('GETBIT', CHUNK, off) == 1
+  local in_set = false
+  if not bit and migrating then
+    if not set_ok() then return redis.error_reply(WRONGTYPE) end
+    if old == 0 and OP ~= 'add' and redis.call('SISMEMBER', SET, u) == 1 then return corrupt_count() end
+    in_set = redis.call('SREM', SET, u) == 1
+  end
+  was = bit or in_set
+  local want = want_of(was)
+  if want ~= was then
+    local e = count_error(want)
+    if e then return e end
+  end
+  if want ~= bit then redis.call('SETBIT', CHUNK, off, want and 1 or 0) end
+  liked, dirty = want, in_set or want ~= bit
+else
+  if not set_ok() then return redis.error_reply(WRONGTYPE) end
+  if (at_max and OP ~= 'rem') or (old == 0 and OP ~= 'add') then
+    was = redis.call('SISMEMBER', SET, u) == 1
+    local want = want_of(was)
+    if was ~= want then
+      local e = count_error(want)
+      if e then return e end
+      redis.call(want and 'SADD' or 'SREM', SET, u)
+    end
+    liked, dirty = want, was ~= want
+  elseif OP == 'add' then
+    set_added = redis.call('SADD', SET, u) == 1
+    was, liked, dirty = not set_added, true, set_added
+  elseif OP == 'rem' then
+    local removed = redis.call('SREM', SET, u) == 1
+    was, liked, dirty = removed, false, removed
+  else
+    set_added = redis.call('SADD', SET, u) == 1
+    if not set_added then redis.call('SREM', SET, u) end
+    was, liked, dirty = not set_added, set_added, true
+  end
+end
+local changed = was ~= liked
+local count = old
+if changed then
+  if liked then count = old + 1 else count = old - 1 end
+  if not has_chunk and count == 0 and redis.call('EXISTS', INDEX) == 0 then
+    -- The last unlike of a post in set form: the post leaves no keys.
+    redis.call('DEL', COUNT, META, RECENT)
+  else
+    redis.call('SET', COUNT, fmt(count), 'KEEPTTL')
+    if not stored and set_expiry then redis.call('PEXPIREAT', COUNT, set_expiry) end
+  end
+end
+-- Keys created later take the post's expiry: the instant B:count holds.
+local observe = changed and count % OBSERVE_EVERY == 0
+local step = changed and (recent_on or observe or migrating)
+local expires_at = nil
+if set_added or step then
+  local t = redis.call('PEXPIRETIME', COUNT)
+  if t > 0 then expires_at = t end
+end
+if set_added and expires_at and redis.call('PEXPIRETIME', SET) == -1 then
+  redis.call('PEXPIREAT', SET, expires_at)
+end
+local function created(key)
+  if expires_at then redis.call('PEXPIREAT', key, expires_at) end
+end
+-- Recent likers (like-recent > 0): the latest likers, user -> unix-ms.
+local function record_recent()
+  if not liked then
+    redis.call('ZREM', RECENT, u)
+    return
+  end
+  local existed = redis.call('EXISTS', RECENT) == 1
+  if now == nil then
+    local t = redis.call('TIME')
+    now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  end
+  redis.call('ZADD', RECENT, now, u)
+  if not existed then created(RECENT) end
+  local over = redis.call('ZCARD', RECENT) - RECENT_CAP
+  if over > 0 then
+    for _, m in ipairs(redis.call('ZRANGE', RECENT, 0, over - 1)) do
+      redis.call('ZREM', RECENT, m)
+    end
+  end
+end
+-- Promotion, in bounded steps (the module's promotion_step).
+local function set_state(state, at)
+  local existed = redis.call('EXISTS', META) == 1
+  if state then
+    redis.call('HSET', META, 'state', state, 'at', at)
+    if not existed then created(META) end
+  else
+    redis.call('HDEL', META, 'state', 'at')
+  end
+end
+local function set_check(n)
+  local existed = redis.call('EXISTS', META) == 1
+  redis.call('HSET', META, 'check', fmt(n))
+  if not existed then created(META) end
+end
+-- The Set size of the next check: doubled, at least like-promote-at + 1,
+-- never while the Set is an intset (at most 512 ids).
+local function next_check(members)
+  local floor = math.max(PROMOTE_AT + 1, 513)
+  if members <= 512 then return floor end
+  return math.max(members * 2, floor)
+end
+-- Walks the chunk index from `at` (model::WALK_STEP marked ranges at
+-- most), calling f(name, type) until it returned true `limit` times;
+-- returns the position to go on from, or nil at the end.
+local function walk(at, limit, f)
+  local p = tonumber(at)
+  local t = type_of(INDEX)
+  if t ~= 'none' and t ~= 'string' then return nil end
+  local bytes = redis.call('GET', INDEX) or ''
+  local bits = #bytes * 8
+  local looked, done = 0, 0
+  while p < bits do
+    local byte = string.byte(bytes, math.floor(p / 8) + 1)
+    if byte == 0 then
+      p = (math.floor(p / 8) + 1) * 8
+    else
+      if bit.band(byte, bit.rshift(128, p % 8)) ~= 0 then
+        if looked == WALK_STEP or done == limit then return p end
+        looked = looked + 1
+        local name = B .. ':bits:' .. fmt(p)
+        local tn = type_of(name)
+        if (tn == 'none' or tn == 'string') and f(name, tn) then done = done + 1 end
+      end
+      p = p + 1
+    end
+  end
+  return nil
+end
+local function create_step(at)
+  local nxt = walk(at, CREATE_STEP, function(name, t)
+    if t ~= 'none' then return false end
+    redis.call('SETRANGE', name, CHUNK_BYTES, '\0')
+    created(name)
+    return true
+  end)
+  if nxt then set_state('create', fmt(nxt)) else set_state('move', '0') end
+  return false
+end
+local function check(n)
+  local threshold = next_check(0)
+  local c = redis.call('HGET', META, 'check')
+  if c then
+    threshold = parse_int(c)
+    if threshold == nil or threshold < 0 then return false end
+  end
+  if n < threshold then return false end
+  local ts = type_of(SET)
+  if ts ~= 'none' and ts ~= 'set' then return false end
+  local size = redis.call('SCARD', SET)
+  if size < threshold then return false end
+  local res = redis.call('SSCAN', SET, '0', 'COUNT', SAMPLE)
+  local ids = {}
+  for _, m in ipairs(res[2]) do
+    local v = parse_user(m, MAX_ID)
+    if v then ids[#ids + 1] = v end
+  end
+  local p = plan(ids, size, res[1] == '0', math.floor(MAXID / RANGE_IDS))
+  if #p == 0 then
+    set_check(next_check(size))
+    return false
+  end
+  local ti = type_of(INDEX)
+  if ti ~= 'none' and ti ~= 'string' then return false end
+  -- Mark the planned ranges in the chunk index, written in one piece.
+  local bytes = redis.call('GET', INDEX) or ''
+  local need = math.floor(p[#p][2] / 8) + 1
+  local out = {}
+  for i = 1, math.max(#bytes, need) do out[i] = string.byte(bytes, i) or 0 end
+  for _, iv in ipairs(p) do
+    for r = iv[1], iv[2] do
+      local i = math.floor(r / 8) + 1
+      out[i] = bit.bor(out[i], bit.rshift(128, r % 8))
+    end
+  end
+  local chars = {}
+  for i = 1, #out do chars[i] = string.char(out[i]) end
+  redis.call('SETRANGE', INDEX, 0, table.concat(chars))
+  if ti == 'none' then created(INDEX) end
+  set_state('create', fmt(p[1][1]))
+  return false
+end
+local function move_step(at)
+  local ts = type_of(SET)
+  if ts ~= 'none' and ts ~= 'set' then return false end
+  local res = redis.call('SSCAN', SET, at, 'COUNT', MOVE_STEP)
+  local usable, moved, seen = {}, {}, {}
+  for _, m in ipairs(res[2]) do
+    local v = parse_user(m, MAX_ID)
+    if v then
+      local name = B .. ':bits:' .. fmt(math.floor(v / RANGE_IDS))
+      if usable[name] == nil then
+        local len = type_of(name) == 'string' and redis.call('STRLEN', name) or 0
+        usable[name] = len == CHUNK_BYTES or len == MIGRATING_BYTES
+      end
+      if usable[name] and not seen[m] then
+        seen[m] = true
+        moved[#moved + 1] = {m, name, v % RANGE_IDS}
+      end
+    end
+  end
+  if #moved > 0 then
+    local ms = {}
+    for i, x in ipairs(moved) do ms[i] = x[1] end
+    redis.call('SREM', SET, unpack(ms))
+    for _, x in ipairs(moved) do redis.call('SETBIT', x[2], x[3], 1) end
+  end
+  if res[1] == '0' then set_state('settle', '0') else set_state('move', res[1]) end
+  return false
+end
+local function settle_step(at)
+  local nxt = walk(at, SETTLE_STEP, function(name, t)
+    if t ~= 'string' or redis.call('STRLEN', name) ~= MIGRATING_BYTES then return false end
+    redis.call('SET', name, redis.call('GETRANGE', name, 0, CHUNK_BYTES - 1), 'KEEPTTL')
+    return true
+  end)
+  if nxt then
+    set_state('settle', fmt(nxt))
+    return false
+  end
+  set_state(nil)
+  local left = 0
+  if type_of(SET) == 'set' then left = redis.call('SCARD', SET) end
+  -- Checked again at once (the sample may have missed dense blocks).
+  set_check(math.max(left, next_check(0)))
+  return true
+end
+local function promotion_step(n)
+  local tm = type_of(META)
+  if tm ~= 'none' and tm ~= 'hash' then return false end
+  local state = redis.call('HGET', META, 'state')
+  local at = ''
+  if state then
+    at = redis.call('HGET', META, 'at') or ''
+    if #at == 0 or #at > 20 or not string.match(at, '^%d+$') then return false end
+  end
+  if not state then
+    if migrating then
+      set_state('move', '0')
+      return false
+    end
+    return check(n)
+  elseif state == 'create' then return create_step(at)
+  elseif state == 'move' then return move_step(at)
+  elseif state == 'settle' then return settle_step(at)
+  end
+  return false
+end
+if step then
+  if recent_on then record_recent() end
+  if observe or migrating then promotion_step(count) end
+end
+local first = changed
+if OP == 'toggle' then first = liked end
+return {first and 1 or 0, count}
+
+end
+redis.register_function{function_name = 'hotpath_like_toggle', callback = like_toggle,
+  description = 'LIKE.TOGGLE key user [NOW unix-ms]'}
+end
+
 do -- LOCK (lua-compat/src/lock/)
 local MAX_INT = 9007199254740991
 local MAX_TTL = 3153600000000
@@ -932,6 +2473,1921 @@ return mine.expires - now
 end
 redis.register_function{function_name = 'hotpath_lock_renew', callback = lock_renew,
   description = 'LOCK.RENEW B owner ttl-ms [NOW unix-ms]'}
+end
+
+do -- LUCKYBAG (lua-compat/src/luckybag/)
+local MAX_WINNERS = 1000
+local function ferr(msg) return redis.error_reply('ERR luckybag: ' .. msg) end
+local function syntax() return redis.error_reply('ERR syntax error') end
+local function notint() return redis.error_reply('ERR value is not an integer or out of range') end
+local function empty_user() return ferr('user must not be empty') end
+-- A key or field in an error line: control characters become '?'.
+local function shown(s) return (string.gsub(s, '%c', '?')) end
+local function corrupt(key, field)
+  if field then return ferr("corrupt data in '" .. shown(key) .. "' field '" .. shown(field) .. "'") end
+  return ferr("corrupt data in '" .. shown(key) .. "'")
+end
+local function overflow(key, field)
+  if field then return ferr("integer overflow in '" .. shown(key) .. "' field '" .. shown(field) .. "'") end
+  return ferr("integer overflow in '" .. shown(key) .. "'")
+end
+local I64_MAX = '9223372036854775807'
+-- Byte-wise a > b (Lua's own string order follows the locale).
+local function bytes_gt(a, b)
+  local la, lb = #a, #b
+  for i = 1, math.min(la, lb) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return la > lb
+end
+-- An integer as Redis reads one: optional '-', digits, no leading zero,
+-- within the signed 64-bit range. Returns the number, or nil.
+local function toint(s)
+  if s == '0' then return 0 end
+  if not string.match(s, '^%-?[1-9]%d*$') then return nil end
+  local neg = string.sub(s, 1, 1) == '-'
+  local digits = neg and string.sub(s, 2) or s
+  if #digits > 19 then return nil end
+  if #digits == 19 then
+    local lim = neg and '9223372036854775808' or I64_MAX
+    if bytes_gt(digits, lim) then return nil end
+  end
+  return tonumber(s)
+end
+-- HIGHSCORE: plain decimal digits with an optional fraction, at most 32 bytes.
+local function parse_highscore(s)
+  if #s == 0 or #s > 32 then return nil end
+  if not (string.match(s, '^%d+$') or string.match(s, '^%d*%.%d+$')) then return nil end
+  return tonumber(s)
+end
+local function valid_shards(n)
+  if not n or n < 1 or n > 1024 then return false end
+  while n > 1 do
+    if n % 2 ~= 0 then return false end
+    n = n / 2
+  end
+  return true
+end
+-- user & (shards - 1) for integer ids, else the low bits of FNV-1a 32
+-- (computed modulo 1024: shards divides 1024, and the low bits of FNV-1a
+-- depend only on the low bits of each step).
+local function shard_of(user, shards)
+  if toint(user) then
+    local neg = string.sub(user, 1, 1) == '-'
+    local digits = neg and string.sub(user, 2) or user
+    local low = tonumber(string.sub(digits, -10)) % 1024
+    if neg then low = (1024 - low) % 1024 end
+    return low % shards
+  end
+  local h = 453 -- 2166136261 % 1024
+  for i = 1, #user do
+    h = (bit.bxor(h, string.byte(user, i)) * 403) % 1024 -- 16777619 % 1024
+  end
+  return h % shards
+end
+-- Returns ok, exists for a key that must hold `want` when present.
+local function typed(key, want)
+  local t = redis.call('TYPE', key).ok
+  if t == 'none' then return true, false end
+  return t == want, true
+end
+-- The B:meta values, each parsed as CREATE writes it; nil for garbage.
+local PARSE = {
+  winners = function(v)
+    local n = toint(v)
+    if n and n >= 1 and n <= MAX_WINNERS then return n end
+  end,
+  shards = function(v)
+    local n = toint(v)
+    if valid_shards(n) then return n end
+  end,
+  poolcap = function(v)
+    local n = toint(v)
+    if n and n >= 0 then return n end
+  end,
+  highscore = function(v)
+    local h = parse_highscore(v)
+    if h and h <= 1 then return h end
+  end,
+  restore = function(v)
+    if v == 'yes' then return true elseif v == 'no' then return false end
+  end,
+  state = function(v)
+    if v == 'open' then return false elseif v == 'drawn' then return true end
+  end,
+}
+-- Opens B:meta: returns its name, or nil when the bag does not exist, or
+-- nil and a WRONGTYPE error.
+local function find_meta(B)
+  local meta = B .. ':meta'
+  local ok, exists = typed(meta, 'hash')
+  if not ok then return nil, redis.error_reply(WRONGTYPE) end
+  if not exists then return nil end
+  return meta
+end
+-- Reads the B:meta fields `names` (one HMGET) into a table of raw values.
+local function read_meta(meta, names)
+  local v = redis.call('HMGET', meta, unpack(names))
+  local raw = {}
+  for i = 1, #names do raw[names[i]] = v[i] end
+  return raw
+end
+-- Returns the parsed value of field `name`, or nil and the corrupt-data error.
+local function meta_value(meta, raw, name)
+  local v = raw[name]
+  local x = nil
+  if v then x = PARSE[name](v) end
+  if x == nil then return nil, corrupt(meta, name) end
+  return x
+end
+-- `shards` and `state` decide which keys a write touches: read first; a
+-- drawn bag takes no more writes.
+local function scope(meta, raw)
+  local shards, e = meta_value(meta, raw, 'shards')
+  if e then return nil, e end
+  local drawn, e2 = meta_value(meta, raw, 'state')
+  if e2 then return nil, e2 end
+  if drawn then return nil, ferr('bag is closed') end
+  return shards
+end
+-- B:count: a non-negative integer; nil and an error otherwise.
+local function read_count(key)
+  local v = redis.call('GET', key)
+  local n = toint(v)
+  if not n or n < 0 then return nil, corrupt(key) end
+  return n, nil, v
+end
+-- Gives a key just created the bag's expiry: B:meta's absolute instant.
+local function adopt_expiry(meta, key)
+  local at = redis.call('PEXPIRETIME', meta)
+  if at > 0 then redis.call('PEXPIREAT', key, at) end
+end
+local function score_text(score) return string.format('%.6f', tonumber(score)) end
+
+-- LUCKYBAG.CREATE (lua-compat/src/luckybag/create.lua)
+local function luckybag_create(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('luckybag.create') end
+PARSE.latepooled = PARSE.poolcap
+-- End of shared helpers.
+local B = KEYS[1]
+if #ARGV < 2 then return arity('luckybag.create') end
+local winners, shards, poolcap, highscore, restore, ttl = nil, '16', '700000', '0.99', 'yes', 0
+local i = 1
+while i <= #ARGV do
+  local kw = string.upper(ARGV[i])
+  local v = ARGV[i + 1]
+  if kw ~= 'WINNERS' and kw ~= 'SHARDS' and kw ~= 'POOLCAP' and kw ~= 'HIGHSCORE'
+      and kw ~= 'RESTORE' and kw ~= 'TTL' then
+    return syntax()
+  end
+  if v == nil then return syntax() end
+  if kw == 'WINNERS' then
+    local n = toint(v)
+    if not n then return notint() end
+    if n < 1 or n > MAX_WINNERS then return ferr('winners must be between 1 and ' .. MAX_WINNERS) end
+    winners = v
+  elseif kw == 'SHARDS' then
+    local n = toint(v)
+    if not n then return notint() end
+    if not valid_shards(n) then return ferr('shards must be a power of two up to 1024') end
+    shards = v
+  elseif kw == 'POOLCAP' then
+    local n = toint(v)
+    if not n or n < 0 then return notint() end
+    poolcap = v
+  elseif kw == 'HIGHSCORE' then
+    local h = parse_highscore(v)
+    if not h then return redis.error_reply('ERR value is not a valid float') end
+    if h > 1 then return ferr('highscore must be between 0 and 1') end
+    highscore = v
+  elseif kw == 'RESTORE' then
+    local u = string.upper(v)
+    if u == 'YES' then restore = 'yes' elseif u == 'NO' then restore = 'no' else return syntax() end
+  else
+    local n = toint(v)
+    if not n then return notint() end
+    if n < 1 or n > 3153600000 then
+      return redis.error_reply("ERR invalid expire time in 'luckybag.create' command")
+    end
+    ttl = n
+  end
+  i = i + 2
+end
+if not winners then return syntax() end
+local meta = B .. ':meta'
+local ok, exists = typed(meta, 'hash')
+if not ok then return redis.error_reply(WRONGTYPE) end
+if exists then return ferr('bag already exists') end
+-- Keys left over from an earlier bag of the same name would be inherited.
+for _, s in ipairs({'count', 'stored', 'winners'}) do
+  if redis.call('EXISTS', B .. ':' .. s) == 1 then return ferr('bag already exists') end
+end
+for s = 0, tonumber(shards) - 1 do
+  if redis.call('EXISTS', B .. ':cand:' .. s) == 1 then return ferr('bag already exists') end
+end
+redis.call('HSET', meta, 'shards', shards, 'state', 'open', 'poolcap', poolcap,
+  'highscore', highscore, 'restore', restore, 'winners', winners, 'latepooled', '0')
+if ttl > 0 then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('PEXPIREAT', meta, now + ttl * 1000)
+end
+return {ok = 'OK'}
+
+end
+redis.register_function{function_name = 'hotpath_luckybag_create', callback = luckybag_create,
+  description = 'LUCKYBAG.CREATE key WINNERS winners [SHARDS shards] [POOLCAP poolcap] [HIGHSCORE score] [RESTORE YES|NO] [TTL seconds]'}
+
+-- LUCKYBAG.DRAW (lua-compat/src/luckybag/draw.lua)
+local function luckybag_draw(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('luckybag.draw') end
+PARSE.latepooled = PARSE.poolcap
+-- End of shared helpers.
+local B = KEYS[1]
+if #ARGV ~= 0 then return arity('luckybag.draw') end
+local meta, e = find_meta(B)
+if e then return e end
+if not meta then return ferr('no such bag') end
+local winners = B .. ':winners'
+if not typed(winners, 'zset') then return redis.error_reply(WRONGTYPE) end
+local raw = read_meta(meta, {'shards', 'state', 'winners'})
+local shards, e1 = meta_value(meta, raw, 'shards')
+if e1 then return e1 end
+local drawn, e2 = meta_value(meta, raw, 'state')
+if e2 then return e2 end
+local out = {}
+if drawn then
+  local n, e3 = meta_value(meta, raw, 'winners')
+  if e3 then return e3 end
+  local r = redis.call('ZREVRANGE', winners, 0, n - 1, 'WITHSCORES')
+  for i = 1, #r, 2 do
+    out[#out + 1] = r[i]
+    out[#out + 1] = score_text(r[i + 1])
+  end
+  return out
+end
+for s = 0, shards - 1 do
+  if not typed(B .. ':cand:' .. s, 'zset') then return redis.error_reply(WRONGTYPE) end
+end
+local n, e4 = meta_value(meta, raw, 'winners')
+if e4 then return e4 end
+-- The top n of every shard with a score in [0, 1], as ZREVRANGEBYSCORE
+-- gives them: score descending, then member descending.
+local tops, pos = {}, {}
+for s = 0, shards - 1 do
+  tops[s + 1] = redis.call('ZREVRANGEBYSCORE', B .. ':cand:' .. s, 1, 0, 'WITHSCORES', 'LIMIT', 0, n)
+  pos[s + 1] = 1
+end
+-- Merge: repeatedly take the best head among the shards.
+local picked = {}
+while #picked < n do
+  local best, bs, bm, bscore = nil, nil, nil, nil
+  for s = 1, #tops do
+    local p = pos[s]
+    local m = tops[s][p]
+    if m then
+      local sc = tonumber(tops[s][p + 1])
+      if not best or sc > bs or (sc == bs and bytes_gt(m, bm)) then
+        best, bs, bm, bscore = s, sc, m, tops[s][p + 1]
+      end
+    end
+  end
+  if not best then break end
+  pos[best] = pos[best] + 2
+  picked[#picked + 1] = {bm, bscore}
+end
+redis.call('DEL', winners)
+for i = 1, #picked, 500 do
+  local args = {}
+  for j = i, math.min(i + 499, #picked) do
+    args[#args + 1] = picked[j][2]
+    args[#args + 1] = picked[j][1]
+  end
+  redis.call('ZADD', winners, unpack(args))
+end
+if #picked > 0 then adopt_expiry(meta, winners) end
+redis.call('HSET', meta, 'state', 'drawn')
+for i = 1, #picked do
+  out[#out + 1] = picked[i][1]
+  out[#out + 1] = score_text(picked[i][2])
+end
+return out
+
+end
+redis.register_function{function_name = 'hotpath_luckybag_draw', callback = luckybag_draw,
+  description = 'LUCKYBAG.DRAW key'}
+
+-- LUCKYBAG.ENTER (lua-compat/src/luckybag/enter.lua)
+local function luckybag_enter(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('luckybag.enter') end
+PARSE.latepooled = PARSE.poolcap
+-- End of shared helpers.
+local B = KEYS[1]
+if #ARGV ~= 1 then return arity('luckybag.enter') end
+local user = ARGV[1]
+if user == '' then return empty_user() end
+local meta, e = find_meta(B)
+if e then return e end
+if not meta then return ferr('no such bag') end
+local raw = read_meta(meta, {'shards', 'state', 'restore'})
+local shards, e1 = scope(meta, raw)
+if e1 then return e1 end
+local cand, stored = B .. ':cand:' .. shard_of(user, shards), B .. ':stored'
+if not typed(cand, 'zset') then return redis.error_reply(WRONGTYPE) end
+if not typed(stored, 'hash') then return redis.error_reply(WRONGTYPE) end
+local restore, e2 = meta_value(meta, raw, 'restore')
+if e2 then return e2 end
+if not restore then return 0 end
+local sc = redis.call('ZSCORE', cand, user)
+if not sc or tonumber(sc) ~= -1 then return 0 end
+local kept = redis.call('HGET', stored, user)
+if not kept then return 0 end
+-- As LEAVE writes it: a pool score in [0, 1) or -2, six decimals.
+local v = nil
+if string.match(kept, '^%-?%d+%.%d%d%d%d%d%d$') then v = tonumber(kept) end
+if not v or not (v == -2 or (v >= 0 and v < 1)) then return corrupt(stored, user) end
+redis.call('ZADD', cand, 'XX', kept, user)
+redis.call('HDEL', stored, user)
+return 1
+
+end
+redis.register_function{function_name = 'hotpath_luckybag_enter', callback = luckybag_enter,
+  description = 'LUCKYBAG.ENTER key user'}
+
+-- LUCKYBAG.INFO (lua-compat/src/luckybag/info.lua)
+local function luckybag_info(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('luckybag.info') end
+PARSE.latepooled = PARSE.poolcap
+-- End of shared helpers.
+local B = KEYS[1]
+if #ARGV ~= 0 then return arity('luckybag.info') end
+local meta, e = find_meta(B)
+if e then return e end
+if not meta then return {} end
+local count = B .. ':count'
+local ok, exists = typed(count, 'string')
+if not ok then return redis.error_reply(WRONGTYPE) end
+local raw = read_meta(meta, {'winners', 'shards', 'poolcap', 'state', 'latepooled'})
+local got = {}
+for _, name in ipairs({'winners', 'shards', 'poolcap', 'state', 'latepooled'}) do
+  local v, e1 = meta_value(meta, raw, name)
+  if e1 then return e1 end
+  got[name] = v
+end
+local participants = 0
+if exists then
+  local n, e2 = read_count(count)
+  if e2 then return e2 end
+  participants = n
+end
+-- Everyone up to the cap entered the pool, then the late high scores.
+local pooled = math.min(participants, got.poolcap) + got.latepooled
+return {'state', got.state and 'drawn' or 'open', 'participants', participants, 'pooled', pooled,
+  'winners', got.winners, 'shards', got.shards}
+
+end
+redis.register_function{function_name = 'hotpath_luckybag_info', callback = luckybag_info, flags = {'no-writes'},
+  description = 'LUCKYBAG.INFO key'}
+
+-- LUCKYBAG.JOIN (lua-compat/src/luckybag/join.lua)
+local function luckybag_join(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('luckybag.join') end
+PARSE.latepooled = PARSE.poolcap
+-- End of shared helpers.
+local B = KEYS[1]
+if #ARGV < 1 then return arity('luckybag.join') end
+local user = ARGV[1]
+local pending = false
+local i = 2
+while i <= #ARGV do
+  if string.upper(ARGV[i]) ~= 'TASK' then return syntax() end
+  local v = ARGV[i + 1]
+  if v == nil then return syntax() end
+  v = string.upper(v)
+  if v == 'DONE' then pending = false elseif v == 'PENDING' then pending = true else return syntax() end
+  i = i + 2
+end
+if user == '' then return empty_user() end
+local meta, e = find_meta(B)
+if e then return e end
+if not meta then return ferr('no such bag') end
+local raw = read_meta(meta, {'shards', 'state', 'poolcap'})
+local shards, e1 = scope(meta, raw)
+if e1 then return e1 end
+-- Every type check before any other value check.
+local cand, count = B .. ':cand:' .. shard_of(user, shards), B .. ':count'
+local ok, cand_existed = typed(cand, 'zset')
+if not ok then return redis.error_reply(WRONGTYPE) end
+local ok2, count_existed = typed(count, 'string')
+if not ok2 then return redis.error_reply(WRONGTYPE) end
+local poolcap, e2 = meta_value(meta, raw, 'poolcap')
+if e2 then return e2 end
+local before = 0
+if count_existed then
+  local n, e4, text = read_count(count)
+  if e4 then return e4 end
+  if text == I64_MAX then return overflow(count) end
+  before = n
+end
+local participants = before + 1
+local score = -2
+if not pending then score = math.random(0, 999999) / 1000000 end
+-- HIGHSCORE matters (and is read) only past the pool cap.
+local pooled = participants <= poolcap
+if not pooled then
+  local highscore, e3 = meta_value(meta, read_meta(meta, {'highscore'}), 'highscore')
+  if e3 then return e3 end
+  pooled = score >= highscore
+end
+-- A participant past the cap who entered the pool counts in `latepooled`.
+local late = pooled and participants > poolcap
+if late then
+  local lraw = read_meta(meta, {'latepooled'})
+  local _, e5 = meta_value(meta, lraw, 'latepooled')
+  if e5 then return e5 end
+  if lraw.latepooled == I64_MAX then return overflow(meta, 'latepooled') end
+end
+-- The pool is also the participant list: NX makes the insert the dedup.
+local kept = score
+if not pooled then kept = -3 end
+if redis.call('ZADD', cand, 'NX', kept, user) == 0 then
+  local sc = redis.call('ZSCORE', cand, user)
+  return {0, (tonumber(sc) ~= -3) and 1 or 0, before}
+end
+if not cand_existed then adopt_expiry(meta, cand) end
+local n = redis.call('INCR', count)
+if not count_existed then adopt_expiry(meta, count) end
+if late then redis.call('HINCRBY', meta, 'latepooled', 1) end
+return {1, pooled and 1 or 0, n}
+
+end
+redis.register_function{function_name = 'hotpath_luckybag_join', callback = luckybag_join,
+  description = 'LUCKYBAG.JOIN key user [TASK DONE|PENDING]'}
+
+-- LUCKYBAG.LEAVE (lua-compat/src/luckybag/leave.lua)
+local function luckybag_leave(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('luckybag.leave') end
+PARSE.latepooled = PARSE.poolcap
+-- End of shared helpers.
+local B = KEYS[1]
+if #ARGV ~= 1 then return arity('luckybag.leave') end
+local user = ARGV[1]
+if user == '' then return empty_user() end
+local meta, e = find_meta(B)
+if e then return e end
+if not meta then return ferr('no such bag') end
+local raw = read_meta(meta, {'shards', 'state', 'restore'})
+local shards, e1 = scope(meta, raw)
+if e1 then return e1 end
+local cand, stored = B .. ':cand:' .. shard_of(user, shards), B .. ':stored'
+if not typed(cand, 'zset') then return redis.error_reply(WRONGTYPE) end
+local ok, stored_existed = typed(stored, 'hash')
+if not ok then return redis.error_reply(WRONGTYPE) end
+local restore, e2 = meta_value(meta, raw, 'restore')
+if e2 then return e2 end
+local sc = redis.call('ZSCORE', cand, user)
+if not sc or tonumber(sc) == -1 or tonumber(sc) == -3 then return 0 end
+if restore then
+  redis.call('HSET', stored, user, score_text(sc))
+  if not stored_existed then adopt_expiry(meta, stored) end
+end
+redis.call('ZADD', cand, 'XX', -1, user)
+return 1
+
+end
+redis.register_function{function_name = 'hotpath_luckybag_leave', callback = luckybag_leave,
+  description = 'LUCKYBAG.LEAVE key user'}
+
+-- LUCKYBAG.RESULT (lua-compat/src/luckybag/result.lua)
+local function luckybag_result(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('luckybag.result') end
+PARSE.latepooled = PARSE.poolcap
+-- End of shared helpers.
+local B = KEYS[1]
+if #ARGV ~= 1 then return arity('luckybag.result') end
+local user = ARGV[1]
+if user == '' then return empty_user() end
+local meta, e = find_meta(B)
+if e then return e end
+if not meta then return {ok = 'ABSENT'} end
+local raw = read_meta(meta, {'shards', 'state'})
+local shards, e1 = meta_value(meta, raw, 'shards')
+if e1 then return e1 end
+local cand, winners = B .. ':cand:' .. shard_of(user, shards), B .. ':winners'
+if not typed(cand, 'zset') then return redis.error_reply(WRONGTYPE) end
+if not typed(winners, 'zset') then return redis.error_reply(WRONGTYPE) end
+local drawn, e2 = meta_value(meta, raw, 'state')
+if e2 then return e2 end
+-- Every participant has an entry in its shard's pool (capped ones too).
+if not redis.call('ZSCORE', cand, user) then return {ok = 'ABSENT'} end
+if not drawn then return {ok = 'PENDING'} end
+if redis.call('ZSCORE', winners, user) then return {ok = 'WON'} end
+return {ok = 'LOST'}
+
+end
+redis.register_function{function_name = 'hotpath_luckybag_result', callback = luckybag_result, flags = {'no-writes'},
+  description = 'LUCKYBAG.RESULT key user'}
+
+-- LUCKYBAG.TASK (lua-compat/src/luckybag/task.lua)
+local function luckybag_task(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('luckybag.task') end
+PARSE.latepooled = PARSE.poolcap
+-- End of shared helpers.
+local B = KEYS[1]
+if #ARGV ~= 1 then return arity('luckybag.task') end
+local user = ARGV[1]
+if user == '' then return empty_user() end
+local meta, e = find_meta(B)
+if e then return e end
+if not meta then return ferr('no such bag') end
+local raw = read_meta(meta, {'shards', 'state'})
+local shards, e1 = scope(meta, raw)
+if e1 then return e1 end
+local cand = B .. ':cand:' .. shard_of(user, shards)
+if not typed(cand, 'zset') then return redis.error_reply(WRONGTYPE) end
+local sc = redis.call('ZSCORE', cand, user)
+if not sc or tonumber(sc) ~= -2 then return 0 end
+redis.call('ZADD', cand, 'XX', math.random(0, 999999) / 1000000, user)
+return 1
+
+end
+redis.register_function{function_name = 'hotpath_luckybag_task', callback = luckybag_task,
+  description = 'LUCKYBAG.TASK key user'}
+end
+
+do -- POLL (lua-compat/src/poll/)
+local MAX_TIME = 253402300799999
+local function fail(msg) error({ hp = msg }, 0) end
+local function syntax() fail('ERR syntax error') end
+-- Redis string2ll: optional '-', digits, no '+', no leading zeros, no
+-- "-0", at most 20 chars, within the i64 range. Returns a number or nil.
+local function parse_int(s)
+  if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
+  if s ~= '0' and not string.find(s, '^%-?[1-9]%d*$') then return nil end
+  local digits = string.gsub(s, '^%-', '')
+  if #digits > 19 then return nil end
+  if #digits == 19 then
+    local lim = (digits == s) and '9223372036854775807' or '9223372036854775808'
+    if digits > lim then return nil end
+  end
+  return tonumber(s)
+end
+local function int_in(s, lo, hi)
+  local n = parse_int(s)
+  if n == nil or n < lo or n > hi then fail('ERR value is not an integer or out of range') end
+  return n
+end
+local function check(k, want)
+  local t = redis.call('TYPE', k).ok
+  if t == 'none' then return false end
+  if t ~= want then fail('WRONGTYPE Operation against a key holding the wrong kind of value') end
+  return true
+end
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- Valid UTF-8 exactly as Rust's std::str::from_utf8 judges it (no
+-- overlong forms, no surrogates, nothing above U+10FFFF).
+local function valid_utf8(s)
+  local i, n = 1, #s
+  while i <= n do
+    local c = string.byte(s, i)
+    local len
+    if c < 0x80 then len = 1
+    elseif c >= 0xC2 and c <= 0xDF then len = 2
+    elseif c >= 0xE0 and c <= 0xEF then len = 3
+    elseif c >= 0xF0 and c <= 0xF4 then len = 4
+    else return false end
+    if i + len - 1 > n then return false end
+    for k = i + 1, i + len - 1 do
+      local b = string.byte(s, k)
+      if b < 0x80 or b > 0xBF then return false end
+    end
+    local b = string.byte(s, i + 1)
+    if len == 3 and ((c == 0xE0 and b < 0xA0) or (c == 0xED and b > 0x9F)) then return false end
+    if len == 4 and ((c == 0xF0 and b < 0x90) or (c == 0xF4 and b > 0x8F)) then return false end
+    i = i + len
+  end
+  return true
+end
+local function expire_at_if_unset(k, at)
+  if at > 0 and redis.call('EXISTS', k) == 1 and redis.call('PTTL', k) < 0 then
+    redis.call('PEXPIREAT', k, fmt(at))
+  end
+end
+-- ERR poll: corrupt data in '<key>' field '<field>': a value the module
+-- never writes (control characters shown as '?', as the module does).
+local function corrupt(key, field)
+  local function text(s) return (string.gsub(s, '[%z\1-\31\127]', '?')) end
+  fail("ERR poll: corrupt data in '" .. text(key) .. "' field '" .. text(field) .. "'")
+end
+-- The poll's rules from a type-checked B:meta: the defaults for a poll
+-- never created (no B:meta, or one holding only the write-back state), an
+-- error naming the field when `rules` holds something CREATE never writes.
+local function read_rules(meta)
+  local r = { mode = 'ONCE', maxvotes = 1, start = 0, stop = 0, tz = 0, closed = false, expires = 0 }
+  -- One packed field, as the module keeps it:
+  -- "<MODE> <maxvotes> <start> <end> <tz> <closed> <expires>".
+  local packed = redis.call('HGET', meta, 'rules')
+  if not packed then return r end
+  local p, i = {}, 1
+  while true do
+    local j = string.find(packed, ' ', i, true)
+    if not j then
+      p[#p + 1] = string.sub(packed, i)
+      break
+    end
+    p[#p + 1] = string.sub(packed, i, j - 1)
+    i = j + 1
+  end
+  local m = p[1]
+  if #p ~= 7 or (m ~= 'ONCE' and m ~= 'DAILY' and m ~= 'MULTI') then corrupt(meta, 'rules') end
+  local n = {}
+  for k = 2, 7 do
+    n[k] = parse_int(p[k])
+    if n[k] == nil then corrupt(meta, 'rules') end
+  end
+  local maxv = (m == 'MULTI') and 1000 or 1
+  local function within(x, lo, hi) return x >= lo and x <= hi end
+  if not (within(n[2], 1, maxv) and within(n[3], 0, 253402300799999) and within(n[4], 0, 253402300799999)
+      and within(n[5], -1440, 1440) and within(n[6], 0, 1)
+      and within(n[7], 0, 253402300799999 + 3153600000000)) then
+    corrupt(meta, 'rules')
+  end
+  return { mode = m, maxvotes = n[2], start = n[3], stop = n[4], tz = n[5], closed = n[6] == 1, expires = n[7] }
+end
+-- Calendar day yyyymmdd of now_ms at UTC+tz (Hinnant's days-to-civil).
+local function day_of(now_ms, tz)
+  local fl = math.floor
+  local days = fl((now_ms + tz * 60000) / 86400000)
+  local z = days + 719468
+  local era = fl(z / 146097)
+  local doe = z - era * 146097
+  local yoe = fl((doe - fl(doe / 1460) + fl(doe / 36524) - fl(doe / 146096)) / 365)
+  local y = yoe + era * 400
+  local doy = doe - (365 * yoe + fl(yoe / 4) - fl(yoe / 100))
+  local mp = fl((5 * doy + 2) / 153)
+  local d = doy - fl((153 * mp + 2) / 5) + 1
+  local m = (mp < 10) and (mp + 3) or (mp - 9)
+  if m <= 2 then y = y + 1 end
+  return y * 10000 + m * 100 + d
+end
+-- A MULTI user's vote list (B:uservotes); anything but a JSON array of
+-- strings is an error naming the user's field.
+local function parse_list(uvk, user)
+  local j = redis.call('HGET', uvk, user)
+  if not j then return {} end
+  local ok, t = pcall(cjson.decode, j)
+  if not ok or type(t) ~= 'table' or not string.find(j, '^%s*%[') then corrupt(uvk, user) end
+  local n = 0
+  for k, v in pairs(t) do
+    if type(k) ~= 'number' or type(v) ~= 'string' then corrupt(uvk, user) end
+    n = n + 1
+  end
+  for i = 1, n do
+    if t[i] == nil then corrupt(uvk, user) end
+  end
+  return t
+end
+-- The candidate of a ballot's audit record "<candidate>:<unix-ms>"
+-- (everything before the last ':'); an error naming the ballot's field
+-- when the record is not of that form.
+local function ballot_candidate(voted, field, v)
+  local cand, t = string.match(v, '^(.*):([^:]*)$')
+  local ms = parse_int(t)
+  if cand == nil or cand == '' or ms == nil or ms < 0 or ms > 253402300799999 then corrupt(voted, field) end
+  return cand
+end
+-- JSON exactly as serde_json writes a Vec<String> (cjson would escape '/').
+local ESC = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f',
+  ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t' }
+local function json_list(list)
+  local out = {}
+  for i, s in ipairs(list) do
+    out[i] = '"' .. string.gsub(s, '[%z\001-\031"\\]', function(c)
+      return ESC[c] or string.format('\\u%04x', string.byte(c))
+    end) .. '"'
+  end
+  return '[' .. table.concat(out, ',') .. ']'
+end
+-- A board count, or an error naming the member when the score is not a
+-- whole number of votes (edited by hand).
+local function votes(key, member, score)
+  local n = tonumber(score)
+  if n == nil or n ~= math.floor(n) or math.abs(n) > 9007199254740991 then corrupt(key, member) end
+  return n
+end
+-- An integer field of B:meta (`epoch`, `pending`) as its decimal string:
+-- '0' when absent, an error naming the field when it is not a
+-- non-negative integer.
+local function meta_int(meta, field)
+  local v = redis.call('HGET', meta, field)
+  if not v then return '0' end
+  local n = parse_int(v)
+  if n == nil or n < 0 then corrupt(meta, field) end
+  return v
+end
+-- s + 1 for a non-negative decimal string, exactly (an epoch may be
+-- beyond 2^53, where doubles round); nil past the i64 range.
+local function succ(s)
+  if s == '9223372036854775807' then return nil end
+  local digits, i = {}, #s
+  for k = 1, #s do digits[k] = string.byte(s, k) - 48 end
+  while i >= 1 do
+    if digits[i] < 9 then
+      digits[i] = digits[i] + 1
+      break
+    end
+    digits[i] = 0
+    i = i - 1
+  end
+  local out = (i == 0) and '1' or ''
+  for k = 1, #digits do out = out .. string.char(digits[k] + 48) end
+  return out
+end
+local RANGE_MAX = 1000 -- the module's poll-range-max default
+
+-- POLL.CREATE (lua-compat/src/poll/create.lua)
+local function poll_create(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('poll.create') end
+local B = KEYS[1]
+local function arity() fail("ERR wrong number of arguments for 'poll.create' command") end
+local pos = 1
+local function done() return pos > #ARGV end
+local function nxt()
+  local a = ARGV[pos]
+  if a == nil then arity() end
+  pos = pos + 1
+  return a
+end
+local function option_int(lo, hi)
+  if done() then syntax() end
+  return int_in(nxt(), lo, hi)
+end
+local function main()
+  if #KEYS ~= 1 then arity() end
+  local mode, maxvotes, cands, now = 'ONCE', nil, nil, nil
+  local start, stop, tz, ttl = 0, 0, 0, 0
+  while not done() do
+    local kw = string.upper(nxt())
+    if kw == 'MODE' then
+      if done() then syntax() end
+      local v = string.upper(nxt())
+      if v ~= 'ONCE' and v ~= 'DAILY' and v ~= 'MULTI' then syntax() end
+      mode = v
+    elseif kw == 'MAXVOTES' then
+      maxvotes = option_int(1, 1000)
+    elseif kw == 'CANDIDATES' then
+      local n = option_int(1, 100000)
+      if #ARGV - pos + 1 < n then syntax() end
+      local list = {}
+      for i = 1, n do
+        local c = nxt()
+        if c == '' then fail('ERR poll: candidate must not be empty') end
+        list[i] = c
+      end
+      cands = list
+    elseif kw == 'START' then
+      start = option_int(0, MAX_TIME)
+    elseif kw == 'END' then
+      stop = option_int(0, MAX_TIME)
+    elseif kw == 'TZ' then
+      tz = option_int(-1440, 1440)
+    elseif kw == 'TTL' then
+      ttl = option_int(1, 3153600000)
+    elseif kw == 'NOW' then
+      now = option_int(0, MAX_TIME)
+    else
+      syntax()
+    end
+  end
+  if maxvotes ~= nil and mode ~= 'MULTI' then fail('ERR poll: MAXVOTES needs MODE MULTI') end
+  if mode == 'MULTI' and cands then
+    for _, c in ipairs(cands) do
+      if string.find(c, ':', 1, true) then fail("ERR poll: candidate must not contain ':' in MODE MULTI") end
+    end
+    for _, c in ipairs(cands) do
+      if not valid_utf8(c) then fail('ERR poll: candidate must be valid UTF-8 in MODE MULTI') end
+    end
+  end
+  if start ~= 0 and stop ~= 0 and start >= stop then fail('ERR poll: START must be before END') end
+  if now == nil then now = clock() end
+
+  local meta, board, voted = B .. ':meta', B .. ':board', B .. ':voted'
+  local e1 = check(meta, 'hash')
+  local e2 = check(board, 'zset')
+  local e3 = check(voted, 'hash')
+  if e1 or e2 or e3 then fail('ERR poll: poll already exists') end
+  if mode == 'MULTI' then maxvotes = maxvotes or 3 else maxvotes = 1 end
+  local expires = 0
+  if ttl > 0 then expires = now + ttl * 1000 end
+  -- Born expired (NOW + TTL already past): like SET with a past PXAT,
+  -- nothing is kept.
+  if expires > 0 and expires <= clock() then return redis.status_reply('OK') end
+  -- `rules` first: every vote reads it, and a small hash is searched from
+  -- its first field.
+  redis.call('HSET', meta,
+    'rules', table.concat({ mode, fmt(maxvotes), fmt(start), fmt(stop), fmt(tz), cands and '1' or '0', fmt(expires) }, ' '),
+    'mode', mode, 'maxvotes', fmt(maxvotes), 'start', fmt(start),
+    'end', fmt(stop), 'tz', fmt(tz), 'closed', cands and '1' or '0', 'expires', fmt(expires))
+  if cands then
+    local args = {}
+    for _, c in ipairs(cands) do
+      args[#args + 1] = '0'
+      args[#args + 1] = c
+      if #args >= 400 then
+        redis.call('ZADD', board, 'NX', unpack(args))
+        args = {}
+      end
+    end
+    if #args > 0 then redis.call('ZADD', board, 'NX', unpack(args)) end
+  end
+  expire_at_if_unset(meta, expires)
+  expire_at_if_unset(board, expires)
+  return redis.status_reply('OK')
+end
+local ok, res = pcall(main)
+if ok then return res end
+if type(res) == 'table' and res.hp then return redis.error_reply(res.hp) end
+error(res, 0)
+
+end
+redis.register_function{function_name = 'hotpath_poll_create', callback = poll_create,
+  description = 'POLL.CREATE key [MODE ONCE|DAILY|MULTI] [MAXVOTES maxvotes] [CANDIDATES count candidate [candidate ...]] [START unix-ms] [END unix-ms] [TZ minutes] [TTL seconds] [NOW unix-ms]'}
+
+-- POLL.INFO (lua-compat/src/poll/info.lua)
+local function poll_info(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('poll.info') end
+local B = KEYS[1]
+local function arity() fail("ERR wrong number of arguments for 'poll.info' command") end
+local function main()
+  if #KEYS ~= 1 or #ARGV ~= 0 then arity() end
+  local meta, voted, board = B .. ':meta', B .. ':voted', B .. ':board'
+  check(meta, 'hash')
+  check(voted, 'hash')
+  check(board, 'zset')
+  local r = read_rules(meta)
+  -- Every counted vote is one ballot and one point on the board: the
+  -- board's total is the number of ballots (O(1), like the module).
+  local ballots = redis.call('HLEN', voted)
+  return { 'mode', r.mode, 'maxvotes', r.maxvotes, 'start', r.start, 'end', r.stop,
+    'ballots', ballots, 'votes', ballots }
+end
+local ok, res = pcall(main)
+if ok then return res end
+if type(res) == 'table' and res.hp then return redis.error_reply(res.hp) end
+error(res, 0)
+
+end
+redis.register_function{function_name = 'hotpath_poll_info', callback = poll_info, flags = {'no-writes'},
+  description = 'POLL.INFO key'}
+
+-- POLL.RANK (lua-compat/src/poll/rank.lua)
+local function poll_rank(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('poll.rank') end
+local B = KEYS[1]
+local function arity() fail("ERR wrong number of arguments for 'poll.rank' command") end
+local function main()
+  if #KEYS ~= 1 or #ARGV ~= 1 then arity() end
+  if ARGV[1] == '' then fail('ERR poll: candidate must not be empty') end
+  local board = B .. ':board'
+  check(board, 'zset')
+  local score = redis.call('ZSCORE', board, ARGV[1])
+  if not score then return false end
+  local n = tonumber(score)
+  if n == nil or n ~= math.floor(n) or math.abs(n) > 9007199254740991 then corrupt(board, ARGV[1]) end
+  local rank = redis.call('ZREVRANK', board, ARGV[1])
+  if type(rank) ~= 'number' then return false end
+  return { rank, n }
+end
+local ok, res = pcall(main)
+if ok then return res end
+if type(res) == 'table' and res.hp then return redis.error_reply(res.hp) end
+error(res, 0)
+
+end
+redis.register_function{function_name = 'hotpath_poll_rank', callback = poll_rank, flags = {'no-writes'},
+  description = 'POLL.RANK key candidate'}
+
+-- POLL.REVOKE (lua-compat/src/poll/revoke.lua)
+local function poll_revoke(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('poll.revoke') end
+local B = KEYS[1]
+local function arity() fail("ERR wrong number of arguments for 'poll.revoke' command") end
+local pos = 1
+local function done() return pos > #ARGV end
+local function nxt()
+  local a = ARGV[pos]
+  if a == nil then arity() end
+  pos = pos + 1
+  return a
+end
+local function trailing_now()
+  if done() then return clock() end
+  if string.upper(nxt()) ~= 'NOW' then syntax() end
+  if done() then syntax() end
+  local now = int_in(nxt(), 0, MAX_TIME)
+  if not done() then syntax() end
+  return now
+end
+local function main()
+  if #KEYS ~= 1 or #ARGV < 1 then arity() end
+  local user = nxt()
+  if user == '' then fail('ERR poll: user must not be empty') end
+  local rest = #ARGV - 1
+  local only = nil
+  if rest == 1 or rest == 3 then
+    only = nxt()
+    if only == '' then fail('ERR poll: candidate must not be empty') end
+  end
+  local now = trailing_now()
+
+  local meta, voted, board, uvk = B .. ':meta', B .. ':voted', B .. ':board', B .. ':uservotes'
+  check(meta, 'hash')
+  check(voted, 'hash')
+  check(board, 'zset')
+  local r = read_rules(meta)
+  local taken = {}
+  if r.mode ~= 'MULTI' then
+    local field = user
+    if r.mode == 'DAILY' then field = user .. ':' .. fmt(day_of(now, r.tz)) end
+    local v = redis.call('HGET', voted, field)
+    if v then
+      local cand = ballot_candidate(voted, field, v)
+      if only == nil or only == cand then
+        redis.call('HDEL', voted, field)
+        taken[#taken + 1] = cand
+      end
+    end
+  else
+    check(uvk, 'hash')
+    local list = parse_list(uvk, user)
+    local kept = {}
+    for _, cand in ipairs(list) do
+      if only == nil or only == cand then
+        redis.call('HDEL', voted, user .. ':' .. cand)
+        taken[#taken + 1] = cand
+      else
+        kept[#kept + 1] = cand
+      end
+    end
+    if #taken > 0 then
+      if #kept == 0 then
+        redis.call('HDEL', uvk, user)
+      else
+        redis.call('HSET', uvk, user, json_list(kept))
+      end
+    end
+  end
+  for _, cand in ipairs(taken) do
+    if redis.call('ZSCORE', board, cand) then redis.call('ZINCRBY', board, '-1', cand) end
+  end
+  return #taken
+end
+local ok, res = pcall(main)
+if ok then return res end
+if type(res) == 'table' and res.hp then return redis.error_reply(res.hp) end
+error(res, 0)
+
+end
+redis.register_function{function_name = 'hotpath_poll_revoke', callback = poll_revoke,
+  description = 'POLL.REVOKE key user [candidate] [NOW unix-ms]'}
+
+-- POLL.STATUS (lua-compat/src/poll/status.lua)
+local function poll_status(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('poll.status') end
+local B = KEYS[1]
+local function arity() fail("ERR wrong number of arguments for 'poll.status' command") end
+local pos = 1
+local function done() return pos > #ARGV end
+local function nxt()
+  local a = ARGV[pos]
+  if a == nil then arity() end
+  pos = pos + 1
+  return a
+end
+local function trailing_now()
+  if done() then return clock() end
+  if string.upper(nxt()) ~= 'NOW' then syntax() end
+  if done() then syntax() end
+  local now = int_in(nxt(), 0, MAX_TIME)
+  if not done() then syntax() end
+  return now
+end
+local function main()
+  if #KEYS ~= 1 or #ARGV < 1 then arity() end
+  local user = nxt()
+  if user == '' then fail('ERR poll: user must not be empty') end
+  local now = trailing_now()
+  local meta, voted = B .. ':meta', B .. ':voted'
+  check(meta, 'hash')
+  check(voted, 'hash')
+  local r = read_rules(meta)
+  if r.mode ~= 'MULTI' then
+    local field = user
+    if r.mode == 'DAILY' then field = user .. ':' .. fmt(day_of(now, r.tz)) end
+    local v = redis.call('HGET', voted, field)
+    if not v then return {} end
+    return { ballot_candidate(voted, field, v) }
+  end
+  local uvk = B .. ':uservotes'
+  check(uvk, 'hash')
+  return parse_list(uvk, user)
+end
+local ok, res = pcall(main)
+if ok then return res end
+if type(res) == 'table' and res.hp then return redis.error_reply(res.hp) end
+error(res, 0)
+
+end
+redis.register_function{function_name = 'hotpath_poll_status', callback = poll_status, flags = {'no-writes'},
+  description = 'POLL.STATUS key user [NOW unix-ms]'}
+
+-- POLL.SYNC (lua-compat/src/poll/sync.lua)
+local function poll_sync(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('poll.sync') end
+local B = KEYS[1]
+local function arity() fail("ERR wrong number of arguments for 'poll.sync' command") end
+local function main()
+  if #KEYS ~= 1 or #ARGV ~= 0 then arity() end
+  local meta, board = B .. ':meta', B .. ':board'
+  local synced, syncing = B .. ':synced', B .. ':syncing'
+  check(meta, 'hash')
+  check(board, 'zset')
+  check(synced, 'zset')
+  check(syncing, 'zset')
+  local r = read_rules(meta)
+  local epoch = meta_int(meta, 'pending')
+  local last = meta_int(meta, 'epoch')
+  if epoch == '0' then
+    -- Freeze the board as the new snapshot.
+    epoch = succ(last)
+    if epoch == nil then fail("ERR poll: integer overflow in '" .. meta .. "' field 'epoch'") end
+    redis.call('UNLINK', syncing)
+    local z = redis.call('ZRANGE', board, '0', '-1', 'WITHSCORES')
+    for i = 1, #z, 2 do votes(board, z[i], z[i + 1]) end
+    local args = {}
+    for i = 1, #z, 2 do
+      args[#args + 1] = z[i + 1]
+      args[#args + 1] = z[i]
+      if #args >= 400 or i + 2 > #z then
+        redis.call('ZADD', syncing, unpack(args))
+        args = {}
+      end
+    end
+    local had_meta = redis.call('EXISTS', meta) == 1
+    redis.call('HSET', meta, 'epoch', epoch, 'pending', epoch)
+    if not had_meta then expire_at_if_unset(meta, r.expires) end
+    expire_at_if_unset(syncing, r.expires)
+  end
+  -- The deltas in the frozen snapshot's order, then the candidates that
+  -- left it (in the acknowledged one's order), checked as the module
+  -- checks them.
+  local out = { parse_int(epoch) }
+  local frozen = redis.call('ZREVRANGE', syncing, '0', '-1', 'WITHSCORES')
+  for i = 1, #frozen, 2 do
+    local c = frozen[i]
+    local d = votes(syncing, c, frozen[i + 1])
+    local acked = redis.call('ZSCORE', synced, c)
+    if acked then d = d - votes(synced, c, acked) end
+    if d ~= 0 then
+      out[#out + 1] = c
+      out[#out + 1] = d
+    end
+  end
+  local acked = redis.call('ZREVRANGE', synced, '0', '-1', 'WITHSCORES')
+  for i = 1, #acked, 2 do
+    local c = acked[i]
+    local v = votes(synced, c, acked[i + 1])
+    if not redis.call('ZSCORE', syncing, c) and v ~= 0 then
+      out[#out + 1] = c
+      out[#out + 1] = -v
+    end
+  end
+  return out
+end
+local ok, res = pcall(main)
+if ok then return res end
+if type(res) == 'table' and res.hp then return redis.error_reply(res.hp) end
+error(res, 0)
+
+end
+redis.register_function{function_name = 'hotpath_poll_sync', callback = poll_sync,
+  description = 'POLL.SYNC key'}
+
+-- POLL.SYNCACK (lua-compat/src/poll/syncack.lua)
+local function poll_syncack(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('poll.syncack') end
+local B = KEYS[1]
+local function arity() fail("ERR wrong number of arguments for 'poll.syncack' command") end
+local function main()
+  if #KEYS ~= 1 or #ARGV ~= 1 then arity() end
+  local epoch = ARGV[1]
+  if parse_int(epoch) == nil then fail('ERR value is not an integer or out of range') end
+  local meta, synced, syncing = B .. ':meta', B .. ':synced', B .. ':syncing'
+  check(meta, 'hash')
+  check(synced, 'zset')
+  check(syncing, 'zset')
+  -- Valid integers have one spelling, so comparing the strings compares
+  -- them as 64-bit integers exactly.
+  local pending = redis.call('HGET', meta, 'pending')
+  if pending and ((parse_int(pending) or -1) < 0) then corrupt(meta, 'pending') end
+  if (parse_int(pending) or 0) == 0 or pending ~= epoch then return 0 end
+  redis.call('HSET', meta, 'pending', '0')
+  redis.call('UNLINK', synced)
+  if redis.call('EXISTS', syncing) == 1 then redis.call('RENAME', syncing, synced) end
+  return 1
+end
+local ok, res = pcall(main)
+if ok then return res end
+if type(res) == 'table' and res.hp then return redis.error_reply(res.hp) end
+error(res, 0)
+
+end
+redis.register_function{function_name = 'hotpath_poll_syncack', callback = poll_syncack,
+  description = 'POLL.SYNCACK key epoch'}
+
+-- POLL.TOP (lua-compat/src/poll/top.lua)
+local function poll_top(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('poll.top') end
+local B = KEYS[1]
+local function arity() fail("ERR wrong number of arguments for 'poll.top' command") end
+local pos = 1
+local function done() return pos > #ARGV end
+local function nxt()
+  local a = ARGV[pos]
+  if a == nil then arity() end
+  pos = pos + 1
+  return a
+end
+local function main()
+  if #KEYS ~= 1 then arity() end
+  local count, offset, first = 10, 0, true
+  while not done() do
+    local a = nxt()
+    if string.upper(a) == 'OFFSET' then
+      if done() then syntax() end
+      offset = int_in(nxt(), 0, math.huge)
+    elseif first then
+      count = int_in(a, 0, math.huge)
+    else
+      syntax()
+    end
+    first = false
+  end
+  -- count is bounded so that no call sends a whole board (poll-range-max).
+  if count > RANGE_MAX then fail('ERR poll: count must be at most ' .. RANGE_MAX .. ' (poll-range-max)') end
+  local board = B .. ':board'
+  check(board, 'zset')
+  local out = {}
+  if count == 0 or offset >= redis.call('ZCARD', board) then return out end
+  local z = redis.call('ZREVRANGE', board, fmt(offset), fmt(offset + count - 1), 'WITHSCORES')
+  for i = 1, #z, 2 do
+    local n = tonumber(z[i + 1])
+    if n == nil or n ~= math.floor(n) or math.abs(n) > 9007199254740991 then corrupt(board, z[i]) end
+    out[#out + 1] = z[i]
+    out[#out + 1] = n
+  end
+  return out
+end
+local ok, res = pcall(main)
+if ok then return res end
+if type(res) == 'table' and res.hp then return redis.error_reply(res.hp) end
+error(res, 0)
+
+end
+redis.register_function{function_name = 'hotpath_poll_top', callback = poll_top, flags = {'no-writes'},
+  description = 'POLL.TOP key [count] [OFFSET offset]'}
+
+-- POLL.VOTE (lua-compat/src/poll/vote.lua)
+local function poll_vote(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('poll.vote') end
+local B = KEYS[1]
+local function arity() fail("ERR wrong number of arguments for 'poll.vote' command") end
+local pos = 1
+local function done() return pos > #ARGV end
+local function nxt()
+  local a = ARGV[pos]
+  if a == nil then arity() end
+  pos = pos + 1
+  return a
+end
+local function trailing_now()
+  if done() then return clock() end
+  if string.upper(nxt()) ~= 'NOW' then syntax() end
+  if done() then syntax() end
+  local now = int_in(nxt(), 0, MAX_TIME)
+  if not done() then syntax() end
+  return now
+end
+local function main()
+  if #KEYS ~= 1 or #ARGV < 2 then arity() end
+  local user = nxt()
+  if user == '' then fail('ERR poll: user must not be empty') end
+  local cand = nxt()
+  if cand == '' then fail('ERR poll: candidate must not be empty') end
+  local now = trailing_now()
+
+  local meta, voted, board, uvk = B .. ':meta', B .. ':voted', B .. ':board', B .. ':uservotes'
+  check(meta, 'hash')
+  check(voted, 'hash')
+  check(board, 'zset')
+  local r = read_rules(meta)
+  local multi = r.mode == 'MULTI'
+  if multi then check(uvk, 'hash') end
+  if not ((r.start == 0 or now >= r.start) and (r.stop == 0 or now < r.stop)) then
+    fail('ERR poll: not open')
+  end
+  if r.closed and not redis.call('ZSCORE', board, cand) then fail('ERR poll: unknown candidate') end
+  if multi and string.find(cand, ':', 1, true) then
+    fail("ERR poll: candidate must not contain ':' in MODE MULTI")
+  end
+  if multi and not valid_utf8(cand) then
+    fail('ERR poll: candidate must be valid UTF-8 in MODE MULTI')
+  end
+  local field = user
+  if r.mode == 'DAILY' then
+    field = user .. ':' .. fmt(day_of(now, r.tz))
+  elseif multi then
+    field = user .. ':' .. cand
+  end
+  local list
+  if multi then
+    list = parse_list(uvk, user)
+    for _, c in ipairs(list) do
+      if c == cand then return 0 end
+    end
+    if #list >= r.maxvotes then fail('ERR poll: vote limit reached') end
+    list[#list + 1] = cand
+  end
+  local had_voted = redis.call('EXISTS', voted) == 1
+  local had_board = redis.call('EXISTS', board) == 1
+  if redis.call('HSETNX', voted, field, cand .. ':' .. fmt(now)) == 0 then return 0 end
+  redis.call('ZINCRBY', board, '1', cand)
+  if multi then
+    local had = redis.call('EXISTS', uvk) == 1
+    redis.call('HSET', uvk, user, json_list(list))
+    if not had then expire_at_if_unset(uvk, r.expires) end
+  end
+  if not had_voted then expire_at_if_unset(voted, r.expires) end
+  if not had_board then expire_at_if_unset(board, r.expires) end
+  return 1
+end
+local ok, res = pcall(main)
+if ok then return res end
+if type(res) == 'table' and res.hp then return redis.error_reply(res.hp) end
+error(res, 0)
+
+end
+redis.register_function{function_name = 'hotpath_poll_vote', callback = poll_vote,
+  description = 'POLL.VOTE key user candidate [NOW unix-ms]'}
+end
+
+do -- RANK (lua-compat/src/rank/)
+local EXACT_MAX = 9007199254740991
+local RANGE_MAX = 1000 -- the module's rank-range-max default
+local NOT_INT = 'ERR value is not an integer or out of range'
+local function int_in(s, min, max)
+  local v = int(s)
+  if v == nil or v < min or v > max then return nil end
+  return v
+end
+-- True when key is missing or holds `want`.
+local function typed(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  return t == 'none' or t == want
+end
+local function rank_err(msg)
+  return redis.error_reply('ERR rank: ' .. msg)
+end
+-- ERR rank: corrupt data in '<key>' field '<field>': a value the module
+-- never writes (control characters shown as '?', as the module does).
+local function corrupt(key, field)
+  local function text(s) return (string.gsub(s, '[%z\1-\31\127]', '?')) end
+  return rank_err("corrupt data in '" .. text(key) .. "' field '" .. text(field) .. "'")
+end
+local function importing()
+  return rank_err('board is being imported (call RANK.IMPORT until it replies 0)')
+end
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function tick(l, ms)
+  if l.tiebreak == 'NONE' then return 0 end
+  local d = ms - l.epoch
+  if d < 0 then return nil end
+  local t = (d - math.fmod(d, l.unitms)) / l.unitms
+  if t >= l.scale then return nil end
+  return t
+end
+-- The board's layout from the `layout` field of B:meta,
+-- "<TIEBREAK> <UNIT> <DIGITS> <EPOCH>" (defaults for a board never
+-- created), and the import's time when the field ends with
+-- " IMPORT <unix-ms>" (RANK.IMPORT in progress); nil when the value is
+-- not a layout.
+local function layout(meta)
+  local v = redis.call('HGET', meta, 'layout')
+  local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
+  local import = nil
+  if v then
+    local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
+    if not tb then
+      local at
+      tb, unit, digits, epoch, at = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*) IMPORT ([^ ]*)$')
+      if not tb then return nil end
+      import = int(at)
+      if import == nil then return nil end
+    end
+    if tb ~= 'EARLIER' and tb ~= 'LATER' and tb ~= 'NONE' then return nil end
+    if unit ~= 'MS' and unit ~= 'S' then return nil end
+    l.tiebreak, l.unit = tb, unit
+    l.digits = int_in(digits, 0, 15)
+    l.epoch = int_in(epoch, 0, EXACT_MAX)
+    if l.digits == nil or l.epoch == nil then return nil end
+  end
+  l.unitms = (l.unit == 'S') and 1000 or 1
+  l.scale = 1
+  for _ = 1, l.digits do l.scale = l.scale * 10 end
+  local x = EXACT_MAX - ((l.tiebreak == 'NONE') and 0 or (l.scale - 1))
+  l.limit = (x - math.fmod(x, l.scale)) / l.scale
+  if import ~= nil and tick(l, import) == nil then return nil end
+  return l, import
+end
+local function range_err(l)
+  return rank_err('points out of exact range (max +/-' .. string.format('%d', l.limit) .. ')')
+end
+local function pack(l, points, t)
+  local tb = 0
+  if l.tiebreak == 'EARLIER' then tb = l.scale - 1 - t elseif l.tiebreak == 'LATER' then tb = t end
+  return points * l.scale + tb
+end
+-- points and achievement time (false for NONE) of a stored score; nil for
+-- a score the module never writes (not an integer, or beyond 2^53).
+local function decode(l, score)
+  local p = tonumber(score)
+  if p == nil or p ~= math.floor(p) or math.abs(p) > EXACT_MAX then return nil end
+  local r = math.fmod(p, l.scale)
+  if r < 0 then r = r + l.scale end
+  local points = (p - r) / l.scale
+  if l.tiebreak == 'EARLIER' then return points, l.epoch + (l.scale - 1 - r) * l.unitms end
+  if l.tiebreak == 'LATER' then return points, l.epoch + r * l.unitms end
+  return points, false
+end
+-- The type checks of a board: B and B:meta. Returns true, or nil and the
+-- error reply.
+local function board_types(B)
+  if not typed(B, 'zset') then return nil, redis.error_reply(WRONGTYPE) end
+  if not typed(B .. ':meta', 'hash') then return nil, redis.error_reply(WRONGTYPE) end
+  return true
+end
+-- The layout of a type-checked board (a board being imported refused
+-- unless `import_ok`). Returns the layout and the import's time, or nil
+-- and the error reply.
+local function board_layout(B, import_ok)
+  local l, import = layout(B .. ':meta')
+  if not l then return nil, corrupt(B .. ':meta', 'layout') end
+  if import and not import_ok then return nil, importing() end
+  return l, import
+end
+-- A board opened for a command: checks B and B:meta, reads the layout.
+-- Returns the layout, or nil and the error reply.
+local function open_board(B)
+  local ok, e = board_types(B)
+  if not ok then return nil, e end
+  return board_layout(B, false)
+end
+-- Writes member's packed score; a board just created takes the expiry of
+-- its B:meta.
+local function write_score(B, member, packed)
+  local created = redis.call('EXISTS', B) == 0
+  redis.call('ZADD', B, packed, member)
+  if created then
+    local at = redis.call('PEXPIRETIME', B .. ':meta')
+    if at > 0 then redis.call('PEXPIREAT', B, at) end
+  end
+end
+-- Points are summed as hi * 2^26 + lo so that the sum stays exact.
+local SPLIT = 67108864
+
+-- RANK.ADD (lua-compat/src/rank/add.lua)
+local function rank_add(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('rank.add') end
+-- End of the shared helpers.
+
+local B = KEYS[1]
+if #ARGV < 2 then return arity('rank.add') end
+local member = ARGV[1]
+if member == '' then return rank_err('user must not be empty') end
+local points = int(ARGV[2])
+if points == nil then return redis.error_reply(NOT_INT) end
+local cond, now = nil, nil
+local i = 3
+while i <= #ARGV do
+  local k = string.upper(ARGV[i])
+  if k == 'GT' and cond ~= 'LT' then
+    cond = 'GT'
+  elseif k == 'LT' and cond ~= 'GT' then
+    cond = 'LT'
+  elseif k == 'NOW' then
+    if i == #ARGV then return redis.error_reply(SYNTAX) end
+    now = int_in(ARGV[i + 1], 0, EXACT_MAX)
+    if now == nil then return redis.error_reply(NOT_INT) end
+    i = i + 1
+  else
+    return redis.error_reply(SYNTAX)
+  end
+  i = i + 1
+end
+local l, e = open_board(B)
+if not l then return e end
+local t = tick(l, now or now_ms())
+if t == nil then return rank_err('timestamp out of range') end
+if points > l.limit or points < -l.limit then return range_err(l) end
+local score = redis.call('ZSCORE', B, member)
+if score then
+  local cur = decode(l, score)
+  if cur == nil then return corrupt(B, member) end
+  if cur == points or (cond == 'GT' and points < cur) or (cond == 'LT' and points > cur) then
+    return cur
+  end
+end
+write_score(B, member, pack(l, points, t))
+return points
+
+end
+redis.register_function{function_name = 'hotpath_rank_add', callback = rank_add,
+  description = 'RANK.ADD key member points [GT|LT] [NOW unix-ms]'}
+
+-- RANK.AROUND (lua-compat/src/rank/around.lua)
+local function rank_around(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('rank.around') end
+-- End of the shared helpers.
+
+local B = KEYS[1]
+if #ARGV ~= 2 then return arity('rank.around') end
+local n = int_in(ARGV[2], 0, math.huge)
+if n == nil then return redis.error_reply(NOT_INT) end
+if ARGV[1] == '' then return rank_err('user must not be empty') end
+-- n is bounded so that no call walks a whole board (rank-range-max).
+if n > RANGE_MAX then return rank_err('n must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
+local l, e = open_board(B)
+if not l then return e end
+local score = redis.call('ZSCORE', B, ARGV[1])
+if not score then return false end
+if decode(l, score) == nil then return corrupt(B, ARGV[1]) end
+local rank = redis.call('ZREVRANK', B, ARGV[1])
+local start = math.max(0, rank - n)
+local stop = math.min(rank + n, redis.call('ZCARD', B) - 1)
+local r = redis.call('ZREVRANGE', B, start, stop, 'WITHSCORES')
+local out = {}
+for j = 1, #r, 2 do
+  local points = decode(l, r[j + 1])
+  if points == nil then return corrupt(B, r[j]) end
+  out[#out + 1] = start + (j - 1) / 2
+  out[#out + 1] = r[j]
+  out[#out + 1] = points
+end
+return out
+
+end
+redis.register_function{function_name = 'hotpath_rank_around', callback = rank_around, flags = {'no-writes'},
+  description = 'RANK.AROUND key member n'}
+
+-- RANK.COUNT (lua-compat/src/rank/count.lua)
+local function rank_count(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('rank.count') end
+-- End of the shared helpers.
+
+local B = KEYS[1]
+if #ARGV ~= 0 then return arity('rank.count') end
+local l, e = open_board(B)
+if not l then return e end
+return redis.call('ZCARD', B)
+
+end
+redis.register_function{function_name = 'hotpath_rank_count', callback = rank_count, flags = {'no-writes'},
+  description = 'RANK.COUNT key'}
+
+-- RANK.CREATE (lua-compat/src/rank/create.lua)
+local function rank_create(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('rank.create') end
+-- End of the shared helpers.
+
+local B = KEYS[1]
+local l = { tiebreak = 'EARLIER', unit = 'S', epoch = 0 }
+local digits, ttl, now = nil, nil, nil
+local i = 1
+while i <= #ARGV do
+  local k = string.upper(ARGV[i])
+  local v = ARGV[i + 1]
+  if k == 'TIEBREAK' or k == 'UNIT' or k == 'DIGITS' or k == 'EPOCH' or k == 'TTL' or k == 'NOW' then
+    if v == nil then return redis.error_reply(SYNTAX) end
+    i = i + 1
+  end
+  if k == 'TIEBREAK' then
+    v = string.upper(v)
+    if v ~= 'EARLIER' and v ~= 'LATER' and v ~= 'NONE' then return redis.error_reply(SYNTAX) end
+    l.tiebreak = v
+  elseif k == 'UNIT' then
+    v = string.upper(v)
+    if v ~= 'MS' and v ~= 'S' then return redis.error_reply(SYNTAX) end
+    l.unit = v
+  elseif k == 'DIGITS' then
+    digits = int_in(v, 0, 15)
+    if digits == nil then return redis.error_reply(NOT_INT) end
+  elseif k == 'EPOCH' then
+    l.epoch = int_in(v, 0, EXACT_MAX)
+    if l.epoch == nil then return redis.error_reply(NOT_INT) end
+  elseif k == 'TTL' then
+    ttl = int_in(v, 1, 10000000000)
+    if ttl == nil then return redis.error_reply(NOT_INT) end
+  elseif k == 'NOW' then
+    now = int_in(v, 0, EXACT_MAX)
+    if now == nil then return redis.error_reply(NOT_INT) end
+  else
+    return redis.error_reply(SYNTAX)
+  end
+  i = i + 1
+end
+if digits == nil then digits = (l.tiebreak == 'NONE') and 0 or 10 end
+local meta = B .. ':meta'
+if not typed(B, 'zset') then return redis.error_reply(WRONGTYPE) end
+if not typed(meta, 'hash') then return redis.error_reply(WRONGTYPE) end
+if redis.call('EXISTS', meta) == 1 or redis.call('EXISTS', B) == 1 then
+  return rank_err('board already exists')
+end
+l.digits = digits
+l.unitms = (l.unit == 'S') and 1000 or 1
+l.scale = 1
+for _ = 1, digits do l.scale = l.scale * 10 end
+if tick(l, now or now_ms()) == nil then return rank_err('timestamp out of range') end
+redis.call('HSET', meta, 'layout', l.tiebreak .. ' ' .. l.unit .. ' '
+  .. string.format('%d', digits) .. ' ' .. string.format('%d', l.epoch))
+if ttl then redis.call('PEXPIRE', meta, ttl * 1000) end
+return redis.status_reply('OK')
+
+end
+redis.register_function{function_name = 'hotpath_rank_create', callback = rank_create,
+  description = 'RANK.CREATE key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms]'}
+
+-- RANK.GET (lua-compat/src/rank/get.lua)
+local function rank_get(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('rank.get') end
+-- End of the shared helpers.
+
+local B = KEYS[1]
+if #ARGV ~= 1 then return arity('rank.get') end
+if ARGV[1] == '' then return rank_err('user must not be empty') end
+local l, e = open_board(B)
+if not l then return e end
+local score = redis.call('ZSCORE', B, ARGV[1])
+if not score then return false end
+local points, achieved = decode(l, score)
+if points == nil then return corrupt(B, ARGV[1]) end
+return { points, redis.call('ZREVRANK', B, ARGV[1]), achieved }
+
+end
+redis.register_function{function_name = 'hotpath_rank_get', callback = rank_get, flags = {'no-writes'},
+  description = 'RANK.GET key member'}
+
+-- RANK.IMPORT (lua-compat/src/rank/import.lua)
+local function rank_import(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('rank.import') end
+-- End of the shared helpers.
+
+local B = KEYS[1]
+local opts = {}
+local count, now, has_layout = 100, nil, false
+local i = 1
+while i <= #ARGV do
+  local k = string.upper(ARGV[i])
+  local v = ARGV[i + 1]
+  if k == 'TIEBREAK' or k == 'UNIT' or k == 'DIGITS' or k == 'EPOCH' or k == 'COUNT' or k == 'NOW' then
+    if v == nil then return redis.error_reply(SYNTAX) end
+    i = i + 1
+  end
+  if k == 'TIEBREAK' then
+    v = string.upper(v)
+    if v ~= 'EARLIER' and v ~= 'LATER' and v ~= 'NONE' then return redis.error_reply(SYNTAX) end
+    opts.tiebreak, has_layout = v, true
+  elseif k == 'UNIT' then
+    v = string.upper(v)
+    if v ~= 'MS' and v ~= 'S' then return redis.error_reply(SYNTAX) end
+    opts.unit, has_layout = v, true
+  elseif k == 'DIGITS' then
+    opts.digits = int_in(v, 0, 15)
+    if opts.digits == nil then return redis.error_reply(NOT_INT) end
+    has_layout = true
+  elseif k == 'EPOCH' then
+    opts.epoch = int_in(v, 0, EXACT_MAX)
+    if opts.epoch == nil then return redis.error_reply(NOT_INT) end
+    has_layout = true
+  elseif k == 'COUNT' then
+    count = int_in(v, 1, math.huge)
+    if count == nil then return redis.error_reply(NOT_INT) end
+  elseif k == 'NOW' then
+    now = int_in(v, 0, EXACT_MAX)
+    if now == nil then return redis.error_reply(NOT_INT) end
+  else
+    return redis.error_reply(SYNTAX)
+  end
+  i = i + 1
+end
+if count > RANGE_MAX then return rank_err('COUNT must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
+local meta, plain = B .. ':meta', B .. ':import'
+local ok, e = board_types(B)
+if not ok then return e end
+if not typed(plain, 'zset') then return redis.error_reply(WRONGTYPE) end
+local l, at = board_layout(B, true)
+if not l then return at end
+-- Up to count members of a plain board, lowest first, with their packed
+-- scores; nil and the error reply for a member that cannot be packed.
+local function batch(key)
+  local t = tick(l, at)
+  if t == nil then return nil, rank_err('timestamp out of range') end
+  local r = redis.call('ZRANGE', key, 0, count - 1, 'WITHSCORES')
+  local out = {}
+  for x = 1, #r, 2 do
+    local p = tonumber(r[x + 1])
+    if p == nil or p ~= math.floor(p) or math.abs(p) > EXACT_MAX then return nil, corrupt(key, r[x]) end
+    if p > l.limit or p < -l.limit then return nil, range_err(l) end
+    out[#out + 1] = pack(l, p, t)
+    out[#out + 1] = r[x]
+  end
+  return out
+end
+if at then
+  if has_layout or now then return rank_err('import in progress: only COUNT may be given') end
+elseif redis.call('EXISTS', meta) == 1 then
+  return rank_err('board already exists')
+elseif redis.call('EXISTS', B) == 0 then
+  return 0
+else
+  local tb = opts.tiebreak or 'EARLIER'
+  local digits = opts.digits or ((tb == 'NONE') and 0 or 10)
+  local field = tb .. ' ' .. (opts.unit or 'S') .. ' ' .. string.format('%d', digits) .. ' '
+    .. string.format('%d', opts.epoch or 0)
+  l = { tiebreak = tb, unit = opts.unit or 'S', digits = digits, epoch = opts.epoch or 0 }
+  l.unitms = (l.unit == 'S') and 1000 or 1
+  l.scale = 1
+  for _ = 1, digits do l.scale = l.scale * 10 end
+  local x = EXACT_MAX - ((tb == 'NONE') and 0 or (l.scale - 1))
+  l.limit = (x - math.fmod(x, l.scale)) / l.scale
+  at = now or now_ms()
+  local _, err = batch(B)
+  if err then return err end
+  local expiry = redis.call('PEXPIRETIME', B)
+  redis.call('RENAME', B, plain)
+  redis.call('HSET', meta, 'layout', field .. ' IMPORT ' .. string.format('%d', at))
+  if expiry > 0 then redis.call('PEXPIREAT', meta, expiry) end
+end
+local out, err = batch(plain)
+if not out then return err end
+local created = redis.call('EXISTS', B) == 0
+for x = 1, #out, 2 do
+  redis.call('ZADD', B, out[x], out[x + 1])
+  redis.call('ZREM', plain, out[x + 1])
+end
+if created and #out > 0 then
+  local expiry = redis.call('PEXPIRETIME', meta)
+  if expiry > 0 then redis.call('PEXPIREAT', B, expiry) end
+end
+local left = redis.call('ZCARD', plain)
+if left == 0 then
+  local v = redis.call('HGET', meta, 'layout')
+  redis.call('HSET', meta, 'layout', (string.gsub(v, ' IMPORT [^ ]*$', '')))
+end
+return left
+
+end
+redis.register_function{function_name = 'hotpath_rank_import', callback = rank_import,
+  description = 'RANK.IMPORT ...'}
+
+-- RANK.INCR (lua-compat/src/rank/incr.lua)
+local function rank_incr(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('rank.incr') end
+-- End of the shared helpers.
+
+local B = KEYS[1]
+if #ARGV < 2 then return arity('rank.incr') end
+local member = ARGV[1]
+if member == '' then return rank_err('user must not be empty') end
+local delta = ARGV[2]
+if int(delta) == nil then return redis.error_reply(NOT_INT) end
+local now = nil
+local i = 3
+while i <= #ARGV do
+  if string.upper(ARGV[i]) == 'NOW' then
+    if i == #ARGV then return redis.error_reply(SYNTAX) end
+    now = int_in(ARGV[i + 1], 0, EXACT_MAX)
+    if now == nil then return redis.error_reply(NOT_INT) end
+    i = i + 2
+  else
+    return redis.error_reply(SYNTAX)
+  end
+end
+local l, e = open_board(B)
+if not l then return e end
+local t = tick(l, now or now_ms())
+if t == nil then return rank_err('timestamp out of range') end
+local cur = 0
+local score = redis.call('ZSCORE', B, member)
+if score then
+  cur = decode(l, score)
+  if cur == nil then return corrupt(B, member) end
+end
+-- cur + delta, exact: a delta of more than 15 digits is added in two
+-- parts, so that a double never rounds a result that is in range.
+local neg = string.sub(delta, 1, 1) == '-'
+local d = neg and string.sub(delta, 2) or delta
+local points
+if #d <= 15 then
+  points = cur + tonumber(delta)
+else
+  local hi, lo = tonumber(string.sub(d, 1, #d - 8)), tonumber(string.sub(d, #d - 7))
+  if hi > 200000000 then return range_err(l) end
+  if neg then hi, lo = -hi, -lo end
+  points = (cur + lo) + hi * 100000000
+end
+if points > l.limit or points < -l.limit then return range_err(l) end
+write_score(B, member, pack(l, points, t))
+return points
+
+end
+redis.register_function{function_name = 'hotpath_rank_incr', callback = rank_incr,
+  description = 'RANK.INCR key member delta [NOW unix-ms]'}
+
+-- RANK.MERGE (lua-compat/src/rank/merge.lua)
+local function rank_merge(KEYS, ARGV)
+-- End of the shared helpers.
+
+if #KEYS < 2 or #ARGV < 1 then return arity('rank.merge') end
+local dest = KEYS[1]
+local numkeys = int_in(ARGV[1], 1, math.huge)
+if numkeys == nil then return redis.error_reply(NOT_INT) end
+if numkeys ~= #KEYS - 1 then return redis.error_reply(SYNTAX) end
+local agg, ttl, now = 'SUM', nil, nil
+local i = 2
+while i <= #ARGV do
+  local k = string.upper(ARGV[i])
+  local v = ARGV[i + 1]
+  if k == 'AGGREGATE' or k == 'TTL' or k == 'NOW' then
+    if v == nil then return redis.error_reply(SYNTAX) end
+    i = i + 1
+  end
+  if k == 'AGGREGATE' then
+    v = string.upper(v)
+    if v ~= 'SUM' and v ~= 'MAX' then return redis.error_reply(SYNTAX) end
+    agg = v
+  elseif k == 'TTL' then
+    ttl = int_in(v, 1, 10000000000)
+    if ttl == nil then return redis.error_reply(NOT_INT) end
+  elseif k == 'NOW' then
+    now = int_in(v, 0, EXACT_MAX)
+    if now == nil then return redis.error_reply(NOT_INT) end
+  else
+    return redis.error_reply(SYNTAX)
+  end
+  i = i + 1
+end
+-- Every type check first (dest, then each source), then the layouts.
+for j = 1, #KEYS do
+  local ok, err = board_types(KEYS[j])
+  if not ok then return err end
+end
+local dl, e = board_layout(dest, false)
+if not dl then return e end
+local layouts = {}
+for j = 2, #KEYS do
+  local l, err = board_layout(KEYS[j], false)
+  if not l then return err end
+  layouts[j] = l
+end
+now = now or now_ms()
+local acc, order = {}, {}
+for j = 2, #KEYS do
+  local l = layouts[j]
+  local r = redis.call('ZRANGE', KEYS[j], 0, -1, 'WITHSCORES')
+  for x = 1, #r, 2 do
+    local m = r[x]
+    local points, ms = decode(l, r[x + 1])
+    if points == nil then return corrupt(KEYS[j], m) end
+    if not ms then ms = now end
+    local a = acc[m]
+    local hi = math.floor(points / SPLIT)
+    local lo = points - hi * SPLIT
+    if not a then
+      acc[m] = { hi = hi, lo = lo, points = points, ms = ms }
+      order[#order + 1] = m
+    elseif agg == 'SUM' then
+      a.hi, a.lo = a.hi + hi, a.lo + lo
+      if ms > a.ms then a.ms = ms end
+    else
+      local better = points > a.points
+      if points == a.points then
+        if dl.tiebreak == 'EARLIER' then better = ms < a.ms
+        elseif dl.tiebreak == 'LATER' then better = ms > a.ms end
+      end
+      if better then acc[m] = { hi = hi, lo = lo, points = points, ms = ms } end
+    end
+  end
+end
+local out = {}
+for _, m in ipairs(order) do
+  local a = acc[m]
+  local points = a.hi * SPLIT + a.lo
+  local t = tick(dl, a.ms)
+  if t == nil then return rank_err('timestamp out of range') end
+  if points > dl.limit or points < -dl.limit then return range_err(dl) end
+  out[#out + 1] = pack(dl, points, t)
+  out[#out + 1] = m
+end
+redis.call('UNLINK', dest)
+for x = 1, #out, 1000 do
+  local args = {}
+  for y = x, math.min(x + 999, #out) do args[#args + 1] = out[y] end
+  redis.call('ZADD', dest, unpack(args))
+end
+local meta = dest .. ':meta'
+if ttl then
+  if #out > 0 then redis.call('PEXPIRE', dest, ttl * 1000) end
+  redis.call('PEXPIRE', meta, ttl * 1000)
+elseif #out > 0 then
+  local at = redis.call('PEXPIRETIME', meta)
+  if at > 0 then redis.call('PEXPIREAT', dest, at) end
+end
+return #out / 2
+
+end
+redis.register_function{function_name = 'hotpath_rank_merge', callback = rank_merge,
+  description = 'RANK.MERGE destination numkeys key [key ...] [AGGREGATE SUM|MAX] [TTL seconds] [NOW unix-ms]'}
+
+-- RANK.REM (lua-compat/src/rank/rem.lua)
+local function rank_rem(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('rank.rem') end
+-- End of the shared helpers.
+
+local B = KEYS[1]
+if #ARGV < 1 then return arity('rank.rem') end
+for j = 1, #ARGV do
+  if ARGV[j] == '' then return rank_err('user must not be empty') end
+end
+local l, e = open_board(B)
+if not l then return e end
+local removed = 0
+for j = 1, #ARGV do removed = removed + redis.call('ZREM', B, ARGV[j]) end
+return removed
+
+end
+redis.register_function{function_name = 'hotpath_rank_rem', callback = rank_rem,
+  description = 'RANK.REM key member [member ...]'}
+
+-- RANK.TOP (lua-compat/src/rank/top.lua)
+local function rank_top(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('rank.top') end
+-- End of the shared helpers.
+
+local B = KEYS[1]
+local count, offset, first = 10, 0, true
+local i = 1
+while i <= #ARGV do
+  if string.upper(ARGV[i]) == 'OFFSET' then
+    if i == #ARGV then return redis.error_reply(SYNTAX) end
+    offset = int_in(ARGV[i + 1], 0, math.huge)
+    if offset == nil then return redis.error_reply(NOT_INT) end
+    i = i + 1
+  elseif first then
+    count = int_in(ARGV[i], 0, math.huge)
+    if count == nil then return redis.error_reply(NOT_INT) end
+  else
+    return redis.error_reply(SYNTAX)
+  end
+  first = false
+  i = i + 1
+end
+-- count is bounded so that no call sends a whole board (rank-range-max).
+if count > RANGE_MAX then return rank_err('count must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
+local l, e = open_board(B)
+if not l then return e end
+local len = redis.call('ZCARD', B)
+if count == 0 or offset >= len then return {} end
+local stop = math.min(offset + count - 1, len - 1)
+local r = redis.call('ZREVRANGE', B, offset, stop, 'WITHSCORES')
+local out = {}
+for j = 1, #r, 2 do
+  local points = decode(l, r[j + 1])
+  if points == nil then return corrupt(B, r[j]) end
+  out[#out + 1] = r[j]
+  out[#out + 1] = points
+end
+return out
+
+end
+redis.register_function{function_name = 'hotpath_rank_top', callback = rank_top, flags = {'no-writes'},
+  description = 'RANK.TOP key [count] [OFFSET offset]'}
 end
 
 do -- RATE (lua-compat/src/rate/)
@@ -1594,4 +5050,310 @@ return {allowed and 0 or 1, B, remaining, retry, secs(aq)}
 end
 redis.register_function{function_name = 'hotpath_rate_throttle', callback = rate_throttle,
   description = 'RATE.THROTTLE B max-burst count period-s [quantity] [NOW unix-ms | NOWUS unix-us]'}
+end
+
+do -- REDPACKET (lua-compat/src/redpacket/)
+local MAX_TIME = 253402300799999
+local function shown(s) return (string.gsub(s, '%c', '?')) end
+local function corrupt(key, field)
+  if field then
+    return redis.error_reply("ERR redpacket: corrupt data in '" .. shown(key) .. "' field '" .. shown(field) .. "'")
+  end
+  return redis.error_reply("ERR redpacket: corrupt data in '" .. shown(key) .. "'")
+end
+-- The B:meta values as SPLIT writes them; nil for garbage.
+local PARSE = {
+  total = function(v) local n = int(v); if n and n >= 1 and n <= 9007199254740991 then return n end end,
+  count = function(v) local n = int(v); if n and n >= 1 then return n end end,
+  expires = function(v) local n = int(v); if n and n >= 0 and n <= 253402300799999 then return n end end,
+  left_cents = function(v) local n = int(v); if n and n >= 0 then return n end end,
+  state = function(v) if v == 'open' then return false elseif v == 'closed' then return true end end,
+}
+-- Returns the parsed value of B:meta field `name` (raw value v), or nil and the error.
+local function meta_value(meta, name, v)
+  local x = nil
+  if v then x = PARSE[name](v) end
+  if x == nil then return nil, corrupt(meta, name) end
+  return x
+end
+-- A share (in B:pool or B:grabbed): at least one cent.
+local function share_of(v)
+  local n = int(v)
+  if n and n >= 1 then return n end
+end
+local MAX_COUNT = 10000
+local MAX_TTL = 3153600000
+local MAX_TOTAL = 9007199254740991
+
+-- REDPACKET.GRAB (lua-compat/src/redpacket/grab.lua)
+local function redpacket_grab(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('redpacket.grab') end
+if #ARGV < 1 then
+  return redis.error_reply("ERR wrong number of arguments for 'redpacket.grab' command")
+end
+local B, user = KEYS[1], ARGV[1]
+local meta, pool, grabbed = B .. ':meta', B .. ':pool', B .. ':grabbed'
+local now = nil
+local i = 2
+while i <= #ARGV do
+  if string.upper(ARGV[i]) ~= 'NOW' or ARGV[i + 1] == nil then
+    return redis.error_reply('ERR syntax error')
+  end
+  now = int(ARGV[i + 1])
+  if not now or now < 0 or now > MAX_TIME then return redis.error_reply(NOTINT) end
+  i = i + 2
+end
+if user == '' then return redis.error_reply('ERR redpacket: user must not be empty') end
+local tm = redis.call('TYPE', meta).ok
+local tp = redis.call('TYPE', pool).ok
+local tg = redis.call('TYPE', grabbed).ok
+if (tm ~= 'none' and tm ~= 'hash') or (tp ~= 'none' and tp ~= 'list')
+    or (tg ~= 'none' and tg ~= 'hash') then
+  return redis.error_reply(WRONGTYPE)
+end
+if tm == 'none' then return { 'NOSUCH', 0 } end
+local held = redis.call('HGET', grabbed, user)
+if held then
+  local cents = share_of(held)
+  if not cents then return corrupt(grabbed, user) end
+  return { 'ALREADY', cents }
+end
+local m = redis.call('HMGET', meta, 'expires', 'left_cents', 'state')
+-- SPLIT gives B:meta the absolute expiry `expires`: while the key has one,
+-- that is the instant; without one, the field is read (0, or the instant
+-- of a packet whose keys were made persistent, which stays closed).
+local expires = redis.call('PEXPIRETIME', meta)
+if expires < 0 then
+  local e1
+  expires, e1 = meta_value(meta, 'expires', m[1])
+  if e1 then return e1 end
+end
+-- REFUND empties the pool: a packet with shares left is not refunded, and
+-- `state` is read only once the pool is empty.
+local refunded = false
+if tp == 'none' then
+  local r, e2 = meta_value(meta, 'state', m[3])
+  if e2 then return e2 end
+  refunded = r
+end
+if now == nil and expires > 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+if refunded or (expires > 0 and now >= expires) then
+  return { 'CLOSED', 0 }
+end
+local left, e3 = meta_value(meta, 'left_cents', m[2])
+if e3 then return e3 end
+-- The next share, checked before it is taken: a share the module never
+-- writes, or more than the running total says is left, is refused.
+local share = redis.call('LINDEX', pool, 0)
+if not share then return { 'EMPTY', 0 } end
+local cents = share_of(share)
+if not cents then return corrupt(pool) end
+if left - cents < 0 then return corrupt(meta, 'left_cents') end
+redis.call('LPOP', pool)
+redis.call('HSET', grabbed, user, share)
+if tg == 'none' and expires > 0 then
+  redis.call('PEXPIREAT', grabbed, expires)
+end
+redis.call('HSET', meta, 'left_cents', string.format('%d', left - cents))
+return { 'OK', cents }
+
+end
+redis.register_function{function_name = 'hotpath_redpacket_grab', callback = redpacket_grab,
+  description = 'REDPACKET.GRAB key user [NOW unix-ms]'}
+
+-- REDPACKET.GRABBED (lua-compat/src/redpacket/grabbed.lua)
+local function redpacket_grabbed(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('redpacket.grabbed') end
+if #ARGV > 0 then
+  return redis.error_reply("ERR wrong number of arguments for 'redpacket.grabbed' command")
+end
+local B = KEYS[1]
+local meta, pool, grabbed = B .. ':meta', B .. ':pool', B .. ':grabbed'
+local tm = redis.call('TYPE', meta).ok
+local tp = redis.call('TYPE', pool).ok
+local tg = redis.call('TYPE', grabbed).ok
+if (tm ~= 'none' and tm ~= 'hash') or (tp ~= 'none' and tp ~= 'list')
+    or (tg ~= 'none' and tg ~= 'hash') then
+  return redis.error_reply(WRONGTYPE)
+end
+local kv = redis.call('HGETALL', grabbed)
+for j = 2, #kv, 2 do kv[j] = int(kv[j]) or kv[j] end
+return kv
+
+end
+redis.register_function{function_name = 'hotpath_redpacket_grabbed', callback = redpacket_grabbed, flags = {'no-writes'},
+  description = 'REDPACKET.GRABBED key'}
+
+-- REDPACKET.INFO (lua-compat/src/redpacket/info.lua)
+local function redpacket_info(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('redpacket.info') end
+local B = KEYS[1]
+local meta, pool, grabbed = B .. ':meta', B .. ':pool', B .. ':grabbed'
+local now = nil
+local i = 1
+while i <= #ARGV do
+  if string.upper(ARGV[i]) ~= 'NOW' or ARGV[i + 1] == nil then
+    return redis.error_reply('ERR syntax error')
+  end
+  now = int(ARGV[i + 1])
+  if not now or now < 0 or now > MAX_TIME then return redis.error_reply(NOTINT) end
+  i = i + 2
+end
+local tm = redis.call('TYPE', meta).ok
+local tp = redis.call('TYPE', pool).ok
+local tg = redis.call('TYPE', grabbed).ok
+if (tm ~= 'none' and tm ~= 'hash') or (tp ~= 'none' and tp ~= 'list')
+    or (tg ~= 'none' and tg ~= 'hash') then
+  return redis.error_reply(WRONGTYPE)
+end
+if tm == 'none' then return {} end
+if now == nil then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local m = redis.call('HMGET', meta, 'total', 'count', 'state', 'expires', 'left_cents')
+local got = {}
+for j, name in ipairs({ 'total', 'count', 'state', 'expires', 'left_cents' }) do
+  local v, e = meta_value(meta, name, m[j])
+  if e then return e end
+  got[name] = v
+end
+if got.left_cents > got.total then return corrupt(meta, 'left_cents') end
+local state = 'open'
+if got.state or (got.expires > 0 and now >= got.expires) then state = 'closed' end
+return { 'total', got.total, 'count', got.count, 'left_cents', got.left_cents,
+  'left_count', redis.call('LLEN', pool), 'state', state, 'expires', got.expires }
+
+end
+redis.register_function{function_name = 'hotpath_redpacket_info', callback = redpacket_info, flags = {'no-writes'},
+  description = 'REDPACKET.INFO key [NOW unix-ms]'}
+
+-- REDPACKET.REFUND (lua-compat/src/redpacket/refund.lua)
+local function redpacket_refund(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('redpacket.refund') end
+if #ARGV > 0 then
+  return redis.error_reply("ERR wrong number of arguments for 'redpacket.refund' command")
+end
+local B = KEYS[1]
+local meta, pool, grabbed = B .. ':meta', B .. ':pool', B .. ':grabbed'
+local tm = redis.call('TYPE', meta).ok
+local tp = redis.call('TYPE', pool).ok
+local tg = redis.call('TYPE', grabbed).ok
+if (tm ~= 'none' and tm ~= 'hash') or (tp ~= 'none' and tp ~= 'list')
+    or (tg ~= 'none' and tg ~= 'hash') then
+  return redis.error_reply(WRONGTYPE)
+end
+if tm == 'none' then return 0 end
+local m = redis.call('HMGET', meta, 'state', 'left_cents')
+local closed, e1 = meta_value(meta, 'state', m[1])
+if e1 then return e1 end
+if closed then return 0 end
+local left, e2 = meta_value(meta, 'left_cents', m[2])
+if e2 then return e2 end
+redis.call('UNLINK', pool)
+redis.call('HSET', meta, 'state', 'closed', 'left_cents', '0')
+return left
+
+end
+redis.register_function{function_name = 'hotpath_redpacket_refund', callback = redpacket_refund,
+  description = 'REDPACKET.REFUND key'}
+
+-- REDPACKET.SPLIT (lua-compat/src/redpacket/split.lua)
+local function redpacket_split(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('redpacket.split') end
+if #ARGV < 2 then
+  return redis.error_reply("ERR wrong number of arguments for 'redpacket.split' command")
+end
+local B = KEYS[1]
+local meta, pool, grabbed = B .. ':meta', B .. ':pool', B .. ':grabbed'
+local total, count = int(ARGV[1]), int(ARGV[2])
+if not total or total > MAX_TOTAL or not count then return redis.error_reply(NOTINT) end
+local mode, ttl, now = 'RANDOM', nil, nil
+local i = 3
+while i <= #ARGV do
+  local k = string.upper(ARGV[i])
+  local v = ARGV[i + 1]
+  if k == 'MODE' then
+    if v == nil then return redis.error_reply('ERR syntax error') end
+    mode = string.upper(v)
+    if mode ~= 'RANDOM' and mode ~= 'EQUAL' then return redis.error_reply('ERR syntax error') end
+  elseif k == 'TTL' or k == 'NOW' then
+    if v == nil then return redis.error_reply('ERR syntax error') end
+    local n = int(v)
+    if k == 'TTL' then
+      if not n or n < 1 or n > MAX_TTL then return redis.error_reply(NOTINT) end
+      ttl = n
+    else
+      if not n or n < 0 or n > MAX_TIME then return redis.error_reply(NOTINT) end
+      now = n
+    end
+  else
+    return redis.error_reply('ERR syntax error')
+  end
+  i = i + 2
+end
+if now == nil then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local expires = 0
+if ttl then expires = now + ttl * 1000 end
+if count < 1 or count > MAX_COUNT then
+  return redis.error_reply('ERR redpacket: count must be from 1 to ' .. MAX_COUNT)
+end
+if total < count then
+  return redis.error_reply('ERR redpacket: total must be at least count cents')
+end
+local want = { [meta] = 'hash', [pool] = 'list', [grabbed] = 'hash' }
+local exists = false
+for _, k in ipairs({ meta, pool, grabbed }) do
+  local t = redis.call('TYPE', k).ok
+  if t ~= 'none' then
+    if t ~= want[k] then return redis.error_reply(WRONGTYPE) end
+    exists = true
+  end
+end
+if exists then return redis.error_reply('ERR redpacket: packet already exists') end
+local shares = {}
+if mode == 'EQUAL' then
+  local base = math.floor(total / count)
+  local extra = total - base * count
+  for s = 1, count do
+    shares[s] = (s <= extra) and base + 1 or base
+  end
+else
+  local t = redis.call('TIME')
+  math.randomseed(tonumber(t[2]) + tonumber(t[1]) % 100000 * 1000000)
+  local rest = total
+  for s = 1, count - 1 do
+    local left = count - s + 1
+    local bound = math.min(math.floor(2 * rest / left) - 1, rest - (left - 1))
+    local share = math.random(1, bound)
+    shares[s] = share
+    rest = rest - share
+  end
+  shares[count] = rest
+end
+-- RPUSH in batches: Lua's unpack has a stack limit.
+for s = 1, #shares, 1000 do
+  local batch = {}
+  for j = s, math.min(s + 999, #shares) do
+    batch[#batch + 1] = string.format('%d', shares[j])
+  end
+  redis.call('RPUSH', pool, unpack(batch))
+end
+redis.call('HSET', meta, 'expires', string.format('%d', expires), 'left_cents', string.format('%d', total),
+  'state', 'open', 'total', string.format('%d', total), 'count', string.format('%d', count))
+if expires > 0 then
+  redis.call('PEXPIREAT', pool, string.format('%d', expires))
+  redis.call('PEXPIREAT', meta, string.format('%d', expires))
+end
+return count
+
+end
+redis.register_function{function_name = 'hotpath_redpacket_split', callback = redpacket_split,
+  description = 'REDPACKET.SPLIT key total-cents count [MODE RANDOM|EQUAL] [TTL seconds] [NOW unix-ms]'}
 end
