@@ -571,8 +571,10 @@ end
 do -- LIKE (lua-compat/src/like/)
 local function syntax() return redis.error_reply('ERR syntax error') end
 local function not_integer() return redis.error_reply('ERR value is not an integer or out of range') end
-local function corrupt(key) return redis.error_reply("ERR like: corrupt data in '" .. key .. "'") end
-local function overflow(key) return redis.error_reply("ERR like: integer overflow in '" .. key .. "'") end
+-- The module's corrupt-data and overflow errors, the key shown as the
+-- module shows it (control characters as '?').
+local function corrupt(key) return data_error('like', 'corrupt data', key) end
+local function overflow(key) return data_error('like', 'integer overflow', key) end
 -- Redis's string2ll: optional '-', digits, no leading zeros, within int64.
 local function parse_int(s)
   if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
@@ -596,10 +598,14 @@ local function parse_user(s, max)
   if v > max then return nil end
   return v
 end
--- A stored count: canonical digits within int64 (exact up to 2^53 here).
+-- A stored count: canonical digits up to 2^53 - 1, as the module keeps
+-- it (a post has at most 2^32 likers; a double holds every such count
+-- exactly, and any larger one reads as at least 2^53).
 local function parse_count(s)
-  if not digits(s) or #s > 19 or (#s == 19 and s > '9223372036854775807') then return nil end
-  return tonumber(s)
+  if not digits(s) or #s > 16 then return nil end
+  local n = tonumber(s)
+  if n > 9007199254740991 then return nil end
+  return n
 end
 local function type_of(k) return redis.call('TYPE', k)['ok'] end
 -- The layout and the memory model (src/like/model.rs, docs/like.md).
@@ -818,7 +824,7 @@ local old, set_expiry, at_max = 0, nil, false
 if stored then
   old = parse_count(stored)
   if old == nil then return corrupt_count() end
-  at_max = stored == '9223372036854775807'
+  at_max = stored == '9007199254740991'
 else
   -- No count: a post without likers, or a count deleted by hand from a
   -- post all in set form (SCARD); with chunks it cannot be counted.
@@ -1147,6 +1153,9 @@ redis.register_function{function_name = 'hotpath_like_check', callback = like_ch
 
 -- LIKE.COMMON (lua-compat/src/like/common.lua)
 local function like_common(KEYS, ARGV)
+-- Two keys, as the command takes: any other count is the module's arity
+-- error (not a Lua error on a missing KEYS[2]).
+if #KEYS ~= 2 then return arity('like.common') end
 local B = KEYS[1]
 local MAXID = tonumber(ARGV[1])
 local PROMOTE_AT = tonumber(ARGV[2])
@@ -1416,7 +1425,7 @@ local old, set_expiry, at_max = 0, nil, false
 if stored then
   old = parse_count(stored)
   if old == nil then return corrupt_count() end
-  at_max = stored == '9223372036854775807'
+  at_max = stored == '9007199254740991'
 else
   -- No count: a post without likers, or a count deleted by hand from a
   -- post all in set form (SCARD); with chunks it cannot be counted.
@@ -1770,7 +1779,7 @@ local old, set_expiry, at_max = 0, nil, false
 if stored then
   old = parse_count(stored)
   if old == nil then return corrupt_count() end
-  at_max = stored == '9223372036854775807'
+  at_max = stored == '9007199254740991'
 else
   -- No count: a post without likers, or a count deleted by hand from a
   -- post all in set form (SCARD); with chunks it cannot be counted.
@@ -2629,7 +2638,6 @@ local function score_text(score) return string.format('%.6f', tonumber(score)) e
 local function luckybag_create(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.create') end
 PARSE.latepooled = PARSE.poolcap
--- End of shared helpers.
 local B = KEYS[1]
 if #ARGV < 2 then return arity('luckybag.create') end
 local winners, shards, poolcap, highscore, restore, ttl = nil, '16', '700000', '0.99', 'yes', 0
@@ -2703,7 +2711,6 @@ redis.register_function{function_name = 'hotpath_luckybag_create', callback = lu
 local function luckybag_draw(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.draw') end
 PARSE.latepooled = PARSE.poolcap
--- End of shared helpers.
 local B = KEYS[1]
 if #ARGV ~= 0 then return arity('luckybag.draw') end
 local meta, e = find_meta(B)
@@ -2782,7 +2789,6 @@ redis.register_function{function_name = 'hotpath_luckybag_draw', callback = luck
 local function luckybag_enter(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.enter') end
 PARSE.latepooled = PARSE.poolcap
--- End of shared helpers.
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.enter') end
 local user = ARGV[1]
@@ -2819,7 +2825,6 @@ redis.register_function{function_name = 'hotpath_luckybag_enter', callback = luc
 local function luckybag_info(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.info') end
 PARSE.latepooled = PARSE.poolcap
--- End of shared helpers.
 local B = KEYS[1]
 if #ARGV ~= 0 then return arity('luckybag.info') end
 local meta, e = find_meta(B)
@@ -2854,7 +2859,6 @@ redis.register_function{function_name = 'hotpath_luckybag_info', callback = luck
 local function luckybag_join(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.join') end
 PARSE.latepooled = PARSE.poolcap
--- End of shared helpers.
 local B = KEYS[1]
 if #ARGV < 1 then return arity('luckybag.join') end
 local user = ARGV[1]
@@ -2929,7 +2933,6 @@ redis.register_function{function_name = 'hotpath_luckybag_join', callback = luck
 local function luckybag_leave(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.leave') end
 PARSE.latepooled = PARSE.poolcap
--- End of shared helpers.
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.leave') end
 local user = ARGV[1]
@@ -2963,7 +2966,6 @@ redis.register_function{function_name = 'hotpath_luckybag_leave', callback = luc
 local function luckybag_result(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.result') end
 PARSE.latepooled = PARSE.poolcap
--- End of shared helpers.
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.result') end
 local user = ARGV[1]
@@ -2993,7 +2995,6 @@ redis.register_function{function_name = 'hotpath_luckybag_result', callback = lu
 local function luckybag_task(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.task') end
 PARSE.latepooled = PARSE.poolcap
--- End of shared helpers.
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.task') end
 local user = ARGV[1]
@@ -3875,8 +3876,6 @@ local SPLIT = 67108864
 -- RANK.ADD (lua-compat/src/rank/add.lua)
 local function rank_add(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('rank.add') end
--- End of the shared helpers.
-
 local B = KEYS[1]
 if #ARGV < 2 then return arity('rank.add') end
 local member = ARGV[1]
@@ -3924,8 +3923,6 @@ redis.register_function{function_name = 'hotpath_rank_add', callback = rank_add,
 -- RANK.AROUND (lua-compat/src/rank/around.lua)
 local function rank_around(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('rank.around') end
--- End of the shared helpers.
-
 local B = KEYS[1]
 if #ARGV ~= 2 then return arity('rank.around') end
 local n = int_in(ARGV[2], 0, math.huge)
@@ -3959,8 +3956,6 @@ redis.register_function{function_name = 'hotpath_rank_around', callback = rank_a
 -- RANK.COUNT (lua-compat/src/rank/count.lua)
 local function rank_count(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('rank.count') end
--- End of the shared helpers.
-
 local B = KEYS[1]
 if #ARGV ~= 0 then return arity('rank.count') end
 local l, e = open_board(B)
@@ -3974,8 +3969,6 @@ redis.register_function{function_name = 'hotpath_rank_count', callback = rank_co
 -- RANK.CREATE (lua-compat/src/rank/create.lua)
 local function rank_create(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('rank.create') end
--- End of the shared helpers.
-
 local B = KEYS[1]
 local l = { tiebreak = 'EARLIER', unit = 'S', epoch = 0 }
 local digits, ttl, now = nil, nil, nil
@@ -4036,8 +4029,6 @@ redis.register_function{function_name = 'hotpath_rank_create', callback = rank_c
 -- RANK.GET (lua-compat/src/rank/get.lua)
 local function rank_get(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('rank.get') end
--- End of the shared helpers.
-
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('rank.get') end
 if ARGV[1] == '' then return rank_err('user must not be empty') end
@@ -4056,8 +4047,6 @@ redis.register_function{function_name = 'hotpath_rank_get', callback = rank_get,
 -- RANK.IMPORT (lua-compat/src/rank/import.lua)
 local function rank_import(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('rank.import') end
--- End of the shared helpers.
-
 local B = KEYS[1]
 local opts = {}
 local count, now, has_layout = 100, nil, false
@@ -4164,13 +4153,11 @@ return left
 
 end
 redis.register_function{function_name = 'hotpath_rank_import', callback = rank_import,
-  description = 'RANK.IMPORT ...'}
+  description = 'RANK.IMPORT key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [COUNT count] [NOW unix-ms]'}
 
 -- RANK.INCR (lua-compat/src/rank/incr.lua)
 local function rank_incr(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('rank.incr') end
--- End of the shared helpers.
-
 local B = KEYS[1]
 if #ARGV < 2 then return arity('rank.incr') end
 local member = ARGV[1]
@@ -4222,8 +4209,6 @@ redis.register_function{function_name = 'hotpath_rank_incr', callback = rank_inc
 
 -- RANK.MERGE (lua-compat/src/rank/merge.lua)
 local function rank_merge(KEYS, ARGV)
--- End of the shared helpers.
-
 if #KEYS < 2 or #ARGV < 1 then return arity('rank.merge') end
 local dest = KEYS[1]
 local numkeys = int_in(ARGV[1], 1, math.huge)
@@ -4328,8 +4313,6 @@ redis.register_function{function_name = 'hotpath_rank_merge', callback = rank_me
 -- RANK.REM (lua-compat/src/rank/rem.lua)
 local function rank_rem(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('rank.rem') end
--- End of the shared helpers.
-
 local B = KEYS[1]
 if #ARGV < 1 then return arity('rank.rem') end
 for j = 1, #ARGV do
@@ -4348,8 +4331,6 @@ redis.register_function{function_name = 'hotpath_rank_rem', callback = rank_rem,
 -- RANK.TOP (lua-compat/src/rank/top.lua)
 local function rank_top(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('rank.top') end
--- End of the shared helpers.
-
 local B = KEYS[1]
 local count, offset, first = 10, 0, true
 local i = 1
@@ -5066,7 +5047,9 @@ local PARSE = {
   total = function(v) local n = int(v); if n and n >= 1 and n <= 9007199254740991 then return n end end,
   count = function(v) local n = int(v); if n and n >= 1 then return n end end,
   expires = function(v) local n = int(v); if n and n >= 0 and n <= 253402300799999 then return n end end,
-  left_cents = function(v) local n = int(v); if n and n >= 0 then return n end end,
+  -- Amounts never pass the largest total, 2^53 - 1: beyond, a double
+  -- would not hold them exactly (the module refuses them too).
+  left_cents = function(v) local n = int(v); if n and n >= 0 and n <= 9007199254740991 then return n end end,
   state = function(v) if v == 'open' then return false elseif v == 'closed' then return true end end,
 }
 -- Returns the parsed value of B:meta field `name` (raw value v), or nil and the error.
@@ -5076,14 +5059,34 @@ local function meta_value(meta, name, v)
   if x == nil then return nil, corrupt(meta, name) end
   return x
 end
--- A share (in B:pool or B:grabbed): at least one cent.
+-- A share (in B:pool or B:grabbed): at least one cent, at most the
+-- largest total.
 local function share_of(v)
   local n = int(v)
-  if n and n >= 1 then return n end
+  if n and n >= 1 and n <= 9007199254740991 then return n end
 end
 local MAX_COUNT = 10000
 local MAX_TTL = 3153600000
 local MAX_TOTAL = 9007199254740991
+-- floor(2 * rest / left), exact for any rest below 2^53 (the quotient of
+-- doubles may round up to the next integer there): 2 * (rest div left)
+-- plus what the remainder adds.
+local function double_mean(rest, left)
+  local r = math.fmod(rest, left)
+  return 2 * ((rest - r) / left) + math.floor(2 * r / left)
+end
+-- A uniform integer from 1 to bound (bound < 2^53). Lua 5.1's
+-- math.random(m, n) takes C ints, so a bound past 2^31 - 1 ("interval is
+-- empty") is drawn as 53 random bits (22 + 31) with rejection of the
+-- uneven top, then reduced: every value equally likely, no rounding.
+local function draw(bound)
+  if bound <= 2147483647 then return math.random(1, bound) end
+  local limit = bound * math.floor(9007199254740992 / bound)
+  while true do
+    local x = math.random(0, 4194303) * 2147483648 + math.random(0, 2147483647)
+    if x < limit then return math.fmod(x, bound) + 1 end
+  end
+end
 
 -- REDPACKET.GRAB (lua-compat/src/redpacket/grab.lua)
 local function redpacket_grab(KEYS, ARGV)
@@ -5180,7 +5183,9 @@ if (tm ~= 'none' and tm ~= 'hash') or (tp ~= 'none' and tp ~= 'list')
   return redis.error_reply(WRONGTYPE)
 end
 local kv = redis.call('HGETALL', grabbed)
-for j = 2, #kv, 2 do kv[j] = int(kv[j]) or kv[j] end
+-- A share as an integer, anything else (GRAB never writes it) as the
+-- string it is, as the module replies.
+for j = 2, #kv, 2 do kv[j] = share_of(kv[j]) or kv[j] end
 return kv
 
 end
@@ -5319,8 +5324,10 @@ end
 if exists then return redis.error_reply('ERR redpacket: packet already exists') end
 local shares = {}
 if mode == 'EQUAL' then
-  local base = math.floor(total / count)
-  local extra = total - base * count
+  -- Exact below 2^53: fmod and the division of a multiple round nothing
+  -- (total / count itself may round up to the next integer).
+  local extra = math.fmod(total, count)
+  local base = (total - extra) / count
   for s = 1, count do
     shares[s] = (s <= extra) and base + 1 or base
   end
@@ -5330,8 +5337,8 @@ else
   local rest = total
   for s = 1, count - 1 do
     local left = count - s + 1
-    local bound = math.min(math.floor(2 * rest / left) - 1, rest - (left - 1))
-    local share = math.random(1, bound)
+    local bound = math.max(math.min(double_mean(rest, left) - 1, rest - (left - 1)), 1)
+    local share = draw(bound)
     shares[s] = share
     rest = rest - share
   end

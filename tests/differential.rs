@@ -18,10 +18,14 @@ mod common;
 mod delayq;
 #[path = "differential/harness.rs"]
 mod harness;
+#[path = "differential/like.rs"]
+mod like;
 #[path = "differential/lock.rs"]
 mod lock;
 #[path = "differential/rate.rs"]
 mod rate;
+#[path = "differential/redpacket.rs"]
+mod redpacket;
 
 use harness::{random, seed_or, sweep, Family, Stats};
 
@@ -87,6 +91,69 @@ fn delayq_every_fault_and_pair() {
     faults::<delayq::Delayq>();
 }
 
+#[test]
+fn like_random_calls() {
+    stream::<like::Like>(16_005);
+}
+
+#[test]
+fn like_every_fault_and_pair() {
+    faults::<like::Like>();
+}
+
+#[test]
+fn redpacket_random_calls() {
+    stream::<redpacket::Redpacket>(16_004);
+}
+
+#[test]
+fn redpacket_every_fault_and_pair() {
+    faults::<redpacket::Redpacket>();
+}
+
+/// RANDOM splits, which the stream copies from the module, hold their
+/// invariants on every side: `count` shares of at least a cent summing to
+/// the total, also past 2^31 cents (where Lua's math.random(m, n) fails:
+/// issue 16) and up to 2^53 − 1.
+#[test]
+fn redpacket_random_splits_keep_their_invariants() {
+    let trio = harness::Trio::<redpacket::Redpacket>::start();
+    let totals: [i64; 6] = [
+        2_147_483_647,
+        2_147_483_649,
+        4_294_967_296,
+        (1 << 52) + 1,
+        (1 << 53) - 2,
+        (1 << 53) - 1,
+    ];
+    for (i, total) in totals.into_iter().enumerate() {
+        for count in [2i64, 3, 7, 1000] {
+            let base = format!("rs:{{{i}-{count}}}");
+            let shares = trio.on_every_side(|c| {
+                let r = c.call(harness::argv(&[
+                    "REDPACKET.SPLIT",
+                    &base,
+                    &total.to_string(),
+                    &count.to_string(),
+                    "NOW",
+                    "4102444800000",
+                ]));
+                assert_eq!(r.int(), Some(count), "{r}");
+                let pool = c.call(harness::argv(&["LRANGE", &format!("{base}:pool"), "0", "-1"]));
+                pool.items()
+                    .iter()
+                    .map(|x| std::str::from_utf8(x.bytes().unwrap()).unwrap().parse::<i64>().unwrap())
+                    .collect::<Vec<i64>>()
+            });
+            for (side, v) in shares {
+                assert_eq!(v.len() as i64, count, "{side} {total} {count}");
+                assert!(v.iter().all(|&x| x >= 1), "{side} {total} {count}: {v:?}");
+                assert_eq!(v.iter().map(|&x| x as i128).sum::<i128>(), total as i128, "{side} {total} {count}");
+            }
+        }
+    }
+}
+
 /// The module's errors carry key names as UTF-8, as Redis's and the
 /// twins' do (the redis-module crate's reply narrowed each character to a
 /// byte: `é` went out as 0xE9; found by the differential test).
@@ -137,4 +204,8 @@ fn campaign() {
     report::<lock::Lock>("campaign", Some(seed + 1), &st);
     let st = random::<delayq::Delayq>(seed.wrapping_add(2), calls);
     report::<delayq::Delayq>("campaign", Some(seed + 2), &st);
+    let st = random::<redpacket::Redpacket>(seed.wrapping_add(3), calls);
+    report::<redpacket::Redpacket>("campaign", Some(seed + 3), &st);
+    let st = random::<like::Like>(seed.wrapping_add(4), calls);
+    report::<like::Like>("campaign", Some(seed + 4), &st);
 }

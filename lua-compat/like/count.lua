@@ -12,20 +12,37 @@
 
 -- Shared helpers (lua-compat/src/shared.lua), those this script uses.
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
+-- A key name as the module shows it in an error line: control characters
+-- (which would break the line) become '?'.
+local function key_text(k) return (string.gsub(k, '%c', '?')) end
+-- 'ERR <family>: <what> in '<key>'', with " field '<field>'" for a hash
+-- field (or a member): the module's corrupt-data and overflow errors. The
+-- field is shown like the key.
+local function data_error(family, what, k, field)
+  local e = 'ERR ' .. family .. ': ' .. what .. " in '" .. key_text(k) .. "'"
+  if field then e = e .. " field '" .. key_text(field) .. "'" end
+  return redis.error_reply(e)
+end
 local function arity(cmd)
   return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
 end
 -- LIKE helpers (lua-compat/src/like/family.lua), those this script uses.
-local function corrupt(key) return redis.error_reply("ERR like: corrupt data in '" .. key .. "'") end
+-- The module's corrupt-data and overflow errors, the key shown as the
+-- module shows it (control characters as '?').
+local function corrupt(key) return data_error('like', 'corrupt data', key) end
 -- Canonical digits (no sign, no leading zero): ids, counts, positions.
 local function digits(s)
   return type(s) == 'string' and #s > 0 and #s <= 20 and string.match(s, '^%d+$') ~= nil
     and (#s == 1 or string.sub(s, 1, 1) ~= '0')
 end
--- A stored count: canonical digits within int64 (exact up to 2^53 here).
+-- A stored count: canonical digits up to 2^53 - 1, as the module keeps
+-- it (a post has at most 2^32 likers; a double holds every such count
+-- exactly, and any larger one reads as at least 2^53).
 local function parse_count(s)
-  if not digits(s) or #s > 19 or (#s == 19 and s > '9223372036854775807') then return nil end
-  return tonumber(s)
+  if not digits(s) or #s > 16 then return nil end
+  local n = tonumber(s)
+  if n > 9007199254740991 then return nil end
+  return n
 end
 local function type_of(k) return redis.call('TYPE', k)['ok'] end
 -- A post as a read sees it: every key's type checked, then the count (a

@@ -17,11 +17,24 @@
 -- Shared helpers (lua-compat/src/shared.lua), those this script uses.
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 local function fmt(n) return string.format('%d', n) end
+-- A key name as the module shows it in an error line: control characters
+-- (which would break the line) become '?'.
+local function key_text(k) return (string.gsub(k, '%c', '?')) end
+-- 'ERR <family>: <what> in '<key>'', with " field '<field>'" for a hash
+-- field (or a member): the module's corrupt-data and overflow errors. The
+-- field is shown like the key.
+local function data_error(family, what, k, field)
+  local e = 'ERR ' .. family .. ': ' .. what .. " in '" .. key_text(k) .. "'"
+  if field then e = e .. " field '" .. key_text(field) .. "'" end
+  return redis.error_reply(e)
+end
 local function arity(cmd)
   return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
 end
 -- LIKE helpers (lua-compat/src/like/family.lua), those this script uses.
-local function corrupt(key) return redis.error_reply("ERR like: corrupt data in '" .. key .. "'") end
+-- The module's corrupt-data and overflow errors, the key shown as the
+-- module shows it (control characters as '?').
+local function corrupt(key) return data_error('like', 'corrupt data', key) end
 -- Canonical digits (no sign, no leading zero): ids, counts, positions.
 local function digits(s)
   return type(s) == 'string' and #s > 0 and #s <= 20 and string.match(s, '^%d+$') ~= nil

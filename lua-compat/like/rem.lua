@@ -14,14 +14,27 @@
 -- Shared helpers (lua-compat/src/shared.lua), those this script uses.
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 local function fmt(n) return string.format('%d', n) end
+-- A key name as the module shows it in an error line: control characters
+-- (which would break the line) become '?'.
+local function key_text(k) return (string.gsub(k, '%c', '?')) end
+-- 'ERR <family>: <what> in '<key>'', with " field '<field>'" for a hash
+-- field (or a member): the module's corrupt-data and overflow errors. The
+-- field is shown like the key.
+local function data_error(family, what, k, field)
+  local e = 'ERR ' .. family .. ': ' .. what .. " in '" .. key_text(k) .. "'"
+  if field then e = e .. " field '" .. key_text(field) .. "'" end
+  return redis.error_reply(e)
+end
 local function arity(cmd)
   return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
 end
 -- LIKE helpers (lua-compat/src/like/family.lua), those this script uses.
 local function syntax() return redis.error_reply('ERR syntax error') end
 local function not_integer() return redis.error_reply('ERR value is not an integer or out of range') end
-local function corrupt(key) return redis.error_reply("ERR like: corrupt data in '" .. key .. "'") end
-local function overflow(key) return redis.error_reply("ERR like: integer overflow in '" .. key .. "'") end
+-- The module's corrupt-data and overflow errors, the key shown as the
+-- module shows it (control characters as '?').
+local function corrupt(key) return data_error('like', 'corrupt data', key) end
+local function overflow(key) return data_error('like', 'integer overflow', key) end
 -- Redis's string2ll: optional '-', digits, no leading zeros, within int64.
 local function parse_int(s)
   if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
@@ -45,10 +58,14 @@ local function parse_user(s, max)
   if v > max then return nil end
   return v
 end
--- A stored count: canonical digits within int64 (exact up to 2^53 here).
+-- A stored count: canonical digits up to 2^53 - 1, as the module keeps
+-- it (a post has at most 2^32 likers; a double holds every such count
+-- exactly, and any larger one reads as at least 2^53).
 local function parse_count(s)
-  if not digits(s) or #s > 19 or (#s == 19 and s > '9223372036854775807') then return nil end
-  return tonumber(s)
+  if not digits(s) or #s > 16 then return nil end
+  local n = tonumber(s)
+  if n > 9007199254740991 then return nil end
+  return n
 end
 local function type_of(k) return redis.call('TYPE', k)['ok'] end
 -- The layout and the memory model (src/like/model.rs, docs/like.md).
@@ -182,7 +199,7 @@ local old, set_expiry, at_max = 0, nil, false
 if stored then
   old = parse_count(stored)
   if old == nil then return corrupt_count() end
-  at_max = stored == '9223372036854775807'
+  at_max = stored == '9007199254740991'
 else
   -- No count: a post without likers, or a count deleted by hand from a
   -- post all in set form (SCARD); with chunks it cannot be counted.

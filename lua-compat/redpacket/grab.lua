@@ -44,7 +44,9 @@ local PARSE = {
   total = function(v) local n = int(v); if n and n >= 1 and n <= 9007199254740991 then return n end end,
   count = function(v) local n = int(v); if n and n >= 1 then return n end end,
   expires = function(v) local n = int(v); if n and n >= 0 and n <= 253402300799999 then return n end end,
-  left_cents = function(v) local n = int(v); if n and n >= 0 then return n end end,
+  -- Amounts never pass the largest total, 2^53 - 1: beyond, a double
+  -- would not hold them exactly (the module refuses them too).
+  left_cents = function(v) local n = int(v); if n and n >= 0 and n <= 9007199254740991 then return n end end,
   state = function(v) if v == 'open' then return false elseif v == 'closed' then return true end end,
 }
 -- Returns the parsed value of B:meta field `name` (raw value v), or nil and the error.
@@ -54,10 +56,11 @@ local function meta_value(meta, name, v)
   if x == nil then return nil, corrupt(meta, name) end
   return x
 end
--- A share (in B:pool or B:grabbed): at least one cent.
+-- A share (in B:pool or B:grabbed): at least one cent, at most the
+-- largest total.
 local function share_of(v)
   local n = int(v)
-  if n and n >= 1 then return n end
+  if n and n >= 1 and n <= 9007199254740991 then return n end
 end
 -- REDPACKET.GRAB (lua-compat/src/redpacket/grab.lua).
 if #KEYS ~= 1 then return arity('redpacket.grab') end

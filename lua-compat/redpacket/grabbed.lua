@@ -29,6 +29,12 @@ local function arity(cmd)
   return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
 end
 -- REDPACKET helpers (lua-compat/src/redpacket/family.lua), those this script uses.
+-- A share (in B:pool or B:grabbed): at least one cent, at most the
+-- largest total.
+local function share_of(v)
+  local n = int(v)
+  if n and n >= 1 and n <= 9007199254740991 then return n end
+end
 -- REDPACKET.GRABBED (lua-compat/src/redpacket/grabbed.lua).
 if #KEYS ~= 1 then return arity('redpacket.grabbed') end
 if #ARGV > 0 then
@@ -44,6 +50,8 @@ if (tm ~= 'none' and tm ~= 'hash') or (tp ~= 'none' and tp ~= 'list')
   return redis.error_reply(WRONGTYPE)
 end
 local kv = redis.call('HGETALL', grabbed)
-for j = 2, #kv, 2 do kv[j] = int(kv[j]) or kv[j] end
+-- A share as an integer, anything else (GRAB never writes it) as the
+-- string it is, as the module replies.
+for j = 2, #kv, 2 do kv[j] = share_of(kv[j]) or kv[j] end
 return kv
 

@@ -38,6 +38,25 @@ local MAX_TIME = 253402300799999
 local MAX_COUNT = 10000
 local MAX_TTL = 3153600000
 local MAX_TOTAL = 9007199254740991
+-- floor(2 * rest / left), exact for any rest below 2^53 (the quotient of
+-- doubles may round up to the next integer there): 2 * (rest div left)
+-- plus what the remainder adds.
+local function double_mean(rest, left)
+  local r = math.fmod(rest, left)
+  return 2 * ((rest - r) / left) + math.floor(2 * r / left)
+end
+-- A uniform integer from 1 to bound (bound < 2^53). Lua 5.1's
+-- math.random(m, n) takes C ints, so a bound past 2^31 - 1 ("interval is
+-- empty") is drawn as 53 random bits (22 + 31) with rejection of the
+-- uneven top, then reduced: every value equally likely, no rounding.
+local function draw(bound)
+  if bound <= 2147483647 then return math.random(1, bound) end
+  local limit = bound * math.floor(9007199254740992 / bound)
+  while true do
+    local x = math.random(0, 4194303) * 2147483648 + math.random(0, 2147483647)
+    if x < limit then return math.fmod(x, bound) + 1 end
+  end
+end
 -- REDPACKET.SPLIT (lua-compat/src/redpacket/split.lua).
 if #KEYS ~= 1 then return arity('redpacket.split') end
 if #ARGV < 2 then
@@ -95,8 +114,10 @@ end
 if exists then return redis.error_reply('ERR redpacket: packet already exists') end
 local shares = {}
 if mode == 'EQUAL' then
-  local base = math.floor(total / count)
-  local extra = total - base * count
+  -- Exact below 2^53: fmod and the division of a multiple round nothing
+  -- (total / count itself may round up to the next integer).
+  local extra = math.fmod(total, count)
+  local base = (total - extra) / count
   for s = 1, count do
     shares[s] = (s <= extra) and base + 1 or base
   end
@@ -106,8 +127,8 @@ else
   local rest = total
   for s = 1, count - 1 do
     local left = count - s + 1
-    local bound = math.min(math.floor(2 * rest / left) - 1, rest - (left - 1))
-    local share = math.random(1, bound)
+    local bound = math.max(math.min(double_mean(rest, left) - 1, rest - (left - 1)), 1)
+    local share = draw(bound)
     shares[s] = share
     rest = rest - share
   end

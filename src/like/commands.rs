@@ -481,7 +481,7 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
         (was, want, in_set || want != bit)
     } else {
         // A count at a limit needs to know the membership before writing.
-        let at_limit = (old == i64::MAX && op != Op::Rem) || (old == 0 && op != Op::Add);
+        let at_limit = (old == model::MAX_COUNT && op != Op::Rem) || (old == 0 && op != Op::Add);
         let known = if at_limit {
             Some(is_member(ctx, set_name(), user)?)
         } else {

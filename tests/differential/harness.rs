@@ -230,6 +230,9 @@ pub struct Call {
     /// The module may block (BLOCK): sent inside MULTI, where it answers
     /// at once as the twin does.
     pub may_block: bool,
+    /// Arguments only the twin takes, before the command's own (LIKE's
+    /// twins take the module's configs first).
+    pub twin_prefix: Vec<Vec<u8>>,
 }
 
 impl Call {
@@ -241,6 +244,7 @@ impl Call {
             numkeys_arg: false,
             pinned: true,
             may_block: false,
+            twin_prefix: vec![],
         }
     }
 
@@ -252,6 +256,7 @@ impl Call {
             numkeys_arg: false,
             pinned: true,
             may_block: false,
+            twin_prefix: vec![],
         }
     }
 
@@ -265,11 +270,18 @@ impl Call {
             numkeys_arg: cmd == "RATE.MULTI",
             pinned: true,
             may_block: false,
+            twin_prefix: vec![],
         }
     }
 
     pub fn unpinned(mut self) -> Call {
         self.pinned = false;
+        self
+    }
+
+    /// Gives the twin `prefix` before the command's arguments.
+    pub fn with_twin_prefix(mut self, prefix: &[&str]) -> Call {
+        self.twin_prefix = prefix.iter().map(|a| a.as_bytes().to_vec()).collect();
         self
     }
 
@@ -293,6 +305,7 @@ impl Call {
     fn twin_tail(&self) -> Vec<Vec<u8>> {
         let mut v = vec![self.keys.len().to_string().into_bytes()];
         v.extend(self.keys.iter().map(|k| k.as_bytes().to_vec()));
+        v.extend(self.twin_prefix.iter().cloned());
         v.extend(self.args.iter().cloned());
         v
     }
@@ -502,6 +515,35 @@ fn show_key(k: &[u8], s: Option<&KeyState>) -> String {
     }
 }
 
+/// A connection to one side that runs a family's commands as that side
+/// does (the module's command, EVALSHA or FCALL) and anything else as is.
+pub struct SideConn<'a> {
+    c: Conn,
+    runs: &'a Runs,
+}
+
+impl SideConn<'_> {
+    /// Runs `argv`: a command of the family (one key, its arguments) the
+    /// side's way, anything else as is.
+    pub fn call(&mut self, argv: Vec<Vec<u8>>) -> Resp {
+        let name = String::from_utf8_lossy(&argv[0]).to_ascii_uppercase();
+        let is_family = name.contains('.') && !matches!(self.runs, Runs::Module);
+        if !is_family {
+            return self.c.call(argv);
+        }
+        let tail: Vec<Vec<u8>> = std::iter::once(b"1".to_vec()).chain(argv[1..].iter().cloned()).collect();
+        let mut v = match self.runs {
+            Runs::Scripts(shas) => vec![b"EVALSHA".to_vec(), shas[&name].clone()],
+            _ => vec![
+                b"FCALL".to_vec(),
+                format!("hotpath_{}", name.to_ascii_lowercase().replace('.', "_")).into_bytes(),
+            ],
+        };
+        v.extend(tail);
+        self.c.call(v)
+    }
+}
+
 /// How a side runs a command.
 enum Runs {
     Module,
@@ -676,6 +718,22 @@ impl<F: Family> Trio<F> {
             }
         }
         Ok(())
+    }
+
+    /// Runs `f` on each server, the module's (its commands) and the
+    /// twins' (the same commands rewritten as EVALSHA or FCALL when they
+    /// are the family's); returns each side's name and result.
+    pub fn on_every_side<T>(&self, mut f: impl FnMut(&mut SideConn) -> T) -> Vec<(&'static str, T)> {
+        self.sides
+            .iter()
+            .map(|s| {
+                let mut sc = SideConn {
+                    c: Conn::open(s._srv.port),
+                    runs: &s.runs,
+                };
+                (s.name, f(&mut sc))
+            })
+            .collect()
     }
 
     pub fn flushall(&mut self) {

@@ -217,6 +217,7 @@ impl Family for Rate {
                 numkeys_arg: true,
                 pinned: true,
                 may_block: false,
+                twin_prefix: vec![],
             }
         } else if op < 84 {
             let mut rest = if huge {
@@ -318,6 +319,7 @@ impl Family for Rate {
             numkeys_arg: true,
             pinned: true,
             may_block: false,
+            twin_prefix: vec![],
         });
         probes.push(Call::new("RATE.RESET", b, &[]));
         probes.push(Call::new("RATE.RESET", a, &[]));

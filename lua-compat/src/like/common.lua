@@ -7,6 +7,9 @@
 --@ keys n
 --@ flags no-writes
 
+-- Two keys, as the command takes: any other count is the module's arity
+-- error (not a Lua error on a missing KEYS[2]).
+if #KEYS ~= 2 then return arity('like.common') end
 local B = KEYS[1]
 local MAXID = tonumber(ARGV[1])
 local PROMOTE_AT = tonumber(ARGV[2])

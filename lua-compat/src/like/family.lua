@@ -1,7 +1,9 @@
 local function syntax() return redis.error_reply('ERR syntax error') end
 local function not_integer() return redis.error_reply('ERR value is not an integer or out of range') end
-local function corrupt(key) return redis.error_reply("ERR like: corrupt data in '" .. key .. "'") end
-local function overflow(key) return redis.error_reply("ERR like: integer overflow in '" .. key .. "'") end
+-- The module's corrupt-data and overflow errors, the key shown as the
+-- module shows it (control characters as '?').
+local function corrupt(key) return data_error('like', 'corrupt data', key) end
+local function overflow(key) return data_error('like', 'integer overflow', key) end
 -- Redis's string2ll: optional '-', digits, no leading zeros, within int64.
 local function parse_int(s)
   if type(s) ~= 'string' or #s == 0 or #s > 20 then return nil end
@@ -25,10 +27,14 @@ local function parse_user(s, max)
   if v > max then return nil end
   return v
 end
--- A stored count: canonical digits within int64 (exact up to 2^53 here).
+-- A stored count: canonical digits up to 2^53 - 1, as the module keeps
+-- it (a post has at most 2^32 likers; a double holds every such count
+-- exactly, and any larger one reads as at least 2^53).
 local function parse_count(s)
-  if not digits(s) or #s > 19 or (#s == 19 and s > '9223372036854775807') then return nil end
-  return tonumber(s)
+  if not digits(s) or #s > 16 then return nil end
+  local n = tonumber(s)
+  if n > 9007199254740991 then return nil end
+  return n
 end
 local function type_of(k) return redis.call('TYPE', k)['ok'] end
 -- The layout and the memory model (src/like/model.rs, docs/like.md).

@@ -61,7 +61,7 @@ local old, set_expiry, at_max = 0, nil, false
 if stored then
   old = parse_count(stored)
   if old == nil then return corrupt_count() end
-  at_max = stored == '9223372036854775807'
+  at_max = stored == '9007199254740991'
 else
   -- No count: a post without likers, or a count deleted by hand from a
   -- post all in set form (SCARD); with chunks it cannot be counted.

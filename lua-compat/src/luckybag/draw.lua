@@ -1,10 +1,8 @@
 -- LUCKYBAG.DRAW key
 -- LUCKYBAG.DRAW B -> {user, score, ...} the winners, best score first
--- Shared helpers (identical in every LUCKYBAG script).
 --@ keys 1
 
 PARSE.latepooled = PARSE.poolcap
--- End of shared helpers.
 local B = KEYS[1]
 if #ARGV ~= 0 then return arity('luckybag.draw') end
 local meta, e = find_meta(B)

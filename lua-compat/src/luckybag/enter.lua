@@ -1,10 +1,8 @@
 -- LUCKYBAG.ENTER key user
 -- LUCKYBAG.ENTER B user -> 1 if the kept score was restored (RESTORE YES)
--- Shared helpers (identical in every LUCKYBAG script).
 --@ keys 1
 
 PARSE.latepooled = PARSE.poolcap
--- End of shared helpers.
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.enter') end
 local user = ARGV[1]

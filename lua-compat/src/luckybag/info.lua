@@ -1,11 +1,9 @@
 -- LUCKYBAG.INFO key
 -- LUCKYBAG.INFO B -> {state, s, participants, n, pooled, n, winners, n, shards, n}
--- Shared helpers (identical in every LUCKYBAG script).
 --@ keys 1
 --@ flags no-writes
 
 PARSE.latepooled = PARSE.poolcap
--- End of shared helpers.
 local B = KEYS[1]
 if #ARGV ~= 0 then return arity('luckybag.info') end
 local meta, e = find_meta(B)

@@ -1,10 +1,8 @@
 -- LUCKYBAG.JOIN key user [TASK DONE|PENDING]
 -- LUCKYBAG.JOIN B user [TASK DONE|PENDING] -> {new, pooled, participants}
--- Shared helpers (identical in every LUCKYBAG script).
 --@ keys 1
 
 PARSE.latepooled = PARSE.poolcap
--- End of shared helpers.
 local B = KEYS[1]
 if #ARGV < 1 then return arity('luckybag.join') end
 local user = ARGV[1]

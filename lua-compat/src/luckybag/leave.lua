@@ -1,10 +1,8 @@
 -- LUCKYBAG.LEAVE key user
 -- LUCKYBAG.LEAVE B user -> 1 if the user's score was kept and set to -1
--- Shared helpers (identical in every LUCKYBAG script).
 --@ keys 1
 
 PARSE.latepooled = PARSE.poolcap
--- End of shared helpers.
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.leave') end
 local user = ARGV[1]

@@ -1,11 +1,9 @@
 -- LUCKYBAG.RESULT key user
 -- LUCKYBAG.RESULT B user -> PENDING, WON, LOST or ABSENT
--- Shared helpers (identical in every LUCKYBAG script).
 --@ keys 1
 --@ flags no-writes
 
 PARSE.latepooled = PARSE.poolcap
--- End of shared helpers.
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.result') end
 local user = ARGV[1]

@@ -1,10 +1,8 @@
 -- LUCKYBAG.TASK key user
 -- LUCKYBAG.TASK B user -> 1 if a pending user now has a random score
--- Shared helpers (identical in every LUCKYBAG script).
 --@ keys 1
 
 PARSE.latepooled = PARSE.poolcap
--- End of shared helpers.
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.task') end
 local user = ARGV[1]

@@ -1,12 +1,8 @@
 -- RANK.ADD key member points [GT|LT] [NOW unix-ms]
 -- Lua twin of RANK.ADD B member points [GT|LT] [NOW unix-ms] -> points stored
 -- KEYS[1] = B; ARGV = member points [options], verbatim.
--- Shared helpers (the same block opens every RANK script, so that each
--- script stands alone). Numbers are doubles: every value the board holds
--- stays below 2^53 and all arithmetic here is kept exact.
 --@ keys 1
 
--- End of the shared helpers.
 
 local B = KEYS[1]
 if #ARGV < 2 then return arity('rank.add') end

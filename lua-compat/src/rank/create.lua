@@ -2,12 +2,8 @@
 -- Lua twin of RANK.CREATE B [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S]
 -- [DIGITS d] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] -> OK
 -- KEYS[1] = B; ARGV = the options, verbatim. Writes B:meta.
--- Shared helpers (the same block opens every RANK script, so that each
--- script stands alone). Numbers are doubles: every value the board holds
--- stays below 2^53 and all arithmetic here is kept exact.
 --@ keys 1
 
--- End of the shared helpers.
 
 local B = KEYS[1]
 local l = { tiebreak = 'EARLIER', unit = 'S', epoch = 0 }

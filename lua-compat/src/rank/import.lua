@@ -1,18 +1,14 @@
--- RANK.IMPORT ...
--- Lua twin of RANK.IMPORT B [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S]
--- [DIGITS d] [EPOCH unix-ms] [COUNT n] [NOW unix-ms] -> members left to pack
+-- RANK.IMPORT key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits]
+--   [EPOCH unix-ms] [COUNT count] [NOW unix-ms]
+-- Lua twin of RANK.IMPORT -> members left to pack
 -- KEYS[1] = B; ARGV = the options, verbatim. Packs a board of plain
 -- scores (points written with ZADD) in place, COUNT members per call: the
 -- first call moves B to B:import and records the layout and the import's
 -- time in B:meta ("<layout> IMPORT <unix-ms>"); every call moves up to
 -- COUNT members back into B, packed; the last one restores the plain
 -- layout field.
--- Shared helpers (the same block opens every RANK script, so that each
--- script stands alone). Numbers are doubles: every value the board holds
--- stays below 2^53 and all arithmetic here is kept exact.
 --@ keys 1
 
--- End of the shared helpers.
 
 local B = KEYS[1]
 local opts = {}

@@ -2,12 +2,8 @@
 -- Lua twin of RANK.MERGE dest numkeys src [src ...] [AGGREGATE SUM|MAX]
 -- [TTL seconds] [NOW unix-ms] -> members in dest
 -- KEYS = dest, src1 ... srcN; ARGV = numkeys [options], verbatim.
--- Shared helpers (the same block opens every RANK script, so that each
--- script stands alone). Numbers are doubles: every value the board holds
--- stays below 2^53 and all arithmetic here is kept exact.
 --@ keys n
 
--- End of the shared helpers.
 
 if #KEYS < 2 or #ARGV < 1 then return arity('rank.merge') end
 local dest = KEYS[1]

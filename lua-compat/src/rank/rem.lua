@@ -1,12 +1,8 @@
 -- RANK.REM key member [member ...]
 -- Lua twin of RANK.REM B member [member ...] -> number removed
 -- KEYS[1] = B; ARGV = the members.
--- Shared helpers (the same block opens every RANK script, so that each
--- script stands alone). Numbers are doubles: every value the board holds
--- stays below 2^53 and all arithmetic here is kept exact.
 --@ keys 1
 
--- End of the shared helpers.
 
 local B = KEYS[1]
 if #ARGV < 1 then return arity('rank.rem') end

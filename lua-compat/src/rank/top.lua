@@ -1,13 +1,9 @@
 -- RANK.TOP key [count] [OFFSET offset]
 -- Lua twin of RANK.TOP B [count] [OFFSET o] -> [member, points, ...]
 -- KEYS[1] = B; ARGV = [count] [OFFSET o], verbatim.
--- Shared helpers (the same block opens every RANK script, so that each
--- script stands alone). Numbers are doubles: every value the board holds
--- stays below 2^53 and all arithmetic here is kept exact.
 --@ keys 1
 --@ flags no-writes
 
--- End of the shared helpers.
 
 local B = KEYS[1]
 local count, offset, first = 10, 0, true

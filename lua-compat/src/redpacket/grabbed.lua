@@ -17,6 +17,8 @@ if (tm ~= 'none' and tm ~= 'hash') or (tp ~= 'none' and tp ~= 'list')
   return redis.error_reply(WRONGTYPE)
 end
 local kv = redis.call('HGETALL', grabbed)
-for j = 2, #kv, 2 do kv[j] = int(kv[j]) or kv[j] end
+-- A share as an integer, anything else (GRAB never writes it) as the
+-- string it is, as the module replies.
+for j = 2, #kv, 2 do kv[j] = share_of(kv[j]) or kv[j] end
 return kv
 

@@ -61,8 +61,10 @@ end
 if exists then return redis.error_reply('ERR redpacket: packet already exists') end
 local shares = {}
 if mode == 'EQUAL' then
-  local base = math.floor(total / count)
-  local extra = total - base * count
+  -- Exact below 2^53: fmod and the division of a multiple round nothing
+  -- (total / count itself may round up to the next integer).
+  local extra = math.fmod(total, count)
+  local base = (total - extra) / count
   for s = 1, count do
     shares[s] = (s <= extra) and base + 1 or base
   end
@@ -72,8 +74,8 @@ else
   local rest = total
   for s = 1, count - 1 do
     local left = count - s + 1
-    local bound = math.min(math.floor(2 * rest / left) - 1, rest - (left - 1))
-    local share = math.random(1, bound)
+    local bound = math.max(math.min(double_mean(rest, left) - 1, rest - (left - 1)), 1)
+    local share = draw(bound)
     shares[s] = share
     rest = rest - share
   end
