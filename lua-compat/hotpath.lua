@@ -2501,6 +2501,9 @@ local function overflow(key, field)
   return ferr("integer overflow in '" .. shown(key) .. "'")
 end
 local I64_MAX = '9223372036854775807'
+-- The largest participant count (B:count) and `latepooled`: 2^53 - 1, so
+-- that every count is exact in a double; the module keeps the same bound.
+local MAX_COUNT = 9007199254740991
 -- Byte-wise a > b (Lua's own string order follows the locale).
 local function bytes_gt(a, b)
   local la, lb = #a, #b
@@ -2575,6 +2578,12 @@ local PARSE = {
     local n = toint(v)
     if n and n >= 0 then return n end
   end,
+  -- A counter JOIN keeps: at most 2^53 - 1, exact in a double (the
+  -- module's bound too).
+  latepooled = function(v)
+    local n = toint(v)
+    if n and n >= 0 and n <= MAX_COUNT then return n end
+  end,
   highscore = function(v)
     local h = parse_highscore(v)
     if h and h <= 1 then return h end
@@ -2624,7 +2633,7 @@ end
 local function read_count(key)
   local v = redis.call('GET', key)
   local n = toint(v)
-  if not n or n < 0 then return nil, corrupt(key) end
+  if not n or n < 0 or n > MAX_COUNT then return nil, corrupt(key) end
   return n, nil, v
 end
 -- Gives a key just created the bag's expiry: B:meta's absolute instant.
@@ -2637,7 +2646,6 @@ local function score_text(score) return string.format('%.6f', tonumber(score)) e
 -- LUCKYBAG.CREATE (lua-compat/src/luckybag/create.lua)
 local function luckybag_create(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.create') end
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV < 2 then return arity('luckybag.create') end
 local winners, shards, poolcap, highscore, restore, ttl = nil, '16', '700000', '0.99', 'yes', 0
@@ -2710,7 +2718,6 @@ redis.register_function{function_name = 'hotpath_luckybag_create', callback = lu
 -- LUCKYBAG.DRAW (lua-compat/src/luckybag/draw.lua)
 local function luckybag_draw(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.draw') end
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV ~= 0 then return arity('luckybag.draw') end
 local meta, e = find_meta(B)
@@ -2788,7 +2795,6 @@ redis.register_function{function_name = 'hotpath_luckybag_draw', callback = luck
 -- LUCKYBAG.ENTER (lua-compat/src/luckybag/enter.lua)
 local function luckybag_enter(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.enter') end
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.enter') end
 local user = ARGV[1]
@@ -2824,7 +2830,6 @@ redis.register_function{function_name = 'hotpath_luckybag_enter', callback = luc
 -- LUCKYBAG.INFO (lua-compat/src/luckybag/info.lua)
 local function luckybag_info(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.info') end
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV ~= 0 then return arity('luckybag.info') end
 local meta, e = find_meta(B)
@@ -2848,6 +2853,7 @@ if exists then
 end
 -- Everyone up to the cap entered the pool, then the late high scores.
 local pooled = math.min(participants, got.poolcap) + got.latepooled
+if pooled > MAX_COUNT then return overflow(meta, 'latepooled') end
 return {'state', got.state and 'drawn' or 'open', 'participants', participants, 'pooled', pooled,
   'winners', got.winners, 'shards', got.shards}
 
@@ -2858,7 +2864,6 @@ redis.register_function{function_name = 'hotpath_luckybag_info', callback = luck
 -- LUCKYBAG.JOIN (lua-compat/src/luckybag/join.lua)
 local function luckybag_join(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.join') end
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV < 1 then return arity('luckybag.join') end
 local user = ARGV[1]
@@ -2891,7 +2896,7 @@ local before = 0
 if count_existed then
   local n, e4, text = read_count(count)
   if e4 then return e4 end
-  if text == I64_MAX then return overflow(count) end
+  if n == MAX_COUNT then return overflow(count) end
   before = n
 end
 local participants = before + 1
@@ -2910,7 +2915,7 @@ if late then
   local lraw = read_meta(meta, {'latepooled'})
   local _, e5 = meta_value(meta, lraw, 'latepooled')
   if e5 then return e5 end
-  if lraw.latepooled == I64_MAX then return overflow(meta, 'latepooled') end
+  if lraw.latepooled == '9007199254740991' then return overflow(meta, 'latepooled') end
 end
 -- The pool is also the participant list: NX makes the insert the dedup.
 local kept = score
@@ -2932,7 +2937,6 @@ redis.register_function{function_name = 'hotpath_luckybag_join', callback = luck
 -- LUCKYBAG.LEAVE (lua-compat/src/luckybag/leave.lua)
 local function luckybag_leave(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.leave') end
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.leave') end
 local user = ARGV[1]
@@ -2965,7 +2969,6 @@ redis.register_function{function_name = 'hotpath_luckybag_leave', callback = luc
 -- LUCKYBAG.RESULT (lua-compat/src/luckybag/result.lua)
 local function luckybag_result(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.result') end
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.result') end
 local user = ARGV[1]
@@ -2994,7 +2997,6 @@ redis.register_function{function_name = 'hotpath_luckybag_result', callback = lu
 -- LUCKYBAG.TASK (lua-compat/src/luckybag/task.lua)
 local function luckybag_task(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('luckybag.task') end
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.task') end
 local user = ARGV[1]

@@ -22,6 +22,8 @@ mod harness;
 mod like;
 #[path = "differential/lock.rs"]
 mod lock;
+#[path = "differential/luckybag.rs"]
+mod luckybag;
 #[path = "differential/rate.rs"]
 mod rate;
 #[path = "differential/redpacket.rs"]
@@ -99,6 +101,16 @@ fn like_random_calls() {
 #[test]
 fn like_every_fault_and_pair() {
     faults::<like::Like>();
+}
+
+#[test]
+fn luckybag_random_calls() {
+    stream::<luckybag::Luckybag>(16_006);
+}
+
+#[test]
+fn luckybag_every_fault_and_pair() {
+    faults::<luckybag::Luckybag>();
 }
 
 #[test]
@@ -208,4 +220,6 @@ fn campaign() {
     report::<redpacket::Redpacket>("campaign", Some(seed + 3), &st);
     let st = random::<like::Like>(seed.wrapping_add(4), calls);
     report::<like::Like>("campaign", Some(seed + 4), &st);
+    let st = random::<luckybag::Luckybag>(seed.wrapping_add(5), calls);
+    report::<luckybag::Luckybag>("campaign", Some(seed + 5), &st);
 }

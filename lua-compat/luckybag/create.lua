@@ -60,34 +60,8 @@ local function typed(key, want)
   if t == 'none' then return true, false end
   return t == want, true
 end
--- The B:meta values, each parsed as CREATE writes it; nil for garbage.
-local PARSE = {
-  winners = function(v)
-    local n = toint(v)
-    if n and n >= 1 and n <= MAX_WINNERS then return n end
-  end,
-  shards = function(v)
-    local n = toint(v)
-    if valid_shards(n) then return n end
-  end,
-  poolcap = function(v)
-    local n = toint(v)
-    if n and n >= 0 then return n end
-  end,
-  highscore = function(v)
-    local h = parse_highscore(v)
-    if h and h <= 1 then return h end
-  end,
-  restore = function(v)
-    if v == 'yes' then return true elseif v == 'no' then return false end
-  end,
-  state = function(v)
-    if v == 'open' then return false elseif v == 'drawn' then return true end
-  end,
-}
 -- LUCKYBAG.CREATE (lua-compat/src/luckybag/create.lua).
 if #KEYS ~= 1 then return arity('luckybag.create') end
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV < 2 then return arity('luckybag.create') end
 local winners, shards, poolcap, highscore, restore, ttl = nil, '16', '700000', '0.99', 'yes', 0

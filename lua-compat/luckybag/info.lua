@@ -20,7 +20,14 @@ local function corrupt(key, field)
   if field then return ferr("corrupt data in '" .. shown(key) .. "' field '" .. shown(field) .. "'") end
   return ferr("corrupt data in '" .. shown(key) .. "'")
 end
+local function overflow(key, field)
+  if field then return ferr("integer overflow in '" .. shown(key) .. "' field '" .. shown(field) .. "'") end
+  return ferr("integer overflow in '" .. shown(key) .. "'")
+end
 local I64_MAX = '9223372036854775807'
+-- The largest participant count (B:count) and `latepooled`: 2^53 - 1, so
+-- that every count is exact in a double; the module keeps the same bound.
+local MAX_COUNT = 9007199254740991
 -- Byte-wise a > b (Lua's own string order follows the locale).
 local function bytes_gt(a, b)
   local la, lb = #a, #b
@@ -78,6 +85,12 @@ local PARSE = {
     local n = toint(v)
     if n and n >= 0 then return n end
   end,
+  -- A counter JOIN keeps: at most 2^53 - 1, exact in a double (the
+  -- module's bound too).
+  latepooled = function(v)
+    local n = toint(v)
+    if n and n >= 0 and n <= MAX_COUNT then return n end
+  end,
   highscore = function(v)
     local h = parse_highscore(v)
     if h and h <= 1 then return h end
@@ -117,12 +130,11 @@ end
 local function read_count(key)
   local v = redis.call('GET', key)
   local n = toint(v)
-  if not n or n < 0 then return nil, corrupt(key) end
+  if not n or n < 0 or n > MAX_COUNT then return nil, corrupt(key) end
   return n, nil, v
 end
 -- LUCKYBAG.INFO (lua-compat/src/luckybag/info.lua).
 if #KEYS ~= 1 then return arity('luckybag.info') end
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV ~= 0 then return arity('luckybag.info') end
 local meta, e = find_meta(B)
@@ -146,6 +158,7 @@ if exists then
 end
 -- Everyone up to the cap entered the pool, then the late high scores.
 local pooled = math.min(participants, got.poolcap) + got.latepooled
+if pooled > MAX_COUNT then return overflow(meta, 'latepooled') end
 return {'state', got.state and 'drawn' or 'open', 'participants', participants, 'pooled', pooled,
   'winners', got.winners, 'shards', got.shards}
 

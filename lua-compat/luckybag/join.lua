@@ -27,6 +27,9 @@ local function overflow(key, field)
   return ferr("integer overflow in '" .. shown(key) .. "'")
 end
 local I64_MAX = '9223372036854775807'
+-- The largest participant count (B:count) and `latepooled`: 2^53 - 1, so
+-- that every count is exact in a double; the module keeps the same bound.
+local MAX_COUNT = 9007199254740991
 -- Byte-wise a > b (Lua's own string order follows the locale).
 local function bytes_gt(a, b)
   local la, lb = #a, #b
@@ -101,6 +104,12 @@ local PARSE = {
     local n = toint(v)
     if n and n >= 0 then return n end
   end,
+  -- A counter JOIN keeps: at most 2^53 - 1, exact in a double (the
+  -- module's bound too).
+  latepooled = function(v)
+    local n = toint(v)
+    if n and n >= 0 and n <= MAX_COUNT then return n end
+  end,
   highscore = function(v)
     local h = parse_highscore(v)
     if h and h <= 1 then return h end
@@ -150,7 +159,7 @@ end
 local function read_count(key)
   local v = redis.call('GET', key)
   local n = toint(v)
-  if not n or n < 0 then return nil, corrupt(key) end
+  if not n or n < 0 or n > MAX_COUNT then return nil, corrupt(key) end
   return n, nil, v
 end
 -- Gives a key just created the bag's expiry: B:meta's absolute instant.
@@ -160,7 +169,6 @@ local function adopt_expiry(meta, key)
 end
 -- LUCKYBAG.JOIN (lua-compat/src/luckybag/join.lua).
 if #KEYS ~= 1 then return arity('luckybag.join') end
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV < 1 then return arity('luckybag.join') end
 local user = ARGV[1]
@@ -193,7 +201,7 @@ local before = 0
 if count_existed then
   local n, e4, text = read_count(count)
   if e4 then return e4 end
-  if text == I64_MAX then return overflow(count) end
+  if n == MAX_COUNT then return overflow(count) end
   before = n
 end
 local participants = before + 1
@@ -212,7 +220,7 @@ if late then
   local lraw = read_meta(meta, {'latepooled'})
   local _, e5 = meta_value(meta, lraw, 'latepooled')
   if e5 then return e5 end
-  if lraw.latepooled == I64_MAX then return overflow(meta, 'latepooled') end
+  if lraw.latepooled == '9007199254740991' then return overflow(meta, 'latepooled') end
 end
 -- The pool is also the participant list: NX makes the insert the dedup.
 local kept = score

@@ -22,6 +22,9 @@ local function corrupt(key, field)
   return ferr("corrupt data in '" .. shown(key) .. "'")
 end
 local I64_MAX = '9223372036854775807'
+-- The largest participant count (B:count) and `latepooled`: 2^53 - 1, so
+-- that every count is exact in a double; the module keeps the same bound.
+local MAX_COUNT = 9007199254740991
 -- Byte-wise a > b (Lua's own string order follows the locale).
 local function bytes_gt(a, b)
   local la, lb = #a, #b
@@ -96,6 +99,12 @@ local PARSE = {
     local n = toint(v)
     if n and n >= 0 then return n end
   end,
+  -- A counter JOIN keeps: at most 2^53 - 1, exact in a double (the
+  -- module's bound too).
+  latepooled = function(v)
+    local n = toint(v)
+    if n and n >= 0 and n <= MAX_COUNT then return n end
+  end,
   highscore = function(v)
     local h = parse_highscore(v)
     if h and h <= 1 then return h end
@@ -133,7 +142,6 @@ local function meta_value(meta, raw, name)
 end
 -- LUCKYBAG.RESULT (lua-compat/src/luckybag/result.lua).
 if #KEYS ~= 1 then return arity('luckybag.result') end
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.result') end
 local user = ARGV[1]

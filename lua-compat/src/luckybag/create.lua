@@ -2,7 +2,6 @@
 -- LUCKYBAG.CREATE B WINNERS n [SHARDS s] [POOLCAP c] [HIGHSCORE h] [RESTORE YES|NO] [TTL seconds]
 --@ keys 1
 
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV < 2 then return arity('luckybag.create') end
 local winners, shards, poolcap, highscore, restore, ttl = nil, '16', '700000', '0.99', 'yes', 0

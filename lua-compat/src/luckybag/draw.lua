@@ -2,7 +2,6 @@
 -- LUCKYBAG.DRAW B -> {user, score, ...} the winners, best score first
 --@ keys 1
 
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV ~= 0 then return arity('luckybag.draw') end
 local meta, e = find_meta(B)

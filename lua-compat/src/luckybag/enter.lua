@@ -2,7 +2,6 @@
 -- LUCKYBAG.ENTER B user -> 1 if the kept score was restored (RESTORE YES)
 --@ keys 1
 
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.enter') end
 local user = ARGV[1]

@@ -14,6 +14,9 @@ local function overflow(key, field)
   return ferr("integer overflow in '" .. shown(key) .. "'")
 end
 local I64_MAX = '9223372036854775807'
+-- The largest participant count (B:count) and `latepooled`: 2^53 - 1, so
+-- that every count is exact in a double; the module keeps the same bound.
+local MAX_COUNT = 9007199254740991
 -- Byte-wise a > b (Lua's own string order follows the locale).
 local function bytes_gt(a, b)
   local la, lb = #a, #b
@@ -88,6 +91,12 @@ local PARSE = {
     local n = toint(v)
     if n and n >= 0 then return n end
   end,
+  -- A counter JOIN keeps: at most 2^53 - 1, exact in a double (the
+  -- module's bound too).
+  latepooled = function(v)
+    local n = toint(v)
+    if n and n >= 0 and n <= MAX_COUNT then return n end
+  end,
   highscore = function(v)
     local h = parse_highscore(v)
     if h and h <= 1 then return h end
@@ -137,7 +146,7 @@ end
 local function read_count(key)
   local v = redis.call('GET', key)
   local n = toint(v)
-  if not n or n < 0 then return nil, corrupt(key) end
+  if not n or n < 0 or n > MAX_COUNT then return nil, corrupt(key) end
   return n, nil, v
 end
 -- Gives a key just created the bag's expiry: B:meta's absolute instant.

@@ -3,7 +3,6 @@
 --@ keys 1
 --@ flags no-writes
 
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV ~= 0 then return arity('luckybag.info') end
 local meta, e = find_meta(B)
@@ -27,6 +26,7 @@ if exists then
 end
 -- Everyone up to the cap entered the pool, then the late high scores.
 local pooled = math.min(participants, got.poolcap) + got.latepooled
+if pooled > MAX_COUNT then return overflow(meta, 'latepooled') end
 return {'state', got.state and 'drawn' or 'open', 'participants', participants, 'pooled', pooled,
   'winners', got.winners, 'shards', got.shards}
 

@@ -2,7 +2,6 @@
 -- LUCKYBAG.JOIN B user [TASK DONE|PENDING] -> {new, pooled, participants}
 --@ keys 1
 
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV < 1 then return arity('luckybag.join') end
 local user = ARGV[1]
@@ -35,7 +34,7 @@ local before = 0
 if count_existed then
   local n, e4, text = read_count(count)
   if e4 then return e4 end
-  if text == I64_MAX then return overflow(count) end
+  if n == MAX_COUNT then return overflow(count) end
   before = n
 end
 local participants = before + 1
@@ -54,7 +53,7 @@ if late then
   local lraw = read_meta(meta, {'latepooled'})
   local _, e5 = meta_value(meta, lraw, 'latepooled')
   if e5 then return e5 end
-  if lraw.latepooled == I64_MAX then return overflow(meta, 'latepooled') end
+  if lraw.latepooled == '9007199254740991' then return overflow(meta, 'latepooled') end
 end
 -- The pool is also the participant list: NX makes the insert the dedup.
 local kept = score

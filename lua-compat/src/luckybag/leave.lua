@@ -2,7 +2,6 @@
 -- LUCKYBAG.LEAVE B user -> 1 if the user's score was kept and set to -1
 --@ keys 1
 
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.leave') end
 local user = ARGV[1]

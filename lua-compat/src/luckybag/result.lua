@@ -3,7 +3,6 @@
 --@ keys 1
 --@ flags no-writes
 
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.result') end
 local user = ARGV[1]

@@ -2,7 +2,6 @@
 -- LUCKYBAG.TASK B user -> 1 if a pending user now has a random score
 --@ keys 1
 
-PARSE.latepooled = PARSE.poolcap
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('luckybag.task') end
 local user = ARGV[1]
