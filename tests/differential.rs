@@ -24,6 +24,10 @@ mod like;
 mod lock;
 #[path = "differential/luckybag.rs"]
 mod luckybag;
+#[path = "differential/poll.rs"]
+mod poll;
+#[path = "differential/rank.rs"]
+mod rank;
 #[path = "differential/rate.rs"]
 mod rate;
 #[path = "differential/redpacket.rs"]
@@ -111,6 +115,26 @@ fn luckybag_random_calls() {
 #[test]
 fn luckybag_every_fault_and_pair() {
     faults::<luckybag::Luckybag>();
+}
+
+#[test]
+fn poll_random_calls() {
+    stream::<poll::Poll>(16_007);
+}
+
+#[test]
+fn poll_every_fault_and_pair() {
+    faults::<poll::Poll>();
+}
+
+#[test]
+fn rank_random_calls() {
+    stream::<rank::Rank>(16_008);
+}
+
+#[test]
+fn rank_every_fault_and_pair() {
+    faults::<rank::Rank>();
 }
 
 #[test]
@@ -222,4 +246,8 @@ fn campaign() {
     report::<like::Like>("campaign", Some(seed + 4), &st);
     let st = random::<luckybag::Luckybag>(seed.wrapping_add(5), calls);
     report::<luckybag::Luckybag>("campaign", Some(seed + 5), &st);
+    let st = random::<poll::Poll>(seed.wrapping_add(6), calls);
+    report::<poll::Poll>("campaign", Some(seed + 6), &st);
+    let st = random::<rank::Rank>(seed.wrapping_add(7), calls);
+    report::<rank::Rank>("campaign", Some(seed + 7), &st);
 }
