@@ -11,8 +11,9 @@ entities is ``hotpath.routing`` (docs/spread.md).
 from . import replies, routing
 from .client import (Backend, DelayQueue, HotPath, Like, Lock, LuckyBag, ModuleBackend, Poll,
                      Rank, Rate, RedPacket)
+from .fallback import FallbackBackend, FunctionsBackend
 from .replies import *  # noqa: F401,F403  (the reply dataclasses)
 
 __version__ = "0.1.0"
-__all__ = ["HotPath", "Backend", "ModuleBackend", "Poll", "Rank", "Like", "RedPacket",
+__all__ = ["HotPath", "Backend", "ModuleBackend", "FunctionsBackend", "FallbackBackend", "Poll", "Rank", "Like", "RedPacket",
            "LuckyBag", "Rate", "Lock", "DelayQueue", "replies", "routing"]
