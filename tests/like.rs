@@ -1221,3 +1221,21 @@ fn stall_run(seed: u64) -> (Vec<String>, u64) {
     let step_max = stat("like_promotion_step_max_cpu_us");
     (ours, step_max)
 }
+
+/// A post with a chunk, no count and an index of another type: the
+/// index's WRONGTYPE comes before the corrupt count (every type check
+/// before any value check; found by the differential test).
+#[test]
+fn type_errors_come_before_a_missing_count() {
+    let s = server(512);
+    let mut c = s.conn();
+    run(&mut c, &["SET", "p:bits:0", "short"]);
+    run(&mut c, &["SADD", "p:chunks", "x"]);
+    let wrongtype = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    assert_eq!(err(&mut c, &["LIKE.TOGGLE", "p", "0"]), wrongtype);
+    run(&mut c, &["DEL", "p:chunks"]);
+    assert_eq!(
+        err(&mut c, &["LIKE.TOGGLE", "p", "0"]),
+        "ERR like: corrupt data in 'p:count'"
+    );
+}

@@ -340,7 +340,10 @@ fn missing_count(
     let set = Key::open(ctx, &derived_name(base, "set"), false);
     set.check(KeyType::Set)?;
     let index = Key::open(ctx, &derived_name(base, "chunks"), false);
-    if has_chunk || index.check(KeyType::String)? {
+    // Every type check before any value check: the index's type is
+    // checked even when the chunk alone already makes the count corrupt.
+    let has_index = index.check(KeyType::String)?;
+    if has_chunk || has_index {
         return Err(error::corrupt(FAMILY, &derived_name(base, "count"), None));
     }
     Ok((set.len() as i64, set.abs_expire_ms()))

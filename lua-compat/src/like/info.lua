@@ -22,7 +22,7 @@ local p, err = read_post(B, true)
 if not p then return err end
 local promotion = redis.call('HGET', META, 'state') or 'none'
 if promotion ~= 'none' and promotion ~= 'create' and promotion ~= 'move' and promotion ~= 'settle' then
-  return redis.error_reply("ERR like: corrupt data in '" .. META .. "' field 'state'")
+  return data_error('like', 'corrupt data', META, 'state')
 end
 local chunks = redis.call('BITCOUNT', B .. ':chunks')
 local top = 0
