@@ -175,16 +175,30 @@ fn redpacket_random_splits_keep_their_invariants() {
                     "4102444800000",
                 ]));
                 assert_eq!(r.int(), Some(count), "{r}");
-                let pool = c.call(harness::argv(&["LRANGE", &format!("{base}:pool"), "0", "-1"]));
+                let pool = c.call(harness::argv(&[
+                    "LRANGE",
+                    &format!("{base}:pool"),
+                    "0",
+                    "-1",
+                ]));
                 pool.items()
                     .iter()
-                    .map(|x| std::str::from_utf8(x.bytes().unwrap()).unwrap().parse::<i64>().unwrap())
+                    .map(|x| {
+                        std::str::from_utf8(x.bytes().unwrap())
+                            .unwrap()
+                            .parse::<i64>()
+                            .unwrap()
+                    })
                     .collect::<Vec<i64>>()
             });
             for (side, v) in shares {
                 assert_eq!(v.len() as i64, count, "{side} {total} {count}");
                 assert!(v.iter().all(|&x| x >= 1), "{side} {total} {count}: {v:?}");
-                assert_eq!(v.iter().map(|&x| x as i128).sum::<i128>(), total as i128, "{side} {total} {count}");
+                assert_eq!(
+                    v.iter().map(|&x| x as i128).sum::<i128>(),
+                    total as i128,
+                    "{side} {total} {count}"
+                );
             }
         }
     }

@@ -304,6 +304,9 @@ fn twins_match_the_module_on_random_sequences() {
 #[test]
 fn twins_match_through_a_large_promotion_and_common_of_bitmaps() {
     for via in [Via::Script, Via::Function] {
-        twins_via(via, twins_match_through_a_large_promotion_and_common_of_bitmaps_once);
+        twins_via(
+            via,
+            twins_match_through_a_large_promotion_and_common_of_bitmaps_once,
+        );
     }
 }

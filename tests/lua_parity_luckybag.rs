@@ -71,7 +71,8 @@ impl Twins {
         let mut largs = vec![self.l.as_str()];
         largs.extend_from_slice(args);
         // Error lines name the key: the twin's base stands for the module's.
-        let twin = show(&call_twin(&mut self.c, &self.sha[cmd], 1, &largs)).replace(&self.l, &self.m);
+        let twin =
+            show(&call_twin(&mut self.c, &self.sha[cmd], 1, &largs)).replace(&self.l, &self.m);
         assert_eq!(ours, twin, "{cmd} {args:?}");
         ours
     }

@@ -531,7 +531,9 @@ impl SideConn<'_> {
         if !is_family {
             return self.c.call(argv);
         }
-        let tail: Vec<Vec<u8>> = std::iter::once(b"1".to_vec()).chain(argv[1..].iter().cloned()).collect();
+        let tail: Vec<Vec<u8>> = std::iter::once(b"1".to_vec())
+            .chain(argv[1..].iter().cloned())
+            .collect();
         let mut v = match self.runs {
             Runs::Scripts(shas) => vec![b"EVALSHA".to_vec(), shas[&name].clone()],
             _ => vec![
@@ -723,7 +725,10 @@ impl<F: Family> Trio<F> {
     /// Runs `f` on each server, the module's (its commands) and the
     /// twins' (the same commands rewritten as EVALSHA or FCALL when they
     /// are the family's); returns each side's name and result.
-    pub fn on_every_side<T>(&self, mut f: impl FnMut(&mut SideConn) -> T) -> Vec<(&'static str, T)> {
+    pub fn on_every_side<T>(
+        &self,
+        mut f: impl FnMut(&mut SideConn) -> T,
+    ) -> Vec<(&'static str, T)> {
         self.sides
             .iter()
             .map(|s| {

@@ -101,7 +101,11 @@ impl Family for Like {
 
     fn step(&mut self, rng: &mut StdRng) -> Call {
         self.now += rng.gen_range(0..50);
-        let k = if rng.gen_bool(0.6) { 0 } else { rng.gen_range(1..KEYS) };
+        let k = if rng.gen_bool(0.6) {
+            0
+        } else {
+            rng.gen_range(1..KEYS)
+        };
         let b = key(k);
         // Post 0 collects up to 2,000 likers in three ranges' worth of ids
         // (promotion); the others a handful.
@@ -134,7 +138,11 @@ impl Family for Like {
         } else if op < 72 {
             call("LIKE.COUNT", &[&b], vec![])
         } else if op < 76 {
-            let rest = if rng.gen_bool(0.5) { vec![s(rng.gen_range(1..5))] } else { vec![] };
+            let rest = if rng.gen_bool(0.5) {
+                vec![s(rng.gen_range(1..5))]
+            } else {
+                vec![]
+            };
             call("LIKE.RECENT", &[&b], rest)
         } else if op < 82 {
             let other = key(rng.gen_range(0..KEYS));
@@ -172,7 +180,13 @@ impl Family for Like {
                 if rng.gen_bool(0.5) {
                     return call("LIKE.COMMON", &[&b], vec![]);
                 }
-                let cmds = ["LIKE.ADD", "LIKE.CHECK", "LIKE.COMMON", "LIKE.INFO", "LIKE.MIGRATE"];
+                let cmds = [
+                    "LIKE.ADD",
+                    "LIKE.CHECK",
+                    "LIKE.COMMON",
+                    "LIKE.INFO",
+                    "LIKE.MIGRATE",
+                ];
                 return Call::no_key(cmds[rng.gen_range(0..cmds.len())]).with_twin_prefix(&CONFIGS);
             }
             let (cmd, args) = *pick(rng, bad);

@@ -92,7 +92,10 @@ impl Family for Luckybag {
 
     fn step(&mut self, rng: &mut StdRng) -> Call {
         let b = key(rng.gen_range(0..KEYS));
-        let user = s(*pick(rng, &["u1", "u2", "u3", "u4", "u5", "u6", "é", "x\ty"]));
+        let user = s(*pick(
+            rng,
+            &["u1", "u2", "u3", "u4", "u5", "u6", "é", "x\ty"],
+        ));
         let op = rng.gen_range(0..100);
         if op < 10 {
             let mut rest = vec![s("WINNERS"), s(rng.gen_range(1..4))];
@@ -165,7 +168,12 @@ impl Family for Luckybag {
                 ("LUCKYBAG.INFO", &["x"]),
             ];
             if rng.gen_bool(0.1) {
-                let cmds = ["LUCKYBAG.CREATE", "LUCKYBAG.JOIN", "LUCKYBAG.DRAW", "LUCKYBAG.INFO"];
+                let cmds = [
+                    "LUCKYBAG.CREATE",
+                    "LUCKYBAG.JOIN",
+                    "LUCKYBAG.DRAW",
+                    "LUCKYBAG.INFO",
+                ];
                 return Call::no_key(cmds[rng.gen_range(0..cmds.len())]);
             }
             let (cmd, args) = *pick(rng, bad);
@@ -176,9 +184,17 @@ impl Family for Luckybag {
     fn sweep(&self, bases: &[String]) -> (Vec<Call>, Vec<Call>) {
         let (a, b) = (&bases[0], &bases[1]);
         let setup = vec![
-            Call::new("LUCKYBAG.CREATE", a, &["WINNERS", "1", "SHARDS", "1", "POOLCAP", "1"]),
+            Call::new(
+                "LUCKYBAG.CREATE",
+                a,
+                &["WINNERS", "1", "SHARDS", "1", "POOLCAP", "1"],
+            ),
             Call::new("LUCKYBAG.JOIN", a, &["u1", "TASK", "PENDING"]),
-            Call::new("LUCKYBAG.CREATE", b, &["WINNERS", "2", "SHARDS", "2", "RESTORE", "YES"]),
+            Call::new(
+                "LUCKYBAG.CREATE",
+                b,
+                &["WINNERS", "2", "SHARDS", "2", "RESTORE", "YES"],
+            ),
             Call::new("LUCKYBAG.JOIN", b, &["u2", "TASK", "PENDING"]),
         ];
         let mut probes = Vec::new();

@@ -80,7 +80,10 @@ impl Family for Poll {
             Target {
                 key: k("uservotes"),
                 wrong_types: vec!["string"],
-                garbage: vec![hset("uservotes", "u1", "[x"), hset("uservotes", "u1", "[\"a\",\"a\"]")],
+                garbage: vec![
+                    hset("uservotes", "u1", "[x"),
+                    hset("uservotes", "u1", "[\"a\",\"a\"]"),
+                ],
             },
             Target {
                 key: k("syncing"),
@@ -106,7 +109,10 @@ impl Family for Poll {
         let mut call = if op < 8 {
             let mut rest = vec![];
             if rng.gen_bool(0.8) {
-                rest.extend([s("MODE"), s(*pick(rng, &["ONCE", "DAILY", "MULTI", "daily"]))]);
+                rest.extend([
+                    s("MODE"),
+                    s(*pick(rng, &["ONCE", "DAILY", "MULTI", "daily"])),
+                ]);
             }
             if rng.gen_bool(0.5) {
                 rest.extend([s("MAXVOTES"), s(rng.gen_range(1..4))]);
@@ -194,7 +200,13 @@ impl Family for Poll {
                 ("POLL.SYNCACK", &["-9223372036854775808"]),
             ];
             if rng.gen_bool(0.1) {
-                let cmds = ["POLL.CREATE", "POLL.VOTE", "POLL.TOP", "POLL.INFO", "POLL.SYNC"];
+                let cmds = [
+                    "POLL.CREATE",
+                    "POLL.VOTE",
+                    "POLL.TOP",
+                    "POLL.INFO",
+                    "POLL.SYNC",
+                ];
                 return Call::no_key(cmds[rng.gen_range(0..cmds.len())]);
             }
             let (cmd, args) = *pick(rng, bad);
@@ -224,9 +236,26 @@ impl Family for Poll {
         let (a, b) = (&bases[0], &bases[1]);
         let t = |d: i64| (T0 + d).to_string();
         let setup = vec![
-            Call::new("POLL.CREATE", a, &["MODE", "MULTI", "MAXVOTES", "2", "TTL", "3600", "NOW", &t(0)]),
+            Call::new(
+                "POLL.CREATE",
+                a,
+                &[
+                    "MODE",
+                    "MULTI",
+                    "MAXVOTES",
+                    "2",
+                    "TTL",
+                    "3600",
+                    "NOW",
+                    &t(0),
+                ],
+            ),
             Call::new("POLL.VOTE", a, &["u1", "a", "NOW", &t(1)]),
-            Call::new("POLL.CREATE", b, &["MODE", "DAILY", "CANDIDATES", "2", "a", "b", "NOW", &t(0)]),
+            Call::new(
+                "POLL.CREATE",
+                b,
+                &["MODE", "DAILY", "CANDIDATES", "2", "a", "b", "NOW", &t(0)],
+            ),
             Call::new("POLL.VOTE", b, &["u1", "a", "NOW", &t(1)]),
         ];
         let mut probes = Vec::new();

@@ -39,7 +39,11 @@ impl Family for Rank {
     }
 
     fn keys_of(&self, base: &str) -> Vec<String> {
-        vec![base.to_string(), format!("{base}:meta"), format!("{base}:import")]
+        vec![
+            base.to_string(),
+            format!("{base}:meta"),
+            format!("{base}:import"),
+        ]
     }
 
     fn targets(&self, base: &str) -> Vec<Target> {
@@ -105,7 +109,10 @@ impl Family for Rank {
             }
             c
         } else if op < 40 {
-            let mut rest = vec![member, s(*pick(rng, &[0i64, 1, 5, 99, 100_000, 999_999_999]))];
+            let mut rest = vec![
+                member,
+                s(*pick(rng, &[0i64, 1, 5, 99, 100_000, 999_999_999])),
+            ];
             if rng.gen_bool(0.2) {
                 rest.push(s(*pick(rng, &["GT", "LT"])));
             }
@@ -167,7 +174,13 @@ impl Family for Rank {
                 ("RANK.IMPORT", &["COUNT", "0"]),
             ];
             if rng.gen_bool(0.1) {
-                let cmds = ["RANK.CREATE", "RANK.ADD", "RANK.TOP", "RANK.COUNT", "RANK.IMPORT"];
+                let cmds = [
+                    "RANK.CREATE",
+                    "RANK.ADD",
+                    "RANK.TOP",
+                    "RANK.COUNT",
+                    "RANK.IMPORT",
+                ];
                 return Call::no_key(cmds[rng.gen_range(0..cmds.len())]);
             }
             let (cmd, args) = *pick(rng, bad);
@@ -183,8 +196,23 @@ impl Family for Rank {
         let (a, b) = (&bases[0], &bases[1]);
         let t = |d: i64| (T0 + d).to_string();
         let setup = vec![
-            Call::new("RANK.CREATE", a, &["TIEBREAK", "EARLIER", "UNIT", "S", "DIGITS", "10", "TTL", "3600", "NOW", &t(0)])
-                .unpinned(),
+            Call::new(
+                "RANK.CREATE",
+                a,
+                &[
+                    "TIEBREAK",
+                    "EARLIER",
+                    "UNIT",
+                    "S",
+                    "DIGITS",
+                    "10",
+                    "TTL",
+                    "3600",
+                    "NOW",
+                    &t(0),
+                ],
+            )
+            .unpinned(),
             Call::new("RANK.ADD", a, &["m1", "5", "NOW", &t(1000)]),
             Call::new("RANK.ADD", a, &["m2", "5", "NOW", &t(2000)]),
         ];

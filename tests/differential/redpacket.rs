@@ -142,8 +142,14 @@ impl Family for Redpacket {
                 ("REDPACKET.SPLIT", &["100", "0", "NOW", "5"]),
                 ("REDPACKET.SPLIT", &["100", "10001", "NOW", "5"]),
                 ("REDPACKET.SPLIT", &["5", "10", "NOW", "5"]),
-                ("REDPACKET.SPLIT", &["100", "-1000000000000000000", "MODE", "EQUAL", "NOW", "5"]),
-                ("REDPACKET.SPLIT", &["-9223372036854775808", "2", "NOW", "5"]),
+                (
+                    "REDPACKET.SPLIT",
+                    &["100", "-1000000000000000000", "MODE", "EQUAL", "NOW", "5"],
+                ),
+                (
+                    "REDPACKET.SPLIT",
+                    &["-9223372036854775808", "2", "NOW", "5"],
+                ),
                 ("REDPACKET.SPLIT", &["9007199254740992", "2", "NOW", "5"]),
                 ("REDPACKET.SPLIT", &["100", "2", "MODE", "HALF"]),
                 ("REDPACKET.SPLIT", &["100", "2", "TTL", "0"]),
@@ -191,9 +197,17 @@ impl Family for Redpacket {
         let (a, b) = (&bases[0], &bases[1]);
         let t = |d: i64| (T0 + d).to_string();
         let setup = vec![
-            Call::new("REDPACKET.SPLIT", a, &["1000", "4", "MODE", "EQUAL", "TTL", "600", "NOW", &t(0)]),
+            Call::new(
+                "REDPACKET.SPLIT",
+                a,
+                &["1000", "4", "MODE", "EQUAL", "TTL", "600", "NOW", &t(0)],
+            ),
             Call::new("REDPACKET.GRAB", a, &["u1", "NOW", &t(1)]),
-            Call::new("REDPACKET.SPLIT", b, &["9007199254740991", "3", "MODE", "EQUAL", "NOW", &t(0)]),
+            Call::new(
+                "REDPACKET.SPLIT",
+                b,
+                &["9007199254740991", "3", "MODE", "EQUAL", "NOW", &t(0)],
+            ),
         ];
         let mut probes = Vec::new();
         for k in [a, b] {
@@ -203,7 +217,11 @@ impl Family for Redpacket {
                 Call::new("REDPACKET.GRAB", k, &["u1", "NOW", &t(11)]),
                 Call::new("REDPACKET.GRABBED", k, &[]),
                 Call::new("REDPACKET.REFUND", k, &[]),
-                Call::new("REDPACKET.SPLIT", k, &["100", "2", "MODE", "EQUAL", "NOW", &t(20)]),
+                Call::new(
+                    "REDPACKET.SPLIT",
+                    k,
+                    &["100", "2", "MODE", "EQUAL", "NOW", &t(20)],
+                ),
                 Call::new("REDPACKET.INFO", k, &["NOW", &t(30)]),
             ]);
         }

@@ -19,10 +19,11 @@
 //! [`routing`] is the routing spec of spread entities (docs/spread.md),
 //! compiled from the very file the module uses.
 //!
-//! The seam for servers without the module: every command is built by a
-//! [`Backend`]; [`Backend::Module`] sends the module's commands, and a
-//! backend for a Redis Functions library can be added without changing the
-//! entity types.
+//! Servers without the module: every command is built by a [`Backend`];
+//! [`Backend::Module`] sends the module's commands, [`Backend::Functions`]
+//! calls the Lua twins' Functions library (`FCALL`), and the default,
+//! [`Backend::Fallback`], sends the module's and falls back to the
+//! library's when the server does not know them ([`fallback`]).
 
 #[path = "../../../src/spread/route.rs"]
 pub mod routing;
@@ -30,7 +31,9 @@ pub mod routing;
 mod slot_tags;
 
 mod entities;
+pub mod fallback;
 pub mod replies;
 
 pub use entities::*;
+pub use fallback::{detect, LikeConfigs};
 pub use replies::*;
