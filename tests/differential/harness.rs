@@ -779,8 +779,12 @@ impl<F: Family> Trio<F> {
         let dumps: Vec<Dump> = out.iter().map(|(_, d)| d.clone()).collect();
         if call.pinned {
             for i in 1..3 {
-                compare_dumps(&dumps[0], &dumps[i], F::TTL, slack)
-                    .map_err(|e| format!("data differs, module vs {}: {e}", self.sides[i].name))?;
+                compare_dumps(&dumps[0], &dumps[i], F::TTL, slack).map_err(|e| {
+                    format!(
+                        "data differs, module vs {} (replies: {m} / {}): {e}",
+                        self.sides[i].name, out[i].0
+                    )
+                })?;
             }
         } else {
             // Same keys and types; then the module's data goes to the

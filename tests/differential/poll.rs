@@ -86,6 +86,11 @@ impl Family for Poll {
                 ],
             },
             Target {
+                key: k("synced"),
+                wrong_types: vec!["string"],
+                garbage: vec![vec![vec![s("ZADD"), k("synced"), s("1.5"), s("a")]]],
+            },
+            Target {
                 key: k("syncing"),
                 wrong_types: vec!["string"],
                 garbage: vec![vec![vec![s("ZADD"), k("syncing"), s("1.5"), s("a")]]],

@@ -28,9 +28,18 @@ local function main()
     -- Freeze the board as the new snapshot.
     epoch = succ(last)
     if epoch == nil then fail("ERR poll: integer overflow in '" .. meta .. "' field 'epoch'") end
+    -- As the module's freeze: the stale frozen snapshot goes first; then
+    -- each candidate of the board, in the board's order, is checked, and
+    -- its acknowledged count in B:synced with it, before anything else is
+    -- written (a candidate that left the board is checked after the
+    -- writes, by the loop below, as the module's last scan does).
     redis.call('UNLINK', syncing)
     local z = redis.call('ZRANGE', board, '0', '-1', 'WITHSCORES')
-    for i = 1, #z, 2 do votes(board, z[i], z[i + 1]) end
+    for i = 1, #z, 2 do
+      votes(board, z[i], z[i + 1])
+      local acked = redis.call('ZSCORE', synced, z[i])
+      if acked then votes(synced, z[i], acked) end
+    end
     local args = {}
     for i = 1, #z, 2 do
       args[#args + 1] = z[i + 1]
