@@ -80,10 +80,15 @@ pub const SYNTAX: &[Syntax] = &[
         "rank.merge",
         "destination numkeys key [key ...] [AGGREGATE SUM|MAX] [TTL seconds] [NOW unix-ms]",
     ),
+    line(
+        "rank.import",
+        "key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [COUNT count] [NOW unix-ms]",
+    ),
     // LIKE
     line("like.toggle", "key user [NOW unix-ms]"),
     line("like.add", "key user [NOW unix-ms]"),
     line("like.rem", "key user"),
+    line("like.migrate", "key user [user ...]"),
     line("like.check", "key user [user ...]"),
     line("like.count", "key"),
     line("like.recent", "key [count]"),
