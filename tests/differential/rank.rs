@@ -153,12 +153,12 @@ impl Family for Rank {
         } else {
             let bad: &[(&str, &[&str])] = &[
                 ("RANK.CREATE", &["TIEBREAK", "MIDDLE"]),
-                ("RANK.CREATE", &["DIGITS", "0"]),
+                ("RANK.CREATE", &["DIGITS", "-1"]),
                 ("RANK.CREATE", &["DIGITS", "16"]),
                 ("RANK.CREATE", &["UNIT", "H"]),
                 ("RANK.CREATE", &["TTL", "-1000000000000000000"]),
                 ("RANK.ADD", &["m1"]),
-                ("RANK.ADD", &["m1", "-1"]),
+                ("RANK.ADD", &["m1", "-1", "NOW", "4102444800000"]),
                 ("RANK.ADD", &["m1", "1.5"]),
                 ("RANK.ADD", &["m1", "9007199254740992"]),
                 ("RANK.ADD", &["", "5"]),
