@@ -8,7 +8,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 # Valkey run and the tests that run examples/quickstart.py all use it.
 export HOTPATH_PYTHON := $(CURDIR)/.venv/bin/python
 
-.PHONY: help deps build run test unit integration bench lint fmt fuzz docker fresh-debian clean cluster-soak cluster-bench
+.PHONY: help deps build run test unit integration bench lint fmt fuzz docker fresh-debian clean cluster-soak cluster-bench lua-gen lua-load differential
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -47,6 +47,15 @@ cluster-bench: build ## fan-out measured client-side vs over the cluster bus (pr
 	cargo build --release -p hotpath-busproto
 	cargo test --release --test cluster_ha fanout_ -- --ignored --nocapture
 	cargo test --release --test cluster_spread bench_ -- --ignored --nocapture --test-threads=1
+
+lua-gen: ## write the Lua twins and the Functions library from lua-compat/src/
+	python3 scripts/lua-gen.py
+
+lua-load: ## load the Functions library lua-compat/hotpath.lua into URL (default redis://127.0.0.1:6379)
+	bash scripts/lua-load.sh $(URL)
+
+differential: build ## long module-vs-Lua differential campaign, fresh seed (DIFF_SEED, DIFF_CALLS)
+	DIFF_CALLS=$${DIFF_CALLS:-200000} cargo test --release --test differential campaign -- --ignored --nocapture --test-threads=1
 
 lint: ## clippy with warnings as errors
 	@bash scripts/deps.sh --lint

@@ -200,7 +200,7 @@ pub unsafe fn dispatch(
     // from its base key, which ASK routing cannot follow.
     if crate::cluster_guard::active() && items.len() >= 2 {
         if let Err(e) = crate::cluster_guard::check(&context, items[1].as_slice()) {
-            return context.reply(Err(e)) as c_int;
+            return error::reply(&context, Err(e));
         }
     }
     let result = catch_unwind(AssertUnwindSafe(|| {
@@ -212,7 +212,7 @@ pub unsafe fn dispatch(
             raw::RedisModule_ReplyWithLongLong.unwrap()(ctx, v);
             raw::REDISMODULE_OK as c_int
         },
-        Ok(reply) => context.reply(reply) as c_int,
+        Ok(reply) => error::reply(&context, reply),
         Err(_) => context.reply(Err(RedisError::Str(error::INTERNAL))) as c_int,
     }
 }

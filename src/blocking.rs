@@ -306,7 +306,7 @@ extern "C" fn reply_cb(
         unsafe { (*(p as *mut Pending)).take() }
     };
     match reply {
-        Some(r) => context.reply(r) as c_int,
+        Some(r) => crate::error::reply(&context, r),
         None => context.reply(Ok(RedisValue::Null)) as c_int,
     }
 }

@@ -84,3 +84,36 @@ pub fn overflow(family: &str, key: &[u8], field: Option<&str>) -> RedisError {
         None => format!("ERR {family}: integer overflow in '{key}'"),
     })
 }
+
+/// Replies `reply` to the client, with an error's text sent as the UTF-8
+/// it is (line breaks and NULs turned into spaces, as Redis would).
+///
+/// The redis-module crate's `Context::reply(Err(…))` narrows every
+/// character of an error to one byte (`c as u8`): an error naming a key
+/// `é` carried the byte 0xE9 instead of its UTF-8, unlike the same error
+/// from Redis or from the Lua twins (the differential test found it).
+/// Every other reply goes through the crate as before.
+pub fn reply(
+    context: &redis_module::Context,
+    reply: redis_module::RedisResult,
+) -> std::os::raw::c_int {
+    let text = match &reply {
+        Err(RedisError::Str(s)) => *s,
+        Err(RedisError::String(s)) => s.as_str(),
+        _ => return context.reply(reply) as std::os::raw::c_int,
+    };
+    let bytes: Vec<u8> = text
+        .bytes()
+        .map(|b| {
+            if matches!(b, b'\r' | b'\n' | 0) {
+                b' '
+            } else {
+                b
+            }
+        })
+        .collect();
+    let msg = std::ffi::CString::new(bytes).expect("NULs were replaced");
+    // SAFETY: a valid context and a NUL-terminated string that outlives
+    // the call (Redis copies it).
+    unsafe { redis_module::raw::RedisModule_ReplyWithError.unwrap()(context.ctx, msg.as_ptr()) }
+}

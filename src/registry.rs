@@ -208,7 +208,7 @@ fn reply_to(context: &Context, reply: RedisResult) -> c_int {
                 }
             }
         },
-        _ => return context.reply(reply) as c_int,
+        _ => return error::reply(context, reply),
     }
     raw::REDISMODULE_OK as c_int
 }

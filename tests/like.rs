@@ -418,7 +418,16 @@ fn corrupt_counts_are_refused_and_nothing_is_written() {
     assert_eq!(run(&mut c, &["LIKE.ADD", "p", "4"]), "[1, 4]");
     assert_eq!(run(&mut c, &["GET", "p:count"]), "4");
     let corrupt = "ERR like: corrupt data in 'p:count'";
-    for bad in ["garbage", "-1", "1.5", " 4", "04", "99999999999999999999"] {
+    for bad in [
+        "garbage",
+        "-1",
+        "1.5",
+        " 4",
+        "04",
+        "99999999999999999999",
+        "9007199254740992",
+        "9223372036854775807",
+    ] {
         run(&mut c, &["SET", "p:count", bad]);
         let before = dump_keys(&mut c, "*");
         for cmd in [
@@ -434,19 +443,20 @@ fn corrupt_counts_are_refused_and_nothing_is_written() {
         // CHECK does not need the count.
         assert_eq!(run(&mut c, &["LIKE.CHECK", "p", "1", "9"]), "[1, 0]");
     }
-    // At i64::MAX a like would overflow: refused; an unlike works.
-    run(&mut c, &["SET", "p:count", "9223372036854775807"]);
+    // At 2^53 − 1 (the largest count kept: exact in the Lua twins too) a
+    // like would overflow: refused; an unlike works.
+    run(&mut c, &["SET", "p:count", "9007199254740991"]);
     let overflow = "ERR like: integer overflow in 'p:count'";
     assert_eq!(err(&mut c, &["LIKE.ADD", "p", "9"]), overflow);
     assert_eq!(err(&mut c, &["LIKE.TOGGLE", "p", "9"]), overflow);
     assert_eq!(
         run(&mut c, &["LIKE.ADD", "p", "1"]),
-        "[0, 9223372036854775807]"
+        "[0, 9007199254740991]"
     );
     assert_eq!(int(&mut c, &["SISMEMBER", "p:set", "9"]), 0);
     assert_eq!(
         run(&mut c, &["LIKE.REM", "p", "1"]),
-        "[1, 9223372036854775806]"
+        "[1, 9007199254740990]"
     );
     // A zero count with likers: an unlike would go below zero: refused.
     run(&mut c, &["SET", "p:count", "0"]);
@@ -1210,4 +1220,22 @@ fn stall_run(seed: u64) -> (Vec<String>, u64) {
     assert!(stat("like_promotion_steps") > 1_000, "{hotpath}");
     let step_max = stat("like_promotion_step_max_cpu_us");
     (ours, step_max)
+}
+
+/// A post with a chunk, no count and an index of another type: the
+/// index's WRONGTYPE comes before the corrupt count (every type check
+/// before any value check; found by the differential test).
+#[test]
+fn type_errors_come_before_a_missing_count() {
+    let s = server(512);
+    let mut c = s.conn();
+    run(&mut c, &["SET", "p:bits:0", "short"]);
+    run(&mut c, &["SADD", "p:chunks", "x"]);
+    let wrongtype = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    assert_eq!(err(&mut c, &["LIKE.TOGGLE", "p", "0"]), wrongtype);
+    run(&mut c, &["DEL", "p:chunks"]);
+    assert_eq!(
+        err(&mut c, &["LIKE.TOGGLE", "p", "0"]),
+        "ERR like: corrupt data in 'p:count'"
+    );
 }

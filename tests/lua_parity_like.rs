@@ -28,7 +28,7 @@ impl Twins {
         for name in [
             "toggle", "add", "rem", "check", "count", "recent", "common", "info",
         ] {
-            shas.insert(name, load_script(c, &format!("like/{name}.lua")));
+            shas.insert(name, load_twin(c, &format!("like/{name}.lua")));
         }
         Twins {
             shas,
@@ -62,7 +62,7 @@ impl Twins {
         l.extend(self.cfg.iter().cloned());
         l.extend(args.iter().cloned());
         let lrefs: Vec<&str> = l.iter().map(|s| s.as_str()).collect();
-        let theirs = show(&evalsha(c, &self.shas[cmd], keys.len(), &lrefs));
+        let theirs = show(&call_twin(c, &self.shas[cmd], keys.len(), &lrefs));
         (mine, theirs)
     }
 }
@@ -104,8 +104,7 @@ fn user(rng: &mut StdRng, max: u64) -> String {
     }
 }
 
-#[test]
-fn twins_match_the_module_on_random_sequences() {
+fn twins_match_the_module_on_random_sequences_once() {
     let s = server();
     let mut c = s.conn();
     let mut t = Twins::load(&mut c);
@@ -246,8 +245,7 @@ fn random_run(c: &mut Connection, t: &Twins, rng: &mut StdRng, steps: usize, max
     promoted_seen
 }
 
-#[test]
-fn twins_match_through_a_large_promotion_and_common_of_bitmaps() {
+fn twins_match_through_a_large_promotion_and_common_of_bitmaps_once() {
     let s = server();
     let mut c = s.conn();
     let mut t = Twins::load(&mut c);
@@ -290,4 +288,25 @@ fn twins_match_through_a_large_promotion_and_common_of_bitmaps() {
     let (m, l) = t.both(&mut c, "check", &["{a}".into()], &all);
     assert_eq!(m, l);
     assert_same_data(&mut c, 0);
+}
+
+/// [`twins_match_the_module_on_random_sequences_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn twins_match_the_module_on_random_sequences() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, twins_match_the_module_on_random_sequences_once);
+    }
+}
+
+/// [`twins_match_through_a_large_promotion_and_common_of_bitmaps_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn twins_match_through_a_large_promotion_and_common_of_bitmaps() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(
+            via,
+            twins_match_through_a_large_promotion_and_common_of_bitmaps_once,
+        );
+    }
 }

@@ -1,4 +1,5 @@
-//! The Lua twins of LOCK against the module: random streams of
+//! The Lua twins of LOCK (the EVALSHA scripts and the Functions library,
+//! each test run both ways) against the module: random streams of
 //! acquisitions (mutexes and semaphores, reentrant, MAXHOLD), releases,
 //! renewals, reads, checks, malformed arguments and hand-edited state,
 //! sent to the module on keys `m{…}` and to the scripts on keys `l{…}`;
@@ -23,19 +24,38 @@ const SCRIPTS: [(&str, &str); 5] = [
     ("LOCK.CHECK", "lock/check.lua"),
 ];
 
-struct Twins(Vec<(&'static str, String)>);
+/// The twins as loaded one way: script SHAs (EVALSHA) or the library's
+/// function names (FCALL).
+struct Twins {
+    via: Via,
+    names: Vec<(&'static str, String)>,
+}
 
 impl Twins {
-    fn load(c: &mut Connection) -> Twins {
-        Twins(
-            SCRIPTS
-                .iter()
-                .map(|(n, p)| (*n, load_script(c, p)))
-                .collect(),
-        )
+    fn load(c: &mut Connection, via: Via) -> Twins {
+        if via == Via::Function {
+            load_library(c);
+        }
+        let names = SCRIPTS
+            .iter()
+            .map(|(n, p)| {
+                let name = match via {
+                    Via::Script => load_script(c, p),
+                    Via::Function => function_name(n),
+                };
+                (*n, name)
+            })
+            .collect();
+        Twins { via, names }
     }
-    fn sha(&self, cmd: &str) -> &str {
-        &self.0.iter().find(|(n, _)| *n == cmd).unwrap().1
+
+    /// Runs the twin of `cmd` on one key, like the module's command.
+    fn call(&self, c: &mut Connection, cmd: &str, args: &[&str]) -> RedisResult<Value> {
+        let name = &self.names.iter().find(|(n, _)| *n == cmd).unwrap().1;
+        match self.via {
+            Via::Script => evalsha(c, name, 1, args),
+            Via::Function => fcall(c, name, 1, args),
+        }
     }
 }
 
@@ -50,7 +70,7 @@ fn both(c: &mut Connection, lua: &Twins, cmd: &str, key: &str, rest: &[String], 
     let largs: Vec<&str> = std::iter::once(lk.as_str())
         .chain(rest.iter().map(String::as_str))
         .collect();
-    let script = show(&evalsha(c, lua.sha(cmd), 1, &largs));
+    let script = show(&lua.call(c, cmd, &largs));
     assert_eq!(module, script, "step {step}: {cmd} {key} {rest:?}");
 }
 
@@ -66,10 +86,10 @@ fn s<T: ToString>(v: T) -> String {
     v.to_string()
 }
 
-fn random_stream(seed: u64, steps: usize) {
+fn random_stream(seed: u64, steps: usize, via: Via) {
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = Twins::load(&mut c);
+    let lua = Twins::load(&mut c, via);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut now = T0 + rng.gen_range(0..5000);
     let owners = ["alice", "bob", "carol", "d:e"];
@@ -180,15 +200,22 @@ fn random_stream(seed: u64, steps: usize) {
 #[test]
 fn lua_twins_match_the_module_on_random_streams() {
     for seed in 0..4 {
-        random_stream(seed, 1500);
+        random_stream(seed, 1500, Via::Script);
+        random_stream(seed, 1500, Via::Function);
     }
 }
 
 #[test]
 fn lua_twins_read_the_clock_when_no_now_is_given() {
+    for via in [Via::Script, Via::Function] {
+        clock_test(via);
+    }
+}
+
+fn clock_test(via: Via) {
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = Twins::load(&mut c);
+    let lua = Twins::load(&mut c, via);
     both(
         &mut c,
         &lua,

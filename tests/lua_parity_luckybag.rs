@@ -52,7 +52,7 @@ impl Twins {
         let mut c = s.conn();
         let sha = CMDS
             .iter()
-            .map(|n| (*n, load_script(&mut c, &format!("luckybag/{n}.lua"))))
+            .map(|n| (*n, load_twin(&mut c, &format!("luckybag/{n}.lua"))))
             .collect();
         Twins {
             c,
@@ -71,7 +71,8 @@ impl Twins {
         let mut largs = vec![self.l.as_str()];
         largs.extend_from_slice(args);
         // Error lines name the key: the twin's base stands for the module's.
-        let twin = show(&evalsha(&mut self.c, &self.sha[cmd], 1, &largs)).replace(&self.l, &self.m);
+        let twin =
+            show(&call_twin(&mut self.c, &self.sha[cmd], 1, &largs)).replace(&self.l, &self.m);
         assert_eq!(ours, twin, "{cmd} {args:?}");
         ours
     }
@@ -321,8 +322,7 @@ fn sequence(seed: u64, steps: usize) -> HashMap<String, usize> {
     seen
 }
 
-#[test]
-fn random_sequences_match_the_lua_twins() {
+fn random_sequences_match_the_lua_twins_once() {
     let mut seen: HashMap<String, usize> = HashMap::new();
     for seed in 1..=6 {
         for (k, n) in sequence(seed, 250) {
@@ -341,8 +341,7 @@ fn random_sequences_match_the_lua_twins() {
 
 /// Hand-edited data: module and twins refuse the same corrupt values with
 /// the same error, and write nothing.
-#[test]
-fn twins_refuse_corrupt_data_alike() {
+fn twins_refuse_corrupt_data_alike_once() {
     let s = Server::start();
     let mut t = Twins::new(&s, 7);
     let edits: Vec<(Vec<&str>, &str, Vec<&str>)> = vec![
@@ -419,8 +418,7 @@ fn twins_refuse_corrupt_data_alike() {
     }
 }
 
-#[test]
-fn draw_matches_the_twin_on_identical_pools() {
+fn draw_matches_the_twin_on_identical_pools_once() {
     let s = Server::start();
     let mut t = Twins::new(&s, 99);
     t.both("create", &["WINNERS", "40", "SHARDS", "16"]);
@@ -460,5 +458,32 @@ fn shard_of_test(user: &str) -> u64 {
             }
             u64::from(h) & 15
         }
+    }
+}
+
+/// [`random_sequences_match_the_lua_twins_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn random_sequences_match_the_lua_twins() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, random_sequences_match_the_lua_twins_once);
+    }
+}
+
+/// [`twins_refuse_corrupt_data_alike_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn twins_refuse_corrupt_data_alike() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, twins_refuse_corrupt_data_alike_once);
+    }
+}
+
+/// [`draw_matches_the_twin_on_identical_pools_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn draw_matches_the_twin_on_identical_pools() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, draw_matches_the_twin_on_identical_pools_once);
     }
 }

@@ -45,7 +45,7 @@ impl Bench {
 
     /// Works on a server started elsewhere (e.g. the master of a pair).
     fn on(mut c: Connection) -> Bench {
-        let shas = TWINS.iter().map(|(_, f)| load_script(&mut c, f)).collect();
+        let shas = TWINS.iter().map(|(_, f)| load_twin(&mut c, f)).collect();
         Bench {
             _server: None,
             c,
@@ -73,18 +73,13 @@ impl Bench {
         q.query(&mut self.c)
     }
 
-    /// `EVALSHA <twin of cmd> numkeys [base] args…`.
+    /// `EVALSHA <twin of cmd> numkeys [base] args…` (or FCALL, see
+    /// [`twins_via`]).
     fn script(&mut self, cmd: &str, base: Option<&[u8]>, args: &[Vec<u8>]) -> RedisResult<Value> {
-        let sha = self.sha(cmd).to_string();
-        let mut q = redis::cmd("EVALSHA");
-        q.arg(sha).arg(base.is_some() as usize);
-        if let Some(b) = base {
-            q.arg(b);
-        }
-        for a in args {
-            q.arg(a.as_slice());
-        }
-        q.query(&mut self.c)
+        let twin = self.sha(cmd).to_string();
+        let mut all: Vec<&[u8]> = base.into_iter().collect();
+        all.extend(args.iter().map(|a| a.as_slice()));
+        call_twin(&mut self.c, &twin, base.is_some() as usize, &all)
     }
 
     /// Runs one call on `m{n}` and on `l{n}` (no base key when `n` is None)
@@ -649,8 +644,7 @@ fn random_run(b: &mut Bench, seed: u64, polls: usize, ops: usize) {
     b.assert_same_data(&format!("seed {seed}"));
 }
 
-#[test]
-fn random_operations_agree() {
+fn random_operations_agree_once() {
     let mut b = Bench::start();
     // POLL_PARITY_SEEDS=500 runs a longer campaign.
     let seeds: u64 = std::env::var("POLL_PARITY_SEEDS")
@@ -665,8 +659,7 @@ fn random_operations_agree() {
 /// The twins' writes reach a replica as they are on the master (the
 /// module's own replication is tested elsewhere; see also the case
 /// case about expiries already past).
-#[test]
-fn twins_replicate_identically() {
+fn twins_replicate_identically_once() {
     let p = Pair::start();
     let mut b = Bench::on(p.master.conn());
     random_run(&mut b, 101, 7, 300);
@@ -678,8 +671,7 @@ fn twins_replicate_identically() {
     assert_eq!(master, replica, "the twins' data differs on the replica");
 }
 
-#[test]
-fn arity_errors_agree() {
+fn arity_errors_agree_once() {
     let mut b = Bench::start();
     let cases: &[(&str, usize)] = &[
         ("POLL.VOTE", 0),
@@ -708,8 +700,7 @@ fn arity_errors_agree() {
     }
 }
 
-#[test]
-fn sync_and_syncack_retries_agree() {
+fn sync_and_syncack_retries_agree_once() {
     let mut b = Bench::start();
     let p = Some(1);
     b.both(
@@ -777,8 +768,7 @@ fn sync_and_syncack_retries_agree() {
     b.assert_same_data("end");
 }
 
-#[test]
-fn multi_json_with_special_candidates_agrees() {
+fn multi_json_with_special_candidates_agrees_once() {
     let mut b = Bench::start();
     let names = [
         "q\"uo\"te",
@@ -845,8 +835,7 @@ fn multi_json_with_special_candidates_agrees() {
     b.assert_same_data("end");
 }
 
-#[test]
-fn daily_across_midnight_with_tz_agrees() {
+fn daily_across_midnight_with_tz_agrees_once() {
     let mut b = Bench::start();
     // 2030-03-18T00:00:00Z
     let midnight = T0 - T0.rem_euclid(DAY) + DAY;
@@ -954,8 +943,7 @@ fn daily_across_midnight_with_tz_agrees() {
 /// candidate that is not valid UTF-8 is refused there, by both sides, with
 /// nothing written (the parity campaign first found the module mangling
 /// such names into U+FFFD).
-#[test]
-fn non_utf8_candidates_are_refused_in_multi() {
+fn non_utf8_candidates_are_refused_in_multi_once() {
     let mut b = Bench::start();
     b.both("create", "POLL.CREATE", Some(1), &vs(&["MODE", "MULTI"]))
         .unwrap();
@@ -998,8 +986,7 @@ fn non_utf8_candidates_are_refused_in_multi() {
     b.assert_same_data("non-utf8");
 }
 
-#[test]
-fn hand_edited_meta_agrees() {
+fn hand_edited_meta_agrees_once() {
     let mut b = Bench::start();
     let edits: &[&[&str]] = &[
         &["mode", "multi", "maxvotes", "2"],
@@ -1188,4 +1175,76 @@ fn create_ttl_already_past_module_replicates() {
     let mut c = p.master.conn();
     assert_eq!(past_ttl_sequence(&mut c, None), ["OK", "1"]);
     p.assert_equal();
+}
+
+/// [`random_operations_agree_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn random_operations_agree() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, random_operations_agree_once);
+    }
+}
+
+/// [`twins_replicate_identically_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn twins_replicate_identically() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, twins_replicate_identically_once);
+    }
+}
+
+/// [`arity_errors_agree_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn arity_errors_agree() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, arity_errors_agree_once);
+    }
+}
+
+/// [`sync_and_syncack_retries_agree_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn sync_and_syncack_retries_agree() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, sync_and_syncack_retries_agree_once);
+    }
+}
+
+/// [`multi_json_with_special_candidates_agrees_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn multi_json_with_special_candidates_agrees() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, multi_json_with_special_candidates_agrees_once);
+    }
+}
+
+/// [`daily_across_midnight_with_tz_agrees_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn daily_across_midnight_with_tz_agrees() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, daily_across_midnight_with_tz_agrees_once);
+    }
+}
+
+/// [`non_utf8_candidates_are_refused_in_multi_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn non_utf8_candidates_are_refused_in_multi() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, non_utf8_candidates_are_refused_in_multi_once);
+    }
+}
+
+/// [`hand_edited_meta_agrees_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn hand_edited_meta_agrees() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, hand_edited_meta_agrees_once);
+    }
 }

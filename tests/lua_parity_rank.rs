@@ -28,7 +28,7 @@ impl Twins {
     fn load(c: &mut Connection) -> Twins {
         let shas = SCRIPTS
             .iter()
-            .map(|s| (s.to_string(), load_script(c, &format!("rank/{s}.lua"))))
+            .map(|s| (s.to_string(), load_twin(c, &format!("rank/{s}.lua"))))
             .collect();
         Twins { shas }
     }
@@ -55,7 +55,7 @@ impl Twins {
         l.extend(args.iter().map(|s| s.as_str()));
         (
             as_twin(run(c, &m)),
-            show(&evalsha(c, self.sha(name), 1, &l)),
+            show(&call_twin(c, self.sha(name), 1, &l)),
         )
     }
 
@@ -80,7 +80,7 @@ impl Twins {
         l.extend(opts.iter().map(|s| s.as_str()));
         (
             as_twin(run(c, &m)),
-            show(&evalsha(c, self.sha("merge"), 1 + srcs.len(), &l)),
+            show(&call_twin(c, self.sha("merge"), 1 + srcs.len(), &l)),
         )
     }
 }
@@ -161,8 +161,7 @@ fn renamed(dump: Vec<String>) -> Vec<String> {
     dump.into_iter().map(|l| l.replacen('l', "m", 1)).collect()
 }
 
-#[test]
-fn lua_twins_match_the_module() {
+fn lua_twins_match_the_module_once() {
     let s = Server::start();
     let mut c = s.conn();
     let twins = Twins::load(&mut c);
@@ -399,4 +398,13 @@ fn lua_twins_match_the_module() {
     }
     assert_eq!(ops, 3000);
     assert!(seen.iter().all(|&n| n >= 5), "{seen:?}");
+}
+
+/// [`lua_twins_match_the_module_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn lua_twins_match_the_module() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, lua_twins_match_the_module_once);
+    }
 }

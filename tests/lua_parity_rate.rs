@@ -1,4 +1,5 @@
-//! The Lua twins of RATE against the module: random request streams over
+//! The Lua twins of RATE (the EVALSHA scripts and the Functions library,
+//! each test run both ways) against the module: random request streams over
 //! every algorithm, RATE.MULTI, RATE.THROTTLE, RATE.RESET and malformed
 //! arguments, sent to the module on keys `m{…}` and to the scripts on keys
 //! `l{…}`; every reply and the resulting data must be identical.
@@ -31,7 +32,10 @@ use redis::Value;
 const T0: i64 = 1_764_720_000_000;
 const ALGOS: [&str; 5] = ["GCRA", "FIXED", "SLIDING", "LOG", "BUCKET"];
 
+/// The twins as loaded one way: the command word and the script SHA
+/// (EVALSHA) or the library's function name (FCALL) of each command.
 struct Twins {
+    word: &'static str,
     check: String,
     multi: String,
     throttle: String,
@@ -39,12 +43,25 @@ struct Twins {
 }
 
 impl Twins {
-    fn load(c: &mut Connection) -> Twins {
-        Twins {
-            check: load_script(c, "rate/check.lua"),
-            multi: load_script(c, "rate/multi.lua"),
-            throttle: load_script(c, "rate/throttle.lua"),
-            reset: load_script(c, "rate/reset.lua"),
+    fn load(c: &mut Connection, via: Via) -> Twins {
+        match via {
+            Via::Script => Twins {
+                word: "EVALSHA",
+                check: load_script(c, "rate/check.lua"),
+                multi: load_script(c, "rate/multi.lua"),
+                throttle: load_script(c, "rate/throttle.lua"),
+                reset: load_script(c, "rate/reset.lua"),
+            },
+            Via::Function => {
+                load_library(c);
+                Twins {
+                    word: "FCALL",
+                    check: function_name("RATE.CHECK"),
+                    multi: function_name("RATE.MULTI"),
+                    throttle: function_name("RATE.THROTTLE"),
+                    reset: function_name("RATE.RESET"),
+                }
+            }
         }
     }
 }
@@ -82,7 +99,7 @@ fn both(
         _ => &lua.reset,
     };
     let n = lk.len().to_string();
-    let mut largs: Vec<&str> = vec!["EVALSHA", sha, &n];
+    let mut largs: Vec<&str> = vec![lua.word, sha, &n];
     largs.extend(lk.iter().map(String::as_str));
     largs.extend(rest.iter().map(String::as_str));
     let script = frozen(c, &largs, &lk);
@@ -145,10 +162,10 @@ fn time_opt(rng: &mut StdRng, now: i64) -> [String; 2] {
     }
 }
 
-fn random_stream(seed_n: u64, steps: usize, huge: bool) {
+fn random_stream(seed_n: u64, steps: usize, huge: bool, via: Via) {
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = Twins::load(&mut c);
+    let lua = Twins::load(&mut c, via);
     let mut rng = StdRng::seed_from_u64(seed_n);
     let mut now = (T0 + rng.gen_range(0..5000)) * 1000;
     // Each key mostly keeps one algorithm, sometimes another is tried.
@@ -289,22 +306,30 @@ fn random_stream(seed_n: u64, steps: usize, huge: bool) {
 #[test]
 fn lua_twins_match_the_module_on_random_streams() {
     for seed in 0..4 {
-        random_stream(seed, 1500, false);
+        random_stream(seed, 1500, false, Via::Script);
+        random_stream(seed, 1500, false, Via::Function);
     }
 }
 
 #[test]
 fn lua_twins_match_the_module_at_the_largest_values() {
     for seed in 10..12 {
-        random_stream(seed, 1500, true);
+        random_stream(seed, 1500, true, Via::Script);
+        random_stream(seed, 1500, true, Via::Function);
     }
 }
 
 #[test]
 fn lua_twins_refuse_wrong_keys_like_the_module() {
+    for via in [Via::Script, Via::Function] {
+        refuse_wrong_keys_like_the_module(via);
+    }
+}
+
+fn refuse_wrong_keys_like_the_module(via: Via) {
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = Twins::load(&mut c);
+    let lua = Twins::load(&mut c, via);
     seed(&mut c, "str", &["SET", "hello"]);
     seed(&mut c, "hash", &["HSET", "algo", "other"]);
     seed(&mut c, "badb", &["HSET", "algo", "bucket", "tokens", "x"]);
@@ -350,9 +375,15 @@ fn lua_twins_refuse_wrong_keys_like_the_module() {
 
 #[test]
 fn lua_twins_read_millisecond_states_like_the_module() {
+    for via in [Via::Script, Via::Function] {
+        read_millisecond_states_like_the_module(via);
+    }
+}
+
+fn read_millisecond_states_like_the_module(via: Via) {
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = Twins::load(&mut c);
+    let lua = Twins::load(&mut c, via);
     let t0 = T0.to_string();
     // States as the millisecond version wrote them.
     seed(&mut c, "g", &["SET", &format!("gcra:{}:2:5", T0 + 30_000)]);
@@ -406,12 +437,18 @@ fn lua_twins_read_millisecond_states_like_the_module() {
 
 #[test]
 fn lua_twins_match_the_module_on_long_logs() {
+    for via in [Via::Script, Via::Function] {
+        match_the_module_on_long_logs(via);
+    }
+}
+
+fn match_the_module_on_long_logs(via: Via) {
     // Logs longer than the module walks entry by entry (256), so that its
     // ZCOUNT/ZRANGE path is compared too, with entries leaving the window
     // in bounded batches.
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = Twins::load(&mut c);
+    let lua = Twins::load(&mut c, via);
     let mut rng = StdRng::seed_from_u64(5);
     let mut now = T0 * 1000;
     for step in 0..600 {

@@ -27,7 +27,7 @@ impl Twins {
     fn load(c: &mut Connection) -> Twins {
         let shas = COMMANDS
             .iter()
-            .map(|&n| (n, load_script(c, &format!("redpacket/{n}.lua"))))
+            .map(|&n| (n, load_twin(c, &format!("redpacket/{n}.lua"))))
             .collect();
         Twins { shas }
     }
@@ -43,7 +43,7 @@ impl Twins {
         let module = show(&cmd_ref(c, &margs));
         let mut largs: Vec<&str> = vec![&lb];
         largs.extend(args.iter().map(String::as_str));
-        let lua = show(&evalsha(c, &self.shas[cmd], 1, &largs));
+        let lua = show(&call_twin(c, &self.shas[cmd], 1, &largs));
         (module, lua)
     }
 }
@@ -137,8 +137,7 @@ fn random_now(rng: &mut StdRng, now: i64) -> Vec<String> {
     }
 }
 
-#[test]
-fn module_and_lua_twins_agree_on_random_sequences() {
+fn module_and_lua_twins_agree_on_random_sequences_once() {
     let s = Server::start();
     let mut c = s.conn();
     let twins = Twins::load(&mut c);
@@ -250,8 +249,7 @@ fn module_and_lua_twins_agree_on_random_sequences() {
     assert!(splits >= 20, "{seen:?}");
 }
 
-#[test]
-fn twins_give_the_same_errors() {
+fn twins_give_the_same_errors_once() {
     let s = Server::start();
     let mut c = s.conn();
     let twins = Twins::load(&mut c);
@@ -314,8 +312,7 @@ fn twins_give_the_same_errors() {
     assert_eq!(m, l);
 }
 
-#[test]
-fn equal_splits_are_identical() {
+fn equal_splits_are_identical_once() {
     let s = Server::start();
     let mut c = s.conn();
     let twins = Twins::load(&mut c);
@@ -336,8 +333,7 @@ fn equal_splits_are_identical() {
 
 /// Hand-edited data: module and twins refuse the same corrupt values with
 /// the same error (naming the key and field), and write nothing.
-#[test]
-fn twins_refuse_corrupt_data_alike() {
+fn twins_refuse_corrupt_data_alike_once() {
     let s = Server::start();
     let mut c = s.conn();
     let twins = Twins::load(&mut c);
@@ -423,5 +419,41 @@ fn twins_refuse_corrupt_data_alike() {
             before,
             "{edit} {eargs:?} then {command} wrote"
         );
+    }
+}
+
+/// [`module_and_lua_twins_agree_on_random_sequences_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn module_and_lua_twins_agree_on_random_sequences() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, module_and_lua_twins_agree_on_random_sequences_once);
+    }
+}
+
+/// [`twins_give_the_same_errors_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn twins_give_the_same_errors() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, twins_give_the_same_errors_once);
+    }
+}
+
+/// [`equal_splits_are_identical_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn equal_splits_are_identical() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, equal_splits_are_identical_once);
+    }
+}
+
+/// [`twins_refuse_corrupt_data_alike_once`] through the EVALSHA scripts, then through the
+/// Functions library (FCALL).
+#[test]
+fn twins_refuse_corrupt_data_alike() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, twins_refuse_corrupt_data_alike_once);
     }
 }

@@ -104,7 +104,8 @@ impl<'a> Queue<'a> {
 
     fn corrupt(&self, suffix: &str, field: Option<&[u8]>) -> RedisError {
         let key = derived(self.name(), suffix);
-        let field = field.map(|f| String::from_utf8_lossy(f).into_owned());
+        // A field is shown like a key: control characters as '?'.
+        let field = field.map(error::key_text);
         error::corrupt(FAMILY, &key, field.as_deref())
     }
 
@@ -154,9 +155,28 @@ impl<'a> Queue<'a> {
         s.write_in_place(itoa::Buffer::new().format(last).as_bytes());
     }
 
+    /// Returns true when `id` is pending (listed in `B:due`).
+    fn is_due(&self, id: &RedisString) -> bool {
+        self.due.zscore_arg(id).is_some()
+    }
+
     /// Returns the due instant of `id`, if it is pending.
-    fn due_at(&self, id: &RedisString) -> Option<i64> {
-        self.due.zscore_arg(id).map(|s| s as i64)
+    ///
+    /// Occurs as a corrupt-data error when its score is not an instant
+    /// DELAYQ writes.
+    fn due_at(&self, id: &RedisString) -> Result<Option<i64>, RedisError> {
+        match self.due.zscore_arg(id) {
+            None => Ok(None),
+            Some(s) => self.instant("due", id.as_slice(), s).map(Some),
+        }
+    }
+
+    /// Reads the score of `id` in `B:<suffix>` (due or dead) as an instant.
+    ///
+    /// Occurs as a corrupt-data error (`field '<id>'`) when the score is
+    /// not a whole millisecond from 0 to `MAX_DUE_MS` (see `model::instant`).
+    fn instant(&self, suffix: &str, id: &[u8], score: f64) -> Result<i64, RedisError> {
+        super::model::instant(score).ok_or_else(|| self.corrupt(suffix, Some(id)))
     }
 
     /// Returns the earliest due instant, if any job is pending.
@@ -301,6 +321,7 @@ fn take(q: &Queue, lease: i64, count: usize, now: i64) -> Result<Taken, RedisErr
         let got = batch.len();
         for (id, score) in batch {
             offset += 1;
+            q.instant("due", id.as_slice(), score)?;
             let rec = q.listed_job(&id)?;
             if rec.head.exhausted() {
                 exhausted.push((id, rec, score));
@@ -567,7 +588,7 @@ pub fn delayq_add(ctx: &Context, c: &mut Args) -> RedisResult {
             COUNT_DUPLICATES.incr();
             return Ok(RedisValue::Integer(0));
         }
-        if old.head.leased && q.due_at(id).is_some_and(|t| t > now) {
+        if old.head.leased && q.due_at(id)?.is_some_and(|t| t > now) {
             return Err(fail("job is leased"));
         }
     }
@@ -794,7 +815,7 @@ pub fn delayq_extend(ctx: &Context, c: &mut Args) -> RedisResult {
         },
     )?;
     match q.job(id)? {
-        Some(rec) if rec.head.holds(receipt) && q.due_at(id).is_some() => {
+        Some(rec) if rec.head.holds(receipt) && q.is_due(id) => {
             q.due.zadd_arg(id, (now + lease) as f64);
             drop(q);
             util::replicate_with_now(ctx, args, now, had_now);
@@ -841,11 +862,12 @@ pub fn delayq_dead(ctx: &Context, c: &mut Args) -> RedisResult {
         .dead()
         .zrange_strings(0, count, f64::NEG_INFINITY, f64::INFINITY)
     {
+        let at = q.instant("dead", id.as_slice(), at)?;
         let rec = q.listed_job(&id)?;
         out.push(util::bulk(id.as_slice()));
         out.push(util::bulk(rec.payload()));
         out.push(RedisValue::Integer(rec.head.attempt));
-        out.push(RedisValue::Integer(at as i64));
+        out.push(RedisValue::Integer(at));
     }
     Ok(RedisValue::Array(out))
 }

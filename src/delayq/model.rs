@@ -44,6 +44,20 @@ pub const MAX_PAYLOAD: usize = 1 << 20;
 /// long.
 pub const MAX_EXAMINE: usize = 200;
 
+/// The latest instant DELAYQ scores a job at: the latest `NOW` or `AT`
+/// plus the longest delay or lease.
+pub const MAX_DUE_MS: i64 = MAX_TIME_MS + MAX_DELAY_MS;
+
+/// Reads a `B:due` or `B:dead` score as the instant DELAYQ wrote: a whole
+/// millisecond from 0 to [`MAX_DUE_MS`]. Anything else (a fraction, a
+/// negative or infinite score, a hand-set 1e300) is not DELAYQ's: `None`,
+/// so that the command refuses it as corrupt instead of reading a default
+/// (a saturated `i64::MAX`, which the Lua twins' doubles cannot even reply).
+pub fn instant(score: f64) -> Option<i64> {
+    let ok = score.fract() == 0.0 && (0.0..=MAX_DUE_MS as f64).contains(&score);
+    ok.then_some(score as i64)
+}
+
 /// A job record's fields before its payload, as stored in `B:jobs`:
 /// `<generation>:<attempt>:<max>:<leased>:<payload>`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,6 +192,25 @@ impl Retry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn instants_are_whole_ms_in_range() {
+        assert_eq!(instant(0.0), Some(0));
+        assert_eq!(instant(1_764_720_000_030.0), Some(1_764_720_000_030));
+        assert_eq!(instant(MAX_DUE_MS as f64), Some(MAX_DUE_MS));
+        for bad in [
+            -1.0,
+            1.5,
+            -0.5,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            1e300,
+            (MAX_DUE_MS + 1) as f64,
+        ] {
+            assert_eq!(instant(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn records_round_trip() {

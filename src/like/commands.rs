@@ -420,7 +420,10 @@ fn missing_count(
     let set = Key::open(ctx, &derived_name(base, "set"), false);
     set.check(KeyType::Set)?;
     let index = Key::open(ctx, &derived_name(base, "chunks"), false);
-    if has_chunk || index.check(KeyType::String)? {
+    // Every type check before any value check: the index's type is
+    // checked even when the chunk alone already makes the count corrupt.
+    let has_index = index.check(KeyType::String)?;
+    if has_chunk || has_index {
         return Err(error::corrupt(FAMILY, &derived_name(base, "count"), None));
     }
     Ok((set.len() as i64, set.abs_expire_ms()))
@@ -601,7 +604,7 @@ fn write(ctx: &Context, args: Vec<RedisString>, op: Op) -> RedisResult {
         (was, want, in_set || want != bit)
     } else {
         // A count at a limit needs to know the membership before writing.
-        let at_limit = (old == i64::MAX && op != Op::Rem) || (old == 0 && op != Op::Add);
+        let at_limit = (old == model::MAX_COUNT && op != Op::Rem) || (old == 0 && op != Op::Add);
         let known = if at_limit {
             Some(is_member(ctx, set_name(), user)?)
         } else {

@@ -122,16 +122,24 @@ pub fn index_len(range: u64) -> usize {
     (range / 8 + 1) as usize
 }
 
-/// Parses a stored count: a canonical non-negative integer. Anything else
-/// (garbage, a sign, a negative number) is corrupt.
+/// The largest count kept, 2^53 − 1. A post has at most 2^32 likers (ids
+/// up to `u32::MAX`), so a larger count is corrupt data; the bound also
+/// keeps every count exact in the Lua twins, whose numbers are doubles.
+pub const MAX_COUNT: i64 = (1 << 53) - 1;
+
+/// Parses a stored count: a canonical integer from 0 to [`MAX_COUNT`].
+/// Anything else (garbage, a sign, a negative number, a larger number) is
+/// corrupt.
 pub fn parse_count(bytes: &[u8]) -> Option<i64> {
-    parse_digits(bytes).and_then(|v| i64::try_from(v).ok())
+    parse_digits(bytes)
+        .and_then(|v| i64::try_from(v).ok())
+        .filter(|&v| v <= MAX_COUNT)
 }
 
 /// Why a count cannot change.
 #[derive(Debug, PartialEq, Eq)]
 pub enum CountError {
-    /// The count would pass `i64::MAX`.
+    /// The count would pass [`MAX_COUNT`].
     Overflow,
     /// The count would go below zero: it disagrees with the likers.
     Corrupt,
@@ -140,7 +148,10 @@ pub enum CountError {
 /// Returns `old + 1` or `old − 1` without wrapping around.
 pub fn next_count(old: i64, liked: bool) -> Result<i64, CountError> {
     if liked {
-        old.checked_add(1).ok_or(CountError::Overflow)
+        if old >= MAX_COUNT {
+            return Err(CountError::Overflow);
+        }
+        Ok(old + 1)
     } else if old > 0 {
         Ok(old - 1)
     } else {
@@ -432,13 +443,16 @@ mod tests {
     #[test]
     fn counts_parse_strictly_and_never_wrap() {
         assert_eq!(parse_count(b"0"), Some(0));
-        assert_eq!(parse_count(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_count(b"9007199254740991"), Some(MAX_COUNT));
+        assert_eq!(parse_count(b"9007199254740992"), None);
+        assert_eq!(parse_count(b"9223372036854775807"), None);
         for bad in [&b""[..], b"-1", b"x", b"01", b" 1", b"9223372036854775808"] {
             assert_eq!(parse_count(bad), None);
         }
         assert_eq!(next_count(5, true), Ok(6));
         assert_eq!(next_count(5, false), Ok(4));
-        assert_eq!(next_count(i64::MAX, true), Err(CountError::Overflow));
+        assert_eq!(next_count(MAX_COUNT - 1, true), Ok(MAX_COUNT));
+        assert_eq!(next_count(MAX_COUNT, true), Err(CountError::Overflow));
         assert_eq!(next_count(0, false), Err(CountError::Corrupt));
     }
 

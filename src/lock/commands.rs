@@ -127,7 +127,7 @@ impl<'a> Lock<'a> {
             None => None,
             Some(v) => Some(
                 Hold::parse(&v)
-                    .ok_or_else(|| corrupt(self.name, Some(&String::from_utf8_lossy(&field))))?,
+                    .ok_or_else(|| corrupt(self.name, Some(&error::key_text(&field))))?,
             ),
         };
         sem.seen.insert(owner.to_vec(), h);
@@ -154,7 +154,7 @@ impl<'a> Lock<'a> {
             true
         });
         if let Some(f) = bad {
-            return Err(corrupt(self.name, Some(&String::from_utf8_lossy(&f))));
+            return Err(corrupt(self.name, Some(&error::key_text(&f))));
         }
         // A scan may repeat an element (while the table rehashes).
         out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -265,7 +265,7 @@ impl<'a> Lock<'a> {
             }
         }
         let mine = self.sem_hold(sem, req.owner)?;
-        let field = || String::from_utf8_lossy(&holder_field(req.owner)).into_owned();
+        let field = || error::key_text(&holder_field(req.owner));
         let (r, hold) =
             model::sem_acquire(&mut sem.meta, sem.holders, mine, req).map_err(|_| {
                 let f = if mine.is_some() {

@@ -440,8 +440,8 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     } else {
         0
     };
-    let participants = before
-        .checked_add(1)
+    let participants = Some(before + 1)
+        .filter(|&n| n <= model::MAX_COUNT)
         .ok_or_else(|| error::overflow(FAMILY, &count_name, None))?;
 
     let drawn = match (pending, given) {
@@ -460,8 +460,8 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // `latepooled`: read (and checked) before anything is written.
     let late = if pooled && participants > poolcap {
         let [v] = meta.hget_fields([&F_LATEPOOLED]);
-        let n = meta_value(base, &F_LATEPOOLED, &v, parse::non_negative)?;
-        Some(n.checked_add(1).ok_or_else(|| {
+        let n = meta_value(base, &F_LATEPOOLED, &v, parse::latepooled)?;
+        Some(Some(n + 1).filter(|&n| n <= model::MAX_COUNT).ok_or_else(|| {
             error::overflow(FAMILY, &derived_name(base, "meta"), Some(field::LATEPOOLED))
         })?)
     } else {
@@ -810,7 +810,7 @@ pub fn luckybag_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let shards = meta_value(base, &F_SHARDS, &shards, parse::shards)?;
     let poolcap = meta_value(base, &F_POOLCAP, &poolcap, parse::non_negative)?;
     let state = meta_value(base, &F_STATE, &state, parse::state)?;
-    let late = meta_value(base, &F_LATEPOOLED, &late, parse::non_negative)?;
+    let late = meta_value(base, &F_LATEPOOLED, &late, parse::latepooled)?;
     let participants = if count_exists {
         parse::participants(count.bytes())
             .ok_or_else(|| error::corrupt(FAMILY, &count_name, None))?

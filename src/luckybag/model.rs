@@ -337,9 +337,14 @@ pub mod parse {
         }
     }
 
-    /// `B:count`: a non-negative integer.
+    /// `B:count`: a non-negative integer, at most [`MAX_COUNT`](super::MAX_COUNT).
     pub fn participants(v: &[u8]) -> Option<i64> {
-        non_negative(v)
+        non_negative(v).filter(|&c| c <= super::MAX_COUNT)
+    }
+
+    /// `latepooled`: a non-negative integer, at most [`MAX_COUNT`](super::MAX_COUNT).
+    pub fn latepooled(v: &[u8]) -> Option<i64> {
+        non_negative(v).filter(|&c| c <= super::MAX_COUNT)
     }
 
     /// A score kept in `B:stored` as LEAVE writes it ([`format_score`]:
@@ -364,8 +369,17 @@ pub mod parse {
 /// cap: everyone up to `poolcap` entered the pool. `None` on overflow
 /// (possible only with hand-edited values).
 pub fn pooled_total(participants: i64, poolcap: i64, latepooled: i64) -> Option<i64> {
-    participants.min(poolcap).checked_add(latepooled)
+    participants
+        .min(poolcap)
+        .checked_add(latepooled)
+        .filter(|&n| n <= MAX_COUNT)
 }
+
+/// The largest participant count (`B:count`) and `latepooled`: 2^53 − 1.
+/// No bag gets near it; the bound keeps every count exact in the Lua
+/// twins, whose numbers are doubles, so both sides refuse a larger one
+/// as corrupt data and overflow at the same join.
+pub const MAX_COUNT: i64 = (1 << 53) - 1;
 
 /// What `RESULT` answers for a user.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -771,6 +785,11 @@ mod tests {
         assert_eq!(pooled_total(5, 700_000, 0), Some(5));
         assert_eq!(pooled_total(1_000_000, 700_000, 3_000), Some(703_000));
         assert_eq!(pooled_total(i64::MAX, i64::MAX, 1), None);
+        assert_eq!(pooled_total(MAX_COUNT, MAX_COUNT, 0), Some(MAX_COUNT));
+        assert_eq!(pooled_total(MAX_COUNT, MAX_COUNT, 1), None);
+        assert_eq!(parse::participants(b"9007199254740991"), Some(MAX_COUNT));
+        assert_eq!(parse::participants(b"9007199254740992"), None);
+        assert_eq!(parse::latepooled(b"9007199254740992"), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::{
     COUNT_ALREADY, COUNT_CLOSED, COUNT_EMPTY, COUNT_GRABBED, COUNT_REFUNDED_CENTS, COUNT_REFUNDS,
     COUNT_SPLITS, FAMILY,
 };
-use crate::args::{parse_i64_plain, Cursor};
+use crate::args::Cursor;
 use crate::config;
 use crate::error;
 use crate::keys::{derived, derived_name, Field, HashField, Key, KeyType};
@@ -475,7 +475,10 @@ pub fn redpacket_grabbed(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     for pair in items.chunks(2) {
         if let [user, cents] = pair {
             out.push(util::bulk(user.clone()));
-            out.push(match parse_i64_plain(cents) {
+            // A share as an integer; anything GRAB never writes (not a
+            // share from 1 to 2^53 − 1 cents) as the string it is, which
+            // the Lua twin can show alike (a double is not exact past 2^53).
+            out.push(match model::parse::share(cents) {
                 Some(c) => RedisValue::Integer(c),
                 None => util::bulk(cents.clone()),
             });

@@ -165,14 +165,16 @@ pub mod parse {
         int(v).filter(|e| (0..=MAX_TIME_MS).contains(e))
     }
 
-    /// `left_cents`: a non-negative amount.
+    /// `left_cents`: a non-negative amount, at most the largest total
+    /// (SPLIT never writes more; the Lua twins could not hold more exactly).
     pub fn cents(v: &[u8]) -> Option<i64> {
-        int(v).filter(|&c| c >= 0)
+        int(v).filter(|c| (0..=MAX_TOTAL).contains(c))
     }
 
-    /// A share in `B:pool` or `B:grabbed`: at least one cent.
+    /// A share in `B:pool` or `B:grabbed`: at least one cent, at most the
+    /// largest total.
     pub fn share(v: &[u8]) -> Option<i64> {
-        int(v).filter(|&c| c >= 1)
+        int(v).filter(|c| (1..=MAX_TOTAL).contains(c))
     }
 
     /// `state`: `open` or `closed`; returns true when closed (refunded).
@@ -448,6 +450,11 @@ mod tests {
         assert_eq!(parse::share(b"0"), None);
         assert_eq!(parse::share(b"-5"), None);
         assert_eq!(parse::share(b"7"), Some(7));
+        // Beyond 2^53 − 1 no amount is ever written (and the twins could
+        // not read one exactly): corrupt data.
+        assert_eq!(parse::cents(b"9007199254740991"), Some(MAX_TOTAL));
+        assert_eq!(parse::cents(b"9007199254740992"), None);
+        assert_eq!(parse::share(b"9007199254740992"), None);
         assert_eq!(parse::refunded(b"closed"), Some(true));
         assert_eq!(parse::refunded(b"CLOSED"), None);
         for bad in [&b""[..], b"x", b"1.5", b" 1", b"01", b"9223372036854775808"] {

@@ -496,6 +496,106 @@ pub fn dump_keys(c: &mut Connection, pattern: &str) -> Vec<String> {
         .collect()
 }
 
+/// How a test reaches the Lua twins: the standalone scripts of
+/// `lua-compat/<family>/` with EVALSHA, or the Functions library
+/// `lua-compat/hotpath.lua` with FCALL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    Script,
+    Function,
+}
+
+/// Loads the Functions library `lua-compat/hotpath.lua` (FUNCTION LOAD
+/// REPLACE; Redis 7+, Valkey).
+pub fn load_library(c: &mut Connection) {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("lua-compat/hotpath.lua");
+    let src = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let name: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(src)
+        .query(c)
+        .unwrap();
+    assert_eq!(name, "hotpath");
+}
+
+/// Returns the library's function for a command: `RATE.CHECK` is
+/// `hotpath_rate_check`.
+pub fn function_name(command: &str) -> String {
+    format!("hotpath_{}", command.to_ascii_lowercase().replace('.', "_"))
+}
+
+/// Runs a function of the library with `numkeys` keys then arguments, like
+/// FCALL.
+pub fn fcall(
+    c: &mut Connection,
+    function: &str,
+    numkeys: usize,
+    args: &[&str],
+) -> RedisResult<Value> {
+    let mut q = redis::cmd("FCALL");
+    q.arg(function).arg(numkeys);
+    for a in args {
+        q.arg(*a);
+    }
+    q.query(c)
+}
+
+thread_local! {
+    /// How [`load_twin`] loads, and so how [`call_twin`] runs, the twins in
+    /// this test thread (set by [`twins_via`]).
+    static TWIN_VIA: std::cell::Cell<Via> = const { std::cell::Cell::new(Via::Script) };
+}
+
+/// Runs `f` with the twins reached `via` EVALSHA or FCALL: a parity test
+/// written once runs through both forms of lua-compat.
+pub fn twins_via(via: Via, f: impl FnOnce()) {
+    TWIN_VIA.with(|v| v.set(via));
+    f();
+    TWIN_VIA.with(|v| v.set(Via::Script));
+}
+
+/// Prepares the twin `lua-compat/<family>/<command>.lua` for
+/// [`call_twin`]: its SHA (SCRIPT LOAD) when the test thread runs scripts,
+/// or `fcall:hotpath_<family>_<command>` after loading the library.
+pub fn load_twin(c: &mut Connection, path: &str) -> String {
+    match TWIN_VIA.with(|v| v.get()) {
+        Via::Script => load_script(c, path),
+        Via::Function => {
+            load_library(c);
+            let f = path.trim_end_matches(".lua").replace('/', "_");
+            format!("fcall:hotpath_{f}")
+        }
+    }
+}
+
+/// Runs a twin prepared by [`load_twin`]: EVALSHA with a SHA, FCALL with
+/// a function; `numkeys` keys then arguments.
+pub fn call_twin<A: redis::ToRedisArgs>(
+    c: &mut Connection,
+    twin: &str,
+    numkeys: usize,
+    args: &[A],
+) -> RedisResult<Value> {
+    let mut q = match twin.strip_prefix("fcall:") {
+        Some(f) => {
+            let mut q = redis::cmd("FCALL");
+            q.arg(f);
+            q
+        }
+        None => {
+            let mut q = redis::cmd("EVALSHA");
+            q.arg(twin);
+            q
+        }
+    };
+    q.arg(numkeys);
+    for a in args {
+        q.arg(a);
+    }
+    q.query(c)
+}
+
 /// Returns the lower-case names of the commands in `SLOWLOG GET 128` whose
 /// name starts with `prefix` (e.g. `"lock."`), one per entry.
 pub fn slow_commands(c: &mut Connection, prefix: &str) -> Vec<String> {

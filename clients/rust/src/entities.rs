@@ -6,22 +6,26 @@ use redis::{Cmd, ConnectionLike, RedisResult, ToRedisArgs, Value};
 use crate::replies::{self as r, *};
 
 /// Builds the Redis command for a hotpath command. `Module` sends the
-/// module's own commands; a backend for servers without the module (a
-/// Redis Functions library) adds a variant here, and nothing else changes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// module's own commands; `Functions` calls the Lua twins' Functions
+/// library, for servers without the module; `Fallback` (the default)
+/// sends the module's and falls back to the library's (fallback.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Backend {
-    #[default]
     Module,
+    /// `FCALL hotpath_<family>_<command>`; LIKE's twins take the configs.
+    Functions(crate::fallback::LikeConfigs),
+    /// The module, and the library when the server does not know it.
+    Fallback(crate::fallback::LikeConfigs),
 }
 
 impl Backend {
     /// Returns the command `name argv…`; `keys` are the positions of the
     /// Redis keys in `argv` (what a Functions backend passes as keys).
     pub fn command(&self, name: &str, argv: &[Vec<u8>], keys: &[usize]) -> Cmd {
-        let _ = keys;
         match self {
-            Backend::Module => {
+            Backend::Functions(like) => crate::fallback::functions_command(name, argv, keys, like),
+            Backend::Module | Backend::Fallback(_) => {
                 let mut c = redis::cmd(name);
                 for a in argv {
                     c.arg(a.as_slice());
@@ -75,9 +79,7 @@ impl Call {
     }
 
     fn run<C: ConnectionLike>(self, backend: Backend, con: &mut C) -> RedisResult<Value> {
-        backend
-            .command(self.name, &self.argv, &self.keys)
-            .query::<Value>(con)
+        crate::fallback::run(backend, self.name, &self.argv, &self.keys, con)
     }
 }
 
@@ -94,7 +96,7 @@ macro_rules! entity {
         impl $name {
             /// A handle on the entity with base key `key`.
             pub fn new(key: impl Into<String>) -> Self {
-                $name { key: key.into(), now: None, backend: Backend::Module }
+                $name { key: key.into(), now: None, backend: Backend::default() }
             }
 
             /// The same handle with the clock pinned: commands that take
@@ -679,7 +681,7 @@ impl Rate {
             c = c.arg(*l).arg(*p);
         }
         let c = c.opt("COST", o.cost).flag("PEEK", o.peek).opt("NOW", now);
-        r::rate(&c.run(Backend::Module, con)?)
+        r::rate(&c.run(Backend::default(), con)?)
     }
 }
 

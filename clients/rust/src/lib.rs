@@ -24,10 +24,11 @@
 //! [`FanOut`] connection: `redis::Connection` or
 //! `redis::cluster::ClusterConnection`.
 //!
-//! The seam for servers without the module: every command is built by a
-//! [`Backend`]; [`Backend::Module`] sends the module's commands, and a
-//! backend for a Redis Functions library can be added without changing the
-//! entity types.
+//! Servers without the module: every command is built by a [`Backend`];
+//! [`Backend::Module`] sends the module's commands, [`Backend::Functions`]
+//! calls the Lua twins' Functions library (`FCALL`), and the default,
+//! [`Backend::Fallback`], sends the module's and falls back to the
+//! library's when the server does not know them ([`fallback`]).
 
 #[path = "../../../src/spread/route.rs"]
 pub mod routing;
@@ -35,9 +36,11 @@ pub mod routing;
 mod slot_tags;
 
 mod entities;
+pub mod fallback;
 pub mod replies;
 mod spread;
 
 pub use entities::*;
+pub use fallback::{detect, LikeConfigs};
 pub use replies::*;
 pub use spread::*;

@@ -12,9 +12,10 @@ from . import replies, routing, spread
 from .client import (Backend, DelayQueue, HotPath, Like, Lock, LuckyBag, ModuleBackend, Poll,
                      Rank, Rate, RedPacket)
 from .spread import ShardError, Shards, SpreadLike, SpreadLuckyBag
+from .fallback import FallbackBackend, FunctionsBackend
 from .replies import *  # noqa: F401,F403  (the reply dataclasses)
 
 __version__ = "0.1.0"
-__all__ = ["HotPath", "Backend", "ModuleBackend", "Poll", "Rank", "Like", "RedPacket",
-           "LuckyBag", "Rate", "Lock", "DelayQueue", "replies", "routing", "spread", "Shards",
-           "ShardError", "SpreadLike", "SpreadLuckyBag"]
+__all__ = ["HotPath", "Backend", "ModuleBackend", "FunctionsBackend", "FallbackBackend", "Poll",
+           "Rank", "Like", "RedPacket", "LuckyBag", "Rate", "Lock", "DelayQueue", "replies",
+           "routing", "spread", "Shards", "ShardError", "SpreadLike", "SpreadLuckyBag"]

@@ -466,12 +466,18 @@ class DelayQueue(_Entity):
 
 class HotPath:
     """Entry point: ``hp = HotPath(redis.Redis(...))`` or
-    ``HotPath(redis.RedisCluster(...))``; ``backend`` replaces the module
-    backend (e.g. with a Functions library on servers without the module)."""
+    ``HotPath(redis.RedisCluster(...))``; ``backend`` replaces the default
+    (the module, falling back to the Functions library on servers without
+    it: ``hotpath.fallback``)."""
 
     def __init__(self, client: Any, backend: Optional[Backend] = None):
         self.client = client
-        self.backend = backend or ModuleBackend(client)
+        if backend is None:
+            # The module, falling back to the Functions library on a
+            # server without it (hotpath.fallback).
+            from .fallback import default_backend
+            backend = default_backend(client)
+        self.backend = backend
 
     def poll(self, key: Key) -> Poll:
         return Poll(self.backend, key)

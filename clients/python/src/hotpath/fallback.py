@@ -1,0 +1,116 @@
+"""Backends for servers without the module: the Lua twins as the Redis
+Functions library ``hotpath`` (lua-compat/hotpath.lua, loaded with
+``FUNCTION LOAD``; lua-compat/README.md).
+
+``FunctionsBackend`` always calls the library (``FCALL``).
+``FallbackBackend``, the default of ``HotPath``, sends the module's
+command and, the first time a server answers that it does not know it,
+switches to the library for good: one failed round trip on a server
+without the module, none with it.
+
+The twins give the same replies (RESP2 arrays where the module gives
+RESP3 maps under ``HELLO 3``: the reply parsers take both), the same
+errors and the same data, so the entity handles do not change.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence
+
+from .client import Arg, Backend, Key, ModuleBackend
+
+#: LIKE's twins take the module's three configs first (a script cannot
+#: read them): like-max-id, like-promote-at, like-recent, the module's
+#: defaults. Pass the values the deployment uses.
+LIKE_DEFAULTS = (4294967295, 512, 0)
+
+
+def function_name(command: str) -> str:
+    """``POLL.VOTE`` -> ``hotpath_poll_vote``."""
+    return "hotpath_" + command.lower().replace(".", "_")
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, str):
+        a = a.encode()
+    if isinstance(b, str):
+        b = b.encode()
+    return a == b
+
+
+def twin_args(command: str, argv: Sequence[Arg], keys: Sequence[Key],
+              like_configs: Sequence[Arg] = LIKE_DEFAULTS) -> List[Arg]:
+    """The ARGV of a command's twin: the module's arguments without its
+    keys (lua-compat/README.md, "The KEYS/ARGV contract"). RATE.MULTI
+    drops its numkeys too (the twin counts KEYS); RANK.MERGE keeps it;
+    LIKE's twins take their configs first."""
+    cmd = command.upper()
+    rest: List[Arg] = list(argv)
+    if cmd == "RATE.MULTI":
+        rest = rest[1:]
+    pending = list(keys)
+    out: List[Arg] = []
+    for a in rest:
+        if pending and _same(a, pending[0]):
+            pending.pop(0)
+            continue
+        out.append(a)
+    if cmd.startswith("LIKE."):
+        out = [*like_configs, *out]
+    return out
+
+
+class FunctionsBackend(Backend):
+    """Calls the library's functions: ``FCALL hotpath_<family>_<command>
+    numkeys key… arg…`` (``FCALL_RO`` is not used: a reader's ``FCALL``
+    runs on a replica the client points at only if that replica allows
+    it; the module's commands are routed the same way)."""
+
+    def __init__(self, client: Any, like_configs: Sequence[Arg] = LIKE_DEFAULTS):
+        self.client = client
+        self.like_configs = tuple(like_configs)
+
+    def call(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
+        args = twin_args(command, argv, keys, self.like_configs)
+        fcall = ["FCALL", function_name(command), len(keys), *keys, *args]
+        if keys and hasattr(self.client, "get_node_from_key"):
+            # A cluster client routes FCALL by its first key.
+            node = self.client.get_node_from_key(keys[0])
+            return self.client.execute_command(*fcall, target_nodes=node)
+        return self.client.execute_command(*fcall)
+
+
+def _unknown_command(err: Exception) -> bool:
+    return str(err).lower().startswith("unknown command")
+
+
+class FallbackBackend(Backend):
+    """The module while the server has it, else the Functions library.
+
+    ``mode`` is ``None`` until the first call decides, then ``"module"``
+    or ``"functions"``: a server that answers "unknown command" to a
+    hotpath command has no module, and every later call (this one
+    included) goes to the library."""
+
+    def __init__(self, client: Any, like_configs: Sequence[Arg] = LIKE_DEFAULTS):
+        self.module = ModuleBackend(client)
+        self.functions = FunctionsBackend(client, like_configs)
+        self.mode: Optional[str] = None
+
+    def call(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
+        if self.mode == "functions":
+            return self.functions.call(command, argv, keys)
+        try:
+            reply = self.module.call(command, argv, keys)
+        except Exception as e:  # redis.ResponseError, without importing redis here
+            if self.mode is None and _unknown_command(e):
+                self.mode = "functions"
+                return self.functions.call(command, argv, keys)
+            raise
+        self.mode = "module"
+        return reply
+
+
+def default_backend(client: Any) -> Backend:
+    """What ``HotPath(client)`` uses without a backend: the module, with
+    the Functions library as its fallback."""
+    return FallbackBackend(client)

@@ -1,0 +1,10 @@
+-- LIKE.ADD key user [NOW unix-ms]
+-- Lua twin of LIKE.ADD: LIKE.ADD B user [NOW unix-ms] -> [changed, count]
+-- KEYS: B
+-- ARGV: like-max-id, like-promote-at, like-recent (the module's configs),
+-- then the command's arguments after the key(s), verbatim.
+-- Same replies, errors and derived keys as the module (see README.md).
+--@ keys 1
+
+-- One write for ADD, REM and TOGGLE (lua-compat/src/like/family.lua).
+return write('add', 'like.add', KEYS, ARGV)

@@ -1,0 +1,70 @@
+-- LUCKYBAG.JOIN key user [TASK DONE|PENDING]
+-- LUCKYBAG.JOIN B user [TASK DONE|PENDING] -> {new, pooled, participants}
+--@ keys 1
+
+local B = KEYS[1]
+if #ARGV < 1 then return arity('luckybag.join') end
+local user = ARGV[1]
+local pending = false
+local i = 2
+while i <= #ARGV do
+  if string.upper(ARGV[i]) ~= 'TASK' then return syntax() end
+  local v = ARGV[i + 1]
+  if v == nil then return syntax() end
+  v = string.upper(v)
+  if v == 'DONE' then pending = false elseif v == 'PENDING' then pending = true else return syntax() end
+  i = i + 2
+end
+if user == '' then return empty_user() end
+local meta, e = find_meta(B)
+if e then return e end
+if not meta then return ferr('no such bag') end
+local raw = read_meta(meta, {'shards', 'state', 'poolcap'})
+local shards, e1 = scope(meta, raw)
+if e1 then return e1 end
+-- Every type check before any other value check.
+local cand, count = B .. ':cand:' .. shard_of(user, shards), B .. ':count'
+local ok, cand_existed = typed(cand, 'zset')
+if not ok then return redis.error_reply(WRONGTYPE) end
+local ok2, count_existed = typed(count, 'string')
+if not ok2 then return redis.error_reply(WRONGTYPE) end
+local poolcap, e2 = meta_value(meta, raw, 'poolcap')
+if e2 then return e2 end
+local before = 0
+if count_existed then
+  local n, e4, text = read_count(count)
+  if e4 then return e4 end
+  if n == MAX_COUNT then return overflow(count) end
+  before = n
+end
+local participants = before + 1
+local score = -2
+if not pending then score = math.random(0, 999999) / 1000000 end
+-- HIGHSCORE matters (and is read) only past the pool cap.
+local pooled = participants <= poolcap
+if not pooled then
+  local highscore, e3 = meta_value(meta, read_meta(meta, {'highscore'}), 'highscore')
+  if e3 then return e3 end
+  pooled = score >= highscore
+end
+-- A participant past the cap who entered the pool counts in `latepooled`.
+local late = pooled and participants > poolcap
+if late then
+  local lraw = read_meta(meta, {'latepooled'})
+  local _, e5 = meta_value(meta, lraw, 'latepooled')
+  if e5 then return e5 end
+  if lraw.latepooled == '9007199254740991' then return overflow(meta, 'latepooled') end
+end
+-- The pool is also the participant list: NX makes the insert the dedup.
+local kept = score
+if not pooled then kept = -3 end
+if redis.call('ZADD', cand, 'NX', kept, user) == 0 then
+  local sc = redis.call('ZSCORE', cand, user)
+  return {0, (tonumber(sc) ~= -3) and 1 or 0, before}
+end
+if not cand_existed then adopt_expiry(meta, cand) end
+local n = redis.call('INCR', count)
+if not count_existed then adopt_expiry(meta, count) end
+if late then redis.call('HINCRBY', meta, 'latepooled', 1) end
+return {1, pooled and 1 or 0, n}
+

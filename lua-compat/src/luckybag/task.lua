@@ -1,0 +1,21 @@
+-- LUCKYBAG.TASK key user
+-- LUCKYBAG.TASK B user -> 1 if a pending user now has a random score
+--@ keys 1
+
+local B = KEYS[1]
+if #ARGV ~= 1 then return arity('luckybag.task') end
+local user = ARGV[1]
+if user == '' then return empty_user() end
+local meta, e = find_meta(B)
+if e then return e end
+if not meta then return ferr('no such bag') end
+local raw = read_meta(meta, {'shards', 'state'})
+local shards, e1 = scope(meta, raw)
+if e1 then return e1 end
+local cand = B .. ':cand:' .. shard_of(user, shards)
+if not typed(cand, 'zset') then return redis.error_reply(WRONGTYPE) end
+local sc = redis.call('ZSCORE', cand, user)
+if not sc or tonumber(sc) ~= -2 then return 0 end
+redis.call('ZADD', cand, 'XX', math.random(0, 999999) / 1000000, user)
+return 1
+

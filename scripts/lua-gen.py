@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""Writes the Lua twins from their sources in lua-compat/src/.
+
+One source tree gives both forms, so that they cannot drift apart:
+
+- lua-compat/<family>/<command>.lua, a standalone script for EVALSHA
+  (any Redis, 6 included): the shared helpers, the family's helpers and
+  the command's body, in one file with nothing to include;
+- lua-compat/hotpath.lua, one Redis Functions library (`#!lua
+  name=hotpath`, Redis 7+ and Valkey) holding the same helpers once and
+  one function per command, hotpath_<family>_<command>.
+
+Sources (lua-compat/src/README.md describes them):
+  shared.lua               helpers of every family
+  <family>/family.lua      helpers of one family
+  <family>/<command>.lua   one command's body, with a header comment and
+                           `--@` lines: `--@ keys 1` (the generated code
+                           refuses any other numkeys with the module's
+                           arity error) or `--@ keys n` (the body checks),
+                           and `--@ flags no-writes allow-oom …` (the
+                           function's flags in the library).
+
+Usage: scripts/lua-gen.py          write the generated files
+       scripts/lua-gen.py --check  exit 1 when a committed file differs
+                                   from a fresh generation (a test runs it)
+Standard library only: any python3 runs it.
+"""
+
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+LUA = ROOT / "lua-compat"
+SRC = LUA / "src"
+LIBRARY = LUA / "hotpath.lua"
+FLAGS = {"no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"}
+
+
+class SourceError(Exception):
+    pass
+
+
+def code_only(text):
+    """Returns the text without Lua comments (for the lints)."""
+    return re.sub(r"--[^\n]*", "", text)
+
+
+def top_level_names(text):
+    """Returns the names a helper file declares at its top level."""
+    names = set()
+    for line in text.splitlines():
+        m = re.match(r"local function (\w+)", line) or re.match(r"local (\w+)\s*=", line)
+        if m:
+            names.add(m.group(1))
+    return names
+
+
+def definitions(path, text):
+    """Splits a helper file into its top-level definitions, in order: each
+    a (names it defines, names it uses, text) triple. Comment lines at the
+    left margin belong to the definition after them. A helper file holds
+    nothing else at its top level: only `local` definitions (and the
+    `end` or `}` closing one), so that the split is exact."""
+    defs = []
+    pending = []
+    for line in text.splitlines(keepends=True):
+        stripped = line.rstrip("\n")
+        if stripped.startswith("--") or not stripped.strip():
+            if defs and not stripped.startswith("--"):
+                defs[-1][2].append(line)
+            else:
+                pending.append(line)
+            continue
+        m = re.match(r"local function (\w+)", stripped) or re.match(r"local ([\w, ]+?)\s*=", stripped)
+        if m:
+            names = [n.strip() for n in m.group(1).split(",")]
+            defs.append([names, None, pending + [line]])
+            pending = []
+        elif stripped[0] in " \t" or stripped in ("end", "}", "})"):
+            if not defs:
+                raise SourceError(f"{path.relative_to(ROOT)}: code before the first definition: {stripped!r}")
+            defs[-1][2].append(line)
+        else:
+            raise SourceError(f"{path.relative_to(ROOT)}: a helper file holds only `local` definitions: {stripped!r}")
+    if pending:
+        defs.append([[], None, pending])
+    out = []
+    for names, _, lines in defs:
+        body = "".join(lines)
+        out.append((names, set(re.findall(r"[A-Za-z_]\w*", code_only(body))), body))
+    return out
+
+
+def needed(defs, code):
+    """The definitions that `code` uses, directly or through another
+    definition, in their order. A standalone script carries only these:
+    each helper is a closure made at every call of a script, so unused
+    ones would cost every call (a library makes them once, at load)."""
+    want = set(re.findall(r"[A-Za-z_]\w*", code_only(code)))
+    keep = [False] * len(defs)
+    changed = True
+    while changed:
+        changed = False
+        for i, (names, uses, _) in enumerate(defs):
+            if not keep[i] and names and any(n in want for n in names):
+                keep[i] = True
+                want |= uses
+                changed = True
+    return "".join(d[2] for d, k in zip(defs, keep) if k)
+
+
+def helper_file(path, shared_names=frozenset()):
+    text = path.read_text()
+    if not text.endswith("\n"):
+        text += "\n"
+    definitions(path, text)
+    # A helper lives outside the function that FCALL calls: the library has
+    # no KEYS or ARGV there, so helpers take them as arguments.
+    if re.search(r"\b(KEYS|ARGV)\b", code_only(text)):
+        raise SourceError(f"{path.relative_to(ROOT)}: a helper must take KEYS/ARGV as arguments")
+    clash = top_level_names(text) & shared_names
+    if clash:
+        raise SourceError(f"{path.relative_to(ROOT)}: redefines shared {sorted(clash)}")
+    return text
+
+
+class Command:
+    def __init__(self, family, path):
+        self.family = family
+        self.name = path.stem
+        self.source = path
+        self.command = f"{family.upper()}.{self.name.upper()}"
+        self.function = f"hotpath_{family}_{self.name}"
+        lines = path.read_text().split("\n")
+        self.header = []
+        self.keys = None
+        self.flags = []
+        i = 0
+        while i < len(lines) and lines[i].startswith("--"):
+            line = lines[i]
+            if line.startswith("--@"):
+                parts = line[3:].split()
+                if parts[:1] == ["keys"] and parts[1:] in (["1"], ["n"]):
+                    self.keys = parts[1]
+                elif parts[:1] == ["flags"] and parts[1:] and set(parts[1:]) <= FLAGS:
+                    self.flags = parts[1:]
+                else:
+                    raise SourceError(f"{path.relative_to(ROOT)}: bad line {line!r}")
+            else:
+                self.header.append(line)
+            i += 1
+        if self.keys is None:
+            raise SourceError(f"{path.relative_to(ROOT)}: no `--@ keys` line")
+        if not self.header:
+            raise SourceError(f"{path.relative_to(ROOT)}: no header comment")
+        body = "\n".join(lines[i:]).lstrip("\n")
+        if not body.endswith("\n"):
+            body += "\n"
+        self.body = body
+        # The first header line is the syntax (`-- RATE.CHECK B limit …`),
+        # continued on lines indented past the `--`.
+        syntax = [self.header[0][2:].strip()]
+        for line in self.header[1:]:
+            if not line.startswith("--   "):
+                break
+            syntax.append(line[2:].strip())
+        self.syntax = " ".join(syntax)
+
+    def guard(self):
+        """The numkeys check the generator adds, so that no twin forgets it:
+        another numkeys is the module's error for a missing base key."""
+        if self.keys == "1":
+            return f"if #KEYS ~= 1 then return arity('{self.command.lower()}') end\n"
+        return ""
+
+
+class Family:
+    def __init__(self, path, shared_names):
+        self.name = path.name
+        self.helpers = helper_file(path / "family.lua", shared_names)
+        self.definitions = definitions(path / "family.lua", self.helpers)
+        self.commands = [
+            Command(self.name, p) for p in sorted(path.glob("*.lua")) if p.name != "family.lua"
+        ]
+        if not self.commands:
+            raise SourceError(f"{path.relative_to(ROOT)}: no command")
+
+
+def load():
+    shared = helper_file(SRC / "shared.lua")
+    names = top_level_names(shared)
+    families = [Family(p, names) for p in sorted(SRC.iterdir()) if (p / "family.lua").exists()]
+    return shared, families
+
+
+def script(shared, fam, cmd):
+    """The standalone EVALSHA script of one command: the helpers its body
+    needs, then the body."""
+    code = cmd.guard() + cmd.body
+    own = needed(fam.definitions, code)
+    common = needed(definitions(SRC / "shared.lua", shared), own + code)
+    out = ["\n".join(cmd.header) + "\n"]
+    out.append(
+        "--\n"
+        f"-- Generated by scripts/lua-gen.py from lua-compat/src/ (shared.lua,\n"
+        f"-- {fam.name}/family.lua, {fam.name}/{cmd.name}.lua): edit those, then run\n"
+        f"-- `make lua-gen`. The same code is FCALL {cmd.function} in\n"
+        f"-- lua-compat/hotpath.lua.\n\n"
+    )
+    out.append("-- Shared helpers (lua-compat/src/shared.lua), those this script uses.\n" + common)
+    out.append(
+        f"-- {fam.name.upper()} helpers (lua-compat/src/{fam.name}/family.lua), those this script uses.\n"
+        + own
+    )
+    out.append(f"-- {cmd.command} (lua-compat/src/{fam.name}/{cmd.name}.lua).\n")
+    out.append(code)
+    return "".join(out)
+
+
+def lua_string(s):
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def library(shared, families):
+    """The Functions library: the helpers once, one function per command."""
+    width = max(len(c.function) for f in families for c in f.commands)
+    index = []
+    for fam in families:
+        for c in fam.commands:
+            ro = "  (no-writes: FCALL_RO)" if "no-writes" in c.flags else ""
+            index.append(f"--   {c.function.ljust(width)}  {c.command}{ro}\n")
+    out = [
+        "#!lua name=hotpath\n",
+        "-- hotpath's Lua twins as one Redis Functions library (Redis 7 and\n"
+        "-- later, Valkey): the same replies, errors and data as the module's\n"
+        "-- commands, for servers that cannot load it.\n"
+        "--\n"
+        "-- Load it with scripts/lua-load.sh URL (FUNCTION LOAD REPLACE) and\n"
+        "-- call FCALL <function> numkeys key... arg..., exactly as EVALSHA\n"
+        "-- with the standalone script of the same command\n"
+        "-- (lua-compat/<family>/<command>.lua; lua-compat/README.md).\n"
+        "--\n"
+        "-- Generated by scripts/lua-gen.py from lua-compat/src/: edit those\n"
+        "-- sources, then run `make lua-gen`.\n"
+        "--\n"
+        "-- Functions:\n",
+        *index,
+        "\n-- Shared helpers (lua-compat/src/shared.lua).\n",
+        shared,
+    ]
+    for fam in families:
+        # A block per family: its helpers are locals of the block, so the
+        # main chunk stays far below Lua's 200 locals whatever the number
+        # of families.
+        out.append(f"\ndo -- {fam.name.upper()} (lua-compat/src/{fam.name}/)\n")
+        out.append(fam.helpers)
+        for c in fam.commands:
+            local = f"{fam.name}_{c.name}"
+            out.append(f"\n-- {c.command} (lua-compat/src/{fam.name}/{c.name}.lua)\n")
+            out.append(f"local function {local}(KEYS, ARGV)\n{c.guard()}{c.body}end\n")
+            flags = ""
+            if c.flags:
+                flags = ", flags = {" + ", ".join(lua_string(f) for f in c.flags) + "}"
+            out.append(
+                "redis.register_function{function_name = "
+                f"{lua_string(c.function)}, callback = {local}{flags},\n"
+                f"  description = {lua_string(c.syntax)}}}\n"
+            )
+        out.append("end\n")
+    return "".join(out)
+
+
+def outputs():
+    shared, families = load()
+    files = {LIBRARY: library(shared, families)}
+    for fam in families:
+        for c in fam.commands:
+            files[LUA / fam.name / f"{c.name}.lua"] = script(shared, fam, c)
+    # A generated family holds only generated scripts: a stray one would be
+    # a twin nobody regenerates.
+    stray = []
+    for fam in families:
+        for p in sorted((LUA / fam.name).glob("*.lua")):
+            if p not in files:
+                stray.append(p)
+    return files, stray
+
+
+def main(argv):
+    check = "--check" in argv[1:]
+    try:
+        files, stray = outputs()
+    except SourceError as e:
+        print(f"lua-gen: {e}", file=sys.stderr)
+        return 2
+    stale = [p for p, text in files.items() if not p.exists() or p.read_text() != text]
+    if check:
+        for p in stale:
+            print(f"lua-gen: {p.relative_to(ROOT)} differs from its sources", file=sys.stderr)
+        for p in stray:
+            print(f"lua-gen: {p.relative_to(ROOT)} has no source in lua-compat/src/", file=sys.stderr)
+        if stale or stray:
+            print("lua-gen: run `make lua-gen` (scripts/lua-gen.py) and commit the result", file=sys.stderr)
+            return 1
+        return 0
+    for p in stale:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(files[p])
+        print(f"lua-gen: wrote {p.relative_to(ROOT)}")
+    for p in stray:
+        print(f"lua-gen: {p.relative_to(ROOT)} has no source in lua-compat/src/ (remove it?)", file=sys.stderr)
+    return 1 if stray else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,187 @@
+//! The Python client on a server without the module (issue 14): its
+//! default backend falls back to the Functions library
+//! lua-compat/hotpath.lua, and every family's calls of the client's own
+//! test suite (clients/python/tests/test_client.py, `Families`) give the
+//! replies they give against the module, over RESP3 and RESP2
+//! (clients/python/tests/test_fallback.py).
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::Server;
+
+#[test]
+fn python_client_falls_back_to_the_functions_library() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let s = Server::start_bare(&[]);
+    let url = format!("redis://127.0.0.1:{}/", s.port);
+    let out = Command::new(common::python_bin())
+        .env("PYTHONPATH", root.join("clients/python/src"))
+        .env("HOTPATH_VECTORS", root.join("docs/spread-vectors.json"))
+        .env("HOTPATH_LIBRARY", root.join("lua-compat/hotpath.lua"))
+        .env("HOTPATH_FUNCTIONS_URL", &url)
+        .args(["-m", "unittest", "discover", "-p", "test_fallback.py", "-s"])
+        .arg(root.join("clients/python/tests"))
+        .arg("-v")
+        .output()
+        .expect("python3");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "python tests failed:\n{err}");
+    assert!(!err.contains("HOTPATH_FUNCTIONS_URL not set"), "{err}");
+    assert!(err.contains("OnTheFunctionsLibrary"), "{err}");
+    eprintln!("{}", err.lines().last().unwrap_or(""));
+}
+
+/// The Rust client's default backend on a server with only the library
+/// gives every parsed result it gives on a server with the module: the
+/// same calls of every family (multi-key commands included) on both.
+#[test]
+fn rust_client_falls_back_to_the_functions_library() {
+    use hotpath_client::*;
+    const NOW: i64 = 4_102_444_800_000;
+
+    fn calls<C: redis::ConnectionLike>(con: &mut C) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut note = |what: &str, v: String| out.push(format!("{what}: {v}"));
+        let p = Poll::new("poll:{t}").at(NOW);
+        let po = PollOptions {
+            mode: Some("MULTI".into()),
+            maxvotes: Some(2),
+            ..Default::default()
+        };
+        note("poll.create", format!("{:?}", p.create(con, &po)));
+        note("poll.vote", format!("{:?}", p.vote(con, "u1", "a")));
+        note("poll.vote", format!("{:?}", p.vote(con, "u1", "b")));
+        note("poll.vote", format!("{:?}", p.vote(con, "u1", "c")));
+        note("poll.top", format!("{:?}", p.top(con, Some(5), None)));
+        note("poll.info", format!("{:?}", p.info(con)));
+        note("poll.sync", format!("{:?}", p.sync(con)));
+        let b = Rank::new("board:{t}").at(NOW);
+        note(
+            "rank.create",
+            format!("{:?}", b.create(con, &RankOptions::default())),
+        );
+        note("rank.add", format!("{:?}", b.add(con, "m1", 5, None)));
+        note(
+            "rank.incr",
+            format!("{:?}", b.at(NOW + 1000).incr(con, "m2", 5)),
+        );
+        note("rank.get", format!("{:?}", b.get(con, "m2")));
+        note("rank.top", format!("{:?}", b.top(con, None, None)));
+        let season = Rank::new("season:{t}").at(NOW);
+        note(
+            "rank.merge",
+            format!(
+                "{:?}",
+                season.merge_from(con, &["board:{t}"], Some("MAX"), None)
+            ),
+        );
+        note("rank.top", format!("{:?}", season.top(con, None, None)));
+        let post = Like::new("post:{t}").at(NOW);
+        note("like.add", format!("{:?}", post.add(con, 7)));
+        note("like.toggle", format!("{:?}", post.toggle(con, 8)));
+        note("like.check", format!("{:?}", post.check(con, &[7, 8, 9])));
+        note("like.info", format!("{:?}", post.info(con)));
+        let other = Like::new("post2:{t}");
+        note("like.add", format!("{:?}", other.add(con, 7)));
+        note(
+            "like.common",
+            format!("{:?}", post.common(con, "post2:{t}")),
+        );
+        let rp = RedPacket::new("rp:{t}").at(NOW);
+        note(
+            "rp.split",
+            format!("{:?}", rp.split(con, 1000, 3, Some("EQUAL"), Some(3600))),
+        );
+        note("rp.grab", format!("{:?}", rp.grab(con, "alice")));
+        note("rp.grabbed", format!("{:?}", rp.grabbed(con)));
+        note("rp.info", format!("{:?}", rp.info(con)));
+        let bag = LuckyBag::new("bag:{t}");
+        note(
+            "bag.create",
+            format!("{:?}", bag.create(con, 1, &BagOptions::default())),
+        );
+        note("bag.join", format!("{:?}", bag.join(con, "u1", true)));
+        note("bag.info", format!("{:?}", bag.info(con)));
+        note("bag.result", format!("{:?}", bag.result(con, "u1")));
+        let lim = Rate::new("api:{t}").at(NOW);
+        note(
+            "rate.check",
+            format!("{:?}", lim.check(con, 2, 1000, &RateOptions::default())),
+        );
+        note(
+            "rate.throttle",
+            format!(
+                "{:?}",
+                Rate::new("cell:{t}").at(NOW).throttle(con, 5, 10, 60, None)
+            ),
+        );
+        note(
+            "rate.multi",
+            format!(
+                "{:?}",
+                Rate::multi(
+                    con,
+                    &[("m1:{t}", 2, 1000), ("m2:{t}", 5, 1000)],
+                    &RateOptions::default(),
+                    Some(NOW)
+                )
+            ),
+        );
+        let lock = Lock::new("lock:{t}").at(NOW);
+        note(
+            "lock.acquire",
+            format!(
+                "{:?}",
+                lock.acquire(con, "w1", 1000, &LockOptions::default())
+            ),
+        );
+        note("lock.info", format!("{:?}", lock.info(con)));
+        note("lock.release", format!("{:?}", lock.release(con, "w1")));
+        let q = DelayQueue::new("q:{t}").at(NOW);
+        note(
+            "delayq.add",
+            format!("{:?}", q.add(con, "j1", b"payload", &JobOptions::default())),
+        );
+        note(
+            "delayq.poll",
+            format!("{:?}", q.poll(con, 1000, None, None)),
+        );
+        note("delayq.info", format!("{:?}", q.info(con)));
+        // An error: the same text from both.
+        note(
+            "poll.vote",
+            format!("{:?}", p.vote(con, "", "a").map_err(|e| e.to_string())),
+        );
+        out
+    }
+
+    let module = Server::start();
+    let mut m = module.conn();
+    let want = calls(&mut m);
+    // Every call succeeded on the module but two errors on purpose (a
+    // third vote past MAXVOTES, an empty user).
+    let errors: Vec<&String> = want.iter().filter(|s| s.contains("Err(")).collect();
+    assert_eq!(errors.len(), 2, "{want:#?}");
+    let plain = Server::start_bare(&[]);
+    let mut f = plain.conn();
+    common::load_library(&mut f);
+    assert_eq!(
+        detect(&mut f, LikeConfigs::default()).unwrap(),
+        Backend::Functions(LikeConfigs::default())
+    );
+    assert_eq!(
+        detect(&mut m, LikeConfigs::default()).unwrap(),
+        Backend::Module
+    );
+    let got = calls(&mut f);
+    for (w, g) in want.iter().zip(&got) {
+        assert_eq!(w, g);
+    }
+    assert_eq!(want.len(), got.len());
+    // The calls really ran on each server.
+    let n: i64 = redis::cmd("DBSIZE").query(&mut f).unwrap();
+    assert!(n > 10, "{n}");
+}
