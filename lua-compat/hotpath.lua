@@ -1254,10 +1254,17 @@ end
 local chunks = redis.call('BITCOUNT', B .. ':chunks')
 local top = 0
 if p.set_members > 0 and p.set_members <= 512 then
-  for _, m in ipairs(redis.call('SMEMBERS', B .. ':set')) do
-    local v = parse_user(m, 1e300)
-    if v == nil then v = 2 ^ 64 end
-    if v > top then top = v end
+  -- An intset is read whole; a Set of this size still in a hashtable (it
+  -- was large and shrank: a big sparse table) counts as 8-byte ids, as the
+  -- module models it without walking the table.
+  if redis.call('OBJECT', 'ENCODING', B .. ':set') == 'hashtable' then
+    top = 2 ^ 64
+  else
+    for _, m in ipairs(redis.call('SMEMBERS', B .. ':set')) do
+      local v = parse_user(m, 1e300)
+      if v == nil then v = 2 ^ 64 end
+      if v > top then top = v end
+    end
   end
 end
 local bytes = set_memory(p.set_members, top)

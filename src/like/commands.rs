@@ -1615,13 +1615,21 @@ pub fn like_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         Some(_) => return Err(error::corrupt(FAMILY, &meta_name, Some("state"))),
     };
     let chunks = model::popcount(&post.index);
-    // The largest id matters for an intset (at most 512 members to read).
+    // The largest id matters for an intset (at most 512 members): one scan
+    // step reads an intset whole. A Set of that size that is still a
+    // hashtable (it was large and shrank, keeping a big sparse table that
+    // took milliseconds to walk) is never finished in one step: the model
+    // then takes the widest (8-byte) ids. The twin asks OBJECT ENCODING,
+    // which gives the same answer.
     let mut top = 0;
     if post.set_members > 0 && post.set_members <= model::INTSET_MAX_ENTRIES {
-        Key::open(ctx, &derived_name(base, "set"), false).scan(|m| {
+        let set = Key::open(ctx, &derived_name(base, "set"), false);
+        let whole = set.scan_first(0, |m| {
             top = top.max(model::parse_user(m, u64::MAX).unwrap_or(u64::MAX));
-            true
         });
+        if !whole {
+            top = u64::MAX;
+        }
     }
     let bytes = model::post_memory(post.set_members, top, chunks, post.index.len() as u64);
     let encoding = match (post.set_members > 0, chunks > 0) {
