@@ -200,8 +200,10 @@ fn random_stream(seed: u64, steps: usize, via: Via) {
 #[test]
 fn lua_twins_match_the_module_on_random_streams() {
     for seed in 0..4 {
-        random_stream(seed, 1500, Via::Script);
-        random_stream(seed, 1500, Via::Function);
+        // Each seed one way, both ways over the seeds: the differential
+        // test (tests/differential) runs these families' streams too.
+        let via = if seed % 2 == 0 { Via::Script } else { Via::Function };
+        random_stream(seed, 1500, via);
     }
 }
 
