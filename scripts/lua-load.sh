@@ -34,7 +34,7 @@ if [ "$out" != hotpath ]; then
   exit 1
 fi
 want=$(grep -c '^redis.register_function' "$lib")
-got=$("${cli[@]}" FUNCTION LIST LIBRARYNAME hotpath | grep -c '^hotpath_' || true)
+got=$("${cli[@]}" FUNCTION LIST LIBRARYNAME hotpath | awk '/^hotpath_/ { n++ } END { print n + 0 }')
 if [ "$got" != "$want" ]; then
   echo "lua-load: the server lists $got hotpath functions, the library registers $want" >&2
   exit 1
