@@ -28,45 +28,10 @@ const SCRIPTS: [(&str, &str); 8] = [
     ("DELAYQ.INFO", "delayq/info.lua"),
 ];
 
-/// The twins as loaded one way: script SHAs (EVALSHA) or the library's
-/// function names (FCALL).
-struct Twins {
-    via: Via,
-    names: Vec<(&'static str, String)>,
-}
-
-impl Twins {
-    fn load(c: &mut Connection, via: Via) -> Twins {
-        if via == Via::Function {
-            load_library(c);
-        }
-        let names = SCRIPTS
-            .iter()
-            .map(|(n, p)| {
-                let name = match via {
-                    Via::Script => load_script(c, p),
-                    Via::Function => function_name(n),
-                };
-                (*n, name)
-            })
-            .collect();
-        Twins { via, names }
-    }
-
-    /// Runs the twin of `cmd` on one key, like the module's command.
-    fn call(&self, c: &mut Connection, cmd: &str, args: &[&str]) -> RedisResult<Value> {
-        let name = &self.names.iter().find(|(n, _)| *n == cmd).unwrap().1;
-        match self.via {
-            Via::Script => evalsha(c, name, 1, args),
-            Via::Function => fcall(c, name, 1, args),
-        }
-    }
-}
-
 /// Runs one command both ways, asserts equal replies, returns the reply.
 fn both(
     c: &mut Connection,
-    lua: &Twins,
+    lua: &KeyedTwins,
     cmd: &str,
     key: &str,
     rest: &[String],
@@ -101,7 +66,7 @@ fn s<T: ToString>(v: T) -> String {
 fn random_stream(seed: u64, steps: usize, via: Via) {
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = Twins::load(&mut c, via);
+    let lua = KeyedTwins::load(&mut c, via, &SCRIPTS);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut now = T0 + rng.gen_range(0..5000);
     // Deliveries seen: (queue, id, receipt).
@@ -288,7 +253,7 @@ fn lua_twins_read_the_clock_when_no_now_is_given() {
 fn clock_test(via: Via) {
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = Twins::load(&mut c, via);
+    let lua = KeyedTwins::load(&mut c, via, &SCRIPTS);
     both(
         &mut c,
         &lua,

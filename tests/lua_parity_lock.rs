@@ -24,44 +24,9 @@ const SCRIPTS: [(&str, &str); 5] = [
     ("LOCK.CHECK", "lock/check.lua"),
 ];
 
-/// The twins as loaded one way: script SHAs (EVALSHA) or the library's
-/// function names (FCALL).
-struct Twins {
-    via: Via,
-    names: Vec<(&'static str, String)>,
-}
-
-impl Twins {
-    fn load(c: &mut Connection, via: Via) -> Twins {
-        if via == Via::Function {
-            load_library(c);
-        }
-        let names = SCRIPTS
-            .iter()
-            .map(|(n, p)| {
-                let name = match via {
-                    Via::Script => load_script(c, p),
-                    Via::Function => function_name(n),
-                };
-                (*n, name)
-            })
-            .collect();
-        Twins { via, names }
-    }
-
-    /// Runs the twin of `cmd` on one key, like the module's command.
-    fn call(&self, c: &mut Connection, cmd: &str, args: &[&str]) -> RedisResult<Value> {
-        let name = &self.names.iter().find(|(n, _)| *n == cmd).unwrap().1;
-        match self.via {
-            Via::Script => evalsha(c, name, 1, args),
-            Via::Function => fcall(c, name, 1, args),
-        }
-    }
-}
-
 /// Runs one command both ways and asserts equal replies (the module's key
 /// names are mapped to the script's in its errors).
-fn both(c: &mut Connection, lua: &Twins, cmd: &str, key: &str, rest: &[String], step: usize) {
+fn both(c: &mut Connection, lua: &KeyedTwins, cmd: &str, key: &str, rest: &[String], step: usize) {
     let mk = format!("m{{{key}}}");
     let lk = format!("l{{{key}}}");
     let mut margs: Vec<&str> = vec![cmd, &mk];
@@ -89,7 +54,7 @@ fn s<T: ToString>(v: T) -> String {
 fn random_stream(seed: u64, steps: usize, via: Via) {
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = Twins::load(&mut c, via);
+    let lua = KeyedTwins::load(&mut c, via, &SCRIPTS);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut now = T0 + rng.gen_range(0..5000);
     let owners = ["alice", "bob", "carol", "d:e"];
@@ -217,7 +182,7 @@ fn lua_twins_read_the_clock_when_no_now_is_given() {
 fn clock_test(via: Via) {
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = Twins::load(&mut c, via);
+    let lua = KeyedTwins::load(&mut c, via, &SCRIPTS);
     both(
         &mut c,
         &lua,

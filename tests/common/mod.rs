@@ -639,3 +639,42 @@ pub fn persistent_stalls(mut scenario: impl FnMut() -> Vec<String>) -> Vec<Strin
     }
     common.unwrap_or_default()
 }
+
+/// The twins of a family's commands as loaded one way: script SHAs
+/// (EVALSHA) or the library's function names (FCALL), for the parity
+/// tests whose commands take one key.
+#[allow(dead_code)]
+pub struct KeyedTwins {
+    via: Via,
+    names: Vec<(&'static str, String)>,
+}
+
+#[allow(dead_code)]
+impl KeyedTwins {
+    /// Loads `scripts` (command, path under lua-compat/) one way.
+    pub fn load(c: &mut Connection, via: Via, scripts: &[(&'static str, &'static str)]) -> KeyedTwins {
+        if via == Via::Function {
+            load_library(c);
+        }
+        let names = scripts
+            .iter()
+            .map(|(n, p)| {
+                let name = match via {
+                    Via::Script => load_script(c, p),
+                    Via::Function => function_name(n),
+                };
+                (*n, name)
+            })
+            .collect();
+        KeyedTwins { via, names }
+    }
+
+    /// Runs the twin of `cmd` on one key, like the module's command.
+    pub fn call(&self, c: &mut Connection, cmd: &str, args: &[&str]) -> RedisResult<Value> {
+        let name = &self.names.iter().find(|(n, _)| *n == cmd).unwrap().1;
+        match self.via {
+            Via::Script => evalsha(c, name, 1, args),
+            Via::Function => fcall(c, name, 1, args),
+        }
+    }
+}
