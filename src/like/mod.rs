@@ -60,19 +60,19 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Creates one shard of a post spread over n shards (LIKE.CREATE K SPREAD n)",
         complexity: "O(1)",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "like.toggle", handler: like_toggle, flags: "write deny-oom fast",
         arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Likes or unlikes B for a user; returns [liked, count]",
         complexity: "O(1): at most one bounded promotion step (128 Set members or 8 chunks)",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "like.add", handler: like_add, flags: "write deny-oom fast",
         arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Records that a user likes B (idempotent); returns [changed, count]",
         complexity: "O(1): at most one bounded promotion step (128 Set members or 8 chunks)",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "like.rem", handler: like_rem, flags: "write fast",
         arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Takes a user's like of B back (idempotent); returns [changed, count]",
