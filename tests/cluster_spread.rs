@@ -339,22 +339,68 @@ impl Workload for BagLoad {
                         token: Some(t.to_string()),
                         ..DrawOptions::default()
                     };
-                    bag.draw(&mut conn.c, &o).map_err(|e| error_text(&e))
+                    // Both racers stop after COMMIT: their PUBLISH never
+                    // reaches a shard.
+                    bag.draw(&mut NoPublish(&mut conn.c), &o)
+                        .map_err(|e| error_text(&e))
                 })
             })
             .collect();
         let results: Vec<Result<Vec<Winner>, String>> =
             racers.into_iter().map(|h| h.join().unwrap()).collect();
-        let drawn: Vec<&Vec<Winner>> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
-        assert!(!drawn.is_empty(), "{results:?}");
+        // One racer committed and stopped at PUBLISH; the other was refused
+        // while the draw ran, or found it committed and stopped at PUBLISH.
+        assert!(
+            results
+                .iter()
+                .any(|r| matches!(r, Err(e) if e.contains(NO_PUBLISH))),
+            "{results:?}"
+        );
         for r in &results {
-            if let Err(e) = r {
-                assert!(e.contains("draw in progress"), "{e}");
-            }
+            let e = r.as_ref().unwrap_err();
+            assert!(e.contains("draw in progress") || e.contains(NO_PUBLISH), "{e}");
         }
-        let winners = drawn[0].clone();
-        assert!(drawn.iter().all(|w| **w == winners));
+        let committed: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(format!("{}:allwinners", keys[0]))
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(committed.len() as i64, self.winners);
+        for k in &keys {
+            let won: i64 = redis::cmd("EXISTS")
+                .arg(format!("{k}:winners"))
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(won, 0, "{k} was published");
+        }
+
+        // A failover between COMMIT and PUBLISH: the coordinator's master
+        // dies again (the commit reached its replica: the draw waited for
+        // it), and so does another shard's, then anyone drawing finishes
+        // the draw with the committed winners.
+        cl.wait_replication(5000);
+        let first = cl.owner_of_key(&keys[0]);
+        let second = keys
+            .iter()
+            .map(|k| cl.owner_of_key(k))
+            .find(|&m| m != first)
+            .unwrap();
+        for victim in [first, second] {
+            let promoted = cl.kill_master(victim);
+            cl.nodes[victim].restart(&[]);
+            cl.wait_stable(Duration::from_secs(60));
+            eprintln!("LUCKYBAG: master {victim} killed between COMMIT and PUBLISH, replica {promoted} promoted");
+        }
+        let mut c = cl.client();
+        let winners = self.bag.draw(&mut c, &DrawOptions::default()).unwrap();
         assert_eq!(winners.len() as i64, self.winners);
+        let mut names: Vec<&str> = winners.iter().map(|w| w.user.as_str()).collect();
+        let mut stored: Vec<&str> = committed.iter().map(|(u, _)| u.as_str()).collect();
+        names.sort_unstable();
+        stored.sort_unstable();
+        assert_eq!(names, stored, "the draw finished with other winners than it committed");
         // Anyone drawing now gets the same winners.
         assert_eq!(self.bag.draw(&mut c, &DrawOptions::default()).unwrap(), winners);
 
@@ -398,6 +444,68 @@ impl Workload for BagLoad {
             keys.len(),
             results.iter().map(|r| r.as_ref().map(|_| "drew")).collect::<Vec<_>>()
         );
+    }
+}
+
+/// What [`NoPublish`] answers instead of sending a PUBLISH.
+const NO_PUBLISH: &str = "test: PUBLISH withheld";
+
+/// A cluster connection that sends everything but `LUCKYBAG.PUBLISH`: a
+/// draw through it stops right after its COMMIT, as when the drawer dies
+/// there.
+struct NoPublish<'a>(&'a mut ClusterConnection);
+
+fn is_publish(c: &redis::Cmd) -> bool {
+    matches!(c.args_iter().next(),
+        Some(redis::Arg::Simple(n)) if n.eq_ignore_ascii_case(b"LUCKYBAG.PUBLISH"))
+}
+
+fn withheld() -> redis::RedisError {
+    redis::RedisError::from((
+        redis::ErrorKind::ResponseError,
+        "test",
+        NO_PUBLISH.to_string(),
+    ))
+}
+
+impl redis::ConnectionLike for NoPublish<'_> {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
+        self.0.req_packed_command(cmd)
+    }
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
+        self.0.req_packed_commands(cmd, offset, count)
+    }
+    fn req_command(&mut self, cmd: &redis::Cmd) -> RedisResult<Value> {
+        if is_publish(cmd) {
+            return Err(withheld());
+        }
+        self.0.req_command(cmd)
+    }
+    fn get_db(&self) -> i64 {
+        self.0.get_db()
+    }
+    fn check_connection(&mut self) -> bool {
+        self.0.check_connection()
+    }
+    fn is_open(&self) -> bool {
+        self.0.is_open()
+    }
+}
+
+impl FanOut for NoPublish<'_> {
+    fn pipeline_all(&mut self, cmds: &[redis::Cmd]) -> RedisResult<Vec<Value>> {
+        if cmds.iter().any(is_publish) {
+            return Err(withheld());
+        }
+        self.0.pipeline_all(cmds)
+    }
+    fn wait_for(&mut self, key: &str, replicas: i64, timeout_ms: u64) -> RedisResult<i64> {
+        self.0.wait_for(key, replicas, timeout_ms)
     }
 }
 
