@@ -481,6 +481,153 @@ fn user_id(ctx: &Context, bytes: &[u8]) -> Result<u64, RedisError> {
     }
 }
 
+// ---- the key names of hot posts ----
+//
+// A like opens `B:bits:<k>` and `B:count` (and names `B:set` in set form).
+// Creating and freeing those Redis strings costs about 700 instructions, a
+// sixth of a like in bitmap form. A post in bitmap form is a popular one,
+// liked again and again, so the names of the last few such posts are kept
+// between calls in two small direct-mapped tables: each post's `count` and
+// `set` names, and its chunk names by range. Other posts (set form, cold)
+// only pay a lookup that misses (a hash of a few bytes): their names are
+// built for the call as before. A name is an immutable Redis string the
+// module owns, created without a context so that it outlives the command;
+// Redis only reads it, and `RM_OpenKey` takes its own reference. Main
+// thread only, like every command. At most 2 × 8 + 256 names are kept (a
+// few tens of KB).
+
+/// Hot posts whose `count` and `set` names are kept (a power of two).
+const HOT_POSTS: usize = 8;
+/// Chunk names kept, over all hot posts (a power of two).
+const HOT_CHUNKS: usize = 256;
+
+struct HotPost {
+    base: Vec<u8>,
+    count: RedisString,
+    set: Option<RedisString>,
+}
+
+struct HotChunk {
+    base: Vec<u8>,
+    range: u64,
+    name: RedisString,
+}
+
+struct HotNames {
+    posts: Vec<Option<HotPost>>,
+    chunks: Vec<Option<HotChunk>>,
+}
+
+thread_local! {
+    static HOT: std::cell::RefCell<HotNames> = const {
+        std::cell::RefCell::new(HotNames { posts: Vec::new(), chunks: Vec::new() })
+    };
+}
+
+/// A Redis string that outlives the command (no context).
+fn kept_name(name: &[u8]) -> RedisString {
+    RedisString::create_from_slice(std::ptr::null_mut(), name)
+}
+
+/// A cheap mix of a base key's length and last bytes (posts differ there:
+/// `post:1234`); entries are then compared exactly.
+fn post_hash(base: &[u8]) -> usize {
+    base.iter()
+        .rev()
+        .take(6)
+        .fold(base.len(), |h, &b| h.wrapping_mul(31).wrapping_add(b as usize))
+}
+
+fn chunk_slot(h: usize, range: u64) -> usize {
+    h.wrapping_add(range as usize).wrapping_mul(0x9E37) & (HOT_CHUNKS - 1)
+}
+
+/// Opens `B:bits:<range>` and `B:count` for writing: with the names kept
+/// when `base` is a hot post (then `true`), else with names built for the
+/// call.
+fn open_post(ctx: &Context, base: &[u8], range: u64) -> (Key, Key, bool) {
+    let h = post_hash(base);
+    HOT.with(|hot| {
+        let mut hot = hot.borrow_mut();
+        let hot = &mut *hot;
+        let Some(Some(post)) = hot.posts.get(h & (HOT_POSTS - 1)) else {
+            return open_post_plain(ctx, base, range);
+        };
+        if post.base != base {
+            return open_post_plain(ctx, base, range);
+        }
+        let count = Key::open_arg(ctx, &post.count, true);
+        let c = &mut hot.chunks[chunk_slot(h, range)];
+        if !matches!(c, Some(e) if e.range == range && e.base == base) {
+            let name = kept_name(StackName::new(base, b"bits:", Some(range)).as_slice());
+            match c {
+                // The entry's buffer is reused: no allocation for the base.
+                Some(e) => {
+                    e.base.clear();
+                    e.base.extend_from_slice(base);
+                    e.range = range;
+                    e.name = name;
+                }
+                None => {
+                    *c = Some(HotChunk {
+                        base: base.to_vec(),
+                        range,
+                        name,
+                    })
+                }
+            }
+        }
+        let chunk = match c {
+            Some(e) => Key::open_arg(ctx, &e.name, true),
+            None => Key::open(ctx, StackName::new(base, b"bits:", Some(range)).as_slice(), true),
+        };
+        (chunk, count, true)
+    })
+}
+
+fn open_post_plain(ctx: &Context, base: &[u8], range: u64) -> (Key, Key, bool) {
+    let chunk = Key::open(ctx, StackName::new(base, b"bits:", Some(range)).as_slice(), true);
+    let count = Key::open(ctx, StackName::new(base, b"count", None).as_slice(), true);
+    (chunk, count, false)
+}
+
+/// Keeps the names of `base`, a post found in bitmap form.
+fn remember_post(base: &[u8]) {
+    let h = post_hash(base);
+    HOT.with(|hot| {
+        let mut hot = hot.borrow_mut();
+        if hot.posts.is_empty() {
+            hot.posts.resize_with(HOT_POSTS, || None);
+            hot.chunks.resize_with(HOT_CHUNKS, || None);
+        }
+        let p = &mut hot.posts[h & (HOT_POSTS - 1)];
+        if matches!(p, Some(e) if e.base == base) {
+            return;
+        }
+        *p = Some(HotPost {
+            base: base.to_vec(),
+            count: kept_name(StackName::new(base, b"count", None).as_slice()),
+            set: None,
+        });
+    })
+}
+
+/// Returns the name `B:set`: kept with a hot post's other names, else
+/// built for the call.
+fn set_name_of(ctx: &Context, base: &[u8]) -> RedisString {
+    HOT.with(|hot| {
+        let mut hot = hot.borrow_mut();
+        let h = post_hash(base);
+        match hot.posts.get_mut(h & (HOT_POSTS - 1)) {
+            Some(Some(post)) if post.base == base => post
+                .set
+                .get_or_insert_with(|| kept_name(StackName::new(base, b"set", None).as_slice()))
+                .safe_clone(ctx),
+            _ => RedisString::create_from_slice(ctx.ctx, StackName::new(base, b"set", None).as_slice()),
+        }
+    })
+}
+
 // The hot writes read their arguments where Redis holds them (argv.rs):
 // no owned copies, no vector, about 600 instructions less per call.
 fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
@@ -533,11 +680,12 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
     let user = stored_user.as_ref().unwrap_or(&args[2]);
 
     let (range, off) = model::locate(id);
-    let chunk_key = StackName::new(base, b"bits:", Some(range));
-    let chunk = Key::open(ctx, chunk_key.as_slice(), true);
+    let (chunk, count, kept) = open_post(ctx, base, range);
     let has_chunk = chunk.check(KeyType::String)?;
-    let count = Key::open(ctx, StackName::new(base, b"count", None).as_slice(), true);
     count.check(KeyType::String)?;
+    if has_chunk && !kept {
+        remember_post(base);
+    }
     // Recording recent likers is the opt-in feature: only then is
     // `B:recent` read, so its type is checked before anything is written.
     let recent_cap = config::get(&config::LIKE_RECENT).max(0) as u64;
@@ -563,11 +711,7 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
 
     // Apply the change: a bit of the chunk, or the Set.
     let set_name = std::cell::OnceCell::new();
-    let set_name = || {
-        set_name.get_or_init(|| {
-            RedisString::create_from_slice(ctx.ctx, StackName::new(base, b"set", None).as_slice())
-        })
-    };
+    let set_name = || set_name.get_or_init(|| set_name_of(ctx, base));
     let member =
         |cmd: &CStr| -> Result<bool, RedisError> { Ok(call2(ctx, cmd, set_name(), user)? == 1) };
     let mut migrating = false;
@@ -578,7 +722,10 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
         migrating = match bytes.len() {
             CHUNK_BYTES => false,
             MIGRATING_BYTES => true,
-            _ => return Err(error::corrupt(FAMILY, chunk_key.as_slice(), None)),
+            _ => {
+                let name = StackName::new(base, b"bits:", Some(range));
+                return Err(error::corrupt(FAMILY, name.as_slice(), None));
+            }
         };
         let bit = model::get_bit(bytes, off);
         // In a range being migrated the user may still be a member of the
