@@ -907,3 +907,8 @@ fn bench_spread_shares_and_capacity() {
         );
     }
 }
+
+// ---- RANK ----
+
+#[path = "cluster_spread/rank.rs"]
+mod rank;
