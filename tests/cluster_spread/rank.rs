@@ -135,7 +135,7 @@ fn rank_load(members: u64) -> Arc<dyn Workload> {
 
 #[test]
 fn spread_rank_on_a_cluster() {
-    scenario(rank_load(3_000), 4, 4_000, 1_500);
+    scenario(rank_load(3_000), 4, 3_000, 800);
 }
 
 /// `make cluster-soak`: 200,000 increments on one spread board, then a
