@@ -136,9 +136,7 @@ pub fn check(ctx: &Context, key: &[u8]) -> Result<(), RedisError> {
     } else {
         REFRESH_MS
     };
-    if DIRTY.swap(false, Ordering::Relaxed)
-        || now - LAST_REFRESH.load(Ordering::Relaxed) >= every
-    {
+    if DIRTY.swap(false, Ordering::Relaxed) || now - LAST_REFRESH.load(Ordering::Relaxed) >= every {
         refresh(ctx, now);
     }
     let slot = crate::spread::route::key_slot(key);

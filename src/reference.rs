@@ -67,15 +67,15 @@ pub const SYNTAX: &[Syntax] = &[
     // RANK
     line(
         "rank.create",
-        "key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms]",
+        "key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]",
     ),
-    line("rank.add", "key member points [GT|LT] [NOW unix-ms]"),
-    line("rank.incr", "key member delta [NOW unix-ms]"),
-    line("rank.get", "key member"),
+    line("rank.add", "key member points [GT|LT] [NOW unix-ms] [SPREAD n]"),
+    line("rank.incr", "key member delta [NOW unix-ms] [SPREAD n]"),
+    line("rank.get", "key member [SPREAD n]"),
     line("rank.top", "key [count] [OFFSET offset]"),
     line("rank.around", "key member n"),
-    line("rank.rem", "key member [member ...]"),
-    line("rank.count", "key"),
+    line("rank.rem", "key member [member ...] [SPREAD n]"),
+    line("rank.count", "key [SPREAD n]"),
     line(
         "rank.merge",
         "destination numkeys key [key ...] [AGGREGATE SUM|MAX] [TTL seconds] [NOW unix-ms]",
@@ -83,6 +83,11 @@ pub const SYNTAX: &[Syntax] = &[
     line(
         "rank.import",
         "key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [COUNT count] [NOW unix-ms]",
+    ),
+    // RANK, the per-shard read of a spread board (docs/reference/spread.md)
+    line(
+        "rank.position",
+        "key count [MEMBER member | AT score member] [SPREAD n]",
     ),
     // LIKE
     line("like.toggle", "key user [NOW unix-ms] [SPREAD n]"),
@@ -213,8 +218,9 @@ pub fn leaf_kind(name: &str) -> Option<Kind> {
         "user" | "candidate" | "member" | "owner" | "id" | "payload" | "draw-token" => Kind::String,
         "burst" | "cost" | "count" | "delta" | "digits" | "epoch" | "limit" | "max-burst"
         | "maxvotes" | "minutes" | "n" | "numkeys" | "offset" | "period-ms" | "period-s"
-        | "points" | "poolcap" | "quantity" | "seconds" | "shards" | "total-cents"
-        | "winners" => Kind::Integer,
+        | "points" | "poolcap" | "quantity" | "seconds" | "shards" | "total-cents" | "winners" => {
+            Kind::Integer
+        }
         // LOCK and DELAYQ: durations in ms, fencing tokens, receipts.
         "ttl-ms" | "ms" | "timeout-ms" | "lease-ms" | "base-ms" | "max-ms" | "token"
         | "receipt" => Kind::Integer,
@@ -690,7 +696,8 @@ mod tests {
         assert_eq!(a[3].kind, Kind::PureToken);
         assert!(a[3].optional);
 
-        let m = parse("numkeys key [key ...] LIMITS limit period-ms [limit period-ms ...]").unwrap();
+        let m =
+            parse("numkeys key [key ...] LIMITS limit period-ms [limit period-ms ...]").unwrap();
         assert_eq!(m.len(), 3);
         assert!(m[1].multiple && m[1].kind == Kind::Key);
         assert_eq!(m[2].token.as_deref(), Some("LIMITS"));

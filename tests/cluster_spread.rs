@@ -1015,3 +1015,8 @@ fn bench_spread_shares_and_capacity() {
         );
     }
 }
+
+// ---- RANK ----
+
+#[path = "cluster_spread/rank.rs"]
+mod rank;

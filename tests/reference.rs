@@ -1222,6 +1222,9 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         // bag of two shards drawn step by step.
         (vec!["LIKE.CREATE", "{0VD}post:9", "SPREAD", "2"], true),
         (vec!["LIKE.CREATE", "{0VD}post:9", "SPREAD", "2"], false),
+        (vec!["RANK.CREATE", "{7}week:{7}", "SPREAD", "2"], true),
+        (vec!["RANK.CREATE", "{7}week:{7}", "SPREAD", "2"], false),
+        (vec!["RANK.INCR", "{7}week:{7}", "ann", "1", "SPREAD", "2"], true),
         (vec!["LUCKYBAG.CREATE", "{5R0}bag:{live10}", "WINNERS", "1", "SPREAD", "2"], true),
         (vec!["LUCKYBAG.CREATE", "{5p4}bag:{live10}", "WINNERS", "1", "SPREAD", "2"], true),
         (vec!["LUCKYBAG.DRAWBEGIN", "{5R0}bag:{live10}", "t1", "SPREAD", "2"], true),
@@ -1336,6 +1339,7 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         vec!["RANK.TOP", "d"],
         vec!["RANK.AROUND", "d", "m", "1"],
         vec!["RANK.COUNT", "d"],
+        vec!["RANK.POSITION", "d", "1", "MEMBER", "m"],
         vec!["LIKE.CHECK", "l", "1"],
         vec!["LIKE.COUNT", "l"],
         vec!["LIKE.RECENT", "l"],

@@ -832,3 +832,8 @@ fn luckybag_spread_replicates_and_replays_exactly() {
     drop(c);
     assert_aof_restart_equal(&mut s);
 }
+
+// ---- RANK ----
+
+#[path = "spread/rank.rs"]
+mod rank;

@@ -673,7 +673,10 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
                 ));
             }
             let digits = itoa::Buffer::new().format(stored).as_bytes().to_vec();
-            (stored, Some(RedisString::create_from_slice(ctx.ctx, &digits)))
+            (
+                stored,
+                Some(RedisString::create_from_slice(ctx.ctx, &digits)),
+            )
         }
         None => (id, None),
     };
@@ -1635,9 +1638,10 @@ fn only_spread(c: &Cursor, fixed: usize) -> Result<Option<u32>, RedisError> {
     let args = c.args();
     match args.len() - fixed {
         0 => Ok(None),
-        2 if is_spread_kw(args[fixed].as_slice()) => {
-            Ok(Some(shard::parse_count(FAMILY, args[fixed + 1].as_slice())?))
-        }
+        2 if is_spread_kw(args[fixed].as_slice()) => Ok(Some(shard::parse_count(
+            FAMILY,
+            args[fixed + 1].as_slice(),
+        )?)),
         _ => Err(error::arity(&c.command())),
     }
 }
@@ -1888,16 +1892,16 @@ pub fn like_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 if Key::open(ctx, &derived_name(base, suffix), false).exists() {
                     return Err(error::family(
                         FAMILY,
-                        &format!(
-                            "'{}' is a single-slot post already",
-                            error::key_text(base)
-                        ),
+                        &format!("'{}' is a single-slot post already", error::key_text(base)),
                     ));
                 }
             }
         }
     }
-    meta.hput(shard::FIELD_SPREAD, itoa::Buffer::new().format(n).as_bytes());
+    meta.hput(
+        shard::FIELD_SPREAD,
+        itoa::Buffer::new().format(n).as_bytes(),
+    );
     meta.hput(shard::FIELD_SHARD, itoa::Buffer::new().format(i).as_bytes());
     drop(meta);
     ctx.replicate_verbatim();

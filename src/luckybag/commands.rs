@@ -276,7 +276,8 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let spread = match declared {
         Some(n) => Some(shard::Shard {
             n,
-            i: route::shard_index(base, n).ok_or_else(|| shard::not_a_shard_key(FAMILY, base, n))?,
+            i: route::shard_index(base, n)
+                .ok_or_else(|| shard::not_a_shard_key(FAMILY, base, n))?,
         }),
         None => None,
     };
@@ -305,13 +306,18 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         )?;
         match record {
             Some(r) if r == sh => {
-                let have = meta.hget_fields([&F_WINNERS, &F_SHARDS, &F_POOLCAP, &F_HIGHSCORE, &F_RESTORE]);
+                let have =
+                    meta.hget_fields([&F_WINNERS, &F_SHARDS, &F_POOLCAP, &F_HIGHSCORE, &F_RESTORE]);
                 let want: [Vec<u8>; 5] = [
                     winners.to_string().into_bytes(),
                     shards.to_string().into_bytes(),
                     poolcap.to_string().into_bytes(),
                     highscore_text.clone(),
-                    if restore { b"yes".to_vec() } else { b"no".to_vec() },
+                    if restore {
+                        b"yes".to_vec()
+                    } else {
+                        b"no".to_vec()
+                    },
                 ];
                 let same = have
                     .iter()
@@ -461,9 +467,13 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let late = if pooled && participants > poolcap {
         let [v] = meta.hget_fields([&F_LATEPOOLED]);
         let n = meta_value(base, &F_LATEPOOLED, &v, parse::latepooled)?;
-        Some(Some(n + 1).filter(|&n| n <= model::MAX_COUNT).ok_or_else(|| {
-            error::overflow(FAMILY, &derived_name(base, "meta"), Some(field::LATEPOOLED))
-        })?)
+        Some(
+            Some(n + 1)
+                .filter(|&n| n <= model::MAX_COUNT)
+                .ok_or_else(|| {
+                    error::overflow(FAMILY, &derived_name(base, "meta"), Some(field::LATEPOOLED))
+                })?,
+        )
     } else {
         None
     };
@@ -907,8 +917,15 @@ fn draw_shard(
 /// returns the arguments before it and the count.
 fn trailing_spread(args: &[RedisString], min: usize) -> Result<(usize, Option<u32>), RedisError> {
     let len = args.len();
-    if len >= min + 2 && args[len - 2].as_slice().eq_ignore_ascii_case(shard::KEYWORD) {
-        return Ok((len - 2, Some(shard::parse_count(FAMILY, args[len - 1].as_slice())?)));
+    if len >= min + 2
+        && args[len - 2]
+            .as_slice()
+            .eq_ignore_ascii_case(shard::KEYWORD)
+    {
+        return Ok((
+            len - 2,
+            Some(shard::parse_count(FAMILY, args[len - 1].as_slice())?),
+        ));
     }
     Ok((len, None))
 }

@@ -222,8 +222,8 @@ pub fn parse_score_r(v: &[u8]) -> Option<u32> {
     if int.len() != 1 || frac.len() != 6 || !int.iter().chain(frac).all(u8::is_ascii_digit) {
         return None;
     }
-    let r = u32::from(int[0] - b'0') * SCALE
-        + std::str::from_utf8(frac).ok()?.parse::<u32>().ok()?;
+    let r =
+        u32::from(int[0] - b'0') * SCALE + std::str::from_utf8(frac).ok()?.parse::<u32>().ok()?;
     (r <= SCALE).then_some(r)
 }
 

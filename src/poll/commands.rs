@@ -628,20 +628,23 @@ pub fn poll_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // board, and REVOKE takes both back: the board's total is the number
     // of ballots, read in O(1) instead of summing the board.
     let ballots = voted.len() as i64;
-    Ok(util::map(ctx, vec![
-        bulk("mode"),
-        bulk(rules.mode.as_str()),
-        bulk("maxvotes"),
-        ints(rules.maxvotes),
-        bulk("start"),
-        ints(rules.start),
-        bulk("end"),
-        ints(rules.end),
-        bulk("ballots"),
-        ints(ballots),
-        bulk("votes"),
-        ints(ballots),
-    ]))
+    Ok(util::map(
+        ctx,
+        vec![
+            bulk("mode"),
+            bulk(rules.mode.as_str()),
+            bulk("maxvotes"),
+            ints(rules.maxvotes),
+            bulk("start"),
+            ints(rules.start),
+            bulk("end"),
+            ints(rules.end),
+            bulk("ballots"),
+            ints(ballots),
+            bulk("votes"),
+            ints(ballots),
+        ],
+    ))
 }
 
 /// POLL.SYNC as a job (see slices.rs). With the server lock, a slice at a

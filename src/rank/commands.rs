@@ -8,13 +8,14 @@ use std::time::Instant;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::args::{parse_i64, Cursor};
-use crate::keys::{derived, HashField, Key, KeyType, ZScan};
+use crate::keys::{derived, Field, HashField, Key, KeyType, ZScan};
 use crate::rank::model::{
     self, Aggregate, Condition, Entry, Layout, Merger, RankError, Tiebreak, Unit, EXACT_MAX,
     MAX_DIGITS, MAX_TTL_S,
 };
 use crate::rank::{IMPORTED, KEPT, MERGES, REFUSED, REMOVED, UPDATES};
 use crate::slices::{self, Job, Step};
+use crate::spread::{route, shard};
 use crate::{config, error, util};
 
 const FAMILY: &str = "rank";
@@ -66,6 +67,8 @@ struct Board {
     board: Key,
     meta: Key,
     layout: Layout,
+    /// The shard this board is, for a shard of a spread board.
+    spread: Option<shard::Shard>,
 }
 
 impl Board {
@@ -76,6 +79,105 @@ impl Board {
             .decode(score)
             .ok_or_else(|| corrupt(self.board.name().as_slice(), member))
     }
+
+    /// Refuses a member of another shard of a spread board, naming the
+    /// shard key it belongs to.
+    fn check_owner(&self, member: &[u8]) -> Result<(), RedisError> {
+        match self.spread {
+            Some(sh) => {
+                shard::check_owner(FAMILY, "member", self.board.name().as_slice(), sh, member)
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+// ---- spread boards (docs/spread.md) ----
+
+static F_SPREAD: Field = Field::new(c"spread");
+static F_SHARD: Field = Field::new(c"shard");
+
+fn is_spread_kw(arg: &[u8]) -> bool {
+    arg.eq_ignore_ascii_case(shard::KEYWORD)
+}
+
+/// Returns the shard an opened board is, from the count the call declared
+/// (`SPREAD n`) and the record in its `B:meta`; `None` for a single-slot
+/// board. A key that neither declares a count nor looks like a shard key
+/// costs one byte comparison; when such a board does not exist at all, the
+/// base key of a spread board is refused (`refuse_spread_base`).
+fn spread_of(
+    ctx: &Context,
+    base: &[u8],
+    declared: Option<u32>,
+    board: &Key,
+    meta: &Key,
+) -> Result<Option<shard::Shard>, RedisError> {
+    if declared.is_none() && !shard::looks_like_shard(base) {
+        if !board.exists() && !meta.exists() {
+            shard::refuse_spread_base(ctx, FAMILY, base)?;
+        }
+        return Ok(None);
+    }
+    let [n, i] = meta.hget_fields([&F_SPREAD, &F_SHARD]);
+    let record = shard::parse_record(
+        FAMILY,
+        base,
+        n.as_ref().map(|v| v.as_slice()),
+        i.as_ref().map(|v| v.as_slice()),
+    )?;
+    shard::resolve(FAMILY, base, declared, record, || board.exists())
+}
+
+/// Splits a trailing `SPREAD n` off a command's arguments (after the
+/// first `first`): returns how many arguments remain before it and the
+/// declared count.
+fn trailing_spread(args: &[RedisString], first: usize) -> Result<(usize, Option<u32>), RedisError> {
+    let len = args.len();
+    if len >= first + 2 && is_spread_kw(args[len - 2].as_slice()) {
+        let n = shard::parse_count(FAMILY, args[len - 1].as_slice())?;
+        return Ok((len - 2, Some(n)));
+    }
+    Ok((len, None))
+}
+
+/// Reads an optional `SPREAD n` after the first `fixed` arguments of a
+/// command that takes nothing else there: anything else is an arity error
+/// (those commands had a fixed arity before the option).
+fn only_spread(c: &Cursor, fixed: usize) -> Result<Option<u32>, RedisError> {
+    let args = c.args();
+    match args.len() - fixed {
+        0 => Ok(None),
+        2 if is_spread_kw(args[fixed].as_slice()) => Ok(Some(shard::parse_count(
+            FAMILY,
+            args[fixed + 1].as_slice(),
+        )?)),
+        _ => Err(error::arity(&c.command())),
+    }
+}
+
+/// Refuses a shard of a spread board, or the base key of one, to a command
+/// that has no spread form (MERGE, IMPORT).
+fn refuse_spread(
+    ctx: &Context,
+    cmd: &str,
+    key: &[u8],
+    board: &Key,
+    meta: &Key,
+) -> Result<(), RedisError> {
+    if shard::looks_like_shard(key) && shard::read_record(FAMILY, key, meta)?.is_some() {
+        return Err(error::family(
+            FAMILY,
+            &format!(
+                "{cmd} does not take a shard of a spread board ('{}'): see docs/rank.md",
+                error::key_text(key)
+            ),
+        ));
+    }
+    if !board.exists() && !meta.exists() {
+        shard::refuse_spread_base(ctx, FAMILY, key)?;
+    }
+    Ok(())
 }
 
 /// Opens `B` and `B:meta` and checks their types, without reading the
@@ -142,7 +244,20 @@ fn open_board(
     write_board: bool,
     write_meta: bool,
 ) -> Result<Board, RedisError> {
+    open_shard(ctx, base, write_board, write_meta, None)
+}
+
+/// [`open_board`] for a command that takes `SPREAD n`: `declared` is the
+/// count the call gave.
+fn open_shard(
+    ctx: &Context,
+    base: &RedisString,
+    write_board: bool,
+    write_meta: bool,
+    declared: Option<u32>,
+) -> Result<Board, RedisError> {
     let (board, meta) = open_keys(ctx, base, write_board, write_meta)?;
+    let spread = spread_of(ctx, base.as_slice(), declared, &board, &meta)?;
     let (layout, import) = read_layout(&meta, base.as_slice())?;
     if import.is_some() {
         return Err(importing());
@@ -151,6 +266,7 @@ fn open_board(
         board,
         meta,
         layout,
+        spread,
     })
 }
 
@@ -173,28 +289,96 @@ fn ttl_instant(ttl_s: i64) -> i64 {
 }
 
 /// RANK.CREATE B [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS d]
-/// [EPOCH unix-ms] [TTL seconds] [NOW unix-ms]
+/// [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]
+///
+/// With `SPREAD n`, creates shard `i` of a board spread over `n` shards:
+/// `B` must be the key of shard `i` of `n` of its base (`{<tag>}base`,
+/// docs/spread.md), and `B:meta` records `spread n` and `shard i` next to
+/// the layout. Creating a shard again with the same layout and count
+/// answers `OK` and changes nothing, so that a creation that failed half
+/// way can be run again.
 pub fn rank_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
     let base = c.next_bytes()?;
     let opts = layout_options(&mut c, true)?;
     util::require_hash_tag(ctx, FAMILY, &base)?;
+    let spread = match opts.spread {
+        Some(n) => Some(shard::Shard {
+            n,
+            i: route::shard_index(&base, n)
+                .ok_or_else(|| shard::not_a_shard_key(FAMILY, &base, n))?,
+        }),
+        None => None,
+    };
     let board = Key::open(ctx, &base, false);
     board.check(KeyType::ZSet)?;
     let meta_name = derived(&base, "meta");
     let meta = Key::open(ctx, &meta_name, true);
-    if meta.check(KeyType::Hash)? || board.exists() {
+    let layout = opts.layout();
+    let value = layout.to_field();
+    if meta.check(KeyType::Hash)? {
+        if let Some(sh) = spread {
+            match shard::read_record(FAMILY, &base, &meta)? {
+                // The same shard with the same layout: nothing to do.
+                Some(r)
+                    if r == sh
+                        && meta.hget(model::META_FIELD.as_bytes()).as_deref()
+                            == Some(value.as_bytes()) =>
+                {
+                    return Ok(RedisValue::SimpleStringStatic("OK"));
+                }
+                Some(r) if r.n != sh.n => {
+                    return Err(shard::resolve(FAMILY, &base, Some(sh.n), Some(r), || true)
+                        .err()
+                        .unwrap_or(RedisError::Str(error::INTERNAL)))
+                }
+                _ => {}
+            }
+        }
         return Err(error::family(FAMILY, "board already exists"));
     }
-    let layout = opts.layout();
+    if board.exists() {
+        return Err(error::family(FAMILY, "board already exists"));
+    }
+    match spread {
+        None => shard::refuse_spread_base(ctx, FAMILY, &base)?,
+        // Shard 0 shares its base key's slot: a single-slot board under the
+        // base (in that slot when it has a hash tag, or on a standalone
+        // server) must not be shadowed by a spread one.
+        Some(shard::Shard { i: 0, .. }) => {
+            let b = route::shard_base(&base).unwrap_or(&base);
+            if (util::has_hash_tag(b) || !util::cluster_mode(ctx))
+                && (Key::open(ctx, b, false).exists()
+                    || Key::derived(ctx, b, "meta", false).exists())
+            {
+                return Err(error::family(
+                    FAMILY,
+                    &format!("'{}' is a single-slot board already", error::key_text(b)),
+                ));
+            }
+        }
+        Some(_) => {}
+    }
     layout
         .tick(opts.now.unwrap_or_else(util::now_ms))
         .map_err(rank_error)?;
 
-    let value = layout.to_field();
     let field = model::META_FIELD.as_bytes();
     meta.hput(field, value.as_bytes());
-    ctx.replicate("HSET", &[&meta_name, field, value.as_bytes()]);
+    let mut hset: Vec<Vec<u8>> = vec![
+        meta_name.clone(),
+        field.to_vec(),
+        value.clone().into_bytes(),
+    ];
+    if let Some(sh) = spread {
+        let (n, i) = (sh.n.to_string(), sh.i.to_string());
+        meta.hput(shard::FIELD_SPREAD, n.as_bytes());
+        meta.hput(shard::FIELD_SHARD, i.as_bytes());
+        hset.extend([shard::FIELD_SPREAD.to_vec(), n.into_bytes()]);
+        hset.extend([shard::FIELD_SHARD.to_vec(), i.into_bytes()]);
+    }
+    let hset: Vec<&[u8]> = hset.iter().map(|v| v.as_slice()).collect();
+    ctx.replicate("HSET", hset.as_slice());
     if let Some(ttl) = opts.ttl {
         let at = ttl_instant(ttl);
         meta.set_abs_expire_ms(at);
@@ -214,6 +398,7 @@ struct LayoutOptions {
     ttl: Option<i64>,
     count: Option<i64>,
     now: Option<i64>,
+    spread: Option<u32>,
 }
 
 impl LayoutOptions {
@@ -249,6 +434,7 @@ fn layout_options(c: &mut Cursor, create: bool) -> Result<LayoutOptions, RedisEr
             "EPOCH" => o.epoch = Some(c.option_i64(0, EXACT_MAX)?),
             "TTL" if create => o.ttl = Some(c.option_i64(1, MAX_TTL_S)?),
             "COUNT" if !create => o.count = Some(c.option_i64(1, i64::MAX)?),
+            "SPREAD" if create => o.spread = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
             "NOW" => o.now = Some(now_option(c)?),
             _ => return Err(error::syntax()),
         }
@@ -276,11 +462,13 @@ pub fn rank_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let points = c.next_i64(i64::MIN, i64::MAX)?;
     let mut cond = Condition::Always;
     let mut now = None;
+    let mut declared = None;
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "GT" if cond != Condition::Lt => cond = Condition::Gt,
             "LT" if cond != Condition::Gt => cond = Condition::Lt,
             "NOW" => now = Some(now_option(&mut c)?),
+            "SPREAD" => declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
             _ => return Err(error::syntax()),
         }
     }
@@ -289,7 +477,8 @@ pub fn rank_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // Opened for writing, but a kept value writes nothing and so does not
     // signal the board as modified (WATCH, client tracking), just as a
     // ZADD that changes nothing.
-    let b = open_board(ctx, base, true, false)?;
+    let b = open_shard(ctx, base, true, false, declared)?;
+    b.check_owner(member.as_slice())?;
     let t = b
         .layout
         .tick(now.unwrap_or_else(util::now_ms))
@@ -316,15 +505,18 @@ pub fn rank_incr(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     member_arg(c.arg(2))?;
     let delta = c.next_i64(i64::MIN, i64::MAX)?;
     let mut now = None;
+    let mut declared = None;
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "NOW" => now = Some(now_option(&mut c)?),
+            "SPREAD" => declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
             _ => return Err(error::syntax()),
         }
     }
     let (base, member) = (&c.args()[1], &c.args()[2]);
     util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
-    let b = open_board(ctx, base, true, false)?;
+    let b = open_shard(ctx, base, true, false, declared)?;
+    b.check_owner(member.as_slice())?;
     let t = b
         .layout
         .tick(now.unwrap_or_else(util::now_ms))
@@ -388,12 +580,11 @@ fn rev_range(
 /// RANK.GET B member
 pub fn rank_get(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let c = Cursor::new(args, 3)?;
-    if c.remaining() != 2 {
-        return Err(error::arity(&c.command()));
-    }
+    let declared = only_spread(&c, 3)?;
     member_arg(c.arg(2))?;
     let (base, member) = (&c.args()[1], &c.args()[2]);
-    let b = open_board(ctx, base, false, false)?;
+    let b = open_shard(ctx, base, false, false, declared)?;
+    b.check_owner(member.as_slice())?;
     let Some(score) = b.board.zscore_arg(member) else {
         return Ok(RedisValue::Null);
     };
@@ -402,11 +593,15 @@ pub fn rank_get(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let Some(rank) = rev_rank(ctx, base.as_slice(), member.as_slice())? else {
         return Ok(RedisValue::Null);
     };
-    Ok(util::record(ctx, &["points", "rank", "achieved_ms"], vec![
-        RedisValue::Integer(e.points),
-        RedisValue::Integer(rank),
-        e.achieved_ms.map_or(RedisValue::Null, RedisValue::Integer),
-    ]))
+    Ok(util::record(
+        ctx,
+        &["points", "rank", "achieved_ms"],
+        vec![
+            RedisValue::Integer(e.points),
+            RedisValue::Integer(rank),
+            e.achieved_ms.map_or(RedisValue::Null, RedisValue::Integer),
+        ],
+    ))
 }
 
 fn range_max() -> i64 {
@@ -501,17 +696,185 @@ pub fn rank_around(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     Ok(RedisValue::Array(out))
 }
 
+/// Where RANK.POSITION looks on a board.
+enum Position {
+    /// Before every member: the board's best.
+    Top,
+    /// At a member of the board.
+    Member(Vec<u8>),
+    /// At a (packed score, member) that may be on another shard.
+    At(i64, Vec<u8>),
+}
+
+/// Tie blocks up to this size are walked member by member; larger ones are
+/// searched by halving (one `ZREVRANGE` of one place per step).
+const TIE_WALK_MAX: i64 = 32;
+
+/// Returns how many members of a board rank above the position
+/// `(score, member)`: a higher score, or the same score and a byte-wise
+/// greater member (the order of `ZREVRANGE`).
+fn above_position(ctx: &Context, b: &Board, score: i64, member: &[u8]) -> Result<i64, RedisError> {
+    let base = b.board.name().as_slice();
+    let count = |min: &str, max: &str| -> Result<i64, RedisError> {
+        match ctx.call("ZCOUNT", &[base, min.as_bytes(), max.as_bytes()])? {
+            RedisValue::Integer(v) => Ok(v),
+            _ => Err(RedisError::Str(error::INTERNAL)),
+        }
+    };
+    let higher = count(&format!("({score}"), "+inf")?;
+    let s = score.to_string();
+    let ties = count(&s, &s)?;
+    if ties == 0 {
+        return Ok(higher);
+    }
+    // The tie block holds places `higher .. higher + ties`, greater members
+    // first: count the members greater than `member` in it.
+    if ties <= TIE_WALK_MAX {
+        let mut greater = 0;
+        if b.board.zwalk_desc(score as f64, score as f64) {
+            loop {
+                match b.board.zwalk_current() {
+                    Some((m, _)) if m.as_slice() > member => greater += 1,
+                    _ => break,
+                }
+                if !b.board.zwalk_prev() {
+                    break;
+                }
+            }
+            b.board.zwalk_stop();
+        }
+        return Ok(higher + greater);
+    }
+    let (mut lo, mut hi) = (higher, higher + ties);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match rev_range(ctx, base, mid, mid)?.first() {
+            Some((m, _)) if m.as_slice() > member => lo = mid + 1,
+            _ => hi = mid,
+        }
+    }
+    Ok(lo)
+}
+
+/// `[member, points, score]` of an entry.
+fn position_entry(b: &Board, member: Vec<u8>, score: f64) -> Result<[RedisValue; 3], RedisError> {
+    let points = b.decode(score, &member)?.points;
+    Ok([
+        RedisValue::StringBuffer(member),
+        RedisValue::Integer(points),
+        RedisValue::Integer(score as i64),
+    ])
+}
+
+/// RANK.POSITION B count [MEMBER member | AT score member] [SPREAD n]
+///
+/// The per-shard read behind a spread board's global rank, top and
+/// around (docs/spread.md): how many members of this board rank above a
+/// position, the entry at it, and the `count` entries just above and just
+/// below it, each with its packed score so that a client can merge the
+/// shards in the board's exact order.
+pub fn rank_position(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut c = Cursor::new(args, 3)?;
+    c.skip(1)?;
+    let count = c.next_i64(0, i64::MAX)?;
+    let mut pos = Position::Top;
+    let mut declared = None;
+    while !c.done() {
+        match c.next_keyword()?.as_str() {
+            "MEMBER" if matches!(pos, Position::Top) => {
+                let m = c.option_bytes()?.to_vec();
+                member_arg(&m)?;
+                pos = Position::Member(m);
+            }
+            "AT" if matches!(pos, Position::Top) => {
+                let score = c.option_i64(-EXACT_MAX, EXACT_MAX)?;
+                let m = c.option_bytes()?.to_vec();
+                member_arg(&m)?;
+                pos = Position::At(score, m);
+            }
+            "SPREAD" => declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
+            _ => return Err(error::syntax()),
+        }
+    }
+    let max = range_max();
+    if count > max {
+        return Err(error::family(
+            FAMILY,
+            &format!("count must be at most {max} (rank-range-max)"),
+        ));
+    }
+    let base = &c.args()[1];
+    let b = open_shard(ctx, base, false, false, declared)?;
+    // `place`: the place the position takes on this board; `at`: the
+    // entry there when the board holds the position itself.
+    let (place, at) = match &pos {
+        Position::Top => (0, None),
+        Position::Member(m) => {
+            b.check_owner(m)?;
+            let Some(score) = b.board.zscore(m) else {
+                return Ok(RedisValue::Null);
+            };
+            b.decode(score, m)?;
+            let Some(r) = rev_rank(ctx, base.as_slice(), m)? else {
+                return Ok(RedisValue::Null);
+            };
+            (r, Some((m.clone(), score)))
+        }
+        Position::At(score, m) => {
+            let place = above_position(ctx, &b, *score, m)?;
+            let here = b.board.zscore(m).filter(|s| *s == *score as f64);
+            (place, here.map(|s| (m.clone(), s)))
+        }
+    };
+    let mut above = Vec::new();
+    let mut below = Vec::new();
+    if count > 0 {
+        let start = place.saturating_sub(count).max(0);
+        let stop = place
+            .saturating_add(count)
+            .saturating_add(i64::from(at.is_some()));
+        let entries = if stop < WALK_MAX_OFFSET {
+            b.board.zrange_desc(start as usize, (stop - start) as usize)
+        } else {
+            rev_range(ctx, base.as_slice(), start, stop - 1)?
+        };
+        for (k, (m, score)) in entries.into_iter().enumerate() {
+            let p = start + k as i64;
+            if p < place {
+                above.extend(position_entry(&b, m, score)?);
+            } else if p == place && at.is_some() {
+                continue;
+            } else if (below.len() as i64) < count * 3 {
+                below.extend(position_entry(&b, m, score)?);
+            }
+        }
+    }
+    let at = match at {
+        Some((m, score)) => RedisValue::Array(position_entry(&b, m, score)?.to_vec()),
+        None => RedisValue::Null,
+    };
+    Ok(RedisValue::Array(vec![
+        RedisValue::Integer(place),
+        at,
+        RedisValue::Array(above),
+        RedisValue::Array(below),
+    ]))
+}
+
 /// RANK.REM B member [member ...]
 pub fn rank_rem(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 3)?;
-    let base = c.next_bytes()?;
-    let mut members = Vec::with_capacity(c.remaining());
-    while !c.done() {
-        let m = c.next_bytes()?;
-        member_arg(&m)?;
-        members.push(m);
+    let c = Cursor::new(args, 3)?;
+    let (end, declared) = trailing_spread(c.args(), 3)?;
+    let base = c.arg(1).to_vec();
+    let mut members = Vec::with_capacity(end - 2);
+    for m in &c.args()[2..end] {
+        member_arg(m.as_slice())?;
+        members.push(m.as_slice().to_vec());
     }
-    let b = open_board(ctx, &c.args()[1], true, false)?;
+    let b = open_shard(ctx, &c.args()[1], true, false, declared)?;
+    for m in &members {
+        b.check_owner(m)?;
+    }
     let removed = members.iter().filter(|m| b.board.zrem(m)).count() as i64;
     if removed > 0 {
         let mut zrem: Vec<&[u8]> = vec![&base];
@@ -526,10 +889,8 @@ pub fn rank_rem(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// RANK.COUNT B
 pub fn rank_count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let c = Cursor::new(args, 2)?;
-    if c.remaining() != 1 {
-        return Err(error::arity(&c.command()));
-    }
-    let b = open_board(ctx, &c.args()[1], false, false)?;
+    let declared = only_spread(&c, 2)?;
+    let b = open_shard(ctx, &c.args()[1], false, false, declared)?;
     Ok(RedisValue::Integer(b.board.len() as i64))
 }
 
@@ -845,12 +1206,19 @@ pub fn rank_merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // Every type check first (dest, the sources and their metas), then the
     // layouts.
     let dest_s = RedisString::create_from_slice(ctx.ctx, &dest);
-    let (_, dest_meta) = open_keys(ctx, &dest_s, false, false)?;
+    let (dest_board, dest_meta) = open_keys(ctx, &dest_s, false, false)?;
     let mut opened = Vec::with_capacity(sources.len());
     for s in &sources {
         let name = RedisString::create_from_slice(ctx.ctx, s);
         opened.push(open_keys(ctx, &name, false, false)?);
     }
+    // A spread board has no MERGE: its shards live in other slots than
+    // any single-slot board (docs/rank.md).
+    refuse_spread(ctx, "RANK.MERGE", &dest, &dest_board, &dest_meta)?;
+    for (s, (board, meta)) in sources.iter().zip(&opened) {
+        refuse_spread(ctx, "RANK.MERGE", s, board, meta)?;
+    }
+    drop(dest_board);
     let (dest_layout, dest_import) = read_layout(&dest_meta, &dest)?;
     if dest_import.is_some() {
         return Err(importing());
@@ -926,6 +1294,7 @@ pub fn rank_import(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let (board, meta) = open_keys(ctx, &base_s, true, true)?;
     let plain = Key::open(ctx, &import_name, true);
     plain.check(KeyType::ZSet)?;
+    refuse_spread(ctx, "RANK.IMPORT", &base, &board, &meta)?;
     let (layout, import_at) = match read_layout(&meta, &base)? {
         (l, Some(at)) => {
             if opts.has_layout() || opts.now.is_some() {

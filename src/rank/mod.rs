@@ -15,7 +15,8 @@
 //!   written; it replaces `B` at the end.
 //!
 //! Commands: RANK.CREATE, RANK.ADD, RANK.INCR, RANK.GET, RANK.TOP,
-//! RANK.AROUND, RANK.REM, RANK.COUNT, RANK.MERGE (SPEC §3), RANK.IMPORT.
+//! RANK.AROUND, RANK.REM, RANK.COUNT, RANK.MERGE (SPEC §3), RANK.IMPORT,
+//! and RANK.POSITION, the per-shard read of a spread board (docs/spread.md).
 //! MERGE runs in slices (see `crate::slices`); TOP and AROUND are bounded
 //! by `rank-range-max`.
 //!
@@ -71,7 +72,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     crate::command! {
         name: "rank.get", handler: commands::rank_get,
-        flags: "readonly fast", arity: 3, keys: Keys::Range { first: 1, last: 1 },
+        flags: "readonly fast", arity: -3, keys: Keys::Range { first: 1, last: 1 },
         acl: "read fast",
         summary: "Returns a member's points, rank and achievement time",
         complexity: "O(log(N))",
@@ -99,10 +100,17 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     crate::command! {
         name: "rank.count", handler: commands::rank_count,
-        flags: "readonly fast", arity: 2, keys: Keys::Range { first: 1, last: 1 },
+        flags: "readonly fast", arity: -2, keys: Keys::Range { first: 1, last: 1 },
         acl: "read fast",
         summary: "Returns the number of members on a leaderboard",
         complexity: "O(1)",
+    },
+    crate::command! {
+        name: "rank.position", handler: commands::rank_position,
+        flags: "readonly", arity: -3, keys: Keys::Range { first: 1, last: 1 },
+        acl: "read",
+        summary: "Returns how many members rank above a position, and the places just above and below it (the per-shard read of a spread board)",
+        complexity: "O(log(N)+M) with M the count, at most rank-range-max; O(log(N)*log(T)) more for T members tied at an AT score",
     },
     crate::command! {
         name: "rank.merge", handler: commands::rank_merge,

@@ -68,7 +68,13 @@ fn corrupt(name: &[u8], field: Option<&str>) -> RedisError {
 }
 
 /// The names of the five reply fields (RESP3 map keys).
-const FIELDS: [&str; 5] = ["allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms"];
+const FIELDS: [&str; 5] = [
+    "allowed",
+    "limit",
+    "remaining",
+    "retry_after_ms",
+    "reset_after_ms",
+];
 
 /// Replies with the five integers straight through the reply API (no
 /// reply value is built and dropped), named in RESP3, and tells the
@@ -777,7 +783,14 @@ fn check_fixed(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64;
     let (r, new) = model::fixed(rule.limit, rule.period_ms, state, o.time.now, o.cost);
     if let (Some((w, ttl)), false) = (new, o.peek) {
         // The expiry is the window's end: it moves once per window.
-        write_text(ctx, key, w.format().as_bytes(), o.time.expire_at(ttl), true, CHECK_EVENT);
+        write_text(
+            ctx,
+            key,
+            w.format().as_bytes(),
+            o.time.expire_at(ttl),
+            true,
+            CHECK_EVENT,
+        );
     }
     Ok(r.fields())
 }
@@ -1005,7 +1018,14 @@ pub fn rate_multi(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         for (key, new) in keys.iter().zip(&out.new) {
             if let Some((t, ttl)) = new {
                 let at = time.expire_at(*ttl);
-                write_text(ctx, key, t.format().as_bytes(), at, false, c"hotpath.rate.multi");
+                write_text(
+                    ctx,
+                    key,
+                    t.format().as_bytes(),
+                    at,
+                    false,
+                    c"hotpath.rate.multi",
+                );
             }
         }
         count(out.reply.allowed);
@@ -1061,7 +1081,14 @@ pub fn rate_throttle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let step = model::gcra(rule, tat, time.now, qty);
     if let Some(t) = step.new {
         let at = time.expire_at(step.reset_us());
-        write_text(ctx, &key, t.format().as_bytes(), at, false, c"hotpath.rate.throttle");
+        write_text(
+            ctx,
+            &key,
+            t.format().as_bytes(),
+            at,
+            false,
+            c"hotpath.rate.throttle",
+        );
     }
     count(step.reply.allowed);
     Ok(throttle_array(ctx, model::throttle_reply(rule, &step)))

@@ -439,20 +439,23 @@ pub fn redpacket_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Ok(util::map(ctx, Vec::new()));
     };
     let left_count = packet.pool.len() as i64;
-    Ok(util::map(ctx, vec![
-        text("total"),
-        RedisValue::Integer(meta.total),
-        text("count"),
-        RedisValue::Integer(meta.count),
-        text("left_cents"),
-        RedisValue::Integer(meta.left_cents),
-        text("left_count"),
-        RedisValue::Integer(left_count),
-        text("state"),
-        text(meta.state_at(now)),
-        text("expires"),
-        RedisValue::Integer(meta.expires),
-    ]))
+    Ok(util::map(
+        ctx,
+        vec![
+            text("total"),
+            RedisValue::Integer(meta.total),
+            text("count"),
+            RedisValue::Integer(meta.count),
+            text("left_cents"),
+            RedisValue::Integer(meta.left_cents),
+            text("left_count"),
+            RedisValue::Integer(left_count),
+            text("state"),
+            text(meta.state_at(now)),
+            text("expires"),
+            RedisValue::Integer(meta.expires),
+        ],
+    ))
 }
 
 /// REDPACKET.GRABBED B

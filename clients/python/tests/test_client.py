@@ -118,6 +118,42 @@ class Families:
         flat.add("x", 7)
         self.assertEqual(flat.get("x"), R.RankEntry(7, 0, None))
 
+    def test_spread_rank(self):
+        # A board spread over 4 shards answers as a single board fed the
+        # same writes: global rank, top and around, ties included.
+        board = hotpath.SpreadRank(self.hp.backend, self.k("sboard"), 4)
+        single = self.hp.rank(self.k("single"))
+        self.assertTrue(board.create(tiebreak="EARLIER", unit="S", now=NOW))
+        self.assertTrue(board.create(tiebreak="EARLIER", unit="S", now=NOW))  # again: harmless
+        self.assertTrue(single.create(tiebreak="EARLIER", unit="S", now=NOW))
+        rnd = random.Random(5)
+        members = [str(i) for i in range(30)] + [f"p{i}" for i in range(30)]
+        for step in range(400):
+            m, t, x = rnd.choice(members), NOW + (step // 40) * 1000, rnd.random()
+            if x < 0.6:
+                p = rnd.randrange(5)
+                self.assertEqual(board.add(m, p, now=t),
+                                 hotpath.ShardRankWrite(single.add(m, p, now=t), board.shards.shard_of(m)))
+            elif x < 0.95:
+                d = rnd.randrange(-1, 2)
+                self.assertEqual(board.incr(m, d, now=t).points, single.incr(m, d, now=t))
+            else:
+                self.assertEqual(board.rem(m, "p0"), single.rem(m, "p0"))
+        self.assertEqual(board.count(), single.count())
+        self.assertEqual(sum(board.shard_counts()), single.count())
+        for count, offset in ((10, 0), (100, 0), (5, 7)):
+            self.assertEqual(board.top(count, offset), single.top(count, offset))
+        for m in members:
+            want = single.get(m)
+            self.assertEqual(board.get(m), want, m)
+            self.assertEqual(board.rank(m), None if want is None else want.rank, m)
+        for m in members[::6]:
+            for n in (0, 2):
+                self.assertEqual(board.around(m, n), single.around(m, n), (m, n))
+        # The base key refuses single-slot commands.
+        with self.assertRaisesRegex(redis.ResponseError, "is spread over 4 shards"):
+            self.hp.rank(self.k("sboard")).add("x", 1)
+
     def test_like(self):
         post = self.hp.like(self.k("post"))
         self.assertEqual(post.toggle(42, now=NOW), R.LikeToggle(True, 1))

@@ -64,7 +64,7 @@ impl FanOut for ClusterConnection {
 
 /// Wraps an error of one shard so that it names the shard key, unless the
 /// server's own message already does.
-fn shard_error(key: &str, e: RedisError) -> RedisError {
+pub(crate) fn shard_error(key: &str, e: RedisError) -> RedisError {
     if e.detail().is_some_and(|d| d.contains(key)) {
         return e;
     }

@@ -1,0 +1,464 @@
+//! A leaderboard spread over shards (docs/spread.md, docs/rank.md): each
+//! member lives in shard `shard_of(member, n)`, a complete board of its own
+//! with the board's layout, so packed tie-broken scores stay exact per
+//! shard and compare across shards. Writes go to the member's shard; the
+//! global rank, top and around are one call: `RANK.POSITION` on every
+//! shard at once (one pipeline per node), merged in the board's exact
+//! order (packed score, then member byte-wise, both descending: the order
+//! of `ZREVRANGE` on one board). A shard that fails fails the call.
+
+use std::cmp::Reverse;
+
+use redis::{Cmd, ConnectionLike, ErrorKind, RedisError, RedisResult, Value};
+
+use crate::entities::{Backend, Keep, RankOptions};
+use crate::replies::{RankEntry, RankMember, RankPlace};
+use crate::spread::{fan_out, shard_error, FanOut, Shards};
+
+fn arg<T: redis::ToRedisArgs>(v: T) -> Vec<u8> {
+    v.to_redis_args().concat()
+}
+
+fn bad_reply(what: &str, v: &Value) -> RedisError {
+    RedisError::from((
+        ErrorKind::TypeError,
+        "hotpath: unexpected reply",
+        format!("{what}: {v:?}"),
+    ))
+}
+
+/// An entry of `RANK.POSITION`: a member, its points and its packed score
+/// (`points × 10^DIGITS + tiebreak`, exact, comparable across the shards
+/// of one board).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankPositionEntry {
+    pub member: String,
+    pub points: i64,
+    pub score: i64,
+}
+
+impl RankPositionEntry {
+    /// The board's order, best first: higher score, then the byte-wise
+    /// greater member.
+    fn order(&self) -> (Reverse<i64>, Reverse<&[u8]>) {
+        (Reverse(self.score), Reverse(self.member.as_bytes()))
+    }
+}
+
+/// `RANK.POSITION` of one shard: how many of its members rank above the
+/// position, the entry at it (when the shard holds it), and the entries
+/// just above and just below it, best first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankPosition {
+    pub above: i64,
+    pub at: Option<RankPositionEntry>,
+    pub above_list: Vec<RankPositionEntry>,
+    pub below_list: Vec<RankPositionEntry>,
+}
+
+fn entries(v: &Value) -> RedisResult<Vec<RankPositionEntry>> {
+    let a = crate::replies::array(v)?;
+    if a.len() % 3 != 0 {
+        return Err(bad_reply("RANK.POSITION entries", v));
+    }
+    a.chunks(3)
+        .map(|c| {
+            Ok(RankPositionEntry {
+                member: crate::replies::text(&c[0])?,
+                points: crate::replies::int(&c[1])?,
+                score: crate::replies::int(&c[2])?,
+            })
+        })
+        .collect()
+}
+
+/// Parses a `RANK.POSITION` reply: `None` for a MEMBER not on the board.
+pub fn rank_position(v: &Value) -> RedisResult<Option<RankPosition>> {
+    if *v == Value::Nil {
+        return Ok(None);
+    }
+    let a = crate::replies::array(v)?;
+    if a.len() != 4 {
+        return Err(bad_reply("RANK.POSITION", v));
+    }
+    let at = match &a[1] {
+        Value::Nil => None,
+        e => entries(e)?.pop(),
+    };
+    Ok(Some(RankPosition {
+        above: crate::replies::int(&a[0])?,
+        at,
+        above_list: entries(&a[2])?,
+        below_list: entries(&a[3])?,
+    }))
+}
+
+/// A write on one shard of a spread board: the member's points now stored
+/// (the single-slot command's reply) and the shard written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShardRankWrite {
+    pub points: i64,
+    pub shard: u32,
+}
+
+/// A leaderboard spread over `n` shards: see the module's documentation.
+///
+/// ```no_run
+/// use hotpath_client::{RankOptions, SpreadRank};
+/// # fn main() -> redis::RedisResult<()> {
+/// let client = redis::cluster::ClusterClient::new(vec!["redis://127.0.0.1:7000/"])?;
+/// let mut con = client.get_connection()?;
+/// let board = SpreadRank::new("week:42", 16);
+/// board.create(&mut con, &RankOptions::default())?;
+/// board.incr(&mut con, "alice", 10)?;
+/// let top = board.top(&mut con, 10, 0)?;
+/// let me = board.get(&mut con, "alice")?; // points, global rank, time
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpreadRank {
+    shards: Shards,
+    now: Option<i64>,
+    backend: Backend,
+}
+
+impl SpreadRank {
+    /// A handle on the board `base` spread over `n` shards.
+    ///
+    /// # Panics
+    /// Occurs when `n` is not from 1 to 1024.
+    pub fn new(base: &str, n: u32) -> SpreadRank {
+        SpreadRank {
+            shards: Shards::new(base, n),
+            now: None,
+            backend: Backend::Module,
+        }
+    }
+
+    /// The same handle with the clock pinned (`NOW now_ms`).
+    pub fn at(&self, now_ms: i64) -> SpreadRank {
+        SpreadRank {
+            now: Some(now_ms),
+            ..self.clone()
+        }
+    }
+
+    /// The same handle on another backend.
+    pub fn with_backend(&self, backend: Backend) -> SpreadRank {
+        SpreadRank {
+            backend,
+            ..self.clone()
+        }
+    }
+
+    /// The shard keys and the routing.
+    pub fn shards(&self) -> &Shards {
+        &self.shards
+    }
+
+    /// The shard of a member (`routing::shard_of`).
+    pub fn shard_of(&self, member: &str) -> u32 {
+        self.shards.shard_of(member)
+    }
+
+    fn key(&self, i: u32) -> &str {
+        &self.shards.keys()[i as usize]
+    }
+
+    fn call(&self, name: &str, i: u32, args: &[Vec<u8>]) -> (String, Cmd) {
+        (
+            self.key(i).to_string(),
+            self.shards.cmd(self.backend, name, i, args),
+        )
+    }
+
+    fn now_args(&self, args: &mut Vec<Vec<u8>>) {
+        if let Some(t) = self.now {
+            args.push(arg("NOW"));
+            args.push(arg(t));
+        }
+    }
+
+    /// Creates every shard with the same layout (`RANK.CREATE K_i … SPREAD
+    /// n`), shard 0 first. Creating the board again with the same layout
+    /// and count answers true and changes nothing.
+    pub fn create<C: FanOut>(&self, con: &mut C, o: &RankOptions) -> RedisResult<bool> {
+        let mut args = Vec::new();
+        let mut opt = |name: &str, v: Option<Vec<u8>>| {
+            if let Some(v) = v {
+                args.push(arg(name));
+                args.push(v);
+            }
+        };
+        opt("TIEBREAK", o.tiebreak.as_deref().map(arg));
+        opt("UNIT", o.unit.as_deref().map(arg));
+        opt("DIGITS", o.digits.map(arg));
+        opt("EPOCH", o.epoch.map(arg));
+        opt("TTL", o.ttl.map(arg));
+        self.now_args(&mut args);
+        let calls: Vec<(String, Cmd)> = (0..self.shards.n())
+            .map(|i| self.call("RANK.CREATE", i, &args))
+            .collect();
+        let first: Value = calls[0]
+            .1
+            .query(con)
+            .map_err(|e| shard_error(&calls[0].0, e))?;
+        crate::replies::ok(&first)?;
+        for v in fan_out(con, &calls[1..])? {
+            crate::replies::ok(&v)?;
+        }
+        Ok(true)
+    }
+
+    fn write<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        name: &str,
+        member: &str,
+        mut args: Vec<Vec<u8>>,
+    ) -> RedisResult<ShardRankWrite> {
+        let shard = self.shard_of(member);
+        args.insert(0, arg(member));
+        self.now_args(&mut args);
+        let v: Value = self.call(name, shard, &args).1.query(con)?;
+        Ok(ShardRankWrite {
+            points: crate::replies::int(&v)?,
+            shard,
+        })
+    }
+
+    /// `RANK.ADD` on the member's shard.
+    pub fn add<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        member: &str,
+        points: i64,
+        keep: Option<Keep>,
+    ) -> RedisResult<ShardRankWrite> {
+        let mut args = vec![arg(points)];
+        match keep {
+            Some(Keep::Greater) => args.push(arg("GT")),
+            Some(Keep::Less) => args.push(arg("LT")),
+            None => {}
+        }
+        self.write(con, "RANK.ADD", member, args)
+    }
+
+    /// `RANK.INCR` on the member's shard.
+    pub fn incr<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        member: &str,
+        delta: i64,
+    ) -> RedisResult<ShardRankWrite> {
+        self.write(con, "RANK.INCR", member, vec![arg(delta)])
+    }
+
+    /// `RANK.REM` of each member on its shard, all at once: the members
+    /// removed.
+    pub fn rem<C: FanOut>(&self, con: &mut C, members: &[&str]) -> RedisResult<i64> {
+        let n = self.shards.n() as usize;
+        let mut by_shard: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
+        for m in members {
+            by_shard[self.shard_of(m) as usize].push(arg(*m));
+        }
+        let calls: Vec<(String, Cmd)> = (0..n)
+            .filter(|&i| !by_shard[i].is_empty())
+            .map(|i| self.call("RANK.REM", i as u32, &by_shard[i]))
+            .collect();
+        let mut removed = 0;
+        for v in fan_out(con, &calls)? {
+            removed += crate::replies::int(&v)?;
+        }
+        Ok(removed)
+    }
+
+    /// The members of every shard, shard 0 first.
+    pub fn shard_counts<C: FanOut>(&self, con: &mut C) -> RedisResult<Vec<i64>> {
+        let calls: Vec<(String, Cmd)> = (0..self.shards.n())
+            .map(|i| self.call("RANK.COUNT", i, &[]))
+            .collect();
+        fan_out(con, &calls)?
+            .iter()
+            .map(crate::replies::int)
+            .collect()
+    }
+
+    /// The board's members: the sum over its shards.
+    pub fn count<C: FanOut>(&self, con: &mut C) -> RedisResult<i64> {
+        Ok(self.shard_counts(con)?.iter().sum())
+    }
+
+    /// Step 1 of a member's read: `RANK.POSITION` on its own shard.
+    fn own<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        member: &str,
+        count: i64,
+    ) -> RedisResult<Option<(RankPosition, RankPositionEntry)>> {
+        let shard = self.shard_of(member);
+        let (key, cmd) = self.call(
+            "RANK.POSITION",
+            shard,
+            &[arg(count), arg("MEMBER"), arg(member)],
+        );
+        let v: Value = cmd.query(con).map_err(|e| shard_error(&key, e))?;
+        let Some(p) = rank_position(&v)? else {
+            return Ok(None);
+        };
+        let at = p.at.clone().ok_or_else(|| bad_reply("RANK.POSITION", &v))?;
+        Ok(Some((p, at)))
+    }
+
+    /// Step 2: the position of `at` on every other shard.
+    fn others(&self, member: &str, at: &RankPositionEntry, count: i64) -> Vec<(String, Cmd)> {
+        let own = self.shard_of(member);
+        (0..self.shards.n())
+            .filter(|&i| i != own)
+            .map(|i| {
+                self.call(
+                    "RANK.POSITION",
+                    i,
+                    &[arg(count), arg("AT"), arg(at.score), arg(&at.member)],
+                )
+            })
+            .collect()
+    }
+
+    /// A member's points, **global** 0-based rank and achievement time (as
+    /// `RANK.GET` answers them on a single board), `None` when the member
+    /// is not on the board. The rank is the sum over the shards of the
+    /// members that rank above it.
+    pub fn get<C: FanOut>(&self, con: &mut C, member: &str) -> RedisResult<Option<RankEntry>> {
+        let Some((own, at)) = self.own(con, member, 0)? else {
+            return Ok(None);
+        };
+        let mut calls = self.others(member, &at, 0);
+        calls.push(self.call("RANK.GET", self.shard_of(member), &[arg(member)]));
+        let replies = fan_out(con, &calls)?;
+        let (get, others) = replies.split_last().expect("a RANK.GET");
+        let mut rank = own.above;
+        for v in others {
+            rank += rank_position(v)?
+                .ok_or_else(|| bad_reply("RANK.POSITION", v))?
+                .above;
+        }
+        let Some(e) = crate::replies::rank_entry(get)? else {
+            // Removed between the two reads.
+            return Ok(None);
+        };
+        Ok(Some(RankEntry {
+            points: at.points,
+            rank,
+            achieved_ms: e.achieved_ms,
+        }))
+    }
+
+    /// A member's global 0-based rank, `None` when it is not on the board.
+    pub fn rank<C: FanOut>(&self, con: &mut C, member: &str) -> RedisResult<Option<i64>> {
+        let Some((own, at)) = self.own(con, member, 0)? else {
+            return Ok(None);
+        };
+        let mut rank = own.above;
+        for v in fan_out(con, &self.others(member, &at, 0))? {
+            rank += rank_position(&v)?
+                .ok_or_else(|| bad_reply("RANK.POSITION", &v))?
+                .above;
+        }
+        Ok(Some(rank))
+    }
+
+    /// The best `count` members after skipping `offset`, in the order
+    /// `RANK.TOP` gives on a single board (ties included): a k-way merge
+    /// of every shard's best `offset + count` (at most `rank-range-max`).
+    pub fn top<C: FanOut>(
+        &self,
+        con: &mut C,
+        count: i64,
+        offset: i64,
+    ) -> RedisResult<Vec<RankMember>> {
+        let depth = offset.saturating_add(count);
+        let calls: Vec<(String, Cmd)> = (0..self.shards.n())
+            .map(|i| self.call("RANK.POSITION", i, &[arg(depth)]))
+            .collect();
+        let mut all = Vec::new();
+        for v in fan_out(con, &calls)? {
+            all.extend(
+                rank_position(&v)?
+                    .ok_or_else(|| bad_reply("RANK.POSITION", &v))?
+                    .below_list,
+            );
+        }
+        all.sort_by(|a, b| a.order().cmp(&b.order()));
+        Ok(all
+            .into_iter()
+            .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+            .take(usize::try_from(count).unwrap_or(0))
+            .map(|e| RankMember {
+                member: e.member,
+                points: e.points,
+            })
+            .collect())
+    }
+
+    /// The places around a member: its global rank and the `n` places just
+    /// above and below it (clipped at both ends), exactly as `RANK.AROUND`
+    /// answers on a single board; `None` when the member is not on the
+    /// board.
+    pub fn around<C: FanOut>(
+        &self,
+        con: &mut C,
+        member: &str,
+        n: i64,
+    ) -> RedisResult<Option<Vec<RankPlace>>> {
+        let Some((own, at)) = self.own(con, member, n)? else {
+            return Ok(None);
+        };
+        let mut rank = own.above;
+        let mut above = own.above_list;
+        let mut below = own.below_list;
+        for v in fan_out(con, &self.others(member, &at, n))? {
+            let p = rank_position(&v)?.ok_or_else(|| bad_reply("RANK.POSITION", &v))?;
+            rank += p.above;
+            above.extend(p.above_list);
+            below.extend(p.below_list);
+        }
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        // The n nearest above are the last n of the merged lists (every
+        // shard sent its n nearest); the n nearest below, the first n.
+        above.sort_by(|a, b| a.order().cmp(&b.order()));
+        let above = above.split_off(above.len().saturating_sub(n));
+        below.sort_by(|a, b| a.order().cmp(&b.order()));
+        below.truncate(n);
+        let start = rank - above.len() as i64;
+        Ok(Some(
+            above
+                .into_iter()
+                .chain(std::iter::once(at))
+                .chain(below)
+                .enumerate()
+                .map(|(k, e)| RankPlace {
+                    rank: start + k as i64,
+                    member: e.member,
+                    points: e.points,
+                })
+                .collect(),
+        ))
+    }
+
+    /// `RANK.POSITION` of one shard (the raw per-shard read).
+    pub fn position<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        shard: u32,
+        count: i64,
+        at: Option<(i64, &str)>,
+    ) -> RedisResult<Option<RankPosition>> {
+        let mut args = vec![arg(count)];
+        if let Some((score, member)) = at {
+            args.extend([arg("AT"), arg(score), arg(member)]);
+        }
+        let (key, cmd) = self.call("RANK.POSITION", shard, &args);
+        rank_position(&cmd.query(con).map_err(|e| shard_error(&key, e))?)
+    }
+}
