@@ -39,8 +39,10 @@ mod entities;
 pub mod fallback;
 pub mod replies;
 mod spread;
+pub mod spread_poll;
 
 pub use entities::*;
 pub use fallback::{detect, LikeConfigs};
 pub use replies::*;
 pub use spread::*;
+pub use spread_poll::{SpreadPoll, SpreadPollInfo, SpreadPollSync};
