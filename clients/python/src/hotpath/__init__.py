@@ -12,6 +12,7 @@ from . import replies, routing, spread
 from .client import (Backend, DelayQueue, HotPath, Like, Lock, LuckyBag, ModuleBackend, Poll,
                      Rank, Rate, RedPacket)
 from .spread import ShardError, Shards, SpreadLike, SpreadLuckyBag
+from .spread_poll import SpreadPoll, SpreadPollInfo, SpreadPollSync
 from .fallback import FallbackBackend, FunctionsBackend
 from .replies import *  # noqa: F401,F403  (the reply dataclasses)
 
