@@ -561,6 +561,14 @@ impl Merge {
         Ok(())
     }
 
+    /// The single counts [`Merge::resolve`] would ask for `cands`.
+    fn unknowns(&self, cands: &[String]) -> usize {
+        cands
+            .iter()
+            .map(|c| (0..self.done.len()).filter(|&i| self.value(c, i).is_none()).count())
+            .sum()
+    }
+
     /// Fills in the unknown counts of `cands` (one count per candidate and
     /// shard where it is unknown, all at once).
     fn resolve(&mut self, b: &mut impl Boards, cands: &[String]) -> RedisResult<()> {
@@ -584,6 +592,12 @@ impl Merge {
     }
 }
 
+/// The most single counts a round resolves; with more candidates in
+/// doubt (flat boards, many near-ties), reading deeper pages is cheaper.
+fn resolve_budget(n: u32, k: usize) -> usize {
+    n as usize * k.clamp(16, 1000)
+}
+
 /// The merged board's order: most votes first, then name descending.
 fn order(a: &(String, i64), b: &(String, i64)) -> std::cmp::Ordering {
     (b.1, b.0.as_bytes()).cmp(&(a.1, a.0.as_bytes()))
@@ -594,9 +608,10 @@ fn order(a: &(String, i64), b: &(String, i64)) -> std::cmp::Ordering {
 /// every shard (the first `first` deep, then doubling), bounds each seen
 /// candidate's total (its known counts, plus the last count read from each
 /// shard that did not list it), resolves with single counts every
-/// candidate whose upper bound reaches the `k`-th best lower bound, and
-/// stops when the `k`-th exact total exceeds what any unread candidate can
-/// have (or every board was read whole).
+/// candidate whose upper bound reaches the `k`-th best lower bound (when
+/// they are at most [`resolve_budget`]; else the next round reads deeper),
+/// and stops when the `k`-th exact total exceeds what any unread candidate
+/// can have (or every board was read whole).
 pub(crate) fn exact_top(
     b: &mut impl Boards,
     n: u32,
@@ -628,7 +643,12 @@ pub(crate) fn exact_top(
             })
             .cloned()
             .collect();
-        m.resolve(b, &need)?;
+        // Until every candidate that could reach the top is exact, the
+        // top is not known.
+        let resolved = m.unknowns(&need) <= resolve_budget(n, k);
+        if resolved {
+            m.resolve(b, &need)?;
+        }
         let mut exact: Vec<(String, i64)> = m
             .known
             .keys()
@@ -638,7 +658,7 @@ pub(crate) fn exact_top(
             })
             .collect();
         exact.sort_by(order);
-        let settled = exact.len() >= k && exact[k - 1].1 > m.bound();
+        let settled = resolved && exact.len() >= k && exact[k - 1].1 > m.bound();
         if m.all_done() || settled {
             exact.truncate(k);
             return Ok(exact);
@@ -670,24 +690,30 @@ pub(crate) fn exact_rank(
         own.iter().map(|v| Some(v.unwrap_or(0))).collect(),
     );
     let mut step = first.max(1);
+    let me = (cand.to_string(), total);
+    let (mut above, mut unsure);
     loop {
         m.read(b, step, page_max)?;
+        step = step.saturating_mul(2);
         // An unread candidate has at most `bound`: below `total`, it ranks
         // below; equal, it might still come first by name.
-        if m.all_done() || m.bound() < total {
-            break;
+        if !m.all_done() && m.bound() >= total {
+            continue;
         }
-        step = step.saturating_mul(2);
-    }
-    let me = (cand.to_string(), total);
-    let mut above = 0i64;
-    let mut unsure = Vec::new();
-    for c in m.known.keys().filter(|c| c.as_str() != cand) {
-        match m.bounds(c) {
-            (lo, _, true) => above += i64::from(order(&(c.clone(), lo), &me).is_lt()),
-            (lo, _, false) if lo > total => above += 1,
-            (_, hi, false) if hi < total => {}
-            _ => unsure.push(c.clone()),
+        above = 0i64;
+        unsure = Vec::new();
+        for c in m.known.keys().filter(|c| c.as_str() != cand) {
+            match m.bounds(c) {
+                (lo, _, true) => above += i64::from(order(&(c.clone(), lo), &me).is_lt()),
+                (lo, _, false) if lo > total => above += 1,
+                (_, hi, false) if hi < total => {}
+                _ => unsure.push(c.clone()),
+            }
+        }
+        // Many candidates in doubt (near-ties): deeper pages settle them
+        // for less than single counts.
+        if m.all_done() || m.unknowns(&unsure) <= resolve_budget(n, 0) {
+            break;
         }
     }
     m.resolve(b, &unsure)?;
@@ -833,6 +859,29 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn flat_boards_cost_more_but_stay_exact() {
+        // 16 shards, 100,000 votes spread evenly over 5,000 candidates:
+        // many near-ties, the bound falls slowly.
+        let mut mem = Mem::new(boards(9, 16, 5000, 100_000, true));
+        let merged = mem.merged();
+        let got = exact_top(&mut mem, 16, 10, SPREAD_POLL_FIRST_PAGE, SPREAD_POLL_PAGE_MAX).unwrap();
+        assert_eq!(got, merged[..10]);
+        eprintln!(
+            "flat: top 10 of 5,000 candidates over 16 shards: {} pages, {} single counts",
+            mem.pages, mem.votes
+        );
+        let (pages, votes) = (mem.pages, mem.votes);
+        let mid = &merged[2500];
+        let got = exact_rank(&mut mem, 16, &mid.0, SPREAD_POLL_FIRST_PAGE, SPREAD_POLL_PAGE_MAX).unwrap();
+        assert_eq!(got, Some((2500, mid.1)));
+        eprintln!(
+            "flat: rank of the 2,500th: {} pages, {} single counts",
+            mem.pages - pages,
+            mem.votes - votes
+        );
     }
 
     #[test]

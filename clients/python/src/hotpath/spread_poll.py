@@ -124,12 +124,21 @@ class _Merge:
             for e in page:
                 self.known.setdefault(e.candidate, [None] * len(self.done))[i] = e.votes
 
+    def unknowns(self, cands: Sequence[str]) -> int:
+        return sum(1 for c in cands for i in range(len(self.done)) if self.value(c, i) is None)
+
     def resolve(self, poll: "SpreadPoll", cands: Sequence[str]) -> None:
         asks = [(c, i) for c in cands for i in range(len(self.done)) if self.value(c, i) is None]
         if not asks:
             return
         for (c, i), v in zip(asks, poll._votes(asks)):
             self.known.setdefault(c, [None] * len(self.done))[i] = v or 0
+
+
+def _budget(n: int, k: int) -> int:
+    """The most single counts a round resolves; with more candidates in
+    doubt (flat boards, near-ties), reading deeper pages is cheaper."""
+    return n * min(max(k, 16), 1000)
 
 
 class SpreadPoll(_Spread):
@@ -240,10 +249,14 @@ class SpreadPoll(_Spread):
             floor = lowers[k - 1] if len(lowers) >= k else None
             need = [c for c in m.known
                     if not m.bounds(c)[2] and (floor is None or m.bounds(c)[1] >= floor)]
-            m.resolve(self, need)
+            # Until every candidate that could reach the top is exact, the
+            # top is not known.
+            resolved = m.unknowns(need) <= _budget(self.n, k)
+            if resolved:
+                m.resolve(self, need)
             exact = [(c, b[0]) for c in m.known for b in [m.bounds(c)] if b[2]]
             exact.sort(key=_order, reverse=True)
-            if m.all_done() or (len(exact) >= k and exact[k - 1][1] > m.bound()):
+            if m.all_done() or (resolved and len(exact) >= k and exact[k - 1][1] > m.bound()):
                 return [R.PollEntry(c, v) for c, v in exact[offset:k]]
             step *= 2
 
@@ -258,24 +271,29 @@ class SpreadPoll(_Spread):
         m = _Merge(self.n)
         m.known[candidate] = [v or 0 for v in own]
         step = FIRST_PAGE
+        me = _order((candidate, total))
         while True:
             m.read(self, step)
-            if m.all_done() or m.bound() < total:
-                break
             step *= 2
-        me = _order((candidate, total))
-        above = 0
-        unsure: List[str] = []
-        for c in m.known:
-            if c == candidate:
+            # An unread candidate has at most the bound: below the total,
+            # it ranks below; equal, it might still come first by name.
+            if not m.all_done() and m.bound() >= total:
                 continue
-            lo, hi, exact = m.bounds(c)
-            if exact:
-                above += _order((c, lo)) > me
-            elif lo > total:
-                above += 1
-            elif hi >= total:
-                unsure.append(c)
+            above = 0
+            unsure: List[str] = []
+            for c in m.known:
+                if c == candidate:
+                    continue
+                lo, hi, exact = m.bounds(c)
+                if exact:
+                    above += _order((c, lo)) > me
+                elif lo > total:
+                    above += 1
+                elif hi >= total:
+                    unsure.append(c)
+            # Many candidates in doubt: deeper pages settle them for less.
+            if m.all_done() or m.unknowns(unsure) <= _budget(self.n, 0):
+                break
         m.resolve(self, unsure)
         for c in unsure:
             above += _order((c, m.bounds(c)[0])) > me
