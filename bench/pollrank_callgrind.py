@@ -134,6 +134,18 @@ def main():
          zincrby("mn"),
          lambda i: ("HSET", "mn:uservotes", f"u{i}", f'["{cand(i)}"]')])
 
+    # A shard of a spread poll (shard 0 of 1: every voter is its own), with
+    # NOW and SPREAD given as the client libraries send them; the floor is
+    # the single-slot vote's.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients",
+                                    "python", "src"))
+    from hotpath import routing  # noqa: E402
+    shard = routing.shard_key("ps", 1, 0).decode()
+    r.execute_command("POLL.CREATE", shard, "SPREAD", 1)
+    row("POLL.VOTE ONCE on a spread poll's shard, NOW given",
+        lambda i: ("POLL.VOTE", shard, f"v{i}", cand(i), "NOW", T0 + i, "SPREAD", 1), seed("w"),
+        [hsetnx("w"), zincrby("w")])
+
     # RANK on a 100,000-member created board.
     M = 100_000
     r.execute_command("RANK.CREATE", "rb")

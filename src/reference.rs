@@ -54,16 +54,16 @@ pub const SYNTAX: &[Syntax] = &[
     // POLL
     line(
         "poll.create",
-        "key [MODE ONCE|DAILY|MULTI] [MAXVOTES maxvotes] [CANDIDATES count candidate [candidate ...]] [START unix-ms] [END unix-ms] [TZ minutes] [TTL seconds] [NOW unix-ms]",
+        "key [MODE ONCE|DAILY|MULTI] [MAXVOTES maxvotes] [CANDIDATES count candidate [candidate ...]] [START unix-ms] [END unix-ms] [TZ minutes] [TTL seconds] [NOW unix-ms] [SPREAD n]",
     ),
-    line("poll.vote", "key user candidate [NOW unix-ms]"),
-    line("poll.revoke", "key user [candidate] [NOW unix-ms]"),
-    line("poll.top", "key [count] [OFFSET offset]"),
-    line("poll.rank", "key candidate"),
-    line("poll.status", "key user [NOW unix-ms]"),
-    line("poll.info", "key"),
-    line("poll.sync", "key"),
-    line("poll.syncack", "key epoch"),
+    line("poll.vote", "key user candidate [NOW unix-ms] [SPREAD n]"),
+    line("poll.revoke", "key user [candidate] [NOW unix-ms] [SPREAD n]"),
+    line("poll.top", "key [count] [OFFSET offset] [SPREAD n]"),
+    line("poll.rank", "key candidate [SPREAD n]"),
+    line("poll.status", "key user [NOW unix-ms] [SPREAD n]"),
+    line("poll.info", "key [SPREAD n]"),
+    line("poll.sync", "key [SPREAD n]"),
+    line("poll.syncack", "key epoch [SPREAD n]"),
     // RANK
     line(
         "rank.create",

@@ -862,6 +862,9 @@ fn soak_spread_luckybag() {
     scenario(bag_load(1_000_000), 4, 200_000, 20_000);
 }
 
+#[path = "cluster_spread/poll.rs"]
+mod poll;
+
 // ---- bench (make cluster-bench) ----
 
 /// `(calls, usec)` of `command` on one standalone server.
@@ -908,7 +911,8 @@ fn drive<C: Send + 'static>(
     started.elapsed()
 }
 
-/// One spread post and one spread bag of 16 shards, written by 4 clients:
+/// One spread post, one spread bag and one spread poll of 16 shards,
+/// written by 4 clients:
 /// on 1 master (every shard on one standalone server) and on 3 masters.
 /// Prints each master's share of the calls and its server µs per call
 /// (INFO commandstats), and the entity's capacity: the sum over its
@@ -922,7 +926,26 @@ fn bench_spread_shares_and_capacity() {
     const PER: u64 = 10_000;
     let post = SpreadLike::new("post:bench", 16);
     let bag = SpreadLuckyBag::new("bag:bench", 16);
-    let writes: [(&str, &str); 2] = [("LIKE.ADD", "like.add"), ("LUCKYBAG.JOIN", "luckybag.join")];
+    let poll = SpreadPoll::new("poll:bench", 16);
+    let writes: [(&str, &str); 3] = [
+        ("LIKE.ADD", "like.add"),
+        ("LUCKYBAG.JOIN", "luckybag.join"),
+        ("POLL.VOTE", "poll.vote"),
+    ];
+    // One write of each entity, by command name.
+    fn bench_write<C: redis::ConnectionLike>(
+        name: &str,
+        (post, bag, poll): (&SpreadLike, &SpreadLuckyBag, &SpreadPoll),
+        c: &mut C,
+        id: u64,
+    ) {
+        match name {
+            "LIKE.ADD" => post.add(c, id).map(|_| ()),
+            "LUCKYBAG.JOIN" => bag.join(c, &id.to_string(), false).map(|_| ()),
+            _ => poll.vote(c, &id.to_string(), &format!("c{}", id % 20)).map(|_| ()),
+        }
+        .unwrap();
+    }
 
     // 1 master: the 16 shards on one server.
     let one = Server::start();
@@ -930,11 +953,11 @@ fn bench_spread_shares_and_capacity() {
         let mut c = one.conn();
         post.create(&mut c).unwrap();
         bag.create(&mut c, 100, &BagOptions::default()).unwrap();
+        poll.create(&mut c, &PollOptions::default()).unwrap();
         run(&mut c, &["CONFIG", "RESETSTAT"]);
     }
     for (name, stat) in writes {
-        let (p, b) = (post.clone(), bag.clone());
-        let like = name == "LIKE.ADD";
+        let (p, b, v) = (post.clone(), bag.clone(), poll.clone());
         let port = one.port;
         let wall = drive(
             THREADS,
@@ -945,13 +968,7 @@ fn bench_spread_shares_and_capacity() {
                     .get_connection()
                     .unwrap()
             },
-            move |c: &mut redis::Connection, id| {
-                if like {
-                    p.add(c, id).unwrap();
-                } else {
-                    b.join(c, &id.to_string(), false).unwrap();
-                }
-            },
+            move |c: &mut redis::Connection, id| bench_write(name, (&p, &b, &v), c, id),
         );
         let (calls, usec) = server_stat(&mut one.conn(), stat);
         let per_call = usec as f64 / calls as f64;
@@ -968,23 +985,17 @@ fn bench_spread_shares_and_capacity() {
         let mut c = cl.client();
         post.create(&mut c).unwrap();
         bag.create(&mut c, 100, &BagOptions::default()).unwrap();
+        poll.create(&mut c, &PollOptions::default()).unwrap();
     }
     for (name, stat) in writes {
         cl.reset_stats();
-        let (p, b) = (post.clone(), bag.clone());
-        let like = name == "LIKE.ADD";
+        let (p, b, v) = (post.clone(), bag.clone(), poll.clone());
         let urls = cl.urls();
         let wall = drive(
             THREADS,
             PER,
             move || Conn::new(&urls).c,
-            move |c: &mut ClusterConnection, id| {
-                if like {
-                    p.add(c, id).unwrap();
-                } else {
-                    b.join(c, &id.to_string(), false).unwrap();
-                }
-            },
+            move |c: &mut ClusterConnection, id| bench_write(name, (&p, &b, &v), c, id),
         );
         let total = THREADS * PER;
         let mut capacity = 0.0;

@@ -10,6 +10,9 @@ mod common;
 use common::*;
 use hotpath_client::routing;
 
+#[path = "spread/poll.rs"]
+mod poll;
+
 /// The shard keys of `base` with `n` shards.
 fn keys_of(base: &str, n: u32) -> Vec<String> {
     routing::shard_keys(base.as_bytes(), n)

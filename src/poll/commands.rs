@@ -10,8 +10,9 @@ use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 use super::model::{self, Mode, Rules};
 use crate::args::Cursor;
 use crate::error;
-use crate::keys::{derived, Key, KeyType, ZScan};
+use crate::keys::{derived, derived_name, Field, Key, KeyType, ZScan};
 use crate::slices::{self, Job, Step};
+use crate::spread::{route, shard};
 use crate::util::{self, bulk};
 use crate::{config, keys};
 
@@ -57,6 +58,123 @@ fn user_arg(v: Vec<u8>) -> Result<Vec<u8>, RedisError> {
         return Err(error::empty_user(FAMILY));
     }
     Ok(v)
+}
+
+// ---- spread polls (docs/spread.md) ----
+
+/// A spread poll shard's record in its `B:meta`.
+static F_SPREAD: Field = Field::new(c"spread");
+static F_SHARD: Field = Field::new(c"shard");
+
+fn is_spread_kw(arg: &[u8]) -> bool {
+    arg.eq_ignore_ascii_case(shard::KEYWORD)
+}
+
+/// The keys a shard of a spread poll may hold besides `B:meta`: data there
+/// without a record means the record was deleted by hand.
+fn has_poll_data(ctx: &Context, base: &[u8]) -> bool {
+    ["voted", "board", "uservotes", "synced", "syncing"]
+        .iter()
+        .any(|s| Key::open(ctx, &derived_name(base, s), false).exists())
+}
+
+/// Returns the shard of a spread poll `base` is, from the `SPREAD n` the
+/// call declared and the record in `B:meta`; `None` for a single-slot
+/// poll. A key that does not look like a shard key and declares nothing
+/// costs one byte comparison. With `user`, the voter must belong to this
+/// shard (a voter's dedup lives in one shard: docs/spread.md §4).
+fn spread_of(
+    ctx: &Context,
+    base: &[u8],
+    declared: Option<u32>,
+    user: Option<&[u8]>,
+) -> Result<Option<shard::Shard>, RedisError> {
+    if declared.is_none() && !shard::looks_like_shard(base) {
+        return Ok(None);
+    }
+    let meta = Key::open(ctx, &derived_name(base, "meta"), false);
+    meta.check(KeyType::Hash)?;
+    spread_in(ctx, base, declared, &meta, user)
+}
+
+/// [`spread_of`] with `B:meta` already open and type-checked.
+fn spread_in(
+    ctx: &Context,
+    base: &[u8],
+    declared: Option<u32>,
+    meta: &Key,
+    user: Option<&[u8]>,
+) -> Result<Option<shard::Shard>, RedisError> {
+    if declared.is_none() && !shard::looks_like_shard(base) {
+        return Ok(None);
+    }
+    let [n, i] = meta.hget_fields([&F_SPREAD, &F_SHARD]);
+    let record = shard::parse_record(
+        FAMILY,
+        base,
+        n.as_ref().map(|v| v.as_slice()),
+        i.as_ref().map(|v| v.as_slice()),
+    )?;
+    let sh = shard::resolve(FAMILY, base, declared, record, || has_poll_data(ctx, base))?;
+    if let (Some(sh), Some(u)) = (sh, user) {
+        shard::check_owner(FAMILY, "user", base, sh, u)?;
+    }
+    Ok(sh)
+}
+
+/// For a single-slot command on `base` that found none of the poll's keys
+/// (`B:meta`, `B:board`, `B:voted`): refuses the base key of a spread
+/// poll. Costs nothing once the poll has a key.
+fn refuse_base(ctx: &Context, base: &[u8], spread: Option<shard::Shard>, found: bool) -> Result<(), RedisError> {
+    if spread.is_none() && !found {
+        shard::refuse_spread_base(ctx, FAMILY, base)?;
+    }
+    Ok(())
+}
+
+/// Returns true when one of a poll's main keys (`B:meta`, `B:board`,
+/// `B:voted`) exists: a command that opened only some of them asks for
+/// the others before it refuses the base key of a spread poll.
+fn poll_found(ctx: &Context, base: &[u8]) -> bool {
+    ["meta", "board", "voted"]
+        .iter()
+        .any(|s| Key::open(ctx, &derived_name(base, s), false).exists())
+}
+
+/// Reads an optional `SPREAD n` after the first `fixed` arguments of a
+/// command that takes nothing else there: anything else is an arity error
+/// (those commands had a fixed arity before the option).
+fn only_spread(c: &Cursor, fixed: usize) -> Result<Option<u32>, RedisError> {
+    let args = c.args();
+    match args.len() - fixed {
+        0 => Ok(None),
+        2 if is_spread_kw(args[fixed].as_slice()) => {
+            Ok(Some(shard::parse_count(FAMILY, args[fixed + 1].as_slice())?))
+        }
+        _ => Err(error::arity(&c.command())),
+    }
+}
+
+/// Parses trailing `[NOW unix-ms] [SPREAD n]`, in either order (a master
+/// appends `NOW` after `SPREAD n` when it replicates a call that read its
+/// clock); returns (now, given, declared count).
+fn trailing_now_spread(c: &mut Cursor) -> Result<(i64, bool, Option<u32>), RedisError> {
+    let mut now = None;
+    let mut declared = None;
+    while !c.done() {
+        let kw = c.next_slice()?;
+        if kw.eq_ignore_ascii_case(b"NOW") {
+            now = Some(c.option_i64(0, model::MAX_TIME_MS)?);
+        } else if is_spread_kw(kw) {
+            declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
+        } else {
+            return Err(error::syntax());
+        }
+    }
+    match now {
+        Some(t) => Ok((t, true, declared)),
+        None => Ok((util::now_ms(), false, declared)),
+    }
 }
 
 /// Reads a poll's rules from an open, type-checked `B:meta`: the defaults
@@ -140,19 +258,6 @@ fn votes(score: f64, key: &[u8], cand: &[u8]) -> Result<i64, RedisError> {
     model::votes_of(score).ok_or_else(|| corrupt(key, cand))
 }
 
-/// Parses a trailing `NOW <unix-ms>`; returns (now, given).
-fn trailing_now(c: &mut Cursor) -> Result<(i64, bool), RedisError> {
-    if c.done() {
-        return Ok((util::now_ms(), false));
-    }
-    if c.next_keyword()? != "NOW" {
-        return Err(error::syntax());
-    }
-    let now = c.option_i64(0, model::MAX_TIME_MS)?;
-    c.expect_done()?;
-    Ok((now, true))
-}
-
 /// Replicates a command that read the clock: verbatim when the client gave
 /// `NOW` (nearly free), else with the master's `NOW` appended.
 fn replicate_now(ctx: &Context, args: &[RedisString], now: i64, had_now: bool) {
@@ -186,6 +291,7 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut candidates: Option<Vec<Vec<u8>>> = None;
     let (mut start, mut end, mut tz, mut ttl) = (0i64, 0i64, 0i64, 0i64);
     let mut now: Option<i64> = None;
+    let mut declared = None;
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "MODE" => {
@@ -209,9 +315,20 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             "TZ" => tz = c.option_i64(-model::MAX_TZ_MINUTES, model::MAX_TZ_MINUTES)?,
             "TTL" => ttl = c.option_i64(1, model::MAX_TTL_S)?,
             "NOW" => now = Some(c.option_i64(0, model::MAX_TIME_MS)?),
+            "SPREAD" => declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
             _ => return Err(error::syntax()),
         }
     }
+    // Shard `i` of a poll spread over `n` shards: the key must be that
+    // shard's key (docs/spread.md).
+    let spread = match declared {
+        Some(n) => Some(shard::Shard {
+            n,
+            i: route::shard_index(&keys.base, n)
+                .ok_or_else(|| shard::not_a_shard_key(FAMILY, &keys.base, n))?,
+        }),
+        None => None,
+    };
     if maxvotes.is_some() && mode != Mode::Multi {
         return Err(fail("MAXVOTES needs MODE MULTI"));
     }
@@ -238,13 +355,70 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     meta.check(KeyType::Hash)?;
     board.check(KeyType::ZSet)?;
     voted.check(KeyType::Hash)?;
-    if meta.exists() || board.exists() || voted.exists() {
-        return Err(fail("poll already exists"));
-    }
     let maxvotes = match mode {
         Mode::Multi => maxvotes.unwrap_or(model::DEFAULT_MAXVOTES),
         _ => 1,
     };
+    if let (Some(sh), true) = (spread, meta.exists()) {
+        // Creating a shard again with the same rules and count is
+        // harmless (a creation that failed half way is run again): it
+        // answers OK and changes nothing, the first expiry included.
+        let [n, i] = meta.hget_fields([&F_SPREAD, &F_SHARD]);
+        let record = shard::parse_record(
+            FAMILY,
+            &keys.base,
+            n.as_ref().map(|v| v.as_slice()),
+            i.as_ref().map(|v| v.as_slice()),
+        )?;
+        match record {
+            Some(r) if r == sh => {
+                let have = read_rules(&meta, &keys.base)?;
+                let same_rules = have.mode == mode
+                    && have.maxvotes == maxvotes
+                    && (have.start, have.end, have.tz_minutes) == (start, end, tz)
+                    && have.closed == candidates.is_some();
+                let same_candidates = match &candidates {
+                    None => true,
+                    Some(list) => {
+                        let distinct: std::collections::HashSet<&[u8]> =
+                            list.iter().map(|c| c.as_slice()).collect();
+                        board.len() == distinct.len()
+                            && distinct.iter().all(|c| board.zscore(c).is_some())
+                    }
+                };
+                if same_rules && same_candidates {
+                    return Ok(RedisValue::SimpleStringStatic("OK"));
+                }
+                return Err(fail("poll already exists"));
+            }
+            Some(r) => {
+                return Err(shard::resolve(FAMILY, &keys.base, Some(sh.n), Some(r), || true)
+                    .err()
+                    .unwrap_or(RedisError::Str(error::INTERNAL)))
+            }
+            None => return Err(fail("poll already exists")),
+        }
+    }
+    if meta.exists() || board.exists() || voted.exists() {
+        return Err(fail("poll already exists"));
+    }
+    match spread {
+        // A single-slot poll must not shadow a spread one.
+        None => shard::refuse_spread_base(ctx, FAMILY, &keys.base)?,
+        // Shard 0 shares its base key's slot: a single-slot poll under the
+        // base (in that slot when it has a hash tag, or on a standalone
+        // server) must not be shadowed by a spread one.
+        Some(shard::Shard { i: 0, .. }) => {
+            let b = route::shard_base(&keys.base).unwrap_or(&keys.base);
+            if (util::has_hash_tag(b) || !util::cluster_mode(ctx)) && poll_found(ctx, b) {
+                return Err(fail(&format!(
+                    "'{}' is a single-slot poll already",
+                    error::key_text(b)
+                )));
+            }
+        }
+        Some(_) => {}
+    }
     let expires = if ttl > 0 { now + ttl * 1000 } else { 0 };
     if expires > 0 && expires <= util::now_ms() {
         // Born expired (NOW + TTL already past): like SET with a past
@@ -275,6 +449,10 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     for (f, v) in fields.iter() {
         meta.hput(f, v.as_bytes());
     }
+    if let Some(sh) = spread {
+        meta.hput(shard::FIELD_SPREAD, itoa::Buffer::new().format(sh.n).as_bytes());
+        meta.hput(shard::FIELD_SHARD, itoa::Buffer::new().format(sh.i).as_bytes());
+    }
     if let Some(list) = &candidates {
         for cand in list {
             if board.zscore(cand).is_none() {
@@ -302,16 +480,19 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if c.arg(3).is_empty() {
         return Err(fail("candidate must not be empty"));
     }
-    let (now, had_now) = trailing_now(&mut c)?;
+    let (now, had_now, declared) = trailing_now_spread(&mut c)?;
     let (base, user, cand) = (c.arg(1), c.arg(2), c.arg(3));
 
     // Every type check first, then the rules and the values.
     let meta = Key::derived_hot(ctx, base, "meta", false);
     meta.check(KeyType::Hash)?;
+    // A shard of a spread poll takes only its own voters.
+    let spread = spread_in(ctx, base, declared, &meta, Some(user))?;
     let voted = Key::derived_hot(ctx, base, "voted", true);
     voted.check(KeyType::Hash)?;
     let board = Key::derived_hot(ctx, base, "board", true);
     board.check(KeyType::ZSet)?;
+    refuse_base(ctx, base, spread, meta.exists() || voted.exists() || board.exists())?;
     let rules = read_rules(&meta, base)?;
     drop(meta);
     let uservotes = if rules.mode == Mode::Multi {
@@ -399,18 +580,21 @@ pub fn poll_revoke(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
     let keys = base_of(ctx, &mut c)?;
     let user = user_arg(c.next_bytes()?)?;
-    let only: Option<Vec<u8>> = match c.remaining() {
-        1 | 3 => Some(nonempty(c.next_bytes()?, "candidate")?),
+    // The options come in pairs: an odd count starts with the candidate.
+    let only: Option<Vec<u8>> = match c.remaining() % 2 {
+        1 => Some(nonempty(c.next_bytes()?, "candidate")?),
         _ => None,
     };
-    let (now, had_now) = trailing_now(&mut c)?;
+    let (now, had_now, declared) = trailing_now_spread(&mut c)?;
 
     let meta = keys.open(ctx, "meta", false);
     meta.check(KeyType::Hash)?;
+    let spread = spread_in(ctx, &keys.base, declared, &meta, Some(&user))?;
     let voted = keys.open(ctx, "voted", true);
     let board = keys.open(ctx, "board", true);
     voted.check(KeyType::Hash)?;
     board.check(KeyType::ZSet)?;
+    refuse_base(ctx, &keys.base, spread, meta.exists() || voted.exists() || board.exists())?;
     let rules = read_rules(&meta, &keys.base)?;
     drop(meta);
     let mut taken: Vec<Vec<u8>> = Vec::new();
@@ -511,10 +695,13 @@ pub fn poll_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut count = 10i64;
     let mut offset = 0i64;
     let mut first = true;
+    let mut declared = None;
     while !c.done() {
         let a = c.next()?;
         if a.as_slice().eq_ignore_ascii_case(b"OFFSET") {
             offset = c.option_i64(0, i64::MAX)?;
+        } else if is_spread_kw(a.as_slice()) {
+            declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
         } else if first {
             count = crate::args::parse_i64(a.as_slice(), 0, i64::MAX)?;
         } else {
@@ -528,8 +715,12 @@ pub fn poll_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             "count must be at most {max} (poll-range-max)"
         )));
     }
+    let spread = spread_of(ctx, &keys.base, declared, None)?;
     let board = keys.open(ctx, "board", false);
     board.check(KeyType::ZSet)?;
+    if spread.is_none() && !board.exists() {
+        refuse_base(ctx, &keys.base, spread, poll_found(ctx, &keys.base))?;
+    }
     let len = board.len() as i64;
     if count == 0 || offset >= len {
         return Ok(RedisValue::Array(Vec::new()));
@@ -559,11 +750,15 @@ pub fn poll_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 pub fn poll_rank(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
     let keys = base_of(ctx, &mut c)?;
+    let declared = only_spread(&c, 3)?;
     let cand = nonempty(c.next_bytes()?, "candidate")?;
-    c.expect_done()?;
+    let spread = spread_of(ctx, &keys.base, declared, None)?;
     let board = keys.open(ctx, "board", false);
     board.check(KeyType::ZSet)?;
     let Some(score) = board.zscore(&cand) else {
+        if !board.exists() {
+            refuse_base(ctx, &keys.base, spread, poll_found(ctx, &keys.base))?;
+        }
         return Ok(RedisValue::Null);
     };
     drop(board);
@@ -581,11 +776,15 @@ pub fn poll_status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
     let keys = base_of(ctx, &mut c)?;
     let user = user_arg(c.next_bytes()?)?;
-    let (now, _) = trailing_now(&mut c)?;
+    let (now, _, declared) = trailing_now_spread(&mut c)?;
     let meta = keys.open(ctx, "meta", false);
     meta.check(KeyType::Hash)?;
+    let spread = spread_in(ctx, &keys.base, declared, &meta, Some(&user))?;
     let voted = keys.open(ctx, "voted", false);
     voted.check(KeyType::Hash)?;
+    if !meta.exists() && !voted.exists() {
+        refuse_base(ctx, &keys.base, spread, poll_found(ctx, &keys.base))?;
+    }
     let rules = read_rules(&meta, &keys.base)?;
     let out: Vec<RedisValue> = match rules.mode {
         Mode::Once | Mode::Daily => {
@@ -615,36 +814,48 @@ pub fn poll_status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// POLL.INFO B
 pub fn poll_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
+    let declared = only_spread(&c, 2)?;
     let keys = base_of(ctx, &mut c)?;
-    c.expect_done()?;
     let meta = keys.open(ctx, "meta", false);
     let voted = keys.open(ctx, "voted", false);
     let board = keys.open(ctx, "board", false);
     meta.check(KeyType::Hash)?;
     voted.check(KeyType::Hash)?;
     board.check(KeyType::ZSet)?;
+    let spread = spread_in(ctx, &keys.base, declared, &meta, None)?;
+    refuse_base(ctx, &keys.base, spread, meta.exists() || voted.exists() || board.exists())?;
     let rules = read_rules(&meta, &keys.base)?;
     // Every counted vote is one ballot in B:voted and one point on the
     // board, and REVOKE takes both back: the board's total is the number
     // of ballots, read in O(1) instead of summing the board.
     let ballots = voted.len() as i64;
-    Ok(util::map(
-        ctx,
-        vec![
-            bulk("mode"),
-            bulk(rules.mode.as_str()),
-            bulk("maxvotes"),
-            ints(rules.maxvotes),
-            bulk("start"),
-            ints(rules.start),
-            bulk("end"),
-            ints(rules.end),
-            bulk("ballots"),
-            ints(ballots),
-            bulk("votes"),
-            ints(ballots),
-        ],
-    ))
+    let mut out = vec![
+        bulk("mode"),
+        bulk(rules.mode.as_str()),
+        bulk("maxvotes"),
+        ints(rules.maxvotes),
+        bulk("start"),
+        ints(rules.start),
+        bulk("end"),
+        ints(rules.end),
+        bulk("ballots"),
+        ints(ballots),
+        bulk("votes"),
+        ints(ballots),
+    ];
+    // A shard says which one it is, and its absolute expiry (0: none), so
+    // that a client completing a creation gives every shard that instant.
+    if let Some(sh) = spread {
+        out.extend([
+            bulk("spread"),
+            ints(i64::from(sh.n)),
+            bulk("shard"),
+            ints(i64::from(sh.i)),
+            bulk("expires"),
+            ints(rules.expires),
+        ]);
+    }
+    Ok(util::map(ctx, out))
 }
 
 /// POLL.SYNC as a job (see slices.rs). With the server lock, a slice at a
@@ -1003,8 +1214,8 @@ impl Job for SyncJob {
 /// POLL.SYNC B
 pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
+    let declared = only_spread(&c, 2)?;
     let keys = base_of(ctx, &mut c)?;
-    c.expect_done()?;
     let meta = keys.open(ctx, "meta", false);
     let board = keys.open(ctx, "board", false);
     let synced = keys.open(ctx, "synced", false);
@@ -1013,6 +1224,11 @@ pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     board.check(KeyType::ZSet)?;
     synced.check(KeyType::ZSet)?;
     syncing.check(KeyType::ZSet)?;
+    // A shard of a spread poll writes back its own share (the client
+    // libraries merge the shards' deltas: docs/spread.md).
+    let spread = spread_in(ctx, &keys.base, declared, &meta, None)?;
+    let found = meta.exists() || board.exists() || synced.exists() || syncing.exists();
+    refuse_base(ctx, &keys.base, spread, found || poll_found(ctx, &keys.base))?;
     let rules = read_rules(&meta, &keys.base)?;
     let pending = meta_int(&meta, &keys.base, c"pending")?;
     let last = meta_int(&meta, &keys.base, c"epoch")?;
@@ -1054,15 +1270,19 @@ pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// POLL.SYNCACK B epoch
 pub fn poll_syncack(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
+    let declared = only_spread(&c, 3)?;
     let keys = base_of(ctx, &mut c)?;
     let epoch = c.next_i64(i64::MIN, i64::MAX)?;
-    c.expect_done()?;
     let meta = keys.open(ctx, "meta", true);
     meta.check(KeyType::Hash)?;
     let synced = keys.open(ctx, "synced", true);
     let syncing = keys.open(ctx, "syncing", true);
     synced.check(KeyType::ZSet)?;
     syncing.check(KeyType::ZSet)?;
+    let spread = spread_in(ctx, &keys.base, declared, &meta, None)?;
+    if !meta.exists() {
+        refuse_base(ctx, &keys.base, spread, poll_found(ctx, &keys.base))?;
+    }
     let pending = meta_int(&meta, &keys.base, c"pending")?;
     if pending == 0 || epoch != pending {
         return Ok(ints(0));

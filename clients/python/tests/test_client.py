@@ -56,6 +56,64 @@ class RoutingSpec(unittest.TestCase):
             self.assertTrue(gaps <= {16384 // n, -(-16384 // n)}, (n, gaps))
 
 
+def _outcome(f):
+    """A call's reply, or its error's text."""
+    try:
+        return f()
+    except redis.ResponseError as e:
+        return str(e)
+
+
+class SpreadPollMerge(unittest.TestCase):
+    """The exact top and rank of a spread poll against the merged board,
+    on boards in memory (a backend answering POLL.TOP and POLL.RANK)."""
+
+    class Boards(hotpath.Backend):
+        def __init__(self, boards):
+            self.boards = {k: sorted(b.items(), key=lambda e: (e[1], e[0].encode()), reverse=True)
+                           for k, b in boards.items()}
+            self.calls = 0
+
+        def call(self, command, argv, keys):
+            self.calls += 1
+            board = self.boards[argv[0]]
+            if command == "POLL.TOP":
+                count, off = argv[1], argv[3]
+                return [x for c, v in board[off:off + count] for x in (c.encode(), v)]
+            if command == "POLL.RANK":
+                for r, (c, v) in enumerate(board):
+                    if c == argv[1]:
+                        return [r, v]
+                return None
+            raise AssertionError(command)
+
+    def test_top_and_rank_equal_the_merged_board(self):
+        rnd = random.Random(3)
+        for trial in range(40):
+            n = rnd.randint(1, 6)
+            cands = rnd.choice([1, 4, 30, 300])
+            flat = trial % 2 == 1
+            keys = routing.shard_keys("poll:m", n)
+            boards = {k: {} for k in keys}
+            for _ in range(1500):
+                c = rnd.randrange(cands) if flat else min(int(cands ** rnd.random()), cands - 1)
+                b = boards[keys[rnd.randrange(n)]]
+                b[f"c{c}"] = b.get(f"c{c}", 0) + 1
+            total = {}
+            for b in boards.values():
+                for c, v in b.items():
+                    total[c] = total.get(c, 0) + v
+            merged = sorted(total.items(), key=lambda e: (e[1], e[0].encode()), reverse=True)
+            poll = hotpath.SpreadPoll(self.Boards(boards), "poll:m", n, page_max=rnd.choice([1, 7, 1000]))
+            for count, offset in [(1, 0), (10, 0), (5, 3), (400, 0)]:
+                self.assertEqual(poll.top(count, offset),
+                                 [R.PollEntry(c, v) for c, v in merged[offset:offset + count]],
+                                 (trial, count, offset))
+            for r, (c, v) in list(enumerate(merged))[::5]:
+                self.assertEqual(poll.rank(c), R.PollRank(r, v), (trial, c))
+            self.assertIsNone(poll.rank("nobody"))
+
+
 class Families:
     """Every command of every family, with parsed replies checked exactly.
     Subclasses provide ``self.r`` and ``self.hp``."""
@@ -236,6 +294,55 @@ class Families:
         # The base key refuses single-slot commands.
         with self.assertRaisesRegex(redis.ResponseError, "is spread over 4 shards"):
             self.hp.like(self.k("spost")).add(1)
+
+    def test_spread_poll(self):
+        poll = self.hp.poll(self.k("spoll"), spread=4)
+        single = self.hp.poll(self.k("spollsingle"))
+        self.assertIsInstance(poll, hotpath.SpreadPoll)
+        self.assertTrue(poll.create(mode="MULTI", maxvotes=2, ttl=3600))
+        self.assertTrue(poll.create(mode="MULTI", maxvotes=2, ttl=3600))  # again: harmless
+        self.assertTrue(single.create(mode="MULTI", maxvotes=2, ttl=3600))
+        rnd = random.Random(5)
+        for i in range(120):
+            u = f"user:{rnd.randrange(50)}" if i % 4 else str(rnd.randrange(50))
+            c = f"c{min(int(12 ** rnd.random()), 11)}"
+            # MAXVOTES 2: the spread poll refuses exactly when the single
+            # one does.
+            self.assertEqual(_outcome(lambda: poll.vote(u, c, now=NOW)),
+                             _outcome(lambda: single.vote(u, c, now=NOW)), (u, c))
+        for u in ("user:3", "7"):
+            self.assertEqual(poll.revoke(u, now=NOW), single.revoke(u, now=NOW))
+        board = single.top(100)
+        self.assertEqual(poll.top(100), board)
+        self.assertEqual(poll.top(3, offset=2), board[2:5])
+        for e in board:
+            self.assertEqual(poll.rank(e.candidate), single.rank(e.candidate))
+        self.assertIsNone(poll.rank("nobody"))
+        self.assertEqual(poll.totals(board[0].candidate, "nobody"), [board[0].votes, None])
+        info, one = poll.info(), single.info()
+        self.assertEqual((info.mode, info.maxvotes, info.ballots, info.votes, info.shards),
+                         (one.mode, one.maxvotes, one.ballots, one.votes, 4))
+        self.assertGreater(info.expires, 0)
+        self.assertEqual({s.mode for s in info.per_shard}, {"MULTI"})
+        for u in ["user:1", "user:2", "3"]:
+            self.assertEqual(poll.status(u), single.status(u))
+        # The write-back: the shards' deltas merged are the single poll's.
+        sync, ref = poll.sync(), single.sync()
+        self.assertEqual(sync.epochs, [1, 1, 1, 1])
+        self.assertEqual(sorted((e.candidate, e.votes) for e in sync.deltas),
+                         sorted((e.candidate, e.votes) for e in ref.deltas))
+        self.assertEqual(poll.syncack(sync), [True] * 4)
+        self.assertEqual(poll.syncack(sync), [False] * 4)
+        # A voter of another shard is refused, naming the right one.
+        u = "user:1"
+        i = poll.shards.shard_of(u)
+        with self.assertRaisesRegex(redis.ResponseError, "wrong shard: user 'user:1' belongs to"):
+            self.r.execute_command("POLL.VOTE", poll.shards.keys[(i + 1) % 4], u, "c1",
+                                   "SPREAD", 4)
+        # The base key refuses single-slot commands.
+        with self.assertRaisesRegex(redis.ResponseError, "is spread over 4 shards"):
+            self.hp.poll(self.k("spoll")).vote("u", "x")
+        self.assertEqual(self.hp.spread_count("POLL", self.k("spoll")), 4)
 
     def test_spread_luckybag(self):
         bag = self.hp.luckybag(self.k("sbag"), spread=4)

@@ -40,9 +40,11 @@ pub mod fallback;
 pub mod replies;
 mod spread;
 pub mod spread_rank;
+pub mod spread_poll;
 
 pub use entities::*;
 pub use fallback::{detect, LikeConfigs};
 pub use replies::*;
 pub use spread::*;
 pub use spread_rank::*;
+pub use spread_poll::{SpreadPoll, SpreadPollInfo, SpreadPollSync};

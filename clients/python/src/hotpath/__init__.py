@@ -13,6 +13,7 @@ from .client import (Backend, DelayQueue, HotPath, Like, Lock, LuckyBag, ModuleB
                      Rank, Rate, RedPacket)
 from .spread import ShardError, Shards, SpreadLike, SpreadLuckyBag
 from .spread_rank import RankPosition, RankPositionEntry, ShardRankWrite, SpreadRank
+from .spread_poll import SpreadPoll, SpreadPollInfo, SpreadPollSync
 from .fallback import FallbackBackend, FunctionsBackend
 from .replies import *  # noqa: F401,F403  (the reply dataclasses)
 

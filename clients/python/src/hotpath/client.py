@@ -479,7 +479,12 @@ class HotPath:
             backend = default_backend(client)
         self.backend = backend
 
-    def poll(self, key: Key) -> Poll:
+    def poll(self, key: Key, spread: Optional[int] = None) -> Union[Poll, "SpreadPoll"]:
+        """A poll; with ``spread=n``, the poll spread over ``n`` shards
+        (docs/spread.md)."""
+        if spread is not None:
+            from .spread_poll import SpreadPoll
+            return SpreadPoll(self.backend, key, spread)
         return Poll(self.backend, key)
 
     def rank(self, key: Key) -> Rank:
