@@ -54,20 +54,8 @@ def load_library(r):
         r.execute_command("FUNCTION", "LOAD", "REPLACE", f.read())
 
 
-class NoSpreadTwins:
-    """The spread forms (LIKE.CREATE, SPREAD n, the LUCKYBAG draw steps)
-    have no Lua twins yet (lua-compat/README.md): their tests run against
-    the module only."""
-
-    def test_spread_like(self):
-        self.skipTest("spread forms have no Lua twins yet")
-
-    def test_spread_luckybag(self):
-        self.skipTest("spread forms have no Lua twins yet")
-
-
 @unittest.skipUnless(URL, "HOTPATH_FUNCTIONS_URL not set")
-class OnTheFunctionsLibrary(NoSpreadTwins, Families, unittest.TestCase):
+class OnTheFunctionsLibrary(Families, unittest.TestCase):
     """Every family's calls, their replies checked exactly as against the
     module, on a server that has only the library."""
 
@@ -89,7 +77,7 @@ class OnTheFunctionsLibrary(NoSpreadTwins, Families, unittest.TestCase):
 
 
 @unittest.skipUnless(URL, "HOTPATH_FUNCTIONS_URL not set")
-class OnTheFunctionsLibraryInResp2(NoSpreadTwins, Families, unittest.TestCase):
+class OnTheFunctionsLibraryInResp2(Families, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.r = redis.Redis.from_url(URL, protocol=2)
