@@ -31,7 +31,7 @@ if e then return e end
 if sh then
   for i = 1, last do
     local s = list[i] % sh.n
-    if s ~= sh.i then return wrong_shard('like', 'user', B, sh, args[i], s) end
+    if s ~= sh.i then return spread().wrong_shard('like', 'user', B, sh, args[i], s) end
     list[i] = math.floor(list[i] / sh.n)
   end
 end

@@ -16,15 +16,15 @@ local i = 1
 while i <= #args do
   if string.upper(args[i]) ~= 'SPREAD' or i + 1 > #args then return syntax() end
   local e
-  n, e = spread_count('like', args[i + 1])
+  n, e = spread().spread_count('like', args[i + 1])
   if e then return e end
   i = i + 2
 end
 if n == nil then
   return redis.error_reply('ERR like: LIKE.CREATE needs SPREAD n (a single-slot post needs no creation)')
 end
-local index = shard_index(K, n)
-if index == nil then return not_a_shard_key('like', K, n) end
+local index = spread().shard_index(K, n)
+if index == nil then return spread().not_a_shard_key('like', K, n) end
 -- Every key of the shard is type-checked before anything is written.
 local META = K .. ':meta'
 local tm = type_of(META)
@@ -35,11 +35,11 @@ for _, kt in ipairs({{'set', 'set'}, {'count', 'string'}, {'chunks', 'string'}, 
   if t ~= 'none' and t ~= kt[2] then return redis.error_reply(WRONGTYPE) end
   if t ~= 'none' then in_use = true end
 end
-local rec, e = read_record('like', K)
+local rec, e = spread().read_record('like', K)
 if e then return e end
 if rec then
   if rec.n == n then return {ok = 'OK'} end
-  local _, e2 = resolve('like', K, n, rec)
+  local _, e2 = spread().resolve('like', K, n, rec)
   return e2
 end
 if in_use or tm ~= 'none' then
@@ -49,8 +49,8 @@ end
 -- (in that slot when it has a hash tag, or on a standalone server) must
 -- not be shadowed by a spread one.
 if index == 0 then
-  local _, base = split_shard_key(K)
-  if has_hash_tag(base) or not cluster_enabled() then
+  local _, base = spread().split_shard_key(K)
+  if spread().has_hash_tag(base) or not spread().cluster_enabled() then
     for _, s in ipairs({'set', 'count', 'chunks'}) do
       if redis.call('EXISTS', base .. ':' .. s) == 1 then
         return redis.error_reply("ERR like: '" .. key_text(base) .. "' is a single-slot post already")

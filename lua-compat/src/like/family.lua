@@ -121,9 +121,9 @@ local function like_spread_of(B, declared)
   local meta = B .. ':meta'
   local tm = type_of(meta)
   if tm ~= 'none' and tm ~= 'hash' then return nil, redis.error_reply(WRONGTYPE) end
-  local rec, e = read_record('like', B)
+  local rec, e = spread().read_record('like', B)
   if e then return nil, e end
-  local sh, e2 = resolve('like', B, declared, rec, function()
+  local sh, e2 = spread().resolve('like', B, declared, rec, function()
     for _, s in ipairs({'count', 'set', 'chunks'}) do
       if redis.call('EXISTS', B .. ':' .. s) == 1 then return true end
     end
@@ -140,7 +140,7 @@ end
 local function trailing_spread(args, min)
   local len = #args
   if len >= min + 2 and string.upper(args[len - 1]) == 'SPREAD' then
-    local n, e = spread_count('like', args[len])
+    local n, e = spread().spread_count('like', args[len])
     if e then return nil, nil, e end
     return len - 2, n
   end
@@ -150,7 +150,7 @@ end
 -- key: the count, nil, or nil and the arity error.
 local function only_spread(args, cmd)
   if #args == 0 then return nil end
-  if #args == 2 and string.upper(args[1]) == 'SPREAD' then return spread_count('like', args[2]) end
+  if #args == 2 and string.upper(args[1]) == 'SPREAD' then return spread().spread_count('like', args[2]) end
   return nil, arity(cmd)
 end
 -- A post as a read sees it: every key's type checked, then the count (a
@@ -166,7 +166,7 @@ local function read_post(base, need_count, single)
     return nil, redis.error_reply(WRONGTYPE)
   end
   if single and ts == 'none' and ti == 'none' and tc == 'none' then
-    local e = refuse_spread_base('like', base)
+    local e = spread().refuse_spread_base('like', base)
     if e then return nil, e end
   end
   local p = {base = base, count = 0, set_members = redis.call('SCARD', set), index = redis.call('GET', index) or ''}
@@ -278,7 +278,7 @@ local function write(OP, CMD, keys, argv)
       i = i + 2
     elseif kw == 'SPREAD' then
       if i + 1 > #args then return syntax() end
-      local n, e = spread_count('like', args[i + 1])
+      local n, e = spread().spread_count('like', args[i + 1])
       if e then return e end
       declared = n
       i = i + 2
@@ -293,7 +293,7 @@ local function write(OP, CMD, keys, argv)
   local liker = u
   if sh then
     local s = uid % sh.n
-    if s ~= sh.i then return wrong_shard('like', 'user', B, sh, u, s) end
+    if s ~= sh.i then return spread().wrong_shard('like', 'user', B, sh, u, s) end
     uid = math.floor(uid / sh.n)
     u = fmt(uid)
   end
@@ -326,7 +326,7 @@ local function write(OP, CMD, keys, argv)
     -- No count: a post without likers, or a count deleted by hand from a
     -- post all in set form (SCARD); with chunks it cannot be counted.
     if not sh then
-      local e = refuse_spread_base('like', B)
+      local e = spread().refuse_spread_base('like', B)
       if e then return e end
     end
     local ts, ti = type_of(SET), type_of(INDEX)

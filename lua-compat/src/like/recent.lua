@@ -24,7 +24,7 @@ end
 if i <= #args then
   if string.upper(args[i]) ~= 'SPREAD' or i + 1 > #args then return syntax() end
   local e
-  declared, e = spread_count('like', args[i + 1])
+  declared, e = spread().spread_count('like', args[i + 1])
   if e then return e end
   i = i + 2
 end
@@ -35,7 +35,7 @@ local RECENT = B .. ':recent'
 local tr = type_of(RECENT)
 if tr ~= 'none' and tr ~= 'zset' then return redis.error_reply(WRONGTYPE) end
 if not sh and tr == 'none' then
-  local e = refuse_spread_base('like', B)
+  local e = spread().refuse_spread_base('like', B)
   if e then return e end
 end
 local card = redis.call('ZCARD', RECENT)

@@ -8,7 +8,7 @@ local B = KEYS[1]
 if #ARGV < 3 then return arity('luckybag.commit') end
 local last, declared = #ARGV, nil
 if #ARGV >= 3 and string.upper(ARGV[#ARGV - 1]) == 'SPREAD' then
-  local n, se = spread_count('luckybag', ARGV[#ARGV])
+  local n, se = spread().spread_count('luckybag', ARGV[#ARGV])
   if se then return se end
   declared = n
   last = #ARGV - 2

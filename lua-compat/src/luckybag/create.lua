@@ -16,7 +16,7 @@ while i <= #ARGV do
   end
   if v == nil then return syntax() end
   if kw == 'SPREAD' then
-    local n, se = spread_count('luckybag', v)
+    local n, se = spread().spread_count('luckybag', v)
     if se then return se end
     declared = n
   elseif kw == 'WINNERS' then
@@ -57,8 +57,8 @@ if not winners then return syntax() end
 -- internal pool unless SHARDS says otherwise.
 local sh = nil
 if declared then
-  local index = shard_index(B, declared)
-  if index == nil then return not_a_shard_key('luckybag', B, declared) end
+  local index = spread().shard_index(B, declared)
+  if index == nil then return spread().not_a_shard_key('luckybag', B, declared) end
   sh = {n = declared, i = index}
   if not shards_given then shards = '1' end
   poolcap = share_text(poolcap, sh.n, sh.i)
@@ -71,11 +71,11 @@ if exists then
   -- Creating a spread bag's shard again with the same rules is harmless
   -- (a creation that failed half way is run again).
   local v = redis.call('HMGET', meta, 'spread', 'shard')
-  local rec, re = parse_record('luckybag', B, v[1], v[2])
+  local rec, re = spread().parse_record('luckybag', B, v[1], v[2])
   if re then return re end
   if not rec then return ferr('bag already exists') end
   if rec.n ~= sh.n then
-    local _, e = resolve('luckybag', B, sh.n, rec)
+    local _, e = spread().resolve('luckybag', B, sh.n, rec)
     return e
   end
   local have = redis.call('HMGET', meta, 'winners', 'shards', 'poolcap', 'highscore', 'restore')
@@ -89,8 +89,8 @@ end
 -- (in that slot when it has a hash tag, or on a standalone server) must
 -- not be shadowed by a spread one.
 if sh and sh.i == 0 then
-  local _, b = split_shard_key(B)
-  if (has_hash_tag(b) or not cluster_enabled()) and redis.call('EXISTS', b .. ':meta') == 1 then
+  local _, b = spread().split_shard_key(B)
+  if (spread().has_hash_tag(b) or not spread().cluster_enabled()) and redis.call('EXISTS', b .. ':meta') == 1 then
     return ferr("'" .. key_text(b) .. "' is a single-slot bag already")
   end
 end

@@ -27,7 +27,7 @@ while i <= #ARGV do
     end
     now = v
   else
-    local n, se = spread_count('luckybag', v)
+    local n, se = spread().spread_count('luckybag', v)
     if se then return se end
     declared = n
   end

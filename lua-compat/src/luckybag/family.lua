@@ -173,7 +173,7 @@ end
 local function bag_spread_of(B, declared, meta, user)
   if declared == nil and not looks_like_shard(B) then
     if not meta then
-      local e = refuse_spread_base('luckybag', B)
+      local e = spread().refuse_spread_base('luckybag', B)
       if e then return nil, e end
     end
     return nil
@@ -181,17 +181,17 @@ local function bag_spread_of(B, declared, meta, user)
   local rec = nil
   if meta then
     local v = redis.call('HMGET', meta, 'spread', 'shard')
-    local r, e = parse_record('luckybag', B, v[1], v[2])
+    local r, e = spread().parse_record('luckybag', B, v[1], v[2])
     if e then return nil, e end
     rec = r
   end
-  local sh, e = resolve('luckybag', B, declared, rec, function() return has_bag_data(B) end)
+  local sh, e = spread().resolve('luckybag', B, declared, rec, function() return has_bag_data(B) end)
   if e then return nil, e end
   if sh and user then
-    local e2 = check_owner('luckybag', 'user', B, sh, user)
+    local e2 = spread().check_owner('luckybag', 'user', B, sh, user)
     if e2 then return nil, e2 end
   elseif not sh and not meta then
-    local e3 = refuse_spread_base('luckybag', B)
+    local e3 = spread().refuse_spread_base('luckybag', B)
     if e3 then return nil, e3 end
   end
   return sh
@@ -201,7 +201,7 @@ end
 local function user_spread(argv, cmd)
   if #argv == 1 then return argv[1] end
   if #argv == 3 and string.upper(argv[2]) == 'SPREAD' then
-    local n, e = spread_count('luckybag', argv[3])
+    local n, e = spread().spread_count('luckybag', argv[3])
     if e then return nil, nil, e end
     return argv[1], n
   end
@@ -241,9 +241,9 @@ local function draw_shard(B, declared, coordinator)
   local sh, e2 = bag_spread_of(B, declared, meta, nil)
   if e2 then return nil, nil, e2 end
   if coordinator and sh.i ~= 0 then
-    local _, base = split_shard_key(B)
+    local _, base = spread().split_shard_key(B)
     return nil, nil, ferr("the draw of a spread bag is coordinated by its shard 0 ('"
-      .. key_text(first_shard_key(base or B)) .. "')")
+      .. key_text(spread().first_shard_key(base or B)) .. "')")
   end
   return sh, meta
 end

@@ -14,7 +14,7 @@ if not count or count < 1 or count > MAX_WINNERS then return notint() end
 local declared = nil
 if #ARGV > 1 then
   if #ARGV ~= 3 or string.upper(ARGV[2]) ~= 'SPREAD' then return arity('luckybag.freeze') end
-  local n, se = spread_count('luckybag', ARGV[3])
+  local n, se = spread().spread_count('luckybag', ARGV[3])
   if se then return se end
   declared = n
 end

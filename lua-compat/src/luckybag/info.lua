@@ -7,7 +7,7 @@ local B = KEYS[1]
 local declared = nil
 if #ARGV ~= 0 then
   if #ARGV ~= 2 or string.upper(ARGV[1]) ~= 'SPREAD' then return arity('luckybag.info') end
-  local n, ce = spread_count('luckybag', ARGV[2])
+  local n, ce = spread().spread_count('luckybag', ARGV[2])
   if ce then return ce end
   declared = n
 end

@@ -13,7 +13,7 @@ while i <= #ARGV do
   local v = ARGV[i + 1]
   if v == nil then return syntax() end
   if kw == 'SPREAD' then
-    local n, se = spread_count('luckybag', v)
+    local n, se = spread().spread_count('luckybag', v)
     if se then return se end
     declared = n
   else

@@ -11,7 +11,7 @@ local B = KEYS[1]
 if #ARGV < 2 then return arity('luckybag.publish') end
 local last, declared = #ARGV, nil
 if #ARGV >= 2 and string.upper(ARGV[#ARGV - 1]) == 'SPREAD' then
-  local n, se = spread_count('luckybag', ARGV[#ARGV])
+  local n, se = spread().spread_count('luckybag', ARGV[#ARGV])
   if se then return se end
   declared = n
   last = #ARGV - 2
@@ -51,7 +51,7 @@ if cut then
   if le then return le end
 end
 for _, w in ipairs(list) do
-  local oe = check_owner('luckybag', 'user', B, sh, w[1])
+  local oe = spread().check_owner('luckybag', 'user', B, sh, w[1])
   if oe then return oe end
   local cand = B .. ':cand:' .. shard_of(w[1], shards)
   if not typed(cand, 'zset') then return redis.error_reply(WRONGTYPE) end
