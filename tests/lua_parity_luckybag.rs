@@ -820,3 +820,76 @@ fn spread_twins_match_the_module() {
         twins_via(via, || spread_twins_match_the_module_once(200 + seed));
     }
 }
+
+/// The twins of a spread bag's draw on a master with a replica: joins
+/// (random scores), the lease from the server clock (no NOW), freezes,
+/// commit and publish all replicate as their effects; the replica ends
+/// with the same data (DEBUG DIGEST) and the same lease instant.
+#[test]
+fn spread_twins_replicate_exactly() {
+    let pair = Pair::start();
+    let mut c = pair.master.conn();
+    load_library(&mut c);
+    let n = 2u32;
+    let keys = bag_shard_keys("rbag:{r}", n);
+    let f = |c: &mut Connection, cmd: &str, key: &str, args: &[&str]| -> String {
+        let mut a: Vec<&str> = vec![key];
+        a.extend_from_slice(args);
+        show(&call_twin(c, &format!("fcall:hotpath_luckybag_{cmd}"), 1, &a))
+    };
+    for k in &keys {
+        assert_eq!(f(&mut c, "create", k, &["WINNERS", "3", "TTL", "600", "SPREAD", "2"]), "OK");
+    }
+    for u in 0..30 {
+        let u = u.to_string();
+        let k = &keys[routing::shard_of(u.as_bytes(), n) as usize];
+        f(&mut c, "join", k, &[&u, "SPREAD", "2"]);
+    }
+    // The lease from the clock, through the EVALSHA script too.
+    let sha = load_script(&mut c, "luckybag/drawbegin.lua");
+    let begin = show(&evalsha(&mut c, &sha, 1, &[&keys[0], "T", "SPREAD", "2"]));
+    assert_eq!(begin, "[drawing, 3]");
+    let mut all: Vec<(String, String)> = Vec::new();
+    for k in &keys {
+        all.extend(pairs_of(&f(&mut c, "freeze", k, &["3", "SPREAD", "2"])));
+    }
+    all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.as_bytes().cmp(a.0.as_bytes())));
+    all.truncate(3);
+    let mut commit: Vec<String> = vec!["T".into()];
+    commit.extend(all.iter().flat_map(|(u, s)| [u.clone(), s.clone()]));
+    commit.extend(["SPREAD".into(), "2".into()]);
+    let commit: Vec<&str> = commit.iter().map(String::as_str).collect();
+    let lease: String = redis::cmd("HGET")
+        .arg(format!("{}:meta", keys[0]))
+        .arg("drawlease")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(f(&mut c, "commit", &keys[0], &commit), "OK");
+    for (i, k) in keys.iter().enumerate() {
+        let mut a: Vec<String> = all
+            .iter()
+            .filter(|(u, _)| routing::shard_of(u.as_bytes(), n) as usize == i)
+            .flat_map(|(u, s)| [u.clone(), s.clone()])
+            .collect();
+        let (lu, ls) = all.last().unwrap();
+        a.extend(["LAST".into(), lu.clone(), ls.clone(), "SPREAD".into(), "2".into()]);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        assert!(!f(&mut c, "publish", k, &a).starts_with("ERR"));
+    }
+    let (m, r) = pair.sync_digests();
+    assert_eq!(m, r, "the replica has the master's data");
+    let mut rc = pair.replica.conn();
+    for k in &keys {
+        for suffix in ["meta", "count", "cand:0", "winners"] {
+            let key = format!("{k}:{suffix}");
+            assert_eq!(
+                int(&mut c, &["PEXPIRETIME", &key]),
+                int(&mut rc, &["PEXPIRETIME", &key]),
+                "{key}"
+            );
+        }
+    }
+    // The lease was written as an absolute instant (now + 30 s by default).
+    let lease: i64 = lease.parse().unwrap();
+    assert!(lease > 1_700_000_000_000, "{lease}");
+}
