@@ -544,6 +544,16 @@ fn spread_twins_match_the_module_once(seed: u64) {
             t.assert_same_data(&format!("step {step}, a deleted record"));
         }
     }
+    // The base key of a spread post, used by single-slot commands.
+    for (cmd, args) in [
+        ("add", vec!["1".to_string(), "NOW".into(), "5".into()]),
+        ("check", vec!["1".into()]),
+        ("count", vec![]),
+        ("recent", vec![]),
+        ("info", vec![]),
+    ] {
+        t.both(cmd, &["post:9"], &args);
+    }
     // Each shard holds id / n: promoted shards are dense.
     for (base, n) in posts {
         for k in shard_keys(base, n) {

@@ -627,10 +627,24 @@ fn spread_twins_match_the_module_once(seed: u64) {
         t.both("create", &k, &args);
     }
     t.assert_same_data("creation");
+    // A lease that ends past 2^53: added exactly on the decimal text.
+    let big = bag_shard_keys("bag:{big}", 1)[0].clone();
+    t.both("create", &big, &rules(&["SPREAD", "1"]));
+    let nows = ["4611686018427387903", "4611686018427387902"];
+    for (tok, now) in ["t", "u"].iter().zip(nows) {
+        let a: Vec<String> = [tok, "NOW", now, "SPREAD", "1"].iter().map(|s| s.to_string()).collect();
+        t.both("drawbegin", &big, &a);
+    }
+    t.assert_same_data("a lease past 2^53");
 
-    let users: Vec<String> = (0..240)
+    // Integer ids (id mod n, digit by digit), names (FNV-1a) and the odd
+    // ones: 64-bit bounds, negatives, leading zeros, non-ASCII bytes.
+    let mut users: Vec<String> = (0..240)
         .map(|i| if i % 4 == 3 { format!("user-{i}") } else { i.to_string() })
         .collect();
+    users.extend(USERS.iter().filter(|u| !u.is_empty()).map(|u| u.to_string()));
+    let odd = ["-9223372036854775808", "9223372036854775808", "18446744073709551617", "-1"];
+    users.extend(odd.map(String::from));
     for step in 0..500 {
         let u = users[rng.gen_range(0..users.len())].clone();
         let own = routing::shard_of(u.as_bytes(), n) as usize;
@@ -667,6 +681,16 @@ fn spread_twins_match_the_module_once(seed: u64) {
         }
     }
     t.assert_same_data("the joins");
+    // The base key of the spread bag, used by single-slot commands.
+    for (cmd, args) in [
+        ("join", vec!["1".to_string()]),
+        ("result", vec!["1".into()]),
+        ("info", vec![]),
+        ("draw", vec![]),
+        ("task", vec!["1".into()]),
+    ] {
+        t.both(cmd, base, &args);
+    }
 
     // Bad draw steps: no SPREAD, not shard 0, no draw yet, a bad token.
     for (cmd, k, args) in [
