@@ -262,9 +262,14 @@ local function spread()
   return S
 end
 -- True when k may be a shard key (`{` and the tag of its own slot): one
--- byte for every other key.
+-- byte for a key that does not start with `{`.
 local function looks_like_shard(k)
-  return string.byte(k, 1) == 123 and spread().split_shard_key(k) ~= nil
+  if string.byte(k, 1) ~= 123 then return false end
+  -- A table tag has 1 to 3 characters: longer `{…}` prefixes (a hash tag
+  -- such as `{user:42}`) are told apart without building the helpers.
+  local close = string.find(k, '}', 2, true)
+  if not close or close < 3 or close > 5 then return false end
+  return spread().split_shard_key(k) ~= nil
 end
 -- LUCKYBAG helpers (lua-compat/src/luckybag/family.lua), those this script uses.
 local MAX_WINNERS = 1000
