@@ -851,7 +851,17 @@ fn spread_twins_match_the_module() {
 /// with the same data (DEBUG DIGEST) and the same lease instant.
 #[test]
 fn spread_twins_replicate_exactly() {
-    let pair = Pair::start();
+    // Pair::start() but for the master's 5 s wait before a diskless sync.
+    let master = Server::start_with(&["--repl-diskless-sync-delay", "0"]);
+    let replica = Server::start();
+    let mut rc = replica.conn();
+    run(&mut rc, &["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !run(&mut rc, &["INFO", "replication"]).contains("master_link_status:up") {
+        assert!(std::time::Instant::now() < deadline, "the replica never synced");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pair = Pair { master, replica };
     let mut c = pair.master.conn();
     load_library(&mut c);
     let n = 2u32;
@@ -902,7 +912,6 @@ fn spread_twins_replicate_exactly() {
     }
     let (m, r) = pair.sync_digests();
     assert_eq!(m, r, "the replica has the master's data");
-    let mut rc = pair.replica.conn();
     for k in &keys {
         for suffix in ["meta", "count", "cand:0", "winners"] {
             let key = format!("{k}:{suffix}");
