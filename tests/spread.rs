@@ -715,7 +715,7 @@ fn luckybag_spread_publish_refuses_a_list_that_is_not_the_true_top() {
     let fmt = |r: i64| format!("{}.{:06}", r / 1_000_000, r % 1_000_000);
     let refusal = |winner: Option<&(String, i64)>| -> String {
         let why = match winner {
-            Some((u, r)) => format!("ranks before '{u}' with score {}", fmt(*r)),
+            Some((u, r)) => format!("does not rank after '{u}' with score {}", fmt(*r)),
             None => "the winner list is shorter than WINNERS without LAST".into(),
         };
         format!(

@@ -608,7 +608,7 @@ local top, te = top_candidates(B, shards, #list + 1)
 if te then return te end
 local function left_out(c, above)
   local why = 'the winner list is shorter than WINNERS without LAST'
-  if above then why = "ranks before '" .. key_text(above[1]) .. "' with score " .. r_text(above[2]) end
+  if above then why = "does not rank after '" .. key_text(above[1]) .. "' with score " .. r_text(above[2]) end
   return ferr("not the true top: '" .. key_text(c[1]) .. "' with score " .. r_text(c[2]) .. " of '"
     .. key_text(B) .. "' is not a winner but " .. why)
 end

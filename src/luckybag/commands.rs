@@ -1294,7 +1294,7 @@ fn check_true_top(
         let (u, s, k) = (error::key_text(&e.user), score(e.r), error::key_text(base));
         ferr(&match &e.above {
             Some((w, r)) => format!(
-                "not the true top: '{u}' with score {s} of '{k}' is not a winner but ranks before '{}' with score {}",
+                "not the true top: '{u}' with score {s} of '{k}' is not a winner but does not rank after '{}' with score {}",
                 error::key_text(w),
                 score(*r)
             ),
