@@ -12,6 +12,9 @@ One source tree gives both forms, so that they cannot drift apart:
 
 Sources (lua-compat/src/README.md describes them):
   shared.lua               helpers of every family
+  spread.lua               the routing of spread entities (docs/spread.md),
+                           shared too; its slot-tag table is generated from
+                           clients/python/src/hotpath/slot_tags.txt
   <family>/family.lua      helpers of one family
   <family>/<command>.lua   one command's body, with a header comment and
                            `--@` lines: `--@ keys 1` (the generated code
@@ -187,8 +190,33 @@ class Family:
             raise SourceError(f"{path.relative_to(ROOT)}: no command")
 
 
-def load():
+SLOT_TAGS = ROOT / "clients" / "python" / "src" / "hotpath" / "slot_tags.txt"
+
+
+def slot_tags_literal():
+    """The slot-tag table (docs/spread.md) as one Lua string: TAG[s] for
+    every slot, padded to three characters with spaces. Generated from the
+    committed table rather than written by hand."""
+    tags = SLOT_TAGS.read_text().split("\n")
+    if tags and tags[-1] == "":
+        tags.pop()
+    if len(tags) != 16384 or not all(re.fullmatch(r"[0-9A-Za-z]{1,3}", t) for t in tags):
+        raise SourceError(f"{SLOT_TAGS.relative_to(ROOT)}: not 16384 tags of 1 to 3 alphanumerics")
+    return "'" + "".join(t.ljust(3) for t in tags) + "'"
+
+
+def shared_source():
+    """shared.lua, then spread.lua (the routing of spread entities) with
+    the slot-tag table put in: the helpers every family may use."""
     shared = helper_file(SRC / "shared.lua")
+    spread = helper_file(SRC / "spread.lua", top_level_names(shared))
+    if "'@SLOT_TAGS@'" not in spread:
+        raise SourceError("lua-compat/src/spread.lua: no '@SLOT_TAGS@' placeholder")
+    return shared + spread.replace("'@SLOT_TAGS@'", slot_tags_literal())
+
+
+def load():
+    shared = shared_source()
     names = top_level_names(shared)
     families = [Family(p, names) for p in sorted(SRC.iterdir()) if (p / "family.lua").exists()]
     return shared, families

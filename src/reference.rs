@@ -132,7 +132,7 @@ pub const SYNTAX: &[Syntax] = &[
         "luckybag.commit",
         "key draw-token [user score [user score ...]] SPREAD n",
     ),
-    line("luckybag.publish", "key [user score [user score ...]] SPREAD n"),
+    line("luckybag.publish", "key [user score [user score ...]] [LAST user score] [VERIFY] SPREAD n"),
     // RATE
     line(
         "rate.check",

@@ -42,7 +42,7 @@ fn rust_client_falls_back_to_the_functions_library() {
     use hotpath_client::*;
     const NOW: i64 = 4_102_444_800_000;
 
-    fn calls<C: redis::ConnectionLike>(con: &mut C) -> Vec<String> {
+    fn calls<C: FanOut>(con: &mut C, spread: Backend) -> Vec<String> {
         let mut out = Vec::new();
         let mut note = |what: &str, v: String| out.push(format!("{what}: {v}"));
         let p = Poll::new("poll:{t}").at(NOW);
@@ -150,6 +150,35 @@ fn rust_client_falls_back_to_the_functions_library() {
             format!("{:?}", q.poll(con, 1000, None, None)),
         );
         note("delayq.info", format!("{:?}", q.info(con)));
+        // The spread forms, on the backend given (the module's commands
+        // or the library's functions: a fan-out does not fall back).
+        let sp = SpreadLike::new("spost:{t}", 3).at(NOW).with_backend(spread);
+        note("slike.create", format!("{:?}", sp.create(con)));
+        note("slike.add", format!("{:?}", sp.add(con, 7)));
+        note("slike.toggle", format!("{:?}", sp.toggle(con, 8)));
+        note("slike.check", format!("{:?}", sp.check(con, &[7, 8, 9])));
+        note("slike.count", format!("{:?}", sp.count(con)));
+        note("slike.recent", format!("{:?}", sp.recent(con, Some(5))));
+        note("slike.info", format!("{:?}", sp.info(con)));
+        let sb = SpreadLuckyBag::new("sbag:{t}", 3).with_backend(spread);
+        note(
+            "sbag.create",
+            format!("{:?}", sb.create(con, 10, &BagOptions::default())),
+        );
+        for u in ["1", "2", "3", "4", "alice", "bob"] {
+            note("sbag.join", format!("{:?}", sb.join(con, u, false)));
+        }
+        note("sbag.participants", format!("{:?}", sb.participants(con)));
+        // Every participant wins (10 prizes): the same on both servers
+        // whatever the random scores.
+        let o = DrawOptions {
+            replicas: 0,
+            ..DrawOptions::default()
+        };
+        let won = sb.draw(con, &o).map(|w| w.len());
+        note("sbag.draw", format!("{won:?}"));
+        note("sbag.result", format!("{:?}", sb.result(con, "alice")));
+        note("sbag.state", format!("{:?}", sb.info(con).map(|i| i.state)));
         // An error: the same text from both.
         note(
             "poll.vote",
@@ -160,7 +189,7 @@ fn rust_client_falls_back_to_the_functions_library() {
 
     let module = Server::start();
     let mut m = module.conn();
-    let want = calls(&mut m);
+    let want = calls(&mut m, Backend::Module);
     // Every call succeeded on the module but two errors on purpose (a
     // third vote past MAXVOTES, an empty user).
     let errors: Vec<&String> = want.iter().filter(|s| s.contains("Err(")).collect();
@@ -176,7 +205,7 @@ fn rust_client_falls_back_to_the_functions_library() {
         detect(&mut m, LikeConfigs::default()).unwrap(),
         Backend::Module
     );
-    let got = calls(&mut f);
+    let got = calls(&mut f, Backend::Functions(LikeConfigs::default()));
     for (w, g) in want.iter().zip(&got) {
         assert_eq!(w, g);
     }

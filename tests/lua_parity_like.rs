@@ -310,3 +310,281 @@ fn twins_match_through_a_large_promotion_and_common_of_bitmaps() {
         );
     }
 }
+
+// ---- spread posts (docs/spread.md) ----
+//
+// Shard keys start with their own `{tag}`, so the two sides cannot be told
+// apart by a key prefix: the module writes in database 0 and the twins in
+// database 1 of the same server, under the very same key names.
+
+use hotpath_client::routing;
+
+const SPREAD_CMDS: [&str; 9] = [
+    "create", "toggle", "add", "rem", "check", "count", "recent", "info", "common",
+];
+
+struct SpreadSides {
+    m: Connection,
+    l: Connection,
+    twins: HashMap<&'static str, String>,
+    /// Every reply seen, for the coverage checks at the end.
+    seen: Vec<String>,
+}
+
+impl SpreadSides {
+    fn new(s: &Server) -> SpreadSides {
+        let m = s.conn();
+        let mut l = s.conn();
+        run(&mut l, &["SELECT", "1"]);
+        let twins = SPREAD_CMDS
+            .iter()
+            .map(|n| (*n, load_twin(&mut l, &format!("like/{n}.lua"))))
+            .collect();
+        SpreadSides {
+            m,
+            l,
+            twins,
+            seen: Vec::new(),
+        }
+    }
+
+    /// `LIKE.<cmd> keys… args…` through the module (database 0) and the
+    /// twin (database 1): both replies must be the same.
+    fn both(&mut self, cmd: &'static str, keys: &[&str], args: &[String]) -> String {
+        let mut margs: Vec<String> = vec![format!("LIKE.{}", cmd.to_uppercase())];
+        margs.extend(keys.iter().map(|k| k.to_string()));
+        margs.extend(args.iter().cloned());
+        let mrefs: Vec<&str> = margs.iter().map(String::as_str).collect();
+        let ours = run(&mut self.m, &mrefs);
+        let mut largs: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+        largs.extend([MAX_ID.to_string(), PROMOTE_AT.to_string(), RECENT.to_string()]);
+        largs.extend(args.iter().cloned());
+        let theirs = show(&call_twin(&mut self.l, &self.twins[cmd], keys.len(), &largs));
+        assert_eq!(ours, theirs, "{cmd} {keys:?} {args:?}");
+        self.seen.push(ours.clone());
+        ours
+    }
+
+    fn raw_both(&mut self, args: &[&str]) {
+        run(&mut self.m, args);
+        run(&mut self.l, args);
+    }
+
+    /// Every key, value and absolute expiry the same on both sides.
+    fn assert_same_data(&mut self, what: &str) {
+        let mut sides = Vec::new();
+        for c in [&mut self.m, &mut self.l] {
+            let mut d = dump_keys(c, "*");
+            let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+            keys.sort();
+            for k in keys {
+                let at = int(c, &["PEXPIRETIME", &k]);
+                d.push(format!("{k} expires {at}"));
+            }
+            sides.push(d);
+        }
+        assert_eq!(sides[0], sides[1], "data differs after {what}");
+    }
+}
+
+fn shard_keys(base: &str, n: u32) -> Vec<String> {
+    routing::shard_keys(base.as_bytes(), n)
+        .into_iter()
+        .map(|k| String::from_utf8(k).unwrap())
+        .collect()
+}
+
+fn spread_twins_match_the_module_once(seed: u64) {
+    let s = server();
+    let mut t = SpreadSides::new(&s);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let posts: [(&str, u32); 2] = [("post:9", 3), ("post:{7}", 4)];
+    let sp = |n: u32| vec!["SPREAD".to_string(), n.to_string()];
+    // Creation, and its errors: no SPREAD, a bad count, a key that is no
+    // shard key, another count, a single-slot post under the base.
+    t.both("add", &["post:{7}"], &["5".into(), "NOW".into(), "1".into()]);
+    let k7 = shard_keys("post:{7}", 4);
+    t.both("create", &[&k7[0]], &sp(4));
+    t.both("rem", &["post:{7}"], &["5".into()]);
+    for (base, n) in posts {
+        for k in shard_keys(base, n) {
+            t.both("create", &[&k], &sp(n));
+            t.both("create", &[&k], &sp(n));
+        }
+    }
+    let k9 = shard_keys("post:9", 3);
+    for (k, args) in [
+        (k9[0].as_str(), vec![]),
+        (k9[0].as_str(), vec!["SPREAD".to_string()]),
+        (k9[0].as_str(), sp(0)),
+        (k9[0].as_str(), vec!["SPREAD".into(), "x".into()]),
+        (k9[0].as_str(), vec!["FOO".into(), "1".into()]),
+        (k9[0].as_str(), sp(5)),
+        (k9[1].as_str(), sp(4)),
+        ("post:9", sp(3)),
+        ("{0VD}", sp(1)),
+    ] {
+        t.both("create", &[k], &args);
+    }
+    t.assert_same_data("creation");
+    // Shard 0 of post:9 gets dense stored ids 0 … 666 (users 0, 3, … 1998),
+    // past the intset size: it is promoted while the random run goes on.
+    for u in (0..=1998u64).step_by(3) {
+        let mut a = vec![u.to_string(), "NOW".into(), "1".into()];
+        a.extend(sp(3));
+        t.both("add", &[&k9[0]], &a);
+    }
+    let mut now = 1_700_000_000_000i64;
+    for step in 0..700 {
+        let (base, n) = posts[rng.gen_range(0..2)];
+        let keys = shard_keys(base, n);
+        let i = rng.gen_range(0..n as usize);
+        // Mostly the user's own shard, so that shards fill and promote.
+        let mut u: u64 = rng.gen_range(0..300);
+        if rng.gen_range(0..5) > 0 {
+            u = u - u % u64::from(n) + i as u64;
+        }
+        let mut user = u.to_string();
+        match rng.gen_range(0..40) {
+            0 => user = String::new(),
+            1 => user = "abc".into(),
+            2 => user = "2001".into(),
+            _ => {}
+        }
+        let key: String = match rng.gen_range(0..30) {
+            0 => base.to_string(),
+            1 => shard_keys(base, n + 1)[1].clone(),
+            2 => "post:other".into(),
+            _ => keys[i].clone(),
+        };
+        let spread: Vec<String> = match rng.gen_range(0..12) {
+            0 => vec![],
+            1 => sp(n + 1),
+            2 => sp(0),
+            _ => sp(n),
+        };
+        now += rng.gen_range(0..3);
+        let ts = now.to_string();
+        let mut args: Vec<String>;
+        let cmd: &'static str = match rng.gen_range(0..100) {
+            0..=29 => {
+                args = vec![user, "NOW".into(), ts];
+                "toggle"
+            }
+            30..=54 => {
+                args = vec![user, "now".into(), ts];
+                "add"
+            }
+            55..=69 => {
+                args = vec![user];
+                "rem"
+            }
+            70..=79 => {
+                args = (0..rng.gen_range(1..4))
+                    .map(|_| {
+                        let v: u64 = rng.gen_range(0..300);
+                        (v - v % u64::from(n) + i as u64).to_string()
+                    })
+                    .collect();
+                if rng.gen_range(0..4) == 0 {
+                    args.push(user);
+                }
+                "check"
+            }
+            80..=84 => {
+                args = vec![];
+                "count"
+            }
+            85..=89 => {
+                args = match rng.gen_range(0..3) {
+                    0 => vec![],
+                    1 => vec![rng.gen_range(0..5u32).to_string()],
+                    _ => vec!["x".into()],
+                };
+                "recent"
+            }
+            90..=95 => {
+                args = vec![];
+                "info"
+            }
+            _ => {
+                let other = keys[rng.gen_range(0..n as usize)].clone();
+                t.both("common", &[&key, &other], &[]);
+                t.both("common", &["post:x{1}", "post:y{1}"], &[]);
+                continue;
+            }
+        };
+        args.extend(spread);
+        t.both(cmd, &[&key], &args);
+        if step % 100 == 0 {
+            t.assert_same_data(&format!("step {step}"));
+        }
+        // A hand-deleted or edited shard record, on both sides: every call
+        // on that shard is an error, and writes nothing.
+        if step % 233 == 232 {
+            let meta = format!("{}:meta", keys[i]);
+            let saved = format!("{meta}.saved");
+            t.raw_both(&["RENAME", &meta, &saved]);
+            for bad in [None, Some(("spread", "x")), Some(("shard", "9")), Some(("spread", "2"))] {
+                if let Some((f, v)) = bad {
+                    t.raw_both(&["HSET", &meta, f, v]);
+                }
+                for cmd in ["add", "toggle", "count", "check", "info", "recent", "rem"] {
+                    let mut a = match cmd {
+                        "count" | "info" | "recent" => vec![],
+                        _ => vec![i.to_string()],
+                    };
+                    a.extend(sp(n));
+                    t.both(cmd, &[&keys[i]], &a);
+                    t.both(cmd, &[&keys[i]], &a[..a.len() - 2]);
+                }
+                t.raw_both(&["DEL", &meta]);
+            }
+            t.raw_both(&["RENAME", &saved, &meta]);
+            t.assert_same_data(&format!("step {step}, a deleted record"));
+        }
+    }
+    // The base key of a spread post, used by single-slot commands.
+    for (cmd, args) in [
+        ("add", vec!["1".to_string(), "NOW".into(), "5".into()]),
+        ("check", vec!["1".into()]),
+        ("count", vec![]),
+        ("recent", vec![]),
+        ("info", vec![]),
+    ] {
+        t.both(cmd, &["post:9"], &args);
+    }
+    // Each shard holds id / n: promoted shards are dense.
+    for (base, n) in posts {
+        for k in shard_keys(base, n) {
+            t.both("info", &[&k], &sp(n));
+        }
+    }
+    t.assert_same_data("the end");
+    // The run met every case it is meant to test.
+    for want in [
+        "wrong shard",
+        "shard counts disagree",
+        "does not exist",
+        "corrupt data in",
+        "is spread over",
+        "is not a shard key",
+        "does not take a shard",
+        "encoding, bitmap",
+        "[1, ",
+        "[0, ",
+    ] {
+        assert!(t.seen.iter().any(|r| r.contains(want)), "no reply with {want:?}");
+    }
+}
+
+/// The spread forms of LIKE (LIKE.CREATE, `SPREAD n`, shard records, the
+/// base key of a spread post) through the twins and the module: the seeds
+/// alternate EVALSHA and FCALL.
+#[test]
+fn spread_twins_match_the_module() {
+    for seed in 0..2u64 {
+        let via = if seed % 2 == 0 { Via::Script } else { Via::Function };
+        twins_via(via, || spread_twins_match_the_module_once(100 + seed));
+    }
+}

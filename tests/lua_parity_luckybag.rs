@@ -487,3 +487,442 @@ fn draw_matches_the_twin_on_identical_pools() {
         twins_via(via, draw_matches_the_twin_on_identical_pools_once);
     }
 }
+
+// ---- spread bags (docs/spread.md) ----
+//
+// Shard keys start with their own `{tag}`: the module writes in database
+// 0 and the twins in database 1 of one server, under the same key names.
+// After every command that draws a score the module's scores are copied
+// onto the twin's pools (as above); the draw's lease times come from NOW.
+
+use hotpath_client::routing;
+
+const SPREAD_CMDS: [&str; 12] = [
+    "create", "join", "task", "leave", "enter", "result", "info", "draw", "drawbegin", "freeze",
+    "commit", "publish",
+];
+
+struct SpreadSides {
+    m: Connection,
+    l: Connection,
+    twins: HashMap<&'static str, String>,
+    seen: Vec<String>,
+}
+
+impl SpreadSides {
+    fn new(s: &Server) -> SpreadSides {
+        let m = s.conn();
+        let mut l = s.conn();
+        run(&mut l, &["SELECT", "1"]);
+        let twins = SPREAD_CMDS
+            .iter()
+            .map(|n| (*n, load_twin(&mut l, &format!("luckybag/{n}.lua"))))
+            .collect();
+        SpreadSides {
+            m,
+            l,
+            twins,
+            seen: Vec::new(),
+        }
+    }
+
+    fn both(&mut self, cmd: &'static str, key: &str, args: &[String]) -> String {
+        let mut margs: Vec<String> = vec![format!("LUCKYBAG.{}", cmd.to_uppercase()), key.into()];
+        margs.extend(args.iter().cloned());
+        let mrefs: Vec<&str> = margs.iter().map(String::as_str).collect();
+        let ours = run(&mut self.m, &mrefs);
+        let mut largs: Vec<String> = vec![key.into()];
+        largs.extend(args.iter().cloned());
+        let theirs = show(&call_twin(&mut self.l, &self.twins[cmd], 1, &largs));
+        assert_eq!(ours, theirs, "{cmd} {key} {args:?}");
+        self.seen.push(ours.clone());
+        ours
+    }
+
+    fn raw_both(&mut self, args: &[&str]) {
+        run(&mut self.m, args);
+        run(&mut self.l, args);
+    }
+
+    /// Copies the module's score of `user` onto the twin's pools.
+    fn sync_score(&mut self, key: &str, user: &str) {
+        for s in 0..4 {
+            let k = format!("{key}:cand:{s}");
+            if let Ok(Value::BulkString(sc)) = cmd(&mut self.m, &["ZSCORE", &k, user]) {
+                let sc = String::from_utf8_lossy(&sc).into_owned();
+                if run(&mut self.l, &["TYPE", &k]) == "zset" {
+                    run(&mut self.l, &["ZADD", &k, "XX", &sc, user]);
+                }
+            }
+        }
+    }
+
+    fn assert_same_data(&mut self, what: &str) {
+        let mut sides = Vec::new();
+        for c in [&mut self.m, &mut self.l] {
+            let mut d = dump_keys(c, "*");
+            let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+            keys.sort();
+            for k in keys {
+                let at = int(c, &["PEXPIRETIME", &k]);
+                d.push(format!("{k} expires {at}"));
+            }
+            sides.push(d);
+        }
+        assert_eq!(sides[0], sides[1], "data differs after {what}");
+    }
+}
+
+fn bag_shard_keys(base: &str, n: u32) -> Vec<String> {
+    routing::shard_keys(base.as_bytes(), n)
+        .into_iter()
+        .map(|k| String::from_utf8(k).unwrap())
+        .collect()
+}
+
+/// `[u1, s1, u2, s2]` shown by `show` → pairs.
+fn pairs_of(reply: &str) -> Vec<(String, String)> {
+    let inner = reply.trim_start_matches('[').trim_end_matches(']');
+    if inner.is_empty() {
+        return vec![];
+    }
+    let v: Vec<&str> = inner.split(", ").collect();
+    v.chunks(2).map(|c| (c[0].to_string(), c[1].to_string())).collect()
+}
+
+fn spread_twins_match_the_module_once(seed: u64) {
+    let s = Server::start();
+    let mut t = SpreadSides::new(&s);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (base, n, w) = ("bag:{live}", 3u32, 5usize);
+    let keys = bag_shard_keys(base, n);
+    let sp = |n: u32| vec!["SPREAD".to_string(), n.to_string()];
+    let poolcap = if seed.is_multiple_of(2) { "9223372036854775807" } else { "1000" };
+    let rules = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["WINNERS", "5", "POOLCAP", poolcap, "HIGHSCORE", "0"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    // A single-slot bag under the base blocks shard 0; then the shards.
+    t.both("create", base, &rules(&[]));
+    let mut a = rules(&[]);
+    a.extend(sp(n));
+    t.both("create", &keys[0], &a);
+    t.raw_both(&["DEL", &format!("{base}:meta")]);
+    for k in &keys {
+        t.both("create", k, &a);
+        t.both("create", k, &a);
+    }
+    for (k, args) in [
+        (keys[1].clone(), rules(&["SPREAD", "4"])),
+        (keys[1].clone(), rules(&["RESTORE", "NO", "SPREAD", "3"])),
+        (keys[1].clone(), rules(&[])),
+        (keys[1].clone(), rules(&["SPREAD", "0"])),
+        ("bag:other".into(), rules(&["SPREAD", "3"])),
+        (bag_shard_keys("bag:x", 2)[1].clone(), rules(&["SHARDS", "4", "SPREAD", "2"])),
+    ] {
+        t.both("create", &k, &args);
+    }
+    t.assert_same_data("creation");
+    // A lease that ends past 2^53: added exactly on the decimal text.
+    let big = bag_shard_keys("bag:{big}", 1)[0].clone();
+    t.both("create", &big, &rules(&["SPREAD", "1"]));
+    let nows = ["4611686018427387903", "4611686018427387902"];
+    for (tok, now) in ["t", "u"].iter().zip(nows) {
+        let a: Vec<String> = [tok, "NOW", now, "SPREAD", "1"].iter().map(|s| s.to_string()).collect();
+        t.both("drawbegin", &big, &a);
+    }
+    t.assert_same_data("a lease past 2^53");
+
+    // Integer ids (id mod n, digit by digit), names (FNV-1a) and the odd
+    // ones: 64-bit bounds, negatives, leading zeros, non-ASCII bytes.
+    let mut users: Vec<String> = (0..240)
+        .map(|i| if i % 4 == 3 { format!("user-{i}") } else { i.to_string() })
+        .collect();
+    users.extend(USERS.iter().filter(|u| !u.is_empty()).map(|u| u.to_string()));
+    let odd = ["-9223372036854775808", "9223372036854775808", "18446744073709551617", "-1"];
+    users.extend(odd.map(String::from));
+    for step in 0..500 {
+        let u = users[rng.gen_range(0..users.len())].clone();
+        let own = routing::shard_of(u.as_bytes(), n) as usize;
+        let key = match rng.gen_range(0..25) {
+            0 => base.to_string(),
+            1 => keys[(own + 1) % n as usize].clone(),
+            2 => bag_shard_keys(base, 4)[1].clone(),
+            _ => keys[own].clone(),
+        };
+        let spread = match rng.gen_range(0..12) {
+            0 => vec![],
+            1 => sp(2),
+            _ => sp(n),
+        };
+        let (cmd, mut args): (&'static str, Vec<String>) = match rng.gen_range(0..100) {
+            0..=49 => ("join", vec![u.clone()]),
+            50..=54 => ("join", vec![u.clone(), "TASK".into(), "PENDING".into()]),
+            55..=64 => ("task", vec![u.clone()]),
+            65..=74 => ("leave", vec![u.clone()]),
+            75..=84 => ("enter", vec![u.clone()]),
+            85..=92 => ("result", vec![u.clone()]),
+            93..=97 => ("info", vec![]),
+            _ => ("draw", vec![]),
+        };
+        if cmd != "draw" {
+            args.extend(spread);
+        }
+        t.both(cmd, &key, &args);
+        if matches!(cmd, "join" | "task") {
+            t.sync_score(&key, &u);
+        }
+        if step % 100 == 99 {
+            t.assert_same_data(&format!("step {step}"));
+        }
+    }
+    t.assert_same_data("the joins");
+    // The base key of the spread bag, used by single-slot commands.
+    for (cmd, args) in [
+        ("join", vec!["1".to_string()]),
+        ("result", vec!["1".into()]),
+        ("info", vec![]),
+        ("draw", vec![]),
+        ("task", vec!["1".into()]),
+    ] {
+        t.both(cmd, base, &args);
+    }
+
+    // Bad draw steps: no SPREAD, not shard 0, no draw yet, a bad token.
+    for (cmd, k, args) in [
+        ("drawbegin", &keys[0], vec!["t".to_string()]),
+        ("drawbegin", &keys[1], vec!["t".into(), "SPREAD".into(), "3".into()]),
+        ("drawbegin", &keys[0], vec!["".into(), "SPREAD".into(), "3".into()]),
+        ("drawbegin", &keys[0], vec!["t".into(), "LEASE".into(), "0".into(), "SPREAD".into(), "3".into()]),
+        ("drawbegin", &keys[0], vec!["t".into(), "NOW".into(), "4611686018427387904".into(), "SPREAD".into(), "3".into()]),
+        ("commit", &keys[0], vec!["t".into(), "SPREAD".into(), "3".into()]),
+        ("commit", &keys[1], vec!["t".into(), "SPREAD".into(), "3".into()]),
+        ("publish", &keys[1], vec!["SPREAD".into(), "3".into()]),
+        ("freeze", &keys[1], vec!["0".into(), "SPREAD".into(), "3".into()]),
+        ("freeze", &keys[1], vec!["2".into(), "SPREAD".into()]),
+        ("freeze", &keys[1], vec!["2".into()]),
+    ] {
+        t.both(cmd, k, &args);
+    }
+    t.assert_same_data("bad draw steps");
+    let begin = |tok: &str, now: &str| -> Vec<String> {
+        ["LEASE", "100", "NOW", now, "SPREAD", "3"]
+            .iter()
+            .map(|s| s.to_string())
+            .fold(vec![tok.to_string()], |mut v, x| {
+                v.push(x);
+                v
+            })
+    };
+    t.both("drawbegin", &keys[0], &begin("A", "1000"));
+    t.both("drawbegin", &keys[0], &begin("B", "1099"));
+    t.both("drawbegin", &keys[0], &begin("B", "1100"));
+    // Freeze every shard (one of them twice, the second time deeper).
+    let mut all: Vec<(String, String)> = Vec::new();
+    for k in &keys {
+        t.both("freeze", k, &["2".into(), "SPREAD".into(), "3".into()]);
+        let r = t.both("freeze", k, &[w.to_string(), "SPREAD".into(), "3".into()]);
+        all.extend(pairs_of(&r));
+    }
+    // Frozen shards are closed.
+    let u0 = users.iter().find(|u| routing::shard_of(u.as_bytes(), n) == 0).unwrap().clone();
+    t.both("join", &keys[0], &[u0.clone(), "SPREAD".into(), "3".into()]);
+    all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.as_bytes().cmp(a.0.as_bytes())));
+    all.truncate(w);
+    let part = |list: &[(String, String)], i: usize| -> Vec<String> {
+        list.iter()
+            .filter(|(u, _)| routing::shard_of(u.as_bytes(), n) as usize == i)
+            .flat_map(|(u, s)| [u.clone(), s.clone()])
+            .collect()
+    };
+    let last: Vec<String> = match all.last() {
+        Some((u, s)) if all.len() == w => vec!["LAST".into(), u.clone(), s.clone()],
+        _ => vec![],
+    };
+    // VERIFY of the true list, and of forged ones (the best left out; a
+    // list without LAST; LAST out of order; a bad score).
+    for (i, key) in keys.iter().enumerate() {
+        let mut a = part(&all, i);
+        a.extend(last.clone());
+        a.push("VERIFY".into());
+        a.extend(sp(n));
+        t.both("publish", key, &a);
+        let mut forged = part(&all[1..], i);
+        forged.extend(last.clone());
+        forged.extend(sp(n));
+        t.both("publish", key, &forged);
+        let mut short = part(&all, i);
+        short.extend(sp(n));
+        t.both("publish", key, &short);
+        let mut bad = part(&all, i);
+        bad.extend(["LAST".into(), "zzz".into(), "1.000000".into()]);
+        bad.extend(sp(n));
+        t.both("publish", key, &bad);
+        t.both("publish", key, &["LAST".into(), "x".into(), "high".into(), "SPREAD".into(), "3".into()]);
+    }
+    t.assert_same_data("VERIFY");
+    // Commit: the wrong token, bad lists, then the list (twice).
+    let mut commit: Vec<String> = vec!["B".into()];
+    commit.extend(all.iter().flat_map(|(u, s)| [u.clone(), s.clone()]));
+    commit.extend(sp(n));
+    let mut other = commit.clone();
+    other[0] = "A".into();
+    t.both("commit", &keys[0], &other);
+    let mut reversed: Vec<String> = vec!["B".into()];
+    reversed.extend(all.iter().rev().flat_map(|(u, s)| [u.clone(), s.clone()]));
+    reversed.extend(sp(n));
+    t.both("commit", &keys[0], &reversed);
+    t.both("commit", &keys[0], &commit);
+    t.both("commit", &keys[0], &commit);
+    let mut fewer = commit.clone();
+    fewer.drain(1..3);
+    t.both("commit", &keys[0], &fewer);
+    t.both("drawbegin", &keys[0], &begin("C", "5000"));
+    t.assert_same_data("COMMIT");
+    for (i, key) in keys.iter().enumerate() {
+        let mut a = part(&all, i);
+        a.extend(last.clone());
+        a.extend(sp(n));
+        t.both("publish", key, &a);
+        t.both("publish", key, &a);
+        t.both("info", key, &sp(n));
+    }
+    let winners: Vec<String> = all.iter().map(|(u, _)| u.clone()).collect();
+    for u in users.iter().step_by(7).chain(&winners) {
+        let k = &keys[routing::shard_of(u.as_bytes(), n) as usize];
+        t.both("result", k, &[u.clone(), "SPREAD".into(), "3".into()]);
+    }
+    t.assert_same_data("PUBLISH");
+    // A hand-deleted shard record: every step on that shard is an error.
+    let meta = format!("{}:meta", keys[2]);
+    t.raw_both(&["RENAME", &meta, "saved"]);
+    for (cmd, args) in [
+        ("info", sp(n)),
+        ("freeze", vec!["2".into(), "SPREAD".into(), "3".into()]),
+        ("publish", sp(n)),
+        ("join", vec!["2".into(), "SPREAD".into(), "3".into()]),
+        ("result", vec!["2".into(), "SPREAD".into(), "3".into()]),
+    ] {
+        t.both(cmd, &keys[2], &args);
+    }
+    t.raw_both(&["RENAME", "saved", &meta]);
+    // A missing shard: a shard key of another count.
+    let k4 = bag_shard_keys(base, 4)[1].clone();
+    t.both("info", &k4, &sp(4));
+    t.both("freeze", &k4, &["2".into(), "SPREAD".into(), "4".into()]);
+    t.assert_same_data("the end");
+    for want in [
+        "wrong shard",
+        "shard counts disagree",
+        "does not exist",
+        "corrupt data in",
+        "is spread over",
+        "is not a shard key",
+        "not the true top",
+        "draw in progress",
+        "bag is closed",
+        "WON",
+        "LOST",
+        "[drawn, 5,",
+        "is a single-slot bag already",
+    ] {
+        assert!(t.seen.iter().any(|r| r.contains(want)), "no reply with {want:?}");
+    }
+}
+
+/// The spread forms of LUCKYBAG (CREATE … SPREAD n, `SPREAD n` on the
+/// per-shard commands, the draw steps, the true-top check) through the
+/// twins and the module: the seeds alternate EVALSHA and FCALL.
+#[test]
+fn spread_twins_match_the_module() {
+    for seed in 0..2u64 {
+        let via = if seed % 2 == 0 { Via::Script } else { Via::Function };
+        twins_via(via, || spread_twins_match_the_module_once(200 + seed));
+    }
+}
+
+/// The twins of a spread bag's draw on a master with a replica: joins
+/// (random scores), the lease from the server clock (no NOW), freezes,
+/// commit and publish all replicate as their effects; the replica ends
+/// with the same data (DEBUG DIGEST) and the same lease instant.
+#[test]
+fn spread_twins_replicate_exactly() {
+    // Pair::start() but for the master's 5 s wait before a diskless sync.
+    let master = Server::start_with(&["--repl-diskless-sync-delay", "0"]);
+    let replica = Server::start();
+    let mut rc = replica.conn();
+    run(&mut rc, &["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !run(&mut rc, &["INFO", "replication"]).contains("master_link_status:up") {
+        assert!(std::time::Instant::now() < deadline, "the replica never synced");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pair = Pair { master, replica };
+    let mut c = pair.master.conn();
+    load_library(&mut c);
+    let n = 2u32;
+    let keys = bag_shard_keys("rbag:{r}", n);
+    let f = |c: &mut Connection, cmd: &str, key: &str, args: &[&str]| -> String {
+        let mut a: Vec<&str> = vec![key];
+        a.extend_from_slice(args);
+        show(&call_twin(c, &format!("fcall:hotpath_luckybag_{cmd}"), 1, &a))
+    };
+    for k in &keys {
+        assert_eq!(f(&mut c, "create", k, &["WINNERS", "3", "TTL", "600", "SPREAD", "2"]), "OK");
+    }
+    for u in 0..30 {
+        let u = u.to_string();
+        let k = &keys[routing::shard_of(u.as_bytes(), n) as usize];
+        f(&mut c, "join", k, &[&u, "SPREAD", "2"]);
+    }
+    // The lease from the clock, through the EVALSHA script too.
+    let sha = load_script(&mut c, "luckybag/drawbegin.lua");
+    let begin = show(&evalsha(&mut c, &sha, 1, &[&keys[0], "T", "SPREAD", "2"]));
+    assert_eq!(begin, "[drawing, 3]");
+    let mut all: Vec<(String, String)> = Vec::new();
+    for k in &keys {
+        all.extend(pairs_of(&f(&mut c, "freeze", k, &["3", "SPREAD", "2"])));
+    }
+    all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.as_bytes().cmp(a.0.as_bytes())));
+    all.truncate(3);
+    let mut commit: Vec<String> = vec!["T".into()];
+    commit.extend(all.iter().flat_map(|(u, s)| [u.clone(), s.clone()]));
+    commit.extend(["SPREAD".into(), "2".into()]);
+    let commit: Vec<&str> = commit.iter().map(String::as_str).collect();
+    let lease: String = redis::cmd("HGET")
+        .arg(format!("{}:meta", keys[0]))
+        .arg("drawlease")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(f(&mut c, "commit", &keys[0], &commit), "OK");
+    for (i, k) in keys.iter().enumerate() {
+        let mut a: Vec<String> = all
+            .iter()
+            .filter(|(u, _)| routing::shard_of(u.as_bytes(), n) as usize == i)
+            .flat_map(|(u, s)| [u.clone(), s.clone()])
+            .collect();
+        let (lu, ls) = all.last().unwrap();
+        a.extend(["LAST".into(), lu.clone(), ls.clone(), "SPREAD".into(), "2".into()]);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        assert!(!f(&mut c, "publish", k, &a).starts_with("ERR"));
+    }
+    let (m, r) = pair.sync_digests();
+    assert_eq!(m, r, "the replica has the master's data");
+    for k in &keys {
+        for suffix in ["meta", "count", "cand:0", "winners"] {
+            let key = format!("{k}:{suffix}");
+            assert_eq!(
+                int(&mut c, &["PEXPIRETIME", &key]),
+                int(&mut rc, &["PEXPIRETIME", &key]),
+                "{key}"
+            );
+        }
+    }
+    // The lease was written as an absolute instant (now + 30 s by default).
+    let lease: i64 = lease.parse().unwrap();
+    assert!(lease > 1_700_000_000_000, "{lease}");
+}

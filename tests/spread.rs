@@ -674,6 +674,131 @@ fn luckybag_spread_draw_interrupted_or_raced_gives_the_same_winners() {
     assert_eq!(run(&mut c, &["HGET", &format!("{}:meta", k3[0]), "drawlease"]), "1299");
 }
 
+/// `user score` arguments of a winner list.
+fn list_args(list: &[(String, i64)]) -> Vec<String> {
+    list.iter()
+        .flat_map(|(u, r)| [u.clone(), format!("{}.{:06}", r / 1_000_000, r % 1_000_000)])
+        .collect()
+}
+
+#[test]
+fn luckybag_spread_publish_refuses_a_list_that_is_not_the_true_top() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let bag = SpreadLuckyBag::new("bag:{forge}", 3);
+    let k = bag.shards().keys().to_vec();
+    bag.create(&mut c, 5, &BagOptions::default()).unwrap();
+    for u in bag_users(300) {
+        bag.join(&mut c, &u, false).unwrap();
+    }
+    run(&mut c, &["LUCKYBAG.DRAWBEGIN", &k[0], "T", "SPREAD", "3"]);
+    for key in &k {
+        run(&mut c, &["LUCKYBAG.FREEZE", key, "5", "SPREAD", "3"]);
+    }
+    let pools: Vec<(String, i64)> = k.iter().flat_map(|key| pool_of(&mut c, key, 1)).collect();
+    let top6 = expected_top(&pools, 6);
+    // The forged list: the true top 5 without the best, with the 6th.
+    let forged: Vec<(String, i64)> = top6[1..].to_vec();
+    let best = &top6[0];
+    let best_shard = bag.shards().shard_of(&best.0) as usize;
+    let last = forged.last().unwrap().clone();
+    let part = |list: &[(String, i64)], i: usize| -> Vec<(String, i64)> {
+        list.iter().filter(|(u, _)| bag.shards().shard_of(u) as usize == i).cloned().collect()
+    };
+    let publish = |list: &[(String, i64)], i: usize, tail: &[String]| -> Vec<String> {
+        let mut a = vec!["LUCKYBAG.PUBLISH".to_string(), k[i].clone()];
+        a.extend(list_args(&part(list, i)));
+        a.extend(tail.iter().cloned());
+        a.extend(["SPREAD".to_string(), "3".to_string()]);
+        a
+    };
+    let last_tail = list_args(std::slice::from_ref(&last));
+    let with_last: Vec<String> = ["LAST".to_string()].into_iter().chain(last_tail.clone()).collect();
+    let before = snapshot(&mut c);
+    let fmt = |r: i64| format!("{}.{:06}", r / 1_000_000, r % 1_000_000);
+    let refusal = |winner: Option<&(String, i64)>| -> String {
+        let why = match winner {
+            Some((u, r)) => format!("does not rank after '{u}' with score {}", fmt(*r)),
+            None => "the winner list is shorter than WINNERS without LAST".into(),
+        };
+        format!(
+            "ERR luckybag: not the true top: '{}' with score {} of '{}' is not a winner but {why}",
+            best.0,
+            fmt(best.1),
+            k[best_shard]
+        )
+    };
+    // The shard that holds the left-out best refuses, with VERIFY too; the
+    // error names the candidate left out and a winner it ranks before.
+    let mut verify_tail = with_last.clone();
+    verify_tail.push("VERIFY".into());
+    let args = publish(&forged, best_shard, &verify_tail);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let e = err(&mut c, &argv);
+    let own = part(&forged, best_shard);
+    let above = own.first().unwrap_or(&last);
+    assert_eq!(e, refusal(Some(above)), "{argv:?}");
+    // Without LAST a full list reads as a short one: refused too.
+    let args = publish(&forged, best_shard, &[]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let e = err(&mut c, &argv);
+    if own.is_empty() {
+        assert_eq!(e, refusal(None));
+    } else {
+        assert_eq!(e, refusal(Some(&own[0])));
+    }
+    // LAST must rank after the shard's winners, and be a score.
+    let mut bad = vec!["LUCKYBAG.PUBLISH".to_string(), k[0].clone()];
+    bad.extend(list_args(&part(&top6[..5], 0)));
+    bad.extend(["LAST".into(), "zz".into(), "1.000000".into(), "SPREAD".into(), "3".into()]);
+    let argv: Vec<&str> = bad.iter().map(String::as_str).collect();
+    if !part(&top6[..5], 0).is_empty() {
+        assert_eq!(err(&mut c, &argv), "ERR luckybag: bad winner list: winners out of order or repeated");
+    }
+    let argv = ["LUCKYBAG.PUBLISH", k[0].as_str(), "LAST", "zz", "high", "SPREAD", "3"];
+    assert_eq!(err(&mut c, &argv), "ERR luckybag: winner scores must be six-decimal scores from 0 to 1");
+    // The true list verifies on every shard, and VERIFY writes nothing.
+    let true_last: Vec<String> = ["LAST".to_string()]
+        .into_iter()
+        .chain(list_args(&top6[4..5]))
+        .chain(["VERIFY".to_string()])
+        .collect();
+    for i in 0..3 {
+        let args = publish(&top6[..5], i, &true_last);
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_eq!(int(&mut c, &argv), part(&top6[..5], i).len() as i64, "{argv:?}");
+    }
+    assert_eq!(snapshot(&mut c), before, "refusals and VERIFY write nothing");
+
+    // A raw client that commits the forged list anyway (the coordinator
+    // cannot read the other shards): its PUBLISH on the shard holding the
+    // left-out best is refused and that shard stays frozen.
+    let mut commit = vec!["LUCKYBAG.COMMIT".to_string(), k[0].clone(), "T".into()];
+    commit.extend(list_args(&forged));
+    commit.extend(["SPREAD".into(), "3".into()]);
+    let argv: Vec<&str> = commit.iter().map(String::as_str).collect();
+    assert_eq!(run(&mut c, &argv), "OK");
+    let args = publish(&forged, best_shard, &with_last);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(err(&mut c, &argv), refusal(Some(above)));
+    assert_eq!(bag.result(&mut c, &best.0).unwrap(), BagResult::Pending);
+    let e = error_text(&bag.draw(&mut c, &no_wait(Some("T"))).unwrap_err());
+    assert!(e.contains("not the true top"), "{e}");
+
+    // The client's own draw of a fresh bag verifies before it commits and
+    // gives the true top; a re-run answers the same.
+    let bag2 = SpreadLuckyBag::new("bag:{fair}", 3);
+    let k2 = bag2.shards().keys().to_vec();
+    bag2.create(&mut c, 5, &BagOptions::default()).unwrap();
+    for u in bag_users(300) {
+        bag2.join(&mut c, &u, false).unwrap();
+    }
+    let got = bag2.draw(&mut c, &no_wait(None)).unwrap();
+    let pools: Vec<(String, i64)> = k2.iter().flat_map(|key| pool_of(&mut c, key, 1)).collect();
+    assert_eq!(as_pairs(&got), expected_top(&pools, 5));
+    assert_eq!(bag2.draw(&mut c, &no_wait(None)).unwrap(), got);
+}
+
 #[test]
 fn luckybag_spread_bad_input_is_a_clear_error_and_writes_nothing() {
     let s = Server::start();

@@ -1184,18 +1184,41 @@ pub fn luckybag_commit(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
-/// LUCKYBAG.PUBLISH K [user score …] SPREAD n → winners stored
+/// LUCKYBAG.PUBLISH K [user score …] [LAST user score] [VERIFY] SPREAD n
+/// → winners stored
 ///
 /// Step 5, on every shard: stores the shard's own winners (each must be a
 /// participant of this shard with that very score) in `K:winners` and
 /// marks the shard `drawn`, so that RESULT answers WON or LOST there. The
 /// shard must be frozen. Publishing the same list again answers the same;
 /// another list is refused.
+///
+/// It also checks that the winners are the true top: they must be the
+/// shard's own best candidates, and its best non-winner must rank after
+/// `LAST`, the global list's last winner (sent when the global list has
+/// WINNERS entries; without it, the shard must have no non-winner). With
+/// `VERIFY` it only checks and writes nothing: the client libraries verify
+/// every shard before COMMIT, so a wrong merge is refused while nothing is
+/// final. O((S + W) log N) for S internal pools of up to N candidates.
 pub fn luckybag_publish(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let (end, declared) = trailing_spread(&args, 2)?;
     if args.len() < 2 {
         return Err(error::arity("luckybag.publish"));
     }
+    let mut end = end.max(2);
+    // `VERIFY` is never a score, and a pair list is even: a trailing
+    // `VERIFY`, then an odd rest ending in `LAST user score`, are the
+    // options.
+    let verify = end > 2 && args[end - 1].as_slice().eq_ignore_ascii_case(b"VERIFY");
+    if verify {
+        end -= 1;
+    }
+    let last_arg = if (end - 2) % 2 == 1 && end >= 5 && args[end - 3].as_slice().eq_ignore_ascii_case(b"LAST") {
+        end -= 3;
+        Some((&args[end + 1], &args[end + 2]))
+    } else {
+        None
+    };
     let base = args[1].as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
     let (sh, meta) = draw_shard(ctx, base, declared, false)?;
@@ -1206,6 +1229,22 @@ pub fn luckybag_publish(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let shards = meta_value(base, &F_SHARDS, &shards, parse::shards)?;
     let state = meta_value(base, &F_STATE, &state, parse::state)?;
     let list = winner_list(&args[2..end], winners)?;
+    // LAST is the global list's last winner: at most WINNERS with the
+    // shard's own (so it is a winner list itself), and ranking last.
+    let last = match last_arg {
+        Some((u, r)) => {
+            let r = model::parse_score_r(r.as_slice())
+                .ok_or_else(|| ferr("winner scores must be six-decimal scores from 0 to 1"))?;
+            let last = (u.as_slice(), r);
+            let mut with_last = list.clone();
+            if with_last.last() != Some(&last) {
+                with_last.push(last);
+            }
+            model::check_winner_list(&with_last, winners as usize).map_err(ferr)?;
+            Some(last)
+        }
+        None => None,
+    };
     for (u, r) in &list {
         shard::check_owner(FAMILY, "user", base, sh, u)?;
         let cand = Key::open(ctx, &cand_name(base, model::shard_of(u, shards)), false);
@@ -1220,20 +1259,21 @@ pub fn luckybag_publish(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             )));
         }
     }
-    match state {
-        State::Open => {
-            return Err(ferr(&format!(
-                "shard '{}' is not frozen (LUCKYBAG.FREEZE first)",
-                error::key_text(base)
-            )))
+    if state == State::Open {
+        return Err(ferr(&format!(
+            "shard '{}' is not frozen (LUCKYBAG.FREEZE first)",
+            error::key_text(base)
+        )));
+    }
+    check_true_top(ctx, base, shards, &list, last)?;
+    if state == State::Drawn {
+        if same_list(&stored_list(&won, winners as usize), &list) {
+            return Ok(RedisValue::Integer(list.len() as i64));
         }
-        State::Drawn => {
-            if same_list(&stored_list(&won, winners as usize), &list) {
-                return Ok(RedisValue::Integer(list.len() as i64));
-            }
-            return Err(ferr("the shard was published with other winners"));
-        }
-        State::Frozen => {}
+        return Err(ferr("the shard was published with other winners"));
+    }
+    if verify {
+        return Ok(RedisValue::Integer(list.len() as i64));
     }
     write_list(ctx, &meta, &won, &list);
     meta.hput(field::STATE.as_bytes(), model::DRAWN);
@@ -1241,4 +1281,43 @@ pub fn luckybag_publish(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     ctx.replicate_verbatim();
     notify(ctx, c"hotpath.luckybag.publish", &args[1]);
     Ok(RedisValue::Integer(list.len() as i64))
+}
+
+/// Refuses a shard's winners that are not its true top
+/// ([`model::check_true_top`]): reads the shard's best `list.len() + 1`
+/// candidates over its internal pools (types checked by the caller's
+/// reads of the same pools).
+fn check_true_top(
+    ctx: &Context,
+    base: &[u8],
+    shards: u64,
+    list: &[(&[u8], u32)],
+    last: Option<(&[u8], u32)>,
+) -> Result<(), RedisError> {
+    let mut pools = Vec::with_capacity(shards as usize);
+    for s in 0..shards {
+        let cand = Key::open(ctx, &cand_name(base, s), false);
+        cand.check(KeyType::ZSet)?;
+        pools.push(cand);
+    }
+    let top = top_candidates(&pools, list.len() + 1);
+    drop(pools);
+    let top: Vec<(&[u8], u32)> = top
+        .iter()
+        .map(|Candidate(u, s)| (u.as_slice(), (s * f64::from(model::SCALE)).round() as u32))
+        .collect();
+    model::check_true_top(list, &top, last).map_err(|e| {
+        let score = |r: u32| model::format_score(model::score_of(r));
+        let (u, s, k) = (error::key_text(&e.user), score(e.r), error::key_text(base));
+        ferr(&match &e.above {
+            Some((w, r)) => format!(
+                "not the true top: '{u}' with score {s} of '{k}' is not a winner but does not rank after '{}' with score {}",
+                error::key_text(w),
+                score(*r)
+            ),
+            None => format!(
+                "not the true top: '{u}' with score {s} of '{k}' is not a winner but the winner list is shorter than WINNERS without LAST"
+            ),
+        })
+    })
 }

@@ -131,8 +131,8 @@ pub const COMMANDS: &[CommandSpec] = &[
     crate::command! {
         name: "luckybag.publish", handler: luckybag_publish, flags: "write deny-oom", arity: -4,
         keys: BASE, acl: "write",
-        summary: "Spread bag, draw step 5 on every shard: stores the shard's own winners for RESULT",
-        complexity: "O(W*log N) for W winners of the shard",
+        summary: "Spread bag, draw step 5 on every shard: checks that the shard's winners are the true top and stores them for RESULT",
+        complexity: "O((S+W)*log N) for S internal pools of up to N candidates and W winners of the shard",
     },
     crate::command! {
         name: "luckybag.result", handler: luckybag_result, flags: "readonly fast", arity: -3,

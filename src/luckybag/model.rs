@@ -250,6 +250,67 @@ pub fn check_winner_list(list: &[(&[u8], u32)], max: usize) -> Result<(), &'stat
     Ok(())
 }
 
+/// A spread shard's draw entry as PUBLISH compares it: user and `r`
+/// (score × 1,000,000).
+pub type Published<'a> = (&'a [u8], u32);
+
+/// Returns true when `a` ranks before `b` in the draw's order (higher
+/// score, then the byte-wise greater user).
+pub fn ranks_first(a: Published<'_>, b: Published<'_>) -> bool {
+    a.1 > b.1 || (a.1 == b.1 && a.0 > b.0)
+}
+
+/// Why PUBLISH refuses a shard's winners: a candidate of the shard that
+/// is left out although it ranks before `above` (a published winner or
+/// the global list's last one), or, with `above` = `None`, although the
+/// global list is shorter than WINNERS (every eligible candidate wins).
+#[derive(Debug, PartialEq, Eq)]
+pub struct LeftOut {
+    pub user: Vec<u8>,
+    pub r: u32,
+    pub above: Option<(Vec<u8>, u32)>,
+}
+
+/// Checks at PUBLISH that a shard's winners are the true top (issue 11,
+/// docs/spread.md): `list` is the shard's published winners (in the
+/// draw's order, each a candidate of the shard with that score), `top`
+/// the shard's own best `list.len() + 1` eligible candidates over all its
+/// internal pools in the draw's order (fewer when it has fewer), and
+/// `last` the global list's last winner, or `None` when the global list is
+/// shorter than WINNERS. The winners must be exactly the shard's best
+/// `list.len()`, and its best non-winner must rank after `last` (with no
+/// `last`, there must be none). Together over every shard this makes the
+/// committed list the exact global top: a candidate left out that ranks
+/// before some winner ranks before the last one.
+pub fn check_true_top(
+    list: &[Published<'_>],
+    top: &[Published<'_>],
+    last: Option<Published<'_>>,
+) -> Result<(), LeftOut> {
+    let left_out = |c: Published<'_>, above: Option<Published<'_>>| LeftOut {
+        user: c.0.to_vec(),
+        r: c.1,
+        above: above.map(|(u, r)| (u.to_vec(), r)),
+    };
+    for (p, &w) in list.iter().enumerate() {
+        match top.get(p) {
+            Some(&t) if t == w => {}
+            // The shard's p-th best is not the p-th winner: it ranks
+            // before it (it is the best), and it is not a later winner
+            // (those rank after the p-th).
+            Some(&t) => return Err(left_out(t, Some(w))),
+            // Cannot happen for a list of eligible candidates; refused
+            // all the same.
+            None => return Err(left_out(w, None)),
+        }
+    }
+    match (top.get(list.len()), last) {
+        (None, _) => Ok(()),
+        (Some(&t), Some(l)) if ranks_first(l, t) => Ok(()),
+        (Some(&t), l) => Err(left_out(t, l)),
+    }
+}
+
 impl Rules {
     /// Returns the `B:meta` fields and values of a new bag with these
     /// rules.
@@ -880,6 +941,37 @@ mod tests {
             );
             assert!(read <= n + shards as usize, "read {read} for n {n}");
         }
+    }
+
+    #[test]
+    fn true_top_is_the_shards_best_and_nothing_left_out_ranks_first() {
+        let top: Vec<Published<'_>> = vec![(b"a", 900), (b"b", 800), (b"c", 800), (b"d", 10)];
+        let last_global: Published<'_> = (b"z", 500);
+        // The exact top 2 (b ranks before c: equal scores, user descending
+        // is not the order here: c > b byte-wise, so c comes first).
+        let mut sorted = top.clone();
+        sorted.sort_by(|x, y| y.1.cmp(&x.1).then(y.0.cmp(x.0)));
+        assert_eq!(check_true_top(&sorted[..2], &sorted[..3], Some(last_global)), Err(LeftOut {
+            user: b"b".to_vec(),
+            r: 800,
+            above: Some((b"z".to_vec(), 500)),
+        }));
+        // With the global cut-off above the shard's third, the two are fine.
+        assert_eq!(check_true_top(&sorted[..2], &sorted[..3], Some((b"q", 800))), Ok(()));
+        assert_eq!(check_true_top(&sorted[..3], &sorted[..4], Some(last_global)), Ok(()));
+        // A winner list that skips the shard's best.
+        assert_eq!(
+            check_true_top(&[sorted[1]], &sorted[..2], Some((b"q", 1))),
+            Err(LeftOut { user: b"a".to_vec(), r: 900, above: Some((sorted[1].0.to_vec(), 800)) })
+        );
+        // A short global list: every candidate must win.
+        assert!(check_true_top(&sorted[..3], &sorted[..4], None).is_err());
+        assert_eq!(check_true_top(&sorted, &sorted, None), Ok(()));
+        // A shard without candidates publishes nothing, whatever the cut-off.
+        assert_eq!(check_true_top(&[], &[], None), Ok(()));
+        assert_eq!(check_true_top(&[], &[], Some(last_global)), Ok(()));
+        // The global last winner itself is not "after" itself.
+        assert!(check_true_top(&[], &[(b"z", 500)], Some(last_global)).is_err());
     }
 
     #[test]

@@ -5,6 +5,11 @@
 //! missing key (LIKE.COMMON with one key: issue 16) and faults in every
 //! key of a post. The twins take the module's configs first (the servers
 //! run the defaults: `4294967295 512 0`). LIKE sets no expiry.
+//!
+//! A spread post (`spost:{s}`, two shards) runs alongside: LIKE.CREATE,
+//! every per-shard command with `SPREAD n` (the right count, another one,
+//! none), users of the other shard, single-slot calls on its base key,
+//! and faults in its shards' keys, records included.
 
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -15,6 +20,12 @@ const T0: i64 = 4_102_444_800_000;
 const KEYS: usize = 4;
 /// The module's default configs, as the twins take them.
 const CONFIGS: [&str; 3] = ["4294967295", "512", "0"];
+/// The spread post's base key; it has two shards.
+const SPREAD_BASE: &str = "spost:{s}";
+
+fn shard(i: u32) -> String {
+    String::from_utf8(hotpath_client::routing::shard_key(SPREAD_BASE.as_bytes(), 2, i)).unwrap()
+}
 
 pub struct Like {
     now: i64,
@@ -42,7 +53,9 @@ impl Family for Like {
     }
 
     fn bases(&self) -> Vec<String> {
-        (0..KEYS).map(key).collect()
+        let mut v: Vec<String> = (0..KEYS).map(key).collect();
+        v.extend([shard(0), shard(1)]);
+        v
     }
 
     fn keys_of(&self, base: &str) -> Vec<String> {
@@ -94,13 +107,22 @@ impl Family for Like {
             Target {
                 key: k("meta"),
                 wrong_types: vec!["string"],
-                garbage: vec![vec![vec![s("HSET"), k("meta"), s("state"), s("x")]]],
+                garbage: vec![
+                    vec![vec![s("HSET"), k("meta"), s("state"), s("x")]],
+                    // A shard's record edited or deleted by hand.
+                    vec![vec![s("HSET"), k("meta"), s("spread"), s("x")]],
+                    vec![vec![s("HSET"), k("meta"), s("shard"), s("5")]],
+                    vec![vec![s("HDEL"), k("meta"), s("spread")]],
+                ],
             },
         ]
     }
 
     fn step(&mut self, rng: &mut StdRng) -> Call {
         self.now += rng.gen_range(0..50);
+        if rng.gen_bool(0.2) {
+            return self.spread_step(rng);
+        }
         let k = if rng.gen_bool(0.6) {
             0
         } else {
@@ -199,6 +221,72 @@ impl Family for Like {
     }
 
     fn sweep(&self, bases: &[String]) -> (Vec<Call>, Vec<Call>) {
+        self.sweep_single(bases)
+    }
+}
+
+impl Like {
+    /// A call on the spread post: its shards with SPREAD n, or its base.
+    fn spread_step(&mut self, rng: &mut StdRng) -> Call {
+        let i = rng.gen_range(0..2u32);
+        let k = shard(i);
+        let n = *pick(rng, &[2u32, 2, 2, 2, 2, 2, 3, 1]);
+        let mut sp = vec![s("SPREAD"), s(n)];
+        if rng.gen_bool(0.1) {
+            sp.clear();
+        }
+        // Mostly a user of this shard.
+        let user = |rng: &mut StdRng| -> String {
+            let u: u64 = rng.gen_range(0..300);
+            if rng.gen_bool(0.85) {
+                s(u - u % 2 + u64::from(i))
+            } else {
+                s(u)
+            }
+        };
+        let now = [s("NOW"), s(self.now)];
+        let op = rng.gen_range(0..100);
+        let mut rest: Vec<String>;
+        let cmd = if op < 10 {
+            rest = vec![];
+            "LIKE.CREATE"
+        } else if op < 60 {
+            let cmd = *pick(rng, &["LIKE.ADD", "LIKE.ADD", "LIKE.TOGGLE", "LIKE.REM"]);
+            rest = vec![user(rng)];
+            if cmd != "LIKE.REM" {
+                rest.extend(now);
+            }
+            cmd
+        } else if op < 70 {
+            rest = (0..rng.gen_range(1..4)).map(|_| user(rng)).collect();
+            "LIKE.CHECK"
+        } else if op < 76 {
+            rest = vec![];
+            "LIKE.COUNT"
+        } else if op < 80 {
+            rest = vec![s(3)];
+            "LIKE.RECENT"
+        } else if op < 88 {
+            rest = vec![];
+            "LIKE.INFO"
+        } else if op < 92 {
+            let other = shard(1 - i);
+            return call("LIKE.COMMON", &[&k, &other], vec![]);
+        } else {
+            // Single-slot calls on the spread post's base key.
+            let cmd = *pick(rng, &["LIKE.ADD", "LIKE.COUNT", "LIKE.CHECK", "LIKE.INFO", "LIKE.RECENT"]);
+            let rest = match cmd {
+                "LIKE.ADD" => vec![user(rng), s("NOW"), s(self.now)],
+                "LIKE.CHECK" => vec![user(rng)],
+                _ => vec![],
+            };
+            return call(cmd, &[SPREAD_BASE], rest);
+        };
+        rest.extend(sp);
+        call(cmd, &[&k], rest)
+    }
+
+    fn sweep_single(&self, bases: &[String]) -> (Vec<Call>, Vec<Call>) {
         let (a, b) = (&bases[0], &bases[1]);
         let t = (T0).to_string();
         let mut setup = Vec::new();

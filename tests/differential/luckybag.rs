@@ -7,15 +7,44 @@
 //! takes no NOW: a TTL counts from the server clock, so CREATE with TTL
 //! is unpinned (its expiry copied); every other expiry is the bag's own
 //! instant, exact.
+//!
+//! A spread bag (`sbag:{s}`, two shards, three prizes) runs alongside:
+//! CREATE … SPREAD n, JOIN/TASK/LEAVE/ENTER/RESULT/INFO with `SPREAD n`
+//! (the right count, another one, none; users of the other shard), calls
+//! on its base key, and its draw: DRAWBEGIN with NOW (two tokens racing),
+//! FREEZE, COMMIT of the merge of the frozen lists (seen in the replies),
+//! PUBLISH with LAST (VERIFY, forged lists), with faults in its shards'
+//! keys, records included.
 
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use crate::harness::{pick, s, Call, Family, Target, Ttl};
+use crate::harness::{pick, s, Call, Family, Resp, Target, Ttl};
 
 const KEYS: usize = 4;
 
-pub struct Luckybag;
+pub struct Luckybag {
+    /// The NOW of the spread bag's draw steps.
+    now: i64,
+    /// The last FREEZE reply of each shard of the spread bag: (user, r).
+    frozen: [Vec<(String, u32)>; 2],
+}
+
+/// The spread bag's base key; it has two shards and three prizes.
+const SPREAD_BASE: &str = "sbag:{s}";
+const SPREAD_WINNERS: usize = 3;
+
+fn shard(i: u32) -> String {
+    String::from_utf8(hotpath_client::routing::shard_key(SPREAD_BASE.as_bytes(), 2, i)).unwrap()
+}
+
+fn shard_of(user: &str) -> u32 {
+    hotpath_client::routing::shard_of(user.as_bytes(), 2)
+}
+
+fn r_text(r: u32) -> String {
+    format!("{}.{:06}", r / 1_000_000, r % 1_000_000)
+}
 
 fn key(k: usize) -> String {
     if k == 3 {
@@ -29,11 +58,35 @@ impl Family for Luckybag {
     const TTL: Ttl = Ttl::Exact;
 
     fn new() -> Luckybag {
-        Luckybag
+        Luckybag {
+            now: 4_102_444_800_000,
+            frozen: [Vec::new(), Vec::new()],
+        }
     }
 
     fn bases(&self) -> Vec<String> {
-        (0..KEYS).map(key).collect()
+        let mut v: Vec<String> = (0..KEYS).map(key).collect();
+        v.extend([shard(0), shard(1)]);
+        v
+    }
+
+    fn observe(&mut self, call: &Call, reply: &Resp) {
+        if call.cmd != "LUCKYBAG.FREEZE" || reply.is_error() {
+            return;
+        }
+        let Some(i) = (0..2).find(|&i| call.keys[0] == shard(i)) else {
+            return;
+        };
+        let items = reply.items();
+        self.frozen[i as usize] = items
+            .chunks(2)
+            .filter_map(|p| {
+                let u = String::from_utf8_lossy(p[0].bytes()?).into_owned();
+                let t = String::from_utf8_lossy(p.get(1)?.bytes()?).into_owned();
+                let (a, b) = t.split_once('.')?;
+                Some((u, a.parse::<u32>().ok()? * 1_000_000 + b.parse::<u32>().ok()?))
+            })
+            .collect();
     }
 
     fn keys_of(&self, base: &str) -> Vec<String> {
@@ -61,6 +114,14 @@ impl Family for Luckybag {
                     hset("state", "x"),
                     hset("latepooled", "-1"),
                     hset("restore", "maybe"),
+                    // A shard's record edited or deleted by hand, and its
+                    // draw's fields.
+                    hset("spread", "x"),
+                    hset("shard", "7"),
+                    vec![vec![s("HDEL"), k("meta"), s("spread")]],
+                    hset("draw", "x"),
+                    hset("drawlease", "x"),
+                    hset("state", "frozen"),
                 ],
             },
             Target {
@@ -91,6 +152,9 @@ impl Family for Luckybag {
     }
 
     fn step(&mut self, rng: &mut StdRng) -> Call {
+        if rng.gen_bool(0.25) {
+            return self.spread_step(rng);
+        }
         let b = key(rng.gen_range(0..KEYS));
         let user = s(*pick(
             rng,
@@ -182,6 +246,109 @@ impl Family for Luckybag {
     }
 
     fn sweep(&self, bases: &[String]) -> (Vec<Call>, Vec<Call>) {
+        self.sweep_single(bases)
+    }
+}
+
+impl Luckybag {
+    /// The merge of the frozen lists: the top WINNERS, in the draw's order.
+    fn merged(&self) -> Vec<(String, u32)> {
+        let mut all: Vec<(String, u32)> = self.frozen.iter().flatten().cloned().collect();
+        all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.as_bytes().cmp(a.0.as_bytes())));
+        all.truncate(SPREAD_WINNERS);
+        all
+    }
+
+    /// A call on the spread bag: its shards with SPREAD n, its draw steps,
+    /// or its base key.
+    fn spread_step(&mut self, rng: &mut StdRng) -> Call {
+        self.now += rng.gen_range(0..400);
+        let i = rng.gen_range(0..2u32);
+        let k = shard(i);
+        let n = *pick(rng, &[2u32, 2, 2, 2, 2, 2, 3]);
+        let mut sp = vec![s("SPREAD"), s(n)];
+        if rng.gen_bool(0.08) {
+            sp.clear();
+        }
+        let user = |rng: &mut StdRng| -> String {
+            let u = s(rng.gen_range(0..40));
+            if rng.gen_bool(0.85) && shard_of(&u) != i {
+                // The next id is the other shard's.
+                return s(u.parse::<u32>().unwrap() + 1);
+            }
+            u
+        };
+        let op = rng.gen_range(0..100);
+        let (cmd, mut rest, pinned): (&'static str, Vec<String>, bool) = if op < 6 {
+            let mut r = vec![s("WINNERS"), s(SPREAD_WINNERS)];
+            if rng.gen_bool(0.5) {
+                r.extend([s("POOLCAP"), s(*pick(rng, &["9223372036854775807", "7", "1000"]))]);
+            }
+            ("LUCKYBAG.CREATE", r, true)
+        } else if op < 40 {
+            ("LUCKYBAG.JOIN", vec![user(rng)], false)
+        } else if op < 45 {
+            ("LUCKYBAG.TASK", vec![user(rng)], false)
+        } else if op < 50 {
+            ("LUCKYBAG.LEAVE", vec![user(rng)], true)
+        } else if op < 55 {
+            ("LUCKYBAG.ENTER", vec![user(rng)], true)
+        } else if op < 62 {
+            ("LUCKYBAG.RESULT", vec![user(rng)], true)
+        } else if op < 67 {
+            ("LUCKYBAG.INFO", vec![], true)
+        } else if op < 71 {
+            let tok = s(*pick(rng, &["A", "A", "B"]));
+            let r = vec![tok, s("LEASE"), s(1000), s("NOW"), s(self.now)];
+            return Call::owned("LUCKYBAG.DRAWBEGIN", &shard(0), [r, sp].concat());
+        } else if op < 77 {
+            let depth = s(*pick(rng, &[1, 3, 3, 5]));
+            return Call::owned("LUCKYBAG.FREEZE", &k, [vec![depth], sp].concat());
+        } else if op < 82 {
+            let tok = s(*pick(rng, &["A", "A", "B"]));
+            let mut r = vec![tok];
+            for (u, sc) in self.merged() {
+                r.extend([u, r_text(sc)]);
+            }
+            return Call::owned("LUCKYBAG.COMMIT", &shard(0), [r, sp].concat());
+        } else if op < 92 {
+            let merged = self.merged();
+            let mut list: Vec<(String, u32)> =
+                merged.iter().filter(|(u, _)| shard_of(u) == i).cloned().collect();
+            if rng.gen_bool(0.15) && !list.is_empty() {
+                // A forged part: the shard's best left out.
+                list.remove(0);
+            }
+            let mut r: Vec<String> = list.into_iter().flat_map(|(u, sc)| [u, r_text(sc)]).collect();
+            if merged.len() == SPREAD_WINNERS && rng.gen_bool(0.9) {
+                let (u, sc) = merged.last().unwrap().clone();
+                r.extend([s("LAST"), u, r_text(sc)]);
+            }
+            if rng.gen_bool(0.3) {
+                r.push(s("VERIFY"));
+            }
+            return Call::owned("LUCKYBAG.PUBLISH", &k, [r, sp].concat());
+        } else if op < 95 {
+            return Call::new("LUCKYBAG.DRAW", &k, &[]);
+        } else {
+            // Single-slot calls on the spread bag's base key.
+            let cmd = *pick(rng, &["LUCKYBAG.JOIN", "LUCKYBAG.INFO", "LUCKYBAG.DRAW", "LUCKYBAG.RESULT"]);
+            let r = match cmd {
+                "LUCKYBAG.JOIN" | "LUCKYBAG.RESULT" => vec![user(rng)],
+                _ => vec![],
+            };
+            return Call::owned(cmd, SPREAD_BASE, r);
+        };
+        rest.extend(sp);
+        let c = Call::owned(cmd, &k, rest);
+        if pinned {
+            c
+        } else {
+            c.unpinned()
+        }
+    }
+
+    fn sweep_single(&self, bases: &[String]) -> (Vec<Call>, Vec<Call>) {
         let (a, b) = (&bases[0], &bases[1]);
         let setup = vec![
             Call::new(

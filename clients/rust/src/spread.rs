@@ -759,7 +759,7 @@ impl SpreadLuckyBag {
         let w = crate::replies::int(&b[1])? as usize;
         if state == "drawn" {
             let list = candidates(&Value::Array(b[2..].to_vec()))?;
-            self.publish(con, &list)?;
+            self.publish(con, &list, w, false)?;
             return Ok(winners_of(&list));
         }
         let n = self.shards.n() as usize;
@@ -813,6 +813,10 @@ impl SpreadLuckyBag {
                 }
             }
         }
+        // Every shard checks its part against its own pool before anything
+        // is final (PUBLISH … VERIFY writes nothing): a wrong merge is
+        // refused here, while the draw can still be run again.
+        self.publish(con, &merged, w, true)?;
         let mut commit = vec![arg(&token)];
         for c in &merged {
             commit.push(arg(&c.user));
@@ -834,18 +838,37 @@ impl SpreadLuckyBag {
                 )));
             }
         }
-        self.publish(con, &merged)?;
+        self.publish(con, &merged, w, false)?;
         Ok(winners_of(&merged))
     }
 
-    /// Step 5: each shard gets its own winners (possibly none).
-    fn publish<C: FanOut>(&self, con: &mut C, list: &[Candidate]) -> RedisResult<()> {
+    /// Step 5: each shard gets its own winners (possibly none), with the
+    /// global list's last winner when the list is full (`LAST`), so that
+    /// each shard checks that nothing it holds outside the list ranks
+    /// before it. With `verify`, the shards only check (step 4's guard).
+    fn publish<C: FanOut>(
+        &self,
+        con: &mut C,
+        list: &[Candidate],
+        w: usize,
+        verify: bool,
+    ) -> RedisResult<()> {
         let n = self.shards.n() as usize;
         let mut by_shard: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
         for c in list {
             let s = self.shards.shard_of(&c.user) as usize;
             by_shard[s].push(arg(&c.user));
             by_shard[s].push(arg(&c.text));
+        }
+        let mut tail: Vec<Vec<u8>> = Vec::new();
+        if let Some(l) = list.last().filter(|_| list.len() >= w) {
+            tail.extend([arg("LAST"), arg(&l.user), arg(&l.text)]);
+        }
+        if verify {
+            tail.push(arg("VERIFY"));
+        }
+        for b in &mut by_shard {
+            b.extend(tail.iter().cloned());
         }
         let calls: Vec<(String, Cmd)> = (0..n)
             .map(|i| {

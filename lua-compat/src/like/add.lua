@@ -1,5 +1,5 @@
--- LIKE.ADD key user [NOW unix-ms]
--- Lua twin of LIKE.ADD: LIKE.ADD B user [NOW unix-ms] -> [changed, count]
+-- LIKE.ADD key user [NOW unix-ms] [SPREAD n]
+-- Lua twin of LIKE.ADD: LIKE.ADD B user [NOW unix-ms] [SPREAD n] -> [changed, count]
 -- KEYS: B
 -- ARGV: like-max-id, like-promote-at, like-recent (the module's configs),
 -- then the command's arguments after the key(s), verbatim.

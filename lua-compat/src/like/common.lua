@@ -17,9 +17,17 @@ local RECENT_CAP = tonumber(ARGV[3])
 local args = {}
 for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
 if #args ~= 0 then return arity('like.common') end
-local p1, e1 = read_post(B, true)
+-- A shard of a spread post has no LIKE.COMMON.
+for _, k in ipairs({B, KEYS[2]}) do
+  local sh, e = like_spread_of(k, nil)
+  if e then return e end
+  if sh then
+    return redis.error_reply("ERR like: LIKE.COMMON does not take a shard of a spread post ('" .. key_text(k) .. "')")
+  end
+end
+local p1, e1 = read_post(B, true, true)
 if not p1 then return e1 end
-local p2, e2 = read_post(KEYS[2], true)
+local p2, e2 = read_post(KEYS[2], true, true)
 if not p2 then return e2 end
 -- Read the likers of the post with fewer, look each up in the other.
 local p, q = p1, p2

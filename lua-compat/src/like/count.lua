@@ -1,5 +1,5 @@
--- LIKE.COUNT key
--- Lua twin of LIKE.COUNT: LIKE.COUNT B -> count
+-- LIKE.COUNT key [SPREAD n]
+-- Lua twin of LIKE.COUNT: LIKE.COUNT B [SPREAD n] -> count
 -- KEYS: B
 -- ARGV: like-max-id, like-promote-at, like-recent (the module's configs),
 -- then the command's arguments after the key(s), verbatim.
@@ -13,8 +13,11 @@ local PROMOTE_AT = tonumber(ARGV[2])
 local RECENT_CAP = tonumber(ARGV[3])
 local args = {}
 for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
-if #args ~= 0 then return arity('like.count') end
-local p, err = read_post(B, true)
+local declared, e = only_spread(args, 'like.count')
+if e then return e end
+local sh, e2 = like_spread_of(B, declared)
+if e2 then return e2 end
+local p, err = read_post(B, true, not sh)
 if not p then return err end
 return p.count
 

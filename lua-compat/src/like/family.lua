@@ -112,14 +112,62 @@ local function plan(sample, size, exact, last)
   end
   return out
 end
+-- The shard a post key is (docs/spread.md; like/commands.rs spread_of):
+-- {n =, i =, expires_at =} when the call declared SPREAD n or the key
+-- looks like a shard key and records one; nil for a single-slot post; nil
+-- and the error for a missing shard, a deleted record, other counts.
+local function like_spread_of(B, declared)
+  if declared == nil and not looks_like_shard(B) then return nil end
+  local meta = B .. ':meta'
+  local tm = type_of(meta)
+  if tm ~= 'none' and tm ~= 'hash' then return nil, redis.error_reply(WRONGTYPE) end
+  local rec, e = spread().read_record('like', B)
+  if e then return nil, e end
+  local sh, e2 = spread().resolve('like', B, declared, rec, function()
+    for _, s in ipairs({'count', 'set', 'chunks'}) do
+      if redis.call('EXISTS', B .. ':' .. s) == 1 then return true end
+    end
+    return false
+  end)
+  if e2 then return nil, e2 end
+  if not sh then return nil end
+  local at = redis.call('PEXPIRETIME', meta)
+  return {n = sh.n, i = sh.i, expires_at = at > 0 and at or nil}
+end
+-- A trailing `SPREAD n` of a variadic command's arguments (at least
+-- `min` before it): how many arguments come before it, and the count;
+-- or nil and the error of a bad count.
+local function trailing_spread(args, min)
+  local len = #args
+  if len >= min + 2 and string.upper(args[len - 1]) == 'SPREAD' then
+    local n, e = spread().spread_count('like', args[len])
+    if e then return nil, nil, e end
+    return len - 2, n
+  end
+  return len
+end
+-- The optional `SPREAD n` of a command that takes nothing else after its
+-- key: the count, nil, or nil and the arity error.
+local function only_spread(args, cmd)
+  if #args == 0 then return nil end
+  if #args == 2 and string.upper(args[1]) == 'SPREAD' then return spread().spread_count('like', args[2]) end
+  return nil, arity(cmd)
+end
 -- A post as a read sees it: every key's type checked, then the count (a
 -- missing one is SCARD in set form, corrupt with chunks). Returns the
 -- post, or nil and the error.
-local function read_post(base, need_count)
+--
+-- A single-slot read (`single`) of a post with no keys at all checks that
+-- base is not the base key of a spread post.
+local function read_post(base, need_count, single)
   local set, index, count = base .. ':set', base .. ':chunks', base .. ':count'
   local ts, ti, tc = type_of(set), type_of(index), type_of(count)
   if (ts ~= 'none' and ts ~= 'set') or (ti ~= 'none' and ti ~= 'string') or (tc ~= 'none' and tc ~= 'string') then
     return nil, redis.error_reply(WRONGTYPE)
+  end
+  if single and ts == 'none' and ti == 'none' and tc == 'none' then
+    local e = spread().refuse_spread_base('like', base)
+    if e then return nil, e end
   end
   local p = {base = base, count = 0, set_members = redis.call('SCARD', set), index = redis.call('GET', index) or ''}
   if not need_count then return p end
@@ -208,25 +256,46 @@ local function write(OP, CMD, keys, argv)
   local function bad_user()
     return redis.error_reply('ERR like: user id must be an integer from 0 to ' .. string.format('%d', MAXID))
   end
-  if (OP == 'rem' and #args ~= 1) or #args < 1 then return arity(CMD) end
+  if #args < 1 then return arity(CMD) end
+  -- REM takes no NOW: anything after its user but `SPREAD n` is an arity
+  -- error, as the module's.
+  if OP == 'rem' and #args ~= 1 and not (#args == 3 and string.upper(args[2]) == 'SPREAD') then
+    return arity(CMD)
+  end
   local u = args[1]
   if u == '' then return redis.error_reply('ERR like: user must not be empty') end
   local uid = parse_user(u, MAX_ID)
   if uid == nil or uid > MAXID then return bad_user() end
-  local now = nil
-  if OP ~= 'rem' then
-    local i = 2
-    while i <= #args do
-      if string.upper(args[i]) == 'NOW' then
-        if i + 1 > #args then return syntax() end
-        local v = parse_int(args[i + 1])
-        if v == nil or v < 0 or v > 9007199254740991 then return not_integer() end
-        now = args[i + 1]
-        i = i + 2
-      else
-        return syntax()
-      end
+  local now, declared = nil, nil
+  local i = 2
+  while i <= #args do
+    local kw = string.upper(args[i])
+    if kw == 'NOW' then
+      if i + 1 > #args then return syntax() end
+      local v = parse_int(args[i + 1])
+      if v == nil or v < 0 or v > 9007199254740991 then return not_integer() end
+      now = args[i + 1]
+      i = i + 2
+    elseif kw == 'SPREAD' then
+      if i + 1 > #args then return syntax() end
+      local n, e = spread().spread_count('like', args[i + 1])
+      if e then return e end
+      declared = n
+      i = i + 2
+    else
+      return syntax()
     end
+  end
+  -- A shard of a spread post: the user must belong to it, and it stores
+  -- the user as id / n (docs/spread.md). Recent likers keep their own ids.
+  local sh, se = like_spread_of(B, declared)
+  if se then return se end
+  local liker = u
+  if sh then
+    local s = uid % sh.n
+    if s ~= sh.i then return spread().wrong_shard('like', 'user', B, sh, u, s) end
+    uid = math.floor(uid / sh.n)
+    u = fmt(uid)
   end
   local range, off = math.floor(uid / RANGE_IDS), uid % RANGE_IDS
   local CHUNK = B .. ':bits:' .. fmt(range)
@@ -256,6 +325,10 @@ local function write(OP, CMD, keys, argv)
   else
     -- No count: a post without likers, or a count deleted by hand from a
     -- post all in set form (SCARD); with chunks it cannot be counted.
+    if not sh then
+      local e = spread().refuse_spread_base('like', B)
+      if e then return e end
+    end
     local ts, ti = type_of(SET), type_of(INDEX)
     if ts ~= 'none' and ts ~= 'set' then return redis.error_reply(WRONGTYPE) end
     if ti ~= 'none' and ti ~= 'string' then return redis.error_reply(WRONGTYPE) end
@@ -263,6 +336,8 @@ local function write(OP, CMD, keys, argv)
     old = redis.call('SCARD', SET)
     local t = redis.call('PEXPIRETIME', SET)
     if t > 0 then set_expiry = t end
+    -- A shard's count takes the expiry of its record.
+    if not set_expiry and sh then set_expiry = sh.expires_at end
   end
   -- A count that cannot change is refused before anything is written.
   local function count_error(want)
@@ -328,8 +403,14 @@ local function write(OP, CMD, keys, argv)
   if changed then
     if liked then count = old + 1 else count = old - 1 end
     if not has_chunk and count == 0 and redis.call('EXISTS', INDEX) == 0 then
-      -- The last unlike of a post in set form: the post leaves no keys.
-      redis.call('DEL', COUNT, META, RECENT)
+      -- The last unlike of a post in set form: the post leaves no keys
+      -- (a shard keeps its record: only the promotion's check goes).
+      if sh then
+        redis.call('DEL', COUNT, RECENT)
+        redis.call('HDEL', META, 'check')
+      else
+        redis.call('DEL', COUNT, META, RECENT)
+      end
     else
       redis.call('SET', COUNT, fmt(count), 'KEEPTTL')
       if not stored and set_expiry then redis.call('PEXPIREAT', COUNT, set_expiry) end
@@ -352,7 +433,7 @@ local function write(OP, CMD, keys, argv)
   -- Recent likers (like-recent > 0): the latest likers, user -> unix-ms.
   local function record_recent()
     if not liked then
-      redis.call('ZREM', RECENT, u)
+      redis.call('ZREM', RECENT, liker)
       return
     end
     local existed = redis.call('EXISTS', RECENT) == 1
@@ -360,7 +441,7 @@ local function write(OP, CMD, keys, argv)
       local t = redis.call('TIME')
       now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
     end
-    redis.call('ZADD', RECENT, now, u)
+    redis.call('ZADD', RECENT, now, liker)
     if not existed then created(RECENT) end
     local over = redis.call('ZCARD', RECENT) - RECENT_CAP
     if over > 0 then

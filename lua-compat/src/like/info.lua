@@ -1,6 +1,6 @@
--- LIKE.INFO key
--- Lua twin of LIKE.INFO: LIKE.INFO B -> [encoding, none|set|bitmap|mixed, count, n, bytes, n,
--- set, n, chunks, n, promotion, none|create|move|settle]
+-- LIKE.INFO key [SPREAD n]
+-- Lua twin of LIKE.INFO: LIKE.INFO B [SPREAD n] -> [encoding, none|set|bitmap|mixed, count, n, bytes, n,
+-- set, n, chunks, n, promotion, none|create|move|settle] (a shard adds spread, n, shard, i)
 -- KEYS: B
 -- ARGV: like-max-id, like-promote-at, like-recent (the module's configs),
 -- then the command's arguments after the key(s), verbatim.
@@ -14,11 +14,14 @@ local PROMOTE_AT = tonumber(ARGV[2])
 local RECENT_CAP = tonumber(ARGV[3])
 local args = {}
 for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
-if #args ~= 0 then return arity('like.info') end
+local declared, de = only_spread(args, 'like.info')
+if de then return de end
+local sh, se = like_spread_of(B, declared)
+if se then return se end
 local META = B .. ':meta'
 local tm = type_of(META)
 if tm ~= 'none' and tm ~= 'hash' then return redis.error_reply(WRONGTYPE) end
-local p, err = read_post(B, true)
+local p, err = read_post(B, true, not sh)
 if not p then return err end
 local promotion = redis.call('HGET', META, 'state') or 'none'
 if promotion ~= 'none' and promotion ~= 'create' and promotion ~= 'move' and promotion ~= 'settle' then
@@ -46,6 +49,11 @@ local encoding = 'set'
 if p.set_members == 0 and chunks == 0 and p.count == 0 then encoding = 'none'
 elseif chunks > 0 and p.set_members == 0 then encoding = 'bitmap'
 elseif chunks > 0 then encoding = 'mixed' end
-return {'encoding', encoding, 'count', p.count, 'bytes', bytes, 'set', p.set_members,
+local out = {'encoding', encoding, 'count', p.count, 'bytes', bytes, 'set', p.set_members,
   'chunks', chunks, 'promotion', promotion}
+-- A shard says which one it is.
+if sh then
+  for _, v in ipairs({'spread', sh.n, 'shard', sh.i}) do out[#out + 1] = v end
+end
+return out
 

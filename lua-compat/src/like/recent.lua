@@ -1,5 +1,5 @@
--- LIKE.RECENT key [count]
--- Lua twin of LIKE.RECENT: LIKE.RECENT B [n] -> [user, unix-ms, ...] newest first
+-- LIKE.RECENT key [count] [SPREAD n]
+-- Lua twin of LIKE.RECENT: LIKE.RECENT B [n] [SPREAD n] -> [user, unix-ms, ...] newest first
 -- KEYS: B
 -- ARGV: like-max-id, like-promote-at, like-recent (the module's configs),
 -- then the command's arguments after the key(s), verbatim.
@@ -15,14 +15,29 @@ local args = {}
 for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
 -- Without n: every recorded liker (the list is capped when written).
 local n = math.huge
-if #args >= 1 then
+local i, declared = 1, nil
+if #args >= 1 and string.upper(args[1]) ~= 'SPREAD' then
   n = parse_int(args[1])
   if n == nil or n < 0 then return not_integer() end
+  i = 2
 end
-if #args > 1 then return syntax() end
+if i <= #args then
+  if string.upper(args[i]) ~= 'SPREAD' or i + 1 > #args then return syntax() end
+  local e
+  declared, e = spread().spread_count('like', args[i + 1])
+  if e then return e end
+  i = i + 2
+end
+if i <= #args then return syntax() end
+local sh, se = like_spread_of(B, declared)
+if se then return se end
 local RECENT = B .. ':recent'
 local tr = type_of(RECENT)
 if tr ~= 'none' and tr ~= 'zset' then return redis.error_reply(WRONGTYPE) end
+if not sh and tr == 'none' then
+  local e = spread().refuse_spread_base('like', B)
+  if e then return e end
+end
 local card = redis.call('ZCARD', RECENT)
 if n > card then n = card end
 if n == 0 then return {} end

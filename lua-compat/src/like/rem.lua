@@ -1,5 +1,5 @@
--- LIKE.REM key user
--- Lua twin of LIKE.REM: LIKE.REM B user -> [changed, count]
+-- LIKE.REM key user [SPREAD n]
+-- Lua twin of LIKE.REM: LIKE.REM B user [SPREAD n] -> [changed, count]
 -- KEYS: B
 -- ARGV: like-max-id, like-promote-at, like-recent (the module's configs),
 -- then the command's arguments after the key(s), verbatim.

@@ -1,5 +1,5 @@
--- LIKE.TOGGLE key user [NOW unix-ms]
--- Lua twin of LIKE.TOGGLE: LIKE.TOGGLE B user [NOW unix-ms] -> [liked, count]
+-- LIKE.TOGGLE key user [NOW unix-ms] [SPREAD n]
+-- Lua twin of LIKE.TOGGLE: LIKE.TOGGLE B user [NOW unix-ms] [SPREAD n] -> [liked, count]
 -- KEYS: B
 -- ARGV: like-max-id, like-promote-at, like-recent (the module's configs),
 -- then the command's arguments after the key(s), verbatim.

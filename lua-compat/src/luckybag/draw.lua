@@ -6,14 +6,21 @@ local B = KEYS[1]
 if #ARGV ~= 0 then return arity('luckybag.draw') end
 local meta, e = find_meta(B)
 if e then return e end
+local sh, se = bag_spread_of(B, nil, meta, nil)
+if se then return se end
+if sh then
+  return ferr("'" .. key_text(B) .. "' is shard " .. sh.i .. ' of a bag spread over ' .. sh.n
+    .. ' shards: draw it with a client library (docs/spread.md)')
+end
 if not meta then return ferr('no such bag') end
 local winners = B .. ':winners'
 if not typed(winners, 'zset') then return redis.error_reply(WRONGTYPE) end
 local raw = read_meta(meta, {'shards', 'state', 'winners'})
 local shards, e1 = meta_value(meta, raw, 'shards')
 if e1 then return e1 end
-local drawn, e2 = meta_value(meta, raw, 'state')
-if e2 then return e2 end
+-- The single-slot draw knows `open` and `drawn` only.
+if raw.state ~= 'open' and raw.state ~= 'drawn' then return corrupt(meta, 'state') end
+local drawn = raw.state == 'drawn'
 local out = {}
 if drawn then
   local n, e3 = meta_value(meta, raw, 'winners')

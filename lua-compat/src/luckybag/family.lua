@@ -104,8 +104,9 @@ local PARSE = {
   restore = function(v)
     if v == 'yes' then return true elseif v == 'no' then return false end
   end,
+  -- `open`, `frozen` (a shard of a spread bag being drawn) or `drawn`.
   state = function(v)
-    if v == 'open' then return false elseif v == 'drawn' then return true end
+    if v == 'open' or v == 'frozen' or v == 'drawn' then return v end
   end,
 }
 -- Opens B:meta: returns its name, or nil when the bag does not exist, or
@@ -137,9 +138,10 @@ end
 local function scope(meta, raw)
   local shards, e = meta_value(meta, raw, 'shards')
   if e then return nil, e end
-  local drawn, e2 = meta_value(meta, raw, 'state')
+  local state, e2 = meta_value(meta, raw, 'state')
   if e2 then return nil, e2 end
-  if drawn then return nil, ferr('bag is closed') end
+  -- A frozen shard of a spread bag is being drawn: closed too.
+  if state ~= 'open' then return nil, ferr('bag is closed') end
   return shards
 end
 -- B:count: a non-negative integer; nil and an error otherwise.
@@ -155,3 +157,200 @@ local function adopt_expiry(meta, key)
   if at > 0 then redis.call('PEXPIREAT', key, at) end
 end
 local function score_text(score) return string.format('%.6f', tonumber(score)) end
+-- ---- spread bags (docs/spread.md; luckybag/commands.rs) ----
+-- Data in a shard without its record means the record was deleted.
+local function has_bag_data(B)
+  for _, s in ipairs({'count', 'stored', 'winners', 'cand:0'}) do
+    if redis.call('EXISTS', B .. ':' .. s) == 1 then return true end
+  end
+  return false
+end
+-- The shard of a spread bag B is, from the declared SPREAD n and the
+-- record in B:meta (`meta`: its name when the bag exists): {n =, i =}, or
+-- nil for a single-slot bag, or nil and the error. With `user`, the user
+-- must belong to this shard. A single-slot call on a missing bag refuses
+-- the base key of a spread bag.
+local function bag_spread_of(B, declared, meta, user)
+  if declared == nil and not looks_like_shard(B) then
+    if not meta then
+      local e = spread().refuse_spread_base('luckybag', B)
+      if e then return nil, e end
+    end
+    return nil
+  end
+  local rec = nil
+  if meta then
+    local v = redis.call('HMGET', meta, 'spread', 'shard')
+    local r, e = spread().parse_record('luckybag', B, v[1], v[2])
+    if e then return nil, e end
+    rec = r
+  end
+  local sh, e = spread().resolve('luckybag', B, declared, rec, function() return has_bag_data(B) end)
+  if e then return nil, e end
+  if sh and user then
+    local e2 = spread().check_owner('luckybag', 'user', B, sh, user)
+    if e2 then return nil, e2 end
+  elseif not sh and not meta then
+    local e3 = spread().refuse_spread_base('luckybag', B)
+    if e3 then return nil, e3 end
+  end
+  return sh
+end
+-- `B user [SPREAD n]` of TASK, LEAVE, ENTER, RESULT: the user and the
+-- declared count; anything else after the user is an arity error.
+local function user_spread(argv, cmd)
+  if #argv == 1 then return argv[1] end
+  if #argv == 3 and string.upper(argv[2]) == 'SPREAD' then
+    local n, e = spread().spread_count('luckybag', argv[3])
+    if e then return nil, nil, e end
+    return argv[1], n
+  end
+  return nil, nil, arity(cmd)
+end
+-- Shard i's share of a total c (decimal text, up to 2^63 - 1) over n
+-- shards, as text: floor(c(i+1)/n) - floor(ci/n) = q + floor(r(i+1)/n) -
+-- floor(ri/n) for c = qn + r, by long division (a double is not exact
+-- above 2^53).
+local function share_text(c, n, i)
+  local q, r = {}, 0
+  for k = 1, #c do
+    r = r * 10 + string.byte(c, k) - 48
+    q[#q + 1] = string.char(48 + math.floor(r / n))
+    r = r % n
+  end
+  local add = math.floor(r * (i + 1) / n) - math.floor(r * i / n)
+  local digits = string.match(table.concat(q), '^0*(%d-)$')
+  -- + add (0 or 1), from the last digit.
+  local out, carry = {}, add
+  for k = #digits, 1, -1 do
+    local d = string.byte(digits, k) - 48 + carry
+    out[#out + 1] = string.char(48 + d % 10)
+    carry = math.floor(d / 10)
+  end
+  if carry > 0 then out[#out + 1] = string.char(48 + carry) end
+  local text = string.reverse(table.concat(out))
+  if text == '' then return '0' end
+  return text
+end
+-- The shard a draw step runs on (SPREAD n required), with its meta name;
+-- or nil and the error. The coordinator's steps run on shard 0 only.
+local function draw_shard(B, declared, coordinator)
+  if declared == nil then return nil, nil, ferr('the draw steps of a spread bag need SPREAD n') end
+  local meta, e = find_meta(B)
+  if e then return nil, nil, e end
+  local sh, e2 = bag_spread_of(B, declared, meta, nil)
+  if e2 then return nil, nil, e2 end
+  if coordinator and sh.i ~= 0 then
+    local _, base = spread().split_shard_key(B)
+    return nil, nil, ferr("the draw of a spread bag is coordinated by its shard 0 ('"
+      .. key_text(spread().first_shard_key(base or B)) .. "')")
+  end
+  return sh, meta
+end
+-- A score as the spread draw carries it (six decimals, 0 to 1) as r =
+-- score x 1000000, or nil.
+local function score_r(v)
+  local a, b = string.match(v, '^(%d)%.(%d%d%d%d%d%d)$')
+  if not a then return nil end
+  local r = tonumber(a) * 1000000 + tonumber(b)
+  if r > 1000000 then return nil end
+  return r
+end
+-- The draw's order on {user, r}: true when a ranks before b.
+local function ranks_first(a, b)
+  return a[2] > b[2] or (a[2] == b[2] and bytes_gt(a[1], b[1]))
+end
+-- Checks a winner list (model::check_winner_list): at most `max`, no
+-- empty user, in the draw's order with no user twice; the error or nil.
+local function check_winner_list(list, max)
+  if #list > max then return ferr('bad winner list: more winners than the bag has prizes') end
+  for k, w in ipairs(list) do
+    if w[1] == '' then return ferr('bad winner list: a winner with an empty user') end
+    if k > 1 and not ranks_first(list[k - 1], w) then
+      return ferr('bad winner list: winners out of order or repeated')
+    end
+  end
+  return nil
+end
+-- Parses `user score ...` (argv[from .. to]) into {{user, r}, ...},
+-- checked against WINNERS; or nil and the error.
+local function winner_list(argv, from, to, winners)
+  if (to - from + 1) % 2 ~= 0 then return nil, syntax() end
+  local list = {}
+  for k = from, to, 2 do
+    local r = score_r(argv[k + 1])
+    if not r then return nil, ferr('winner scores must be six-decimal scores from 0 to 1') end
+    list[#list + 1] = {argv[k], r}
+  end
+  local e = check_winner_list(list, winners)
+  if e then return nil, e end
+  return list
+end
+-- A stored winner list (B:winners, B:allwinners) as {{user, r}, ...}.
+local function stored_list(key, max)
+  local v = redis.call('ZREVRANGE', key, 0, max - 1, 'WITHSCORES')
+  local out = {}
+  for k = 1, #v, 2 do out[#out + 1] = {v[k], math.floor(tonumber(v[k + 1]) * 1000000 + 0.5)} end
+  return out
+end
+local function same_list(a, b)
+  if #a ~= #b then return false end
+  for k = 1, #a do
+    if a[k][1] ~= b[k][1] or a[k][2] ~= b[k][2] then return false end
+  end
+  return true
+end
+-- The text of r: six decimals.
+local function r_text(r) return string.format('%d.%06d', math.floor(r / 1000000), r % 1000000) end
+-- Replaces a winner list key whole, with the bag's expiry.
+local function write_list(meta, key, list)
+  redis.call('DEL', key)
+  for k = 1, #list, 500 do
+    local args = {}
+    for j = k, math.min(k + 499, #list) do
+      args[#args + 1] = r_text(list[j][2])
+      args[#args + 1] = list[j][1]
+    end
+    redis.call('ZADD', key, unpack(args))
+  end
+  if #list > 0 then adopt_expiry(meta, key) end
+end
+-- The best `n` eligible candidates (score 0 to 1) over a bag's internal
+-- pools, in the draw's order, as {{user, r}, ...}; every pool's type is
+-- checked first (nil and WRONGTYPE).
+local function top_candidates(B, shards, n)
+  for s = 0, shards - 1 do
+    if not typed(B .. ':cand:' .. s, 'zset') then return nil, redis.error_reply(WRONGTYPE) end
+  end
+  local all = {}
+  for s = 0, shards - 1 do
+    local v = redis.call('ZREVRANGEBYSCORE', B .. ':cand:' .. s, 1, 0, 'WITHSCORES', 'LIMIT', 0, n)
+    for k = 1, #v, 2 do all[#all + 1] = {v[k], math.floor(tonumber(v[k + 1]) * 1000000 + 0.5)} end
+  end
+  table.sort(all, ranks_first)
+  local out = {}
+  for k = 1, math.min(n, #all) do out[k] = all[k] end
+  return out
+end
+-- Decimal integer texts (canonical, possibly negative): a > b.
+local function int_text_gt(a, b)
+  local na, nb = string.byte(a, 1) == 45, string.byte(b, 1) == 45
+  if na ~= nb then return nb end
+  local x, y = a, b
+  if na then x, y = string.sub(b, 2), string.sub(a, 2) end
+  if #x ~= #y then return #x > #y end
+  return bytes_gt(x, y)
+end
+-- A canonical non-negative decimal text plus a small non-negative k.
+local function dec_add(s, k)
+  local out, carry = {}, k
+  local j = #s
+  while j >= 1 or carry > 0 do
+    local d = carry
+    if j >= 1 then d = d + string.byte(s, j) - 48 end
+    out[#out + 1] = string.char(48 + d % 10)
+    carry = math.floor(d / 10)
+    j = j - 1
+  end
+  return string.reverse(table.concat(out))
+end

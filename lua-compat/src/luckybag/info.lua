@@ -1,12 +1,20 @@
--- LUCKYBAG.INFO key
+-- LUCKYBAG.INFO key [SPREAD n]
 -- LUCKYBAG.INFO B -> {state, s, participants, n, pooled, n, winners, n, shards, n}
 --@ keys 1
 --@ flags no-writes
 
 local B = KEYS[1]
-if #ARGV ~= 0 then return arity('luckybag.info') end
+local declared = nil
+if #ARGV ~= 0 then
+  if #ARGV ~= 2 or string.upper(ARGV[1]) ~= 'SPREAD' then return arity('luckybag.info') end
+  local n, ce = spread().spread_count('luckybag', ARGV[2])
+  if ce then return ce end
+  declared = n
+end
 local meta, e = find_meta(B)
 if e then return e end
+local sh, se = bag_spread_of(B, declared, meta, nil)
+if se then return se end
 if not meta then return {} end
 local count = B .. ':count'
 local ok, exists = typed(count, 'string')
@@ -27,6 +35,18 @@ end
 -- Everyone up to the cap entered the pool, then the late high scores.
 local pooled = math.min(participants, got.poolcap) + got.latepooled
 if pooled > MAX_COUNT then return overflow(meta, 'latepooled') end
-return {'state', got.state and 'drawn' or 'open', 'participants', participants, 'pooled', pooled,
+local out = {'state', got.state, 'participants', participants, 'pooled', pooled,
   'winners', got.winners, 'shards', got.shards}
+-- A shard of a spread bag says which one it is; shard 0 also gives the
+-- state of the bag's draw.
+if sh then
+  for _, v in ipairs({'spread', sh.n, 'shard', sh.i}) do out[#out + 1] = v end
+  if sh.i == 0 then
+    local d = redis.call('HGET', meta, 'draw') or 'none'
+    if d ~= 'none' and d ~= 'drawing' and d ~= 'drawn' then return corrupt(meta, 'draw') end
+    out[#out + 1] = 'draw'
+    out[#out + 1] = d
+  end
+end
+return out
 

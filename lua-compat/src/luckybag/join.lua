@@ -1,23 +1,32 @@
--- LUCKYBAG.JOIN key user [TASK DONE|PENDING]
+-- LUCKYBAG.JOIN key user [TASK DONE|PENDING] [SPREAD n]
 -- LUCKYBAG.JOIN B user [TASK DONE|PENDING] -> {new, pooled, participants}
 --@ keys 1
 
 local B = KEYS[1]
 if #ARGV < 1 then return arity('luckybag.join') end
 local user = ARGV[1]
-local pending = false
+local pending, declared = false, nil
 local i = 2
 while i <= #ARGV do
-  if string.upper(ARGV[i]) ~= 'TASK' then return syntax() end
+  local kw = string.upper(ARGV[i])
+  if kw ~= 'TASK' and kw ~= 'SPREAD' then return syntax() end
   local v = ARGV[i + 1]
   if v == nil then return syntax() end
-  v = string.upper(v)
-  if v == 'DONE' then pending = false elseif v == 'PENDING' then pending = true else return syntax() end
+  if kw == 'SPREAD' then
+    local n, se = spread().spread_count('luckybag', v)
+    if se then return se end
+    declared = n
+  else
+    v = string.upper(v)
+    if v == 'DONE' then pending = false elseif v == 'PENDING' then pending = true else return syntax() end
+  end
   i = i + 2
 end
 if user == '' then return empty_user() end
 local meta, e = find_meta(B)
 if e then return e end
+local _, se = bag_spread_of(B, declared, meta, user)
+if se then return se end
 if not meta then return ferr('no such bag') end
 local raw = read_meta(meta, {'shards', 'state', 'poolcap'})
 local shards, e1 = scope(meta, raw)

@@ -1,13 +1,16 @@
--- LUCKYBAG.LEAVE key user
+-- LUCKYBAG.LEAVE key user [SPREAD n]
 -- LUCKYBAG.LEAVE B user -> 1 if the user's score was kept and set to -1
 --@ keys 1
 
 local B = KEYS[1]
-if #ARGV ~= 1 then return arity('luckybag.leave') end
-local user = ARGV[1]
+if #ARGV < 1 then return arity('luckybag.leave') end
+local user, declared, ae = user_spread(ARGV, 'luckybag.leave')
+if ae then return ae end
 if user == '' then return empty_user() end
 local meta, e = find_meta(B)
 if e then return e end
+local _, se = bag_spread_of(B, declared, meta, user)
+if se then return se end
 if not meta then return ferr('no such bag') end
 local raw = read_meta(meta, {'shards', 'state', 'restore'})
 local shards, e1 = scope(meta, raw)

@@ -1,13 +1,16 @@
--- LUCKYBAG.TASK key user
+-- LUCKYBAG.TASK key user [SPREAD n]
 -- LUCKYBAG.TASK B user -> 1 if a pending user now has a random score
 --@ keys 1
 
 local B = KEYS[1]
-if #ARGV ~= 1 then return arity('luckybag.task') end
-local user = ARGV[1]
+if #ARGV < 1 then return arity('luckybag.task') end
+local user, declared, ae = user_spread(ARGV, 'luckybag.task')
+if ae then return ae end
 if user == '' then return empty_user() end
 local meta, e = find_meta(B)
 if e then return e end
+local _, se = bag_spread_of(B, declared, meta, user)
+if se then return se end
 if not meta then return ferr('no such bag') end
 local raw = read_meta(meta, {'shards', 'state'})
 local shards, e1 = scope(meta, raw)

@@ -278,7 +278,7 @@ class SpreadLuckyBag(_Spread):
         state, w = R.text(begin[0]), R.integer(begin[1])
         if state == "drawn":
             winners = R.winners(begin[2:])
-            self._publish(winners)
+            self._publish(winners, w)
             return winners
         n = self.n
         depth = [min(w, -(-2 * w // n) + 16)] * n
@@ -315,6 +315,10 @@ class SpreadLuckyBag(_Spread):
             res = self._each([(i, "FREEZE", [depth[i]]) for i in ask])
             for i, v in zip(ask, _raise_first([self.shards.keys[i] for i in ask], res)):
                 lists[i] = R.winners(v)
+        # Every shard checks its part against its own pool before anything
+        # is final (PUBLISH … VERIFY writes nothing): a wrong merge is
+        # refused here, while the draw can still be run again.
+        self._publish(merged, w, verify=True)
         pairs: List[Arg] = []
         for c in merged:
             pairs += [c.user, c.score_text]
@@ -327,14 +331,22 @@ class SpreadLuckyBag(_Spread):
         if replicas > 0 and acks[0] < replicas:
             raise ShardError(k0, RedisError(
                 f"the commit reached {acks[0]} of {replicas} replicas; run the draw again"))
-        self._publish(merged)
+        self._publish(merged, w)
         return merged
 
-    def _publish(self, winners: Sequence[R.Winner]) -> None:
+    def _publish(self, winners: Sequence[R.Winner], w: int, verify: bool = False) -> None:
+        """Gives each shard its own winners, with the global list's last
+        winner when the list is full (``LAST``), so that each shard checks
+        that nothing it holds outside the list ranks before it."""
         by: Dict[int, List[Arg]] = {i: [] for i in range(self.n)}
         for c in winners:
             by[self.shards.shard_of(c.user)] += [c.user, c.score_text]
-        res = self._each([(i, "PUBLISH", by[i]) for i in range(self.n)])
+        tail: List[Arg] = []
+        if winners and len(winners) >= w:
+            tail = ["LAST", winners[-1].user, winners[-1].score_text]
+        if verify:
+            tail.append("VERIFY")
+        res = self._each([(i, "PUBLISH", by[i] + tail) for i in range(self.n)])
         _raise_first(self.shards.keys, res)
 
 
