@@ -179,7 +179,7 @@ class Families:
     def test_spread_rank(self):
         # A board spread over 4 shards answers as a single board fed the
         # same writes: global rank, top and around, ties included.
-        board = hotpath.SpreadRank(self.hp.backend, self.k("sboard"), 4)
+        board = self.hp.rank(self.k("sboard"), spread=4)
         single = self.hp.rank(self.k("single"))
         self.assertTrue(board.create(tiebreak="EARLIER", unit="S", now=NOW))
         self.assertTrue(board.create(tiebreak="EARLIER", unit="S", now=NOW))  # again: harmless

@@ -487,7 +487,12 @@ class HotPath:
             return SpreadPoll(self.backend, key, spread)
         return Poll(self.backend, key)
 
-    def rank(self, key: Key) -> Rank:
+    def rank(self, key: Key, spread: Optional[int] = None) -> Union[Rank, "SpreadRank"]:
+        """A leaderboard; with ``spread=n``, the board spread over ``n``
+        shards (docs/spread.md)."""
+        if spread is not None:
+            from .spread_rank import SpreadRank
+            return SpreadRank(self.backend, key, spread)
         return Rank(self.backend, key)
 
     def like(self, key: Key, spread: Optional[int] = None) -> Union[Like, "SpreadLike"]:
