@@ -450,14 +450,17 @@ impl Workload for BagLoad {
 /// What [`NoPublish`] answers instead of sending a PUBLISH.
 const NO_PUBLISH: &str = "test: PUBLISH withheld";
 
-/// A cluster connection that sends everything but `LUCKYBAG.PUBLISH`: a
+/// A cluster connection that sends everything but a `LUCKYBAG.PUBLISH` that writes: a
 /// draw through it stops right after its COMMIT, as when the drawer dies
 /// there.
 struct NoPublish<'a>(&'a mut ClusterConnection);
 
+/// A PUBLISH that writes: `PUBLISH … VERIFY` (the check every draw runs
+/// before its COMMIT) goes through.
 fn is_publish(c: &redis::Cmd) -> bool {
-    matches!(c.args_iter().next(),
-        Some(redis::Arg::Simple(n)) if n.eq_ignore_ascii_case(b"LUCKYBAG.PUBLISH"))
+    let simple = |a: redis::Arg<&[u8]>, w: &[u8]| matches!(a, redis::Arg::Simple(n) if n.eq_ignore_ascii_case(w));
+    c.args_iter().next().is_some_and(|a| simple(a, b"LUCKYBAG.PUBLISH"))
+        && !c.args_iter().any(|a| simple(a, b"VERIFY"))
 }
 
 fn withheld() -> redis::RedisError {
