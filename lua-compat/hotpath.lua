@@ -3472,6 +3472,57 @@ local function succ(s)
   return out
 end
 local RANGE_MAX = 1000 -- the module's poll-range-max default
+-- ---- spread polls (docs/spread.md; poll/commands.rs) ----
+-- Raises the error reply a spread helper returned ({err = …}).
+local function raise(e)
+  if e then fail(e.err) end
+end
+-- The value of `SPREAD n`, or the module's error.
+local function spread_n(s)
+  local n, e = spread().spread_count('poll', s)
+  raise(e)
+  return n
+end
+-- The optional `SPREAD n` of a command that takes nothing else after its
+-- first `fixed` arguments (ARGV passed in): the count or nil; anything
+-- else there is the arity error `arity` raises.
+local function only_spread(argv, fixed, bad_arity)
+  local extra = #argv - fixed
+  if extra == 0 then return nil end
+  if extra == 2 and string.upper(argv[fixed + 1]) == 'SPREAD' then return spread_n(argv[fixed + 2]) end
+  bad_arity()
+end
+-- The shard a poll key is (commands.rs spread_in), B:meta already
+-- type-checked: {n =, i =} when the call declared SPREAD n or the key
+-- looks like a shard key and records one, nil for a single-slot poll;
+-- raises the error for a missing shard, a deleted or edited record, other
+-- counts, and (with user) a voter of another shard. A key that does not
+-- start with '{' and declares nothing costs one byte comparison.
+local function poll_spread(B, declared, user)
+  if declared == nil and not looks_like_shard(B) then return nil end
+  local S = spread()
+  local v = redis.call('HMGET', B .. ':meta', 'spread', 'shard')
+  local rec, e = S.parse_record('poll', B, v[1], v[2])
+  raise(e)
+  local sh, e2 = S.resolve('poll', B, declared, rec, function()
+    for _, s in ipairs({ 'voted', 'board', 'uservotes', 'synced', 'syncing' }) do
+      if redis.call('EXISTS', B .. ':' .. s) == 1 then return true end
+    end
+    return false
+  end)
+  raise(e2)
+  if sh and user then raise(S.check_owner('poll', 'user', B, sh, user)) end
+  return sh
+end
+-- True when one of a poll's main keys (B:meta, B:board, B:voted) exists.
+local function poll_found(B)
+  return redis.call('EXISTS', B .. ':meta', B .. ':board', B .. ':voted') > 0
+end
+-- For a single-slot call that found none of the poll's keys: refuses the
+-- base key of a spread poll (costs nothing once the poll has a key).
+local function refuse_base(B, sh, found)
+  if sh == nil and not found then raise(spread().refuse_spread_base('poll', B)) end
+end
 
 -- POLL.CREATE (lua-compat/src/poll/create.lua)
 local function poll_create(KEYS, ARGV)
@@ -3492,7 +3543,7 @@ local function option_int(lo, hi)
 end
 local function main()
   if #KEYS ~= 1 then arity() end
-  local mode, maxvotes, cands, now = 'ONCE', nil, nil, nil
+  local mode, maxvotes, cands, now, declared = 'ONCE', nil, nil, nil, nil
   local start, stop, tz, ttl = 0, 0, 0, 0
   while not done() do
     local kw = string.upper(nxt())
@@ -3523,9 +3574,20 @@ local function main()
       ttl = option_int(1, 3153600000)
     elseif kw == 'NOW' then
       now = option_int(0, MAX_TIME)
+    elseif kw == 'SPREAD' then
+      if done() then syntax() end
+      declared = spread_n(nxt())
     else
       syntax()
     end
+  end
+  -- Shard i of a poll spread over n shards: the key must be that shard's
+  -- key (docs/spread.md).
+  local sh = nil
+  if declared ~= nil then
+    local i = spread().shard_index(B, declared)
+    if i == nil then raise(spread().not_a_shard_key('poll', B, declared)) end
+    sh = { n = declared, i = i }
   end
   if maxvotes ~= nil and mode ~= 'MULTI' then fail('ERR poll: MAXVOTES needs MODE MULTI') end
   if mode == 'MULTI' and cands then
@@ -3543,8 +3605,57 @@ local function main()
   local e1 = check(meta, 'hash')
   local e2 = check(board, 'zset')
   local e3 = check(voted, 'hash')
-  if e1 or e2 or e3 then fail('ERR poll: poll already exists') end
   if mode == 'MULTI' then maxvotes = maxvotes or 3 else maxvotes = 1 end
+  if sh and e1 then
+    -- Creating a shard again with the same rules and count is harmless (a
+    -- creation that failed half way is run again): OK, nothing changes,
+    -- the first expiry included.
+    local v = redis.call('HMGET', meta, 'spread', 'shard')
+    local rec, re = spread().parse_record('poll', B, v[1], v[2])
+    raise(re)
+    if rec == nil then fail('ERR poll: poll already exists') end
+    if rec.n ~= sh.n or rec.i ~= sh.i then
+      local _, e = spread().resolve('poll', B, sh.n, rec)
+      raise(e)
+    end
+    local have = read_rules(meta)
+    local same = have.mode == mode and have.maxvotes == maxvotes and have.start == start
+      and have.stop == stop and have.tz == tz and have.closed == (cands ~= nil)
+    if same and cands then
+      local distinct, count = {}, 0
+      for _, c in ipairs(cands) do
+        if not distinct[c] then
+          distinct[c] = true
+          count = count + 1
+        end
+      end
+      same = redis.call('ZCARD', board) == count
+      if same then
+        for c in pairs(distinct) do
+          if not redis.call('ZSCORE', board, c) then
+            same = false
+            break
+          end
+        end
+      end
+    end
+    if same then return redis.status_reply('OK') end
+    fail('ERR poll: poll already exists')
+  end
+  if e1 or e2 or e3 then fail('ERR poll: poll already exists') end
+  if sh == nil then
+    -- A single-slot poll must not shadow a spread one.
+    refuse_base(B, nil, false)
+  elseif sh.i == 0 then
+    -- Shard 0 shares its base key's slot: a single-slot poll under the
+    -- base (in that slot when it has a hash tag, or on a standalone
+    -- server) must not be shadowed by a spread one.
+    local _, b = spread().split_shard_key(B)
+    b = b or B
+    if (spread().has_hash_tag(b) or not spread().cluster_enabled()) and poll_found(b) then
+      fail("ERR poll: '" .. key_text(b) .. "' is a single-slot poll already")
+    end
+  end
   local expires = 0
   if ttl > 0 then expires = now + ttl * 1000 end
   -- Born expired (NOW + TTL already past): like SET with a past PXAT,
@@ -3556,6 +3667,7 @@ local function main()
     'rules', table.concat({ mode, fmt(maxvotes), fmt(start), fmt(stop), fmt(tz), cands and '1' or '0', fmt(expires) }, ' '),
     'mode', mode, 'maxvotes', fmt(maxvotes), 'start', fmt(start),
     'end', fmt(stop), 'tz', fmt(tz), 'closed', cands and '1' or '0', 'expires', fmt(expires))
+  if sh then redis.call('HSET', meta, 'spread', fmt(sh.n), 'shard', fmt(sh.i)) end
   if cands then
     local args = {}
     for _, c in ipairs(cands) do
@@ -3579,7 +3691,7 @@ error(res, 0)
 
 end
 redis.register_function{function_name = 'hotpath_poll_create', callback = poll_create,
-  description = 'POLL.CREATE key [MODE ONCE|DAILY|MULTI] [MAXVOTES maxvotes] [CANDIDATES count candidate [candidate ...]] [START unix-ms] [END unix-ms] [TZ minutes] [TTL seconds] [NOW unix-ms]'}
+  description = 'POLL.CREATE key [MODE ONCE|DAILY|MULTI] [MAXVOTES maxvotes] [CANDIDATES count candidate [candidate ...]] [START unix-ms] [END unix-ms] [TZ minutes] [TTL seconds] [NOW unix-ms] [SPREAD n]'}
 
 -- POLL.INFO (lua-compat/src/poll/info.lua)
 local function poll_info(KEYS, ARGV)
@@ -3587,17 +3699,25 @@ if #KEYS ~= 1 then return arity('poll.info') end
 local B = KEYS[1]
 local function arity() fail("ERR wrong number of arguments for 'poll.info' command") end
 local function main()
-  if #KEYS ~= 1 or #ARGV ~= 0 then arity() end
+  if #KEYS ~= 1 then arity() end
+  local declared = only_spread(ARGV, 0, arity)
   local meta, voted, board = B .. ':meta', B .. ':voted', B .. ':board'
-  check(meta, 'hash')
-  check(voted, 'hash')
-  check(board, 'zset')
+  local has_meta = check(meta, 'hash')
+  local has_voted = check(voted, 'hash')
+  local has_board = check(board, 'zset')
+  local sh = poll_spread(B, declared, nil)
+  refuse_base(B, sh, has_meta or has_voted or has_board)
   local r = read_rules(meta)
   -- Every counted vote is one ballot and one point on the board: the
   -- board's total is the number of ballots (O(1), like the module).
   local ballots = redis.call('HLEN', voted)
-  return { 'mode', r.mode, 'maxvotes', r.maxvotes, 'start', r.start, 'end', r.stop,
+  local out = { 'mode', r.mode, 'maxvotes', r.maxvotes, 'start', r.start, 'end', r.stop,
     'ballots', ballots, 'votes', ballots }
+  -- A shard says which one it is, and its absolute expiry (0: none).
+  if sh then
+    for _, v in ipairs({ 'spread', sh.n, 'shard', sh.i, 'expires', r.expires }) do out[#out + 1] = v end
+  end
+  return out
 end
 local ok, res = pcall(main)
 if ok then return res end
@@ -3606,7 +3726,7 @@ error(res, 0)
 
 end
 redis.register_function{function_name = 'hotpath_poll_info', callback = poll_info, flags = {'no-writes'},
-  description = 'POLL.INFO key'}
+  description = 'POLL.INFO key [SPREAD n]'}
 
 -- POLL.RANK (lua-compat/src/poll/rank.lua)
 local function poll_rank(KEYS, ARGV)
@@ -3614,12 +3734,21 @@ if #KEYS ~= 1 then return arity('poll.rank') end
 local B = KEYS[1]
 local function arity() fail("ERR wrong number of arguments for 'poll.rank' command") end
 local function main()
-  if #KEYS ~= 1 or #ARGV ~= 1 then arity() end
+  if #KEYS ~= 1 or #ARGV < 1 then arity() end
+  local declared = only_spread(ARGV, 1, arity)
   if ARGV[1] == '' then fail('ERR poll: candidate must not be empty') end
+  local sh = nil
+  if declared ~= nil or looks_like_shard(B) then
+    check(B .. ':meta', 'hash')
+    sh = poll_spread(B, declared, nil)
+  end
   local board = B .. ':board'
-  check(board, 'zset')
+  local has_board = check(board, 'zset')
   local score = redis.call('ZSCORE', board, ARGV[1])
-  if not score then return false end
+  if not score then
+    if not has_board then refuse_base(B, sh, poll_found(B)) end
+    return false
+  end
   local n = tonumber(score)
   if n == nil or n ~= math.floor(n) or math.abs(n) > 9007199254740991 then corrupt(board, ARGV[1]) end
   local rank = redis.call('ZREVRANK', board, ARGV[1])
@@ -3633,7 +3762,7 @@ error(res, 0)
 
 end
 redis.register_function{function_name = 'hotpath_poll_rank', callback = poll_rank, flags = {'no-writes'},
-  description = 'POLL.RANK key candidate'}
+  description = 'POLL.RANK key candidate [SPREAD n]'}
 
 -- POLL.REVOKE (lua-compat/src/poll/revoke.lua)
 local function poll_revoke(KEYS, ARGV)
@@ -3648,30 +3777,42 @@ local function nxt()
   pos = pos + 1
   return a
 end
-local function trailing_now()
-  if done() then return clock() end
-  if string.upper(nxt()) ~= 'NOW' then syntax() end
-  if done() then syntax() end
-  local now = int_in(nxt(), 0, MAX_TIME)
-  if not done() then syntax() end
-  return now
+-- Trailing [NOW unix-ms] [SPREAD n], in either order (a master appends
+-- NOW after SPREAD n when it replicates a call that read its clock).
+local function trailing_now_spread()
+  local now, declared = nil, nil
+  while not done() do
+    local kw = string.upper(nxt())
+    if kw == 'NOW' then
+      if done() then syntax() end
+      now = int_in(nxt(), 0, MAX_TIME)
+    elseif kw == 'SPREAD' then
+      if done() then syntax() end
+      declared = spread_n(nxt())
+    else
+      syntax()
+    end
+  end
+  return now or clock(), declared
 end
 local function main()
   if #KEYS ~= 1 or #ARGV < 1 then arity() end
   local user = nxt()
   if user == '' then fail('ERR poll: user must not be empty') end
-  local rest = #ARGV - 1
+  -- The options come in pairs: an odd count starts with the candidate.
   local only = nil
-  if rest == 1 or rest == 3 then
+  if (#ARGV - 1) % 2 == 1 then
     only = nxt()
     if only == '' then fail('ERR poll: candidate must not be empty') end
   end
-  local now = trailing_now()
+  local now, declared = trailing_now_spread()
 
   local meta, voted, board, uvk = B .. ':meta', B .. ':voted', B .. ':board', B .. ':uservotes'
-  check(meta, 'hash')
-  check(voted, 'hash')
-  check(board, 'zset')
+  local has_meta = check(meta, 'hash')
+  local sh = poll_spread(B, declared, user)
+  local has_voted = check(voted, 'hash')
+  local has_board = check(board, 'zset')
+  refuse_base(B, sh, has_meta or has_voted or has_board)
   local r = read_rules(meta)
   local taken = {}
   if r.mode ~= 'MULTI' then
@@ -3717,7 +3858,7 @@ error(res, 0)
 
 end
 redis.register_function{function_name = 'hotpath_poll_revoke', callback = poll_revoke,
-  description = 'POLL.REVOKE key user [candidate] [NOW unix-ms]'}
+  description = 'POLL.REVOKE key user [candidate] [NOW unix-ms] [SPREAD n]'}
 
 -- POLL.STATUS (lua-compat/src/poll/status.lua)
 local function poll_status(KEYS, ARGV)
@@ -3732,22 +3873,34 @@ local function nxt()
   pos = pos + 1
   return a
 end
-local function trailing_now()
-  if done() then return clock() end
-  if string.upper(nxt()) ~= 'NOW' then syntax() end
-  if done() then syntax() end
-  local now = int_in(nxt(), 0, MAX_TIME)
-  if not done() then syntax() end
-  return now
+-- Trailing [NOW unix-ms] [SPREAD n], in either order (a master appends
+-- NOW after SPREAD n when it replicates a call that read its clock).
+local function trailing_now_spread()
+  local now, declared = nil, nil
+  while not done() do
+    local kw = string.upper(nxt())
+    if kw == 'NOW' then
+      if done() then syntax() end
+      now = int_in(nxt(), 0, MAX_TIME)
+    elseif kw == 'SPREAD' then
+      if done() then syntax() end
+      declared = spread_n(nxt())
+    else
+      syntax()
+    end
+  end
+  return now or clock(), declared
 end
 local function main()
   if #KEYS ~= 1 or #ARGV < 1 then arity() end
   local user = nxt()
   if user == '' then fail('ERR poll: user must not be empty') end
-  local now = trailing_now()
+  local now, declared = trailing_now_spread()
   local meta, voted = B .. ':meta', B .. ':voted'
-  check(meta, 'hash')
-  check(voted, 'hash')
+  local has_meta = check(meta, 'hash')
+  local sh = poll_spread(B, declared, user)
+  local has_voted = check(voted, 'hash')
+  if not has_meta and not has_voted then refuse_base(B, sh, poll_found(B)) end
   local r = read_rules(meta)
   if r.mode ~= 'MULTI' then
     local field = user
@@ -3767,7 +3920,7 @@ error(res, 0)
 
 end
 redis.register_function{function_name = 'hotpath_poll_status', callback = poll_status, flags = {'no-writes'},
-  description = 'POLL.STATUS key user [NOW unix-ms]'}
+  description = 'POLL.STATUS key user [NOW unix-ms] [SPREAD n]'}
 
 -- POLL.SYNC (lua-compat/src/poll/sync.lua)
 local function poll_sync(KEYS, ARGV)
@@ -3775,13 +3928,19 @@ if #KEYS ~= 1 then return arity('poll.sync') end
 local B = KEYS[1]
 local function arity() fail("ERR wrong number of arguments for 'poll.sync' command") end
 local function main()
-  if #KEYS ~= 1 or #ARGV ~= 0 then arity() end
+  if #KEYS ~= 1 then arity() end
+  local declared = only_spread(ARGV, 0, arity)
   local meta, board = B .. ':meta', B .. ':board'
   local synced, syncing = B .. ':synced', B .. ':syncing'
-  check(meta, 'hash')
-  check(board, 'zset')
-  check(synced, 'zset')
-  check(syncing, 'zset')
+  local has_meta = check(meta, 'hash')
+  local has_board = check(board, 'zset')
+  local has_synced = check(synced, 'zset')
+  local has_syncing = check(syncing, 'zset')
+  -- A shard of a spread poll writes back its own share (the client
+  -- libraries merge the shards' deltas: docs/spread.md).
+  local sh = poll_spread(B, declared, nil)
+  local found = has_meta or has_board or has_synced or has_syncing
+  refuse_base(B, sh, found or poll_found(B))
   local r = read_rules(meta)
   local epoch = meta_int(meta, 'pending')
   local last = meta_int(meta, 'epoch')
@@ -3848,7 +4007,7 @@ error(res, 0)
 
 end
 redis.register_function{function_name = 'hotpath_poll_sync', callback = poll_sync,
-  description = 'POLL.SYNC key'}
+  description = 'POLL.SYNC key [SPREAD n]'}
 
 -- POLL.SYNCACK (lua-compat/src/poll/syncack.lua)
 local function poll_syncack(KEYS, ARGV)
@@ -3856,13 +4015,16 @@ if #KEYS ~= 1 then return arity('poll.syncack') end
 local B = KEYS[1]
 local function arity() fail("ERR wrong number of arguments for 'poll.syncack' command") end
 local function main()
-  if #KEYS ~= 1 or #ARGV ~= 1 then arity() end
+  if #KEYS ~= 1 or #ARGV < 1 then arity() end
+  local declared = only_spread(ARGV, 1, arity)
   local epoch = ARGV[1]
   if parse_int(epoch) == nil then fail('ERR value is not an integer or out of range') end
   local meta, synced, syncing = B .. ':meta', B .. ':synced', B .. ':syncing'
-  check(meta, 'hash')
+  local has_meta = check(meta, 'hash')
   check(synced, 'zset')
   check(syncing, 'zset')
+  local sh = poll_spread(B, declared, nil)
+  if not has_meta then refuse_base(B, sh, poll_found(B)) end
   -- Valid integers have one spelling, so comparing the strings compares
   -- them as 64-bit integers exactly.
   local pending = redis.call('HGET', meta, 'pending')
@@ -3880,7 +4042,7 @@ error(res, 0)
 
 end
 redis.register_function{function_name = 'hotpath_poll_syncack', callback = poll_syncack,
-  description = 'POLL.SYNCACK key epoch'}
+  description = 'POLL.SYNCACK key epoch [SPREAD n]'}
 
 -- POLL.TOP (lua-compat/src/poll/top.lua)
 local function poll_top(KEYS, ARGV)
@@ -3897,12 +4059,15 @@ local function nxt()
 end
 local function main()
   if #KEYS ~= 1 then arity() end
-  local count, offset, first = 10, 0, true
+  local count, offset, first, declared = 10, 0, true, nil
   while not done() do
     local a = nxt()
     if string.upper(a) == 'OFFSET' then
       if done() then syntax() end
       offset = int_in(nxt(), 0, math.huge)
+    elseif string.upper(a) == 'SPREAD' then
+      if done() then syntax() end
+      declared = spread_n(nxt())
     elseif first then
       count = int_in(a, 0, math.huge)
     else
@@ -3912,8 +4077,13 @@ local function main()
   end
   -- count is bounded so that no call sends a whole board (poll-range-max).
   if count > RANGE_MAX then fail('ERR poll: count must be at most ' .. RANGE_MAX .. ' (poll-range-max)') end
+  local sh = nil
+  if declared ~= nil or looks_like_shard(B) then
+    check(B .. ':meta', 'hash')
+    sh = poll_spread(B, declared, nil)
+  end
   local board = B .. ':board'
-  check(board, 'zset')
+  if not check(board, 'zset') and sh == nil then refuse_base(B, sh, poll_found(B)) end
   local out = {}
   if count == 0 or offset >= redis.call('ZCARD', board) then return out end
   local z = redis.call('ZREVRANGE', board, fmt(offset), fmt(offset + count - 1), 'WITHSCORES')
@@ -3932,7 +4102,7 @@ error(res, 0)
 
 end
 redis.register_function{function_name = 'hotpath_poll_top', callback = poll_top, flags = {'no-writes'},
-  description = 'POLL.TOP key [count] [OFFSET offset]'}
+  description = 'POLL.TOP key [count] [OFFSET offset] [SPREAD n]'}
 
 -- POLL.VOTE (lua-compat/src/poll/vote.lua)
 local function poll_vote(KEYS, ARGV)
@@ -3947,13 +4117,23 @@ local function nxt()
   pos = pos + 1
   return a
 end
-local function trailing_now()
-  if done() then return clock() end
-  if string.upper(nxt()) ~= 'NOW' then syntax() end
-  if done() then syntax() end
-  local now = int_in(nxt(), 0, MAX_TIME)
-  if not done() then syntax() end
-  return now
+-- Trailing [NOW unix-ms] [SPREAD n], in either order (a master appends
+-- NOW after SPREAD n when it replicates a call that read its clock).
+local function trailing_now_spread()
+  local now, declared = nil, nil
+  while not done() do
+    local kw = string.upper(nxt())
+    if kw == 'NOW' then
+      if done() then syntax() end
+      now = int_in(nxt(), 0, MAX_TIME)
+    elseif kw == 'SPREAD' then
+      if done() then syntax() end
+      declared = spread_n(nxt())
+    else
+      syntax()
+    end
+  end
+  return now or clock(), declared
 end
 local function main()
   if #KEYS ~= 1 or #ARGV < 2 then arity() end
@@ -3961,12 +4141,15 @@ local function main()
   if user == '' then fail('ERR poll: user must not be empty') end
   local cand = nxt()
   if cand == '' then fail('ERR poll: candidate must not be empty') end
-  local now = trailing_now()
+  local now, declared = trailing_now_spread()
 
   local meta, voted, board, uvk = B .. ':meta', B .. ':voted', B .. ':board', B .. ':uservotes'
-  check(meta, 'hash')
-  check(voted, 'hash')
-  check(board, 'zset')
+  local has_meta = check(meta, 'hash')
+  -- A shard of a spread poll takes only its own voters.
+  local sh = poll_spread(B, declared, user)
+  local has_voted = check(voted, 'hash')
+  local has_board = check(board, 'zset')
+  refuse_base(B, sh, has_meta or has_voted or has_board)
   local r = read_rules(meta)
   local multi = r.mode == 'MULTI'
   if multi then check(uvk, 'hash') end
@@ -4015,7 +4198,7 @@ error(res, 0)
 
 end
 redis.register_function{function_name = 'hotpath_poll_vote', callback = poll_vote,
-  description = 'POLL.VOTE key user candidate [NOW unix-ms]'}
+  description = 'POLL.VOTE key user candidate [NOW unix-ms] [SPREAD n]'}
 end
 
 do -- RANK (lua-compat/src/rank/)

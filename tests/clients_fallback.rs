@@ -160,6 +160,33 @@ fn rust_client_falls_back_to_the_functions_library() {
         note("slike.count", format!("{:?}", sp.count(con)));
         note("slike.recent", format!("{:?}", sp.recent(con, Some(5))));
         note("slike.info", format!("{:?}", sp.info(con)));
+        let spo = SpreadPoll::new("spoll:{t}", 3).at(NOW).with_backend(spread);
+        note("spoll.create", format!("{:?}", spo.create(con, &po)));
+        note("spoll.create", format!("{:?}", spo.create(con, &po)));
+        for (u, c) in [
+            ("1", "a"),
+            ("2", "b"),
+            ("3", "a"),
+            ("alice", "c"),
+            ("1", "b"),
+        ] {
+            note("spoll.vote", format!("{:?}", spo.vote(con, u, c)));
+        }
+        note("spoll.vote", format!("{:?}", spo.vote(con, "1", "a")));
+        note("spoll.revoke", format!("{:?}", spo.revoke(con, "2", None)));
+        note("spoll.status", format!("{:?}", spo.status(con, "1")));
+        note("spoll.top", format!("{:?}", spo.top(con, 10, 0)));
+        note("spoll.rank", format!("{:?}", spo.rank(con, "a")));
+        note(
+            "spoll.totals",
+            format!("{:?}", spo.totals(con, &["a", "z"])),
+        );
+        note("spoll.info", format!("{:?}", spo.info(con)));
+        let ssync = spo.sync(con);
+        note("spoll.sync", format!("{ssync:?}"));
+        if let Ok(s) = &ssync {
+            note("spoll.syncack", format!("{:?}", spo.syncack(con, s)));
+        }
         let sb = SpreadLuckyBag::new("sbag:{t}", 3).with_backend(spread);
         note(
             "sbag.create",

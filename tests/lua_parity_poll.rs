@@ -1248,3 +1248,353 @@ fn hand_edited_meta_agrees() {
         twins_via(via, hand_edited_meta_agrees_once);
     }
 }
+
+// ---- spread polls (docs/spread.md) ----
+
+use hotpath_client::routing;
+
+/// The module in database 0 and the twins in database 1 of one server,
+/// under the same keys (shard keys must keep their names to be shards).
+struct SpreadSides {
+    m: Connection,
+    l: Connection,
+    twins: Vec<String>,
+    /// Every reply seen, for the coverage checks at the end.
+    seen: Vec<String>,
+}
+
+impl SpreadSides {
+    fn new(s: &Server) -> SpreadSides {
+        let m = s.conn();
+        let mut l = s.conn();
+        run(&mut l, &["SELECT", "1"]);
+        let twins = TWINS.iter().map(|(_, f)| load_twin(&mut l, f)).collect();
+        SpreadSides {
+            m,
+            l,
+            twins,
+            seen: Vec::new(),
+        }
+    }
+
+    /// `POLL.<cmd> key args…` through the module and the twin: both replies
+    /// must be the same.
+    fn both(&mut self, cmd: &str, key: &str, args: &[String]) -> String {
+        let name = format!("POLL.{}", cmd.to_uppercase());
+        let mut margs: Vec<&str> = vec![&name, key];
+        margs.extend(args.iter().map(String::as_str));
+        let ours = run(&mut self.m, &margs);
+        let i = TWINS.iter().position(|(n, _)| *n == name).unwrap();
+        let mut largs: Vec<&str> = vec![key];
+        largs.extend(args.iter().map(String::as_str));
+        let theirs = show(&call_twin(&mut self.l, &self.twins[i], 1, &largs));
+        assert_eq!(ours, theirs, "{name} {key} {args:?}");
+        self.seen.push(ours.clone());
+        ours
+    }
+
+    fn raw_both(&mut self, args: &[&str]) {
+        run(&mut self.m, args);
+        run(&mut self.l, args);
+    }
+
+    /// Every key, value and absolute expiry the same on both sides.
+    fn assert_same_data(&mut self, what: &str) {
+        let mut sides = Vec::new();
+        for c in [&mut self.m, &mut self.l] {
+            let mut d = dump_keys(c, "*");
+            let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+            keys.sort();
+            for k in keys {
+                let at = int(c, &["PEXPIRETIME", &k]);
+                d.push(format!("{k} expires {at}"));
+            }
+            sides.push(d);
+        }
+        assert_eq!(sides[0], sides[1], "data differs after {what}");
+    }
+}
+
+fn shard_keys(base: &str, n: u32) -> Vec<String> {
+    routing::shard_keys(base.as_bytes(), n)
+        .into_iter()
+        .map(|k| String::from_utf8(k).unwrap())
+        .collect()
+}
+
+fn strs(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+fn spread_twins_match_the_module_once(seed: u64) {
+    let s = Server::start();
+    let mut t = SpreadSides::new(&s);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let sp = |n: u32| vec!["SPREAD".to_string(), n.to_string()];
+    // poll:9: MULTI over 3 shards with an expiry; poll:{7}: DAILY with
+    // fixed candidates over 4 shards.
+    let rules9 = strs(&[
+        "MODE",
+        "MULTI",
+        "MAXVOTES",
+        "2",
+        "TTL",
+        "100000",
+        "NOW",
+        &T0.to_string(),
+    ]);
+    let rules7 = strs(&[
+        "MODE",
+        "DAILY",
+        "TZ",
+        "60",
+        "CANDIDATES",
+        "3",
+        "a",
+        "b",
+        "c",
+    ]);
+    let polls: [(&str, u32, &Vec<String>); 2] = [("poll:9", 3, &rules9), ("poll:{7}", 4, &rules7)];
+    // A single-slot poll under a base shadows shard 0 of a spread one.
+    t.both("create", "poll:{7}", &[]);
+    let k7 = shard_keys("poll:{7}", 4);
+    let mut a = rules7.clone();
+    a.extend(sp(4));
+    t.both("create", &k7[0], &a);
+    t.raw_both(&["DEL", "poll:{7}:meta"]);
+    // Every shard, twice (the second is harmless), then other rules, other
+    // counts, bad counts, keys that are no shard keys.
+    for (base, n, rules) in polls {
+        for k in shard_keys(base, n) {
+            let mut a = rules.clone();
+            a.extend(sp(n));
+            t.both("create", &k, &a);
+            t.both("create", &k, &a);
+        }
+    }
+    let k9 = shard_keys("poll:9", 3);
+    for (k, args) in [
+        (k9[0].as_str(), vec![]),
+        (k9[0].as_str(), strs(&["MODE", "ONCE", "SPREAD", "3"])),
+        (
+            k9[1].as_str(),
+            strs(&["SPREAD", "3", "MODE", "MULTI", "MAXVOTES", "2"]),
+        ),
+        (
+            k7[1].as_str(),
+            strs(&[
+                "MODE",
+                "DAILY",
+                "TZ",
+                "60",
+                "CANDIDATES",
+                "2",
+                "a",
+                "b",
+                "SPREAD",
+                "4",
+            ]),
+        ),
+        (k9[0].as_str(), strs(&["SPREAD"])),
+        (k9[0].as_str(), sp(0)),
+        (k9[0].as_str(), sp(1025)),
+        (k9[0].as_str(), strs(&["SPREAD", "x"])),
+        (k9[0].as_str(), sp(5)),
+        (k9[1].as_str(), sp(4)),
+        ("poll:9", sp(3)),
+        ("poll:9", vec![]),
+        ("poll:new", strs(&["MAXVOTES", "2", "SPREAD", "2"])),
+    ] {
+        t.both("create", k, &args);
+    }
+    t.assert_same_data("creation");
+    let cands = ["a", "b", "c", "d", "x:y"];
+    let mut now = T0;
+    for step in 0..600 {
+        let (base, n, _) = polls[rng.gen_range(0..2)];
+        let keys = shard_keys(base, n);
+        let i = rng.gen_range(0..n as usize);
+        // Mostly a voter of the shard called, so that shards fill.
+        let mut u: u64 = rng.gen_range(0..60);
+        if rng.gen_range(0..5) > 0 {
+            u = u - u % u64::from(n) + i as u64;
+        }
+        let user = match rng.gen_range(0..30) {
+            0 => String::new(),
+            1 => "abc".into(),
+            2 => "-7".into(),
+            _ => u.to_string(),
+        };
+        let key: String = match rng.gen_range(0..30) {
+            0 => base.to_string(),
+            1 => shard_keys(base, n + 1)[1].clone(),
+            2 => "poll:other".into(),
+            _ => keys[i].clone(),
+        };
+        let spread: Vec<String> = match rng.gen_range(0..12) {
+            0 => vec![],
+            1 => sp(n + 1),
+            2 => sp(0),
+            _ => sp(n),
+        };
+        now += rng.gen_range(0..3) * DAY / 2;
+        let nowv = vec!["NOW".to_string(), now.to_string()];
+        let cand = cands[rng.gen_range(0..cands.len())].to_string();
+        // NOW and SPREAD come in either order; a vote always names its
+        // time (the server clock would differ between the two sides).
+        let tail = |rng: &mut StdRng, vote: bool| -> Vec<String> {
+            match rng.gen_range(0..if vote { 2 } else { 3 }) {
+                0 => [nowv.clone(), spread.clone()].concat(),
+                1 => [spread.clone(), nowv.clone()].concat(),
+                _ => spread.clone(),
+            }
+        };
+        let (cmd, args): (&str, Vec<String>) = match rng.gen_range(0..100) {
+            0..=39 => ("vote", [vec![user, cand], tail(&mut rng, true)].concat()),
+            40..=49 => {
+                let mut a = vec![user];
+                if rng.gen_range(0..2) == 0 {
+                    a.push(cand);
+                }
+                ("revoke", [a, tail(&mut rng, false)].concat())
+            }
+            50..=59 => ("status", [vec![user], tail(&mut rng, false)].concat()),
+            60..=69 => {
+                let a = match rng.gen_range(0..4) {
+                    0 => vec![],
+                    1 => vec!["2".to_string()],
+                    2 => strs(&["3", "OFFSET", "1"]),
+                    _ => strs(&["OFFSET", "1"]),
+                };
+                ("top", [a, spread].concat())
+            }
+            70..=77 => ("rank", [vec![cand], spread].concat()),
+            78..=87 => ("info", spread),
+            88..=93 => ("sync", spread),
+            _ => {
+                let epoch = rng.gen_range(0..4).to_string();
+                ("syncack", [vec![epoch], spread].concat())
+            }
+        };
+        t.both(cmd, &key, &args);
+        if step % 100 == 0 {
+            t.assert_same_data(&format!("step {step}"));
+        }
+        // A hand-deleted or edited shard record, on both sides: every call
+        // on that shard is an error, and writes nothing.
+        if step % 233 == 232 {
+            let meta = format!("{}:meta", keys[i]);
+            let saved = format!("{meta}.saved");
+            t.raw_both(&["RENAME", &meta, &saved]);
+            for bad in [
+                None,
+                Some(("spread", "x")),
+                Some(("shard", "9")),
+                Some(("spread", "2")),
+            ] {
+                if let Some((f, v)) = bad {
+                    t.raw_both(&["COPY", &saved, &meta]);
+                    t.raw_both(&["HSET", &meta, f, v]);
+                }
+                let u = i.to_string();
+                for (cmd, mut a) in [
+                    (
+                        "vote",
+                        vec![u.clone(), "a".into(), "NOW".into(), now.to_string()],
+                    ),
+                    ("revoke", vec![u.clone()]),
+                    ("status", vec![u.clone()]),
+                    ("top", vec![]),
+                    ("rank", vec!["a".into()]),
+                    ("info", vec![]),
+                    ("sync", vec![]),
+                    ("syncack", vec!["1".into()]),
+                ] {
+                    a.extend(sp(n));
+                    t.both(cmd, &keys[i], &a);
+                    if bad.is_some() {
+                        t.both(cmd, &keys[i], &a[..a.len() - 2]);
+                    }
+                }
+                t.raw_both(&["DEL", &meta]);
+            }
+            t.raw_both(&["RENAME", &saved, &meta]);
+            t.assert_same_data(&format!("step {step}, a deleted record"));
+        }
+    }
+    // The base key of a spread poll, used by single-slot commands.
+    for (cmd, args) in [
+        ("vote", strs(&["1", "a", "NOW", "5"])),
+        ("revoke", strs(&["1"])),
+        ("status", strs(&["1"])),
+        ("top", vec![]),
+        ("rank", strs(&["a"])),
+        ("info", vec![]),
+        ("sync", vec![]),
+        ("syncack", strs(&["1"])),
+    ] {
+        t.both(cmd, "poll:9", &args);
+    }
+    // Arity: SPREAD n is the only thing these take after their arguments.
+    for (cmd, args) in [
+        ("info", strs(&["SPREAD"])),
+        ("info", strs(&["SPREAD", "3", "x"])),
+        ("info", strs(&["FOO", "3"])),
+        ("rank", strs(&["a", "SPREAD"])),
+        ("rank", strs(&["a", "b", "c"])),
+        ("sync", strs(&["x"])),
+        ("syncack", strs(&["1", "SPREAD", "3", "4"])),
+        ("syncack", strs(&["x", "SPREAD", "3"])),
+        ("top", strs(&["SPREAD", "3", "5"])),
+        ("top", strs(&["5", "SPREAD"])),
+        ("vote", strs(&["1", "a", "SPREAD"])),
+        ("revoke", strs(&["1", "SPREAD", "3", "NOW"])),
+    ] {
+        t.both(cmd, &k9[0], &args);
+    }
+    for (base, n, _) in polls {
+        for k in shard_keys(base, n) {
+            t.both("info", &k, &sp(n));
+            t.both("info", &k, &[]);
+            t.both("top", &k, &[]);
+        }
+    }
+    // A shard that was never created, and a voter of another shard: met
+    // by the random run too, here whatever the seed.
+    t.both("info", &shard_keys("poll:9", 5)[1], &sp(5));
+    t.both("vote", &k9[0], &strs(&["1", "a", "NOW", "5", "SPREAD", "3"]));
+    t.assert_same_data("the end");
+    // The run met every case it is meant to test.
+    for want in [
+        "wrong shard",
+        "shard counts disagree",
+        "does not exist",
+        "corrupt data in",
+        "is spread over",
+        "is not a shard key",
+        "is a single-slot poll already",
+        "poll already exists",
+        "spread, 3, shard, ",
+        "spread, 4, shard, ",
+    ] {
+        assert!(
+            t.seen.iter().any(|r| r.contains(want)),
+            "no reply with {want:?}"
+        );
+    }
+}
+
+/// The spread forms of POLL (POLL.CREATE … SPREAD n, `SPREAD n` on every
+/// command, voter routing, shard records, the base key of a spread poll)
+/// through the twins and the module: the seeds alternate EVALSHA and FCALL.
+#[test]
+fn spread_twins_match_the_module() {
+    for seed in 0..2u64 {
+        let via = if seed % 2 == 0 {
+            Via::Script
+        } else {
+            Via::Function
+        };
+        twins_via(via, || spread_twins_match_the_module_once(100 + seed));
+    }
+}

@@ -3,6 +3,12 @@
 //! and TTLs; votes, revokes, reads, write-back SYNC/SYNCACK, malformed
 //! arguments, calls with no key, and faults in every key of a poll.
 //! Instants are given with NOW in 2100, so every expiry is exact.
+//!
+//! A spread poll (`spoll:{s}`, two shards) runs alongside: POLL.CREATE …
+//! SPREAD n (again, with other rules), every command with `SPREAD n` (the
+//! right count, another one, none; NOW before or after it), voters of the
+//! other shard, single-slot calls on its base key, and faults in its
+//! shards' keys, records included.
 
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -11,6 +17,17 @@ use crate::harness::{pick, s, Call, Family, Resp, Target, Ttl, V};
 
 const T0: i64 = 4_102_444_800_000;
 const KEYS: usize = 4;
+/// The spread poll's base key; it has two shards.
+const SPREAD_BASE: &str = "spoll:{s}";
+
+fn shard(i: u32) -> String {
+    String::from_utf8(hotpath_client::routing::shard_key(
+        SPREAD_BASE.as_bytes(),
+        2,
+        i,
+    ))
+    .unwrap()
+}
 
 pub struct Poll {
     now: i64,
@@ -37,7 +54,9 @@ impl Family for Poll {
     }
 
     fn bases(&self) -> Vec<String> {
-        (0..KEYS).map(key).collect()
+        let mut v: Vec<String> = (0..KEYS).map(key).collect();
+        v.extend([shard(0), shard(1)]);
+        v
     }
 
     fn keys_of(&self, base: &str) -> Vec<String> {
@@ -61,6 +80,10 @@ impl Family for Poll {
                     hset("meta", "epoch", "x"),
                     hset("meta", "pending", "-1"),
                     hset("meta", "epoch", "9007199254740993"),
+                    // A shard's record edited or deleted by hand.
+                    hset("meta", "spread", "x"),
+                    hset("meta", "shard", "5"),
+                    vec![vec![s("HDEL"), k("meta"), s("spread")]],
                 ],
             },
             Target {
@@ -104,6 +127,9 @@ impl Family for Poll {
             7..=8 => rng.gen_range(1000..100_000),
             _ => rng.gen_range(3_600_000..30_000_000),
         };
+        if rng.gen_bool(0.2) {
+            return self.spread_step(rng);
+        }
         let k = rng.gen_range(0..KEYS);
         let b = key(k);
         let cand = s(*pick(rng, &["a", "b", "c", "d", "é", "x y"]));
@@ -278,5 +304,109 @@ impl Family for Poll {
             ]);
         }
         (setup, probes)
+    }
+}
+
+impl Poll {
+    /// A call on the spread poll: its shards with SPREAD n, or its base.
+    fn spread_step(&mut self, rng: &mut StdRng) -> Call {
+        let i = rng.gen_range(0..2u32);
+        let k = shard(i);
+        let n = *pick(rng, &[2u32, 2, 2, 2, 2, 2, 3, 1]);
+        let mut sp = vec![s("SPREAD"), s(n)];
+        if rng.gen_bool(0.1) {
+            sp.clear();
+        }
+        // Mostly a voter of this shard.
+        let user = |rng: &mut StdRng| -> String {
+            let u: u64 = rng.gen_range(0..40);
+            if rng.gen_bool(0.85) {
+                s(u - u % 2 + u64::from(i))
+            } else {
+                s(u)
+            }
+        };
+        let cand = s(*pick(rng, &["a", "b", "c", "d"]));
+        let now = vec![s("NOW"), s(self.now)];
+        // NOW before or after SPREAD n.
+        let tail = |rng: &mut StdRng, sp: &[String]| -> Vec<String> {
+            if rng.gen_bool(0.5) {
+                [now.clone(), sp.to_vec()].concat()
+            } else {
+                [sp.to_vec(), now.clone()].concat()
+            }
+        };
+        let op = rng.gen_range(0..100);
+        let rest: Vec<String> = if op < 8 {
+            let mut r = if rng.gen_bool(0.8) {
+                vec![
+                    s("MODE"),
+                    s("MULTI"),
+                    s("MAXVOTES"),
+                    s(2),
+                    s("TTL"),
+                    s(86_400),
+                ]
+            } else {
+                vec![s("MODE"), s("ONCE")]
+            };
+            r.extend(tail(rng, &sp));
+            return Call::owned("POLL.CREATE", &k, r);
+        } else if op < 50 {
+            let r = [vec![user(rng), cand], tail(rng, &sp)].concat();
+            return Call::owned("POLL.VOTE", &k, r);
+        } else if op < 58 {
+            let mut r = vec![user(rng)];
+            if rng.gen_bool(0.5) {
+                r.push(cand);
+            }
+            return Call::owned("POLL.REVOKE", &k, [r, tail(rng, &sp)].concat());
+        } else if op < 64 {
+            return Call::owned(
+                "POLL.STATUS",
+                &k,
+                [vec![user(rng)], tail(rng, &sp)].concat(),
+            );
+        } else if op < 70 {
+            let mut r = vec![];
+            if rng.gen_bool(0.5) {
+                r.push(s(rng.gen_range(1..5)));
+            }
+            r
+        } else if op < 75 {
+            vec![cand]
+        } else if op < 87 {
+            // INFO and SYNC take nothing but SPREAD n.
+            vec![]
+        } else if op < 92 {
+            vec![s(rng.gen_range(1..4))]
+        } else {
+            // Single-slot calls on the spread poll's base key.
+            let cmd = *pick(
+                rng,
+                &[
+                    "POLL.VOTE",
+                    "POLL.TOP",
+                    "POLL.INFO",
+                    "POLL.STATUS",
+                    "POLL.CREATE",
+                ],
+            );
+            let rest = match cmd {
+                "POLL.VOTE" => vec![user(rng), cand, s("NOW"), s(self.now)],
+                "POLL.STATUS" => vec![user(rng), s("NOW"), s(self.now)],
+                "POLL.CREATE" => vec![s("NOW"), s(self.now)],
+                _ => vec![],
+            };
+            return Call::owned(cmd, SPREAD_BASE, rest);
+        };
+        let cmd = match op {
+            64..=69 => "POLL.TOP",
+            70..=74 => "POLL.RANK",
+            75..=81 => "POLL.INFO",
+            82..=86 => "POLL.SYNC",
+            _ => "POLL.SYNCACK",
+        };
+        Call::owned(cmd, &k, [rest, sp].concat())
     }
 }

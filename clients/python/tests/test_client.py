@@ -337,8 +337,8 @@ class Families:
         u = "user:1"
         i = poll.shards.shard_of(u)
         with self.assertRaisesRegex(redis.ResponseError, "wrong shard: user 'user:1' belongs to"):
-            self.r.execute_command("POLL.VOTE", poll.shards.keys[(i + 1) % 4], u, "c1",
-                                   "SPREAD", 4)
+            other = poll.shards.keys[(i + 1) % 4]
+            self.hp.backend.call("POLL.VOTE", [other, u, "c1", "SPREAD", 4], [other])
         # The base key refuses single-slot commands.
         with self.assertRaisesRegex(redis.ResponseError, "is spread over 4 shards"):
             self.hp.poll(self.k("spoll")).vote("u", "x")

@@ -189,3 +189,54 @@ local function succ(s)
   return out
 end
 local RANGE_MAX = 1000 -- the module's poll-range-max default
+-- ---- spread polls (docs/spread.md; poll/commands.rs) ----
+-- Raises the error reply a spread helper returned ({err = …}).
+local function raise(e)
+  if e then fail(e.err) end
+end
+-- The value of `SPREAD n`, or the module's error.
+local function spread_n(s)
+  local n, e = spread().spread_count('poll', s)
+  raise(e)
+  return n
+end
+-- The optional `SPREAD n` of a command that takes nothing else after its
+-- first `fixed` arguments (ARGV passed in): the count or nil; anything
+-- else there is the arity error `arity` raises.
+local function only_spread(argv, fixed, bad_arity)
+  local extra = #argv - fixed
+  if extra == 0 then return nil end
+  if extra == 2 and string.upper(argv[fixed + 1]) == 'SPREAD' then return spread_n(argv[fixed + 2]) end
+  bad_arity()
+end
+-- The shard a poll key is (commands.rs spread_in), B:meta already
+-- type-checked: {n =, i =} when the call declared SPREAD n or the key
+-- looks like a shard key and records one, nil for a single-slot poll;
+-- raises the error for a missing shard, a deleted or edited record, other
+-- counts, and (with user) a voter of another shard. A key that does not
+-- start with '{' and declares nothing costs one byte comparison.
+local function poll_spread(B, declared, user)
+  if declared == nil and not looks_like_shard(B) then return nil end
+  local S = spread()
+  local v = redis.call('HMGET', B .. ':meta', 'spread', 'shard')
+  local rec, e = S.parse_record('poll', B, v[1], v[2])
+  raise(e)
+  local sh, e2 = S.resolve('poll', B, declared, rec, function()
+    for _, s in ipairs({ 'voted', 'board', 'uservotes', 'synced', 'syncing' }) do
+      if redis.call('EXISTS', B .. ':' .. s) == 1 then return true end
+    end
+    return false
+  end)
+  raise(e2)
+  if sh and user then raise(S.check_owner('poll', 'user', B, sh, user)) end
+  return sh
+end
+-- True when one of a poll's main keys (B:meta, B:board, B:voted) exists.
+local function poll_found(B)
+  return redis.call('EXISTS', B .. ':meta', B .. ':board', B .. ':voted') > 0
+end
+-- For a single-slot call that found none of the poll's keys: refuses the
+-- base key of a spread poll (costs nothing once the poll has a key).
+local function refuse_base(B, sh, found)
+  if sh == nil and not found then raise(spread().refuse_spread_base('poll', B)) end
+end

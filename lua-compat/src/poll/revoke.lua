@@ -1,6 +1,6 @@
--- POLL.REVOKE key user [candidate] [NOW unix-ms]
+-- POLL.REVOKE key user [candidate] [NOW unix-ms] [SPREAD n]
 -- hotpath Lua twin of POLL.REVOKE
--- Usage:  EVALSHA <sha> 1 B user [candidate] [NOW unix-ms]
+-- Usage:  EVALSHA <sha> 1 B user [candidate] [NOW unix-ms] [SPREAD n]
 -- KEYS[1] = B, the poll's base key.
 -- ARGV    = the arguments of POLL.REVOKE after B, verbatim.
 -- Returns the number of votes taken back, or the same error as the module.
@@ -20,30 +20,42 @@ local function nxt()
   pos = pos + 1
   return a
 end
-local function trailing_now()
-  if done() then return clock() end
-  if string.upper(nxt()) ~= 'NOW' then syntax() end
-  if done() then syntax() end
-  local now = int_in(nxt(), 0, MAX_TIME)
-  if not done() then syntax() end
-  return now
+-- Trailing [NOW unix-ms] [SPREAD n], in either order (a master appends
+-- NOW after SPREAD n when it replicates a call that read its clock).
+local function trailing_now_spread()
+  local now, declared = nil, nil
+  while not done() do
+    local kw = string.upper(nxt())
+    if kw == 'NOW' then
+      if done() then syntax() end
+      now = int_in(nxt(), 0, MAX_TIME)
+    elseif kw == 'SPREAD' then
+      if done() then syntax() end
+      declared = spread_n(nxt())
+    else
+      syntax()
+    end
+  end
+  return now or clock(), declared
 end
 local function main()
   if #KEYS ~= 1 or #ARGV < 1 then arity() end
   local user = nxt()
   if user == '' then fail('ERR poll: user must not be empty') end
-  local rest = #ARGV - 1
+  -- The options come in pairs: an odd count starts with the candidate.
   local only = nil
-  if rest == 1 or rest == 3 then
+  if (#ARGV - 1) % 2 == 1 then
     only = nxt()
     if only == '' then fail('ERR poll: candidate must not be empty') end
   end
-  local now = trailing_now()
+  local now, declared = trailing_now_spread()
 
   local meta, voted, board, uvk = B .. ':meta', B .. ':voted', B .. ':board', B .. ':uservotes'
-  check(meta, 'hash')
-  check(voted, 'hash')
-  check(board, 'zset')
+  local has_meta = check(meta, 'hash')
+  local sh = poll_spread(B, declared, user)
+  local has_voted = check(voted, 'hash')
+  local has_board = check(board, 'zset')
+  refuse_base(B, sh, has_meta or has_voted or has_board)
   local r = read_rules(meta)
   local taken = {}
   if r.mode ~= 'MULTI' then

@@ -1,6 +1,6 @@
--- POLL.STATUS key user [NOW unix-ms]
+-- POLL.STATUS key user [NOW unix-ms] [SPREAD n]
 -- hotpath Lua twin of POLL.STATUS
--- Usage:  EVALSHA <sha> 1 B user [NOW unix-ms]
+-- Usage:  EVALSHA <sha> 1 B user [NOW unix-ms] [SPREAD n]
 -- KEYS[1] = B, the poll's base key.
 -- ARGV    = the arguments of POLL.STATUS after B, verbatim.
 -- Returns the candidates this user has votes for, as an array (DAILY: the
@@ -18,22 +18,34 @@ local function nxt()
   pos = pos + 1
   return a
 end
-local function trailing_now()
-  if done() then return clock() end
-  if string.upper(nxt()) ~= 'NOW' then syntax() end
-  if done() then syntax() end
-  local now = int_in(nxt(), 0, MAX_TIME)
-  if not done() then syntax() end
-  return now
+-- Trailing [NOW unix-ms] [SPREAD n], in either order (a master appends
+-- NOW after SPREAD n when it replicates a call that read its clock).
+local function trailing_now_spread()
+  local now, declared = nil, nil
+  while not done() do
+    local kw = string.upper(nxt())
+    if kw == 'NOW' then
+      if done() then syntax() end
+      now = int_in(nxt(), 0, MAX_TIME)
+    elseif kw == 'SPREAD' then
+      if done() then syntax() end
+      declared = spread_n(nxt())
+    else
+      syntax()
+    end
+  end
+  return now or clock(), declared
 end
 local function main()
   if #KEYS ~= 1 or #ARGV < 1 then arity() end
   local user = nxt()
   if user == '' then fail('ERR poll: user must not be empty') end
-  local now = trailing_now()
+  local now, declared = trailing_now_spread()
   local meta, voted = B .. ':meta', B .. ':voted'
-  check(meta, 'hash')
-  check(voted, 'hash')
+  local has_meta = check(meta, 'hash')
+  local sh = poll_spread(B, declared, user)
+  local has_voted = check(voted, 'hash')
+  if not has_meta and not has_voted then refuse_base(B, sh, poll_found(B)) end
   local r = read_rules(meta)
   if r.mode ~= 'MULTI' then
     local field = user

@@ -1,8 +1,8 @@
--- POLL.SYNC key
+-- POLL.SYNC key [SPREAD n]
 -- hotpath Lua twin of POLL.SYNC
--- Usage:  EVALSHA <sha> 1 B
+-- Usage:  EVALSHA <sha> 1 B [SPREAD n]
 -- KEYS[1] = B, the poll's base key.
--- ARGV    = none (POLL.SYNC takes nothing after B).
+-- ARGV    = [SPREAD n].
 -- Returns [epoch, candidate, delta, ...]: the change of every candidate's
 -- count since the last acknowledged snapshot (B:synced), frozen in
 -- B:syncing. Until POLL.SYNCACK, a retry returns the same epoch and
@@ -14,13 +14,19 @@
 local B = KEYS[1]
 local function arity() fail("ERR wrong number of arguments for 'poll.sync' command") end
 local function main()
-  if #KEYS ~= 1 or #ARGV ~= 0 then arity() end
+  if #KEYS ~= 1 then arity() end
+  local declared = only_spread(ARGV, 0, arity)
   local meta, board = B .. ':meta', B .. ':board'
   local synced, syncing = B .. ':synced', B .. ':syncing'
-  check(meta, 'hash')
-  check(board, 'zset')
-  check(synced, 'zset')
-  check(syncing, 'zset')
+  local has_meta = check(meta, 'hash')
+  local has_board = check(board, 'zset')
+  local has_synced = check(synced, 'zset')
+  local has_syncing = check(syncing, 'zset')
+  -- A shard of a spread poll writes back its own share (the client
+  -- libraries merge the shards' deltas: docs/spread.md).
+  local sh = poll_spread(B, declared, nil)
+  local found = has_meta or has_board or has_synced or has_syncing
+  refuse_base(B, sh, found or poll_found(B))
   local r = read_rules(meta)
   local epoch = meta_int(meta, 'pending')
   local last = meta_int(meta, 'epoch')

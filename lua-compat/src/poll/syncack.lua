@@ -1,8 +1,9 @@
--- POLL.SYNCACK key epoch
+-- POLL.SYNCACK key epoch [SPREAD n]
 -- hotpath Lua twin of POLL.SYNCACK
--- Usage:  EVALSHA <sha> 1 B epoch
+-- Usage:  EVALSHA <sha> 1 B epoch [SPREAD n]
 -- KEYS[1] = B, the poll's base key.
--- ARGV    = the arguments of POLL.SYNCACK after B, verbatim (the epoch).
+-- ARGV    = the arguments of POLL.SYNCACK after B, verbatim (the epoch,
+-- then [SPREAD n]).
 -- Returns 1 when epoch is the pending one (that frozen snapshot becomes the
 -- new base: RENAME B:syncing B:synced), 0 for a stale or unknown
 -- epoch.
@@ -11,13 +12,16 @@
 local B = KEYS[1]
 local function arity() fail("ERR wrong number of arguments for 'poll.syncack' command") end
 local function main()
-  if #KEYS ~= 1 or #ARGV ~= 1 then arity() end
+  if #KEYS ~= 1 or #ARGV < 1 then arity() end
+  local declared = only_spread(ARGV, 1, arity)
   local epoch = ARGV[1]
   if parse_int(epoch) == nil then fail('ERR value is not an integer or out of range') end
   local meta, synced, syncing = B .. ':meta', B .. ':synced', B .. ':syncing'
-  check(meta, 'hash')
+  local has_meta = check(meta, 'hash')
   check(synced, 'zset')
   check(syncing, 'zset')
+  local sh = poll_spread(B, declared, nil)
+  if not has_meta then refuse_base(B, sh, poll_found(B)) end
   -- Valid integers have one spelling, so comparing the strings compares
   -- them as 64-bit integers exactly.
   local pending = redis.call('HGET', meta, 'pending')

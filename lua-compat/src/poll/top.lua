@@ -1,6 +1,6 @@
--- POLL.TOP key [count] [OFFSET offset]
+-- POLL.TOP key [count] [OFFSET offset] [SPREAD n]
 -- hotpath Lua twin of POLL.TOP
--- Usage:  EVALSHA <sha> 1 B [count] [OFFSET o]
+-- Usage:  EVALSHA <sha> 1 B [count] [OFFSET o] [SPREAD n]
 -- KEYS[1] = B, the poll's base key.
 -- ARGV    = the arguments of POLL.TOP after B, verbatim.
 -- Returns [candidate, votes, ...], most votes first (ZREVRANGE order);
@@ -20,12 +20,15 @@ local function nxt()
 end
 local function main()
   if #KEYS ~= 1 then arity() end
-  local count, offset, first = 10, 0, true
+  local count, offset, first, declared = 10, 0, true, nil
   while not done() do
     local a = nxt()
     if string.upper(a) == 'OFFSET' then
       if done() then syntax() end
       offset = int_in(nxt(), 0, math.huge)
+    elseif string.upper(a) == 'SPREAD' then
+      if done() then syntax() end
+      declared = spread_n(nxt())
     elseif first then
       count = int_in(a, 0, math.huge)
     else
@@ -35,8 +38,13 @@ local function main()
   end
   -- count is bounded so that no call sends a whole board (poll-range-max).
   if count > RANGE_MAX then fail('ERR poll: count must be at most ' .. RANGE_MAX .. ' (poll-range-max)') end
+  local sh = nil
+  if declared ~= nil or looks_like_shard(B) then
+    check(B .. ':meta', 'hash')
+    sh = poll_spread(B, declared, nil)
+  end
   local board = B .. ':board'
-  check(board, 'zset')
+  if not check(board, 'zset') and sh == nil then refuse_base(B, sh, poll_found(B)) end
   local out = {}
   if count == 0 or offset >= redis.call('ZCARD', board) then return out end
   local z = redis.call('ZREVRANGE', board, fmt(offset), fmt(offset + count - 1), 'WITHSCORES')

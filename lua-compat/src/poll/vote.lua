@@ -1,6 +1,6 @@
--- POLL.VOTE key user candidate [NOW unix-ms]
+-- POLL.VOTE key user candidate [NOW unix-ms] [SPREAD n]
 -- hotpath Lua twin of POLL.VOTE
--- Usage:  EVALSHA <sha> 1 B user candidate [NOW unix-ms]
+-- Usage:  EVALSHA <sha> 1 B user candidate [NOW unix-ms] [SPREAD n]
 -- KEYS[1] = B, the poll's base key.
 -- ARGV    = the arguments of POLL.VOTE after B, verbatim.
 -- Returns 1 when the vote is counted, 0 when refused as a duplicate under
@@ -20,13 +20,23 @@ local function nxt()
   pos = pos + 1
   return a
 end
-local function trailing_now()
-  if done() then return clock() end
-  if string.upper(nxt()) ~= 'NOW' then syntax() end
-  if done() then syntax() end
-  local now = int_in(nxt(), 0, MAX_TIME)
-  if not done() then syntax() end
-  return now
+-- Trailing [NOW unix-ms] [SPREAD n], in either order (a master appends
+-- NOW after SPREAD n when it replicates a call that read its clock).
+local function trailing_now_spread()
+  local now, declared = nil, nil
+  while not done() do
+    local kw = string.upper(nxt())
+    if kw == 'NOW' then
+      if done() then syntax() end
+      now = int_in(nxt(), 0, MAX_TIME)
+    elseif kw == 'SPREAD' then
+      if done() then syntax() end
+      declared = spread_n(nxt())
+    else
+      syntax()
+    end
+  end
+  return now or clock(), declared
 end
 local function main()
   if #KEYS ~= 1 or #ARGV < 2 then arity() end
@@ -34,12 +44,15 @@ local function main()
   if user == '' then fail('ERR poll: user must not be empty') end
   local cand = nxt()
   if cand == '' then fail('ERR poll: candidate must not be empty') end
-  local now = trailing_now()
+  local now, declared = trailing_now_spread()
 
   local meta, voted, board, uvk = B .. ':meta', B .. ':voted', B .. ':board', B .. ':uservotes'
-  check(meta, 'hash')
-  check(voted, 'hash')
-  check(board, 'zset')
+  local has_meta = check(meta, 'hash')
+  -- A shard of a spread poll takes only its own voters.
+  local sh = poll_spread(B, declared, user)
+  local has_voted = check(voted, 'hash')
+  local has_board = check(board, 'zset')
+  refuse_base(B, sh, has_meta or has_voted or has_board)
   local r = read_rules(meta)
   local multi = r.mode == 'MULTI'
   if multi then check(uvk, 'hash') end
