@@ -55,12 +55,9 @@ def load_library(r):
 
 
 class NoSpreadTwins:
-    """The spread forms of POLL and RANK (SPREAD n, RANK.POSITION) have no
-    Lua twins yet (lua-compat/README.md): their tests run against the
-    module only. LIKE and LUCKYBAG spread on the library too."""
-
-    def test_spread_rank(self):
-        self.skipTest("POLL and RANK spread forms have no Lua twins yet")
+    """The spread form of POLL (SPREAD n) has no Lua twins yet
+    (lua-compat/README.md): its tests run against the module only. LIKE,
+    LUCKYBAG and RANK spread on the library too."""
 
     def test_spread_poll(self):
         self.skipTest("POLL and RANK spread forms have no Lua twins yet")
