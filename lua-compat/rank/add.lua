@@ -372,43 +372,33 @@ local function board_layout(B, import_ok)
   if import and not import_ok then return nil, importing() end
   return l, import
 end
--- The shard a type-checked board is (docs/spread.md; rank/commands.rs
--- spread_of), from the count the call declared (`SPREAD n`) and the
--- record in B:meta: {n =, i =}, or nil for a single-slot board, or nil
--- and the error. A key that neither declares a count nor looks like a
--- shard key costs one byte comparison; when such a board does not exist
--- at all (tb and tm, its keys' types, are 'none'), the base key of a
--- spread board is refused.
-local function rank_spread(B, declared, tb, tm)
+-- A board opened for a command: checks B and B:meta, resolves the shard
+-- (docs/spread.md; rank/commands.rs spread_of) from the count the call
+-- declared (`declared`: SPREAD n, or nil) and the record in B:meta, reads
+-- the layout. Returns the layout and the shard ({n =, i =}, nil for a
+-- single-slot board), or nil and the error reply. A key that neither
+-- declares a count nor looks like a shard key costs one byte comparison;
+-- when such a board does not exist at all, the base key of a spread board
+-- is refused. (One function, not two: a script makes each of its helpers
+-- at every call.)
+local function open_board(B, declared)
+  local ok, tb, tm = board_types(B)
+  if not ok then return nil, tb end
+  local sh = nil
   if declared == nil and not looks_like_shard(B) then
     if tb == 'none' and tm == 'none' then
       local e = spread().refuse_spread_base('rank', B)
       if e then return nil, e end
     end
-    return nil
+  else
+    local rec, e = spread().read_record('rank', B)
+    if e then return nil, e end
+    sh, e = spread().resolve('rank', B, declared, rec, function() return tb ~= 'none' end)
+    if e then return nil, e end
   end
-  local rec, e = spread().read_record('rank', B)
-  if e then return nil, e end
-  return spread().resolve('rank', B, declared, rec, function() return tb ~= 'none' end)
-end
--- A board opened for a command: checks B and B:meta, resolves the shard
--- (`declared`: the call's SPREAD n, or nil), reads the layout. Returns
--- the layout and the shard (nil for a single-slot board), or nil and the
--- error reply.
-local function open_board(B, declared)
-  local ok, tb, tm = board_types(B)
-  if not ok then return nil, tb end
-  local sh, e = rank_spread(B, declared, tb, tm)
-  if e then return nil, e end
   local l, e2 = board_layout(B, false)
   if not l then return nil, e2 end
   return l, sh
-end
--- nil when member belongs to shard sh of board B (or B is a single-slot
--- board), else the wrong-shard error.
-local function check_member(B, sh, member)
-  if not sh then return nil end
-  return spread().check_owner('rank', 'member', B, sh, member)
 end
 -- Writes member's packed score; a board just created takes the expiry of
 -- its B:meta.
@@ -454,8 +444,10 @@ while i <= #ARGV do
 end
 local l, sh = open_board(B, declared)
 if not l then return sh end
-local oe = check_member(B, sh, member)
-if oe then return oe end
+if sh then
+  local oe = spread().check_owner('rank', 'member', B, sh, member)
+  if oe then return oe end
+end
 local t = tick(l, now or now_ms())
 if t == nil then return rank_err('timestamp out of range') end
 if points > l.limit or points < -l.limit then return range_err(l) end

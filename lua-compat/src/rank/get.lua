@@ -13,8 +13,10 @@ if de then return de end
 if ARGV[1] == '' then return rank_err('user must not be empty') end
 local l, sh = open_board(B, declared)
 if not l then return sh end
-local oe = check_member(B, sh, ARGV[1])
-if oe then return oe end
+if sh then
+  local oe = spread().check_owner('rank', 'member', B, sh, ARGV[1])
+  if oe then return oe end
+end
 local score = redis.call('ZSCORE', B, ARGV[1])
 if not score then return false end
 local points, achieved = decode(l, score)

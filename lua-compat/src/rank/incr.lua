@@ -32,8 +32,10 @@ while i <= #ARGV do
 end
 local l, sh = open_board(B, declared)
 if not l then return sh end
-local oe = check_member(B, sh, member)
-if oe then return oe end
+if sh then
+  local oe = spread().check_owner('rank', 'member', B, sh, member)
+  if oe then return oe end
+end
 local t = tick(l, now or now_ms())
 if t == nil then return rank_err('timestamp out of range') end
 local cur = 0

@@ -59,8 +59,10 @@ end
 -- (member, score) there when the board holds the position itself.
 local place, here = 0, nil
 if kind == 'MEMBER' then
-  local oe = check_member(B, sh, member)
-  if oe then return oe end
+  if sh then
+    local oe = spread().check_owner('rank', 'member', B, sh, member)
+    if oe then return oe end
+  end
   local score = redis.call('ZSCORE', B, member)
   if not score then return false end
   if decode(l, score) == nil then return corrupt(B, member) end

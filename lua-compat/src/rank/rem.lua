@@ -19,9 +19,11 @@ for j = 1, last do
 end
 local l, sh = open_board(B, declared)
 if not l then return sh end
-for j = 1, last do
-  local oe = check_member(B, sh, ARGV[j])
-  if oe then return oe end
+if sh then
+  for j = 1, last do
+    local oe = spread().check_owner('rank', 'member', B, sh, ARGV[j])
+    if oe then return oe end
+  end
 end
 local removed = 0
 for j = 1, last do removed = removed + redis.call('ZREM', B, ARGV[j]) end
