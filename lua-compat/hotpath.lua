@@ -64,6 +64,7 @@
 --   hotpath_rank_import         RANK.IMPORT
 --   hotpath_rank_incr           RANK.INCR
 --   hotpath_rank_merge          RANK.MERGE
+--   hotpath_rank_position       RANK.POSITION  (no-writes: FCALL_RO)
 --   hotpath_rank_rem            RANK.REM
 --   hotpath_rank_top            RANK.TOP  (no-writes: FCALL_RO)
 --   hotpath_rate_check          RATE.CHECK
@@ -130,8 +131,8 @@ local function clock_us()
 end
 -- Spread entities (docs/spread.md): the routing spec and the shard record
 -- checks of src/spread/route.rs and src/spread/shard.rs, word for word, for
--- every family's twins (LIKE and LUCKYBAG today; POLL and RANK can call
--- the same helpers). The generator adds these after shared.lua; a script
+-- every family's twins (LIKE, LUCKYBAG, POLL and RANK call the same
+-- helpers). The generator adds these after shared.lua; a script
 -- carries only the helpers it uses.
 --
 -- The slot-tag table: TAG[s] for every slot s, each tag padded to three
@@ -4204,6 +4205,9 @@ end
 do -- RANK (lua-compat/src/rank/)
 local EXACT_MAX = 9007199254740991
 local RANGE_MAX = 1000 -- the module's rank-range-max default
+-- RANK.POSITION walks tie blocks up to this size member by member and
+-- searches larger ones by halving, as the module does.
+local TIE_WALK_MAX = 32
 local NOT_INT = 'ERR value is not an integer or out of range'
 local function int_in(s, min, max)
   local v = int(s)
@@ -4292,12 +4296,14 @@ local function decode(l, score)
   if l.tiebreak == 'LATER' then return points, l.epoch + r * l.unitms end
   return points, false
 end
--- The type checks of a board: B and B:meta. Returns true, or nil and the
--- error reply.
+-- The type checks of a board: B and B:meta. Returns true and the two
+-- types, or nil and the error reply.
 local function board_types(B)
-  if not typed(B, 'zset') then return nil, redis.error_reply(WRONGTYPE) end
-  if not typed(B .. ':meta', 'hash') then return nil, redis.error_reply(WRONGTYPE) end
-  return true
+  local tb = redis.call('TYPE', B)['ok']
+  if tb ~= 'none' and tb ~= 'zset' then return nil, redis.error_reply(WRONGTYPE) end
+  local tm = redis.call('TYPE', B .. ':meta')['ok']
+  if tm ~= 'none' and tm ~= 'hash' then return nil, redis.error_reply(WRONGTYPE) end
+  return true, tb, tm
 end
 -- The layout of a type-checked board (a board being imported refused
 -- unless `import_ok`). Returns the layout and the import's time, or nil
@@ -4308,12 +4314,67 @@ local function board_layout(B, import_ok)
   if import and not import_ok then return nil, importing() end
   return l, import
 end
--- A board opened for a command: checks B and B:meta, reads the layout.
--- Returns the layout, or nil and the error reply.
-local function open_board(B)
-  local ok, e = board_types(B)
-  if not ok then return nil, e end
-  return board_layout(B, false)
+-- A board opened for a command: checks B and B:meta, resolves the shard
+-- (docs/spread.md; rank/commands.rs spread_of) from the count the call
+-- declared (`declared`: SPREAD n, or nil) and the record in B:meta, reads
+-- the layout. Returns the layout and the shard ({n =, i =}, nil for a
+-- single-slot board), or nil and the error reply. A key that neither
+-- declares a count nor looks like a shard key costs one byte comparison;
+-- when such a board does not exist at all, the base key of a spread board
+-- is refused. (One function, not two: a script makes each of its helpers
+-- at every call.)
+local function open_board(B, declared)
+  local ok, tb, tm = board_types(B)
+  if not ok then return nil, tb end
+  local sh = nil
+  if declared == nil and not looks_like_shard(B) then
+    if tb == 'none' and tm == 'none' then
+      local e = spread().refuse_spread_base('rank', B)
+      if e then return nil, e end
+    end
+  else
+    local rec, e = spread().read_record('rank', B)
+    if e then return nil, e end
+    sh, e = spread().resolve('rank', B, declared, rec, function() return tb ~= 'none' end)
+    if e then return nil, e end
+  end
+  local l, e2 = board_layout(B, false)
+  if not l then return nil, e2 end
+  return l, sh
+end
+-- The optional `SPREAD n` of a command that takes nothing else after its
+-- first `fixed` arguments: the count, nil, or nil and the error (the
+-- arity error for anything else: those commands had a fixed arity).
+local function only_spread(argv, fixed, cmd)
+  local extra = #argv - fixed
+  if extra == 0 then return nil end
+  if extra == 2 and string.upper(argv[fixed + 1]) == 'SPREAD' then
+    return spread().spread_count('rank', argv[fixed + 2])
+  end
+  return nil, arity(cmd)
+end
+-- For MERGE and IMPORT, which have no spread form: the error for a shard
+-- of a spread board, or for the base key of one (tb and tm: the types of
+-- key and key:meta); nil otherwise.
+local function refuse_spread(cmd, key, tb, tm)
+  if looks_like_shard(key) then
+    local rec, e = spread().read_record('rank', key)
+    if e then return e end
+    if rec then
+      return rank_err(cmd .. " does not take a shard of a spread board ('" .. key_text(key) .. "'): see docs/rank.md")
+    end
+  end
+  if tb == 'none' and tm == 'none' then return spread().refuse_spread_base('rank', key) end
+  return nil
+end
+-- a > b byte by byte (the order of a sorted set's members): Lua's own
+-- comparison follows the server's collation locale.
+local function bytes_gt(a, b)
+  for k = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, k), string.byte(b, k)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
 end
 -- Writes member's packed score; a board just created takes the expiry of
 -- its B:meta.
@@ -4337,7 +4398,7 @@ local member = ARGV[1]
 if member == '' then return rank_err('user must not be empty') end
 local points = int(ARGV[2])
 if points == nil then return redis.error_reply(NOT_INT) end
-local cond, now = nil, nil
+local cond, now, declared = nil, nil, nil
 local i = 3
 while i <= #ARGV do
   local k = string.upper(ARGV[i])
@@ -4350,13 +4411,23 @@ while i <= #ARGV do
     now = int_in(ARGV[i + 1], 0, EXACT_MAX)
     if now == nil then return redis.error_reply(NOT_INT) end
     i = i + 1
+  elseif k == 'SPREAD' then
+    if i == #ARGV then return redis.error_reply(SYNTAX) end
+    local e
+    declared, e = spread().spread_count('rank', ARGV[i + 1])
+    if e then return e end
+    i = i + 1
   else
     return redis.error_reply(SYNTAX)
   end
   i = i + 1
 end
-local l, e = open_board(B)
-if not l then return e end
+local l, sh = open_board(B, declared)
+if not l then return sh end
+if sh then
+  local oe = spread().check_owner('rank', 'member', B, sh, member)
+  if oe then return oe end
+end
 local t = tick(l, now or now_ms())
 if t == nil then return rank_err('timestamp out of range') end
 if points > l.limit or points < -l.limit then return range_err(l) end
@@ -4373,7 +4444,7 @@ return points
 
 end
 redis.register_function{function_name = 'hotpath_rank_add', callback = rank_add,
-  description = 'RANK.ADD key member points [GT|LT] [NOW unix-ms]'}
+  description = 'RANK.ADD key member points [GT|LT] [NOW unix-ms] [SPREAD n]'}
 
 -- RANK.AROUND (lua-compat/src/rank/around.lua)
 local function rank_around(KEYS, ARGV)
@@ -4412,26 +4483,28 @@ redis.register_function{function_name = 'hotpath_rank_around', callback = rank_a
 local function rank_count(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('rank.count') end
 local B = KEYS[1]
-if #ARGV ~= 0 then return arity('rank.count') end
-local l, e = open_board(B)
+local declared, de = only_spread(ARGV, 0, 'rank.count')
+if de then return de end
+local l, e = open_board(B, declared)
 if not l then return e end
 return redis.call('ZCARD', B)
 
 end
 redis.register_function{function_name = 'hotpath_rank_count', callback = rank_count, flags = {'no-writes'},
-  description = 'RANK.COUNT key'}
+  description = 'RANK.COUNT key [SPREAD n]'}
 
 -- RANK.CREATE (lua-compat/src/rank/create.lua)
 local function rank_create(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('rank.create') end
 local B = KEYS[1]
 local l = { tiebreak = 'EARLIER', unit = 'S', epoch = 0 }
-local digits, ttl, now = nil, nil, nil
+local digits, ttl, now, n = nil, nil, nil, nil
 local i = 1
 while i <= #ARGV do
   local k = string.upper(ARGV[i])
   local v = ARGV[i + 1]
-  if k == 'TIEBREAK' or k == 'UNIT' or k == 'DIGITS' or k == 'EPOCH' or k == 'TTL' or k == 'NOW' then
+  if k == 'TIEBREAK' or k == 'UNIT' or k == 'DIGITS' or k == 'EPOCH' or k == 'TTL' or k == 'NOW'
+    or k == 'SPREAD' then
     if v == nil then return redis.error_reply(SYNTAX) end
     i = i + 1
   end
@@ -4455,40 +4528,87 @@ while i <= #ARGV do
   elseif k == 'NOW' then
     now = int_in(v, 0, EXACT_MAX)
     if now == nil then return redis.error_reply(NOT_INT) end
+  elseif k == 'SPREAD' then
+    local e
+    n, e = spread().spread_count('rank', v)
+    if e then return e end
   else
     return redis.error_reply(SYNTAX)
   end
   i = i + 1
 end
 if digits == nil then digits = (l.tiebreak == 'NONE') and 0 or 10 end
+local index = nil
+if n then
+  index = spread().shard_index(B, n)
+  if index == nil then return spread().not_a_shard_key('rank', B, n) end
+end
 local meta = B .. ':meta'
 if not typed(B, 'zset') then return redis.error_reply(WRONGTYPE) end
 if not typed(meta, 'hash') then return redis.error_reply(WRONGTYPE) end
-if redis.call('EXISTS', meta) == 1 or redis.call('EXISTS', B) == 1 then
+local field = l.tiebreak .. ' ' .. l.unit .. ' ' .. string.format('%d', digits) .. ' '
+  .. string.format('%d', l.epoch)
+if redis.call('EXISTS', meta) == 1 then
+  if n then
+    local rec, e = spread().read_record('rank', B)
+    if e then return e end
+    -- The same shard with the same layout: nothing to do.
+    if rec and rec.n == n and redis.call('HGET', meta, 'layout') == field then
+      return redis.status_reply('OK')
+    end
+    if rec and rec.n ~= n then
+      local _, e2 = spread().resolve('rank', B, n, rec)
+      return e2
+    end
+  end
   return rank_err('board already exists')
+end
+if redis.call('EXISTS', B) == 1 then return rank_err('board already exists') end
+if not n then
+  local e = spread().refuse_spread_base('rank', B)
+  if e then return e end
+elseif index == 0 then
+  -- Shard 0 shares its base key's slot: a single-slot board under the base
+  -- (in that slot when it has a hash tag, or on a standalone server) must
+  -- not be shadowed by a spread one.
+  local _, b = spread().split_shard_key(B)
+  b = b or B
+  if (spread().has_hash_tag(b) or not spread().cluster_enabled())
+    and (redis.call('EXISTS', b) == 1 or redis.call('EXISTS', b .. ':meta') == 1) then
+    return rank_err("'" .. key_text(b) .. "' is a single-slot board already")
+  end
 end
 l.digits = digits
 l.unitms = (l.unit == 'S') and 1000 or 1
 l.scale = 1
 for _ = 1, digits do l.scale = l.scale * 10 end
 if tick(l, now or now_ms()) == nil then return rank_err('timestamp out of range') end
-redis.call('HSET', meta, 'layout', l.tiebreak .. ' ' .. l.unit .. ' '
-  .. string.format('%d', digits) .. ' ' .. string.format('%d', l.epoch))
+if n then
+  redis.call('HSET', meta, 'layout', field, 'spread', string.format('%d', n), 'shard', string.format('%d', index))
+else
+  redis.call('HSET', meta, 'layout', field)
+end
 if ttl then redis.call('PEXPIRE', meta, ttl * 1000) end
 return redis.status_reply('OK')
 
 end
 redis.register_function{function_name = 'hotpath_rank_create', callback = rank_create,
-  description = 'RANK.CREATE key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms]'}
+  description = 'RANK.CREATE key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]'}
 
 -- RANK.GET (lua-compat/src/rank/get.lua)
 local function rank_get(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('rank.get') end
 local B = KEYS[1]
-if #ARGV ~= 1 then return arity('rank.get') end
+if #ARGV < 1 then return arity('rank.get') end
+local declared, de = only_spread(ARGV, 1, 'rank.get')
+if de then return de end
 if ARGV[1] == '' then return rank_err('user must not be empty') end
-local l, e = open_board(B)
-if not l then return e end
+local l, sh = open_board(B, declared)
+if not l then return sh end
+if sh then
+  local oe = spread().check_owner('rank', 'member', B, sh, ARGV[1])
+  if oe then return oe end
+end
 local score = redis.call('ZSCORE', B, ARGV[1])
 if not score then return false end
 local points, achieved = decode(l, score)
@@ -4497,7 +4617,7 @@ return { points, redis.call('ZREVRANK', B, ARGV[1]), achieved }
 
 end
 redis.register_function{function_name = 'hotpath_rank_get', callback = rank_get, flags = {'no-writes'},
-  description = 'RANK.GET key member'}
+  description = 'RANK.GET key member [SPREAD n]'}
 
 -- RANK.IMPORT (lua-compat/src/rank/import.lua)
 local function rank_import(KEYS, ARGV)
@@ -4542,9 +4662,11 @@ while i <= #ARGV do
 end
 if count > RANGE_MAX then return rank_err('COUNT must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
 local meta, plain = B .. ':meta', B .. ':import'
-local ok, e = board_types(B)
-if not ok then return e end
+local ok, tb, tm = board_types(B)
+if not ok then return tb end
 if not typed(plain, 'zset') then return redis.error_reply(WRONGTYPE) end
+local refused = refuse_spread('RANK.IMPORT', B, tb, tm)
+if refused then return refused end
 local l, at = board_layout(B, true)
 if not l then return at end
 -- Up to count members of a plain board, lowest first, with their packed
@@ -4619,20 +4741,31 @@ local member = ARGV[1]
 if member == '' then return rank_err('user must not be empty') end
 local delta = ARGV[2]
 if int(delta) == nil then return redis.error_reply(NOT_INT) end
-local now = nil
+local now, declared = nil, nil
 local i = 3
 while i <= #ARGV do
-  if string.upper(ARGV[i]) == 'NOW' then
+  local k = string.upper(ARGV[i])
+  if k == 'NOW' then
     if i == #ARGV then return redis.error_reply(SYNTAX) end
     now = int_in(ARGV[i + 1], 0, EXACT_MAX)
     if now == nil then return redis.error_reply(NOT_INT) end
+    i = i + 2
+  elseif k == 'SPREAD' then
+    if i == #ARGV then return redis.error_reply(SYNTAX) end
+    local e
+    declared, e = spread().spread_count('rank', ARGV[i + 1])
+    if e then return e end
     i = i + 2
   else
     return redis.error_reply(SYNTAX)
   end
 end
-local l, e = open_board(B)
-if not l then return e end
+local l, sh = open_board(B, declared)
+if not l then return sh end
+if sh then
+  local oe = spread().check_owner('rank', 'member', B, sh, member)
+  if oe then return oe end
+end
 local t = tick(l, now or now_ms())
 if t == nil then return rank_err('timestamp out of range') end
 local cur = 0
@@ -4660,7 +4793,7 @@ return points
 
 end
 redis.register_function{function_name = 'hotpath_rank_incr', callback = rank_incr,
-  description = 'RANK.INCR key member delta [NOW unix-ms]'}
+  description = 'RANK.INCR key member delta [NOW unix-ms] [SPREAD n]'}
 
 -- RANK.MERGE (lua-compat/src/rank/merge.lua)
 local function rank_merge(KEYS, ARGV)
@@ -4694,9 +4827,17 @@ while i <= #ARGV do
   i = i + 1
 end
 -- Every type check first (dest, then each source), then the layouts.
+local types = {}
 for j = 1, #KEYS do
-  local ok, err = board_types(KEYS[j])
-  if not ok then return err end
+  local ok, tb, tm = board_types(KEYS[j])
+  if not ok then return tb end
+  types[j] = {tb, tm}
+end
+-- A spread board has no MERGE: its shards live in other slots than any
+-- single-slot board (docs/rank.md).
+for j = 1, #KEYS do
+  local err = refuse_spread('RANK.MERGE', KEYS[j], types[j][1], types[j][2])
+  if err then return err end
 end
 local dl, e = board_layout(dest, false)
 if not dl then return e end
@@ -4765,23 +4906,155 @@ end
 redis.register_function{function_name = 'hotpath_rank_merge', callback = rank_merge,
   description = 'RANK.MERGE destination numkeys key [key ...] [AGGREGATE SUM|MAX] [TTL seconds] [NOW unix-ms]'}
 
+-- RANK.POSITION (lua-compat/src/rank/position.lua)
+local function rank_position(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('rank.position') end
+local B = KEYS[1]
+if #ARGV < 1 then return arity('rank.position') end
+local count = int_in(ARGV[1], 0, math.huge)
+if count == nil then return redis.error_reply(NOT_INT) end
+-- kind: nil (the top), 'MEMBER' or 'AT'.
+local kind, member, at_score, declared = nil, nil, nil, nil
+local i = 2
+while i <= #ARGV do
+  local k = string.upper(ARGV[i])
+  if k == 'MEMBER' and kind == nil then
+    if i == #ARGV then return redis.error_reply(SYNTAX) end
+    member = ARGV[i + 1]
+    if member == '' then return rank_err('user must not be empty') end
+    kind = 'MEMBER'
+    i = i + 2
+  elseif k == 'AT' and kind == nil then
+    if i == #ARGV then return redis.error_reply(SYNTAX) end
+    at_score = int_in(ARGV[i + 1], -EXACT_MAX, EXACT_MAX)
+    if at_score == nil then return redis.error_reply(NOT_INT) end
+    if i + 1 == #ARGV then return redis.error_reply(SYNTAX) end
+    member = ARGV[i + 2]
+    if member == '' then return rank_err('user must not be empty') end
+    kind = 'AT'
+    i = i + 3
+  elseif k == 'SPREAD' then
+    if i == #ARGV then return redis.error_reply(SYNTAX) end
+    local e
+    declared, e = spread().spread_count('rank', ARGV[i + 1])
+    if e then return e end
+    i = i + 2
+  else
+    return redis.error_reply(SYNTAX)
+  end
+end
+-- count is bounded so that no call sends a whole board (rank-range-max).
+if count > RANGE_MAX then return rank_err('count must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
+local l, sh = open_board(B, declared)
+if not l then return sh end
+-- [member, points, score] of an entry; nil and the error for a score the
+-- module never writes.
+local function entry(m, score)
+  local points = decode(l, score)
+  if points == nil then return nil, corrupt(B, m) end
+  return {m, points, tonumber(score)}
+end
+-- place: the place the position takes on this board; at_entry: the
+-- (member, score) there when the board holds the position itself.
+local place, here = 0, nil
+if kind == 'MEMBER' then
+  if sh then
+    local oe = spread().check_owner('rank', 'member', B, sh, member)
+    if oe then return oe end
+  end
+  local score = redis.call('ZSCORE', B, member)
+  if not score then return false end
+  if decode(l, score) == nil then return corrupt(B, member) end
+  place = redis.call('ZREVRANK', B, member)
+  here = {member, score}
+elseif kind == 'AT' then
+  -- Members above (score, member): a higher score, or the same score and
+  -- a byte-wise greater member (the order of ZREVRANGE).
+  local s = string.format('%d', at_score)
+  local higher = redis.call('ZCOUNT', B, '(' .. s, '+inf')
+  local ties = redis.call('ZCOUNT', B, s, s)
+  place = higher
+  if ties > 0 and ties <= TIE_WALK_MAX then
+    -- A small tie block is walked, greater members first.
+    for _, m in ipairs(redis.call('ZREVRANGEBYSCORE', B, s, s)) do
+      if not bytes_gt(m, member) then break end
+      place = place + 1
+    end
+  elseif ties > 0 then
+    -- A large one is searched by halving, one place per step.
+    local lo, hi = higher, higher + ties
+    while lo < hi do
+      local mid = lo + math.floor((hi - lo) / 2)
+      local r = redis.call('ZREVRANGE', B, mid, mid)
+      if r[1] and bytes_gt(r[1], member) then lo = mid + 1 else hi = mid end
+    end
+    place = lo
+  end
+  local score = redis.call('ZSCORE', B, member)
+  if score and tonumber(score) == at_score then here = {member, score} end
+end
+local above, below = {}, {}
+if count > 0 then
+  local start = math.max(0, place - count)
+  local stop = place + count + (here and 1 or 0)
+  local r = redis.call('ZREVRANGE', B, start, stop - 1, 'WITHSCORES')
+  for j = 1, #r, 2 do
+    local p = start + (j - 1) / 2
+    local list = nil
+    if p < place then
+      list = above
+    elseif not (p == place and here) and #below < count * 3 then
+      list = below
+    end
+    if list then
+      local en, err = entry(r[j], r[j + 1])
+      if not en then return err end
+      for _, v in ipairs(en) do list[#list + 1] = v end
+    end
+  end
+end
+local at = false
+if here then
+  local en, err = entry(here[1], here[2])
+  if not en then return err end
+  at = en
+end
+return {place, at, above, below}
+end
+redis.register_function{function_name = 'hotpath_rank_position', callback = rank_position, flags = {'no-writes'},
+  description = 'RANK.POSITION key count [MEMBER member | AT score member] [SPREAD n]'}
+
 -- RANK.REM (lua-compat/src/rank/rem.lua)
 local function rank_rem(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('rank.rem') end
 local B = KEYS[1]
 if #ARGV < 1 then return arity('rank.rem') end
-for j = 1, #ARGV do
+-- A trailing SPREAD n (after at least one member).
+local last, declared = #ARGV, nil
+if #ARGV >= 3 and string.upper(ARGV[#ARGV - 1]) == 'SPREAD' then
+  local de
+  declared, de = spread().spread_count('rank', ARGV[#ARGV])
+  if de then return de end
+  last = #ARGV - 2
+end
+for j = 1, last do
   if ARGV[j] == '' then return rank_err('user must not be empty') end
 end
-local l, e = open_board(B)
-if not l then return e end
+local l, sh = open_board(B, declared)
+if not l then return sh end
+if sh then
+  for j = 1, last do
+    local oe = spread().check_owner('rank', 'member', B, sh, ARGV[j])
+    if oe then return oe end
+  end
+end
 local removed = 0
-for j = 1, #ARGV do removed = removed + redis.call('ZREM', B, ARGV[j]) end
+for j = 1, last do removed = removed + redis.call('ZREM', B, ARGV[j]) end
 return removed
 
 end
 redis.register_function{function_name = 'hotpath_rank_rem', callback = rank_rem,
-  description = 'RANK.REM key member [member ...]'}
+  description = 'RANK.REM key member [member ...] [SPREAD n]'}
 
 -- RANK.TOP (lua-compat/src/rank/top.lua)
 local function rank_top(KEYS, ARGV)

@@ -206,6 +206,26 @@ fn rust_client_falls_back_to_the_functions_library() {
         note("sbag.draw", format!("{won:?}"));
         note("sbag.result", format!("{:?}", sb.result(con, "alice")));
         note("sbag.state", format!("{:?}", sb.info(con).map(|i| i.state)));
+        let sr = SpreadRank::new("sboard:{t}", 3).at(NOW).with_backend(spread);
+        note(
+            "srank.create",
+            format!("{:?}", sr.create(con, &RankOptions::default())),
+        );
+        // Ties (7 points twice, at the same time) are ordered by member
+        // across the shards, through RANK.POSITION.
+        for (m, pts) in [("1", 5), ("2", 7), ("alice", 7), ("bob", 3), ("carol", 9)] {
+            note("srank.add", format!("{:?}", sr.add(con, m, pts, None)));
+        }
+        note("srank.add", format!("{:?}", sr.add(con, "carol", 4, Some(Keep::Greater))));
+        note("srank.incr", format!("{:?}", sr.incr(con, "bob", 4)));
+        note("srank.count", format!("{:?}", sr.count(con)));
+        note("srank.shards", format!("{:?}", sr.shard_counts(con)));
+        note("srank.get", format!("{:?}", sr.get(con, "alice")));
+        note("srank.rank", format!("{:?}", sr.rank(con, "bob")));
+        note("srank.top", format!("{:?}", sr.top(con, 3, 1)));
+        note("srank.around", format!("{:?}", sr.around(con, "alice", 1)));
+        note("srank.rem", format!("{:?}", sr.rem(con, &["1", "zed"])));
+        note("srank.top", format!("{:?}", sr.top(con, 10, 0)));
         // An error: the same text from both.
         note(
             "poll.vote",

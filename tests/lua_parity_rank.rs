@@ -408,3 +408,418 @@ fn lua_twins_match_the_module() {
         twins_via(via, lua_twins_match_the_module_once);
     }
 }
+
+// ---- spread boards (docs/spread.md) ----
+
+use hotpath_client::routing;
+use std::collections::HashMap;
+
+const SPREAD_CMDS: [&str; 11] = [
+    "create", "add", "incr", "get", "top", "around", "rem", "count", "position", "merge", "import",
+];
+
+/// The module in database 0 and the twins in database 1 of one server,
+/// under the same keys (a shard key's tag is part of the contract).
+struct SpreadSides {
+    m: Connection,
+    l: Connection,
+    twins: HashMap<&'static str, String>,
+    /// Every reply seen, for the coverage checks at the end.
+    seen: Vec<String>,
+}
+
+impl SpreadSides {
+    fn new(s: &Server) -> SpreadSides {
+        let m = s.conn();
+        let mut l = s.conn();
+        run(&mut l, &["SELECT", "1"]);
+        let twins = SPREAD_CMDS
+            .iter()
+            .map(|n| (*n, load_twin(&mut l, &format!("rank/{n}.lua"))))
+            .collect();
+        SpreadSides {
+            m,
+            l,
+            twins,
+            seen: Vec::new(),
+        }
+    }
+
+    /// `RANK.<cmd> key args…` through the module and the twin: both replies
+    /// must be the same.
+    fn both(&mut self, cmd: &'static str, key: &str, args: &[String]) -> String {
+        let mut margs: Vec<String> = vec![format!("RANK.{}", cmd.to_uppercase()), key.to_string()];
+        margs.extend(args.iter().cloned());
+        let mrefs: Vec<&str> = margs.iter().map(String::as_str).collect();
+        let ours = run(&mut self.m, &mrefs);
+        let mut largs: Vec<String> = vec![key.to_string()];
+        largs.extend(args.iter().cloned());
+        let theirs = show(&call_twin(&mut self.l, &self.twins[cmd], 1, &largs));
+        assert_eq!(ours, theirs, "{cmd} {key} {args:?}");
+        if std::env::var("SHOW_REPLIES").is_ok() {
+            eprintln!("{cmd} {key} {args:?} -> {ours}");
+        }
+        self.seen.push(ours.clone());
+        ours
+    }
+
+    /// `RANK.MERGE dest numkeys src… opts…` on both sides.
+    fn merge(&mut self, dest: &str, srcs: &[&str], opts: &[&str]) -> String {
+        let n = srcs.len().to_string();
+        let mut m: Vec<&str> = vec!["RANK.MERGE", dest, &n];
+        m.extend(srcs);
+        m.extend(opts);
+        let ours = run(&mut self.m, &m);
+        let mut l: Vec<&str> = vec![dest];
+        l.extend(srcs);
+        l.push(&n);
+        l.extend(opts);
+        let theirs = show(&call_twin(&mut self.l, &self.twins["merge"], 1 + srcs.len(), &l));
+        assert_eq!(ours, theirs, "merge {dest} {srcs:?} {opts:?}");
+        self.seen.push(ours.clone());
+        ours
+    }
+
+    fn raw_both(&mut self, args: &[&str]) {
+        run(&mut self.m, args);
+        run(&mut self.l, args);
+    }
+
+    /// Every key, value and absolute expiry the same on both sides.
+    fn assert_same_data(&mut self, what: &str) {
+        let mut sides = Vec::new();
+        for c in [&mut self.m, &mut self.l] {
+            let mut d = dump_keys(c, "*");
+            let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+            keys.sort();
+            for k in keys {
+                let at = int(c, &["PEXPIRETIME", &k]);
+                d.push(format!("{k} expires {at}"));
+            }
+            sides.push(d);
+        }
+        assert_eq!(sides[0], sides[1], "data differs after {what}");
+    }
+}
+
+fn shard_keys(base: &str, n: u32) -> Vec<String> {
+    routing::shard_keys(base.as_bytes(), n)
+        .into_iter()
+        .map(|k| String::from_utf8(k).unwrap())
+        .collect()
+}
+
+fn sp(n: u32) -> Vec<String> {
+    vec!["SPREAD".to_string(), n.to_string()]
+}
+
+fn strs(xs: &[&str]) -> Vec<String> {
+    xs.iter().map(|s| s.to_string()).collect()
+}
+
+/// A member of shard i of n: a number (routed by id mod n) or a name
+/// (routed by FNV-1a), drawn until one lands on the shard.
+fn member_of(rng: &mut StdRng, n: u32, i: u32) -> String {
+    loop {
+        let m = if rng.gen_bool(0.5) {
+            rng.gen_range(0..200u32).to_string()
+        } else {
+            format!("p{}", rng.gen_range(0..200u32))
+        };
+        if routing::shard_of(m.as_bytes(), n) == i {
+            return m;
+        }
+    }
+}
+
+fn spread_twins_match_the_module_once(seed: u64) {
+    let s = Server::start();
+    let mut t = SpreadSides::new(&s);
+    let mut rng = StdRng::seed_from_u64(seed);
+    // board:9: time tie-breaks in ms; board:{7}: no tie-break, so that
+    // equal points are equal scores and RANK.POSITION meets tie blocks.
+    let boards: [(&str, u32, Vec<String>); 2] = [
+        ("board:9", 3, strs(&["UNIT", "MS", "DIGITS", "13"])),
+        ("board:{7}", 4, strs(&["TIEBREAK", "NONE"])),
+    ];
+    let k9 = shard_keys("board:9", 3);
+    let k7 = shard_keys("board:{7}", 4);
+    // A single-slot board under a base with a hash tag shadows shard 0.
+    t.both("add", "board:{7}", &strs(&["a", "5", "NOW", "1"]));
+    let mut a = boards[1].2.clone();
+    a.extend(sp(4));
+    t.both("create", &k7[0], &a);
+    t.both("rem", "board:{7}", &strs(&["a"]));
+    for (base, n, layout) in &boards {
+        for k in shard_keys(base, *n) {
+            let mut a = layout.clone();
+            // No TTL: the module sets it from its clock, the twin from
+            // the server's a moment later (PEXPIRETIME would differ by a
+            // millisecond; the single-slot test covers TTL).
+            a.extend(strs(&["NOW", "1000"]));
+            a.extend(sp(*n));
+            t.both("create", &k, &a);
+            // Again with the same layout and count: OK, nothing changes.
+            t.both("create", &k, &a);
+        }
+    }
+    // Creation errors: another layout, another count, no shard key, bad
+    // counts, the base key of a spread board.
+    for (k, args) in [
+        (k9[0].as_str(), sp(3)),
+        (k9[0].as_str(), strs(&["SPREAD"])),
+        (k9[0].as_str(), sp(0)),
+        (k9[0].as_str(), sp(1025)),
+        (k9[0].as_str(), strs(&["SPREAD", "x"])),
+        (k9[0].as_str(), sp(5)),
+        (k9[1].as_str(), sp(4)),
+        (k9[1].as_str(), sp(3)),
+        ("board:9", sp(3)),
+        ("board:9", vec![]),
+        ("{0VD}", sp(1)),
+    ] {
+        t.both("create", k, &args);
+    }
+    t.assert_same_data("creation");
+    // Tie blocks on shard 1 of board:{7}: 40 members at 100 points (past
+    // the 32 that the module walks), 20 at 50 points.
+    let mut tied: Vec<String> = Vec::new();
+    while tied.len() < 60 {
+        let m = member_of(&mut rng, 4, 1);
+        if !tied.contains(&m) {
+            tied.push(m);
+        }
+    }
+    for (j, m) in tied.iter().enumerate() {
+        let mut a = vec![m.clone(), if j < 40 { "100" } else { "50" }.to_string()];
+        a.extend(sp(4));
+        t.both("add", &k7[1], &a);
+    }
+    let mut probes = tied.clone();
+    probes.extend(strs(&["", "0", "zzzz", "p", "p99", "~", "\u{1}"]));
+    for points in ["100", "50", "75", "101", "-3"] {
+        for m in &probes {
+            for count in ["0", "2", "5"] {
+                let mut a = strs(&[count, "AT", points, m]);
+                a.extend(sp(4));
+                t.both("position", &k7[1], &a);
+            }
+        }
+    }
+    for m in &probes {
+        let mut a = strs(&["3", "MEMBER", m]);
+        a.extend(sp(4));
+        t.both("position", &k7[1], &a);
+        t.both("position", &k7[1], &a[..3]);
+    }
+    let mut clock = 1_700_000_000_000i64;
+    for step in 0..600 {
+        let b = rng.gen_range(0..2);
+        let (base, n, _) = &boards[b];
+        let n = *n;
+        let keys = shard_keys(base, n);
+        let i = rng.gen_range(0..n);
+        let mut member = if rng.gen_range(0..6) == 0 {
+            member_of(&mut rng, n, (i + 1) % n)
+        } else {
+            member_of(&mut rng, n, i)
+        };
+        if rng.gen_range(0..60) == 0 {
+            member.clear();
+        }
+        let key: String = match rng.gen_range(0..30) {
+            0 => base.to_string(),
+            1 => shard_keys(base, n + 1)[1].clone(),
+            2 => "board:other".into(),
+            _ => keys[i as usize].clone(),
+        };
+        let spread: Vec<String> = match rng.gen_range(0..12) {
+            0 => vec![],
+            1 => sp(n + 1),
+            2 => sp(0),
+            _ => sp(n),
+        };
+        clock += rng.gen_range(0..3);
+        let now = clock.to_string();
+        let points = rng.gen_range(-5..40i64).to_string();
+        let (cmd, mut args): (&'static str, Vec<String>) = match rng.gen_range(0..100) {
+            0..=29 => ("add", vec![member, points, "NOW".into(), now]),
+            30..=39 => ("add", vec![member, points, "GT".into(), "NOW".into(), now]),
+            40..=54 => ("incr", vec![member, points, "NOW".into(), now]),
+            55..=64 => ("get", vec![member]),
+            65..=69 => ("rem", {
+                let mut v = vec![member];
+                if rng.gen_bool(0.5) {
+                    v.push(member_of(&mut rng, n, i));
+                }
+                v
+            }),
+            70..=74 => ("count", vec![]),
+            75..=79 => {
+                // TOP and AROUND have no SPREAD: a shard key is read as is.
+                let a = if rng.gen_bool(0.5) {
+                    ("top", vec![rng.gen_range(0..5u32).to_string()])
+                } else {
+                    ("around", vec![member, rng.gen_range(0..3u32).to_string()])
+                };
+                t.both(a.0, &key, &a.1);
+                continue;
+            }
+            _ => {
+                let count = rng.gen_range(0..4u32).to_string();
+                let args = match rng.gen_range(0..3) {
+                    0 => vec![count],
+                    1 => vec![count, "MEMBER".into(), member],
+                    _ => {
+                        // A score seen on some shard of the board (the
+                        // module side), or one no member has.
+                        let other = &keys[rng.gen_range(0..n as usize)];
+                        let top: Vec<String> = redis::cmd("ZREVRANGE")
+                            .arg(other)
+                            .arg(0)
+                            .arg(3)
+                            .arg("WITHSCORES")
+                            .query(&mut t.m)
+                            .unwrap();
+                        let score = if top.len() >= 2 && rng.gen_bool(0.8) {
+                            top[1 + 2 * rng.gen_range(0..top.len() / 2)].clone()
+                        } else {
+                            rng.gen_range(-100..100i64).to_string()
+                        };
+                        vec![count, "AT".into(), score, member]
+                    }
+                };
+                ("position", args)
+            }
+        };
+        args.extend(spread);
+        t.both(cmd, &key, &args);
+        if step % 100 == 0 {
+            t.assert_same_data(&format!("step {step}"));
+        }
+        // A hand-deleted or edited shard record, on both sides: every call
+        // on that shard is an error, and writes nothing.
+        if step % 211 == 210 {
+            let k = keys[i as usize].clone();
+            let meta = format!("{k}:meta");
+            let saved = format!("{meta}.saved");
+            t.raw_both(&["RENAME", &meta, &saved]);
+            let m = member_of(&mut rng, n, i);
+            for bad in [
+                None,
+                Some(("spread", "x")),
+                Some(("shard", "9")),
+                Some(("spread", "2")),
+                Some(("layout", "EARLIER S 10 0")),
+            ] {
+                if let Some((f, v)) = bad {
+                    t.raw_both(&["HSET", &meta, f, v]);
+                }
+                for (cmd, a) in [
+                    ("add", vec![m.clone(), "1".into(), "NOW".into(), clock.to_string()]),
+                    ("incr", vec![m.clone(), "1".into(), "NOW".into(), clock.to_string()]),
+                    ("get", vec![m.clone()]),
+                    ("rem", vec![m.clone()]),
+                    ("count", vec![]),
+                    ("position", vec!["1".into(), "MEMBER".into(), m.clone()]),
+                    ("top", vec![]),
+                ] {
+                    let mut with = a.clone();
+                    if cmd != "top" {
+                        with.extend(sp(n));
+                        t.both(cmd, &k, &with);
+                    }
+                    t.both(cmd, &k, &a);
+                }
+                t.raw_both(&["DEL", &meta]);
+            }
+            t.raw_both(&["RENAME", &saved, &meta]);
+            t.assert_same_data(&format!("step {step}, a deleted record"));
+        }
+    }
+    // The base key of a spread board, used by single-slot commands.
+    for (cmd, args) in [
+        ("add", strs(&["1", "5", "NOW", "5"])),
+        ("incr", strs(&["1", "5", "NOW", "5"])),
+        ("get", strs(&["1"])),
+        ("rem", strs(&["1"])),
+        ("count", vec![]),
+        ("top", vec![]),
+        ("around", strs(&["1", "1"])),
+        ("position", strs(&["1"])),
+        ("import", vec![]),
+    ] {
+        t.both(cmd, "board:9", &args);
+    }
+    // A shard that was never created.
+    let k5 = shard_keys("board:9", 5);
+    for (cmd, args) in [
+        ("count", vec![]),
+        ("add", strs(&["2", "1", "NOW", "5"])),
+        ("position", strs(&["1"])),
+    ] {
+        let mut a = args.clone();
+        a.extend(sp(5));
+        t.both(cmd, &k5[2], &a);
+    }
+    // Arity: GET and COUNT take SPREAD n and nothing else.
+    for (cmd, args) in [
+        ("get", strs(&["1", "SPREAD"])),
+        ("get", strs(&["1", "x", "3"])),
+        ("count", strs(&["SPREAD"])),
+        ("count", strs(&["x", "3"])),
+        ("count", strs(&["SPREAD", "3", "x"])),
+        ("rem", strs(&["SPREAD", "3"])),
+        ("position", strs(&["1", "AT", "5"])),
+        ("position", strs(&["1", "AT", "x", "m"])),
+        ("position", strs(&["1", "MEMBER", "a", "AT", "5", "b"])),
+        ("position", strs(&["1001"])),
+        ("position", strs(&["-1"])),
+    ] {
+        t.both(cmd, &k9[0], &args);
+    }
+    // MERGE and IMPORT refuse spread boards: a shard as source or
+    // destination, the base key.
+    t.both("add", "solo{9}", &strs(&["a", "5", "NOW", "1"]));
+    t.both("import", &k9[1], &strs(&["COUNT", "5"]));
+    t.merge(&k9[0], &["solo{9}"], &[]);
+    t.merge("solo{9}", &[&k9[0]], &[]);
+    t.merge("solo{9}", &["board:9"], &[]);
+    t.merge("out{9}", &["solo{9}"], &["NOW", "5"]);
+    // Every shard's count and top, with SPREAD n.
+    for (base, n, _) in &boards {
+        for k in shard_keys(base, *n) {
+            t.both("count", &k, &sp(*n));
+            t.both("top", &k, &strs(&["50"]));
+        }
+    }
+    t.assert_same_data("the end");
+    // The run met every case it is meant to test.
+    for want in [
+        "wrong shard",
+        "shard counts disagree",
+        "does not exist",
+        "corrupt data in",
+        "is spread over",
+        "is not a shard key",
+        "does not take a shard",
+        "is a single-slot board already",
+        "SPREAD must be from",
+        "board already exists",
+        "wrong number of arguments",
+    ] {
+        assert!(t.seen.iter().any(|r| r.contains(want)), "no reply with {want:?}");
+    }
+}
+
+/// The spread forms of RANK (RANK.CREATE … SPREAD n, `SPREAD n`, shard
+/// records, RANK.POSITION with its tie blocks, the base key of a spread
+/// board, MERGE and IMPORT refusing one) through the twins and the module:
+/// the seeds alternate EVALSHA and FCALL.
+#[test]
+fn spread_twins_match_the_module() {
+    for seed in 0..2u64 {
+        let via = if seed % 2 == 0 { Via::Script } else { Via::Function };
+        twins_via(via, || spread_twins_match_the_module_once(200 + seed));
+    }
+}

@@ -47,8 +47,8 @@ local function arity(cmd)
 end
 -- Spread entities (docs/spread.md): the routing spec and the shard record
 -- checks of src/spread/route.rs and src/spread/shard.rs, word for word, for
--- every family's twins (LIKE and LUCKYBAG today; POLL and RANK can call
--- the same helpers). The generator adds these after shared.lua; a script
+-- every family's twins (LIKE, LUCKYBAG, POLL and RANK call the same
+-- helpers). The generator adds these after shared.lua; a script
 -- carries only the helpers it uses.
 --
 -- The slot-tag table: TAG[s] for every slot s, each tag padded to three

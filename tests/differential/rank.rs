@@ -6,6 +6,13 @@
 //! clock (NOW or not), so CREATE with TTL is unpinned (its expiry copied).
 //! RANK.MERGE (its keys after a numkeys argument) is left to
 //! tests/lua_parity_rank.rs.
+//!
+//! A spread board (`sboard:{s}`, two shards) runs alongside: RANK.CREATE
+//! with `SPREAD n`, every per-shard command with `SPREAD n` (the right
+//! count, another one, none), members of the other shard, RANK.POSITION
+//! (MEMBER and AT forms, tie blocks: mostly TIEBREAK NONE, so equal points
+//! are equal scores), single-slot calls and IMPORT on its base key, and
+//! faults in its shards' keys, records included.
 
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -14,6 +21,12 @@ use crate::harness::{pick, s, Call, Family, Target, Ttl};
 
 const T0: i64 = 4_102_444_800_000;
 const KEYS: usize = 4;
+/// The spread board's base key; it has two shards.
+const SPREAD_BASE: &str = "sboard:{s}";
+
+fn shard(i: u32) -> String {
+    String::from_utf8(hotpath_client::routing::shard_key(SPREAD_BASE.as_bytes(), 2, i)).unwrap()
+}
 
 pub struct Rank {
     now: i64,
@@ -35,7 +48,9 @@ impl Family for Rank {
     }
 
     fn bases(&self) -> Vec<String> {
-        (0..KEYS).map(key).collect()
+        let mut v: Vec<String> = (0..KEYS).map(key).collect();
+        v.extend([shard(0), shard(1)]);
+        v
     }
 
     fn keys_of(&self, base: &str) -> Vec<String> {
@@ -68,6 +83,10 @@ impl Family for Rank {
                     hset("EARLIER S 99 0"),
                     hset("LATER MS 6 -1"),
                     hset("EARLIER S 10 0 IMPORT x"),
+                    // A shard's record edited or deleted by hand.
+                    vec![vec![s("HSET"), meta.clone(), s("spread"), s("x")]],
+                    vec![vec![s("HSET"), meta.clone(), s("shard"), s("5")]],
+                    vec![vec![s("HDEL"), meta.clone(), s("spread")]],
                 ],
             },
         ]
@@ -75,6 +94,9 @@ impl Family for Rank {
 
     fn step(&mut self, rng: &mut StdRng) -> Call {
         self.now += rng.gen_range(0..3000);
+        if rng.gen_bool(0.2) {
+            return self.spread_step(rng);
+        }
         let b = key(rng.gen_range(0..KEYS));
         let member = s(*pick(rng, &["m1", "m2", "m3", "m4", "m5", "é"]));
         let pinned = !rng.gen_bool(0.02);
@@ -231,5 +253,97 @@ impl Family for Rank {
             ]);
         }
         (setup, probes)
+    }
+}
+
+impl Rank {
+    /// A call on the spread board: its shards with SPREAD n, or its base.
+    fn spread_step(&mut self, rng: &mut StdRng) -> Call {
+        let i = rng.gen_range(0..2u32);
+        let k = shard(i);
+        let n = *pick(rng, &[2u32, 2, 2, 2, 2, 2, 3, 1]);
+        let mut sp = vec![s("SPREAD"), s(n)];
+        if rng.gen_bool(0.1) {
+            sp.clear();
+        }
+        // Mostly a member of this shard (numbers route by id mod 2, names
+        // by FNV-1a).
+        let member = |rng: &mut StdRng| -> String {
+            let mine = rng.gen_bool(0.85);
+            loop {
+                let m = if rng.gen_bool(0.5) {
+                    s(rng.gen_range(0..40))
+                } else {
+                    format!("m{}", rng.gen_range(0..40))
+                };
+                if !mine || hotpath_client::routing::shard_of(m.as_bytes(), 2) == i {
+                    return m;
+                }
+            }
+        };
+        let points = |rng: &mut StdRng| s(*pick(rng, &[-1i64, 0, 1, 5, 5, 7, 99]));
+        let now = [s("NOW"), s(self.now)];
+        let op = rng.gen_range(0..100);
+        let mut rest: Vec<String>;
+        // CREATE often: faults and their repairs delete shards.
+        let cmd = if op < 15 {
+            rest = vec![];
+            if rng.gen_bool(0.8) {
+                rest.extend([s("TIEBREAK"), s("NONE")]);
+            }
+            rest.extend(now);
+            "RANK.CREATE"
+        } else if op < 35 {
+            rest = vec![member(rng), points(rng)];
+            if rng.gen_bool(0.2) {
+                rest.push(s(*pick(rng, &["GT", "LT"])));
+            }
+            rest.extend(now);
+            "RANK.ADD"
+        } else if op < 45 {
+            rest = vec![member(rng), points(rng)];
+            rest.extend(now);
+            "RANK.INCR"
+        } else if op < 52 {
+            rest = vec![member(rng)];
+            "RANK.GET"
+        } else if op < 57 {
+            rest = (0..rng.gen_range(1..3)).map(|_| member(rng)).collect();
+            "RANK.REM"
+        } else if op < 61 {
+            rest = vec![];
+            "RANK.COUNT"
+        } else if op < 66 {
+            // TOP and AROUND take no SPREAD: a shard is read as a board.
+            if rng.gen_bool(0.5) {
+                return Call::owned("RANK.TOP", &k, vec![s(rng.gen_range(1..5))]);
+            }
+            return Call::owned("RANK.AROUND", &k, vec![member(rng), s(rng.gen_range(0..3))]);
+        } else if op < 88 {
+            rest = vec![s(rng.gen_range(0..4))];
+            match rng.gen_range(0..3) {
+                0 => {}
+                1 => rest.extend([s("MEMBER"), member(rng)]),
+                _ => rest.extend([s("AT"), points(rng), member(rng)]),
+            }
+            "RANK.POSITION"
+        } else {
+            // Single-slot calls on the spread board's base key, and IMPORT
+            // of a shard.
+            // A single-slot board made under the base (the member "solo")
+            // blocks shard 0 until its removal takes it away again.
+            let (cmd, rest) = match rng.gen_range(0..8) {
+                0 => ("RANK.ADD", vec![s("solo"), s(1), s("NOW"), s(self.now)]),
+                1 | 2 => ("RANK.REM", vec![s("solo")]),
+                3 => ("RANK.GET", vec![member(rng)]),
+                4 => ("RANK.COUNT", vec![]),
+                5 => ("RANK.POSITION", vec![s(2)]),
+                6 => ("RANK.IMPORT", vec![s("COUNT"), s(1)]),
+                _ => return Call::owned("RANK.IMPORT", &k, vec![s("COUNT"), s(1)]),
+            };
+            return Call::owned(cmd, SPREAD_BASE, rest);
+        };
+        rest.extend(sp);
+        Call::owned(cmd, &k, rest)
     }
 }

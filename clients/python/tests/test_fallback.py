@@ -54,17 +54,8 @@ def load_library(r):
         r.execute_command("FUNCTION", "LOAD", "REPLACE", f.read())
 
 
-class NoSpreadTwins:
-    """The spread form of RANK (SPREAD n, RANK.POSITION) has no Lua twins
-    yet (lua-compat/README.md): its test runs against the module only.
-    LIKE, LUCKYBAG and POLL spread on the library too."""
-
-    def test_spread_rank(self):
-        self.skipTest("RANK's spread form has no Lua twins yet")
-
-
 @unittest.skipUnless(URL, "HOTPATH_FUNCTIONS_URL not set")
-class OnTheFunctionsLibrary(NoSpreadTwins, Families, unittest.TestCase):
+class OnTheFunctionsLibrary(Families, unittest.TestCase):
     """Every family's calls, their replies checked exactly as against the
     module, on a server that has only the library."""
 
@@ -86,7 +77,7 @@ class OnTheFunctionsLibrary(NoSpreadTwins, Families, unittest.TestCase):
 
 
 @unittest.skipUnless(URL, "HOTPATH_FUNCTIONS_URL not set")
-class OnTheFunctionsLibraryInResp2(NoSpreadTwins, Families, unittest.TestCase):
+class OnTheFunctionsLibraryInResp2(Families, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.r = redis.Redis.from_url(URL, protocol=2)

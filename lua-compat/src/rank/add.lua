@@ -1,5 +1,6 @@
--- RANK.ADD key member points [GT|LT] [NOW unix-ms]
--- Lua twin of RANK.ADD B member points [GT|LT] [NOW unix-ms] -> points stored
+-- RANK.ADD key member points [GT|LT] [NOW unix-ms] [SPREAD n]
+-- Lua twin of RANK.ADD B member points [GT|LT] [NOW unix-ms] [SPREAD n]
+-- -> points stored
 -- KEYS[1] = B; ARGV = member points [options], verbatim.
 --@ keys 1
 
@@ -10,7 +11,7 @@ local member = ARGV[1]
 if member == '' then return rank_err('user must not be empty') end
 local points = int(ARGV[2])
 if points == nil then return redis.error_reply(NOT_INT) end
-local cond, now = nil, nil
+local cond, now, declared = nil, nil, nil
 local i = 3
 while i <= #ARGV do
   local k = string.upper(ARGV[i])
@@ -23,13 +24,23 @@ while i <= #ARGV do
     now = int_in(ARGV[i + 1], 0, EXACT_MAX)
     if now == nil then return redis.error_reply(NOT_INT) end
     i = i + 1
+  elseif k == 'SPREAD' then
+    if i == #ARGV then return redis.error_reply(SYNTAX) end
+    local e
+    declared, e = spread().spread_count('rank', ARGV[i + 1])
+    if e then return e end
+    i = i + 1
   else
     return redis.error_reply(SYNTAX)
   end
   i = i + 1
 end
-local l, e = open_board(B)
-if not l then return e end
+local l, sh = open_board(B, declared)
+if not l then return sh end
+if sh then
+  local oe = spread().check_owner('rank', 'member', B, sh, member)
+  if oe then return oe end
+end
 local t = tick(l, now or now_ms())
 if t == nil then return rank_err('timestamp out of range') end
 if points > l.limit or points < -l.limit then return range_err(l) end

@@ -1,18 +1,22 @@
--- RANK.CREATE key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms]
+-- RANK.CREATE key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]
 -- Lua twin of RANK.CREATE B [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S]
--- [DIGITS d] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] -> OK
--- KEYS[1] = B; ARGV = the options, verbatim. Writes B:meta.
+-- [DIGITS d] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n] -> OK
+-- KEYS[1] = B; ARGV = the options, verbatim. Writes B:meta. With SPREAD
+-- n, B is shard i of n of its base ({<tag>}base, docs/spread.md) and
+-- B:meta records spread n and shard i next to the layout; creating a
+-- shard again with the same layout and count answers OK, changes nothing.
 --@ keys 1
 
 
 local B = KEYS[1]
 local l = { tiebreak = 'EARLIER', unit = 'S', epoch = 0 }
-local digits, ttl, now = nil, nil, nil
+local digits, ttl, now, n = nil, nil, nil, nil
 local i = 1
 while i <= #ARGV do
   local k = string.upper(ARGV[i])
   local v = ARGV[i + 1]
-  if k == 'TIEBREAK' or k == 'UNIT' or k == 'DIGITS' or k == 'EPOCH' or k == 'TTL' or k == 'NOW' then
+  if k == 'TIEBREAK' or k == 'UNIT' or k == 'DIGITS' or k == 'EPOCH' or k == 'TTL' or k == 'NOW'
+    or k == 'SPREAD' then
     if v == nil then return redis.error_reply(SYNTAX) end
     i = i + 1
   end
@@ -36,25 +40,66 @@ while i <= #ARGV do
   elseif k == 'NOW' then
     now = int_in(v, 0, EXACT_MAX)
     if now == nil then return redis.error_reply(NOT_INT) end
+  elseif k == 'SPREAD' then
+    local e
+    n, e = spread().spread_count('rank', v)
+    if e then return e end
   else
     return redis.error_reply(SYNTAX)
   end
   i = i + 1
 end
 if digits == nil then digits = (l.tiebreak == 'NONE') and 0 or 10 end
+local index = nil
+if n then
+  index = spread().shard_index(B, n)
+  if index == nil then return spread().not_a_shard_key('rank', B, n) end
+end
 local meta = B .. ':meta'
 if not typed(B, 'zset') then return redis.error_reply(WRONGTYPE) end
 if not typed(meta, 'hash') then return redis.error_reply(WRONGTYPE) end
-if redis.call('EXISTS', meta) == 1 or redis.call('EXISTS', B) == 1 then
+local field = l.tiebreak .. ' ' .. l.unit .. ' ' .. string.format('%d', digits) .. ' '
+  .. string.format('%d', l.epoch)
+if redis.call('EXISTS', meta) == 1 then
+  if n then
+    local rec, e = spread().read_record('rank', B)
+    if e then return e end
+    -- The same shard with the same layout: nothing to do.
+    if rec and rec.n == n and redis.call('HGET', meta, 'layout') == field then
+      return redis.status_reply('OK')
+    end
+    if rec and rec.n ~= n then
+      local _, e2 = spread().resolve('rank', B, n, rec)
+      return e2
+    end
+  end
   return rank_err('board already exists')
+end
+if redis.call('EXISTS', B) == 1 then return rank_err('board already exists') end
+if not n then
+  local e = spread().refuse_spread_base('rank', B)
+  if e then return e end
+elseif index == 0 then
+  -- Shard 0 shares its base key's slot: a single-slot board under the base
+  -- (in that slot when it has a hash tag, or on a standalone server) must
+  -- not be shadowed by a spread one.
+  local _, b = spread().split_shard_key(B)
+  b = b or B
+  if (spread().has_hash_tag(b) or not spread().cluster_enabled())
+    and (redis.call('EXISTS', b) == 1 or redis.call('EXISTS', b .. ':meta') == 1) then
+    return rank_err("'" .. key_text(b) .. "' is a single-slot board already")
+  end
 end
 l.digits = digits
 l.unitms = (l.unit == 'S') and 1000 or 1
 l.scale = 1
 for _ = 1, digits do l.scale = l.scale * 10 end
 if tick(l, now or now_ms()) == nil then return rank_err('timestamp out of range') end
-redis.call('HSET', meta, 'layout', l.tiebreak .. ' ' .. l.unit .. ' '
-  .. string.format('%d', digits) .. ' ' .. string.format('%d', l.epoch))
+if n then
+  redis.call('HSET', meta, 'layout', field, 'spread', string.format('%d', n), 'shard', string.format('%d', index))
+else
+  redis.call('HSET', meta, 'layout', field)
+end
 if ttl then redis.call('PEXPIRE', meta, ttl * 1000) end
 return redis.status_reply('OK')
 

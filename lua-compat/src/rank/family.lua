@@ -1,5 +1,8 @@
 local EXACT_MAX = 9007199254740991
 local RANGE_MAX = 1000 -- the module's rank-range-max default
+-- RANK.POSITION walks tie blocks up to this size member by member and
+-- searches larger ones by halving, as the module does.
+local TIE_WALK_MAX = 32
 local NOT_INT = 'ERR value is not an integer or out of range'
 local function int_in(s, min, max)
   local v = int(s)
@@ -88,12 +91,14 @@ local function decode(l, score)
   if l.tiebreak == 'LATER' then return points, l.epoch + r * l.unitms end
   return points, false
 end
--- The type checks of a board: B and B:meta. Returns true, or nil and the
--- error reply.
+-- The type checks of a board: B and B:meta. Returns true and the two
+-- types, or nil and the error reply.
 local function board_types(B)
-  if not typed(B, 'zset') then return nil, redis.error_reply(WRONGTYPE) end
-  if not typed(B .. ':meta', 'hash') then return nil, redis.error_reply(WRONGTYPE) end
-  return true
+  local tb = redis.call('TYPE', B)['ok']
+  if tb ~= 'none' and tb ~= 'zset' then return nil, redis.error_reply(WRONGTYPE) end
+  local tm = redis.call('TYPE', B .. ':meta')['ok']
+  if tm ~= 'none' and tm ~= 'hash' then return nil, redis.error_reply(WRONGTYPE) end
+  return true, tb, tm
 end
 -- The layout of a type-checked board (a board being imported refused
 -- unless `import_ok`). Returns the layout and the import's time, or nil
@@ -104,12 +109,67 @@ local function board_layout(B, import_ok)
   if import and not import_ok then return nil, importing() end
   return l, import
 end
--- A board opened for a command: checks B and B:meta, reads the layout.
--- Returns the layout, or nil and the error reply.
-local function open_board(B)
-  local ok, e = board_types(B)
-  if not ok then return nil, e end
-  return board_layout(B, false)
+-- A board opened for a command: checks B and B:meta, resolves the shard
+-- (docs/spread.md; rank/commands.rs spread_of) from the count the call
+-- declared (`declared`: SPREAD n, or nil) and the record in B:meta, reads
+-- the layout. Returns the layout and the shard ({n =, i =}, nil for a
+-- single-slot board), or nil and the error reply. A key that neither
+-- declares a count nor looks like a shard key costs one byte comparison;
+-- when such a board does not exist at all, the base key of a spread board
+-- is refused. (One function, not two: a script makes each of its helpers
+-- at every call.)
+local function open_board(B, declared)
+  local ok, tb, tm = board_types(B)
+  if not ok then return nil, tb end
+  local sh = nil
+  if declared == nil and not looks_like_shard(B) then
+    if tb == 'none' and tm == 'none' then
+      local e = spread().refuse_spread_base('rank', B)
+      if e then return nil, e end
+    end
+  else
+    local rec, e = spread().read_record('rank', B)
+    if e then return nil, e end
+    sh, e = spread().resolve('rank', B, declared, rec, function() return tb ~= 'none' end)
+    if e then return nil, e end
+  end
+  local l, e2 = board_layout(B, false)
+  if not l then return nil, e2 end
+  return l, sh
+end
+-- The optional `SPREAD n` of a command that takes nothing else after its
+-- first `fixed` arguments: the count, nil, or nil and the error (the
+-- arity error for anything else: those commands had a fixed arity).
+local function only_spread(argv, fixed, cmd)
+  local extra = #argv - fixed
+  if extra == 0 then return nil end
+  if extra == 2 and string.upper(argv[fixed + 1]) == 'SPREAD' then
+    return spread().spread_count('rank', argv[fixed + 2])
+  end
+  return nil, arity(cmd)
+end
+-- For MERGE and IMPORT, which have no spread form: the error for a shard
+-- of a spread board, or for the base key of one (tb and tm: the types of
+-- key and key:meta); nil otherwise.
+local function refuse_spread(cmd, key, tb, tm)
+  if looks_like_shard(key) then
+    local rec, e = spread().read_record('rank', key)
+    if e then return e end
+    if rec then
+      return rank_err(cmd .. " does not take a shard of a spread board ('" .. key_text(key) .. "'): see docs/rank.md")
+    end
+  end
+  if tb == 'none' and tm == 'none' then return spread().refuse_spread_base('rank', key) end
+  return nil
+end
+-- a > b byte by byte (the order of a sorted set's members): Lua's own
+-- comparison follows the server's collation locale.
+local function bytes_gt(a, b)
+  for k = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, k), string.byte(b, k)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
 end
 -- Writes member's packed score; a board just created takes the expiry of
 -- its B:meta.

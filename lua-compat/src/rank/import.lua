@@ -50,9 +50,11 @@ while i <= #ARGV do
 end
 if count > RANGE_MAX then return rank_err('COUNT must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
 local meta, plain = B .. ':meta', B .. ':import'
-local ok, e = board_types(B)
-if not ok then return e end
+local ok, tb, tm = board_types(B)
+if not ok then return tb end
 if not typed(plain, 'zset') then return redis.error_reply(WRONGTYPE) end
+local refused = refuse_spread('RANK.IMPORT', B, tb, tm)
+if refused then return refused end
 local l, at = board_layout(B, true)
 if not l then return at end
 -- Up to count members of a plain board, lowest first, with their packed

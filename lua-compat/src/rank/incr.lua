@@ -1,5 +1,6 @@
--- RANK.INCR key member delta [NOW unix-ms]
--- Lua twin of RANK.INCR B member delta [NOW unix-ms] -> the new points
+-- RANK.INCR key member delta [NOW unix-ms] [SPREAD n]
+-- Lua twin of RANK.INCR B member delta [NOW unix-ms] [SPREAD n] -> the new
+-- points
 -- KEYS[1] = B; ARGV = member delta [NOW unix-ms], verbatim.
 --@ keys 1
 
@@ -10,20 +11,31 @@ local member = ARGV[1]
 if member == '' then return rank_err('user must not be empty') end
 local delta = ARGV[2]
 if int(delta) == nil then return redis.error_reply(NOT_INT) end
-local now = nil
+local now, declared = nil, nil
 local i = 3
 while i <= #ARGV do
-  if string.upper(ARGV[i]) == 'NOW' then
+  local k = string.upper(ARGV[i])
+  if k == 'NOW' then
     if i == #ARGV then return redis.error_reply(SYNTAX) end
     now = int_in(ARGV[i + 1], 0, EXACT_MAX)
     if now == nil then return redis.error_reply(NOT_INT) end
+    i = i + 2
+  elseif k == 'SPREAD' then
+    if i == #ARGV then return redis.error_reply(SYNTAX) end
+    local e
+    declared, e = spread().spread_count('rank', ARGV[i + 1])
+    if e then return e end
     i = i + 2
   else
     return redis.error_reply(SYNTAX)
   end
 end
-local l, e = open_board(B)
-if not l then return e end
+local l, sh = open_board(B, declared)
+if not l then return sh end
+if sh then
+  local oe = spread().check_owner('rank', 'member', B, sh, member)
+  if oe then return oe end
+end
 local t = tick(l, now or now_ms())
 if t == nil then return rank_err('timestamp out of range') end
 local cur = 0

@@ -35,9 +35,17 @@ while i <= #ARGV do
   i = i + 1
 end
 -- Every type check first (dest, then each source), then the layouts.
+local types = {}
 for j = 1, #KEYS do
-  local ok, err = board_types(KEYS[j])
-  if not ok then return err end
+  local ok, tb, tm = board_types(KEYS[j])
+  if not ok then return tb end
+  types[j] = {tb, tm}
+end
+-- A spread board has no MERGE: its shards live in other slots than any
+-- single-slot board (docs/rank.md).
+for j = 1, #KEYS do
+  local err = refuse_spread('RANK.MERGE', KEYS[j], types[j][1], types[j][2])
+  if err then return err end
 end
 local dl, e = board_layout(dest, false)
 if not dl then return e end
