@@ -320,6 +320,27 @@ impl Cluster {
                 matches!(n, Value::Int(k) if k >= 1),
                 "master {i}: WAIT gave {n:?}"
             );
+            // WAIT on a fresh connection only counts connected replicas
+            // (it waits for this connection's own writes, of which there
+            // are none): a replica restarted a moment ago may still be
+            // loading its full sync. Wait until every replica has the
+            // master's whole stream, and its link is up.
+            let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+            let target = repl_field(&mut self.nodes[i].conn(), "master_repl_offset");
+            for r in self.replicas_of(i) {
+                loop {
+                    let mut c = self.nodes[r].conn();
+                    let up = repl_text(&mut c, "master_link_status").as_deref() == Some("up");
+                    if up && repl_field(&mut c, "master_repl_offset") >= target {
+                        break;
+                    }
+                    assert!(
+                        Instant::now() < deadline,
+                        "replica {r} of master {i} did not reach offset {target}"
+                    );
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
         }
     }
 
@@ -527,4 +548,17 @@ impl Cluster {
             })
             .collect()
     }
+}
+
+/// A field of `INFO replication`, as text.
+fn repl_text(c: &mut Connection, field: &str) -> Option<String> {
+    let info: String = redis::cmd("INFO").arg("replication").query(c).ok()?;
+    info.lines()
+        .find_map(|l| l.strip_prefix(field).and_then(|r| r.strip_prefix(':')))
+        .map(|v| v.trim().to_string())
+}
+
+/// A numeric field of `INFO replication` (-1 when missing).
+fn repl_field(c: &mut Connection, field: &str) -> i64 {
+    repl_text(c, field).and_then(|v| v.parse().ok()).unwrap_or(-1)
 }
