@@ -146,6 +146,50 @@ impl<'a> Args<'a> {
     }
 }
 
+/// The cursor operations that option parsers share over owned
+/// ([`Cursor`](crate::args::Cursor)) and in-place ([`Args`]) arguments, so
+/// that one parser serves a hot command and its colder siblings.
+pub trait Options {
+    /// Returns true when every argument was consumed.
+    fn done(&self) -> bool;
+    /// Returns the next argument's bytes, or an arity error.
+    fn next_slice(&mut self) -> Result<&[u8], RedisError>;
+    /// Returns an option's value as an `i64` within `[min, max]`.
+    fn option_i64(&mut self, min: i64, max: i64) -> Result<i64, RedisError>;
+    /// Returns an option's value in place.
+    fn option_bytes(&mut self) -> Result<&[u8], RedisError>;
+}
+
+impl Options for Args<'_> {
+    fn done(&self) -> bool {
+        Args::done(self)
+    }
+    fn next_slice(&mut self) -> Result<&[u8], RedisError> {
+        Args::next_slice(self)
+    }
+    fn option_i64(&mut self, min: i64, max: i64) -> Result<i64, RedisError> {
+        Args::option_i64(self, min, max)
+    }
+    fn option_bytes(&mut self) -> Result<&[u8], RedisError> {
+        Args::option_bytes(self)
+    }
+}
+
+impl Options for crate::args::Cursor {
+    fn done(&self) -> bool {
+        crate::args::Cursor::done(self)
+    }
+    fn next_slice(&mut self) -> Result<&[u8], RedisError> {
+        crate::args::Cursor::next_slice(self)
+    }
+    fn option_i64(&mut self, min: i64, max: i64) -> Result<i64, RedisError> {
+        crate::args::Cursor::option_i64(self, min, max)
+    }
+    fn option_bytes(&mut self) -> Result<&[u8], RedisError> {
+        crate::args::Cursor::option_bytes(self)
+    }
+}
+
 /// Reads a canonical non-negative decimal of up to 18 digits (no sign, no
 /// leading zero) without the general parser's string conversion; None
 /// sends anything else to [`parse_i64`], which gives Redis's answer.

@@ -563,6 +563,22 @@ impl Key {
         self.touch_if(set)
     }
 
+    /// Sets a field, field and value given as Redis strings (no copies);
+    /// for a caller that has just found the field absent, so that the NX
+    /// check's second lookup is not paid.
+    pub fn hset_arg(&self, field: &RedisString, value: &RedisString) {
+        unsafe {
+            raw::RedisModule_HashSet.unwrap()(
+                self.ptr,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.inner,
+                value.inner,
+                ptr::null::<c_char>(),
+            )
+        };
+        self.touch();
+    }
+
     /// Pops from the head (`LPOP`) and returns the element as the Redis
     /// string the list gave (no copy).
     pub fn lpop_string(&self) -> Option<RedisString> {
@@ -1301,52 +1317,98 @@ impl Drop for ZScan {
 // last time instead of creating and freeing a Redis string per key per call
 // (about 500 instructions each) ----
 
+/// A name kept between commands: the base key and the suffix it was built
+/// from (the suffix by address and length: callers pass literals), and the
+/// immutable Redis string `B:<suffix>`, created without a context so that
+/// it outlives the command. Redis only reads it: `RM_OpenKey` takes its own
+/// reference for as long as the key is open.
+struct KeptName {
+    base: Name,
+    suffix: &'static str,
+    index: Option<u64>,
+    name: RedisString,
+}
+
 thread_local! {
-    /// Recently built names `B:<suffix>`, in slots chosen by a hash of the
-    /// name; main thread only. A name is an immutable Redis string the
-    /// module owns; Redis only reads it.
-    static NAMES: std::cell::RefCell<Vec<Option<(Name, RedisString)>>> =
+    /// Recently built names, in pairs of slots chosen by [`name_pair`];
+    /// main thread only, like every command.
+    static NAMES: std::cell::RefCell<Vec<Option<KeptName>>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// How many recent names are kept (a power of two).
-const NAMES_KEPT: usize = 64;
+/// How many recent names are kept (a power of two), in pairs: a name may
+/// sit in either slot of its pair, so two names of one command that hash
+/// alike do not evict each other on every call.
+const NAMES_KEPT: usize = 256;
 
-/// Returns the Redis string `B:<suffix>`, reused from a recent command when
-/// it built the same name.
-pub fn derived_string(ctx: &Context, base: &[u8], suffix: &str) -> RedisString {
-    // FNV-1a over base, ':' and suffix, without building the name.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in base.iter().chain(b":").chain(suffix.as_bytes()) {
-        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-    }
-    let slot = (h as usize) & (NAMES_KEPT - 1);
-    NAMES.with(|n| {
-        let mut n = n.borrow_mut();
-        if n.is_empty() {
-            n.resize_with(NAMES_KEPT, || None);
-        }
-        if let Some((k, s)) = &n[slot] {
-            let hit = k.len() == base.len() + 1 + suffix.len()
-                && k.starts_with(base)
-                && k[base.len()] == b':'
-                && k.ends_with(suffix.as_bytes());
-            if hit {
-                return s.safe_clone(ctx);
-            }
-        }
-        let name = derived_name(base, suffix);
-        let s = RedisString::create_from_slice(ptr::null_mut(), &name);
-        let copy = s.safe_clone(ctx);
-        n[slot] = Some((name, s));
-        copy
-    })
+/// The pair of slots of `B:<suffix>[<index>]`: a multiplicative hash of
+/// the base's length and last eight bytes (entities differ there:
+/// `post:1234`, `bag{7}`), the suffix's address and the index; a few
+/// instructions, where hashing every byte cost as much as building the
+/// name.
+fn name_pair(base: &[u8], suffix: &'static str, index: Option<u64>) -> usize {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut tail = [0u8; 8];
+    let n = base.len().min(8);
+    tail[..n].copy_from_slice(&base[base.len() - n..]);
+    let mut x = (u64::from_le_bytes(tail) ^ ((base.len() as u64) << 56)).wrapping_mul(K);
+    x ^= (suffix.as_ptr() as u64).rotate_left(29)
+        ^ index.map_or(0, |i| i.wrapping_add(1).wrapping_mul(0x2545_F491_4F6C_DD1D));
+    x = (x ^ (x >> 32)).wrapping_mul(K);
+    (x >> 57) as usize & (NAMES_KEPT / 2 - 1)
 }
 
 impl Key {
-    /// Opens the derived key `base:suffix` with a name reused from recent
-    /// commands (see [`derived_string`]).
-    pub fn derived_hot(ctx: &Context, base: &[u8], suffix: &str, write: bool) -> Key {
-        Key::open_arg(ctx, &derived_string(ctx, base, suffix), write)
+    /// Opens the derived key `base:suffix` with a name kept from a recent
+    /// command when one built the same name (a hot command on one entity:
+    /// votes on a poll, grabs of a packet, scores on a board), instead of
+    /// creating and freeing a Redis string per key per call.
+    pub fn derived_hot(ctx: &Context, base: &[u8], suffix: &'static str, write: bool) -> Key {
+        Key::derived_hot_at(ctx, base, suffix, None, write)
+    }
+
+    /// [`Key::derived_hot`] for `base:<suffix><index>` when `index` is
+    /// given (a shard or chunk: `B:cand:3`).
+    pub fn derived_hot_at(
+        ctx: &Context,
+        base: &[u8],
+        suffix: &'static str,
+        index: Option<u64>,
+        write: bool,
+    ) -> Key {
+        let first = 2 * name_pair(base, suffix, index);
+        NAMES.with(|n| {
+            let mut n = n.borrow_mut();
+            if n.is_empty() {
+                n.resize_with(NAMES_KEPT, || None);
+            }
+            let is = |e: &Option<KeptName>| {
+                matches!(e, Some(k) if ptr::eq(k.suffix, suffix)
+                    && k.index == index
+                    && k.base.as_slice() == base)
+            };
+            // The pair keeps its most recent name first: a hit in the
+            // second slot moves forward, a new name goes first and the
+            // older one of the pair is dropped.
+            if !is(&n[first]) {
+                n.swap(first, first + 1);
+                if !is(&n[first]) {
+                    n[first] = None;
+                }
+            }
+            let k = n[first].get_or_insert_with(|| {
+                let mut name = derived_name(base, suffix);
+                if let Some(i) = index {
+                    name.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
+                }
+                KeptName {
+                    base: Name::from_slice(base),
+                    suffix,
+                    index,
+                    name: RedisString::create_from_slice(ptr::null_mut(), &name),
+                }
+            });
+            Key::open_arg(ctx, &k.name, write)
+        })
     }
 }

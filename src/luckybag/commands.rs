@@ -23,6 +23,7 @@ use std::os::raw::c_int;
 use rand::thread_rng;
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
+use crate::argv::{is, Args};
 use crate::args::Cursor;
 use crate::error;
 use crate::keys::{derived_name, zadd, Field, HashField, Key, KeyType, Name};
@@ -78,10 +79,16 @@ fn cand_name(base: &[u8], shard: u64) -> Name {
     name
 }
 
+/// Opens `B:cand:<s>`, the shard of the pool, with a name kept between
+/// commands (a hot bag opens it on every join).
+fn cand_key(ctx: &Context, base: &[u8], shard: u64, write: bool) -> Key {
+    Key::derived_hot_at(ctx, base, "cand:", Some(shard), write)
+}
+
 /// Opens `B:meta` and checks its type; `Ok(None)` when the bag does not
 /// exist.
 fn find_meta(ctx: &Context, base: &[u8], write: bool) -> Result<Option<Key>, RedisError> {
-    let meta = Key::derived(ctx, base, "meta", write);
+    let meta = Key::derived_hot(ctx, base, "meta", write);
     Ok(meta.check(KeyType::Hash)?.then_some(meta))
 }
 
@@ -174,6 +181,27 @@ fn base_user_spread(
     let base = c.next()?;
     let user = c.next()?;
     let declared = spread_opt(&mut c)?;
+    if user.as_slice().is_empty() {
+        return Err(error::empty_user(FAMILY));
+    }
+    Ok((base, user, declared))
+}
+
+/// [`base_user_spread`] on arguments read in place (the hot writes).
+fn base_user_spread_in_place<'a>(
+    c: &mut Args<'a>,
+) -> Result<(&'a RedisString, &'a RedisString, Option<u32>), RedisError> {
+    c.require(3)?;
+    c.skip(2)?;
+    let declared = if c.done() {
+        None
+    } else {
+        if c.all().len() - c.position() != 2 || !c.next_slice()?.eq_ignore_ascii_case(shard::KEYWORD) {
+            return Err(error::arity(&String::from_utf8_lossy(c.arg(0))));
+        }
+        Some(shard::parse_count(FAMILY, c.option_bytes()?)?)
+    };
+    let (base, user) = (c.string(1), c.string(2));
     if user.as_slice().is_empty() {
         return Err(error::empty_user(FAMILY));
     }
@@ -400,21 +428,30 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// Replicates itself with the drawn score made explicit (`SCORE <r>`, an
 /// argument only replicas and AOF replay may pass: a client choosing its
 /// own score would defeat the lottery).
-pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 3)?;
-    let base_arg = c.next()?;
-    let user = c.next()?;
+pub fn luckybag_join(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(3)?;
+    let (base_arg, user) = (c.string(1), c.string(2));
+    c.skip(2)?;
     let mut pending = false;
     let mut given: Option<u32> = None;
     let mut declared = None;
     while !c.done() {
-        match c.next_keyword()?.as_str() {
-            "TASK" => pending = c.option_choice(&["DONE", "PENDING"])? == "PENDING",
-            "SCORE" if from_master_or_aof(ctx) => {
-                given = Some(c.option_i64(0, i64::from(model::SCALE) - 1)? as u32)
-            }
-            "SPREAD" => declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
-            _ => return Err(error::syntax()),
+        let kw = c.keyword()?;
+        if is(kw, "TASK") {
+            let v = c.option_bytes()?;
+            pending = if is(v, "PENDING") {
+                true
+            } else if is(v, "DONE") {
+                false
+            } else {
+                return Err(error::syntax());
+            };
+        } else if is(kw, "SCORE") && from_master_or_aof(ctx) {
+            given = Some(c.option_i64(0, i64::from(model::SCALE) - 1)? as u32);
+        } else if is(kw, "SPREAD") {
+            declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
+        } else {
+            return Err(error::syntax());
         }
     }
     if user.as_slice().is_empty() {
@@ -430,25 +467,21 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let shards = scope(base, &shards, &state)?;
 
     // Every type check before any other value check.
-    let cand = Key::open(
-        ctx,
-        &cand_name(base, model::shard_of(user.as_slice(), shards)),
-        true,
-    );
+    let cand = cand_key(ctx, base, model::shard_of(user.as_slice(), shards), true);
     let cand_existed = cand.check(KeyType::ZSet)?;
-    let count_name = derived_name(base, "count");
-    let count = Key::open(ctx, &count_name, true);
+    let count = Key::derived_hot(ctx, base, "count", true);
     let count_existed = count.check(KeyType::String)?;
+    let count_name = || derived_name(base, "count");
     let poolcap = meta_value(base, &F_POOLCAP, &poolcap, parse::non_negative)?;
     let before = if count_existed {
         parse::participants(count.bytes())
-            .ok_or_else(|| error::corrupt(FAMILY, &count_name, None))?
+            .ok_or_else(|| error::corrupt(FAMILY, &count_name(), None))?
     } else {
         0
     };
     let participants = Some(before + 1)
         .filter(|&n| n <= model::MAX_COUNT)
-        .ok_or_else(|| error::overflow(FAMILY, &count_name, None))?;
+        .ok_or_else(|| error::overflow(FAMILY, &count_name(), None))?;
 
     let drawn = match (pending, given) {
         (true, _) => None,
@@ -480,9 +513,9 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
     // The pool is also the participant list: NX makes the insert the dedup.
     let kept = if pooled { score } else { model::CAPPED_SCORE };
-    if cand.zadd_flags_arg(&user, kept, zadd::NX) & zadd::ADDED == 0 {
+    if cand.zadd_flags_arg(user, kept, zadd::NX) & zadd::ADDED == 0 {
         super::DUPLICATES.incr();
-        let pooled = cand.zscore_arg(&user) != Some(model::CAPPED_SCORE);
+        let pooled = cand.zscore_arg(user) != Some(model::CAPPED_SCORE);
         return Ok(RedisValue::Array(vec![
             RedisValue::Integer(0),
             RedisValue::Integer(pooled as i64),
@@ -503,7 +536,7 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     drop((cand, count, meta));
 
     match (drawn, given) {
-        (Some(r), None) => replicate_with_score(ctx, c.args(), r),
+        (Some(r), None) => replicate_with_score(ctx, c.all(), r),
         _ => ctx.replicate_verbatim(),
     }
     super::JOINED.incr();
@@ -512,7 +545,7 @@ pub fn luckybag_join(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     } else {
         super::CAPPED.incr();
     }
-    notify(ctx, c"hotpath.luckybag.join", &base_arg);
+    notify(ctx, c"hotpath.luckybag.join", base_arg);
     Ok(RedisValue::Array(vec![
         RedisValue::Integer(1),
         RedisValue::Integer(pooled as i64),
@@ -577,8 +610,8 @@ pub fn luckybag_task(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// LUCKYBAG.LEAVE B user → 1 if the user's score was kept and set to -1
-pub fn luckybag_leave(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (base_arg, user, declared) = base_user_spread(args)?;
+pub fn luckybag_leave(ctx: &Context, c: &mut Args) -> RedisResult {
+    let (base_arg, user, declared) = base_user_spread_in_place(c)?;
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
     let meta = find_meta(ctx, base, true)?;
@@ -586,36 +619,32 @@ pub fn luckybag_leave(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let meta = meta.ok_or_else(|| ferr(model::ERR_NO_BAG))?;
     let [shards, state, restore] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_RESTORE]);
     let shards = scope(base, &shards, &state)?;
-    let cand = Key::open(
-        ctx,
-        &cand_name(base, model::shard_of(user.as_slice(), shards)),
-        true,
-    );
+    let cand = cand_key(ctx, base, model::shard_of(user.as_slice(), shards), true);
     cand.check(KeyType::ZSet)?;
-    let stored = Key::derived(ctx, base, "stored", true);
+    let stored = Key::derived_hot(ctx, base, "stored", true);
     let stored_existed = stored.check(KeyType::Hash)?;
     let restore = meta_value(base, &F_RESTORE, &restore, parse::restore)?;
-    let score = match cand.zscore_arg(&user) {
+    let score = match cand.zscore_arg(user) {
         Some(s) if s != model::AWAY_SCORE && s != model::CAPPED_SCORE => s,
         _ => return Ok(RedisValue::Integer(0)),
     };
     if restore {
-        stored.hput_arg(&user, model::format_score(score).as_bytes());
+        stored.hput_arg(user, model::format_score(score).as_bytes());
         if !stored_existed {
             adopt_expiry(&meta, &stored);
         }
     }
-    cand.zadd_flags_arg(&user, model::AWAY_SCORE, zadd::XX);
+    cand.zadd_flags_arg(user, model::AWAY_SCORE, zadd::XX);
     drop((cand, stored, meta));
     ctx.replicate_verbatim();
     super::LEFT.incr();
-    notify(ctx, c"hotpath.luckybag.leave", &base_arg);
+    notify(ctx, c"hotpath.luckybag.leave", base_arg);
     Ok(RedisValue::Integer(1))
 }
 
 /// LUCKYBAG.ENTER B user → 1 if the kept score was restored (RESTORE YES)
-pub fn luckybag_enter(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (base_arg, user, declared) = base_user_spread(args)?;
+pub fn luckybag_enter(ctx: &Context, c: &mut Args) -> RedisResult {
+    let (base_arg, user, declared) = base_user_spread_in_place(c)?;
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
     let meta = find_meta(ctx, base, true)?;
@@ -623,35 +652,30 @@ pub fn luckybag_enter(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let meta = meta.ok_or_else(|| ferr(model::ERR_NO_BAG))?;
     let [shards, state, restore] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_RESTORE]);
     let shards = scope(base, &shards, &state)?;
-    let cand = Key::open(
-        ctx,
-        &cand_name(base, model::shard_of(user.as_slice(), shards)),
-        true,
-    );
+    let cand = cand_key(ctx, base, model::shard_of(user.as_slice(), shards), true);
     cand.check(KeyType::ZSet)?;
-    let stored_name = derived_name(base, "stored");
-    let stored = Key::open(ctx, &stored_name, true);
+    let stored = Key::derived_hot(ctx, base, "stored", true);
     stored.check(KeyType::Hash)?;
     let restore = meta_value(base, &F_RESTORE, &restore, parse::restore)?;
-    if !restore || cand.zscore_arg(&user) != Some(model::AWAY_SCORE) {
+    if !restore || cand.zscore_arg(user) != Some(model::AWAY_SCORE) {
         return Ok(RedisValue::Integer(0));
     }
-    let Some(kept) = stored.hget_arg(HashField::Arg(&user)) else {
+    let Some(kept) = stored.hget_arg(HashField::Arg(user)) else {
         return Ok(RedisValue::Integer(0));
     };
     let score = parse::kept_score(kept.as_slice()).ok_or_else(|| {
         error::corrupt(
             FAMILY,
-            &stored_name,
+            &derived_name(base, "stored"),
             Some(&error::key_text(user.as_slice())),
         )
     })?;
-    cand.zadd_flags_arg(&user, score, zadd::XX);
-    stored.hdel_arg(&user);
+    cand.zadd_flags_arg(user, score, zadd::XX);
+    stored.hdel_arg(user);
     drop((cand, stored, meta));
     ctx.replicate_verbatim();
     super::RESTORED.incr();
-    notify(ctx, c"hotpath.luckybag.enter", &base_arg);
+    notify(ctx, c"hotpath.luckybag.enter", base_arg);
     Ok(RedisValue::Integer(1))
 }
 
@@ -779,11 +803,7 @@ pub fn luckybag_result(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     let [shards, state] = meta.hget_fields([&F_SHARDS, &F_STATE]);
     let shards = meta_value(base, &F_SHARDS, &shards, parse::shards)?;
-    let cand = Key::open(
-        ctx,
-        &cand_name(base, model::shard_of(user.as_slice(), shards)),
-        false,
-    );
+    let cand = cand_key(ctx, base, model::shard_of(user.as_slice(), shards), false);
     cand.check(KeyType::ZSet)?;
     let winners = Key::derived(ctx, base, "winners", false);
     winners.check(KeyType::ZSet)?;

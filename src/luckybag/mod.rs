@@ -80,7 +80,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Creates a lucky bag with its rules: WINNERS, SHARDS, POOLCAP, HIGHSCORE, RESTORE, TTL",
         complexity: "O(S) with S shards (it checks that no key of an earlier bag is left)",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "luckybag.join", handler: luckybag_join, flags: "write deny-oom fast", arity: -3,
         keys: BASE, acl: "write fast",
         summary: "Counts a participant once and gives it a random score in its shard's candidate pool",
@@ -92,13 +92,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Gives a user whose task was pending a random score",
         complexity: "O(log N)",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "luckybag.leave", handler: luckybag_leave, flags: "write deny-oom fast", arity: -3,
         keys: BASE, acl: "write fast",
         summary: "Keeps a user's score aside and sets it to -1 while the user is out of the room",
         complexity: "O(log N)",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "luckybag.enter", handler: luckybag_enter, flags: "write deny-oom fast", arity: -3,
         keys: BASE, acl: "write fast",
         summary: "Restores the score kept when the user left the room (RESTORE YES)",

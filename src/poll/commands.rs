@@ -9,6 +9,7 @@ use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::model::{self, Mode, Rules};
 use crate::args::Cursor;
+use crate::argv::{Args, Options};
 use crate::error;
 use crate::keys::{derived, derived_name, Field, Key, KeyType, ZScan};
 use crate::slices::{self, Job, Step};
@@ -158,7 +159,7 @@ fn only_spread(c: &Cursor, fixed: usize) -> Result<Option<u32>, RedisError> {
 /// Parses trailing `[NOW unix-ms] [SPREAD n]`, in either order (a master
 /// appends `NOW` after `SPREAD n` when it replicates a call that read its
 /// clock); returns (now, given, declared count).
-fn trailing_now_spread(c: &mut Cursor) -> Result<(i64, bool, Option<u32>), RedisError> {
+fn trailing_now_spread(c: &mut impl Options) -> Result<(i64, bool, Option<u32>), RedisError> {
     let mut now = None;
     let mut declared = None;
     while !c.done() {
@@ -468,9 +469,10 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// POLL.VOTE B user candidate [NOW unix-ms]
-pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 4)?;
-    // The hot path reads the key, user and candidate in place: no copies.
+pub fn poll_vote(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(4)?;
+    // The hot path reads the key, user and candidate where Redis holds
+    // them (argv.rs): no copies, no vector.
     c.skip(3)?;
     let base = c.arg(1);
     util::require_hash_tag(ctx, FAMILY, base)?;
@@ -480,7 +482,7 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if c.arg(3).is_empty() {
         return Err(fail("candidate must not be empty"));
     }
-    let (now, had_now, declared) = trailing_now_spread(&mut c)?;
+    let (now, had_now, declared) = trailing_now_spread(c)?;
     let (base, user, cand) = (c.arg(1), c.arg(2), c.arg(3));
 
     // Every type check first, then the rules and the values.
@@ -505,7 +507,7 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if !rules.is_open(now) {
         return Err(fail("not open"));
     }
-    if rules.closed && board.zscore_arg(&c.args()[3]).is_none() {
+    if rules.closed && board.zscore_arg(c.string(3)).is_none() {
         return Err(fail("unknown candidate"));
     }
     let record = model::ballot_value(cand, now);
@@ -548,14 +550,14 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     let created = (voted.exists(), board.exists());
     let counted = match &field {
-        None => voted.hset_nx_field_arg(&c.args()[2], &record),
+        None => voted.hset_nx_field_arg(c.string(2), &record),
         Some(f) => voted.hset_nx(f, &record),
     };
     if !counted {
         super::DUPLICATES.incr();
         return Ok(ints(0));
     }
-    board.zincrby_arg(&c.args()[3], 1.0);
+    board.zincrby_arg(c.string(3), 1.0);
     if let Some(uv) = &uservotes {
         let had = uv.exists();
         uv.hput(user, model::format_user_votes(&list).as_bytes());
@@ -570,8 +572,8 @@ pub fn poll_vote(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         expire_new(&board, rules.expires);
     }
     super::VOTES.incr();
-    replicate_now(ctx, c.args(), now, had_now);
-    util::notify_arg(ctx, "hotpath.poll.vote", &c.args()[1]);
+    replicate_now(ctx, c.all(), now, had_now);
+    util::notify_arg(ctx, "hotpath.poll.vote", c.string(1));
     Ok(ints(1))
 }
 

@@ -38,7 +38,7 @@ const B: Keys = Keys::Range { first: 1, last: 1 };
 pub const COMMANDS: &[CommandSpec] = &[
     command!(name: "poll.create", handler: poll_create, flags: "write deny-oom", arity: -2, keys: B,
         acl: "write", summary: "Creates a poll with its rules", complexity: "O(C*log(C)) for C candidates (at most 100,000)"),
-    command!(name: "poll.vote", handler: poll_vote, flags: "write deny-oom fast", arity: -4, keys: B,
+    crate::borrowed_command!(name: "poll.vote", handler: poll_vote, flags: "write deny-oom fast", arity: -4, keys: B,
         acl: "write fast", summary: "Casts a vote if the poll's rule allows it", complexity: "O(log(N)) for N candidates, O(M+log(N)) in MODE MULTI (M at most MAXVOTES)"),
     command!(name: "poll.revoke", handler: poll_revoke, flags: "write", arity: -3, keys: B,
         acl: "write fast", summary: "Takes back a user's votes", complexity: "O(M*log(N)) for M votes (M at most MAXVOTES)"),

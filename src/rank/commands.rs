@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
+use crate::argv::{is, Args};
 use crate::args::{parse_i64, Cursor};
 use crate::keys::{derived, Field, HashField, Key, KeyType, ZScan};
 use crate::rank::model::{
@@ -455,8 +456,8 @@ fn write_score(ctx: &Context, b: &Board, member: &RedisString, packed: i64) {
 }
 
 /// RANK.ADD B member points [GT|LT] [NOW unix-ms]
-pub fn rank_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 4)?;
+pub fn rank_add(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(4)?;
     c.skip(2)?;
     member_arg(c.arg(2))?;
     let points = c.next_i64(i64::MIN, i64::MAX)?;
@@ -464,15 +465,20 @@ pub fn rank_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut now = None;
     let mut declared = None;
     while !c.done() {
-        match c.next_keyword()?.as_str() {
-            "GT" if cond != Condition::Lt => cond = Condition::Gt,
-            "LT" if cond != Condition::Gt => cond = Condition::Lt,
-            "NOW" => now = Some(now_option(&mut c)?),
-            "SPREAD" => declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
-            _ => return Err(error::syntax()),
+        let kw = c.keyword()?;
+        if is(kw, "GT") && cond != Condition::Lt {
+            cond = Condition::Gt;
+        } else if is(kw, "LT") && cond != Condition::Gt {
+            cond = Condition::Lt;
+        } else if is(kw, "NOW") {
+            now = Some(c.option_i64(0, EXACT_MAX)?);
+        } else if is(kw, "SPREAD") {
+            declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
+        } else {
+            return Err(error::syntax());
         }
     }
-    let (base, member) = (&c.args()[1], &c.args()[2]);
+    let (base, member) = (c.string(1), c.string(2));
     util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
     // Opened for writing, but a kept value writes nothing and so does not
     // signal the board as modified (WATCH, client tracking), just as a
@@ -499,21 +505,24 @@ pub fn rank_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// RANK.INCR B member delta [NOW unix-ms]
-pub fn rank_incr(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut c = Cursor::new(args, 4)?;
+pub fn rank_incr(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(4)?;
     c.skip(2)?;
     member_arg(c.arg(2))?;
     let delta = c.next_i64(i64::MIN, i64::MAX)?;
     let mut now = None;
     let mut declared = None;
     while !c.done() {
-        match c.next_keyword()?.as_str() {
-            "NOW" => now = Some(now_option(&mut c)?),
-            "SPREAD" => declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
-            _ => return Err(error::syntax()),
+        let kw = c.keyword()?;
+        if is(kw, "NOW") {
+            now = Some(c.option_i64(0, EXACT_MAX)?);
+        } else if is(kw, "SPREAD") {
+            declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
+        } else {
+            return Err(error::syntax());
         }
     }
-    let (base, member) = (&c.args()[1], &c.args()[2]);
+    let (base, member) = (c.string(1), c.string(2));
     util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
     let b = open_shard(ctx, base, true, false, declared)?;
     b.check_owner(member.as_slice())?;

@@ -56,14 +56,14 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Creates a leaderboard with its tie-break layout",
         complexity: "O(1)",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "rank.add", handler: commands::rank_add,
         flags: "write deny-oom fast", arity: -4, keys: Keys::Range { first: 1, last: 1 },
         acl: "write fast",
         summary: "Sets a member's points (GT/LT: only a better value); same points keep their time",
         complexity: "O(log(N))",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "rank.incr", handler: commands::rank_incr,
         flags: "write deny-oom fast", arity: -4, keys: Keys::Range { first: 1, last: 1 },
         acl: "write fast",

@@ -14,6 +14,7 @@ use super::{
     COUNT_SPLITS, FAMILY,
 };
 use crate::args::Cursor;
+use crate::argv::Args;
 use crate::config;
 use crate::error;
 use crate::keys::{derived, derived_name, Field, HashField, Key, KeyType};
@@ -63,19 +64,11 @@ impl Packet {
     /// Occurs as `WRONGTYPE` when any of them holds another type than its
     /// own (Hash, List, Hash), before anything is written.
     fn open(ctx: &Context, base: &[u8], write: bool) -> Result<Packet, RedisError> {
-        // One buffer for the three names: GRAB opens them on every call.
-        let mut name = Vec::with_capacity(base.len() + 8);
-        name.extend_from_slice(base);
-        name.push(b':');
-        let stem = name.len();
-        let mut open = |suffix: &[u8]| {
-            name.truncate(stem);
-            name.extend_from_slice(suffix);
-            Key::open(ctx, &name, write)
-        };
-        let meta = open(b"meta");
-        let pool = open(b"pool");
-        let grabbed = open(b"grabbed");
+        // The names are kept between commands (keys.rs): GRAB opens all
+        // three on every call, and a hot packet is grabbed many times.
+        let meta = Key::derived_hot(ctx, base, "meta", write);
+        let pool = Key::derived_hot(ctx, base, "pool", write);
+        let grabbed = Key::derived_hot(ctx, base, "grabbed", write);
         let has_meta = meta.check(KeyType::Hash)?;
         let has_pool = pool.check(KeyType::List)?;
         let has_grabbed = grabbed.check(KeyType::Hash)?;
@@ -268,14 +261,21 @@ pub fn redpacket_split(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// `B:grabbed`, one `HashGet` of `expires` and `left_cents`, one pop, one
 /// insert, one write of `left_cents`; the user and the share go to Redis
 /// as the strings they are. Replicated verbatim (see the module docs).
-pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut cur = Cursor::new(args, 3)?;
-    let base_arg = cur.next()?;
+pub fn redpacket_grab(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(3)?;
+    // The arguments are read where Redis holds them (argv.rs): the user is
+    // looked up and stored as the string the client sent, without copies.
+    let base_arg = c.string(1);
     let base = base_arg.as_slice();
-    // The user stays the Redis string the client sent: it is looked up and
-    // stored without copies.
-    let user = cur.next()?;
-    let now_arg = parse_now(&mut cur)?;
+    let user = c.string(2);
+    c.skip(2)?;
+    let mut now_arg = None;
+    while !c.done() {
+        if !c.keyword()?.eq_ignore_ascii_case(b"NOW") {
+            return Err(error::syntax());
+        }
+        now_arg = Some(c.option_i64(0, model::MAX_TIME_MS)?);
+    }
     if user.as_slice().is_empty() {
         return Err(error::empty_user(FAMILY));
     }
@@ -286,7 +286,7 @@ pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return reply_grab(ctx, Grab::NoSuch);
     }
     if packet.has_grabbed {
-        if let Some(held) = packet.grabbed.hget_arg(HashField::Arg(&user)) {
+        if let Some(held) = packet.grabbed.hget_arg(HashField::Arg(user)) {
             let cents = model::parse::share(held.as_slice()).ok_or_else(|| {
                 error::corrupt(
                     FAMILY,
@@ -384,7 +384,9 @@ pub fn redpacket_grab(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             Some(_) => corrupt_meta(base, &F_LEFT),
         });
     };
-    packet.grabbed.hset_nx_arg(&user, &share);
+    // The user was just found absent: a plain set, without NX's second
+    // lookup of the field.
+    packet.grabbed.hset_arg(user, &share);
     if !packet.has_grabbed && expires > 0 {
         // B:grabbed is born now: it gets the packet's expiry, the very
         // instant in `expires` (replicas and the AOF re-run this grab and

@@ -73,7 +73,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Splits an amount once into count shares (double-mean or equal) and opens the packet",
         complexity: "O(N) where N is the count (at most redpacket-max-count)",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "redpacket.grab",
         handler: commands::redpacket_grab,
         flags: "write deny-oom fast",
