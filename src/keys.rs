@@ -1323,14 +1323,16 @@ impl Drop for ZScan {
 /// it outlives the command. Redis only reads it: `RM_OpenKey` takes its own
 /// reference for as long as the key is open.
 struct KeptName {
-    base: Name,
+    /// The full hash of the name, compared before anything else.
+    hash: u64,
+    base: Box<[u8]>,
     suffix: &'static str,
     index: Option<u64>,
     name: RedisString,
 }
 
 thread_local! {
-    /// Recently built names, in pairs of slots chosen by [`name_pair`];
+    /// Recently built names, in pairs of slots chosen by [`name_hash`];
     /// main thread only, like every command.
     static NAMES: std::cell::RefCell<Vec<Option<KeptName>>> =
         const { std::cell::RefCell::new(Vec::new()) };
@@ -1341,21 +1343,22 @@ thread_local! {
 /// alike do not evict each other on every call.
 const NAMES_KEPT: usize = 256;
 
-/// The pair of slots of `B:<suffix>[<index>]`: a multiplicative hash of
+/// The hash of `B:<suffix>[<index>]` (its top bits choose a pair of
+/// slots): a multiplicative hash of
 /// the base's length and last eight bytes (entities differ there:
 /// `post:1234`, `bag{7}`), the suffix's address and the index; a few
 /// instructions, where hashing every byte cost as much as building the
 /// name.
-fn name_pair(base: &[u8], suffix: &'static str, index: Option<u64>) -> usize {
+fn name_hash(base: &[u8], suffix: &'static str, index: Option<u64>) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut tail = [0u8; 8];
-    let n = base.len().min(8);
-    tail[..n].copy_from_slice(&base[base.len() - n..]);
-    let mut x = (u64::from_le_bytes(tail) ^ ((base.len() as u64) << 56)).wrapping_mul(K);
+    let tail = match base.len() {
+        n if n >= 8 => u64::from_le_bytes(base[n - 8..].try_into().unwrap_or_default()),
+        _ => base.iter().fold(0u64, |h, &b| (h << 8) | b as u64),
+    };
+    let mut x = (tail ^ ((base.len() as u64) << 56)).wrapping_mul(K);
     x ^= (suffix.as_ptr() as u64).rotate_left(29)
         ^ index.map_or(0, |i| i.wrapping_add(1).wrapping_mul(0x2545_F491_4F6C_DD1D));
-    x = (x ^ (x >> 32)).wrapping_mul(K);
-    (x >> 57) as usize & (NAMES_KEPT / 2 - 1)
+    (x ^ (x >> 32)).wrapping_mul(K)
 }
 
 impl Key {
@@ -1368,7 +1371,7 @@ impl Key {
     }
 
     /// [`Key::derived_hot`] for `base:<suffix><index>` when `index` is
-    /// given (a shard or chunk: `B:cand:3`).
+    /// given (a shard or chunk: `B:cand:3`, `B:bits:12`).
     pub fn derived_hot_at(
         ctx: &Context,
         base: &[u8],
@@ -1376,39 +1379,58 @@ impl Key {
         index: Option<u64>,
         write: bool,
     ) -> Key {
-        let first = 2 * name_pair(base, suffix, index);
-        NAMES.with(|n| {
-            let mut n = n.borrow_mut();
-            if n.is_empty() {
-                n.resize_with(NAMES_KEPT, || None);
-            }
-            let is = |e: &Option<KeptName>| {
-                matches!(e, Some(k) if ptr::eq(k.suffix, suffix)
-                    && k.index == index
-                    && k.base.as_slice() == base)
-            };
-            // The pair keeps its most recent name first: a hit in the
-            // second slot moves forward, a new name goes first and the
-            // older one of the pair is dropped.
-            if !is(&n[first]) {
-                n.swap(first, first + 1);
-                if !is(&n[first]) {
-                    n[first] = None;
-                }
-            }
-            let k = n[first].get_or_insert_with(|| {
-                let mut name = derived_name(base, suffix);
-                if let Some(i) = index {
-                    name.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
-                }
-                KeptName {
-                    base: Name::from_slice(base),
-                    suffix,
-                    index,
-                    name: RedisString::create_from_slice(ptr::null_mut(), &name),
-                }
-            });
-            Key::open_arg(ctx, &k.name, write)
-        })
+        with_kept_name(base, suffix, index, |name| Key::open_arg(ctx, name, write))
     }
+}
+
+/// Runs `f` on the kept name `base:<suffix>[<index>]`, building it first
+/// when it is not kept.
+fn with_kept_name<R>(
+    base: &[u8],
+    suffix: &'static str,
+    index: Option<u64>,
+    f: impl FnOnce(&RedisString) -> R,
+) -> R {
+    let hash = name_hash(base, suffix, index);
+    let first = 2 * ((hash >> 57) as usize & (NAMES_KEPT / 2 - 1));
+    let build = || {
+        let mut name = derived_name(base, suffix);
+        if let Some(i) = index {
+            name.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
+        }
+        RedisString::create_from_slice(ptr::null_mut(), &name)
+    };
+    NAMES.with(|n| {
+        // `f` runs with the table borrowed; should it ever come back here
+        // (a server event opening a key), that call builds its own name.
+        let Ok(mut n) = n.try_borrow_mut() else {
+            return f(&build());
+        };
+        if n.is_empty() {
+            n.resize_with(NAMES_KEPT, || None);
+        }
+        let is = |e: &Option<KeptName>| {
+            matches!(e, Some(k) if k.hash == hash
+                && ptr::eq(k.suffix, suffix)
+                && k.index == index
+                && *k.base == *base)
+        };
+        // The pair keeps its most recent name first: a hit in the second
+        // slot moves forward, a new name goes first and the older one of
+        // the pair is dropped.
+        if !is(&n[first]) {
+            n.swap(first, first + 1);
+            if !is(&n[first]) {
+                n[first] = None;
+            }
+        }
+        let k = n[first].get_or_insert_with(|| KeptName {
+            hash,
+            base: base.into(),
+            suffix,
+            index,
+            name: build(),
+        });
+        f(&k.name)
+    })
 }
