@@ -76,11 +76,6 @@ fn module_events_on() -> bool {
     }
 }
 
-/// Raises `hotpath.<family>.<event>` for a key the client sent (no copy).
-pub fn notify_arg(ctx: &Context, event: &str, key: &RedisString) {
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, event, key);
-}
-
 /// Returns a bulk-string reply of raw bytes.
 pub fn bulk(bytes: impl Into<Vec<u8>>) -> RedisValue {
     RedisValue::StringBuffer(bytes.into())

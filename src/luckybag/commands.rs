@@ -17,8 +17,6 @@
 //! verbatim. Keys created on a replica or during AOF replay take the
 //! absolute expiry of their own `B:meta`, which is the master's.
 
-use std::ffi::CStr;
-use std::os::raw::c_int;
 
 use rand::thread_rng;
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
@@ -57,19 +55,6 @@ fn ferr(msg: &str) -> RedisError {
 
 fn not_float() -> RedisError {
     RedisError::Str("ERR value is not a valid float")
-}
-
-/// Raises `hotpath.luckybag.<event>` (class module) on the base key the
-/// client sent: no copy of the key and no allocation for the event name.
-fn notify(ctx: &Context, event: &CStr, base: &RedisString) {
-    unsafe {
-        raw::RedisModule_NotifyKeyspaceEvent.unwrap()(
-            ctx.ctx,
-            raw::REDISMODULE_NOTIFY_MODULE as c_int,
-            event.as_ptr(),
-            base.inner,
-        )
-    };
 }
 
 /// Returns `B:cand:<s>`, built on the stack.
@@ -419,7 +404,7 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     drop(meta);
     super::BAGS_CREATED.incr();
-    notify(ctx, c"hotpath.luckybag.create", &base_arg);
+    util::notify_static(ctx, c"hotpath.luckybag.create", &base_arg);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
@@ -545,7 +530,7 @@ pub fn luckybag_join(ctx: &Context, c: &mut Args) -> RedisResult {
     } else {
         super::CAPPED.incr();
     }
-    notify(ctx, c"hotpath.luckybag.join", base_arg);
+    util::notify_static(ctx, c"hotpath.luckybag.join", base_arg);
     Ok(RedisValue::Array(vec![
         RedisValue::Integer(1),
         RedisValue::Integer(pooled as i64),
@@ -605,7 +590,7 @@ pub fn luckybag_task(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let s = model::format_score(score);
     ctx.replicate("ZADD", &[&name[..], s.as_bytes(), user.as_slice()]);
     super::TASKS_DONE.incr();
-    notify(ctx, c"hotpath.luckybag.task", &base_arg);
+    util::notify_static(ctx, c"hotpath.luckybag.task", &base_arg);
     Ok(RedisValue::Integer(1))
 }
 
@@ -638,7 +623,7 @@ pub fn luckybag_leave(ctx: &Context, c: &mut Args) -> RedisResult {
     drop((cand, stored, meta));
     ctx.replicate_verbatim();
     super::LEFT.incr();
-    notify(ctx, c"hotpath.luckybag.leave", base_arg);
+    util::notify_static(ctx, c"hotpath.luckybag.leave", base_arg);
     Ok(RedisValue::Integer(1))
 }
 
@@ -675,7 +660,7 @@ pub fn luckybag_enter(ctx: &Context, c: &mut Args) -> RedisResult {
     drop((cand, stored, meta));
     ctx.replicate_verbatim();
     super::RESTORED.incr();
-    notify(ctx, c"hotpath.luckybag.enter", base_arg);
+    util::notify_static(ctx, c"hotpath.luckybag.enter", base_arg);
     Ok(RedisValue::Integer(1))
 }
 
@@ -784,7 +769,7 @@ pub fn luckybag_draw(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     ctx.replicate_verbatim();
     super::DRAWS.incr();
     super::WINNERS_DRAWN.add(drawn.len() as u64);
-    notify(ctx, c"hotpath.luckybag.draw", &base_arg);
+    util::notify_static(ctx, c"hotpath.luckybag.draw", &base_arg);
     let list: Vec<(RedisString, f64)> = drawn.into_iter().map(|Candidate(u, s)| (u, s)).collect();
     reply_winners(ctx, &list)
 }
@@ -1073,7 +1058,7 @@ pub fn luckybag_drawbegin(ctx: &Context, args: Vec<RedisString>) -> RedisResult 
             at.as_bytes(),
         ],
     );
-    notify(ctx, c"hotpath.luckybag.drawbegin", &base_arg);
+    util::notify_static(ctx, c"hotpath.luckybag.drawbegin", &base_arg);
     Ok(RedisValue::Array(vec![
         util::bulk("drawing"),
         RedisValue::Integer(winners),
@@ -1108,7 +1093,7 @@ pub fn luckybag_freeze(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     drop(pools);
     if state == State::Open {
         meta.hput(field::STATE.as_bytes(), model::FROZEN);
-        notify(ctx, c"hotpath.luckybag.freeze", &base_arg);
+        util::notify_static(ctx, c"hotpath.luckybag.freeze", &base_arg);
     }
     drop(meta);
     // Replicated even when the shard was frozen already (it changes
@@ -1200,7 +1185,7 @@ pub fn luckybag_commit(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     ctx.replicate_verbatim();
     super::DRAWS.incr();
     super::WINNERS_DRAWN.add(list.len() as u64);
-    notify(ctx, c"hotpath.luckybag.commit", &args[1]);
+    util::notify_static(ctx, c"hotpath.luckybag.commit", &args[1]);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
@@ -1299,7 +1284,7 @@ pub fn luckybag_publish(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     meta.hput(field::STATE.as_bytes(), model::DRAWN);
     drop((won, meta));
     ctx.replicate_verbatim();
-    notify(ctx, c"hotpath.luckybag.publish", &args[1]);
+    util::notify_static(ctx, c"hotpath.luckybag.publish", &args[1]);
     Ok(RedisValue::Integer(list.len() as i64))
 }
 

@@ -573,7 +573,7 @@ pub fn poll_vote(ctx: &Context, c: &mut Args) -> RedisResult {
     }
     super::VOTES.incr();
     replicate_now(ctx, c.all(), now, had_now);
-    util::notify_arg(ctx, "hotpath.poll.vote", c.string(1));
+    util::notify_static(ctx, c"hotpath.poll.vote", c.string(1));
     Ok(ints(1))
 }
 

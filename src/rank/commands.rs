@@ -500,7 +500,7 @@ pub fn rank_add(ctx: &Context, c: &mut Args) -> RedisResult {
         return Ok(RedisValue::Integer(current.unwrap_or(points)));
     }
     write_score(ctx, &b, member, b.layout.pack_tick(points, t));
-    util::notify_arg(ctx, "hotpath.rank.add", base);
+    util::notify_static(ctx, c"hotpath.rank.add", base);
     Ok(RedisValue::Integer(points))
 }
 
@@ -536,7 +536,7 @@ pub fn rank_incr(ctx: &Context, c: &mut Args) -> RedisResult {
     };
     let points = model::incr_points(&b.layout, current, delta).map_err(rank_error)?;
     write_score(ctx, &b, member, b.layout.pack_tick(points, t));
-    util::notify_arg(ctx, "hotpath.rank.incr", base);
+    util::notify_static(ctx, c"hotpath.rank.incr", base);
     Ok(RedisValue::Integer(points))
 }
 

@@ -397,14 +397,7 @@ pub fn redpacket_grab(ctx: &Context, c: &mut Args) -> RedisResult {
     drop(packet);
     ctx.replicate_verbatim();
     // No allocation for the event's name: this runs on every share won.
-    unsafe {
-        raw::RedisModule_NotifyKeyspaceEvent.unwrap()(
-            ctx.ctx,
-            raw::REDISMODULE_NOTIFY_MODULE as std::os::raw::c_int,
-            c"hotpath.redpacket.grab".as_ptr(),
-            base_arg.inner,
-        )
-    };
+    util::notify_static(ctx, c"hotpath.redpacket.grab", base_arg);
     COUNT_GRABBED.incr();
     reply_grab(ctx, Grab::Won(cents))
 }
