@@ -1285,3 +1285,33 @@ fn a_second_merge_into_a_board_being_merged_is_refused() {
     }
     assert_eq!(int(&mut c, &["ZCARD", "d"]), 400_000);
 }
+
+#[test]
+fn writes_raise_keyspace_events() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    run(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEd"]);
+    let mut sub = srv.conn();
+    let _: () = redis::cmd("PSUBSCRIBE")
+        .arg("__keyevent@0__:hotpath.rank.*")
+        .query(&mut sub)
+        .unwrap();
+    int(&mut c, &["RANK.ADD", "b", "u", "5"]);
+    int(&mut c, &["RANK.INCR", "b", "u", "2"]);
+    let mut got = Vec::new();
+    for _ in 0..2 {
+        let msg: Vec<redis::Value> = match sub.recv_response().unwrap() {
+            redis::Value::Array(v) | redis::Value::Push { data: v, .. } => v,
+            other => panic!("{other:?}"),
+        };
+        let text: Vec<String> = msg.iter().map(|v| show(&Ok(v.clone()))).collect();
+        got.push((text[2].clone(), text[3].clone()));
+    }
+    assert_eq!(
+        got,
+        [
+            ("__keyevent@0__:hotpath.rank.add".to_string(), "b".to_string()),
+            ("__keyevent@0__:hotpath.rank.incr".to_string(), "b".to_string()),
+        ]
+    );
+}
