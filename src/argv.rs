@@ -14,7 +14,7 @@ use std::mem::ManuallyDrop;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, RedisError, RedisResult, RedisString};
 use smallvec::SmallVec;
 
 use crate::args::parse_i64;
@@ -225,6 +225,7 @@ pub unsafe fn dispatch(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
     handler: Handler,
+    name: &str,
 ) -> c_int {
     let context = Context::new(ctx);
     let raw_args: &[*mut raw::RedisModuleString] = if argv.is_null() || argc <= 0 {
@@ -240,9 +241,10 @@ pub unsafe fn dispatch(
     // SAFETY: ManuallyDrop<T> has the same layout as T.
     let items: &[RedisString] =
         unsafe { std::slice::from_raw_parts(views.as_ptr() as *const RedisString, views.len()) };
-    // The slot-migration guard (see cluster_guard): DELAYQ derives keys
-    // from its base key, which ASK routing cannot follow.
-    if crate::cluster_guard::active() && items.len() >= 2 {
+    // The slot-migration guard (see cluster_guard): the families derive
+    // keys from their base key, which ASK routing cannot follow. RATE's
+    // keys are all declared: Redis's own routing serves them.
+    if crate::cluster_guard::active() && items.len() >= 2 && !name.starts_with("rate.") {
         if let Err(e) = crate::cluster_guard::check(&context, items[1].as_slice()) {
             return error::reply(&context, Err(e));
         }
@@ -252,11 +254,8 @@ pub unsafe fn dispatch(
         handler(&context, &mut args)
     }));
     match result {
-        Ok(Ok(RedisValue::Integer(v))) => unsafe {
-            raw::RedisModule_ReplyWithLongLong.unwrap()(ctx, v);
-            raw::REDISMODULE_OK as c_int
-        },
-        Ok(reply) => error::reply(&context, reply),
+        // Integers and arrays of integers straight to the reply API.
+        Ok(reply) => crate::registry::reply_to(&context, reply),
         Err(_) => context.reply(Err(RedisError::Str(error::INTERNAL))) as c_int,
     }
 }
@@ -281,12 +280,12 @@ macro_rules! borrowed_command {
                     if $crate::latency::on() {
                         let started = $crate::latency::start();
                         // SAFETY: the arguments are the ones Redis passed.
-                        let rc = unsafe { $crate::argv::dispatch(ctx, argv, argc, $handler) };
+                        let rc = unsafe { $crate::argv::dispatch(ctx, argv, argc, $handler, $name) };
                         $crate::latency::finish(started, $name);
                         return rc;
                     }
                     // SAFETY: the arguments are the ones Redis passed.
-                    unsafe { $crate::argv::dispatch(ctx, argv, argc, $handler) }
+                    unsafe { $crate::argv::dispatch(ctx, argv, argc, $handler, $name) }
                 }
                 cb
             },

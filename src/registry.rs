@@ -191,7 +191,7 @@ pub fn dispatch_measured(
 /// Sends a handler's reply. Integers and arrays of integers (the replies
 /// of most hot commands) go straight to the reply API; the crate's general
 /// `Context::reply` costs about 250 instructions more per element.
-fn reply_to(context: &Context, reply: RedisResult) -> c_int {
+pub(crate) fn reply_to(context: &Context, reply: RedisResult) -> c_int {
     let ints = |items: &[RedisValue]| items.iter().all(|v| matches!(v, RedisValue::Integer(_)));
     match &reply {
         Ok(RedisValue::Integer(v)) => unsafe {

@@ -29,6 +29,7 @@ use super::model::{
 };
 use super::{ALLOWED, LIMITED, RESETS};
 use crate::args::Cursor;
+use crate::argv::Args;
 use crate::error;
 use crate::keys::Key;
 
@@ -702,9 +703,9 @@ struct Common {
 
 /// RATE.CHECK B limit period-ms [ALGO GCRA|FIXED|SLIDING|LOG|BUCKET]
 /// [BURST n] [COST n] [PEEK] [NOW unix-ms | NOWUS unix-µs]
-pub fn rate_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let c = Cursor::new(args, 4)?;
-    let a = c.args();
+pub fn rate_check(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(4)?;
+    let a = c.all();
     let limit = int(a[2].as_slice(), 1, MAX_COUNT)?;
     let period = int(a[3].as_slice(), 1, MAX_PERIOD_MS)?;
     let mut algo = Algo::Gcra;
@@ -1041,9 +1042,9 @@ fn c_arity() -> RedisError {
 
 /// RATE.THROTTLE B max-burst count period-s [quantity] [NOW unix-ms |
 /// NOWUS unix-µs]
-pub fn rate_throttle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let c = Cursor::new(args, 5)?;
-    let a = c.args();
+pub fn rate_throttle(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(5)?;
+    let a = c.all();
     let max_burst = int(a[2].as_slice(), 0, MAX_COUNT - 1)?;
     let per = int(a[3].as_slice(), 1, MAX_COUNT)?;
     let period_s = int(a[4].as_slice(), 1, MAX_PERIOD_MS / 1000)?;
@@ -1097,10 +1098,10 @@ pub fn rate_throttle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 // ------------------------------------------------------------ RATE.RESET --
 
 /// RATE.RESET B
-pub fn rate_reset(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn rate_reset(ctx: &Context, c: &mut Args) -> RedisResult {
     // The arity (exactly one key) is checked by Redis before the call.
-    let c = Cursor::new(args, 2)?;
-    let a = c.args();
+    c.require(2)?;
+    let a = c.all();
     let key = Key::open_arg(ctx, &a[1], true);
     let ours = match key.kind() {
         KeyType::Empty => false,

@@ -20,7 +20,6 @@
 pub mod commands;
 pub mod model;
 
-use crate::command;
 use crate::registry::{CommandSpec, Keys};
 use crate::stats::Counter;
 
@@ -37,15 +36,15 @@ const B: Keys = Keys::Range { first: 1, last: 1 };
 
 /// RATE's command table.
 pub const COMMANDS: &[CommandSpec] = &[
-    command!(name: "rate.check", handler: rate_check, flags: "write deny-oom fast", arity: -4, keys: B,
+    crate::borrowed_command!(name: "rate.check", handler: rate_check, flags: "write deny-oom fast", arity: -4, keys: B,
         acl: "write fast", summary: "Checks and consumes one request against a rate limit",
         complexity: "O(1); LOG: O((C + 128) log N) for cost C (at most 100)"),
-    command!(name: "rate.multi", handler: rate_multi, flags: "write deny-oom fast", arity: -6,
+    crate::command!(name: "rate.multi", handler: rate_multi, flags: "write deny-oom fast", arity: -6,
         keys: Keys::Numkeys { numkeys: 1 }, acl: "write fast",
         summary: "Checks several GCRA rules together, consuming only if all allow",
         complexity: "O(N) for N rules (at most 100)"),
-    command!(name: "rate.throttle", handler: rate_throttle, flags: "write deny-oom fast", arity: -5, keys: B,
+    crate::borrowed_command!(name: "rate.throttle", handler: rate_throttle, flags: "write deny-oom fast", arity: -5, keys: B,
         acl: "write fast", summary: "redis-cell's CL.THROTTLE, reply for reply", complexity: "O(1)"),
-    command!(name: "rate.reset", handler: rate_reset, flags: "write fast", arity: 2, keys: B,
+    crate::borrowed_command!(name: "rate.reset", handler: rate_reset, flags: "write fast", arity: 2, keys: B,
         acl: "write fast", summary: "Drops a limiter's state", complexity: "O(1): a long LOG is freed in the background"),
 ];
