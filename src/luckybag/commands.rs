@@ -158,22 +158,9 @@ fn spread_of(
     Ok(sh)
 }
 
-/// Parses `B user [SPREAD n]` and refuses an empty user.
-fn base_user_spread(
-    args: Vec<RedisString>,
-) -> Result<(RedisString, RedisString, Option<u32>), RedisError> {
-    let mut c = Cursor::new(args, 3)?;
-    let base = c.next()?;
-    let user = c.next()?;
-    let declared = spread_opt(&mut c)?;
-    if user.as_slice().is_empty() {
-        return Err(error::empty_user(FAMILY));
-    }
-    Ok((base, user, declared))
-}
-
-/// [`base_user_spread`] on arguments read in place (the hot writes).
-fn base_user_spread_in_place<'a>(
+/// Reads `B user [SPREAD n]` where Redis holds the arguments; an empty
+/// user is refused.
+fn base_user_spread<'a>(
     c: &mut Args<'a>,
 ) -> Result<(&'a RedisString, &'a RedisString, Option<u32>), RedisError> {
     c.require(3)?;
@@ -569,8 +556,8 @@ fn replicate_with_score(ctx: &Context, args: &[RedisString], r: u32) {
 }
 
 /// LUCKYBAG.TASK B user → 1 if a pending user now has a random score
-pub fn luckybag_task(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (base_arg, user, declared) = base_user_spread(args)?;
+pub fn luckybag_task(ctx: &Context, c: &mut Args) -> RedisResult {
+    let (base_arg, user, declared) = base_user_spread(c)?;
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
     let meta = find_meta(ctx, base, true)?;
@@ -581,22 +568,22 @@ pub fn luckybag_task(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let name = cand_name(base, model::shard_of(user.as_slice(), shards));
     let cand = Key::open(ctx, &name, true);
     cand.check(KeyType::ZSet)?;
-    if cand.zscore_arg(&user) != Some(model::PENDING_SCORE) {
+    if cand.zscore_arg(user) != Some(model::PENDING_SCORE) {
         return Ok(RedisValue::Integer(0));
     }
     let score = model::random_score(&mut thread_rng());
-    cand.zadd_flags_arg(&user, score, zadd::XX);
+    cand.zadd_flags_arg(user, score, zadd::XX);
     drop((cand, meta));
     let s = model::format_score(score);
     ctx.replicate("ZADD", &[&name[..], s.as_bytes(), user.as_slice()]);
     super::TASKS_DONE.incr();
-    util::notify_static(ctx, c"hotpath.luckybag.task", &base_arg);
+    util::notify_static(ctx, c"hotpath.luckybag.task", base_arg);
     Ok(RedisValue::Integer(1))
 }
 
 /// LUCKYBAG.LEAVE B user → 1 if the user's score was kept and set to -1
 pub fn luckybag_leave(ctx: &Context, c: &mut Args) -> RedisResult {
-    let (base_arg, user, declared) = base_user_spread_in_place(c)?;
+    let (base_arg, user, declared) = base_user_spread(c)?;
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
     let meta = find_meta(ctx, base, true)?;
@@ -629,7 +616,7 @@ pub fn luckybag_leave(ctx: &Context, c: &mut Args) -> RedisResult {
 
 /// LUCKYBAG.ENTER B user → 1 if the kept score was restored (RESTORE YES)
 pub fn luckybag_enter(ctx: &Context, c: &mut Args) -> RedisResult {
-    let (base_arg, user, declared) = base_user_spread_in_place(c)?;
+    let (base_arg, user, declared) = base_user_spread(c)?;
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
     let meta = find_meta(ctx, base, true)?;
@@ -775,8 +762,8 @@ pub fn luckybag_draw(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// LUCKYBAG.RESULT B user → PENDING, WON, LOST or ABSENT
-pub fn luckybag_result(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (base_arg, user, declared) = base_user_spread(args)?;
+pub fn luckybag_result(ctx: &Context, c: &mut Args) -> RedisResult {
+    let (base_arg, user, declared) = base_user_spread(c)?;
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
     let meta = find_meta(ctx, base, false)?;
@@ -795,8 +782,8 @@ pub fn luckybag_result(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // A frozen shard of a spread bag is not drawn yet.
     let drawn = meta_value(base, &F_STATE, &state, parse::state)? == State::Drawn;
     // Every participant has an entry in its shard's pool (capped ones too).
-    let joined = cand.zscore_arg(&user).is_some();
-    let won = drawn && winners.zscore_arg(&user).is_some();
+    let joined = cand.zscore_arg(user).is_some();
+    let won = drawn && winners.zscore_arg(user).is_some();
     let outcome = model::Outcome::of(joined, drawn, won);
     Ok(RedisValue::SimpleStringStatic(outcome.word()))
 }

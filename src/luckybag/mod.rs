@@ -86,7 +86,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Counts a participant once and gives it a random score in its shard's candidate pool",
         complexity: "O(log N) with N the participants of the user's shard",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "luckybag.task", handler: luckybag_task, flags: "write deny-oom fast", arity: -3,
         keys: BASE, acl: "write fast",
         summary: "Gives a user whose task was pending a random score",
@@ -134,7 +134,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Spread bag, draw step 5 on every shard: checks that the shard's winners are the true top and stores them for RESULT",
         complexity: "O((S+W)*log N) for S internal pools of up to N candidates and W winners of the shard",
     },
-    crate::command! {
+    crate::borrowed_command! {
         name: "luckybag.result", handler: luckybag_result, flags: "readonly fast", arity: -3,
         keys: BASE, acl: "read fast",
         summary: "Returns PENDING, WON, LOST or ABSENT for a user",
