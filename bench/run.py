@@ -7,6 +7,7 @@ ratio of each comparison to ours) and writes it to bench/results.md.
 import importlib
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Bench, Server  # noqa: E402
@@ -20,10 +21,14 @@ def main():
     lines = ["| benchmark | hotpath µs/call | compared with (µs/call, ratio hotpath ÷ it) | target |",
              "|---|---:|---|---|"]
     notes = []
+    started = time.gmtime()
+    loads = [os.getloadavg()[0]]
+    version = None
     for fam in wanted:
         mod = importlib.import_module(fam)
         server = Server()
         try:
+            version = version or server.r.info("server")["redis_version"]
             b = Bench(server)
             mod.bench(b)
         finally:
@@ -34,7 +39,14 @@ def main():
             lines.append(f"| {name} | {ours:.2f} | {cmp} | {target} |")
             print(lines[-1], flush=True)
         notes.extend(f"- {fam}: {n}" for n in b.notes)
-    table = "\n".join(lines + [""] + notes) + "\n"
+        loads.append(os.getloadavg()[0])
+    # When and on what: the table says it itself, so that a regenerated
+    # README never keeps an older run's date beside newer figures.
+    stamp = (f"Measured by `make bench` on redis-server {version}, "
+             f"{time.strftime('%Y-%m-%d %H:%M', started)}–{time.strftime('%H:%M', time.gmtime())} UTC, "
+             f"{os.cpu_count()} CPUs, load average (1 min) {min(loads):.1f}–{max(loads):.1f} "
+             f"over the run; families: {', '.join(wanted)}.")
+    table = "\n".join([stamp, ""] + lines + [""] + notes) + "\n"
     print()
     print(table)
     with open(os.path.join(os.path.dirname(__file__), "results.md"), "w") as f:
