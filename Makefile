@@ -8,7 +8,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 # Valkey run and the tests that run examples/quickstart.py all use it.
 export HOTPATH_PYTHON := $(CURDIR)/.venv/bin/python
 
-.PHONY: help deps build run test unit integration bench lint fmt fuzz docker fresh-debian clean cluster-soak cluster-bench lua-gen lua-load differential
+.PHONY: help deps build run test check bench lint fmt fuzz docker fresh-debian clean cluster-soak cluster-bench lua-gen lua-load differential
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -25,28 +25,27 @@ run: build ## start redis-server on PORT (default 6379) with the module loaded
 	  echo "port $(PORT) is already in use (another redis-server?): try make run PORT=6380"; exit 1; fi
 	$(SERVER) --port $(PORT) --save "" --appendonly no --loadmodule $(CURDIR)/$(SO)
 
-test: build ## run all unit and integration tests
-	cargo test --release --no-fail-fast -- --test-threads=2 --skip stall_
-	@# The stall tests (SLOWLOG under 1 ms) run one at a time, so that no
-	@# other test's load preempts the server they measure.
-	cargo test --release --no-fail-fast stall_ -- --test-threads=1
-	@bash scripts/test-valkey.sh
+test: build ## the whole suite: unit, model, integration on redis-server 7 and valkey-server 9 (CI runs this)
+	@bash scripts/test.sh full
+
+check: deps ## the quick tier: unit and model tests, one smoke test per reference page (redis-server only)
+	@bash scripts/test.sh check
 
 bench: build ## run the side-by-side benchmark (module vs Lua twin vs native)
 	@bash scripts/bench.sh
 
 fuzz: build ## send 1,000,000 random commands to a real server (FUZZ_COMMANDS, FUZZ_SEED)
 	HOTPATH_PARSER_FUZZ=1000000 cargo test --release --lib parser_fuzz
-	FUZZ_COMMANDS=$${FUZZ_COMMANDS:-1000000} FUZZ_SEED=$${FUZZ_SEED:-time} cargo test --release --test fuzz -- --nocapture
+	FUZZ_COMMANDS=$${FUZZ_COMMANDS:-1000000} FUZZ_SEED=$${FUZZ_SEED:-time} cargo test --release --test integration fuzz:: -- --nocapture
 
 cluster-soak: build ## long cluster runs: repeated failovers and slot moves under load (3 masters + 3 replicas)
-	cargo test --release --test cluster_ha soak_ -- --ignored --nocapture --test-threads=1
-	cargo test --release --test cluster_spread soak_ -- --ignored --nocapture --test-threads=1
+	cargo test --release --test integration cluster_ha::soak_ -- --ignored --nocapture --test-threads=1
+	cargo test --release --test integration cluster_spread::soak_ -- --ignored --nocapture --test-threads=1
 
 cluster-bench: build ## fan-out measured client-side vs over the cluster bus (prototype in bench/busproto)
 	cargo build --release -p hotpath-busproto
-	cargo test --release --test cluster_ha fanout_ -- --ignored --nocapture
-	cargo test --release --test cluster_spread bench_ -- --ignored --nocapture --test-threads=1
+	cargo test --release --test integration cluster_ha::fanout_ -- --ignored --nocapture
+	cargo test --release --test integration cluster_spread::bench_ -- --ignored --nocapture --test-threads=1
 
 lua-gen: ## write the Lua twins and the Functions library from lua-compat/src/
 	python3 scripts/lua-gen.py
@@ -55,7 +54,7 @@ lua-load: ## load the Functions library lua-compat/hotpath.lua into URL (default
 	bash scripts/lua-load.sh $(URL)
 
 differential: build ## long module-vs-Lua differential campaign, fresh seed (DIFF_SEED, DIFF_CALLS)
-	DIFF_CALLS=$${DIFF_CALLS:-200000} cargo test --release --test differential campaign -- --ignored --nocapture --test-threads=1
+	DIFF_CALLS=$${DIFF_CALLS:-200000} cargo test --release --test integration differential::campaign -- --ignored --nocapture --test-threads=1
 
 lint: ## clippy with warnings as errors
 	@bash scripts/deps.sh --lint

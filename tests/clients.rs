@@ -4,7 +4,7 @@
 //! own tests (clients/python/tests) on both; and the Python package built
 //! as a wheel and imported from it.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

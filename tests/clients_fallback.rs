@@ -5,7 +5,7 @@
 //! replies they give against the module, over RESP3 and RESP2
 //! (clients/python/tests/test_fallback.py).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! `redis` crate's cluster client: hash-tagged base keys work on every
 //! node, a base key without a hash tag gets the family's error.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

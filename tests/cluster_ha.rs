@@ -3,7 +3,7 @@
 //! slot moved under load keeps every key of the entities it holds.
 //! Also proves the cluster harness of tests/common/cluster.rs.
 
-mod common;
+use crate::common;
 
 // The fan-out benchmark of docs/spread.md (ignored; make cluster-bench).
 #[path = "cluster_ha/bus_bench.rs"]

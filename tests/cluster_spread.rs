@@ -18,7 +18,7 @@
 //! In `make test` every run is sized to a few seconds; `make cluster-soak`
 //! runs the same code with 200,000 writes per entity (`soak_` tests).
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -5,7 +5,7 @@
 //! crash, kill -9 under `appendfsync always`, failover, replication, AOF
 //! and RDB.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -12,7 +12,7 @@
 //! `make differential` runs the long campaign with a fresh seed, which it
 //! prints first.
 
-mod common;
+use crate::common;
 
 #[path = "differential/delayq.rs"]
 mod delayq;

@@ -4,7 +4,7 @@
 //! it promises (pinned images matching the tested server, a locked build,
 //! a dependency layer, the health check).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

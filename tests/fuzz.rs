@@ -7,7 +7,7 @@
 //! `make test` runs a short pass; `make fuzz` runs `FUZZ_COMMANDS=1000000`.
 //! `FUZZ_SEED=<n>` repeats a run; `make fuzz` uses a new seed each time.
 
-mod common;
+use crate::common;
 
 use common::*;
 use rand::rngs::StdRng;

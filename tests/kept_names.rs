@@ -3,7 +3,7 @@
 //! in the same pair of slots (same length, same last eight bytes), must
 //! each write their own entity's keys, on a real server.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

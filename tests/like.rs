@@ -3,7 +3,7 @@
 //! adversarial data, WRONGTYPE with nothing written, concurrent togglers,
 //! replication, AOF and RDB with exact expiries, and the stall test.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -3,7 +3,7 @@
 //! MODULE LIST, INFO and the load log line, and long commands in LATENCY
 //! LATEST.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! order, never by polling), 50 concurrent clients, kill -9 under
 //! `appendfsync always`, failover, replication, AOF and RDB.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::thread;

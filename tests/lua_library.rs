@@ -5,7 +5,7 @@
 //! wrong `numkeys` gets the module's arity error, and the README's SHA
 //! recipe gives the SHA that SCRIPT LOAD returns.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

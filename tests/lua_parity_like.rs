@@ -3,7 +3,7 @@
 //! module on `m{…}` posts and through the scripts on `l{…}` posts must give
 //! identical replies and identical data.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

@@ -8,7 +8,7 @@
 //! BLOCK is left out: the module waits, a script cannot (the twin answers
 //! at once, like the module inside MULTI, which tests/lock.rs checks).
 
-mod common;
+use crate::common;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -9,7 +9,7 @@
 //! exactly. The pool cap is exercised with `HIGHSCORE` 0 or 1 (or a cap
 //! that is never reached), where pooling does not depend on the score.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

@@ -1,4 +1,4 @@
-mod common;
+use crate::common;
 use common::*;
 
 // Parity of the POLL commands with their Lua twins in `lua-compat/poll/`:

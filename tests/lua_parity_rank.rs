@@ -2,7 +2,7 @@
 //! boards `m{i}` (module) and `l{i}` (scripts) must give identical replies
 //! and identical data.
 
-mod common;
+use crate::common;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -21,7 +21,7 @@
 //! (FIXED, whose TTL is the end of its window, skips the last second of a
 //! window).
 
-mod common;
+use crate::common;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

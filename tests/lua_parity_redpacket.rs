@@ -7,7 +7,7 @@
 //! over the twin's; every other command (and EQUAL splits) must give the
 //! same replies and leave the same data.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};

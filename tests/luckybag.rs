@@ -5,7 +5,7 @@
 //! AOF and RDB (with PEXPIRETIME of every key), and a SLOWLOG stall test at
 //! a million participants.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeSet, HashMap};
 

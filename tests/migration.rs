@@ -8,7 +8,7 @@
 //! guide describes (a second pass, a re-check, dual writes) interleaved
 //! with "live" writes at the moments that matter.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

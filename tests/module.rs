@@ -1,7 +1,7 @@
 //! The module as a whole: loading, configs, command metadata, INFO,
 //! access control.
 
-mod common;
+use crate::common;
 
 use common::*;
 

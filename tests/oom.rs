@@ -1,7 +1,7 @@
 //! Memory pressure: with a tiny `maxmemory` and `noeviction`, every module
 //! write command is refused with Redis's OOM error and nothing changes.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -2,7 +2,7 @@
 //! crate: every command and option, every error, concurrency, replication,
 //! AOF and RDB.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -10,7 +10,7 @@
 //! rounds. A command that is slow by design (O(N) at a million members) is
 //! logged every time.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,7 +1,7 @@
 //! RANK on a real server: ties, negative points, exact-range errors, GT/LT,
 //! INCR, AROUND edges, paging, MERGE, TTL, bad input, replication, AOF/RDB.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -4,7 +4,7 @@
 //! example, high rates, TTLs, every error with nothing written,
 //! concurrency, replication, AOF and RDB.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! `redis-cli`), the Python example (redis-py) and the Rust example (the
 //! `redis` crate).
 
-mod common;
+use crate::common;
 
 #[path = "../examples/quickstart.rs"]
 mod quickstart;

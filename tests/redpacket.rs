@@ -2,7 +2,7 @@
 //! nothing written, one share per user under 50 concurrent clients,
 //! expiry, and replication / AOF / RDB of every write command.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Barrier};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -15,7 +15,7 @@
 //! - each write raises the keyspace events observability.md lists, and
 //!   `INFO hotpath` has exactly the documented fields.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -789,51 +789,67 @@ fn line_matches(want: &str, got: &str) -> bool {
     true
 }
 
+/// The pages whose examples tests/smoke.rs runs, one test each: every
+/// family page is one of them.
 #[test]
-fn examples_print_what_the_reference_shows() {
-    for page in family_pages() {
-        // One server per page: a page's examples tell one story in order.
-        let srv = Server::start();
-        let name = page.file_name().unwrap().to_string_lossy().into_owned();
-        for e in parse_page(&page) {
-            for block in &e.examples {
-                let mut i = 0;
-                while i < block.len() {
-                    let line = &block[i];
-                    let (resp3, command) = if let Some(c) = line.strip_prefix("redis> ") {
-                        (false, c)
-                    } else if let Some(c) = line.strip_prefix("resp3> ") {
-                        (true, c)
-                    } else {
-                        panic!("{name} {}: `{line}` is not a command line", e.name);
-                    };
-                    let mut want = Vec::new();
+fn every_family_page_has_a_smoke_test() {
+    let pages: Vec<String> = family_pages()
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let smoked: Vec<String> = crate::smoke::PAGES.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        pages, smoked,
+        "tests/smoke.rs PAGES must list every page of docs/reference"
+    );
+}
+
+/// Runs every example of one page of the reference (`poll` for
+/// docs/reference/poll.md) through redis-cli on a fresh server, in order
+/// (a page's examples tell one story), and checks that each prints what
+/// the page shows.
+pub fn run_page_examples(stem: &str) {
+    let page = reference_dir().join(format!("{stem}.md"));
+    let srv = Server::start();
+    let name = page.file_name().unwrap().to_string_lossy().into_owned();
+    for e in parse_page(&page) {
+        for block in &e.examples {
+            let mut i = 0;
+            while i < block.len() {
+                let line = &block[i];
+                let (resp3, command) = if let Some(c) = line.strip_prefix("redis> ") {
+                    (false, c)
+                } else if let Some(c) = line.strip_prefix("resp3> ") {
+                    (true, c)
+                } else {
+                    panic!("{name} {}: `{line}` is not a command line", e.name);
+                };
+                let mut want = Vec::new();
+                i += 1;
+                while i < block.len()
+                    && !block[i].starts_with("redis> ")
+                    && !block[i].starts_with("resp3> ")
+                {
+                    want.push(block[i].clone());
                     i += 1;
-                    while i < block.len()
-                        && !block[i].starts_with("redis> ")
-                        && !block[i].starts_with("resp3> ")
-                    {
-                        want.push(block[i].clone());
-                        i += 1;
-                    }
-                    let mut cli = Command::new("redis-cli");
-                    cli.args(["--no-raw", "-p", &srv.port.to_string()]);
-                    if resp3 {
-                        cli.arg("-3");
-                    }
-                    let out = cli.args(command.split(' ')).output().expect("redis-cli");
-                    let got = String::from_utf8_lossy(&out.stdout);
-                    let got: Vec<&str> = got.trim_end_matches('\n').lines().collect();
-                    let ok = got.len() == want.len()
-                        && want.iter().zip(&got).all(|(w, g)| line_matches(w, g));
-                    assert!(
-                        ok,
-                        "{name} {}: `{command}` printed\n{}\nbut the reference shows\n{}",
-                        e.name,
-                        got.join("\n"),
-                        want.join("\n")
-                    );
                 }
+                let mut cli = Command::new("redis-cli");
+                cli.args(["--no-raw", "-p", &srv.port.to_string()]);
+                if resp3 {
+                    cli.arg("-3");
+                }
+                let out = cli.args(command.split(' ')).output().expect("redis-cli");
+                let got = String::from_utf8_lossy(&out.stdout);
+                let got: Vec<&str> = got.trim_end_matches('\n').lines().collect();
+                let ok = got.len() == want.len()
+                    && want.iter().zip(&got).all(|(w, g)| line_matches(w, g));
+                assert!(
+                    ok,
+                    "{name} {}: `{command}` printed\n{}\nbut the reference shows\n{}",
+                    e.name,
+                    got.join("\n"),
+                    want.join("\n")
+                );
             }
         }
     }

@@ -5,7 +5,7 @@
 //! clock or draw random numbers run without `NOW`, so the master's own time
 //! and draws must reach the replica and the AOF.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -5,7 +5,7 @@
 //! (load spread over the masters, failover, resharding) are in
 //! tests/cluster_spread.rs.
 
-mod common;
+use crate::common;
 
 use common::*;
 use hotpath_client::routing;

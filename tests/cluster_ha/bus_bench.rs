@@ -6,7 +6,7 @@
 //! replies when both answered). Same per-shard work in both.
 //!
 //! Ignored by default; `make cluster-bench` builds the prototype and runs
-//! it: `cargo test --release --test cluster_ha fanout_ -- --ignored --nocapture`.
+//! it: `cargo test --release --test integration cluster_ha::fanout_ -- --ignored --nocapture`.
 //! (A module of tests/cluster_ha.rs, so that `make test` builds no extra
 //! test binary for it.)
 

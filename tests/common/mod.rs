@@ -4,7 +4,8 @@
 //! restart and an RDB reload.
 //!
 //! The server binary is `$HOTPATH_SERVER` (default `redis-server`); the
-//! module is `target/release/libhotpath.so` (`make test` builds it first).
+//! module is the `libhotpath.so` built with the test binary (see
+//! [`module_path`]).
 
 #![allow(dead_code)]
 
@@ -20,12 +21,28 @@ pub use redis::{Connection, RedisResult, Value};
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
-/// Returns the path of the built module.
+/// Returns the path of the module under test: `$HOTPATH_MODULE` when set,
+/// else the `libhotpath.so` that the build of this test binary produced
+/// beside it (cargo builds the library's cdylib into the same `deps/`
+/// folder as the test binary, for whichever profile runs the tests, so a
+/// debug `cargo test` tests a debug build, never a stale release one).
 pub fn module_path() -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/libhotpath.so");
+    if let Ok(p) = std::env::var("HOTPATH_MODULE") {
+        let p = PathBuf::from(p);
+        assert!(p.exists(), "HOTPATH_MODULE={} does not exist", p.display());
+        return p;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let deps = exe.parent().expect("the test binary's folder");
+    let p = deps.join(format!(
+        "{}hotpath{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
     assert!(
         p.exists(),
-        "{} is missing: run `cargo build --release` (make test does)",
+        "{} is missing: cargo builds it with the test binary (crate-type cdylib); \
+         set HOTPATH_MODULE to test another build",
         p.display()
     );
     p

@@ -9,7 +9,7 @@
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use crate::harness::{pick, s, Call, Family, Resp, Target, Ttl};
+use super::harness::{pick, s, Call, Family, Resp, Target, Ttl};
 
 const T0: i64 = 1_764_720_000_000;
 const QUEUES: usize = 3;

@@ -945,7 +945,7 @@ pub fn random<F: Family>(seed: u64, calls: usize) -> Stats {
     let mut faulted: Vec<String> = Vec::new();
     let fail = |step: usize, msg: String, trace: &Trace| -> ! {
         panic!(
-            "differential {} seed {seed}, step {step}: {msg}\nlast steps:\n{}rerun: DIFF_SEED={seed} DIFF_CALLS={calls} cargo test --release --test differential {}_random_calls (DIFF_TRACE=1 prints every step)",
+            "differential {} seed {seed}, step {step}: {msg}\nlast steps:\n{}rerun: DIFF_SEED={seed} DIFF_CALLS={calls} cargo test --release --test integration differential::{}_random_calls (DIFF_TRACE=1 prints every step)",
             F::NAME,
             trace.text(),
             F::NAME

@@ -7,7 +7,7 @@
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use crate::harness::{pick, s, Call, Family, Target, Ttl};
+use super::harness::{pick, s, Call, Family, Target, Ttl};
 
 const T0: i64 = 1_764_720_000_000;
 const KEYS: usize = 6;

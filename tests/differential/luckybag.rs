@@ -19,7 +19,7 @@
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use crate::harness::{pick, s, Call, Family, Resp, Target, Ttl};
+use super::harness::{pick, s, Call, Family, Resp, Target, Ttl};
 
 const KEYS: usize = 4;
 

@@ -17,7 +17,7 @@
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use crate::harness::{pick, s, Call, Family, Target, Ttl};
+use super::harness::{pick, s, Call, Family, Target, Ttl};
 
 const T0: i64 = 4_102_444_800_000;
 const KEYS: usize = 4;

