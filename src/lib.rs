@@ -18,11 +18,11 @@ pub mod poll;
 pub mod rank;
 pub mod rate;
 pub mod redpacket;
-pub mod reference;
 pub mod registry;
 pub mod slices;
 pub mod spread;
 pub mod stats;
+pub mod syntax;
 pub mod util;
 pub mod version;
 

@@ -49,14 +49,28 @@ pub struct CommandSpec {
     pub acl: &'static str,
     pub summary: &'static str,
     pub complexity: &'static str,
+    /// The arguments after the command name, in the reference's notation
+    /// (see [`crate::syntax`]): `COMMAND DOCS`, redis-cli's `help` and the
+    /// entry's syntax line in docs/reference/ all show this line.
+    pub syntax: &'static str,
+    /// The shape of the RESP2 reply, as the reference's Reply section
+    /// begins (`integer`, `OK`, `array [liked, count]`).
+    pub reply: &'static str,
+    /// The module version that introduced the command
+    /// ([`FIRST_RELEASE`](crate::syntax::FIRST_RELEASE) unless declared).
+    pub since: &'static str,
 }
 
 /// Builds a [`CommandSpec`] with its own C entry point that runs `handler`
-/// under the panic guard.
+/// under the panic guard. This entry is the command's one declaration:
+/// name, flags, arity, keys, ACL categories, summary, complexity, syntax,
+/// reply shape and (optionally) `since` are written here and nowhere else;
+/// the registry, `COMMAND DOCS` and the tests read them from it.
 #[macro_export]
 macro_rules! command {
     (name: $name:expr, handler: $handler:path, flags: $flags:expr, arity: $arity:expr,
-     keys: $keys:expr, acl: $acl:expr, summary: $summary:expr, complexity: $cx:expr $(,)?) => {
+     keys: $keys:expr, acl: $acl:expr, summary: $summary:expr, complexity: $cx:expr,
+     syntax: $syntax:expr, reply: $reply:expr $(, since: $since:expr)? $(,)?) => {
         $crate::registry::CommandSpec {
             name: $name,
             callback: {
@@ -84,6 +98,12 @@ macro_rules! command {
             acl: $acl,
             summary: $summary,
             complexity: $cx,
+            syntax: $syntax,
+            reply: $reply,
+            since: {
+                const SINCE: &[&str] = &[$crate::syntax::FIRST_RELEASE $(, $since)?];
+                SINCE[SINCE.len() - 1]
+            },
         }
     };
 }
@@ -343,24 +363,19 @@ pub fn register(ctx: &Context, table: &[CommandSpec]) -> Result<(), String> {
         if let Some(set_info) = unsafe { raw::RedisModule_SetCommandInfo } {
             let summary = CString::new(spec.summary).unwrap();
             let complexity = CString::new(spec.complexity).unwrap();
-            // Arguments and `since` come from the command reference
-            // (reference.rs), so `COMMAND DOCS` and redis-cli's `help`
-            // show the documented syntax.
-            let reference = crate::reference::lookup(spec.name);
-            let since = CString::new(reference.map_or("", |r| r.since)).unwrap();
+            // The declared syntax becomes the argument specs, so that
+            // `COMMAND DOCS` and redis-cli's `help` show the documented
+            // syntax (a unit test parses every declared line).
+            let since = CString::new(spec.since).unwrap();
             let mut specs = key_specs(spec);
-            let mut args = reference
-                .and_then(|r| crate::reference::parse(r.args).ok())
-                .map(|a| crate::reference::to_c(&a, specs.len() - 1));
+            let mut args = crate::syntax::parse(spec.syntax)
+                .ok()
+                .map(|a| crate::syntax::to_c(&a, specs.len() - 1));
             let info = raw::RedisModuleCommandInfo {
                 version: &INFO_VERSION,
                 summary: summary.as_ptr(),
                 complexity: complexity.as_ptr(),
-                since: if reference.is_some() {
-                    since.as_ptr()
-                } else {
-                    ptr::null()
-                },
+                since: since.as_ptr(),
                 history: ptr::null_mut(),
                 tips: ptr::null(),
                 arity: spec.arity,
