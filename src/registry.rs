@@ -61,6 +61,31 @@ pub struct CommandSpec {
     pub since: &'static str,
 }
 
+/// A family of commands: the one list of families, [`crate::FAMILIES`],
+/// holds one of these per family, and everything that goes family by
+/// family reads it: the registration at load time, `INFO hotpath`, the
+/// unit tests, and tests/families.rs, which checks that each family has
+/// every file a family needs (docs/adding-a-family.md lists them).
+pub struct Family {
+    /// The family's name in lower case: the prefix of its commands
+    /// (`poll` of `poll.vote`) and of its `INFO hotpath` counters
+    /// (`poll_votes`), and the name of its files: `src/<name>/`,
+    /// `docs/<name>.md`, `docs/reference/<name>.md`,
+    /// `lua-compat/src/<name>/`, `tests/<name>.rs`, `bench/<name>.py`.
+    pub name: &'static str,
+    /// The family's commands, each declared once with
+    /// [`command!`](crate::command) or
+    /// [`borrowed_command!`](crate::borrowed_command).
+    pub commands: &'static [CommandSpec],
+    /// The family's `INFO hotpath` counters.
+    pub counters: &'static [&'static crate::stats::Counter],
+    /// The name of the family's entity in the clients (the Python class
+    /// in clients/python/src/hotpath/client.py and the Rust struct in
+    /// clients/rust/src/entities.rs); None for a family whose commands
+    /// the clients only send by name.
+    pub entity: Option<&'static str>,
+}
+
 /// Builds a [`CommandSpec`] with its own C entry point that runs `handler`
 /// under the panic guard. This entry is the command's one declaration:
 /// name, flags, arity, keys, ACL categories, summary, complexity, syntax,

@@ -34,7 +34,7 @@ pub const FIRST_RELEASE: &str = "1.0.0";
 
 /// Every declared command, family by family, in declaration order.
 pub fn commands() -> impl Iterator<Item = &'static CommandSpec> {
-    crate::FAMILIES.iter().flat_map(|(table, _)| table.iter())
+    crate::FAMILIES.iter().flat_map(|f| f.commands.iter())
 }
 
 /// Returns the declaration of a command (`name` in any case).
@@ -502,7 +502,7 @@ mod tests {
     }
 
     #[test]
-    fn names_are_unique_and_lower_case() {
+    fn names_are_unique_lower_case_and_prefixed_by_their_family() {
         let all: Vec<&CommandSpec> = commands().collect();
         assert!(all.len() >= 40, "{}", all.len());
         for (i, c) in all.iter().enumerate() {
@@ -513,6 +513,17 @@ mod tests {
                 c.name
             );
             assert_eq!(lookup(&c.name.to_ascii_uppercase()).unwrap().name, c.name);
+        }
+        for f in crate::FAMILIES {
+            assert_eq!(f.name, f.name.to_ascii_lowercase());
+            for c in f.commands {
+                let prefix = format!("{}.", f.name);
+                assert!(c.name.starts_with(&prefix), "{} in {}", c.name, f.name);
+            }
+            for c in f.counters {
+                let prefix = format!("{}_", f.name);
+                assert!(c.name.starts_with(&prefix), "{} in {}", c.name, f.name);
+            }
         }
     }
 

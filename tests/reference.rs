@@ -379,7 +379,7 @@ fn entries_are_what_command_docs_and_command_info_answer() {
 fn reply_sections_begin_with_the_declared_reply_shape() {
     let declared: BTreeMap<String, &str> = hotpath::FAMILIES
         .iter()
-        .flat_map(|(table, _)| table.iter())
+        .flat_map(|f| f.commands.iter())
         .map(|c| (c.name.to_string(), c.reply))
         .collect();
     for e in entries() {
