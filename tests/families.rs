@@ -13,6 +13,10 @@
 //! - its benchmark, in the family list `make bench` reads
 //!   (bench/families.txt, written here from `FAMILIES`).
 //!
+//! The syntax line of each entry of docs/reference/ is written here from
+//! the command's declaration: a page whose line differs is rewritten and
+//! the test fails once, so that the rewritten page is committed.
+//!
 //! The checks read files only: no server is needed.
 
 use std::collections::BTreeSet;
@@ -341,4 +345,63 @@ fn the_bench_family_list_is_the_module_list() {
             Path::new("bench/families.txt").display()
         );
     }
+}
+
+/// Rewrites the syntax line (the first code block after `## NAME`) of
+/// each declared command's entry in a reference page; returns the names
+/// whose line changed.
+fn rewrite_syntax_lines(text: &str, changed: &mut Vec<String>) -> String {
+    let declared: Vec<&CommandSpec> = FAMILIES.iter().flat_map(|f| f.commands.iter()).collect();
+    let mut out = Vec::new();
+    let mut current: Option<&CommandSpec> = None;
+    let mut fence = 0;
+    for line in text.lines() {
+        let mut line = line.to_string();
+        if let Some(name) = line.strip_prefix("## ") {
+            current = declared
+                .iter()
+                .find(|c| c.name.eq_ignore_ascii_case(name.trim()))
+                .copied();
+            fence = 0;
+        } else if line.starts_with("```") {
+            fence += 1;
+        } else if fence == 1 {
+            // The line inside the entry's first code block.
+            if let Some(c) = current.take() {
+                let want = format!("{} {}", c.name.to_ascii_uppercase(), c.syntax);
+                if line != want {
+                    changed.push(c.name.to_ascii_uppercase());
+                    line = want;
+                }
+            }
+        }
+        out.push(line);
+    }
+    let mut joined = out.join("\n");
+    if text.ends_with('\n') {
+        joined.push('\n');
+    }
+    joined
+}
+
+#[test]
+fn reference_syntax_lines_are_written_from_the_declarations() {
+    let mut changed = Vec::new();
+    let dir = root().join("docs/reference");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_none_or(|x| x != "md") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        let before = changed.len();
+        let new = rewrite_syntax_lines(&text, &mut changed);
+        if changed.len() > before {
+            std::fs::write(&p, new).unwrap();
+        }
+    }
+    assert!(
+        changed.is_empty(),
+        "syntax lines rewritten from the declarations in docs/reference/ (commit them): {changed:?}"
+    );
 }
