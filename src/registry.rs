@@ -2,9 +2,10 @@
 //! every handler, latency events for long calls, key-specs, arity and
 //! `COMMAND DOCS`, ACL categories where the server has them.
 //!
-//! Each family lists its commands with the [`command!`](crate::command)
-//! macro in a `pub const COMMANDS: &[CommandSpec]`; `lib.rs` registers the
-//! families' tables at load time.
+//! Each family declares its commands with the [`command!`](crate::command)
+//! macro in a `pub const COMMANDS: &[CommandSpec]`, one entry per command
+//! and everything about the command in it; `lib.rs` registers the tables of
+//! the families of [`FAMILIES`](crate::FAMILIES) at load time.
 
 use std::ffi::CString;
 use std::os::raw::c_int;

@@ -527,12 +527,28 @@ mod tests {
         }
     }
 
+    fn noop(
+        _: &redis_module::Context,
+        _: Vec<redis_module::RedisString>,
+    ) -> redis_module::RedisResult {
+        Ok(redis_module::RedisValue::Null)
+    }
+
     #[test]
     fn since_defaults_to_the_first_release_and_reply_is_declared() {
         for c in commands() {
             assert_eq!(c.since, FIRST_RELEASE, "{}", c.name);
             assert!(!c.reply.is_empty(), "{}", c.name);
         }
+        // A command added later declares the version that introduced it.
+        const LATER: CommandSpec = crate::command! {
+            name: "x.later", handler: noop, flags: "readonly", arity: 2,
+            keys: crate::registry::Keys::Range { first: 1, last: 1 }, acl: "read",
+            summary: "s", complexity: "O(1)", syntax: "key", reply: "integer",
+            since: "1.1.0",
+        };
+        assert_eq!(LATER.since, "1.1.0");
+        assert_eq!(LATER.syntax, "key");
     }
 
     #[test]
