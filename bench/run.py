@@ -1,6 +1,9 @@
 """Runs the side-by-side benchmark: `python3 bench/run.py [family …]`.
 
 Each family's `bench/<family>.py` defines `bench(b)` (see common.Bench).
+The families, in the module's order, come from bench/families.txt, which
+tests/families.rs writes from the module's one list (FAMILIES in
+src/lib.rs) and checks that every family has its bench file.
 Prints one markdown table (µs per call measured by the server, and the
 ratio of each comparison to ours) and writes it to bench/results.md.
 """
@@ -12,12 +15,17 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Bench, Server  # noqa: E402
 
-FAMILIES = ["poll", "rank", "like", "redpacket", "luckybag", "rate", "lock", "delayq"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def families():
+    """The module's families, in registration order (bench/families.txt)."""
+    with open(os.path.join(HERE, "families.txt")) as f:
+        return [line.strip() for line in f if line.strip() and not line.startswith("#")]
 
 
 def main():
-    wanted = sys.argv[1:] or [f for f in FAMILIES
-                              if os.path.exists(os.path.join(os.path.dirname(__file__), f + ".py"))]
+    wanted = sys.argv[1:] or families()
     lines = ["| benchmark | hotpath µs/call | compared with (µs/call, ratio hotpath ÷ it) | target |",
              "|---|---:|---|---|"]
     notes = []

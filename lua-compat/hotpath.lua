@@ -467,7 +467,7 @@ redis.call('ZREM', B .. ':due', id)
 return 1
 end
 redis.register_function{function_name = 'hotpath_delayq_ack', callback = delayq_ack,
-  description = 'DELAYQ.ACK B id receipt'}
+  description = 'DELAYQ.ACK key id receipt'}
 
 -- DELAYQ.ADD (lua-compat/src/delayq/add.lua)
 local function delayq_add(KEYS, ARGV)
@@ -527,7 +527,7 @@ if old then redis.call('ZREM', B .. ':dead', id) end
 return 1
 end
 redis.register_function{function_name = 'hotpath_delayq_add', callback = delayq_add,
-  description = 'DELAYQ.ADD B id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [REPLACE] [NOW unix-ms]'}
+  description = 'DELAYQ.ADD key id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [REPLACE] [NOW unix-ms]'}
 
 -- DELAYQ.DEAD (lua-compat/src/delayq/dead.lua)
 local function delayq_dead(KEYS, ARGV)
@@ -558,7 +558,7 @@ end
 return out
 end
 redis.register_function{function_name = 'hotpath_delayq_dead', callback = delayq_dead, flags = {'no-writes'},
-  description = 'DELAYQ.DEAD B [COUNT n]'}
+  description = 'DELAYQ.DEAD key [COUNT n]'}
 
 -- DELAYQ.EXTEND (lua-compat/src/delayq/extend.lua)
 local function delayq_extend(KEYS, ARGV)
@@ -585,7 +585,7 @@ redis.call('ZADD', B .. ':due', fmt(now + lease), id)
 return 1
 end
 redis.register_function{function_name = 'hotpath_delayq_extend', callback = delayq_extend,
-  description = 'DELAYQ.EXTEND B id receipt lease-ms [NOW unix-ms]'}
+  description = 'DELAYQ.EXTEND key id receipt lease-ms [NOW unix-ms]'}
 
 -- DELAYQ.INFO (lua-compat/src/delayq/info.lua)
 local function delayq_info(KEYS, ARGV)
@@ -603,7 +603,7 @@ local ready = redis.call('ZCOUNT', B .. ':due', '-inf', fmt(now))
 return {'jobs', jobs, 'ready', ready, 'scheduled', pending - ready, 'dead', dead}
 end
 redis.register_function{function_name = 'hotpath_delayq_info', callback = delayq_info, flags = {'no-writes'},
-  description = 'DELAYQ.INFO B [NOW unix-ms]'}
+  description = 'DELAYQ.INFO key [NOW unix-ms]'}
 
 -- DELAYQ.NACK (lua-compat/src/delayq/nack.lua)
 local function delayq_nack(KEYS, ARGV)
@@ -664,7 +664,7 @@ redis.call('ZADD', B .. ':due', fmt(now + wait), id)
 return 1
 end
 redis.register_function{function_name = 'hotpath_delayq_nack', callback = delayq_nack,
-  description = 'DELAYQ.NACK B id receipt [DELAY ms | BACKOFF base-ms max-ms] [NOW unix-ms]'}
+  description = 'DELAYQ.NACK key id receipt [DELAY ms | BACKOFF base-ms max-ms] [NOW unix-ms]'}
 
 -- DELAYQ.POLL (lua-compat/src/delayq/poll.lua)
 local function delayq_poll(KEYS, ARGV)
@@ -740,7 +740,7 @@ end
 return out
 end
 redis.register_function{function_name = 'hotpath_delayq_poll', callback = delayq_poll,
-  description = 'DELAYQ.POLL B lease-ms [COUNT n] [BLOCK timeout-ms] [NOW unix-ms]'}
+  description = 'DELAYQ.POLL key lease-ms [COUNT n] [BLOCK timeout-ms] [NOW unix-ms]'}
 
 -- DELAYQ.REDRIVE (lua-compat/src/delayq/redrive.lua)
 local function delayq_redrive(KEYS, ARGV)
@@ -797,7 +797,7 @@ redis.call('SET', B .. ':seq', fmt(first + #ids - 1))
 return #ids
 end
 redis.register_function{function_name = 'hotpath_delayq_redrive', callback = delayq_redrive,
-  description = 'DELAYQ.REDRIVE B [COUNT n | ID id] [NOW unix-ms]'}
+  description = 'DELAYQ.REDRIVE key [COUNT n | ID id] [NOW unix-ms]'}
 end
 
 do -- LIKE (lua-compat/src/like/)
@@ -2055,7 +2055,7 @@ commit(owner, h)
 return h.token
 end
 redis.register_function{function_name = 'hotpath_lock_acquire', callback = lock_acquire,
-  description = 'LOCK.ACQUIRE B owner ttl-ms [LIMIT n] [MAXHOLD ms] [BLOCK timeout-ms] [NOW unix-ms]'}
+  description = 'LOCK.ACQUIRE key owner ttl-ms [LIMIT n] [MAXHOLD ms] [BLOCK timeout-ms] [NOW unix-ms]'}
 
 -- LOCK.CHECK (lua-compat/src/lock/check.lua)
 local function lock_check(KEYS, ARGV)
@@ -2091,7 +2091,7 @@ end
 return 0
 end
 redis.register_function{function_name = 'hotpath_lock_check', callback = lock_check, flags = {'no-writes'},
-  description = 'LOCK.CHECK B token [NOW unix-ms]'}
+  description = 'LOCK.CHECK key token [NOW unix-ms]'}
 
 -- LOCK.INFO (lua-compat/src/lock/info.lua)
 local function lock_info(KEYS, ARGV)
@@ -2131,7 +2131,7 @@ end
 return out
 end
 redis.register_function{function_name = 'hotpath_lock_info', callback = lock_info, flags = {'no-writes'},
-  description = 'LOCK.INFO B [NOW unix-ms]'}
+  description = 'LOCK.INFO key [NOW unix-ms]'}
 
 -- LOCK.RELEASE (lua-compat/src/lock/release.lua)
 local function lock_release(KEYS, ARGV)
@@ -2178,7 +2178,7 @@ end
 return 1
 end
 redis.register_function{function_name = 'hotpath_lock_release', callback = lock_release,
-  description = 'LOCK.RELEASE B owner [NOW unix-ms]'}
+  description = 'LOCK.RELEASE key owner [NOW unix-ms]'}
 
 -- LOCK.RENEW (lua-compat/src/lock/renew.lua)
 local function lock_renew(KEYS, ARGV)
@@ -2222,7 +2222,7 @@ redis.call('HSET', B, 'fence', fmt(meta.fence), 'limit', fmt(meta.limit), 'next'
 return mine.expires - now
 end
 redis.register_function{function_name = 'hotpath_lock_renew', callback = lock_renew,
-  description = 'LOCK.RENEW B owner ttl-ms [NOW unix-ms]'}
+  description = 'LOCK.RENEW key owner ttl-ms [NOW unix-ms]'}
 end
 
 do -- LUCKYBAG (lua-compat/src/luckybag/)
@@ -5547,7 +5547,7 @@ end
 return reply(allowed, math.max(limit - after, 0), retry, reset)
 end
 redis.register_function{function_name = 'hotpath_rate_check', callback = rate_check,
-  description = 'RATE.CHECK B limit period-ms [ALGO GCRA|FIXED|SLIDING|LOG|BUCKET] [BURST n] [COST n] [PEEK] [NOW unix-ms | NOWUS unix-us]'}
+  description = 'RATE.CHECK key limit period-ms [ALGO GCRA|FIXED|SLIDING|LOG|BUCKET] [BURST burst] [COST cost] [PEEK] [NOW unix-ms | NOWUS unix-us]'}
 
 -- RATE.MULTI (lua-compat/src/rate/multi.lua)
 local function rate_multi(KEYS, ARGV)
@@ -5665,7 +5665,7 @@ end
 return best
 end
 redis.register_function{function_name = 'hotpath_rate_multi', callback = rate_multi,
-  description = 'RATE.MULTI numkeys B1 ... Bn LIMITS limit1 period1-ms ... limitn periodn-ms [COST n] [PEEK] [NOW unix-ms | NOWUS unix-us]'}
+  description = 'RATE.MULTI numkeys key [key ...] LIMITS limit period-ms [limit period-ms ...] [COST cost] [PEEK] [NOW unix-ms | NOWUS unix-us]'}
 
 -- RATE.RESET (lua-compat/src/rate/reset.lua)
 local function rate_reset(KEYS, ARGV)
@@ -5691,7 +5691,7 @@ redis.call('UNLINK', key)
 return 1
 end
 redis.register_function{function_name = 'hotpath_rate_reset', callback = rate_reset,
-  description = 'RATE.RESET B'}
+  description = 'RATE.RESET key'}
 
 -- RATE.THROTTLE (lua-compat/src/rate/throttle.lua)
 local function rate_throttle(KEYS, ARGV)
@@ -5758,7 +5758,7 @@ end
 return {allowed and 0 or 1, B, remaining, retry, secs(aq)}
 end
 redis.register_function{function_name = 'hotpath_rate_throttle', callback = rate_throttle,
-  description = 'RATE.THROTTLE B max-burst count period-s [quantity] [NOW unix-ms | NOWUS unix-us]'}
+  description = 'RATE.THROTTLE key max-burst count period-s [quantity] [NOW unix-ms | NOWUS unix-us]'}
 end
 
 do -- REDPACKET (lua-compat/src/redpacket/)

@@ -266,7 +266,8 @@ pub unsafe fn dispatch(
 #[macro_export]
 macro_rules! borrowed_command {
     (name: $name:expr, handler: $handler:path, flags: $flags:expr, arity: $arity:expr,
-     keys: $keys:expr, acl: $acl:expr, summary: $summary:expr, complexity: $cx:expr $(,)?) => {
+     keys: $keys:expr, acl: $acl:expr, summary: $summary:expr, complexity: $cx:expr,
+     syntax: $syntax:expr, reply: $reply:expr $(, since: $since:expr)? $(,)?) => {
         $crate::registry::CommandSpec {
             name: $name,
             callback: {
@@ -296,6 +297,12 @@ macro_rules! borrowed_command {
             acl: $acl,
             summary: $summary,
             complexity: $cx,
+            syntax: $syntax,
+            reply: $reply,
+            since: {
+                const SINCE: &[&str] = &[$crate::syntax::FIRST_RELEASE $(, $since)?];
+                SINCE[SINCE.len() - 1]
+            },
         }
     };
 }

@@ -2,9 +2,10 @@
 //! every handler, latency events for long calls, key-specs, arity and
 //! `COMMAND DOCS`, ACL categories where the server has them.
 //!
-//! Each family lists its commands with the [`command!`](crate::command)
-//! macro in a `pub const COMMANDS: &[CommandSpec]`; `lib.rs` registers the
-//! families' tables at load time.
+//! Each family declares its commands with the [`command!`](crate::command)
+//! macro in a `pub const COMMANDS: &[CommandSpec]`, one entry per command
+//! and everything about the command in it; `lib.rs` registers the tables of
+//! the families of [`FAMILIES`](crate::FAMILIES) at load time.
 
 use std::ffi::CString;
 use std::os::raw::c_int;
@@ -49,14 +50,53 @@ pub struct CommandSpec {
     pub acl: &'static str,
     pub summary: &'static str,
     pub complexity: &'static str,
+    /// The arguments after the command name, in the reference's notation
+    /// (see [`crate::syntax`]): `COMMAND DOCS`, redis-cli's `help` and the
+    /// entry's syntax line in docs/reference/ all show this line.
+    pub syntax: &'static str,
+    /// The shape of the RESP2 reply, as the reference's Reply section
+    /// begins (`integer`, `OK`, `array [liked, count]`).
+    pub reply: &'static str,
+    /// The module version that introduced the command
+    /// ([`FIRST_RELEASE`](crate::syntax::FIRST_RELEASE) unless declared).
+    pub since: &'static str,
+}
+
+/// A family of commands: the one list of families, [`crate::FAMILIES`],
+/// holds one of these per family, and everything that goes family by
+/// family reads it: the registration at load time, `INFO hotpath`, the
+/// unit tests, and tests/families.rs, which checks that each family has
+/// every file a family needs (docs/adding-a-family.md lists them).
+pub struct Family {
+    /// The family's name in lower case: the prefix of its commands
+    /// (`poll` of `poll.vote`) and of its `INFO hotpath` counters
+    /// (`poll_votes`), and the name of its files: `src/<name>/`,
+    /// `docs/<name>.md`, `docs/reference/<name>.md`,
+    /// `lua-compat/src/<name>/`, `tests/<name>.rs`, `bench/<name>.py`.
+    pub name: &'static str,
+    /// The family's commands, each declared once with
+    /// [`command!`](crate::command) or
+    /// [`borrowed_command!`](crate::borrowed_command).
+    pub commands: &'static [CommandSpec],
+    /// The family's `INFO hotpath` counters.
+    pub counters: &'static [&'static crate::stats::Counter],
+    /// The name of the family's entity in the clients (the Python class
+    /// in clients/python/src/hotpath/client.py and the Rust struct in
+    /// clients/rust/src/entities.rs); None for a family whose commands
+    /// the clients only send by name.
+    pub entity: Option<&'static str>,
 }
 
 /// Builds a [`CommandSpec`] with its own C entry point that runs `handler`
-/// under the panic guard.
+/// under the panic guard. This entry is the command's one declaration:
+/// name, flags, arity, keys, ACL categories, summary, complexity, syntax,
+/// reply shape and (optionally) `since` are written here and nowhere else;
+/// the registry, `COMMAND DOCS` and the tests read them from it.
 #[macro_export]
 macro_rules! command {
     (name: $name:expr, handler: $handler:path, flags: $flags:expr, arity: $arity:expr,
-     keys: $keys:expr, acl: $acl:expr, summary: $summary:expr, complexity: $cx:expr $(,)?) => {
+     keys: $keys:expr, acl: $acl:expr, summary: $summary:expr, complexity: $cx:expr,
+     syntax: $syntax:expr, reply: $reply:expr $(, since: $since:expr)? $(,)?) => {
         $crate::registry::CommandSpec {
             name: $name,
             callback: {
@@ -84,6 +124,12 @@ macro_rules! command {
             acl: $acl,
             summary: $summary,
             complexity: $cx,
+            syntax: $syntax,
+            reply: $reply,
+            since: {
+                const SINCE: &[&str] = &[$crate::syntax::FIRST_RELEASE $(, $since)?];
+                SINCE[SINCE.len() - 1]
+            },
         }
     };
 }
@@ -343,24 +389,19 @@ pub fn register(ctx: &Context, table: &[CommandSpec]) -> Result<(), String> {
         if let Some(set_info) = unsafe { raw::RedisModule_SetCommandInfo } {
             let summary = CString::new(spec.summary).unwrap();
             let complexity = CString::new(spec.complexity).unwrap();
-            // Arguments and `since` come from the command reference
-            // (reference.rs), so `COMMAND DOCS` and redis-cli's `help`
-            // show the documented syntax.
-            let reference = crate::reference::lookup(spec.name);
-            let since = CString::new(reference.map_or("", |r| r.since)).unwrap();
+            // The declared syntax becomes the argument specs, so that
+            // `COMMAND DOCS` and redis-cli's `help` show the documented
+            // syntax (a unit test parses every declared line).
+            let since = CString::new(spec.since).unwrap();
             let mut specs = key_specs(spec);
-            let mut args = reference
-                .and_then(|r| crate::reference::parse(r.args).ok())
-                .map(|a| crate::reference::to_c(&a, specs.len() - 1));
+            let mut args = crate::syntax::parse(spec.syntax)
+                .ok()
+                .map(|a| crate::syntax::to_c(&a, specs.len() - 1));
             let info = raw::RedisModuleCommandInfo {
                 version: &INFO_VERSION,
                 summary: summary.as_ptr(),
                 complexity: complexity.as_ptr(),
-                since: if reference.is_some() {
-                    since.as_ptr()
-                } else {
-                    ptr::null()
-                },
+                since: since.as_ptr(),
                 history: ptr::null_mut(),
                 tips: ptr::null(),
                 arity: spec.arity,

@@ -18,6 +18,7 @@ mod cluster_spread;
 mod delayq;
 mod differential;
 mod docker;
+mod families;
 mod fuzz;
 mod kept_names;
 mod like;

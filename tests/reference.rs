@@ -7,6 +7,8 @@
 //!   `COMMAND DOCS` and `COMMAND INFO` answer (the syntax rebuilt from the
 //!   argument specs the server returns), and redis-cli's `help` prints the
 //!   syntax;
+//! - each entry's Reply section begins with the reply shape its command
+//!   declares in its `command!` entry;
 //! - every error text an entry names is one the module's source produces;
 //! - every entry has its arguments, both replies, errors and an example,
 //!   and the examples, run with the real `redis-cli`, print what they show;
@@ -221,7 +223,7 @@ fn get<'a>(m: &'a [(String, Value)], k: &str) -> Option<&'a Value> {
 }
 
 /// Renders the `arguments` of `COMMAND DOCS` in the reference's notation
-/// (independently of src/reference.rs, which produced them).
+/// (independently of src/syntax.rs, which produced them).
 fn render_args(args: &[Value]) -> String {
     args.iter().map(render_arg).collect::<Vec<_>>().join(" ")
 }
@@ -366,6 +368,40 @@ fn entries_are_what_command_docs_and_command_info_answer() {
             .collect();
         let documented: BTreeSet<String> = e.flags.clone().unwrap().into_iter().collect();
         assert_eq!(flags, documented, "{at}: flags");
+    }
+}
+
+/// Each entry's Reply section begins with the reply shape its command
+/// declares (the `reply:` field of its `command!` entry), read from the
+/// module's own table: the RESP2 line, backticks dropped and spaces
+/// collapsed, starts with it.
+#[test]
+fn reply_sections_begin_with_the_declared_reply_shape() {
+    let declared: BTreeMap<String, &str> = hotpath::FAMILIES
+        .iter()
+        .flat_map(|f| f.commands.iter())
+        .map(|c| (c.name.to_string(), c.reply))
+        .collect();
+    for e in entries() {
+        let at = format!("{} {}", e.page, e.name);
+        let reply = e.reply.as_deref().unwrap_or_else(|| panic!("{at}: Reply"));
+        let resp2 = reply
+            .split("- RESP2: ")
+            .nth(1)
+            .and_then(|r| r.split("\n- ").next())
+            .unwrap_or_else(|| panic!("{at}: RESP2 reply"));
+        let resp2 = resp2
+            .replace('`', "")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let shape = declared
+            .get(&e.name.to_lowercase())
+            .unwrap_or_else(|| panic!("{at}: not declared"));
+        assert!(
+            resp2.starts_with(shape),
+            "{at}: the reply is declared as `{shape}`, the reference says `{resp2}`"
+        );
     }
 }
 

@@ -1,4 +1,4 @@
--- DELAYQ.DEAD B [COUNT n]
+-- DELAYQ.DEAD key [COUNT n]
 -- KEYS[1] = B; ARGV = [COUNT n].
 -- Reply: {id, payload, attempts, dead-at-ms, ...}, oldest first.
 -- Same replies, errors and stored data as the module (lua-compat/delayq/README.md).

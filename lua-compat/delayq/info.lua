@@ -1,4 +1,4 @@
--- DELAYQ.INFO B [NOW unix-ms]
+-- DELAYQ.INFO key [NOW unix-ms]
 -- KEYS[1] = B; ARGV = [NOW unix-ms].
 -- Reply: {jobs, n, ready, n, scheduled, n, dead, n}.
 -- Same replies, errors and stored data as the module (lua-compat/delayq/README.md).

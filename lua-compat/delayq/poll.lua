@@ -1,4 +1,4 @@
--- DELAYQ.POLL B lease-ms [COUNT n] [BLOCK timeout-ms] [NOW unix-ms]
+-- DELAYQ.POLL key lease-ms [COUNT n] [BLOCK timeout-ms] [NOW unix-ms]
 -- KEYS[1] = B; ARGV = lease-ms [options...].
 -- Reply: {id, payload, attempt, receipt, ...} for up to n due jobs, each
 -- leased for lease-ms; {} when none is due. BLOCK is accepted but cannot

@@ -1,4 +1,4 @@
--- LOCK.CHECK B token [NOW unix-ms]
+-- LOCK.CHECK key token [NOW unix-ms]
 -- KEYS[1] = B; ARGV = token [NOW unix-ms].
 -- Reply: 1 when token belongs to a live hold, else 0.
 -- Same replies, errors and stored data as the module (lua-compat/lock/README.md).

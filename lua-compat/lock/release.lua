@@ -1,4 +1,4 @@
--- LOCK.RELEASE B owner [NOW unix-ms]
+-- LOCK.RELEASE key owner [NOW unix-ms]
 -- KEYS[1] = B; ARGV = owner [NOW unix-ms].
 -- Reply: 1 when one acquisition of owner was released, 0 when owner holds
 -- nothing (nothing changes). No waiting client is handed the lock: the

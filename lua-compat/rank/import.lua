@@ -1,5 +1,4 @@
--- RANK.IMPORT key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits]
---   [EPOCH unix-ms] [COUNT count] [NOW unix-ms]
+-- RANK.IMPORT key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [COUNT count] [NOW unix-ms]
 -- Lua twin of RANK.IMPORT -> members left to pack
 -- KEYS[1] = B; ARGV = the options, verbatim. Packs a board of plain
 -- scores (points written with ZADD) in place, COUNT members per call: the

@@ -1,5 +1,4 @@
--- RATE.MULTI numkeys B1 ... Bn LIMITS limit1 period1-ms ... limitn periodn-ms
---            [COST n] [PEEK] [NOW unix-ms | NOWUS unix-us]
+-- RATE.MULTI numkeys key [key ...] LIMITS limit period-ms [limit period-ms ...] [COST cost] [PEEK] [NOW unix-ms | NOWUS unix-us]
 -- KEYS = B1 ... Bn; ARGV = LIMITS limit1 period1-ms ... [options...], exactly
 -- as the command. GCRA rules checked together, consumed only if all allow.
 --

@@ -77,6 +77,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Adds a job with a unique id, a payload and a due time; idempotent on the id unless REPLACE",
         complexity: "O(log N)",
+        syntax: "key id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [REPLACE] [NOW unix-ms]",
+        reply: "integer"
     },
     crate::borrowed_command! {
         name: "delayq.poll",
@@ -87,6 +89,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write blocking",
         summary: "Leases up to COUNT due jobs to the caller for a visibility timeout; BLOCK waits in line for one",
         complexity: "O(log N) per job taken or moved to the dead letters",
+        syntax: "key lease-ms [COUNT n] [BLOCK timeout-ms] [NOW unix-ms]",
+        reply: "array [id, payload, attempt, receipt, …]"
     },
     crate::borrowed_command! {
         name: "delayq.ack",
@@ -97,6 +101,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Removes a job delivered with this receipt (1), or changes nothing for a stale receipt (0)",
         complexity: "O(log N)",
+        syntax: "key id receipt",
+        reply: "integer"
     },
     crate::borrowed_command! {
         name: "delayq.nack",
@@ -107,6 +113,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Gives a job back after a delay or backoff (1), or to the dead letters after its last attempt (2); 0 for a stale receipt",
         complexity: "O(log N)",
+        syntax: "key id receipt [DELAY ms | BACKOFF base-ms max-ms] [NOW unix-ms]",
+        reply: "integer"
     },
     crate::borrowed_command! {
         name: "delayq.extend",
@@ -117,6 +125,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Restarts the lease of a delivery (a consumer's heartbeat); 0 for a stale receipt",
         complexity: "O(log N)",
+        syntax: "key id receipt lease-ms [NOW unix-ms]",
+        reply: "integer"
     },
     crate::borrowed_command! {
         name: "delayq.dead",
@@ -127,6 +137,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "read",
         summary: "Lists the oldest dead letters: id, payload, attempts, dead-at",
         complexity: "O(log N + C) for C listed",
+        syntax: "key [COUNT n]",
+        reply: "array [id, payload, attempts, dead_at_ms, …]"
     },
     crate::borrowed_command! {
         name: "delayq.redrive",
@@ -137,6 +149,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write",
         summary: "Puts dead letters back in line, due now, attempts reset",
         complexity: "O(C log N) for C re-driven",
+        syntax: "key [COUNT n | ID id] [NOW unix-ms]",
+        reply: "integer"
     },
     crate::borrowed_command! {
         name: "delayq.info",
@@ -147,5 +161,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "read",
         summary: "Replies the jobs, ready, scheduled and dead counts of a queue",
         complexity: "O(log N)",
+        syntax: "key [NOW unix-ms]",
+        reply: "array [jobs, n, ready, n, scheduled, n, dead, n]"
     },
 ];

@@ -59,59 +59,79 @@ pub const COMMANDS: &[CommandSpec] = &[
         arity: -2, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Creates one shard of a post spread over n shards (LIKE.CREATE K SPREAD n)",
         complexity: "O(1)",
+        syntax: "key SPREAD n",
+        reply: "OK"
     },
     crate::borrowed_command! {
         name: "like.toggle", handler: like_toggle, flags: "write deny-oom fast",
         arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Likes or unlikes B for a user; returns [liked, count]",
         complexity: "O(1): at most one bounded promotion step (128 Set members or 8 chunks)",
+        syntax: "key user [NOW unix-ms] [SPREAD n]",
+        reply: "array [liked, count]"
     },
     crate::borrowed_command! {
         name: "like.add", handler: like_add, flags: "write deny-oom fast",
         arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Records that a user likes B (idempotent); returns [changed, count]",
         complexity: "O(1): at most one bounded promotion step (128 Set members or 8 chunks)",
+        syntax: "key user [NOW unix-ms] [SPREAD n]",
+        reply: "array [changed, count]"
     },
     crate::borrowed_command! {
         name: "like.rem", handler: like_rem, flags: "write fast",
         arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Takes a user's like of B back (idempotent); returns [changed, count]",
         complexity: "O(1): at most one bounded promotion step (128 Set members or 8 chunks)",
+        syntax: "key user [SPREAD n]",
+        reply: "array [changed, count]"
     },
     crate::command! {
         name: "like.migrate", handler: like_migrate, flags: "write fast",
         arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Moves users who like B from its Set into their range's chunk (how promotion steps replicate); returns the users moved",
         complexity: "O(K) for K users",
+        syntax: "key user [user ...]",
+        reply: "integer"
     },
     crate::command! {
         name: "like.check", handler: like_check, flags: "readonly fast",
         arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "read fast",
         summary: "Returns 1 or 0 for each user: does the user like B",
         complexity: "O(K) for K users",
+        syntax: "key user [user ...] [SPREAD n]",
+        reply: "array of integers"
     },
     crate::command! {
         name: "like.count", handler: like_count, flags: "readonly fast",
         arity: -2, keys: Keys::Range { first: 1, last: 1 }, acl: "read fast",
         summary: "Returns the number of users who like B",
         complexity: "O(1)",
+        syntax: "key [SPREAD n]",
+        reply: "integer"
     },
     crate::command! {
         name: "like.recent", handler: like_recent, flags: "readonly",
         arity: -2, keys: Keys::Range { first: 1, last: 1 }, acl: "read",
         summary: "Returns the latest likers of B with their unix-ms, newest first",
         complexity: "O(log(N) + M) for M likers returned",
+        syntax: "key [count] [SPREAD n]",
+        reply: "array [user, unix-ms, …]"
     },
     crate::command! {
         name: "like.common", handler: like_common, flags: "readonly",
         arity: 3, keys: Keys::Range { first: 1, last: 2 }, acl: "read",
         summary: "Returns the users who like both B1 and B2, ascending",
         complexity: "O(N log N) for the N likers of the post with fewer, at most like-common-max",
+        syntax: "key1 key2",
+        reply: "array of the user ids"
     },
     crate::command! {
         name: "like.info", handler: like_info, flags: "readonly fast",
         arity: -2, keys: Keys::Range { first: 1, last: 1 }, acl: "read fast",
         summary: "Returns encoding, count, modelled bytes, Set members, chunks and promotion state of B",
         complexity: "O(1) (reads at most 512 ids of an intset and the 8 KB chunk index)",
+        syntax: "key [SPREAD n]",
+        reply: "array [encoding, e, count, n, bytes, n, set, n, chunks, n, promotion, p]"
     },
 ];

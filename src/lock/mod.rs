@@ -69,6 +69,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write blocking",
         summary: "Acquires a lock or semaphore slot for an owner and replies its fencing token (nil when busy); reentrant; BLOCK waits in line",
         complexity: "O(1); a semaphore of N holders: O(N) when a lease has ended",
+        syntax: "key owner ttl-ms [LIMIT n] [MAXHOLD ms] [BLOCK timeout-ms] [NOW unix-ms]",
+        reply: "integer"
     },
     crate::borrowed_command! {
         name: "lock.release",
@@ -79,6 +81,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Releases one acquisition by its owner (1), or changes nothing for anyone else (0)",
         complexity: "O(1); a semaphore of N holders: O(N) when a lease has ended",
+        syntax: "key owner [NOW unix-ms]",
+        reply: "integer"
     },
     crate::borrowed_command! {
         name: "lock.renew",
@@ -89,6 +93,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Restarts the owner's lease (never past MAXHOLD) and replies the ms left, or 0 for anyone else",
         complexity: "O(1)",
+        syntax: "key owner ttl-ms [NOW unix-ms]",
+        reply: "integer"
     },
     crate::borrowed_command! {
         name: "lock.info",
@@ -99,6 +105,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "read fast",
         summary: "Replies owner, token, count and ms left of every live holder",
         complexity: "O(1); a semaphore: O(N) for N holders",
+        syntax: "key [NOW unix-ms]",
+        reply: "array [owner, token, count, ttl_ms, …]"
     },
     crate::borrowed_command! {
         name: "lock.check",
@@ -109,5 +117,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "read fast",
         summary: "Replies 1 when a fencing token belongs to a live hold, else 0",
         complexity: "O(1); a semaphore: O(N) for N holders",
+        syntax: "key token [NOW unix-ms]",
+        reply: "integer"
     },
 ];

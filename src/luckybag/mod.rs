@@ -79,71 +79,95 @@ pub const COMMANDS: &[CommandSpec] = &[
         keys: BASE, acl: "write",
         summary: "Creates a lucky bag with its rules: WINNERS, SHARDS, POOLCAP, HIGHSCORE, RESTORE, TTL",
         complexity: "O(S) with S shards (it checks that no key of an earlier bag is left)",
+        syntax: "key WINNERS winners [SHARDS shards] [POOLCAP poolcap] [HIGHSCORE score] [RESTORE YES|NO] [TTL seconds] [SPREAD n]",
+        reply: "OK"
     },
     crate::borrowed_command! {
         name: "luckybag.join", handler: luckybag_join, flags: "write deny-oom fast", arity: -3,
         keys: BASE, acl: "write fast",
         summary: "Counts a participant once and gives it a random score in its shard's candidate pool",
         complexity: "O(log N) with N the participants of the user's shard",
+        syntax: "key user [TASK DONE|PENDING] [SPREAD n]",
+        reply: "array [new, pooled, participants]"
     },
     crate::borrowed_command! {
         name: "luckybag.task", handler: luckybag_task, flags: "write deny-oom fast", arity: -3,
         keys: BASE, acl: "write fast",
         summary: "Gives a user whose task was pending a random score",
         complexity: "O(log N)",
+        syntax: "key user [SPREAD n]",
+        reply: "integer"
     },
     crate::borrowed_command! {
         name: "luckybag.leave", handler: luckybag_leave, flags: "write deny-oom fast", arity: -3,
         keys: BASE, acl: "write fast",
         summary: "Keeps a user's score aside and sets it to -1 while the user is out of the room",
         complexity: "O(log N)",
+        syntax: "key user [SPREAD n]",
+        reply: "integer"
     },
     crate::borrowed_command! {
         name: "luckybag.enter", handler: luckybag_enter, flags: "write deny-oom fast", arity: -3,
         keys: BASE, acl: "write fast",
         summary: "Restores the score kept when the user left the room (RESTORE YES)",
         complexity: "O(log N)",
+        syntax: "key user [SPREAD n]",
+        reply: "integer"
     },
     crate::command! {
         name: "luckybag.draw", handler: luckybag_draw, flags: "write deny-oom", arity: 2,
         keys: BASE, acl: "write",
         summary: "Draws the winners (top WINNERS scores over all shards), closes the bag; idempotent",
         complexity: "O(S*log N + W*(log N + log S)) with S shards, N participants per shard, W winners (at most 1000)",
+        syntax: "key",
+        reply: "array [user, score, …]"
     },
     crate::command! {
         name: "luckybag.drawbegin", handler: luckybag_drawbegin, flags: "write deny-oom fast", arity: -3,
         keys: BASE, acl: "write fast",
         summary: "Spread bag, draw step 1 on shard 0: takes the draw's lease (or answers the committed winners)",
         complexity: "O(1), or O(W) once drawn",
+        syntax: "key draw-token [LEASE ms] [NOW unix-ms] SPREAD n",
+        reply: "array [\"drawing\", winners]"
     },
     crate::command! {
         name: "luckybag.freeze", handler: luckybag_freeze, flags: "write deny-oom", arity: -3,
         keys: BASE, acl: "write",
         summary: "Spread bag, draw step 2 on every shard: closes the shard to writes and returns its best candidates",
         complexity: "O(S*log N + C*(log N + log S)) for C candidates (at most 1000)",
+        syntax: "key count SPREAD n",
+        reply: "array [user, score, …]"
     },
     crate::command! {
         name: "luckybag.commit", handler: luckybag_commit, flags: "write deny-oom", arity: -5,
         keys: BASE, acl: "write",
         summary: "Spread bag, draw step 4 on shard 0: stores the global winners; the draw is final",
         complexity: "O(W*log W) for W winners",
+        syntax: "key draw-token [user score [user score ...]] SPREAD n",
+        reply: "OK"
     },
     crate::command! {
         name: "luckybag.publish", handler: luckybag_publish, flags: "write deny-oom", arity: -4,
         keys: BASE, acl: "write",
         summary: "Spread bag, draw step 5 on every shard: checks that the shard's winners are the true top and stores them for RESULT",
         complexity: "O((S+W)*log N) for S internal pools of up to N candidates and W winners of the shard",
+        syntax: "key [user score [user score ...]] [LAST user score] [VERIFY] SPREAD n",
+        reply: "integer"
     },
     crate::borrowed_command! {
         name: "luckybag.result", handler: luckybag_result, flags: "readonly fast", arity: -3,
         keys: BASE, acl: "read fast",
         summary: "Returns PENDING, WON, LOST or ABSENT for a user",
         complexity: "O(1)",
+        syntax: "key user [SPREAD n]",
+        reply: "simple string"
     },
     crate::command! {
         name: "luckybag.info", handler: luckybag_info, flags: "readonly fast", arity: -2,
         keys: BASE, acl: "read fast",
         summary: "Returns the bag's state, participants, pooled users, winners and shards",
         complexity: "O(1)",
+        syntax: "key [SPREAD n]",
+        reply: "array [state, open|drawn, participants, n, pooled, n, winners, n, shards, n]"
     },
 ];

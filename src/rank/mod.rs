@@ -55,6 +55,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Creates a leaderboard with its tie-break layout",
         complexity: "O(1)",
+        syntax: "key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]",
+        reply: "OK"
     },
     crate::borrowed_command! {
         name: "rank.add", handler: commands::rank_add,
@@ -62,6 +64,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Sets a member's points (GT/LT: only a better value); same points keep their time",
         complexity: "O(log(N))",
+        syntax: "key member points [GT|LT] [NOW unix-ms] [SPREAD n]",
+        reply: "integer"
     },
     crate::borrowed_command! {
         name: "rank.incr", handler: commands::rank_incr,
@@ -69,6 +73,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Adds to a member's points; the achievement time becomes now",
         complexity: "O(log(N))",
+        syntax: "key member delta [NOW unix-ms] [SPREAD n]",
+        reply: "integer"
     },
     crate::command! {
         name: "rank.get", handler: commands::rank_get,
@@ -76,6 +82,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "read fast",
         summary: "Returns a member's points, rank and achievement time",
         complexity: "O(log(N))",
+        syntax: "key member [SPREAD n]",
+        reply: "array [points, rank, achieved_ms]"
     },
     crate::command! {
         name: "rank.top", handler: commands::rank_top,
@@ -83,6 +91,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "read",
         summary: "Returns the best members with their points, best first",
         complexity: "O(log(N)+M) with M the count, at most rank-range-max",
+        syntax: "key [count] [OFFSET offset]",
+        reply: "array [member, points, …]"
     },
     crate::command! {
         name: "rank.around", handler: commands::rank_around,
@@ -90,6 +100,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "read",
         summary: "Returns the places around a member with ranks and points",
         complexity: "O(log(N)+n), n at most rank-range-max",
+        syntax: "key member n",
+        reply: "array [rank, member, points, …]"
     },
     crate::command! {
         name: "rank.rem", handler: commands::rank_rem,
@@ -97,6 +109,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Removes members from a leaderboard",
         complexity: "O(M*log(N)) with M the members removed",
+        syntax: "key member [member ...] [SPREAD n]",
+        reply: "integer"
     },
     crate::command! {
         name: "rank.count", handler: commands::rank_count,
@@ -104,6 +118,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "read fast",
         summary: "Returns the number of members on a leaderboard",
         complexity: "O(1)",
+        syntax: "key [SPREAD n]",
+        reply: "integer"
     },
     crate::command! {
         name: "rank.position", handler: commands::rank_position,
@@ -111,6 +127,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "read",
         summary: "Returns how many members rank above a position, and the places just above and below it (the per-shard read of a spread board)",
         complexity: "O(log(N)+M) with M the count, at most rank-range-max; O(log(N)*log(T)) more for T members tied at an AT score",
+        syntax: "key count [MEMBER member | AT score member] [SPREAD n]",
+        reply: "array [above, at, above-list, below-list]"
     },
     crate::command! {
         name: "rank.merge", handler: commands::rank_merge,
@@ -118,6 +136,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write",
         summary: "Merges leaderboards into a destination (SUM or MAX)",
         complexity: "O(N*log(N)) with N the members of all sources, in slices of about 1 ms; the client is answered at the end",
+        syntax: "destination numkeys key [key ...] [AGGREGATE SUM|MAX] [TTL seconds] [NOW unix-ms]",
+        reply: "integer"
     },
     crate::command! {
         name: "rank.import", handler: commands::rank_import,
@@ -125,5 +145,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write",
         summary: "Packs a board of plain ZADD scores in place, COUNT members per call",
         complexity: "O(COUNT*log(N)) per call",
+        syntax: "key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [COUNT count] [NOW unix-ms]",
+        reply: "integer"
     },
 ];

@@ -72,6 +72,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write",
         summary: "Splits an amount once into count shares (double-mean or equal) and opens the packet",
         complexity: "O(N) where N is the count (at most redpacket-max-count)",
+        syntax: "key total-cents count [MODE RANDOM|EQUAL] [TTL seconds] [NOW unix-ms]",
+        reply: "integer"
     },
     crate::borrowed_command! {
         name: "redpacket.grab",
@@ -82,6 +84,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Grabs one share for a user, at most one per user: OK, ALREADY, EMPTY, CLOSED or NOSUCH",
         complexity: "O(1)",
+        syntax: "key user [NOW unix-ms]",
+        reply: "array [status, cents]"
     },
     crate::command! {
         name: "redpacket.info",
@@ -92,6 +96,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "read fast",
         summary: "Returns total, count, left_cents, left_count, state and expires of a packet",
         complexity: "O(1)",
+        syntax: "key [NOW unix-ms]",
+        reply: "array [total, n, count, n, left_cents, n, left_count, n, state, open|closed, expires, unix-ms]"
     },
     crate::command! {
         name: "redpacket.grabbed",
@@ -102,6 +108,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "read",
         summary: "Returns every user who grabbed a share, with the cents won",
         complexity: "O(N) where N is the number of users who grabbed",
+        syntax: "key",
+        reply: "array [user, cents, …]"
     },
     crate::command! {
         name: "redpacket.refund",
@@ -112,5 +120,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Returns the cents left to the sender and closes the packet",
         complexity: "O(1): the pool is unlinked (a large one freed in the background)",
+        syntax: "key",
+        reply: "integer"
     },
 ];

@@ -1,4 +1,4 @@
--- DELAYQ.REDRIVE B [COUNT n | ID id] [NOW unix-ms]
+-- DELAYQ.REDRIVE key [COUNT n | ID id] [NOW unix-ms]
 -- KEYS[1] = B; ARGV = [options...].
 -- Reply: how many dead letters were put back in line.
 -- Same replies, errors and stored data as the module (lua-compat/delayq/README.md).

@@ -1,4 +1,4 @@
--- LOCK.ACQUIRE B owner ttl-ms [LIMIT n] [MAXHOLD ms] [BLOCK timeout-ms] [NOW unix-ms]
+-- LOCK.ACQUIRE key owner ttl-ms [LIMIT n] [MAXHOLD ms] [BLOCK timeout-ms] [NOW unix-ms]
 -- KEYS[1] = B; ARGV = owner ttl-ms [options...], exactly as the command.
 -- Reply: the fencing token, or nil when the lock is held by others (or the
 -- semaphore is full). BLOCK is accepted but cannot wait in a script: the

@@ -1,4 +1,4 @@
--- LOCK.INFO B [NOW unix-ms]
+-- LOCK.INFO key [NOW unix-ms]
 -- KEYS[1] = B; ARGV = [NOW unix-ms].
 -- Reply: {owner, token, count, ttl-ms, ...} for every live holder, by token.
 -- Same replies, errors and stored data as the module (lua-compat/lock/README.md).

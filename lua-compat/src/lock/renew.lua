@@ -1,4 +1,4 @@
--- LOCK.RENEW B owner ttl-ms [NOW unix-ms]
+-- LOCK.RENEW key owner ttl-ms [NOW unix-ms]
 -- KEYS[1] = B; ARGV = owner ttl-ms [NOW unix-ms].
 -- Reply: the ms left after restarting owner's lease (never past MAXHOLD's
 -- end), or 0 when owner holds nothing.

@@ -1,5 +1,4 @@
--- RATE.CHECK B limit period-ms [ALGO GCRA|FIXED|SLIDING|LOG|BUCKET]
---            [BURST n] [COST n] [PEEK] [NOW unix-ms | NOWUS unix-us]
+-- RATE.CHECK key limit period-ms [ALGO GCRA|FIXED|SLIDING|LOG|BUCKET] [BURST burst] [COST cost] [PEEK] [NOW unix-ms | NOWUS unix-us]
 -- KEYS[1] = B; ARGV = limit period-ms [options...], exactly as the command.
 -- Same replies, errors and stored data as the module (see README.md).
 -- Time is in microseconds; every value stays below 2^53, and products

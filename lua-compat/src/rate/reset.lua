@@ -1,4 +1,4 @@
--- RATE.RESET B
+-- RATE.RESET key
 -- KEYS[1] = B; no ARGV. 1 if there was limiter state to drop, else 0. A
 -- damaged limiter (a value that starts like one) is dropped too.
 --@ keys 1

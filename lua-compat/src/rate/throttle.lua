@@ -1,4 +1,4 @@
--- RATE.THROTTLE B max-burst count period-s [quantity] [NOW unix-ms | NOWUS unix-us]
+-- RATE.THROTTLE key max-burst count period-s [quantity] [NOW unix-ms | NOWUS unix-us]
 -- KEYS[1] = B; ARGV = max-burst count period-s [quantity] [time option].
 -- redis-cell's CL.THROTTLE reply: [limited, limit, remaining,
 -- retry-after-s, reset-after-s]; state shared with RATE.CHECK's GCRA.

@@ -1,9 +1,11 @@
-//! The syntax of every command, as the command reference (docs/reference/)
-//! prints it, and its conversion into the argument specs of
-//! `RedisModule_SetCommandInfo`, which `COMMAND DOCS` and redis-cli's
+//! The notation of a command's syntax line, as the command reference
+//! (docs/reference/) prints it, and its conversion into the argument specs
+//! of `RedisModule_SetCommandInfo`, which `COMMAND DOCS` and redis-cli's
 //! `help` show.
 //!
-//! Each command has one syntax line in Redis's own notation:
+//! Each command declares its line once, in the `syntax:` field of its
+//! [`command!`](crate::command) entry in its family's `mod.rs`, in Redis's
+//! own notation:
 //!
 //! - a lower-case word is an argument (`user`, `unix-ms`); its type comes
 //!   from [`leaf_kind`], so a new argument name must be classified there;
@@ -18,9 +20,6 @@
 //! line is canonical: tests/reference.rs checks that each entry of the
 //! reference shows exactly this line and that `COMMAND DOCS` answers this
 //! tree on every supported server.
-//!
-//! This file keeps family files untouched: a family adds its commands'
-//! lines to [`SYNTAX`], and `registry::register` looks them up by name.
 
 use std::ffi::CString;
 use std::os::raw::c_int;
@@ -28,157 +27,19 @@ use std::ptr;
 
 use redis_module::raw;
 
+use crate::registry::CommandSpec;
+
 /// The version in which the commands of the first release appeared.
 pub const FIRST_RELEASE: &str = "1.0.0";
 
-/// One command's line of the reference.
-pub struct Syntax {
-    /// The command name, lower case (as registered).
-    pub name: &'static str,
-    /// The module version that introduced the command.
-    pub since: &'static str,
-    /// The arguments after the command name.
-    pub args: &'static str,
+/// Every declared command, family by family, in declaration order.
+pub fn commands() -> impl Iterator<Item = &'static CommandSpec> {
+    crate::FAMILIES.iter().flat_map(|f| f.commands.iter())
 }
 
-const fn line(name: &'static str, args: &'static str) -> Syntax {
-    Syntax {
-        name,
-        since: FIRST_RELEASE,
-        args,
-    }
-}
-
-/// Every command's syntax, by family, in the reference's order.
-pub const SYNTAX: &[Syntax] = &[
-    // POLL
-    line(
-        "poll.create",
-        "key [MODE ONCE|DAILY|MULTI] [MAXVOTES maxvotes] [CANDIDATES count candidate [candidate ...]] [START unix-ms] [END unix-ms] [TZ minutes] [TTL seconds] [NOW unix-ms] [SPREAD n]",
-    ),
-    line("poll.vote", "key user candidate [NOW unix-ms] [SPREAD n]"),
-    line("poll.revoke", "key user [candidate] [NOW unix-ms] [SPREAD n]"),
-    line("poll.top", "key [count] [OFFSET offset] [SPREAD n]"),
-    line("poll.rank", "key candidate [SPREAD n]"),
-    line("poll.status", "key user [NOW unix-ms] [SPREAD n]"),
-    line("poll.info", "key [SPREAD n]"),
-    line("poll.sync", "key [SPREAD n]"),
-    line("poll.syncack", "key epoch [SPREAD n]"),
-    // RANK
-    line(
-        "rank.create",
-        "key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]",
-    ),
-    line("rank.add", "key member points [GT|LT] [NOW unix-ms] [SPREAD n]"),
-    line("rank.incr", "key member delta [NOW unix-ms] [SPREAD n]"),
-    line("rank.get", "key member [SPREAD n]"),
-    line("rank.top", "key [count] [OFFSET offset]"),
-    line("rank.around", "key member n"),
-    line("rank.rem", "key member [member ...] [SPREAD n]"),
-    line("rank.count", "key [SPREAD n]"),
-    line(
-        "rank.merge",
-        "destination numkeys key [key ...] [AGGREGATE SUM|MAX] [TTL seconds] [NOW unix-ms]",
-    ),
-    line(
-        "rank.import",
-        "key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [COUNT count] [NOW unix-ms]",
-    ),
-    // RANK, the per-shard read of a spread board (docs/reference/spread.md)
-    line(
-        "rank.position",
-        "key count [MEMBER member | AT score member] [SPREAD n]",
-    ),
-    // LIKE
-    line("like.toggle", "key user [NOW unix-ms] [SPREAD n]"),
-    line("like.add", "key user [NOW unix-ms] [SPREAD n]"),
-    line("like.rem", "key user [SPREAD n]"),
-    line("like.migrate", "key user [user ...]"),
-    line("like.check", "key user [user ...] [SPREAD n]"),
-    line("like.count", "key [SPREAD n]"),
-    line("like.recent", "key [count] [SPREAD n]"),
-    line("like.common", "key1 key2"),
-    line("like.info", "key [SPREAD n]"),
-    // LIKE, spread form (docs/reference/spread.md)
-    line("like.create", "key SPREAD n"),
-    // REDPACKET
-    line(
-        "redpacket.split",
-        "key total-cents count [MODE RANDOM|EQUAL] [TTL seconds] [NOW unix-ms]",
-    ),
-    line("redpacket.grab", "key user [NOW unix-ms]"),
-    line("redpacket.info", "key [NOW unix-ms]"),
-    line("redpacket.grabbed", "key"),
-    line("redpacket.refund", "key"),
-    // LUCKYBAG
-    line(
-        "luckybag.create",
-        "key WINNERS winners [SHARDS shards] [POOLCAP poolcap] [HIGHSCORE score] [RESTORE YES|NO] [TTL seconds] [SPREAD n]",
-    ),
-    line("luckybag.join", "key user [TASK DONE|PENDING] [SPREAD n]"),
-    line("luckybag.task", "key user [SPREAD n]"),
-    line("luckybag.leave", "key user [SPREAD n]"),
-    line("luckybag.enter", "key user [SPREAD n]"),
-    line("luckybag.draw", "key"),
-    line("luckybag.result", "key user [SPREAD n]"),
-    line("luckybag.info", "key [SPREAD n]"),
-    // LUCKYBAG, the draw of a spread bag (docs/reference/spread.md)
-    line(
-        "luckybag.drawbegin",
-        "key draw-token [LEASE ms] [NOW unix-ms] SPREAD n",
-    ),
-    line("luckybag.freeze", "key count SPREAD n"),
-    line(
-        "luckybag.commit",
-        "key draw-token [user score [user score ...]] SPREAD n",
-    ),
-    line("luckybag.publish", "key [user score [user score ...]] [LAST user score] [VERIFY] SPREAD n"),
-    // RATE
-    line(
-        "rate.check",
-        "key limit period-ms [ALGO GCRA|FIXED|SLIDING|LOG|BUCKET] [BURST burst] [COST cost] [PEEK] [NOW unix-ms | NOWUS unix-us]",
-    ),
-    line(
-        "rate.multi",
-        "numkeys key [key ...] LIMITS limit period-ms [limit period-ms ...] [COST cost] [PEEK] [NOW unix-ms | NOWUS unix-us]",
-    ),
-    line(
-        "rate.throttle",
-        "key max-burst count period-s [quantity] [NOW unix-ms | NOWUS unix-us]",
-    ),
-    line("rate.reset", "key"),
-    // LOCK
-    line(
-        "lock.acquire",
-        "key owner ttl-ms [LIMIT n] [MAXHOLD ms] [BLOCK timeout-ms] [NOW unix-ms]",
-    ),
-    line("lock.release", "key owner [NOW unix-ms]"),
-    line("lock.renew", "key owner ttl-ms [NOW unix-ms]"),
-    line("lock.info", "key [NOW unix-ms]"),
-    line("lock.check", "key token [NOW unix-ms]"),
-    // DELAYQ
-    line(
-        "delayq.add",
-        "key id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [REPLACE] [NOW unix-ms]",
-    ),
-    line(
-        "delayq.poll",
-        "key lease-ms [COUNT n] [BLOCK timeout-ms] [NOW unix-ms]",
-    ),
-    line("delayq.ack", "key id receipt"),
-    line(
-        "delayq.nack",
-        "key id receipt [DELAY ms | BACKOFF base-ms max-ms] [NOW unix-ms]",
-    ),
-    line("delayq.extend", "key id receipt lease-ms [NOW unix-ms]"),
-    line("delayq.dead", "key [COUNT n]"),
-    line("delayq.redrive", "key [COUNT n | ID id] [NOW unix-ms]"),
-    line("delayq.info", "key [NOW unix-ms]"),
-];
-
-/// Returns the reference line of a command (`name` in any case).
-pub fn lookup(name: &str) -> Option<&'static Syntax> {
-    SYNTAX.iter().find(|s| s.name.eq_ignore_ascii_case(name))
+/// Returns the declaration of a command (`name` in any case).
+pub fn lookup(name: &str) -> Option<&'static CommandSpec> {
+    commands().find(|c| c.name.eq_ignore_ascii_case(name))
 }
 
 /// What an argument is, as `COMMAND DOCS` reports it.
@@ -630,41 +491,64 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_line_parses_and_renders_back_unchanged() {
-        for s in SYNTAX {
-            let args = parse(s.args).unwrap_or_else(|e| panic!("{}: {e}", s.name));
-            assert_eq!(render(&args), s.args, "{}", s.name);
+    fn every_declared_line_parses_and_renders_back_unchanged() {
+        // `registry::register` registers no arguments for a line that does
+        // not parse, so `COMMAND DOCS` and redis-cli's help would show no
+        // syntax for it.
+        for c in commands() {
+            let args = parse(c.syntax).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+            assert_eq!(render(&args), c.syntax, "{}", c.name);
         }
     }
 
     #[test]
-    fn every_registered_command_has_a_line_and_every_line_a_command() {
-        // `registry::register` looks the line up by name and registers no
-        // arguments and no `since` when it finds none, so a command left
-        // out here (e.g. one added through `borrowed_command!`) would show
-        // no syntax in `COMMAND DOCS` and redis-cli's help.
-        let registered: Vec<&str> = crate::FAMILIES
-            .iter()
-            .flat_map(|(table, _)| table.iter().map(|c| c.name))
-            .collect();
-        for name in &registered {
-            assert!(lookup(name).is_some(), "{name} has no syntax line");
-        }
-        for s in SYNTAX {
-            assert!(registered.contains(&s.name), "{} is not registered", s.name);
-        }
-    }
-
-    #[test]
-    fn names_are_unique_and_lower_case() {
-        for (i, s) in SYNTAX.iter().enumerate() {
-            assert_eq!(s.name, s.name.to_ascii_lowercase());
+    fn names_are_unique_lower_case_and_prefixed_by_their_family() {
+        let all: Vec<&CommandSpec> = commands().collect();
+        assert!(all.len() >= 40, "{}", all.len());
+        for (i, c) in all.iter().enumerate() {
+            assert_eq!(c.name, c.name.to_ascii_lowercase());
             assert!(
-                SYNTAX[i + 1..].iter().all(|o| o.name != s.name),
+                all[i + 1..].iter().all(|o| o.name != c.name),
                 "{} twice",
-                s.name
+                c.name
             );
+            assert_eq!(lookup(&c.name.to_ascii_uppercase()).unwrap().name, c.name);
         }
+        for f in crate::FAMILIES {
+            assert_eq!(f.name, f.name.to_ascii_lowercase());
+            for c in f.commands {
+                let prefix = format!("{}.", f.name);
+                assert!(c.name.starts_with(&prefix), "{} in {}", c.name, f.name);
+            }
+            for c in f.counters {
+                let prefix = format!("{}_", f.name);
+                assert!(c.name.starts_with(&prefix), "{} in {}", c.name, f.name);
+            }
+        }
+    }
+
+    fn noop(
+        _: &redis_module::Context,
+        _: Vec<redis_module::RedisString>,
+    ) -> redis_module::RedisResult {
+        Ok(redis_module::RedisValue::Null)
+    }
+
+    #[test]
+    fn since_defaults_to_the_first_release_and_reply_is_declared() {
+        for c in commands() {
+            assert_eq!(c.since, FIRST_RELEASE, "{}", c.name);
+            assert!(!c.reply.is_empty(), "{}", c.name);
+        }
+        // A command added later declares the version that introduced it.
+        const LATER: CommandSpec = crate::command! {
+            name: "x.later", handler: noop, flags: "readonly", arity: 2,
+            keys: crate::registry::Keys::Range { first: 1, last: 1 }, acl: "read",
+            summary: "s", complexity: "O(1)", syntax: "key", reply: "integer",
+            since: "1.1.0",
+        };
+        assert_eq!(LATER.since, "1.1.0");
+        assert_eq!(LATER.syntax, "key");
     }
 
     #[test]
