@@ -11,7 +11,7 @@
 # afterwards, so that no other test's load preempts the server they measure.
 #
 # `make check` is the quick tier: scripts/test.sh check runs the unit tests
-# and one smoke test per reference page, on redis-server only.
+# and the examples of every reference page, on redis-server only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tier=${1:-full}
@@ -42,7 +42,7 @@ fi
 
 if [ "$tier" = check ]; then
   step "unit and model tests" cargo test --release --no-fail-fast --lib
-  step "smoke: one test per reference page ($(redis-server --version | head -c 40))" \
+  step "smoke: every reference page's examples ($(redis-server --version | head -c 40))" \
     cargo test --release --no-fail-fast --test integration smoke:: -- --test-threads="$threads"
 else
   step "unit, model and doc tests, integration tests on $(redis-server --version | head -c 40)" \
