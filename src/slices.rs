@@ -127,8 +127,12 @@ impl Started {
 /// Reports a slice to the latency monitor: its wall time as `event` (what
 /// other clients waited, preemption by other processes included) and its
 /// CPU time as `event-cpu` (the work the slice did, which [`SLICE`]
-/// bounds).
+/// bounds). Nothing while the latency monitor is off: the server's own
+/// check (`latency >= threshold`) lets every sample through at threshold 0.
 fn report(event: &CStr, start: Started) {
+    if !crate::latency::on() {
+        return;
+    }
     if let Some(add) = unsafe { raw::RedisModule_LatencyAddSample } {
         let wall = start.wall.elapsed().as_millis() as raw::mstime_t;
         let cpu = thread_cpu().saturating_sub(start.cpu).as_millis() as raw::mstime_t;

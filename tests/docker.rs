@@ -212,3 +212,122 @@ fn the_dockerfile_pins_the_images_the_tests_run_on_and_builds_locked() {
     assert!(df.contains("CMD [\"hotpath-healthcheck.sh\"]"));
     assert!(df.contains("HEALTHCHECK "));
 }
+
+// ------------------------------------------------ the build stage, built ---
+
+/// The Dockerfile's lines, continuations joined.
+fn dockerfile_lines() -> Vec<String> {
+    let df = std::fs::read_to_string(repo("docker/Dockerfile")).unwrap();
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for line in df.lines() {
+        let t = line.trim();
+        if cur.is_empty() && (t.is_empty() || t.starts_with('#')) {
+            continue;
+        }
+        if let Some(head) = t.strip_suffix('\\') {
+            cur.push_str(head);
+            cur.push(' ');
+        } else {
+            cur.push_str(t);
+            out.push(std::mem::take(&mut cur));
+        }
+    }
+    out
+}
+
+/// Copies `from` (a file, or a folder's contents) to `to`.
+fn copy_into(from: &Path, to: &Path) {
+    if from.is_dir() {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            copy_into(&e.path(), &to.join(e.file_name()));
+        }
+    } else {
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from, to).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
+    }
+}
+
+/// Builds the image's build stage the way `docker build` would, without a
+/// Docker engine: in an empty folder that holds exactly what the stage's
+/// `COPY` lines copy, running its `RUN` lines (all but the package
+/// install, which this machine has done) in its `WORKDIR`; then loads the
+/// file that the runtime stage copies out of it into a real server. The
+/// build's output folder is kept under target/ between runs, so only the
+/// first run builds the dependencies.
+#[test]
+fn the_build_stage_builds_from_what_the_dockerfile_copies() {
+    let lines = dockerfile_lines();
+    let froms: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("FROM "))
+        .collect();
+    assert!(froms.len() >= 2, "a build stage and a runtime stage");
+    let root = Server::new_dir().join("context");
+    let mut cwd = root.clone();
+    std::fs::create_dir_all(&cwd).unwrap();
+    let target = repo("target/docker-build-stage");
+    std::fs::create_dir_all(&target).unwrap();
+    let mut linked = false;
+    for line in &lines[froms[0] + 1..froms[1]] {
+        let (op, rest) = line.split_once(' ').unwrap_or((line, ""));
+        match op {
+            "WORKDIR" => {
+                cwd = root.join(rest.trim().trim_start_matches('/'));
+                std::fs::create_dir_all(&cwd).unwrap();
+                if !linked {
+                    std::os::unix::fs::symlink(&target, cwd.join("target")).unwrap();
+                    linked = true;
+                }
+            }
+            "COPY" => {
+                let words: Vec<&str> = rest.split_whitespace().collect();
+                assert!(!words[0].starts_with("--"), "{line}");
+                let (dest, srcs) = words.split_last().unwrap();
+                let dest_dir = dest.ends_with('/') || srcs.len() > 1;
+                for src in srcs {
+                    let from = repo(src);
+                    let to = if dest_dir {
+                        cwd.join(dest).join(Path::new(src).file_name().unwrap())
+                    } else {
+                        cwd.join(dest)
+                    };
+                    copy_into(&from, &to);
+                }
+            }
+            "RUN" if rest.contains("apt-get") => {}
+            "RUN" => {
+                let out = Command::new("bash")
+                    .args(["-ec", rest])
+                    .current_dir(&cwd)
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "`RUN {rest}` failed:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            "ENV" | "ARG" | "LABEL" => {}
+            other => panic!("the build stage has a `{other}` line this test does not run"),
+        }
+    }
+    // The runtime stage copies the module out of the build stage.
+    let copy = lines[froms[1]..]
+        .iter()
+        .find(|l| l.starts_with("COPY --from=build "))
+        .expect("the runtime stage copies the module from the build stage");
+    let built = copy.split_whitespace().nth(2).unwrap();
+    let so = root.join(built.trim_start_matches('/'));
+    assert!(so.exists(), "the build stage left no {built}");
+    let srv = Server::start_bare(&["--loadmodule", so.to_str().unwrap()]);
+    let mut c = srv.conn();
+    let reply: Value = redis::cmd("LIKE.TOGGLE")
+        .arg("post:{1}")
+        .arg(7)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(reply, Value::Array(vec![Value::Int(1), Value::Int(1)]));
+    let _ = std::fs::remove_dir_all(root.parent().unwrap());
+}
