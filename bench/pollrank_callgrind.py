@@ -169,6 +169,14 @@ def main():
     row("RANK.ADD new member (100k board)",
         lambda i: ("RANK.ADD", "rb", f"n{i}", 10), lambda i: ("EVALSHA", rank_seed, 1, "rs", f"n{i}", 10, T0 // 1000),
         [lambda i: ("ZSCORE", "rn", f"n{i}"), lambda i: ("ZADD", "rn", 10 * 10 ** 10 + 7, f"n{i}")])
+    # With NOW given, RANK.ADD and RANK.INCR replicate verbatim (issue 27).
+    row("RANK.INCR (100k board), NOW given",
+        lambda i: ("RANK.INCR", "rb", member(i), 3, "NOW", T0 + i), rseed(3),
+        [zscore, lambda i: ("ZADD", "rn", (32345 + i) * 10 ** 10 + 7, member(i))])
+    row("RANK.ADD new member (100k board), NOW given",
+        lambda i: ("RANK.ADD", "rb", f"w{i}", 10, "NOW", T0 + i),
+        lambda i: ("EVALSHA", rank_seed, 1, "rs", f"w{i}", 10, T0 // 1000),
+        [lambda i: ("ZSCORE", "rn", f"w{i}"), lambda i: ("ZADD", "rn", 10 * 10 ** 10 + 7, f"w{i}")])
     try:
         r.execute_command("SHUTDOWN", "NOSAVE")
     except redis.ConnectionError:

@@ -263,19 +263,3 @@ pub fn replicate_args_now(ctx: &Context, args: &[RedisString], now: i64) {
         }
     });
 }
-
-/// Replicates `ZADD <key> <score> <member>` with the key and the member
-/// given as Redis strings and the score as an integer (format `sls`): the
-/// effect of a RANK write, with no string created here.
-pub fn replicate_zadd(ctx: &Context, key: &RedisString, score: i64, member: &RedisString) {
-    unsafe {
-        redis_module::raw::RedisModule_Replicate.unwrap()(
-            ctx.ctx,
-            c"ZADD".as_ptr(),
-            c"sls".as_ptr(),
-            key.inner,
-            score as std::os::raw::c_longlong,
-            member.inner,
-        );
-    }
-}

@@ -1315,3 +1315,70 @@ fn writes_raise_keyspace_events() {
         ]
     );
 }
+
+/// The commands an AOF holds, in order (every `appendonlydir/*.incr.aof`).
+fn aof_commands(s: &Server) -> Vec<Vec<String>> {
+    let dir = s.dir.join("appendonlydir");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".incr.aof"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        let mut i = 0;
+        let line = |i: &mut usize| -> String {
+            let end = bytes[*i..].windows(2).position(|w| w == b"\r\n").unwrap() + *i;
+            let l = String::from_utf8_lossy(&bytes[*i..end]).into_owned();
+            *i = end + 2;
+            l
+        };
+        while i < bytes.len() {
+            let head = line(&mut i);
+            let n: usize = head.strip_prefix('*').expect("an array").parse().unwrap();
+            let mut cmd = Vec::new();
+            for _ in 0..n {
+                let len: usize = line(&mut i).strip_prefix('$').unwrap().parse().unwrap();
+                cmd.push(String::from_utf8_lossy(&bytes[i..i + len]).into_owned());
+                i += len + 2;
+            }
+            out.push(cmd);
+        }
+    }
+    out
+}
+
+/// RANK.ADD and RANK.INCR replicate themselves (issue 27, decision 1):
+/// verbatim when the client gave NOW or the board keeps no time, with the
+/// master's NOW appended otherwise; the effect (a ZADD) is no longer in
+/// the stream. The AOF replays to the same data.
+#[test]
+fn rank_writes_replicate_the_command_itself() {
+    let mut s = start_aof();
+    let mut c = s.conn();
+    let strs = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    run(&mut c, &["RANK.ADD", "b{1}", "alice", "10", "NOW", "1767225600000"]);
+    run(&mut c, &["RANK.INCR", "b{1}", "alice", "5"]);
+    run(&mut c, &["RANK.ADD", "b{1}", "bob", "7", "GT"]);
+    // A kept value writes nothing and replicates nothing.
+    run(&mut c, &["RANK.ADD", "b{1}", "bob", "6", "GT", "NOW", "1767225600000"]);
+    run(&mut c, &["RANK.CREATE", "n{1}", "TIEBREAK", "NONE"]);
+    run(&mut c, &["RANK.ADD", "n{1}", "carol", "3"]);
+    let cmds = aof_commands(&s);
+    let rank: Vec<&Vec<String>> = cmds
+        .iter()
+        .filter(|c| c[0].to_ascii_uppercase().starts_with("RANK.") || c[0].eq_ignore_ascii_case("ZADD"))
+        .filter(|c| !c[0].eq_ignore_ascii_case("RANK.CREATE"))
+        .collect();
+    assert_eq!(rank.len(), 4, "{rank:?}");
+    assert_eq!(*rank[0], strs(&["RANK.ADD", "b{1}", "alice", "10", "NOW", "1767225600000"]));
+    assert_eq!(rank[1][..4], strs(&["RANK.INCR", "b{1}", "alice", "5"])[..]);
+    assert_eq!(rank[1][4], "NOW");
+    assert!(rank[1][5].parse::<i64>().unwrap() > 1767225600000, "{:?}", rank[1]);
+    assert_eq!(rank[2][..5], strs(&["RANK.ADD", "b{1}", "bob", "7", "GT"])[..]);
+    assert_eq!(rank[2][5], "NOW");
+    assert_eq!(*rank[3], strs(&["RANK.ADD", "n{1}", "carol", "3"]));
+    assert_aof_restart_equal(&mut s);
+}

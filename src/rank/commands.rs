@@ -272,11 +272,12 @@ fn open_shard(
 }
 
 /// Gives a board that was just created the expiry of its `B:meta`, so that
-/// every key of the board goes at the same instant, and replicates it.
-fn inherit_expiry(ctx: &Context, b: &Board) {
+/// every key of the board goes at the same instant. Not replicated: the
+/// write that created the board replicates itself, and a replica or an
+/// AOF replay gives the board the same absolute expiry from the same meta.
+fn inherit_expiry(b: &Board) {
     if let Some(at) = b.meta.abs_expire_ms() {
         b.board.set_abs_expire_ms(at);
-        replicate_pexpireat(ctx, b.board.name().as_slice(), at);
     }
 }
 
@@ -444,15 +445,29 @@ fn layout_options(c: &mut Cursor, create: bool) -> Result<LayoutOptions, RedisEr
 }
 
 /// Writes `member` (the client's string) with `packed` on an open board,
-/// gives a new board its meta's expiry, and replicates both effects.
-fn write_score(ctx: &Context, b: &Board, member: &RedisString, packed: i64) {
+/// and gives a new board its meta's expiry. The caller replicates the
+/// command ([`replicate_write`]).
+fn write_score(b: &Board, member: &RedisString, packed: i64) {
     let created = !b.board.exists();
     b.board.zadd_arg(member, packed as f64);
-    util::replicate_zadd(ctx, b.board.name(), packed, member);
     if created {
-        inherit_expiry(ctx, b);
+        inherit_expiry(b);
     }
     UPDATES.incr();
+}
+
+/// Replicates a RANK.ADD or RANK.INCR that wrote (issue 27, decision 1):
+/// the command itself, whose effect its arguments, the board and the
+/// clock determine. Verbatim when the client gave `NOW` or the layout
+/// keeps no time (`TIEBREAK NONE`); otherwise with the master's `NOW`
+/// appended, so that a replica and an AOF replay pack the same tick.
+/// Replicas and AOF replay need the module (docs/rank.md).
+fn replicate_write(ctx: &Context, all: &[RedisString], layout: &Layout, now: Option<i64>, used: i64) {
+    if now.is_some() || !layout.uses_time() {
+        ctx.replicate_verbatim();
+    } else {
+        util::replicate_args_now(ctx, all, used);
+    }
 }
 
 /// RANK.ADD B member points [GT|LT] [NOW unix-ms]
@@ -485,10 +500,8 @@ pub fn rank_add(ctx: &Context, c: &mut Args) -> RedisResult {
     // ZADD that changes nothing.
     let b = open_shard(ctx, base, true, false, declared)?;
     b.check_owner(member.as_slice())?;
-    let t = b
-        .layout
-        .tick(now.unwrap_or_else(util::now_ms))
-        .map_err(rank_error)?;
+    let used = now.unwrap_or_else(util::now_ms);
+    let t = b.layout.tick(used).map_err(rank_error)?;
     b.layout.check_points(points).map_err(rank_error)?;
 
     let current = match b.board.zscore_arg(member) {
@@ -499,7 +512,8 @@ pub fn rank_add(ctx: &Context, c: &mut Args) -> RedisResult {
         KEPT.incr();
         return Ok(RedisValue::Integer(current.unwrap_or(points)));
     }
-    write_score(ctx, &b, member, b.layout.pack_tick(points, t));
+    write_score(&b, member, b.layout.pack_tick(points, t));
+    replicate_write(ctx, c.all(), &b.layout, now, used);
     util::notify_static(ctx, c"hotpath.rank.add", base);
     Ok(RedisValue::Integer(points))
 }
@@ -526,16 +540,15 @@ pub fn rank_incr(ctx: &Context, c: &mut Args) -> RedisResult {
     util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
     let b = open_shard(ctx, base, true, false, declared)?;
     b.check_owner(member.as_slice())?;
-    let t = b
-        .layout
-        .tick(now.unwrap_or_else(util::now_ms))
-        .map_err(rank_error)?;
+    let used = now.unwrap_or_else(util::now_ms);
+    let t = b.layout.tick(used).map_err(rank_error)?;
     let current = match b.board.zscore_arg(member) {
         Some(s) => b.decode(s, member.as_slice())?.points,
         None => 0,
     };
     let points = model::incr_points(&b.layout, current, delta).map_err(rank_error)?;
-    write_score(ctx, &b, member, b.layout.pack_tick(points, t));
+    write_score(&b, member, b.layout.pack_tick(points, t));
+    replicate_write(ctx, c.all(), &b.layout, now, used);
     util::notify_static(ctx, c"hotpath.rank.incr", base);
     Ok(RedisValue::Integer(points))
 }

@@ -271,6 +271,12 @@ impl Layout {
         (EXACT_MAX - self.max_tiebreak()) / self.scale()
     }
 
+    /// Returns true when a write's packed score depends on the time of the
+    /// write (EARLIER, LATER); false for NONE, which keeps no time.
+    pub fn uses_time(&self) -> bool {
+        self.tiebreak != Tiebreak::None
+    }
+
     /// Returns `t`, the time `now_ms` counted in UNIT from EPOCH (0 for
     /// NONE, which keeps no time).
     ///
