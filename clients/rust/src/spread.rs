@@ -171,7 +171,12 @@ impl Shards {
     /// The same command on every shard, as fan-out calls.
     pub(crate) fn all(&self, backend: Backend, name: &str, args: &[Vec<u8>]) -> Vec<(String, Cmd)> {
         (0..self.n())
-            .map(|i| (self.keys[i as usize].clone(), self.cmd(backend, name, i, args)))
+            .map(|i| {
+                (
+                    self.keys[i as usize].clone(),
+                    self.cmd(backend, name, i, args),
+                )
+            })
             .collect()
     }
 
@@ -337,7 +342,11 @@ impl SpreadLike {
 
     /// `LIKE.TOGGLE` on the user's shard: `changed` is whether the user
     /// likes the post after the call.
-    pub fn toggle<C: ConnectionLike>(&self, con: &mut C, user: u64) -> RedisResult<ShardLikeChange> {
+    pub fn toggle<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        user: u64,
+    ) -> RedisResult<ShardLikeChange> {
         self.write(con, "LIKE.TOGGLE", user, true)
     }
 
@@ -644,12 +653,21 @@ impl SpreadLuckyBag {
         opt("SHARDS", o.shards.map(arg));
         opt("POOLCAP", o.poolcap.map(arg));
         opt("HIGHSCORE", o.highscore.as_deref().map(arg));
-        opt("RESTORE", o.restore.map(|r| arg(if r { "YES" } else { "NO" })));
+        opt(
+            "RESTORE",
+            o.restore.map(|r| arg(if r { "YES" } else { "NO" })),
+        );
         opt("TTL", o.ttl.map(arg));
         self.shards.create(con, self.backend, "LUCKYBAG", &args)
     }
 
-    fn one<C: ConnectionLike>(&self, con: &mut C, name: &str, user: &str, args: &[Vec<u8>]) -> RedisResult<Value> {
+    fn one<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        name: &str,
+        user: &str,
+        args: &[Vec<u8>],
+    ) -> RedisResult<Value> {
         let mut a = vec![arg(user)];
         a.extend(args.iter().cloned());
         self.shards
@@ -658,7 +676,12 @@ impl SpreadLuckyBag {
     }
 
     /// `LUCKYBAG.JOIN` on the user's shard.
-    pub fn join<C: ConnectionLike>(&self, con: &mut C, user: &str, task_pending: bool) -> RedisResult<ShardJoin> {
+    pub fn join<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        user: &str,
+        task_pending: bool,
+    ) -> RedisResult<ShardJoin> {
         let extra = if task_pending {
             vec![arg("TASK"), arg("PENDING")]
         } else {
@@ -773,8 +796,12 @@ impl SpreadLuckyBag {
                 .map(|&i| {
                     (
                         self.shards.keys()[i].clone(),
-                        self.shards
-                            .cmd(self.backend, "LUCKYBAG.FREEZE", i as u32, &[arg(depth[i])]),
+                        self.shards.cmd(
+                            self.backend,
+                            "LUCKYBAG.FREEZE",
+                            i as u32,
+                            &[arg(depth[i])],
+                        ),
                     )
                 })
                 .collect();

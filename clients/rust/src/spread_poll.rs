@@ -565,7 +565,11 @@ impl Merge {
     fn unknowns(&self, cands: &[String]) -> usize {
         cands
             .iter()
-            .map(|c| (0..self.done.len()).filter(|&i| self.value(c, i).is_none()).count())
+            .map(|c| {
+                (0..self.done.len())
+                    .filter(|&i| self.value(c, i).is_none())
+                    .count()
+            })
             .sum()
     }
 
@@ -867,7 +871,14 @@ mod tests {
         // many near-ties, the bound falls slowly.
         let mut mem = Mem::new(boards(9, 16, 5000, 100_000, true));
         let merged = mem.merged();
-        let got = exact_top(&mut mem, 16, 10, SPREAD_POLL_FIRST_PAGE, SPREAD_POLL_PAGE_MAX).unwrap();
+        let got = exact_top(
+            &mut mem,
+            16,
+            10,
+            SPREAD_POLL_FIRST_PAGE,
+            SPREAD_POLL_PAGE_MAX,
+        )
+        .unwrap();
         assert_eq!(got, merged[..10]);
         eprintln!(
             "flat: top 10 of 5,000 candidates over 16 shards: {} pages, {} single counts",
@@ -875,7 +886,14 @@ mod tests {
         );
         let (pages, votes) = (mem.pages, mem.votes);
         let mid = &merged[2500];
-        let got = exact_rank(&mut mem, 16, &mid.0, SPREAD_POLL_FIRST_PAGE, SPREAD_POLL_PAGE_MAX).unwrap();
+        let got = exact_rank(
+            &mut mem,
+            16,
+            &mid.0,
+            SPREAD_POLL_FIRST_PAGE,
+            SPREAD_POLL_PAGE_MAX,
+        )
+        .unwrap();
         assert_eq!(got, Some((2500, mid.1)));
         eprintln!(
             "flat: rank of the 2,500th: {} pages, {} single counts",
