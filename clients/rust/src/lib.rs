@@ -38,13 +38,15 @@ mod slot_tags;
 mod entities;
 pub mod fallback;
 pub mod replies;
+pub mod retry;
 mod spread;
-pub mod spread_rank;
 pub mod spread_poll;
+pub mod spread_rank;
 
 pub use entities::*;
 pub use fallback::{detect, LikeConfigs};
 pub use replies::*;
+pub use retry::RetryPolicy;
 pub use spread::*;
-pub use spread_rank::*;
 pub use spread_poll::{SpreadPoll, SpreadPollInfo, SpreadPollSync};
+pub use spread_rank::*;
