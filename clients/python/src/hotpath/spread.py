@@ -84,6 +84,8 @@ S = TypeVar("S", bound="_Spread")
 
 def _raise_first(keys: Sequence[bytes], results: Sequence[Any]) -> List[Any]:
     for k, r in zip(keys, results):
+        if isinstance(r, ShardError):
+            raise r
         if isinstance(r, BaseException):
             raise ShardError(k, r)
     return list(results)
