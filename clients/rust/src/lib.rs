@@ -22,7 +22,12 @@
 //! id, and reads that span shards are one call (one pipeline per node,
 //! replies merged; a shard that fails fails the call). They take a
 //! [`FanOut`] connection: `redis::Connection` or
-//! `redis::cluster::ClusterConnection`.
+//! `redis::cluster::ClusterConnection`. Under topology change they retry
+//! their per-shard commands by a bounded policy ([`retry`], `with_retry`),
+//! and `durable(replicas, wait_ms)` makes their writes durable: one
+//! pipeline per master ending in `WAIT` on the connection of the writes
+//! ([`FanOut::pipeline_durable`]; docs/spread.md, "Durable writes and
+//! retries").
 //!
 //! Servers without the module: every command is built by a [`Backend`];
 //! [`Backend::Module`] sends the module's commands, [`Backend::Functions`]
