@@ -721,12 +721,35 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 fn hold_back(cl: &Cluster, i: usize, secs: &str) -> std::thread::JoinHandle<()> {
     let url = format!("redis://127.0.0.1:{}/", cl.nodes[i].port);
     let secs = secs.to_string();
+    let client = redis::Client::open(url).unwrap();
+    let mut c = client.get_connection().unwrap();
     let t = std::thread::spawn(move || {
-        let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
         let _: RedisResult<Value> = redis::cmd("DEBUG").arg("SLEEP").arg(&secs).query(&mut c);
     });
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    t
+    // Returns once the node is seen asleep: two PINGs in a row, on bare
+    // sockets (a client's own connection set-up would wait for the node),
+    // that get no answer within 150 ms each (a node that is only busy
+    // answers one of them).
+    let ms = std::time::Duration::from_millis(150);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let mut silent = 0;
+    while std::time::Instant::now() < deadline {
+        use std::io::{Read, Write};
+        let mut sock = std::net::TcpStream::connect(("127.0.0.1", cl.nodes[i].port)).unwrap();
+        sock.set_read_timeout(Some(ms)).unwrap();
+        sock.write_all(b"PING\r\n").unwrap();
+        let mut buf = [0u8; 16];
+        if sock.read(&mut buf).is_err() {
+            silent += 1;
+            if silent == 2 {
+                return t;
+            }
+        } else {
+            silent = 0;
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    panic!("node {i} never slept");
 }
 
 /// A cluster connection that gives up quickly by itself (2 retries, 10 to
@@ -813,7 +836,7 @@ fn rust_client_under_durability_and_topology_change() {
         let durable = post.durable(1, 300);
         assert_eq!(durable.add(&mut c, 7).unwrap().shard_count, 1);
         let key = post.shards().keys()[post.shard_of(8) as usize].clone();
-        let sleeper = hold_back(&cl, cl.replicas_of(cl.owner_of_key(&key))[0], "1");
+        let sleeper = hold_back(&cl, cl.replicas_of(cl.owner_of_key(&key))[0], "1.5");
         let e = durable.add(&mut c, 8).unwrap_err();
         sleeper.join().unwrap();
         assert!(
