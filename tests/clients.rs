@@ -945,3 +945,73 @@ fn rust_client_under_durability_and_topology_change() {
     assert_eq!(post.add(&mut c, 6).unwrap().shard_count, 1);
     assert_eq!(post.count(&mut c).unwrap(), 1);
 }
+
+/// Runs clients/python/tests/failover_writer.py against the cluster while
+/// master `victim` is killed 2 s in; returns its JSON report.
+fn python_writer_through_a_kill(
+    cl: &mut Cluster,
+    base: &str,
+    policy: &str,
+    victim: usize,
+) -> String {
+    use std::io::{BufRead, BufReader};
+    let seed = format!("127.0.0.1:{}", cl.nodes[cl.masters()[0]].port);
+    let mut child = python()
+        .arg(root().join("clients/python/tests/failover_writer.py"))
+        .args([seed.as_str(), base, "12", policy])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let promoted = cl.kill_master(victim);
+    eprintln!("{policy}: killed master {victim}, replica {promoted} promoted");
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert!(child.wait().unwrap().success());
+    line
+}
+
+/// Issue 24, item 2: a master killed under a spread handle's writes. With
+/// the default retry policy the caller sees no error (the calls during
+/// the failover just take longer) and every acknowledged write is there
+/// once; the same run with `NEVER` (redis-py's own retries only) sees
+/// errors: the control.
+#[test]
+fn python_spread_handle_rides_out_a_failover() {
+    let mut cl = cluster();
+    let field = |json: &str, name: &str| -> String {
+        let at = json.find(&format!("\"{name}\": ")).unwrap() + name.len() + 4;
+        json[at..]
+            .split([',', '}'])
+            .next()
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let victim = cl.masters()[1];
+    let report = python_writer_through_a_kill(&mut cl, "fo:policy", "default", victim);
+    eprintln!("default policy: {report}");
+    assert_eq!(field(&report, "errors"), "0", "{report}");
+    assert_eq!(
+        field(&report, "writes"),
+        field(&report, "count"),
+        "{report}"
+    );
+    assert!(
+        field(&report, "writes").parse::<u64>().unwrap() > 100,
+        "{report}"
+    );
+    // The control: another master (one that still has a replica), no policy.
+    let victim = *cl
+        .masters()
+        .iter()
+        .find(|&&m| !cl.replicas_of(m).is_empty())
+        .unwrap();
+    let report = python_writer_through_a_kill(&mut cl, "fo:never", "never", victim);
+    eprintln!("NEVER: {report}");
+    assert_ne!(field(&report, "errors"), "0", "{report}");
+}
