@@ -660,3 +660,358 @@ fn python_package_builds_and_imports_from_its_wheel() {
     assert!(stdout.starts_with("06S 12182 "), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A cluster connection that records every packed pipeline it sends on
+/// its own (the durable writes: one per node, each ending in `WAIT`).
+struct Recording {
+    inner: redis::cluster::ClusterConnection,
+    packed: Vec<Vec<u8>>,
+}
+
+impl ConnectionLike for Recording {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
+        self.inner.req_packed_command(cmd)
+    }
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
+        self.packed.push(cmd.to_vec());
+        self.inner.req_packed_commands(cmd, offset, count)
+    }
+    fn req_command(&mut self, cmd: &redis::Cmd) -> RedisResult<Value> {
+        self.inner.req_command(cmd)
+    }
+    fn get_db(&self) -> i64 {
+        self.inner.get_db()
+    }
+    fn check_connection(&mut self) -> bool {
+        self.inner.check_connection()
+    }
+    fn is_open(&self) -> bool {
+        self.inner.is_open()
+    }
+}
+
+impl FanOut for Recording {
+    fn pipeline_all(&mut self, cmds: &[redis::Cmd]) -> RedisResult<Vec<Value>> {
+        self.inner.pipeline_all(cmds)
+    }
+    fn wait_for(&mut self, key: &str, replicas: i64, timeout_ms: u64) -> RedisResult<i64> {
+        self.inner.wait_for(key, replicas, timeout_ms)
+    }
+    fn pipeline_durable(
+        &mut self,
+        calls: &[(String, redis::Cmd)],
+        replicas: i64,
+        timeout_ms: u64,
+    ) -> Vec<(RedisResult<Value>, i64)> {
+        durable_per_node(self, calls, replicas, timeout_ms)
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// `DEBUG SLEEP secs` on node `i`, from a thread of its own: the node (a
+/// replica here) answers nothing, and acknowledges no replication, meanwhile.
+fn hold_back(cl: &Cluster, i: usize, secs: &str) -> std::thread::JoinHandle<()> {
+    let url = format!("redis://127.0.0.1:{}/", cl.nodes[i].port);
+    let secs = secs.to_string();
+    let client = redis::Client::open(url).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let t = std::thread::spawn(move || {
+        let _: RedisResult<Value> = redis::cmd("DEBUG").arg("SLEEP").arg(&secs).query(&mut c);
+    });
+    // Returns once the node is seen asleep: two PINGs in a row, on bare
+    // sockets (a client's own connection set-up would wait for the node),
+    // that get no answer within 150 ms each (a node that is only busy
+    // answers one of them).
+    let ms = std::time::Duration::from_millis(150);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let mut silent = 0;
+    while std::time::Instant::now() < deadline {
+        use std::io::{Read, Write};
+        let mut sock = std::net::TcpStream::connect(("127.0.0.1", cl.nodes[i].port)).unwrap();
+        sock.set_read_timeout(Some(ms)).unwrap();
+        sock.write_all(b"PING\r\n").unwrap();
+        let mut buf = [0u8; 16];
+        if sock.read(&mut buf).is_err() {
+            silent += 1;
+            if silent == 2 {
+                return t;
+            }
+        } else {
+            silent = 0;
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    panic!("node {i} never slept");
+}
+
+/// A cluster connection that gives up quickly by itself (2 retries, 10 to
+/// 50 ms apart), so that what the spread handle's policy adds shows.
+fn impatient(cl: &Cluster) -> redis::cluster::ClusterConnection {
+    cl.client_builder()
+        .retries(2)
+        .min_retry_wait(10)
+        .max_retry_wait(50)
+        .build()
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}
+
+/// Issue 24: durable writes (write, then `WAIT` on the same connection,
+/// one pipeline per master) and the retry policy under topology change,
+/// with the Rust client on a real cluster: a replica held back with DEBUG
+/// SLEEP refuses a draw and a durable write; a slot held half-moved for
+/// over a second (TRYAGAIN) is waited out by plain and durable writes,
+/// which land once; a slot with no owner fails within the deadline.
+#[test]
+fn rust_client_under_durability_and_topology_change() {
+    use std::time::{Duration, Instant};
+    let cl = cluster();
+    let masters = cl.masters().len();
+
+    // 1. Durability, through the module backend and the default one.
+    for (t, backend) in [("m", Backend::Module), ("f", Backend::default())] {
+        let mut c = Recording {
+            inner: cl.client(),
+            packed: Vec::new(),
+        };
+        let bag = SpreadLuckyBag::new(&format!("bag:{t}"), 16).with_backend(backend);
+        assert!(bag.create(&mut c, 10, &BagOptions::default()).unwrap());
+        for u in 0..300 {
+            bag.join(&mut c, &u.to_string(), false).unwrap();
+        }
+        let k0 = bag.shards().keys()[0].clone();
+        let replica = cl.replicas_of(cl.owner_of_key(&k0))[0];
+        let sleeper = hold_back(&cl, replica, "1.5");
+        c.packed.clear();
+        let quick = DrawOptions {
+            token: Some("t".into()),
+            replicas: 1,
+            wait_ms: 300,
+            ..Default::default()
+        };
+        let t0 = Instant::now();
+        let e = bag.draw(&mut c, &quick).unwrap_err();
+        let took = t0.elapsed();
+        sleeper.join().unwrap();
+        assert!(
+            error_text(&e).contains("reached 0 of 1 replicas"),
+            "{}",
+            error_text(&e)
+        );
+        assert!(
+            took >= Duration::from_millis(300) && took < Duration::from_millis(1300),
+            "{took:?}"
+        );
+        // The freezes went out as one pipeline per master, each ending in
+        // WAIT on the connection of its writes.
+        let freezes: Vec<&Vec<u8>> = c
+            .packed
+            .iter()
+            .filter(|p| contains(p, b"LUCKYBAG.FREEZE") || contains(p, b"hotpath_luckybag_freeze"))
+            .collect();
+        assert_eq!(freezes.len(), masters, "{} pipelines", freezes.len());
+        assert!(freezes.iter().all(|p| contains(p, b"WAIT")));
+        assert_eq!(bag.info(&mut c).unwrap().state, "drawing");
+        // Once the replica is back, the same draw finishes.
+        let patient = DrawOptions {
+            wait_ms: 5000,
+            ..quick
+        };
+        assert_eq!(bag.draw(&mut c, &patient).unwrap().len(), 10);
+        assert_eq!(bag.info(&mut c).unwrap().state, "drawn");
+
+        // A durable handle: a write whose replica is held back is refused
+        // (it ran on the master), and is there once the replica is back.
+        let post = SpreadLike::new(&format!("dpost:{t}"), 4).with_backend(backend);
+        assert!(post.create(&mut c).unwrap());
+        let durable = post.durable(1, 300);
+        assert_eq!(durable.add(&mut c, 7).unwrap().shard_count, 1);
+        let key = post.shards().keys()[post.shard_of(8) as usize].clone();
+        let sleeper = hold_back(&cl, cl.replicas_of(cl.owner_of_key(&key))[0], "1.5");
+        let e = durable.add(&mut c, 8).unwrap_err();
+        sleeper.join().unwrap();
+        assert!(
+            error_text(&e).contains("the write reached 0 of 1 replicas"),
+            "{}",
+            error_text(&e)
+        );
+        assert!(post.likes(&mut c, 8).unwrap());
+        assert!(!durable.add(&mut c, 8).unwrap().changed);
+    }
+
+    // 2. A slot held half-moved (hotpath answers TRYAGAIN) for over a
+    // second, while a RANK.INCR (not safe to run twice) waits it out:
+    // plainly, then durably on the way back.
+    let board = SpreadRank::new("moving:{r}", 4);
+    let mut c = impatient(&cl);
+    assert!(board.create(&mut c, &RankOptions::default()).unwrap());
+    assert_eq!(board.incr(&mut c, "m1", 1).unwrap().points, 1);
+    let key = board.shards().key_of("m1").to_string();
+    let slot = cl.slot_of(&key);
+    let mut expected = 1;
+    for durable in [false, true] {
+        let src = cl.owner_of_slot(slot);
+        let dst = *cl.masters().iter().find(|&&m| m != src).unwrap();
+        let keys = match cmd(
+            &mut cl.nodes[src].conn(),
+            &["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()],
+        )
+        .unwrap()
+        {
+            Value::Int(n) => n as usize,
+            other => panic!("{other:?}"),
+        };
+        // Two batches 800 ms apart: the slot is MIGRATING/IMPORTING, with
+        // its keys half-moved, for about 1.6 s.
+        let batch = keys.div_ceil(2).max(1);
+        let handle = if durable {
+            board.durable(1, 2000)
+        } else {
+            board.clone()
+        };
+        let (took, control, got) = std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                let mut c = impatient(&cl);
+                std::thread::sleep(Duration::from_millis(200));
+                // Without the policy the connection gives up (the
+                // control: the slot is really half-moved).
+                let control = board
+                    .with_retry(RetryPolicy::NEVER)
+                    .incr(&mut c, "m1", 100)
+                    .map(|w| w.points)
+                    .map_err(|e| error_text(&e));
+                let t0 = Instant::now();
+                let got = handle.incr(&mut c, "m1", 5).map(|w| w.points);
+                (t0.elapsed(), control, got)
+            });
+            cl.move_slot(slot, dst, batch, Duration::from_millis(800));
+            writer.join().unwrap()
+        });
+        expected += 5;
+        let control = control.unwrap_err();
+        // TRYAGAIN from hotpath's guard, or the ASK that leads there.
+        assert!(
+            control.contains("TRYAGAIN") || control.starts_with("ASK"),
+            "{control}"
+        );
+        assert_eq!(got.unwrap(), expected, "durable: {durable}");
+        assert!(took > Duration::from_millis(700), "{took:?}");
+        assert_eq!(cl.owner_of_slot(slot), dst);
+        // Landed once.
+        let mut fresh = cl.client();
+        assert_eq!(
+            board.get(&mut fresh, "m1").unwrap().unwrap().points,
+            expected
+        );
+    }
+
+    // 3. A slot with no owner at all: an error within the deadline, after
+    // retrying until then.
+    let post = SpreadLike::new("orphan:{o}", 4);
+    let mut c = impatient(&cl);
+    assert!(post.create(&mut c).unwrap());
+    let key = post.shards().keys()[post.shard_of(6) as usize].clone();
+    let slot = cl.slot_of(&key).to_string();
+    let owner = cl.owner_of_key(&key);
+    let all = cl.masters();
+    for &m in &all {
+        cmd(&mut cl.nodes[m].conn(), &["CLUSTER", "DELSLOTS", &slot]).unwrap();
+    }
+    let policy = RetryPolicy {
+        deadline: Duration::from_secs(3),
+        ..RetryPolicy::default()
+    };
+    let t0 = Instant::now();
+    let r = post.with_retry(policy).add(&mut c, 6);
+    let took = t0.elapsed();
+    cmd(&mut cl.nodes[owner].conn(), &["CLUSTER", "ADDSLOTS", &slot]).unwrap();
+    cl.wait_stable(Duration::from_secs(60));
+    let e = r.unwrap_err();
+    assert!(retry::classify(&e).is_some(), "{}", error_text(&e));
+    assert!(
+        took > Duration::from_secs(2) && took <= Duration::from_millis(3300),
+        "{took:?}"
+    );
+    // The owner is back: the write goes through, once.
+    assert_eq!(post.add(&mut c, 6).unwrap().shard_count, 1);
+    assert_eq!(post.count(&mut c).unwrap(), 1);
+}
+
+/// Runs clients/python/tests/failover_writer.py against the cluster while
+/// master `victim` is killed 2 s in; returns its JSON report.
+fn python_writer_through_a_kill(
+    cl: &mut Cluster,
+    base: &str,
+    policy: &str,
+    victim: usize,
+) -> String {
+    use std::io::{BufRead, BufReader};
+    let seed = format!("127.0.0.1:{}", cl.nodes[cl.masters()[0]].port);
+    let mut child = python()
+        .arg(root().join("clients/python/tests/failover_writer.py"))
+        .args([seed.as_str(), base, "12", policy])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let promoted = cl.kill_master(victim);
+    eprintln!("{policy}: killed master {victim}, replica {promoted} promoted");
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert!(child.wait().unwrap().success());
+    line
+}
+
+/// Issue 24, item 2: a master killed under a spread handle's writes. With
+/// the default retry policy the caller sees no error (the calls during
+/// the failover just take longer) and every acknowledged write is there
+/// once; the same run with `NEVER` (redis-py's own retries only) sees
+/// errors: the control.
+#[test]
+fn python_spread_handle_rides_out_a_failover() {
+    let mut cl = cluster();
+    let field = |json: &str, name: &str| -> String {
+        let at = json.find(&format!("\"{name}\": ")).unwrap() + name.len() + 4;
+        json[at..]
+            .split([',', '}'])
+            .next()
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let victim = cl.masters()[1];
+    let report = python_writer_through_a_kill(&mut cl, "fo:policy", "default", victim);
+    eprintln!("default policy: {report}");
+    assert_eq!(field(&report, "errors"), "0", "{report}");
+    assert_eq!(
+        field(&report, "writes"),
+        field(&report, "count"),
+        "{report}"
+    );
+    assert!(
+        field(&report, "writes").parse::<u64>().unwrap() > 100,
+        "{report}"
+    );
+    // The control: another master (one that still has a replica), no policy.
+    let victim = *cl
+        .masters()
+        .iter()
+        .find(|&&m| !cl.replicas_of(m).is_empty())
+        .unwrap();
+    let report = python_writer_through_a_kill(&mut cl, "fo:never", "never", victim);
+    eprintln!("NEVER: {report}");
+    assert_ne!(field(&report, "errors"), "0", "{report}");
+}

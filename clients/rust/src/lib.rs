@@ -22,7 +22,12 @@
 //! id, and reads that span shards are one call (one pipeline per node,
 //! replies merged; a shard that fails fails the call). They take a
 //! [`FanOut`] connection: `redis::Connection` or
-//! `redis::cluster::ClusterConnection`.
+//! `redis::cluster::ClusterConnection`. Under topology change they retry
+//! their per-shard commands by a bounded policy ([`retry`], `with_retry`),
+//! and `durable(replicas, wait_ms)` makes their writes durable: one
+//! pipeline per master ending in `WAIT` on the connection of the writes
+//! ([`FanOut::pipeline_durable`]; docs/spread.md, "Durable writes and
+//! retries").
 //!
 //! Servers without the module: every command is built by a [`Backend`];
 //! [`Backend::Module`] sends the module's commands, [`Backend::Functions`]
@@ -38,13 +43,15 @@ mod slot_tags;
 mod entities;
 pub mod fallback;
 pub mod replies;
+pub mod retry;
 mod spread;
-pub mod spread_rank;
 pub mod spread_poll;
+pub mod spread_rank;
 
 pub use entities::*;
 pub use fallback::{detect, LikeConfigs};
 pub use replies::*;
+pub use retry::RetryPolicy;
 pub use spread::*;
-pub use spread_rank::*;
 pub use spread_poll::{SpreadPoll, SpreadPollInfo, SpreadPollSync};
+pub use spread_rank::*;

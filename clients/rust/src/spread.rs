@@ -10,6 +10,7 @@ use redis::{Cmd, ConnectionLike, ErrorKind, RedisError, RedisResult, Value};
 
 use crate::entities::Backend;
 use crate::replies::{BagInfo, BagResult, Join, LikeInfo, Liker, Winner};
+use crate::retry::RetryPolicy;
 use crate::routing;
 
 /// A connection that can send many commands at once, one pipeline per
@@ -24,6 +25,88 @@ pub trait FanOut: ConnectionLike {
     /// connection that sent this client's writes there (WAIT counts the
     /// writes of its own connection): the replicas that have them.
     fn wait_for(&mut self, key: &str, replicas: i64, timeout_ms: u64) -> RedisResult<i64>;
+
+    /// The durable write: `calls` (shard key, command) sent as one plain
+    /// pipeline per node that ends in `WAIT replicas timeout_ms`, so that
+    /// the `WAIT` runs on the very connection of the node's writes. Returns
+    /// each call's reply or error, with the replicas that acknowledged its
+    /// node's writes (0 for a call that failed). A redirection comes back
+    /// as that call's error (`MOVED`, `TRYAGAIN`: the retry policy sends it
+    /// again). This default sends one pipeline per slot (the keys of a slot
+    /// are on one node for sure); the cluster connection groups per node.
+    fn pipeline_durable(
+        &mut self,
+        calls: &[(String, Cmd)],
+        replicas: i64,
+        timeout_ms: u64,
+    ) -> Vec<(RedisResult<Value>, i64)>
+    where
+        Self: Sized,
+    {
+        durable_by_slot(self, calls, replicas, timeout_ms)
+    }
+}
+
+/// The durable write of `calls` with one pipeline per slot, on any
+/// connection (a single server, or a cluster connection that routes a
+/// packed pipeline by its first command).
+pub(crate) fn durable_by_slot<C: ConnectionLike>(
+    con: &mut C,
+    calls: &[(String, Cmd)],
+    replicas: i64,
+    timeout_ms: u64,
+) -> Vec<(RedisResult<Value>, i64)> {
+    let groups = group_by(calls, |key| {
+        format!("slot {}", routing::key_slot(key.as_bytes()))
+    });
+    send_groups(con, calls, &groups, replicas, timeout_ms)
+}
+
+/// The indexes of `calls` grouped by `node_of(key)`, in first-seen order.
+fn group_by(calls: &[(String, Cmd)], node_of: impl Fn(&str) -> String) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, (key, _)) in calls.iter().enumerate() {
+        let node = node_of(key);
+        match groups.iter_mut().find(|(n, _)| *n == node) {
+            Some((_, idx)) => idx.push(i),
+            None => groups.push((node, vec![i])),
+        }
+    }
+    groups.into_iter().map(|(_, idx)| idx).collect()
+}
+
+/// Sends each group of `calls` as one pipeline ending in `WAIT`
+/// ([`send_with_wait`]). After a `MOVED`, a harmless read of that key
+/// through the connection's own path (`EXISTS`): the sync cluster client
+/// re-reads its slot map only when one of its requests meets `MOVED`, and
+/// the retry must find the new owner.
+fn send_groups<C: ConnectionLike>(
+    con: &mut C,
+    calls: &[(String, Cmd)],
+    groups: &[Vec<usize>],
+    replicas: i64,
+    timeout_ms: u64,
+) -> Vec<(RedisResult<Value>, i64)> {
+    let mut out: Vec<Option<(RedisResult<Value>, i64)>> = (0..calls.len()).map(|_| None).collect();
+    let mut moved = None;
+    for idx in groups {
+        let cmds: Vec<&Cmd> = idx.iter().map(|&i| &calls[i].1).collect();
+        for (&i, r) in idx
+            .iter()
+            .zip(send_with_wait(con, &cmds, replicas, timeout_ms))
+        {
+            if matches!(&r.0, Err(e) if e.kind() == ErrorKind::Moved) {
+                moved = Some(i);
+            }
+            out[i] = Some(r);
+        }
+    }
+    if let Some(i) = moved {
+        let _ = redis::cmd("EXISTS").arg(&calls[i].0).query::<Value>(con);
+    }
+    out.into_iter()
+        .map(|r| r.expect("every call grouped"))
+        .collect()
 }
 
 impl FanOut for redis::Connection {
@@ -37,6 +120,16 @@ impl FanOut for redis::Connection {
 
     fn wait_for(&mut self, _key: &str, replicas: i64, timeout_ms: u64) -> RedisResult<i64> {
         redis::cmd("WAIT").arg(replicas).arg(timeout_ms).query(self)
+    }
+
+    fn pipeline_durable(
+        &mut self,
+        calls: &[(String, Cmd)],
+        replicas: i64,
+        timeout_ms: u64,
+    ) -> Vec<(RedisResult<Value>, i64)> {
+        let cmds: Vec<&Cmd> = calls.iter().map(|(_, c)| c).collect();
+        send_with_wait(self, &cmds, replicas, timeout_ms)
     }
 }
 
@@ -60,6 +153,128 @@ impl FanOut for ClusterConnection {
         let v = self.route_command(redis::cmd("WAIT").arg(replicas).arg(timeout_ms), route)?;
         crate::replies::int(&v)
     }
+
+    fn pipeline_durable(
+        &mut self,
+        calls: &[(String, Cmd)],
+        replicas: i64,
+        timeout_ms: u64,
+    ) -> Vec<(RedisResult<Value>, i64)> {
+        durable_per_node(self, calls, replicas, timeout_ms)
+    }
+}
+
+/// The durable write of `calls` on a cluster connection (or a wrapper
+/// around one): one pipeline per node, as `CLUSTER SLOTS` says (per slot
+/// when it cannot be read), each ending in `WAIT`. The client routes a
+/// packed pipeline by its first command, to the master of that key's slot
+/// on the connection it keeps for that node; a command of the group that
+/// is not served there comes back as its own `MOVED`, and the retry policy
+/// sends it again.
+pub fn durable_per_node<C: ConnectionLike>(
+    con: &mut C,
+    calls: &[(String, Cmd)],
+    replicas: i64,
+    timeout_ms: u64,
+) -> Vec<(RedisResult<Value>, i64)> {
+    let owners = if calls.len() > 1 {
+        slot_owners(con)
+    } else {
+        None
+    };
+    let groups = group_by(calls, |key| {
+        let slot = routing::key_slot(key.as_bytes());
+        owners
+            .as_ref()
+            .and_then(|o| o.iter().find(|(a, b, _)| *a <= slot && slot <= *b))
+            .map(|(_, _, n)| n.clone())
+            .unwrap_or_else(|| format!("slot {slot}"))
+    });
+    send_groups(con, calls, &groups, replicas, timeout_ms)
+}
+
+/// `(first slot, last slot, "host:port")` of every master, from `CLUSTER
+/// SLOTS`; `None` when it cannot be read.
+fn slot_owners<C: ConnectionLike>(con: &mut C) -> Option<Vec<(u16, u16, String)>> {
+    let v: Value = redis::cmd("CLUSTER").arg("SLOTS").query(con).ok()?;
+    let Value::Array(ranges) = v else {
+        return None;
+    };
+    let mut out = Vec::new();
+    for r in ranges {
+        let Value::Array(f) = r else { return None };
+        let (Some(Value::Int(a)), Some(Value::Int(b)), Some(Value::Array(node))) =
+            (f.first(), f.get(1), f.get(2))
+        else {
+            return None;
+        };
+        let host = crate::replies::text(node.first()?).ok()?;
+        let port = crate::replies::int(node.get(1)?).ok()?;
+        out.push((*a as u16, *b as u16, format!("{host}:{port}")));
+    }
+    Some(out)
+}
+
+/// A copy of an error for every call of a failed pipeline: the same kind
+/// (and I/O kind), so that the retry policy reads it the same way.
+fn copy_error(e: &RedisError) -> RedisError {
+    use std::io::{Error, ErrorKind as Io};
+    if e.is_connection_refusal() {
+        return Error::new(Io::ConnectionRefused, e.to_string()).into();
+    }
+    if e.is_timeout() {
+        return Error::new(Io::TimedOut, e.to_string()).into();
+    }
+    if e.is_io_error() || e.is_connection_dropped() {
+        return Error::new(Io::ConnectionReset, e.to_string()).into();
+    }
+    RedisError::from((e.kind(), "hotpath: a pipeline failed", e.to_string()))
+}
+
+/// Sends `cmds` and `WAIT replicas timeout_ms` as one packed pipeline on
+/// `con` (routed by its first command on a cluster): each reply or error,
+/// with WAIT's count for the replies.
+fn send_with_wait<C: ConnectionLike>(
+    con: &mut C,
+    cmds: &[&Cmd],
+    replicas: i64,
+    timeout_ms: u64,
+) -> Vec<(RedisResult<Value>, i64)> {
+    let mut packed = Vec::new();
+    for c in cmds {
+        packed.extend(c.get_packed_command());
+    }
+    packed.extend(
+        redis::cmd("WAIT")
+            .arg(replicas)
+            .arg(timeout_ms)
+            .get_packed_command(),
+    );
+    match con.req_packed_commands(&packed, 0, cmds.len() + 1) {
+        Ok(vals) if vals.len() == cmds.len() + 1 => {
+            let ack = match vals.last() {
+                Some(Value::Int(n)) => *n,
+                _ => 0,
+            };
+            vals.into_iter()
+                .take(cmds.len())
+                .map(|v| match v {
+                    Value::ServerError(e) => (Err(e.into()), 0),
+                    v => (Ok(v), ack),
+                })
+                .collect()
+        }
+        Ok(vals) => cmds
+            .iter()
+            .map(|_| {
+                (
+                    Err(bad_reply("a durable pipeline", &Value::Array(vals.clone()))),
+                    0,
+                )
+            })
+            .collect(),
+        Err(e) => cmds.iter().map(|_| (Err(copy_error(&e)), 0)).collect(),
+    }
 }
 
 /// Wraps an error of one shard so that it names the shard key, unless the
@@ -79,30 +294,193 @@ pub(crate) fn shard_error(key: &str, e: RedisError) -> RedisError {
     ))
 }
 
-/// Runs one command per shard key, all at once, and returns each reply or
-/// error. The pipelines go out first; when one fails (a redirection the
-/// pipeline does not follow, a node down, or an error reply), every
-/// command is sent again on its own through the client's retrying path:
-/// fan-outs carry only reads and idempotent steps, so that is safe.
-pub(crate) fn fan_out_each<C: FanOut>(
-    con: &mut C,
-    calls: &[(String, Cmd)],
-) -> Vec<RedisResult<Value>> {
-    let cmds: Vec<Cmd> = calls.iter().map(|(_, c)| c.clone()).collect();
-    if let Ok(v) = con.pipeline_all(&cmds) {
-        if v.len() == calls.len() {
+/// The error of a write that ran on its shard's master but reached fewer
+/// than `replicas` replicas within the wait.
+fn not_durable(key: &str, acked: i64, replicas: i64) -> RedisError {
+    RedisError::from((
+        ErrorKind::ResponseError,
+        "hotpath: not durable",
+        format!("shard '{key}': the write reached {acked} of {replicas} replicas (it ran on the master)"),
+    ))
+}
+
+/// The module command a `Cmd` runs: its name, or for an `FCALL` of the
+/// Functions library the command of the twin it calls
+/// (`hotpath_like_toggle` → `LIKE.TOGGLE`).
+pub(crate) fn command_name(cmd: &Cmd) -> String {
+    let mut args = cmd.args_iter().filter_map(|a| match a {
+        redis::Arg::Simple(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        redis::Arg::Cursor => None,
+    });
+    let name = args.next().unwrap_or_default().to_ascii_uppercase();
+    if name == "FCALL" {
+        if let Some(f) = args.next() {
+            if let Some(rest) = f.strip_prefix("hotpath_") {
+                return rest.to_ascii_uppercase().replacen('_', ".", 1);
+            }
+        }
+    }
+    name
+}
+
+/// The per-shard commands that write (a durable handle waits after them).
+const WRITES: [&str; 12] = [
+    "CREATE", "TOGGLE", "ADD", "REM", "JOIN", "TASK", "LEAVE", "ENTER", "VOTE", "REVOKE", "INCR",
+    "SYNCACK",
+];
+
+fn is_write(command: &str) -> bool {
+    command
+        .rsplit_once('.')
+        .is_some_and(|(_, sub)| WRITES.contains(&sub))
+}
+
+/// How a spread handle runs its per-shard commands: the retry policy, and
+/// `Some((replicas, wait_ms))` for a durable handle.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Exec {
+    pub(crate) retry: RetryPolicy,
+    pub(crate) durable: Option<(i64, u64)>,
+}
+
+/// Sends `cmds` pipelined; when the pipeline fails (a redirection it
+/// does not follow, a node down, an error reply), every command again on
+/// its own through the client's retrying path: fan-outs carry only reads
+/// and idempotent steps, so that is safe.
+fn fan_raw<C: FanOut>(con: &mut C, cmds: &[Cmd]) -> Vec<RedisResult<Value>> {
+    if let Ok(v) = con.pipeline_all(cmds) {
+        if v.len() == cmds.len() {
             return v.into_iter().map(Ok).collect();
         }
     }
-    calls
-        .iter()
-        .map(|(key, c)| c.query::<Value>(con).map_err(|e| shard_error(key, e)))
-        .collect()
+    cmds.iter().map(|c| c.query::<Value>(con)).collect()
 }
 
-/// [`fan_out_each`], failing on the first shard error (named by its key).
-pub(crate) fn fan_out<C: FanOut>(con: &mut C, calls: &[(String, Cmd)]) -> RedisResult<Vec<Value>> {
-    fan_out_each(con, calls).into_iter().collect()
+impl Exec {
+    /// One command on the shard `key`, retried by the policy; a durable
+    /// handle's write waits for its replicas.
+    pub(crate) fn query<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        key: &str,
+        cmd: &Cmd,
+    ) -> RedisResult<Value> {
+        let name = command_name(cmd);
+        if let Some((replicas, wait_ms)) = self.durable.filter(|_| is_write(&name)) {
+            let calls = [(key.to_string(), cmd.clone())];
+            let r = self
+                .durable_with(con, &calls, replicas, wait_ms, durable_by_slot)
+                .pop()
+                .expect("one outcome")?;
+            return match r {
+                (_, ack) if ack < replicas => Err(not_durable(key, ack, replicas)),
+                (v, _) => Ok(v),
+            };
+        }
+        self.retry.run(&name, || cmd.query::<Value>(con))
+    }
+
+    /// Runs one command per shard key, all at once (one pipeline per
+    /// node), and returns each reply or error (named by its shard key);
+    /// the failed ones are sent again by the policy. A durable handle's
+    /// writes wait for their replicas.
+    pub(crate) fn fan_out_each<C: FanOut>(
+        &self,
+        con: &mut C,
+        calls: &[(String, Cmd)],
+    ) -> Vec<RedisResult<Value>> {
+        let names: Vec<String> = calls.iter().map(|(_, c)| command_name(c)).collect();
+        if let Some((replicas, wait_ms)) = self.durable {
+            if names.iter().any(|n| is_write(n)) {
+                return self.durable_each(con, calls, replicas, wait_ms);
+            }
+        }
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        self.retry
+            .run_many(&refs, |idx| {
+                let cmds: Vec<Cmd> = idx.iter().map(|&i| calls[i].1.clone()).collect();
+                fan_raw(con, &cmds)
+            })
+            .into_iter()
+            .zip(calls)
+            .map(|(r, (key, _))| r.map_err(|e| shard_error(key, e)))
+            .collect()
+    }
+
+    /// [`fan_out_each`](Self::fan_out_each), failing on the first shard
+    /// error (named by its key).
+    pub(crate) fn fan_out<C: FanOut>(
+        &self,
+        con: &mut C,
+        calls: &[(String, Cmd)],
+    ) -> RedisResult<Vec<Value>> {
+        self.fan_out_each(con, calls).into_iter().collect()
+    }
+
+    /// The durable write of `calls` ([`FanOut::pipeline_durable`]),
+    /// retried by the policy: a call whose write reached fewer than
+    /// `replicas` replicas is an error (it ran on the master).
+    pub(crate) fn durable_each<C: FanOut>(
+        &self,
+        con: &mut C,
+        calls: &[(String, Cmd)],
+        replicas: i64,
+        wait_ms: u64,
+    ) -> Vec<RedisResult<Value>> {
+        self.durable_raw(con, calls, replicas, wait_ms)
+            .into_iter()
+            .zip(calls)
+            .map(|(r, (key, _))| match r {
+                Ok((_, ack)) if ack < replicas => Err(not_durable(key, ack, replicas)),
+                Ok((v, _)) => Ok(v),
+                Err(e) => Err(e),
+            })
+            .collect()
+    }
+
+    /// [`FanOut::pipeline_durable`] retried by the policy: each reply with
+    /// the replicas that acknowledged it, or the error (named by its
+    /// shard key).
+    pub(crate) fn durable_raw<C: FanOut>(
+        &self,
+        con: &mut C,
+        calls: &[(String, Cmd)],
+        replicas: i64,
+        wait_ms: u64,
+    ) -> Vec<RedisResult<(Value, i64)>> {
+        self.durable_with(con, calls, replicas, wait_ms, C::pipeline_durable)
+    }
+
+    /// [`durable_raw`](Self::durable_raw) with `send` as the durable
+    /// pipeline.
+    fn durable_with<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        calls: &[(String, Cmd)],
+        replicas: i64,
+        wait_ms: u64,
+        mut send: impl FnMut(&mut C, &[(String, Cmd)], i64, u64) -> Vec<(RedisResult<Value>, i64)>,
+    ) -> Vec<RedisResult<(Value, i64)>> {
+        let names: Vec<String> = calls.iter().map(|(_, c)| command_name(c)).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let mut acks = vec![0i64; calls.len()];
+        let res = self.retry.run_many(&refs, |idx| {
+            let part: Vec<(String, Cmd)> = idx.iter().map(|&i| calls[i].clone()).collect();
+            send(con, &part, replicas, wait_ms)
+                .into_iter()
+                .zip(idx)
+                .map(|((r, ack), &i)| {
+                    acks[i] = ack;
+                    r
+                })
+                .collect()
+        });
+        res.into_iter()
+            .zip(calls)
+            .zip(acks)
+            .map(|((r, (key, _)), ack)| r.map(|v| (v, ack)).map_err(|e| shard_error(key, e)))
+            .collect()
+    }
 }
 
 /// The shard keys of a spread entity, with the routing of ids.
@@ -171,7 +549,12 @@ impl Shards {
     /// The same command on every shard, as fan-out calls.
     pub(crate) fn all(&self, backend: Backend, name: &str, args: &[Vec<u8>]) -> Vec<(String, Cmd)> {
         (0..self.n())
-            .map(|i| (self.keys[i as usize].clone(), self.cmd(backend, name, i, args)))
+            .map(|i| {
+                (
+                    self.keys[i as usize].clone(),
+                    self.cmd(backend, name, i, args),
+                )
+            })
             .collect()
     }
 
@@ -187,11 +570,13 @@ impl Shards {
         &self,
         con: &mut C,
         backend: Backend,
+        exec: &Exec,
         family: &str,
         args: &[Vec<u8>],
     ) -> RedisResult<bool> {
         let info = format!("{family}.INFO");
-        for (r, key) in fan_out_each(con, &self.all(backend, &info, &[]))
+        for (r, key) in exec
+            .fan_out_each(con, &self.all(backend, &info, &[]))
             .into_iter()
             .zip(&self.keys)
         {
@@ -203,12 +588,11 @@ impl Shards {
         }
         let create = format!("{family}.CREATE");
         let calls = self.all(backend, &create, args);
-        let first: Value = calls[0]
-            .1
-            .query(con)
+        let first: Value = exec
+            .query(con, &calls[0].0, &calls[0].1)
             .map_err(|e| shard_error(&calls[0].0, e))?;
         crate::replies::ok(&first)?;
-        for v in fan_out(con, &calls[1..])? {
+        for v in exec.fan_out(con, &calls[1..])? {
             crate::replies::ok(&v)?;
         }
         Ok(true)
@@ -264,6 +648,7 @@ pub struct SpreadLike {
     shards: Shards,
     now: Option<i64>,
     backend: Backend,
+    exec: Exec,
 }
 
 impl SpreadLike {
@@ -276,6 +661,7 @@ impl SpreadLike {
             shards: Shards::new(base, n),
             now: None,
             backend: Backend::Module,
+            exec: Exec::default(),
         }
     }
 
@@ -295,6 +681,27 @@ impl SpreadLike {
         }
     }
 
+    /// The same handle with another retry policy for its per-shard
+    /// commands ([`RetryPolicy::NEVER`]: the connection's own retries
+    /// only; docs/spread.md, "Retries under topology change").
+    pub fn with_retry(&self, retry: RetryPolicy) -> SpreadLike {
+        let mut h = self.clone();
+        h.exec.retry = retry;
+        h
+    }
+
+    /// The same handle whose writes are durable: each write's pipeline to
+    /// its shard's master ends in `WAIT replicas wait_ms` on the same
+    /// connection ([`FanOut::pipeline_durable`]); when fewer replicas
+    /// acknowledge, the write answers an error ("the write reached k of r
+    /// replicas": it ran on the master). Reads do not wait. `durable(0, _)`
+    /// is the plain handle again.
+    pub fn durable(&self, replicas: i64, wait_ms: u64) -> SpreadLike {
+        let mut h = self.clone();
+        h.exec.durable = (replicas > 0).then_some((replicas, wait_ms));
+        h
+    }
+
     /// The shard keys and the routing.
     pub fn shards(&self) -> &Shards {
         &self.shards
@@ -307,7 +714,8 @@ impl SpreadLike {
 
     /// Creates every shard (`LIKE.CREATE K_i SPREAD n`).
     pub fn create<C: FanOut>(&self, con: &mut C) -> RedisResult<bool> {
-        self.shards.create(con, self.backend, "LIKE", &[])
+        self.shards
+            .create(con, self.backend, &self.exec, "LIKE", &[])
     }
 
     fn write<C: ConnectionLike>(
@@ -323,10 +731,10 @@ impl SpreadLike {
             args.push(b"NOW".to_vec());
             args.push(arg(t));
         }
-        let v: Value = self
-            .shards
-            .cmd(self.backend, name, shard, &args)
-            .query(con)?;
+        let cmd = self.shards.cmd(self.backend, name, shard, &args);
+        let v = self
+            .exec
+            .query(con, &self.shards.keys()[shard as usize], &cmd)?;
         let (changed, shard_count) = crate::replies::flag_count(&v)?;
         Ok(ShardLikeChange {
             changed,
@@ -337,7 +745,11 @@ impl SpreadLike {
 
     /// `LIKE.TOGGLE` on the user's shard: `changed` is whether the user
     /// likes the post after the call.
-    pub fn toggle<C: ConnectionLike>(&self, con: &mut C, user: u64) -> RedisResult<ShardLikeChange> {
+    pub fn toggle<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        user: u64,
+    ) -> RedisResult<ShardLikeChange> {
         self.write(con, "LIKE.TOGGLE", user, true)
     }
 
@@ -371,7 +783,7 @@ impl SpreadLike {
             })
             .collect();
         let mut out = vec![false; users.len()];
-        for (s, v) in asked.iter().zip(fan_out(con, &calls)?) {
+        for (s, v) in asked.iter().zip(self.exec.fan_out(con, &calls)?) {
             let flags = crate::replies::ints(&v)?;
             if flags.len() != by_shard[*s].len() {
                 return Err(RedisError::from((
@@ -390,16 +802,19 @@ impl SpreadLike {
     /// Whether one user likes the post (one shard read).
     pub fn likes<C: ConnectionLike>(&self, con: &mut C, user: u64) -> RedisResult<bool> {
         let shard = self.shard_of(user);
-        let v: Value = self
+        let cmd = self
             .shards
-            .cmd(self.backend, "LIKE.CHECK", shard, &[arg(user)])
-            .query(con)?;
+            .cmd(self.backend, "LIKE.CHECK", shard, &[arg(user)]);
+        let v = self
+            .exec
+            .query(con, &self.shards.keys()[shard as usize], &cmd)?;
         Ok(crate::replies::ints(&v)?.first() == Some(&1))
     }
 
     /// The exact like count of every shard, shard 0 first.
     pub fn shard_counts<C: FanOut>(&self, con: &mut C) -> RedisResult<Vec<i64>> {
-        fan_out(con, &self.shards.all(self.backend, "LIKE.COUNT", &[]))?
+        self.exec
+            .fan_out(con, &self.shards.all(self.backend, "LIKE.COUNT", &[]))?
             .iter()
             .map(crate::replies::int)
             .collect()
@@ -415,7 +830,10 @@ impl SpreadLike {
     pub fn recent<C: FanOut>(&self, con: &mut C, n: Option<u64>) -> RedisResult<Vec<Liker>> {
         let args: Vec<Vec<u8>> = n.map(arg).into_iter().collect();
         let mut all = Vec::new();
-        for v in fan_out(con, &self.shards.all(self.backend, "LIKE.RECENT", &args))? {
+        for v in self
+            .exec
+            .fan_out(con, &self.shards.all(self.backend, "LIKE.RECENT", &args))?
+        {
             all.extend(crate::replies::likers(&v)?);
         }
         all.sort_by(|a, b| b.at_ms.cmp(&a.at_ms).then(b.user.cmp(&a.user)));
@@ -427,7 +845,9 @@ impl SpreadLike {
 
     /// `LIKE.INFO` of every shard and the totals.
     pub fn info<C: FanOut>(&self, con: &mut C) -> RedisResult<SpreadLikeInfo> {
-        let shards = fan_out(con, &self.shards.all(self.backend, "LIKE.INFO", &[]))?
+        let shards = self
+            .exec
+            .fan_out(con, &self.shards.all(self.backend, "LIKE.INFO", &[]))?
             .iter()
             .map(crate::replies::like_info)
             .collect::<RedisResult<Vec<LikeInfo>>>()?;
@@ -467,6 +887,7 @@ pub struct SpreadLuckyBag {
     shards: Shards,
     now: Option<i64>,
     backend: Backend,
+    exec: Exec,
 }
 
 /// How a spread bag's draw runs.
@@ -601,6 +1022,7 @@ impl SpreadLuckyBag {
             shards: Shards::new(base, n),
             now: None,
             backend: Backend::Module,
+            exec: Exec::default(),
         }
     }
 
@@ -618,6 +1040,27 @@ impl SpreadLuckyBag {
             backend,
             ..self.clone()
         }
+    }
+
+    /// The same handle with another retry policy for its per-shard
+    /// commands ([`RetryPolicy::NEVER`]: the connection's own retries
+    /// only; docs/spread.md, "Retries under topology change").
+    pub fn with_retry(&self, retry: RetryPolicy) -> SpreadLuckyBag {
+        let mut h = self.clone();
+        h.exec.retry = retry;
+        h
+    }
+
+    /// The same handle whose writes are durable: each write's pipeline to
+    /// its shard's master ends in `WAIT replicas wait_ms` on the same
+    /// connection ([`FanOut::pipeline_durable`]); when fewer replicas
+    /// acknowledge, the write answers an error ("the write reached k of r
+    /// replicas": it ran on the master). Reads do not wait. `durable(0, _)`
+    /// is the plain handle again.
+    pub fn durable(&self, replicas: i64, wait_ms: u64) -> SpreadLuckyBag {
+        let mut h = self.clone();
+        h.exec.durable = (replicas > 0).then_some((replicas, wait_ms));
+        h
     }
 
     /// The shard keys and the routing.
@@ -644,21 +1087,37 @@ impl SpreadLuckyBag {
         opt("SHARDS", o.shards.map(arg));
         opt("POOLCAP", o.poolcap.map(arg));
         opt("HIGHSCORE", o.highscore.as_deref().map(arg));
-        opt("RESTORE", o.restore.map(|r| arg(if r { "YES" } else { "NO" })));
+        opt(
+            "RESTORE",
+            o.restore.map(|r| arg(if r { "YES" } else { "NO" })),
+        );
         opt("TTL", o.ttl.map(arg));
-        self.shards.create(con, self.backend, "LUCKYBAG", &args)
+        self.shards
+            .create(con, self.backend, &self.exec, "LUCKYBAG", &args)
     }
 
-    fn one<C: ConnectionLike>(&self, con: &mut C, name: &str, user: &str, args: &[Vec<u8>]) -> RedisResult<Value> {
+    fn one<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        name: &str,
+        user: &str,
+        args: &[Vec<u8>],
+    ) -> RedisResult<Value> {
         let mut a = vec![arg(user)];
         a.extend(args.iter().cloned());
-        self.shards
-            .cmd(self.backend, name, self.shards.shard_of(user), &a)
-            .query(con)
+        let shard = self.shards.shard_of(user);
+        let cmd = self.shards.cmd(self.backend, name, shard, &a);
+        self.exec
+            .query(con, &self.shards.keys()[shard as usize], &cmd)
     }
 
     /// `LUCKYBAG.JOIN` on the user's shard.
-    pub fn join<C: ConnectionLike>(&self, con: &mut C, user: &str, task_pending: bool) -> RedisResult<ShardJoin> {
+    pub fn join<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        user: &str,
+        task_pending: bool,
+    ) -> RedisResult<ShardJoin> {
         let extra = if task_pending {
             vec![arg("TASK"), arg("PENDING")]
         } else {
@@ -696,7 +1155,9 @@ impl SpreadLuckyBag {
 
     /// `LUCKYBAG.INFO` of every shard and the bag's totals.
     pub fn info<C: FanOut>(&self, con: &mut C) -> RedisResult<SpreadBagInfo> {
-        let replies = fan_out(con, &self.shards.all(self.backend, "LUCKYBAG.INFO", &[]))?;
+        let replies = self
+            .exec
+            .fan_out(con, &self.shards.all(self.backend, "LUCKYBAG.INFO", &[]))?;
         let mut per_shard = Vec::with_capacity(replies.len());
         for (v, key) in replies.iter().zip(self.shards.keys()) {
             let info = crate::replies::bag_info(v)?.ok_or_else(|| {
@@ -746,10 +1207,12 @@ impl SpreadLuckyBag {
             args.push(arg(t));
         }
         let k0 = self.shards.keys()[0].clone();
-        let begin: Value = self
+        let cmd = self
             .shards
-            .cmd(self.backend, "LUCKYBAG.DRAWBEGIN", 0, &args)
-            .query(con)
+            .cmd(self.backend, "LUCKYBAG.DRAWBEGIN", 0, &args);
+        let begin: Value = self
+            .exec
+            .query(con, &k0, &cmd)
             .map_err(|e| shard_error(&k0, e))?;
         let b = crate::replies::array(&begin)?;
         if b.len() < 2 {
@@ -767,18 +1230,50 @@ impl SpreadLuckyBag {
         let mut depth = vec![first; n];
         let mut lists: Vec<Vec<Candidate>> = vec![Vec::new(); n];
         let mut ask: Vec<usize> = (0..n).collect();
+        let mut first_round = true;
         let merged = loop {
             let calls: Vec<(String, Cmd)> = ask
                 .iter()
                 .map(|&i| {
                     (
                         self.shards.keys()[i].clone(),
-                        self.shards
-                            .cmd(self.backend, "LUCKYBAG.FREEZE", i as u32, &[arg(depth[i])]),
+                        self.shards.cmd(
+                            self.backend,
+                            "LUCKYBAG.FREEZE",
+                            i as u32,
+                            &[arg(depth[i])],
+                        ),
                     )
                 })
                 .collect();
-            for (&i, v) in ask.iter().zip(fan_out(con, &calls)?) {
+            // The first round freezes every shard; with `replicas`, each
+            // node's part ends in WAIT on the same connection (FREEZE
+            // always replicates, so the WAIT also covers a freeze made by
+            // an earlier, interrupted run of the draw).
+            let replies: Vec<Value> = if first_round && o.replicas > 0 {
+                let mut out = Vec::with_capacity(calls.len());
+                for (r, (key, _)) in self
+                    .exec
+                    .durable_raw(con, &calls, o.replicas, o.wait_ms)
+                    .into_iter()
+                    .zip(&calls)
+                {
+                    let (v, acked) = r?;
+                    if acked < o.replicas {
+                        return Err(RedisError::from((
+                            ErrorKind::ResponseError,
+                            "hotpath: a shard failed",
+                            format!("shard '{key}': its freeze reached {acked} of {} replicas; run the draw again", o.replicas),
+                        )));
+                    }
+                    out.push(v);
+                }
+                out
+            } else {
+                self.exec.fan_out(con, &calls)?
+            };
+            first_round = false;
+            for (&i, v) in ask.iter().zip(replies) {
                 lists[i] = candidates(&v)?;
             }
             let mut all: Vec<&Candidate> = lists.iter().flatten().collect();
@@ -801,18 +1296,6 @@ impl SpreadLuckyBag {
                 depth[i] = (depth[i] * 2).min(w);
             }
         };
-        if o.replicas > 0 {
-            for key in self.shards.keys() {
-                let acked = con.wait_for(key, o.replicas, o.wait_ms)?;
-                if acked < o.replicas {
-                    return Err(RedisError::from((
-                        ErrorKind::ResponseError,
-                        "hotpath: a shard failed",
-                        format!("shard '{key}': its freeze reached {acked} of {} replicas; run the draw again", o.replicas),
-                    )));
-                }
-            }
-        }
         // Every shard checks its part against its own pool before anything
         // is final (PUBLISH … VERIFY writes nothing): a wrong merge is
         // refused here, while the draw can still be run again.
@@ -822,21 +1305,32 @@ impl SpreadLuckyBag {
             commit.push(arg(&c.user));
             commit.push(arg(&c.text));
         }
-        let v: Value = self
-            .shards
-            .cmd(self.backend, "LUCKYBAG.COMMIT", 0, &commit)
-            .query(con)
-            .map_err(|e| shard_error(&k0, e))?;
+        let calls = [(
+            k0.clone(),
+            self.shards.cmd(self.backend, "LUCKYBAG.COMMIT", 0, &commit),
+        )];
+        let (v, acked) = if o.replicas > 0 {
+            self.exec
+                .durable_raw(con, &calls, o.replicas, o.wait_ms)
+                .pop()
+                .expect("one outcome")?
+        } else {
+            let v = self
+                .exec
+                .query(con, &k0, &calls[0].1)
+                .map_err(|e| shard_error(&k0, e))?;
+            (v, 0)
+        };
         crate::replies::ok(&v)?;
-        if o.replicas > 0 {
-            let acked = con.wait_for(&k0, o.replicas, o.wait_ms)?;
-            if acked < o.replicas {
-                return Err(RedisError::from((
-                    ErrorKind::ResponseError,
-                    "hotpath: a shard failed",
-                    format!("shard '{k0}': the commit reached {acked} of {} replicas; run the draw again", o.replicas),
-                )));
-            }
+        if o.replicas > 0 && acked < o.replicas {
+            return Err(RedisError::from((
+                ErrorKind::ResponseError,
+                "hotpath: a shard failed",
+                format!(
+                    "shard '{k0}': the commit reached {acked} of {} replicas; run the draw again",
+                    o.replicas
+                ),
+            )));
         }
         self.publish(con, &merged, w, false)?;
         Ok(winners_of(&merged))
@@ -879,7 +1373,7 @@ impl SpreadLuckyBag {
                 )
             })
             .collect();
-        fan_out(con, &calls)?;
+        self.exec.fan_out(con, &calls)?;
         Ok(())
     }
 }

@@ -18,7 +18,8 @@ use redis::{Cmd, ConnectionLike, ErrorKind, RedisError, RedisResult, Value};
 
 use crate::entities::{Backend, PollOptions};
 use crate::replies::{self as r, PollEntry, PollInfo, PollRank, PollSync};
-use crate::spread::{fan_out, fan_out_each, FanOut, Shards};
+use crate::retry::RetryPolicy;
+use crate::spread::{Exec, FanOut, Shards};
 
 fn arg<T: redis::ToRedisArgs>(v: T) -> Vec<u8> {
     v.to_redis_args().concat()
@@ -52,6 +53,7 @@ pub struct SpreadPoll {
     now: Option<i64>,
     backend: Backend,
     page_max: u64,
+    exec: Exec,
 }
 
 /// `POLL.INFO` over a spread poll: the rules (shard 0's; every shard has
@@ -94,6 +96,7 @@ impl SpreadPoll {
             now: None,
             backend: Backend::Module,
             page_max: SPREAD_POLL_PAGE_MAX,
+            exec: Exec::default(),
         }
     }
 
@@ -111,6 +114,27 @@ impl SpreadPoll {
             backend,
             ..self.clone()
         }
+    }
+
+    /// The same handle with another retry policy for its per-shard
+    /// commands ([`RetryPolicy::NEVER`]: the connection's own retries
+    /// only; docs/spread.md, "Retries under topology change").
+    pub fn with_retry(&self, retry: RetryPolicy) -> SpreadPoll {
+        let mut h = self.clone();
+        h.exec.retry = retry;
+        h
+    }
+
+    /// The same handle whose writes are durable: each write's pipeline to
+    /// its shard's master ends in `WAIT replicas wait_ms` on the same
+    /// connection ([`FanOut::pipeline_durable`]); when fewer replicas
+    /// acknowledge, the write answers an error ("the write reached k of r
+    /// replicas": it ran on the master). Reads do not wait. `durable(0, _)`
+    /// is the plain handle again.
+    pub fn durable(&self, replicas: i64, wait_ms: u64) -> SpreadPoll {
+        let mut h = self.clone();
+        h.exec.durable = (replicas > 0).then_some((replicas, wait_ms));
+        h
     }
 
     /// The same handle reading boards in pages of at most `page_max`
@@ -156,7 +180,9 @@ impl SpreadPoll {
     /// creation run again), the one that gives their expiry.
     pub fn create<C: FanOut>(&self, con: &mut C, o: &PollOptions) -> RedisResult<bool> {
         let mut now = self.now;
-        let checks = fan_out_each(con, &self.shards.all(self.backend, "POLL.INFO", &[]));
+        let checks = self
+            .exec
+            .fan_out_each(con, &self.shards.all(self.backend, "POLL.INFO", &[]));
         for (res, key) in checks.into_iter().zip(self.shards.keys()) {
             match res {
                 Ok(v) => {
@@ -200,12 +226,12 @@ impl SpreadPoll {
         let calls: Vec<(String, Cmd)> = (0..self.shards.n())
             .map(|i| self.cmd("POLL.CREATE", i, &args))
             .collect();
-        let first: Value = calls[0]
-            .1
-            .query(con)
+        let first: Value = self
+            .exec
+            .query(con, &calls[0].0, &calls[0].1)
             .map_err(|e| name_shard(&calls[0].0, e))?;
         r::ok(&first)?;
-        for v in fan_out(con, &calls[1..])? {
+        for v in self.exec.fan_out(con, &calls[1..])? {
             r::ok(&v)?;
         }
         Ok(true)
@@ -220,8 +246,8 @@ impl SpreadPoll {
         candidate: &str,
     ) -> RedisResult<bool> {
         let args = self.with_now(vec![arg(user), arg(candidate)]);
-        let (_, c) = self.cmd("POLL.VOTE", self.shard_of(user), &args);
-        Ok(r::int(&c.query::<Value>(con)?)? == 1)
+        let (k, c) = self.cmd("POLL.VOTE", self.shard_of(user), &args);
+        Ok(r::int(&self.exec.query(con, &k, &c)?)? == 1)
     }
 
     /// `POLL.REVOKE` on the voter's shard: the votes taken back.
@@ -233,16 +259,16 @@ impl SpreadPoll {
     ) -> RedisResult<i64> {
         let mut args = vec![arg(user)];
         args.extend(candidate.map(arg));
-        let (_, c) = self.cmd("POLL.REVOKE", self.shard_of(user), &self.with_now(args));
-        r::int(&c.query::<Value>(con)?)
+        let (k, c) = self.cmd("POLL.REVOKE", self.shard_of(user), &self.with_now(args));
+        r::int(&self.exec.query(con, &k, &c)?)
     }
 
     /// `POLL.STATUS` on the voter's shard: the candidates this voter has
     /// votes for.
     pub fn status<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<Vec<String>> {
         let args = self.with_now(vec![arg(user)]);
-        let (_, c) = self.cmd("POLL.STATUS", self.shard_of(user), &args);
-        r::texts(&c.query::<Value>(con)?)
+        let (k, c) = self.cmd("POLL.STATUS", self.shard_of(user), &args);
+        r::texts(&self.exec.query(con, &k, &c)?)
     }
 
     /// Each candidate's exact total (the sum over the shards; `None` for a
@@ -310,7 +336,9 @@ impl SpreadPoll {
     /// `POLL.INFO` of every shard and the sums; `None` when no shard has
     /// the poll's rules (never created).
     pub fn info<C: FanOut>(&self, con: &mut C) -> RedisResult<Option<SpreadPollInfo>> {
-        let raw = fan_out(con, &self.shards.all(self.backend, "POLL.INFO", &[]))?;
+        let raw = self
+            .exec
+            .fan_out(con, &self.shards.all(self.backend, "POLL.INFO", &[]))?;
         let mut per = Vec::with_capacity(raw.len());
         for v in &raw {
             match r::poll_info(v)? {
@@ -336,8 +364,11 @@ impl SpreadPoll {
     /// shard is checked first (`POLL.INFO`), so that a missing or corrupt
     /// shard fails the call before any shard freezes a snapshot.
     pub fn sync<C: FanOut>(&self, con: &mut C) -> RedisResult<SpreadPollSync> {
-        fan_out(con, &self.shards.all(self.backend, "POLL.INFO", &[]))?;
-        let per = fan_out(con, &self.shards.all(self.backend, "POLL.SYNC", &[]))?
+        self.exec
+            .fan_out(con, &self.shards.all(self.backend, "POLL.INFO", &[]))?;
+        let per = self
+            .exec
+            .fan_out(con, &self.shards.all(self.backend, "POLL.SYNC", &[]))?
             .iter()
             .map(r::poll_sync)
             .collect::<RedisResult<Vec<PollSync>>>()?;
@@ -372,7 +403,8 @@ impl SpreadPoll {
             .enumerate()
             .map(|(i, e)| self.cmd("POLL.SYNCACK", i as u32, &[arg(*e)]))
             .collect();
-        fan_out(con, &calls)?
+        self.exec
+            .fan_out(con, &calls)?
             .iter()
             .map(|v| Ok(r::int(v)? == 1))
             .collect()
@@ -438,7 +470,9 @@ impl<C: FanOut> Boards for Io<'_, C> {
                 )
             })
             .collect();
-        fan_out(self.con, &calls)?
+        self.poll
+            .exec
+            .fan_out(self.con, &calls)?
             .iter()
             .map(|v| {
                 Ok(r::poll_entries(v)?
@@ -454,7 +488,9 @@ impl<C: FanOut> Boards for Io<'_, C> {
             .iter()
             .map(|(c, i)| self.poll.cmd("POLL.RANK", *i, &[arg(c.as_str())]))
             .collect();
-        fan_out(self.con, &calls)?
+        self.poll
+            .exec
+            .fan_out(self.con, &calls)?
             .iter()
             .map(|v| Ok(r::poll_rank(v)?.map(|p| p.votes)))
             .collect()
@@ -565,7 +601,11 @@ impl Merge {
     fn unknowns(&self, cands: &[String]) -> usize {
         cands
             .iter()
-            .map(|c| (0..self.done.len()).filter(|&i| self.value(c, i).is_none()).count())
+            .map(|c| {
+                (0..self.done.len())
+                    .filter(|&i| self.value(c, i).is_none())
+                    .count()
+            })
             .sum()
     }
 
@@ -867,7 +907,14 @@ mod tests {
         // many near-ties, the bound falls slowly.
         let mut mem = Mem::new(boards(9, 16, 5000, 100_000, true));
         let merged = mem.merged();
-        let got = exact_top(&mut mem, 16, 10, SPREAD_POLL_FIRST_PAGE, SPREAD_POLL_PAGE_MAX).unwrap();
+        let got = exact_top(
+            &mut mem,
+            16,
+            10,
+            SPREAD_POLL_FIRST_PAGE,
+            SPREAD_POLL_PAGE_MAX,
+        )
+        .unwrap();
         assert_eq!(got, merged[..10]);
         eprintln!(
             "flat: top 10 of 5,000 candidates over 16 shards: {} pages, {} single counts",
@@ -875,7 +922,14 @@ mod tests {
         );
         let (pages, votes) = (mem.pages, mem.votes);
         let mid = &merged[2500];
-        let got = exact_rank(&mut mem, 16, &mid.0, SPREAD_POLL_FIRST_PAGE, SPREAD_POLL_PAGE_MAX).unwrap();
+        let got = exact_rank(
+            &mut mem,
+            16,
+            &mid.0,
+            SPREAD_POLL_FIRST_PAGE,
+            SPREAD_POLL_PAGE_MAX,
+        )
+        .unwrap();
         assert_eq!(got, Some((2500, mid.1)));
         eprintln!(
             "flat: rank of the 2,500th: {} pages, {} single counts",

@@ -13,7 +13,8 @@ use redis::{Cmd, ConnectionLike, ErrorKind, RedisError, RedisResult, Value};
 
 use crate::entities::{Backend, Keep, RankOptions};
 use crate::replies::{RankEntry, RankMember, RankPlace};
-use crate::spread::{fan_out, shard_error, FanOut, Shards};
+use crate::retry::RetryPolicy;
+use crate::spread::{shard_error, Exec, FanOut, Shards};
 
 fn arg<T: redis::ToRedisArgs>(v: T) -> Vec<u8> {
     v.to_redis_args().concat()
@@ -120,6 +121,7 @@ pub struct SpreadRank {
     shards: Shards,
     now: Option<i64>,
     backend: Backend,
+    exec: Exec,
 }
 
 impl SpreadRank {
@@ -132,6 +134,7 @@ impl SpreadRank {
             shards: Shards::new(base, n),
             now: None,
             backend: Backend::Module,
+            exec: Exec::default(),
         }
     }
 
@@ -149,6 +152,27 @@ impl SpreadRank {
             backend,
             ..self.clone()
         }
+    }
+
+    /// The same handle with another retry policy for its per-shard
+    /// commands ([`RetryPolicy::NEVER`]: the connection's own retries
+    /// only; docs/spread.md, "Retries under topology change").
+    pub fn with_retry(&self, retry: RetryPolicy) -> SpreadRank {
+        let mut h = self.clone();
+        h.exec.retry = retry;
+        h
+    }
+
+    /// The same handle whose writes are durable: each write's pipeline to
+    /// its shard's master ends in `WAIT replicas wait_ms` on the same
+    /// connection ([`FanOut::pipeline_durable`]); when fewer replicas
+    /// acknowledge, the write answers an error ("the write reached k of r
+    /// replicas": it ran on the master). Reads do not wait. `durable(0, _)`
+    /// is the plain handle again.
+    pub fn durable(&self, replicas: i64, wait_ms: u64) -> SpreadRank {
+        let mut h = self.clone();
+        h.exec.durable = (replicas > 0).then_some((replicas, wait_ms));
+        h
     }
 
     /// The shard keys and the routing.
@@ -199,12 +223,12 @@ impl SpreadRank {
         let calls: Vec<(String, Cmd)> = (0..self.shards.n())
             .map(|i| self.call("RANK.CREATE", i, &args))
             .collect();
-        let first: Value = calls[0]
-            .1
-            .query(con)
+        let first: Value = self
+            .exec
+            .query(con, &calls[0].0, &calls[0].1)
             .map_err(|e| shard_error(&calls[0].0, e))?;
         crate::replies::ok(&first)?;
-        for v in fan_out(con, &calls[1..])? {
+        for v in self.exec.fan_out(con, &calls[1..])? {
             crate::replies::ok(&v)?;
         }
         Ok(true)
@@ -220,7 +244,8 @@ impl SpreadRank {
         let shard = self.shard_of(member);
         args.insert(0, arg(member));
         self.now_args(&mut args);
-        let v: Value = self.call(name, shard, &args).1.query(con)?;
+        let (key, cmd) = self.call(name, shard, &args);
+        let v: Value = self.exec.query(con, &key, &cmd)?;
         Ok(ShardRankWrite {
             points: crate::replies::int(&v)?,
             shard,
@@ -267,7 +292,7 @@ impl SpreadRank {
             .map(|i| self.call("RANK.REM", i as u32, &by_shard[i]))
             .collect();
         let mut removed = 0;
-        for v in fan_out(con, &calls)? {
+        for v in self.exec.fan_out(con, &calls)? {
             removed += crate::replies::int(&v)?;
         }
         Ok(removed)
@@ -278,7 +303,8 @@ impl SpreadRank {
         let calls: Vec<(String, Cmd)> = (0..self.shards.n())
             .map(|i| self.call("RANK.COUNT", i, &[]))
             .collect();
-        fan_out(con, &calls)?
+        self.exec
+            .fan_out(con, &calls)?
             .iter()
             .map(crate::replies::int)
             .collect()
@@ -302,7 +328,10 @@ impl SpreadRank {
             shard,
             &[arg(count), arg("MEMBER"), arg(member)],
         );
-        let v: Value = cmd.query(con).map_err(|e| shard_error(&key, e))?;
+        let v: Value = self
+            .exec
+            .query(con, &key, &cmd)
+            .map_err(|e| shard_error(&key, e))?;
         let Some(p) = rank_position(&v)? else {
             return Ok(None);
         };
@@ -335,7 +364,7 @@ impl SpreadRank {
         };
         let mut calls = self.others(member, &at, 0);
         calls.push(self.call("RANK.GET", self.shard_of(member), &[arg(member)]));
-        let replies = fan_out(con, &calls)?;
+        let replies = self.exec.fan_out(con, &calls)?;
         let (get, others) = replies.split_last().expect("a RANK.GET");
         let mut rank = own.above;
         for v in others {
@@ -360,7 +389,7 @@ impl SpreadRank {
             return Ok(None);
         };
         let mut rank = own.above;
-        for v in fan_out(con, &self.others(member, &at, 0))? {
+        for v in self.exec.fan_out(con, &self.others(member, &at, 0))? {
             rank += rank_position(&v)?
                 .ok_or_else(|| bad_reply("RANK.POSITION", &v))?
                 .above;
@@ -382,7 +411,7 @@ impl SpreadRank {
             .map(|i| self.call("RANK.POSITION", i, &[arg(depth)]))
             .collect();
         let mut all = Vec::new();
-        for v in fan_out(con, &calls)? {
+        for v in self.exec.fan_out(con, &calls)? {
             all.extend(
                 rank_position(&v)?
                     .ok_or_else(|| bad_reply("RANK.POSITION", &v))?
@@ -417,7 +446,7 @@ impl SpreadRank {
         let mut rank = own.above;
         let mut above = own.above_list;
         let mut below = own.below_list;
-        for v in fan_out(con, &self.others(member, &at, n))? {
+        for v in self.exec.fan_out(con, &self.others(member, &at, n))? {
             let p = rank_position(&v)?.ok_or_else(|| bad_reply("RANK.POSITION", &v))?;
             rank += p.above;
             above.extend(p.above_list);
@@ -459,6 +488,11 @@ impl SpreadRank {
             args.extend([arg("AT"), arg(score), arg(member)]);
         }
         let (key, cmd) = self.call("RANK.POSITION", shard, &args);
-        rank_position(&cmd.query(con).map_err(|e| shard_error(&key, e))?)
+        rank_position(
+            &self
+                .exec
+                .query(con, &key, &cmd)
+                .map_err(|e| shard_error(&key, e))?,
+        )
     }
 }

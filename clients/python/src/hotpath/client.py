@@ -14,13 +14,21 @@ over the shards through ``Backend.call_many``.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import replies as R
 from .spread import SpreadLike, SpreadLuckyBag, spread_count
 
+if TYPE_CHECKING:
+    from .retry import RetryPolicy
+    from .spread_poll import SpreadPoll
+    from .spread_rank import SpreadRank
+
 Key = Union[str, bytes]
 Arg = Union[str, bytes, int, float]
+
+
+Call = Tuple[str, Sequence[Arg], Sequence[Key]]
 
 
 class Backend:
@@ -31,7 +39,7 @@ class Backend:
     def call(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
         raise NotImplementedError
 
-    def call_many(self, calls: Sequence[Tuple[str, Sequence[Arg], Sequence[Key]]]) -> List[Any]:
+    def call_many(self, calls: Sequence[Call]) -> List[Any]:
         """Runs several commands (the per-shard parts of a spread call) and
         returns each reply, or the exception it raised, in order. This
         default runs them one after the other; a backend that can pipeline
@@ -44,17 +52,97 @@ class Backend:
                 out.append(e)
         return out
 
-
-    def call_many_durable(self, calls: Sequence[Tuple[str, Sequence[Arg], Sequence[Key]]],
+    def call_many_durable(self, calls: Sequence[Call],
                           replicas: int, timeout_ms: int) -> Tuple[List[Any], List[int]]:
-        """:meth:`call_many`, then ``WAIT replicas timeout_ms`` on the node
-        of each call's first key, on the connection that sent its writes
-        (``WAIT`` counts the writes of its own connection). Returns the
-        replies and, per call, the replicas that have its node's writes.
+        """The durable write: :meth:`call_many`, then ``WAIT replicas
+        timeout_ms`` on the node of each call's first key, on the
+        connection that sent its writes (``WAIT`` counts the writes of its
+        own connection). Returns the replies and, per call, the replicas
+        that acknowledged its node's writes (0 for a call that failed).
         This default serves a single server."""
         out = self.call_many(calls)
         acked = int(self.call("WAIT", [replicas, timeout_ms], []))
         return out, [acked] * len(calls)
+
+    def call_durable(self, command: str, argv: Sequence[Arg], keys: Sequence[Key],
+                     replicas: int, timeout_ms: int) -> Tuple[Any, int]:
+        """One durable write (:meth:`call_many_durable`): its reply (or the
+        exception it raised) and the replicas that acknowledged it."""
+        out, acks = self.call_many_durable([(command, argv, keys)], replicas, timeout_ms)
+        return out[0], acks[0]
+
+
+def pipeline_many(client: Any, wires: Sequence[Sequence[Arg]]) -> List[Any]:
+    """Sends commands (each a full argument list) in one pipeline: on a
+    ``RedisCluster``, redis-py groups it per node, writes every node's part
+    before reading any reply, and follows redirections; each reply or error
+    comes back in order."""
+    if not wires:
+        return []
+    pipe = client.pipeline(transaction=False)
+    for wire in wires:
+        pipe.execute_command(*wire)
+    return list(pipe.execute(raise_on_error=False))
+
+
+def _refresh_topology(client: Any, errors: Sequence[Any]) -> None:
+    """Re-reads a cluster's slot map after a redirection or a node failure
+    seen outside redis-py's own retry path (the durable pipelines go
+    straight to a node)."""
+    nodes = getattr(client, "nodes_manager", None)
+    if nodes is None:
+        return
+    from .retry import classify
+    if any(isinstance(e, BaseException) and classify(e) is not None for e in errors):
+        try:
+            nodes.initialize()
+        except Exception:  # noqa: BLE001 (the next attempt reports it)
+            pass
+
+
+def pipeline_durable(client: Any, wires: Sequence[Sequence[Arg]], keys: Sequence[Key],
+                     replicas: int, timeout_ms: int) -> Tuple[List[Any], List[int]]:
+    """The durable write over ``client``: one plain pipeline per node (the
+    node of each command's first key, ``keys[i]``), ending in ``WAIT
+    replicas timeout_ms``, so that the ``WAIT`` runs on the very
+    connection of the node's writes. Returns each reply (or error) and the
+    replicas that acknowledged its node's writes (0 where it failed). A
+    redirection (a slot moved meanwhile) comes back as that call's error,
+    and the cluster's slot map is read again for the next attempt."""
+    groups: dict = {}
+    nodes: dict = {}
+    get_node = getattr(client, "get_node_from_key", None)
+    out: List[Any] = [None] * len(wires)
+    acks: List[int] = [0] * len(wires)
+    for i, key in enumerate(keys):
+        if get_node is None:
+            name = None
+        else:
+            try:
+                node = get_node(key)
+            except Exception as e:  # noqa: BLE001 (no owner known: this call's error)
+                out[i] = e
+                continue
+            name = node.name
+            nodes[name] = node
+        groups.setdefault(name, []).append(i)
+    for name, idx in groups.items():
+        node_client = client if name is None else client.get_redis_connection(nodes[name])
+        pipe = node_client.pipeline(transaction=False)
+        for i in idx:
+            pipe.execute_command(*wires[i])
+        pipe.execute_command("WAIT", replicas, timeout_ms)
+        try:
+            res = pipe.execute(raise_on_error=False)
+        except Exception as e:  # noqa: BLE001 (the node failed: each call fails)
+            res = [e] * (len(idx) + 1)
+        ack = res[-1]
+        for j, i in enumerate(idx):
+            out[i] = res[j]
+            ok = isinstance(ack, int) and not isinstance(res[j], BaseException)
+            acks[i] = ack if ok else 0
+    _refresh_topology(client, out)
+    return out, acks
 
 
 class ModuleBackend(Backend):
@@ -63,54 +151,23 @@ class ModuleBackend(Backend):
     def __init__(self, client: Any):
         self.client = client
 
+    def wire(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> List[Arg]:
+        """The command as sent: the module's own."""
+        return [command, *argv]
+
     def call(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
         return self.client.execute_command(command, *argv)
 
-    def call_many(self, calls: Sequence[Tuple[str, Sequence[Arg], Sequence[Key]]]) -> List[Any]:
-        """One pipeline: on a ``RedisCluster``, redis-py groups it per node,
-        writes every node's part before reading any reply, and follows
-        redirections; each reply or error comes back in order."""
-        if not calls:
-            return []
-        pipe = self.client.pipeline(transaction=False)
-        for command, argv, _ in calls:
-            pipe.execute_command(command, *argv)
-        return list(pipe.execute(raise_on_error=False))
+    def call_many(self, calls: Sequence[Call]) -> List[Any]:
+        """One pipeline (:func:`pipeline_many`)."""
+        return pipeline_many(self.client, [self.wire(*c) for c in calls])
 
-    def call_many_durable(self, calls: Sequence[Tuple[str, Sequence[Arg], Sequence[Key]]],
+    def call_many_durable(self, calls: Sequence[Call],
                           replicas: int, timeout_ms: int) -> Tuple[List[Any], List[int]]:
-        """One plain pipeline per node ending in ``WAIT``, so that the
-        ``WAIT`` runs on the very connection of the node's writes. A
-        redirection (a slot moved meanwhile) comes back as that call's
-        error."""
-        groups: dict = {}
-        nodes: dict = {}
-        get_node = getattr(self.client, "get_node_from_key", None)
-        for i, (_, _, keys) in enumerate(calls):
-            if get_node is None:
-                name = None
-            else:
-                node = get_node(keys[0])
-                name = node.name
-                nodes[name] = node
-            groups.setdefault(name, []).append(i)
-        out: List[Any] = [None] * len(calls)
-        acks: List[int] = [0] * len(calls)
-        for name, idx in groups.items():
-            client = self.client if name is None else self.client.get_redis_connection(nodes[name])
-            pipe = client.pipeline(transaction=False)
-            for i in idx:
-                pipe.execute_command(calls[i][0], *calls[i][1])
-            pipe.execute_command("WAIT", replicas, timeout_ms)
-            try:
-                res = pipe.execute(raise_on_error=False)
-            except Exception as e:  # noqa: BLE001 (the node failed: each call fails)
-                res = [e] * (len(idx) + 1)
-            ack = res[-1]
-            for j, i in enumerate(idx):
-                out[i] = res[j]
-                acks[i] = ack if isinstance(ack, int) else 0
-        return out, acks
+        """One plain pipeline per node ending in ``WAIT``
+        (:func:`pipeline_durable`)."""
+        return pipeline_durable(self.client, [self.wire(*c) for c in calls],
+                                [c[2][0] for c in calls], replicas, timeout_ms)
 
 
 def _opt(argv: List[Arg], name: str, value: Optional[Arg]) -> None:
@@ -468,10 +525,14 @@ class HotPath:
     """Entry point: ``hp = HotPath(redis.Redis(...))`` or
     ``HotPath(redis.RedisCluster(...))``; ``backend`` replaces the default
     (the module, falling back to the Functions library on servers without
-    it: ``hotpath.fallback``)."""
+    it: ``hotpath.fallback``); ``retry`` is the retry policy of the spread
+    handles (``hotpath.retry``: 10 s by default)."""
 
-    def __init__(self, client: Any, backend: Optional[Backend] = None):
+    def __init__(self, client: Any, backend: Optional[Backend] = None,
+                 retry: Optional["RetryPolicy"] = None):
         self.client = client
+        from .retry import DEFAULT
+        self.retry = retry if retry is not None else DEFAULT
         if backend is None:
             # The module, falling back to the Functions library on a
             # server without it (hotpath.fallback).
@@ -484,7 +545,7 @@ class HotPath:
         (docs/spread.md)."""
         if spread is not None:
             from .spread_poll import SpreadPoll
-            return SpreadPoll(self.backend, key, spread)
+            return SpreadPoll(self.backend, key, spread).with_retry(self.retry)
         return Poll(self.backend, key)
 
     def rank(self, key: Key, spread: Optional[int] = None) -> Union[Rank, "SpreadRank"]:
@@ -492,14 +553,14 @@ class HotPath:
         shards (docs/spread.md)."""
         if spread is not None:
             from .spread_rank import SpreadRank
-            return SpreadRank(self.backend, key, spread)
+            return SpreadRank(self.backend, key, spread).with_retry(self.retry)
         return Rank(self.backend, key)
 
     def like(self, key: Key, spread: Optional[int] = None) -> Union[Like, "SpreadLike"]:
         """A post; with ``spread=n``, the post spread over ``n`` shards
         (docs/spread.md)."""
         if spread is not None:
-            return SpreadLike(self.backend, key, spread)
+            return SpreadLike(self.backend, key, spread).with_retry(self.retry)
         return Like(self.backend, key)
 
     def spread_count(self, family: str, key: Key) -> Optional[int]:
@@ -514,7 +575,7 @@ class HotPath:
         """A lucky bag; with ``spread=n``, the bag spread over ``n`` shards
         (docs/spread.md)."""
         if spread is not None:
-            return SpreadLuckyBag(self.backend, key, spread)
+            return SpreadLuckyBag(self.backend, key, spread).with_retry(self.retry)
         return LuckyBag(self.backend, key)
 
     def rate(self, key: Key) -> Rate:

@@ -14,9 +14,10 @@ errors and the same data, so the entity handles do not change.
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
-from .client import Arg, Backend, Key, ModuleBackend
+from .client import (Arg, Backend, Call, Key, ModuleBackend, pipeline_durable,
+                     pipeline_many)
 
 #: LIKE's twins take the module's three configs first (a script cannot
 #: read them): like-max-id, like-promote-at, like-recent, the module's
@@ -69,18 +70,34 @@ class FunctionsBackend(Backend):
         self.client = client
         self.like_configs = tuple(like_configs)
 
-    def call(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
+    def wire(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> List[Arg]:
+        """The command as sent: ``FCALL`` of its twin."""
         args = twin_args(command, argv, keys, self.like_configs)
-        fcall = ["FCALL", function_name(command), len(keys), *keys, *args]
+        return ["FCALL", function_name(command), len(keys), *keys, *args]
+
+    def call(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
+        fcall = self.wire(command, argv, keys)
         if keys and hasattr(self.client, "get_node_from_key"):
             # A cluster client routes FCALL by its first key.
             node = self.client.get_node_from_key(keys[0])
             return self.client.execute_command(*fcall, target_nodes=node)
         return self.client.execute_command(*fcall)
 
+    def call_many(self, calls: Sequence[Call]) -> List[Any]:
+        """One pipeline of ``FCALL``s (routed by their first key on a
+        cluster, one pipeline per node)."""
+        return pipeline_many(self.client, [self.wire(*c) for c in calls])
 
-def _unknown_command(err: Exception) -> bool:
-    return str(err).lower().startswith("unknown command")
+    def call_many_durable(self, calls: Sequence[Call],
+                          replicas: int, timeout_ms: int) -> Tuple[List[Any], List[int]]:
+        """One plain pipeline per node ending in ``WAIT``, on the
+        connection of the node's writes (``client.pipeline_durable``)."""
+        return pipeline_durable(self.client, [self.wire(*c) for c in calls],
+                                [c[2][0] for c in calls], replicas, timeout_ms)
+
+
+def _unknown_command(err: Any) -> bool:
+    return isinstance(err, Exception) and str(err).lower().startswith("unknown command")
 
 
 class FallbackBackend(Backend):
@@ -108,6 +125,46 @@ class FallbackBackend(Backend):
             raise
         self.mode = "module"
         return reply
+
+    def _decide(self, results: Sequence[Any]) -> List[int]:
+        """After a first batch on the module: the positions to run again on
+        the library (those the server did not know), switching to it for
+        good when there is any; else the module is confirmed by a reply."""
+        unknown = [i for i, r in enumerate(results) if _unknown_command(r)]
+        if unknown:
+            self.mode = "functions"
+        elif any(not isinstance(r, BaseException) for r in results):
+            self.mode = "module"
+        return unknown
+
+    def call_many(self, calls: Sequence[Call]) -> List[Any]:
+        """The backend in use's pipeline (one per node on a cluster): the
+        module's, or the library's once the server said it has no module."""
+        if self.mode == "functions":
+            return self.functions.call_many(calls)
+        out = self.module.call_many(calls)
+        if self.mode is None:
+            again = self._decide(out)
+            if again:
+                for i, r in zip(again, self.functions.call_many([calls[i] for i in again])):
+                    out[i] = r
+        return out
+
+    def call_many_durable(self, calls: Sequence[Call],
+                          replicas: int, timeout_ms: int) -> Tuple[List[Any], List[int]]:
+        """The durable write of the backend in use: one pipeline per node
+        ending in ``WAIT`` on the connection of the node's writes."""
+        if self.mode == "functions":
+            return self.functions.call_many_durable(calls, replicas, timeout_ms)
+        out, acks = self.module.call_many_durable(calls, replicas, timeout_ms)
+        if self.mode is None:
+            again = self._decide(out)
+            if again:
+                res, ack2 = self.functions.call_many_durable(
+                    [calls[i] for i in again], replicas, timeout_ms)
+                for j, i in enumerate(again):
+                    out[i], acks[i] = res[j], ack2[j]
+        return out, acks
 
 
 def default_backend(client: Any) -> Backend:

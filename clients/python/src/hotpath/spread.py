@@ -7,16 +7,25 @@ once (one pipeline per node, through ``Backend.call_many``) and the replies
 are merged. A shard that cannot be reached, or that answers an error,
 fails the whole call with :class:`ShardError`: a merged answer is never
 partial.
+
+Every per-shard command is retried under topology change (a slot being
+moved, a failover) by the handle's :class:`hotpath.retry.RetryPolicy`
+(``with_retry``); ``durable(replicas, wait_ms)`` gives a handle whose
+writes each wait for replicas (``WAIT`` on the connection that carried
+them), and raise :class:`NotDurableError` when too few acknowledged.
 """
 from __future__ import annotations
 
+import copy
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from redis.exceptions import RedisError
 
 from . import replies as R
 from . import routing
+from .retry import DEFAULT as DEFAULT_RETRY
+from .retry import RetryPolicy
 
 Arg = Any
 
@@ -51,8 +60,32 @@ class Shards:
         return f"Shards({self.base!r}, {self.n})"
 
 
+class NotDurableError(ShardError):
+    """A write ran on its shard's master but fewer than ``replicas``
+    replicas acknowledged it within the wait: a failover may still lose
+    it. ``reply`` is what the master answered, ``acked`` the replicas that
+    have it. Writing it again is safe for every write but ``LIKE.TOGGLE``
+    and ``RANK.INCR``."""
+
+    def __init__(self, key: bytes, reply: Any, acked: int, replicas: int):
+        self.reply = reply
+        self.acked = acked
+        self.replicas = replicas
+        super().__init__(key, RedisError(
+            f"the write reached {acked} of {replicas} replicas (it ran on the master)"))
+
+
+#: The per-shard commands that write (a durable handle waits after them).
+WRITES = frozenset({"CREATE", "TOGGLE", "ADD", "REM", "JOIN", "TASK", "LEAVE", "ENTER", "VOTE",
+                    "REVOKE", "INCR", "SYNCACK"})
+
+S = TypeVar("S", bound="_Spread")
+
+
 def _raise_first(keys: Sequence[bytes], results: Sequence[Any]) -> List[Any]:
     for k, r in zip(keys, results):
+        if isinstance(r, ShardError):
+            raise r
         if isinstance(r, BaseException):
             raise ShardError(k, r)
     return list(results)
@@ -64,6 +97,27 @@ class _Spread:
     def __init__(self, backend: Any, base: routing.Bytes, n: int):
         self.backend = backend
         self.shards = Shards(base, n)
+        #: How per-shard commands are retried (``hotpath.retry``).
+        self.retry: RetryPolicy = DEFAULT_RETRY
+        #: ``(replicas, wait_ms)`` for a durable handle, else None.
+        self.durability: Optional[Tuple[int, int]] = None
+
+    def with_retry(self: S, policy: RetryPolicy) -> S:
+        """The same handle with another retry policy
+        (``hotpath.retry.NEVER``: the cluster client's own retries only)."""
+        h = copy.copy(self)
+        h.retry = policy
+        return h
+
+    def durable(self: S, replicas: int = 1, wait_ms: int = 1000) -> S:
+        """The same handle whose writes are durable: each write's pipeline
+        to its shard's master ends in ``WAIT replicas wait_ms`` on the same
+        connection; when fewer replicas acknowledge, the write raises
+        :class:`NotDurableError` (it ran on the master). Reads do not wait.
+        ``durable(0)`` is the plain handle again."""
+        h = copy.copy(self)
+        h.durability = (replicas, wait_ms) if replicas > 0 else None
+        return h
 
     @property
     def base(self) -> bytes:
@@ -78,16 +132,50 @@ class _Spread:
         return [k, *args, "SPREAD", self.n]
 
     def _one(self, sub: str, i: int, *args: Arg) -> Any:
-        """One command on shard ``i``."""
+        """One command on shard ``i``, retried by the handle's policy; a
+        durable handle's write waits for its replicas."""
         k = self.shards.keys[i]
-        return self.backend.call(f"{self.family}.{sub}", self._argv(i, args), [k])
+        command = f"{self.family}.{sub}"
+        argv = self._argv(i, args)
+        if self.durability is None or sub not in WRITES:
+            return self.retry.run(lambda: self.backend.call(command, argv, [k]), command)
+        replicas, wait_ms = self.durability
+        res, acks = self._durable([(command, argv, [k])], replicas, wait_ms)
+        if isinstance(res[0], BaseException):
+            raise res[0]
+        if acks[0] < replicas:
+            raise NotDurableError(k, res[0], acks[0], replicas)
+        return res[0]
+
+    def _durable(self, calls: Sequence[Tuple[str, Sequence[Arg], Sequence[Any]]],
+                 replicas: int, wait_ms: int) -> Tuple[List[Any], List[int]]:
+        """``backend.call_many_durable``, retried by the handle's policy:
+        each round sends again only the calls that failed."""
+        acks = [0] * len(calls)
+
+        def step(idx: Sequence[int]) -> List[Any]:
+            res, ack = self.backend.call_many_durable([calls[i] for i in idx], replicas, wait_ms)
+            for i, a in zip(idx, ack):
+                acks[i] = a
+            return res
+
+        return self.retry.run_many(step, [c[0] for c in calls]), acks
 
     def _each(self, calls: Sequence[Tuple[int, str, Sequence[Arg]]]) -> List[Any]:
-        """Commands on shards, all at once; each reply or its exception."""
-        return self.backend.call_many([
-            (f"{self.family}.{sub}", self._argv(i, args), [self.shards.keys[i]])
-            for i, sub, args in calls
-        ])
+        """Commands on shards, all at once (one pipeline per node); each
+        reply or its exception, the failed ones retried by the handle's
+        policy. A durable handle's writes wait for their replicas."""
+        full = [(f"{self.family}.{sub}", self._argv(i, args), [self.shards.keys[i]])
+                for i, sub, args in calls]
+        if self.durability is not None and any(sub in WRITES for _, sub, _ in calls):
+            replicas, wait_ms = self.durability
+            res, acks = self._durable(full, replicas, wait_ms)
+            for j, (c, r) in enumerate(zip(full, res)):
+                if not isinstance(r, BaseException) and acks[j] < replicas:
+                    res[j] = NotDurableError(c[2][0], r, acks[j], replicas)
+            return res
+        return self.retry.run_many(
+            lambda idx: self.backend.call_many([full[i] for i in idx]), [c[0] for c in full])
 
     def _all(self, sub: str, *args: Arg) -> List[Any]:
         """The same command on every shard; fails on any shard's error."""
@@ -290,9 +378,11 @@ class SpreadLuckyBag(_Spread):
         calls = [(f"{self.family}.FREEZE", self._argv(i, [depth[i]]), [self.shards.keys[i]])
                  for i in range(n)]
         if replicas > 0:
-            res, acks = self.backend.call_many_durable(calls, replicas, wait_ms)
+            res, acks = self._durable(calls, replicas, wait_ms)
         else:
-            res, acks = self.backend.call_many(calls), [replicas] * n
+            res = self.retry.run_many(lambda idx: self.backend.call_many([calls[i] for i in idx]),
+                                      [c[0] for c in calls])
+            acks = [replicas] * n
         for i, v in enumerate(_raise_first(self.shards.keys, res)):
             lists[i] = R.winners(v)
         for k, ack in zip(self.shards.keys, acks):
@@ -324,9 +414,11 @@ class SpreadLuckyBag(_Spread):
             pairs += [c.user, c.score_text]
         commit = [(f"{self.family}.COMMIT", self._argv(0, [token, *pairs]), [k0])]
         if replicas > 0:
-            res, acks = self.backend.call_many_durable(commit, replicas, wait_ms)
+            res, acks = self._durable(commit, replicas, wait_ms)
         else:
-            res, acks = self.backend.call_many(commit), [0]
+            res = self.retry.run_many(lambda idx: self.backend.call_many(commit),
+                                      [commit[0][0]])
+            acks = [0]
         R.ok(_raise_first([k0], res)[0])
         if replicas > 0 and acks[0] < replicas:
             raise ShardError(k0, RedisError(
