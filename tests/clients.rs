@@ -726,6 +726,8 @@ fn hold_back(cl: &Cluster, i: usize, secs: &str) -> std::thread::JoinHandle<()> 
     let t = std::thread::spawn(move || {
         let _: RedisResult<Value> = redis::cmd("DEBUG").arg("SLEEP").arg(&secs).query(&mut c);
     });
+    // (Callers sleep the node for 3 s: on a loaded 2-core machine the draw
+    // can take more than a second to reach its WAIT.)
     // Returns once the node is seen asleep: two PINGs in a row, on bare
     // sockets (a client's own connection set-up would wait for the node),
     // that get no answer within 150 ms each (a node that is only busy
@@ -790,7 +792,7 @@ fn rust_client_under_durability_and_topology_change() {
         }
         let k0 = bag.shards().keys()[0].clone();
         let replica = cl.replicas_of(cl.owner_of_key(&k0))[0];
-        let sleeper = hold_back(&cl, replica, "1.5");
+        let sleeper = hold_back(&cl, replica, "3");
         c.packed.clear();
         let quick = DrawOptions {
             token: Some("t".into()),
@@ -836,7 +838,7 @@ fn rust_client_under_durability_and_topology_change() {
         let durable = post.durable(1, 300);
         assert_eq!(durable.add(&mut c, 7).unwrap().shard_count, 1);
         let key = post.shards().keys()[post.shard_of(8) as usize].clone();
-        let sleeper = hold_back(&cl, cl.replicas_of(cl.owner_of_key(&key))[0], "1.5");
+        let sleeper = hold_back(&cl, cl.replicas_of(cl.owner_of_key(&key))[0], "3");
         let e = durable.add(&mut c, 8).unwrap_err();
         sleeper.join().unwrap();
         assert!(
