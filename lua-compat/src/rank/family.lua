@@ -115,8 +115,8 @@ end
 -- the layout. Returns the layout and the shard ({n =, i =}, nil for a
 -- single-slot board), or nil and the error reply. A key that neither
 -- declares a count nor looks like a shard key costs one byte comparison;
--- when such a board does not exist at all, the base key of a spread board
--- is refused. (One function, not two: a script makes each of its helpers
+-- when a single-slot board does not exist at all, the base key of a
+-- spread board is refused (spread/scope.rs resolve). (One function, not two: a script makes each of its helpers
 -- at every call.)
 local function open_board(B, declared)
   local ok, tb, tm = board_types(B)
@@ -132,6 +132,10 @@ local function open_board(B, declared)
     if e then return nil, e end
     sh, e = spread().resolve('rank', B, declared, rec, function() return tb ~= 'none' end)
     if e then return nil, e end
+    if sh == nil and tb == 'none' and tm == 'none' then
+      e = spread().refuse_spread_base('rank', B)
+      if e then return nil, e end
+    end
   end
   local l, e2 = board_layout(B, false)
   if not l then return nil, e2 end
