@@ -182,16 +182,19 @@ pub fn resolve(
 /// For a single-slot command on `base` that found no entity there: fails
 /// when `base` is the base key of a spread entity (its shard 0 records
 /// one), with `ERR <family>: '<B>' is spread over n shards: call its shard
-/// keys ('<K_0>' is shard 0) or use a client library`.
+/// keys ('<K_0>' is shard 0) or use a client library`; or when shard 0
+/// holds data without a record ([`no_record`]).
 pub fn refuse_base(ctx: &Context, family: &Family, base: &[u8]) -> Result<(), RedisError> {
     let k0 = shard::first_shard_key(base);
     let meta = Key::open(ctx, &derived_name(&k0, "meta"), false);
-    if meta.kind() != KeyType::Hash {
-        return Ok(());
+    match meta.kind() {
+        KeyType::Hash => {}
+        KeyType::Empty => return no_record(ctx, family, &k0),
+        _ => return Ok(()),
     }
     let [n] = meta.hget_fields([&F_SPREAD]);
     let Some(n) = n else {
-        return Ok(());
+        return no_record(ctx, family, &k0);
     };
     Err(error::family(
         family.name,
@@ -202,4 +205,19 @@ pub fn refuse_base(ctx: &Context, family: &Family, base: &[u8]) -> Result<(), Re
             error::key_text(&k0)
         ),
     ))
+}
+
+/// Shard 0 `k0` records no spread entity: fine while it holds no data
+/// either; with data, its record was deleted by hand and the base key is
+/// refused as that corrupt shard (`ERR <family>: corrupt data in
+/// '<K_0>:meta' field 'spread'`), rather than used beside it.
+fn no_record(ctx: &Context, family: &Family, k0: &[u8]) -> Result<(), RedisError> {
+    if holds_data(ctx, family, k0) {
+        return Err(error::corrupt(
+            family.name,
+            &derived_name(k0, "meta"),
+            Some("spread"),
+        ));
+    }
+    Ok(())
 }

@@ -111,7 +111,9 @@ pub fn share(c: i64, n: u32, i: u32) -> i64 {
 /// Decides how a command on `key` runs, from the count the call declared
 /// (`SPREAD n`) and the shard's record:
 ///
-/// - neither: a single-slot entity (`None`);
+/// - neither: a single-slot entity (`None`), but for the key of a shard 0
+///   ([`is_first_shard_key`]) that holds data (`has_data`): its record
+///   was deleted (`corrupt data in '<K>:meta' field 'spread'`);
 /// - a record only: that shard (a raw call on a shard key);
 /// - both, equal counts: that shard;
 /// - both, other counts: `ERR <family>: shard counts disagree: '<K>' is
@@ -129,6 +131,18 @@ pub fn resolve(
     has_data: impl FnOnce() -> bool,
 ) -> Result<Option<Shard>, RedisError> {
     match (declared, record) {
+        // Shard 0's key names it whatever the count: holding data
+        // without its record, it is a shard whose record was deleted.
+        (None, None) => {
+            if is_first_shard_key(key) && has_data() {
+                return Err(error::corrupt(
+                    family,
+                    &derived_name(key, "meta"),
+                    Some("spread"),
+                ));
+            }
+            Ok(None)
+        }
         (None, r) => Ok(r),
         (Some(n), Some(r)) if r.n == n => Ok(Some(r)),
         (Some(n), Some(r)) => Err(counts_disagree(family, key, n, r)),

@@ -400,6 +400,23 @@ fn only_spread_takes_nothing_else() {
 }
 
 #[test]
+fn shard_zero_is_known_by_its_name_alone() {
+    use super::shard::is_first_shard_key;
+    for base in [&b"post:9"[..], b"post:{9}", b"week:{7}", b"", b"{a}b"] {
+        for n in [1, 2, 3, 7, 64, 1024] {
+            assert!(is_first_shard_key(&shard_key(base, n, 0)), "{n}");
+            if n > 1 {
+                assert!(!is_first_shard_key(&shard_key(base, n, n - 1)), "{n}");
+            }
+        }
+    }
+    for key in [&b"post:9"[..], b"{a}b", b"{9}post:{8}", b"{}x", b"", b"{"] {
+        assert!(!is_first_shard_key(key), "{}", String::from_utf8_lossy(key));
+    }
+    assert!(is_first_shard_key(b"{9}post:{9}"));
+}
+
+#[test]
 fn resolve_decides_from_the_count_and_the_record() {
     use super::shard::{counts_disagree, resolve, Shard};
     let k1 = shard_key(b"post:9", 4, 1);
@@ -437,5 +454,29 @@ fn resolve_decides_from_the_count_and_the_record() {
         Err(format!(
             "ERR like: corrupt data in '{k1s}:meta' field 'spread'"
         ))
+    );
+    // Shard 0 is known by its key alone: with data and no record, a call
+    // that declares no count is refused too (issue 24 item 7); another
+    // shard cannot be told from a single-slot key without the count.
+    let k0 = shard_key(b"post:9", 4, 0);
+    let k0s = String::from_utf8(k0.clone()).unwrap();
+    assert_eq!(
+        resolve("like", &k0, None, None, || false).map_err(text),
+        Ok(None)
+    );
+    assert_eq!(
+        resolve("like", &k0, None, None, || true).map_err(text),
+        Err(format!(
+            "ERR like: corrupt data in '{k0s}:meta' field 'spread'"
+        ))
+    );
+    let r0 = Shard { n: 4, i: 0 };
+    assert_eq!(
+        resolve("like", &k0, None, Some(r0), no_probe).map_err(text),
+        Ok(Some(r0))
+    );
+    assert_eq!(
+        resolve("like", b"{a}b", None, None, no_probe).map_err(text),
+        Ok(None)
     );
 }

@@ -109,6 +109,9 @@ local function board_layout(B, import_ok)
   if import and not import_ok then return nil, importing() end
   return l, import
 end
+-- A spread board's data: the Sorted Set under the shard key itself
+-- (rank/commands.rs BOARD).
+local RANK_DATA = {''}
 -- A board opened for a command: checks B and B:meta, resolves the shard
 -- (docs/spread.md; rank/commands.rs spread_of) from the count the call
 -- declared (`declared`: SPREAD n, or nil) and the record in B:meta, reads
@@ -124,7 +127,7 @@ local function open_board(B, declared)
   local sh = nil
   if declared == nil and not looks_like_shard(B) then
     if tb == 'none' and tm == 'none' then
-      local e = spread().refuse_spread_base('rank', B)
+      local e = spread().refuse_spread_base('rank', B, RANK_DATA)
       if e then return nil, e end
     end
   else
@@ -133,7 +136,7 @@ local function open_board(B, declared)
     sh, e = spread().resolve('rank', B, declared, rec, function() return tb ~= 'none' end)
     if e then return nil, e end
     if sh == nil and tb == 'none' and tm == 'none' then
-      e = spread().refuse_spread_base('rank', B)
+      e = spread().refuse_spread_base('rank', B, RANK_DATA)
       if e then return nil, e end
     end
   end
@@ -163,7 +166,7 @@ local function refuse_spread(cmd, key, tb, tm)
       return rank_err(cmd .. " does not take a shard of a spread board ('" .. key_text(key) .. "'): see docs/rank.md")
     end
   end
-  if tb == 'none' and tm == 'none' then return spread().refuse_spread_base('rank', key) end
+  if tb == 'none' and tm == 'none' then return spread().refuse_spread_base('rank', key, RANK_DATA) end
   return nil
 end
 -- a > b byte by byte (the order of a sorted set's members): Lua's own
