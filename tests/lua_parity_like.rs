@@ -566,16 +566,31 @@ fn spread_twins_match_the_module_once(seed: u64) {
     a.extend(sp(2));
     t.both("add", &[&k8[0]], &a);
     t.raw_both(&["DEL", &format!("{}:meta", k8[0])]);
-    let corrupt = format!("ERR<ERR like: corrupt data in '{}:meta' field 'spread'>", k8[0]);
+    let corrupt = format!(
+        "ERR<ERR like: corrupt data in '{}:meta' field 'spread'>",
+        k8[0]
+    );
     for (cmd, key, args) in [
-        ("add", "post:{8}", vec!["5".to_string(), "NOW".into(), "1".into()]),
-        ("toggle", "post:{8}", vec!["5".into(), "NOW".into(), "1".into()]),
+        (
+            "add",
+            "post:{8}",
+            vec!["5".to_string(), "NOW".into(), "1".into()],
+        ),
+        (
+            "toggle",
+            "post:{8}",
+            vec!["5".into(), "NOW".into(), "1".into()],
+        ),
         ("rem", "post:{8}", vec!["4".into()]),
         ("check", "post:{8}", vec!["4".into()]),
         ("count", "post:{8}", vec![]),
         ("recent", "post:{8}", vec![]),
         ("info", "post:{8}", vec![]),
-        ("add", k8[0].as_str(), vec!["6".into(), "NOW".into(), "1".into()]),
+        (
+            "add",
+            k8[0].as_str(),
+            vec!["6".into(), "NOW".into(), "1".into()],
+        ),
         ("count", k8[0].as_str(), vec![]),
     ] {
         assert_eq!(t.both(cmd, &[key], &args), corrupt, "{cmd} {key}");

@@ -793,13 +793,18 @@ fn spread_twins_match_the_module_once(seed: u64) {
     for k in &k8 {
         t.both("create", k, &strs(&["TIEBREAK", "NONE", "SPREAD", "2"]));
     }
-    let m0 = (0..50).map(|u| u.to_string()).find(|m| routing::shard_of(m.as_bytes(), 2) == 0);
+    let m0 = (0..50)
+        .map(|u| u.to_string())
+        .find(|m| routing::shard_of(m.as_bytes(), 2) == 0);
     let m0 = m0.unwrap();
     let mut a = strs(&[&m0, "50", "NOW", "5"]);
     a.extend(sp(2));
     t.both("add", &k8[0], &a);
     t.raw_both(&["DEL", &format!("{}:meta", k8[0])]);
-    let corrupt = format!("ERR<ERR rank: corrupt data in '{}:meta' field 'spread'>", k8[0]);
+    let corrupt = format!(
+        "ERR<ERR rank: corrupt data in '{}:meta' field 'spread'>",
+        k8[0]
+    );
     for (cmd, key, args) in [
         ("top", k8[0].as_str(), vec![]),
         ("around", k8[0].as_str(), strs(&[&m0, "1"])),

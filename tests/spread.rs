@@ -1032,7 +1032,10 @@ fn rank_shard_zero_whose_record_was_deleted_is_refused_as_corrupt() {
     let mut c = s.conn();
     let keys = keys_of("week:{7}", 2);
     for k in &keys {
-        run(&mut c, &["RANK.CREATE", k, "TIEBREAK", "NONE", "SPREAD", "2"]);
+        run(
+            &mut c,
+            &["RANK.CREATE", k, "TIEBREAK", "NONE", "SPREAD", "2"],
+        );
     }
     run(&mut c, &["RANK.ADD", &keys[0], "ann", "50", "SPREAD", "2"]);
     assert_eq!(run(&mut c, &["RANK.TOP", &keys[0], "5"]), "[ann, 50]");
@@ -1086,7 +1089,10 @@ fn poll_and_luckybag_shard_zero_whose_record_was_deleted_is_refused_as_corrupt()
 
     let keys = keys_of("bag:{3}", 2);
     for k in &keys {
-        run(&mut c, &["LUCKYBAG.CREATE", k, "WINNERS", "2", "SPREAD", "2"]);
+        run(
+            &mut c,
+            &["LUCKYBAG.CREATE", k, "WINNERS", "2", "SPREAD", "2"],
+        );
     }
     run(&mut c, &["LUCKYBAG.JOIN", &keys[0], &id, "SPREAD", "2"]);
     run(&mut c, &["DEL", &format!("{}:meta", keys[0])]);
