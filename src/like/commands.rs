@@ -632,18 +632,7 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
         return Err(error::arity(&String::from_utf8_lossy(c.arg(0))));
     }
     let id = user_id(ctx, c.arg(2))?;
-    let mut now = None;
-    let mut declared = None;
-    while !c.done() {
-        let kw = c.next_slice()?;
-        if kw.eq_ignore_ascii_case(b"NOW") {
-            now = Some(c.option_i64(0, model::MAX_NOW_MS)?);
-        } else if scope::is_keyword(kw) {
-            declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
-        } else {
-            return Err(error::syntax());
-        }
-    }
+    let (now, declared) = scope::now_and_spread(FAMILY, c, model::MAX_NOW_MS)?;
     let args = c.all();
     let base = args[1].as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;

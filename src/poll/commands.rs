@@ -129,18 +129,7 @@ fn poll_found(ctx: &Context, base: &[u8]) -> bool {
 /// appends `NOW` after `SPREAD n` when it replicates a call that read its
 /// clock); returns (now, given, declared count).
 fn trailing_now_spread(c: &mut impl Options) -> Result<(i64, bool, Option<u32>), RedisError> {
-    let mut now = None;
-    let mut declared = None;
-    while !c.done() {
-        let kw = c.next_slice()?;
-        if kw.eq_ignore_ascii_case(b"NOW") {
-            now = Some(c.option_i64(0, model::MAX_TIME_MS)?);
-        } else if scope::is_keyword(kw) {
-            declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
-        } else {
-            return Err(error::syntax());
-        }
-    }
+    let (now, declared) = scope::now_and_spread(FAMILY, c, model::MAX_TIME_MS)?;
     match now {
         Some(t) => Ok((t, true, declared)),
         None => Ok((util::now_ms(), false, declared)),

@@ -2,10 +2,11 @@
 //! run on a shard of a spread entity, written once for LIKE, LUCKYBAG,
 //! POLL and RANK (and the next family to spread).
 //!
-//! - [`is_keyword`], [`trailing`], [`only`]: reading `SPREAD n` from the
-//!   arguments, the same for the owned ([`Cursor`](crate::args::Cursor))
-//!   and the in-place ([`Args`](crate::argv::Args)) arguments: both hand
-//!   out the whole argument slice.
+//! - [`is_keyword`], [`trailing`], [`only`], [`now_and_spread`]: reading
+//!   `SPREAD n` from the arguments, the same for the owned
+//!   ([`Cursor`](crate::args::Cursor)) and the in-place
+//!   ([`Args`](crate::argv::Args)) arguments: both hand out the whole
+//!   argument slice, and both are [`Options`] cursors.
 //! - [`resolve`]: which shard a call on `base` runs on, from the declared
 //!   count and the record in `base:meta`; or the error (no such shard, a
 //!   deleted record, other counts, a member of another shard, the base key
@@ -18,6 +19,7 @@
 
 use redis_module::{Context, RedisError, RedisString};
 
+use crate::argv::Options;
 use crate::error;
 use crate::keys::{derived_name, Field, Key, KeyType};
 use crate::spread::shard::{self, Shard};
@@ -93,6 +95,31 @@ pub fn only<A: Arg>(family: &str, args: &[A], fixed: usize) -> Result<Option<u32
             Err(error::arity(&String::from_utf8_lossy(name)))
         }
     }
+}
+
+/// Reads `[NOW unix-ms] [SPREAD n]` in either order up to the last
+/// argument (a master appends `NOW` after `SPREAD n` when it replicates a
+/// call that read its clock): the `NOW` value (0 … `max_now`) and the
+/// declared count. Anything else there is a syntax error.
+#[inline]
+pub fn now_and_spread(
+    family: &str,
+    c: &mut impl Options,
+    max_now: i64,
+) -> Result<(Option<i64>, Option<u32>), RedisError> {
+    let mut now = None;
+    let mut declared = None;
+    while !c.done() {
+        let kw = c.next_slice()?;
+        if kw.eq_ignore_ascii_case(b"NOW") {
+            now = Some(c.option_i64(0, max_now)?);
+        } else if is_keyword(kw) {
+            declared = Some(shard::parse_count(family, c.option_bytes()?)?);
+        } else {
+            return Err(error::syntax());
+        }
+    }
+    Ok((now, declared))
 }
 
 /// Returns true when a call on `base` may run on a shard: it declared a
