@@ -431,7 +431,7 @@ pub fn rank_add(ctx: &Context, c: &mut Args) -> RedisResult {
             cond = Condition::Lt;
         } else if is(kw, "NOW") {
             now = Some(c.option_i64(0, EXACT_MAX)?);
-        } else if is(kw, "SPREAD") {
+        } else if scope::is_keyword(kw) {
             declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
         } else {
             return Err(error::syntax());
@@ -475,7 +475,7 @@ pub fn rank_incr(ctx: &Context, c: &mut Args) -> RedisResult {
         let kw = c.keyword()?;
         if is(kw, "NOW") {
             now = Some(c.option_i64(0, EXACT_MAX)?);
-        } else if is(kw, "SPREAD") {
+        } else if scope::is_keyword(kw) {
             declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
         } else {
             return Err(error::syntax());
