@@ -210,6 +210,19 @@ local function spread()
   -- The key of shard 0 of a spread entity: the same for every count, and
   -- in the base key's slot.
   local function first_shard_key(base) return shard_key(base, 1, 0) end
+  -- True when k is the key of shard 0 of its base ({TAG[slot(B)]}B): the
+  -- same key for every count (shard.rs is_first_shard_key).
+  local function is_first_shard_key(k) return shard_index(k, 1) == 0 end
+  -- True when one of a family's data keys of key exists: `data` lists
+  -- their suffixes, '' for key itself (scope.rs holds_data).
+  local function holds_data(key, data)
+    for _, s in ipairs(data) do
+      local k = key
+      if s ~= '' then k = key .. ':' .. s end
+      if redis.call('EXISTS', k) == 1 then return true end
+    end
+    return false
+  end
   -- FNV-1a 32-bit. The product is split in 16-bit halves: h * 16777619
   -- would pass 2^53, where doubles stop being exact.
   local function fnv1a32(s)
@@ -274,7 +287,14 @@ local function spread()
   -- (shard.rs resolve): the shard, or nil for a single-slot entity, or nil
   -- and the error. has_data() tells a deleted record from a missing shard.
   local function resolve(family, key, declared, rec, has_data)
-    if declared == nil then return rec end
+    if declared == nil then
+      -- Shard 0's key names it whatever the count: with data and no
+      -- record, its record was deleted.
+      if rec == nil and is_first_shard_key(key) and has_data() then
+        return nil, data_error(family, 'corrupt data', key .. ':meta', 'spread')
+      end
+      return rec
+    end
     if rec then
       if rec.n == declared then return rec end
       return nil, family_error(family, "shard counts disagree: '" .. key_text(key) .. "' is shard " .. rec.i
@@ -299,13 +319,21 @@ local function spread()
     return wrong_shard(family, what, key, sh, id, j)
   end
   -- For a single-slot command on base that found no entity: the error when
-  -- base is the base key of a spread entity (its shard 0 records one).
-  local function refuse_spread_base(family, base)
+  -- base is the base key of a spread entity (its shard 0 records one), or
+  -- when shard 0 holds data (`data`: the family's data keys, as for
+  -- holds_data) without a record (scope.rs refuse_base).
+  local function refuse_spread_base(family, base, data)
     local k0 = first_shard_key(base)
     local meta = k0 .. ':meta'
-    if redis.call('TYPE', meta).ok ~= 'hash' then return nil end
+    local no_record = function()
+      if holds_data(k0, data) then return data_error(family, 'corrupt data', meta, 'spread') end
+      return nil
+    end
+    local t = redis.call('TYPE', meta).ok
+    if t == 'none' then return no_record() end
+    if t ~= 'hash' then return nil end
     local n = redis.call('HGET', meta, 'spread')
-    if not n then return nil end
+    if not n then return no_record() end
     return family_error(family, "'" .. key_text(base) .. "' is spread over " .. n
       .. " shards: call its shard keys ('" .. key_text(k0) .. "' is shard 0) or use a client library")
   end
@@ -329,6 +357,8 @@ local function spread()
   S.split_shard_key = split_shard_key
   S.shard_index = shard_index
   S.first_shard_key = first_shard_key
+  S.is_first_shard_key = is_first_shard_key
+  S.holds_data = holds_data
   S.fnv1a32 = fnv1a32
   S.route_shard = route_shard
   S.family_error = family_error
@@ -915,6 +945,8 @@ local function plan(sample, size, exact, last)
   end
   return out
 end
+-- A spread post's data keys besides B:meta (like/commands.rs POST).
+local LIKE_DATA = {'count', 'set', 'chunks'}
 -- The shard a post key is (docs/spread.md; like/commands.rs spread_of):
 -- {n =, i =, expires_at =} when the call declared SPREAD n or the key
 -- looks like a shard key and records one; nil for a single-slot post; nil
@@ -927,10 +959,7 @@ local function like_spread_of(B, declared)
   local rec, e = spread().read_record('like', B)
   if e then return nil, e end
   local sh, e2 = spread().resolve('like', B, declared, rec, function()
-    for _, s in ipairs({'count', 'set', 'chunks'}) do
-      if redis.call('EXISTS', B .. ':' .. s) == 1 then return true end
-    end
-    return false
+    return spread().holds_data(B, LIKE_DATA)
   end)
   if e2 then return nil, e2 end
   if not sh then return nil end
@@ -969,7 +998,7 @@ local function read_post(base, need_count, single)
     return nil, redis.error_reply(WRONGTYPE)
   end
   if single and ts == 'none' and ti == 'none' and tc == 'none' then
-    local e = spread().refuse_spread_base('like', base)
+    local e = spread().refuse_spread_base('like', base, LIKE_DATA)
     if e then return nil, e end
   end
   local p = {base = base, count = 0, set_members = redis.call('SCARD', set), index = redis.call('GET', index) or ''}
@@ -1129,7 +1158,7 @@ local function write(OP, CMD, keys, argv)
     -- No count: a post without likers, or a count deleted by hand from a
     -- post all in set form (SCARD); with chunks it cannot be counted.
     if not sh then
-      local e = spread().refuse_spread_base('like', B)
+      local e = spread().refuse_spread_base('like', B, LIKE_DATA)
       if e then return e end
     end
     local ts, ti = type_of(SET), type_of(INDEX)
@@ -1780,7 +1809,7 @@ local RECENT = B .. ':recent'
 local tr = type_of(RECENT)
 if tr ~= 'none' and tr ~= 'zset' then return redis.error_reply(WRONGTYPE) end
 if not sh and tr == 'none' then
-  local e = spread().refuse_spread_base('like', B)
+  local e = spread().refuse_spread_base('like', B, LIKE_DATA)
   if e then return e end
 end
 local card = redis.call('ZCARD', RECENT)
@@ -2386,13 +2415,9 @@ local function adopt_expiry(meta, key)
 end
 local function score_text(score) return string.format('%.6f', tonumber(score)) end
 -- ---- spread bags (docs/spread.md; luckybag/commands.rs) ----
--- Data in a shard without its record means the record was deleted.
-local function has_bag_data(B)
-  for _, s in ipairs({'count', 'stored', 'winners', 'cand:0'}) do
-    if redis.call('EXISTS', B .. ':' .. s) == 1 then return true end
-  end
-  return false
-end
+-- A spread bag's data keys besides B:meta (luckybag/commands.rs BAG):
+-- data in a shard without its record means the record was deleted.
+local BAG_DATA = {'count', 'stored', 'winners', 'cand:0'}
 -- The shard of a spread bag B is, from the declared SPREAD n and the
 -- record in B:meta (`meta`: its name when the bag exists): {n =, i =}, or
 -- nil for a single-slot bag, or nil and the error. With `user`, the user
@@ -2401,7 +2426,7 @@ end
 local function bag_spread_of(B, declared, meta, user)
   if declared == nil and not looks_like_shard(B) then
     if not meta then
-      local e = spread().refuse_spread_base('luckybag', B)
+      local e = spread().refuse_spread_base('luckybag', B, BAG_DATA)
       if e then return nil, e end
     end
     return nil
@@ -2413,13 +2438,13 @@ local function bag_spread_of(B, declared, meta, user)
     if e then return nil, e end
     rec = r
   end
-  local sh, e = spread().resolve('luckybag', B, declared, rec, function() return has_bag_data(B) end)
+  local sh, e = spread().resolve('luckybag', B, declared, rec, function() return spread().holds_data(B, BAG_DATA) end)
   if e then return nil, e end
   if sh and user then
     local e2 = spread().check_owner('luckybag', 'user', B, sh, user)
     if e2 then return nil, e2 end
   elseif not sh and not meta then
-    local e3 = spread().refuse_spread_base('luckybag', B)
+    local e3 = spread().refuse_spread_base('luckybag', B, BAG_DATA)
     if e3 then return nil, e3 end
   end
   return sh
@@ -3493,6 +3518,8 @@ local function only_spread(argv, fixed, bad_arity)
   if extra == 2 and string.upper(argv[fixed + 1]) == 'SPREAD' then return spread_n(argv[fixed + 2]) end
   bad_arity()
 end
+-- A spread poll's data keys besides B:meta (poll/commands.rs POLL).
+local POLL_DATA = {'voted', 'board', 'uservotes', 'synced', 'syncing'}
 -- The shard a poll key is (commands.rs spread_in), B:meta already
 -- type-checked: {n =, i =} when the call declared SPREAD n or the key
 -- looks like a shard key and records one, nil for a single-slot poll;
@@ -3505,12 +3532,7 @@ local function poll_spread(B, declared, user)
   local v = redis.call('HMGET', B .. ':meta', 'spread', 'shard')
   local rec, e = S.parse_record('poll', B, v[1], v[2])
   raise(e)
-  local sh, e2 = S.resolve('poll', B, declared, rec, function()
-    for _, s in ipairs({ 'voted', 'board', 'uservotes', 'synced', 'syncing' }) do
-      if redis.call('EXISTS', B .. ':' .. s) == 1 then return true end
-    end
-    return false
-  end)
+  local sh, e2 = S.resolve('poll', B, declared, rec, function() return S.holds_data(B, POLL_DATA) end)
   raise(e2)
   if sh and user then raise(S.check_owner('poll', 'user', B, sh, user)) end
   return sh
@@ -3522,7 +3544,7 @@ end
 -- For a single-slot call that found none of the poll's keys: refuses the
 -- base key of a spread poll (costs nothing once the poll has a key).
 local function refuse_base(B, sh, found)
-  if sh == nil and not found then raise(spread().refuse_spread_base('poll', B)) end
+  if sh == nil and not found then raise(spread().refuse_spread_base('poll', B, POLL_DATA)) end
 end
 
 -- POLL.CREATE (lua-compat/src/poll/create.lua)
@@ -4314,14 +4336,17 @@ local function board_layout(B, import_ok)
   if import and not import_ok then return nil, importing() end
   return l, import
 end
+-- A spread board's data: the Sorted Set under the shard key itself
+-- (rank/commands.rs BOARD).
+local RANK_DATA = {''}
 -- A board opened for a command: checks B and B:meta, resolves the shard
 -- (docs/spread.md; rank/commands.rs spread_of) from the count the call
 -- declared (`declared`: SPREAD n, or nil) and the record in B:meta, reads
 -- the layout. Returns the layout and the shard ({n =, i =}, nil for a
 -- single-slot board), or nil and the error reply. A key that neither
 -- declares a count nor looks like a shard key costs one byte comparison;
--- when such a board does not exist at all, the base key of a spread board
--- is refused. (One function, not two: a script makes each of its helpers
+-- when a single-slot board does not exist at all, the base key of a
+-- spread board is refused (spread/scope.rs resolve). (One function, not two: a script makes each of its helpers
 -- at every call.)
 local function open_board(B, declared)
   local ok, tb, tm = board_types(B)
@@ -4329,7 +4354,7 @@ local function open_board(B, declared)
   local sh = nil
   if declared == nil and not looks_like_shard(B) then
     if tb == 'none' and tm == 'none' then
-      local e = spread().refuse_spread_base('rank', B)
+      local e = spread().refuse_spread_base('rank', B, RANK_DATA)
       if e then return nil, e end
     end
   else
@@ -4337,6 +4362,10 @@ local function open_board(B, declared)
     if e then return nil, e end
     sh, e = spread().resolve('rank', B, declared, rec, function() return tb ~= 'none' end)
     if e then return nil, e end
+    if sh == nil and tb == 'none' and tm == 'none' then
+      e = spread().refuse_spread_base('rank', B, RANK_DATA)
+      if e then return nil, e end
+    end
   end
   local l, e2 = board_layout(B, false)
   if not l then return nil, e2 end
@@ -4364,7 +4393,7 @@ local function refuse_spread(cmd, key, tb, tm)
       return rank_err(cmd .. " does not take a shard of a spread board ('" .. key_text(key) .. "'): see docs/rank.md")
     end
   end
-  if tb == 'none' and tm == 'none' then return spread().refuse_spread_base('rank', key) end
+  if tb == 'none' and tm == 'none' then return spread().refuse_spread_base('rank', key, RANK_DATA) end
   return nil
 end
 -- a > b byte by byte (the order of a sorted set's members): Lua's own
@@ -4565,7 +4594,7 @@ if redis.call('EXISTS', meta) == 1 then
 end
 if redis.call('EXISTS', B) == 1 then return rank_err('board already exists') end
 if not n then
-  local e = spread().refuse_spread_base('rank', B)
+  local e = spread().refuse_spread_base('rank', B, RANK_DATA)
   if e then return e end
 elseif index == 0 then
   -- Shard 0 shares its base key's slot: a single-slot board under the base

@@ -554,6 +554,48 @@ fn spread_twins_match_the_module_once(seed: u64) {
     ] {
         t.both(cmd, &["post:9"], &args);
     }
+    // Shard 0 whose record was deleted, its likes still there (issue 24
+    // item 7): the base key and the shard key without SPREAD n are refused
+    // as that corrupt shard on both sides, instead of a single-slot post
+    // beside the spread one.
+    let k8 = shard_keys("post:{8}", 2);
+    for k in &k8 {
+        t.both("create", &[k], &sp(2));
+    }
+    let mut a = vec!["4".to_string(), "NOW".into(), "1".into()];
+    a.extend(sp(2));
+    t.both("add", &[&k8[0]], &a);
+    t.raw_both(&["DEL", &format!("{}:meta", k8[0])]);
+    let corrupt = format!(
+        "ERR<ERR like: corrupt data in '{}:meta' field 'spread'>",
+        k8[0]
+    );
+    for (cmd, key, args) in [
+        (
+            "add",
+            "post:{8}",
+            vec!["5".to_string(), "NOW".into(), "1".into()],
+        ),
+        (
+            "toggle",
+            "post:{8}",
+            vec!["5".into(), "NOW".into(), "1".into()],
+        ),
+        ("rem", "post:{8}", vec!["4".into()]),
+        ("check", "post:{8}", vec!["4".into()]),
+        ("count", "post:{8}", vec![]),
+        ("recent", "post:{8}", vec![]),
+        ("info", "post:{8}", vec![]),
+        (
+            "add",
+            k8[0].as_str(),
+            vec!["6".into(), "NOW".into(), "1".into()],
+        ),
+        ("count", k8[0].as_str(), vec![]),
+    ] {
+        assert_eq!(t.both(cmd, &[key], &args), corrupt, "{cmd} {key}");
+    }
+    t.assert_same_data("shard 0 without its record");
     // Each shard holds id / n: promoted shards are dense.
     for (base, n) in posts {
         for k in shard_keys(base, n) {

@@ -786,6 +786,39 @@ fn spread_twins_match_the_module_once(seed: u64) {
     t.merge("solo{9}", &[&k9[0]], &[]);
     t.merge("solo{9}", &["board:9"], &[]);
     t.merge("out{9}", &["solo{9}"], &["NOW", "5"]);
+    // Shard 0 whose record was deleted, its board still there (issue 24
+    // item 7): the base key and the shard key without SPREAD n are refused
+    // as that corrupt shard on both sides (RANK.TOP read points as 0).
+    let k8 = shard_keys("board:{8}", 2);
+    for k in &k8 {
+        t.both("create", k, &strs(&["TIEBREAK", "NONE", "SPREAD", "2"]));
+    }
+    let m0 = (0..50)
+        .map(|u| u.to_string())
+        .find(|m| routing::shard_of(m.as_bytes(), 2) == 0);
+    let m0 = m0.unwrap();
+    let mut a = strs(&[&m0, "50", "NOW", "5"]);
+    a.extend(sp(2));
+    t.both("add", &k8[0], &a);
+    t.raw_both(&["DEL", &format!("{}:meta", k8[0])]);
+    let corrupt = format!(
+        "ERR<ERR rank: corrupt data in '{}:meta' field 'spread'>",
+        k8[0]
+    );
+    for (cmd, key, args) in [
+        ("top", k8[0].as_str(), vec![]),
+        ("around", k8[0].as_str(), strs(&[&m0, "1"])),
+        ("get", k8[0].as_str(), strs(&[&m0])),
+        ("add", k8[0].as_str(), strs(&[&m0, "1", "NOW", "5"])),
+        ("top", "board:{8}", vec![]),
+        ("around", "board:{8}", strs(&[&m0, "1"])),
+        ("add", "board:{8}", strs(&["x", "1", "NOW", "5"])),
+        ("count", "board:{8}", vec![]),
+        ("create", "board:{8}", vec![]),
+    ] {
+        assert_eq!(t.both(cmd, key, &args), corrupt, "{cmd} {key}");
+    }
+    t.assert_same_data("shard 0 without its record");
     // Every shard's count and top, with SPREAD n.
     for (base, n, _) in &boards {
         for k in shard_keys(base, *n) {

@@ -965,3 +965,147 @@ fn luckybag_spread_replicates_and_replays_exactly() {
 
 #[path = "spread/rank.rs"]
 mod rank;
+
+// ---- a shard whose record was deleted by hand (issue 24 item 7) ----
+
+/// Shard 0 of a spread entity (`{TAG[slot(B)]}B`, the same key for every
+/// count) whose `:meta` record was deleted while its data stayed: a
+/// single-slot command on the base key, or a call without `SPREAD n` on
+/// the shard key, must refuse it as corrupt instead of creating a
+/// single-slot entity beside the spread one (LIKE.ADD) or reading its data
+/// without the shard's layout (RANK.TOP read points as 0). Nothing is
+/// written.
+fn assert_corrupt_shard_zero(c: &mut Connection, family: &str, k0: &str, calls: &[Vec<&str>]) {
+    let want = format!("ERR {family}: corrupt data in '{k0}:meta' field 'spread'");
+    let before = snapshot(c);
+    for args in calls {
+        assert_eq!(err(c, args), want, "{args:?}");
+        assert_eq!(snapshot(c), before, "{args:?} wrote something");
+    }
+}
+
+/// The first of `0, 1, …` (as `u<k>`) that belongs to shard 0 of 2.
+fn shard_zero_id() -> String {
+    (0..100)
+        .map(|u| format!("u{u}"))
+        .find(|u| routing::shard_of(u.as_bytes(), 2) == 0)
+        .unwrap()
+}
+
+#[test]
+fn like_shard_zero_whose_record_was_deleted_is_refused_as_corrupt() {
+    let s = Server::start();
+    let mut c = s.conn();
+    // The issue's own case.
+    let keys = create_like(&mut c, "post:{9}", 2);
+    assert_eq!(keys[0], "{9}post:{9}");
+    run(&mut c, &["LIKE.ADD", &keys[0], "4", "SPREAD", "2"]);
+    run(&mut c, &["LIKE.ADD", &keys[1], "5", "SPREAD", "2"]);
+    run(&mut c, &["DEL", &format!("{}:meta", keys[0])]);
+    let k0 = keys[0].as_str();
+    assert_corrupt_shard_zero(
+        &mut c,
+        "like",
+        k0,
+        &[
+            vec!["LIKE.ADD", "post:{9}", "5"],
+            vec!["LIKE.TOGGLE", "post:{9}", "6"],
+            vec!["LIKE.REM", "post:{9}", "4"],
+            vec!["LIKE.CHECK", "post:{9}", "4"],
+            vec!["LIKE.COUNT", "post:{9}"],
+            vec!["LIKE.INFO", "post:{9}"],
+            vec!["LIKE.RECENT", "post:{9}"],
+            vec!["LIKE.ADD", k0, "6"],
+            vec!["LIKE.COUNT", k0],
+            vec!["LIKE.ADD", k0, "6", "SPREAD", "2"],
+        ],
+    );
+    // Shard 1 and single-slot posts of other names are not concerned.
+    assert_eq!(run(&mut c, &["LIKE.COUNT", &keys[1], "SPREAD", "2"]), "1");
+    assert_eq!(run(&mut c, &["LIKE.ADD", "{a}b", "1"]), "[1, 1]");
+    assert_eq!(run(&mut c, &["LIKE.ADD", "{a}b", "2"]), "[1, 2]");
+}
+
+#[test]
+fn rank_shard_zero_whose_record_was_deleted_is_refused_as_corrupt() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let keys = keys_of("week:{7}", 2);
+    for k in &keys {
+        run(
+            &mut c,
+            &["RANK.CREATE", k, "TIEBREAK", "NONE", "SPREAD", "2"],
+        );
+    }
+    run(&mut c, &["RANK.ADD", &keys[0], "ann", "50", "SPREAD", "2"]);
+    assert_eq!(run(&mut c, &["RANK.TOP", &keys[0], "5"]), "[ann, 50]");
+    run(&mut c, &["DEL", &format!("{}:meta", keys[0])]);
+    let k0 = keys[0].as_str();
+    // RANK.TOP on the shard read the TIEBREAK NONE score 50 as points 0.
+    assert_corrupt_shard_zero(
+        &mut c,
+        "rank",
+        k0,
+        &[
+            vec!["RANK.TOP", k0, "5"],
+            vec!["RANK.AROUND", k0, "ann", "1"],
+            vec!["RANK.GET", k0, "ann"],
+            vec!["RANK.ADD", k0, "bob", "3"],
+            vec!["RANK.TOP", "week:{7}", "5"],
+            vec!["RANK.AROUND", "week:{7}", "ann", "1"],
+            vec!["RANK.ADD", "week:{7}", "bob", "3"],
+            vec!["RANK.COUNT", "week:{7}"],
+            vec!["RANK.CREATE", "week:{7}"],
+        ],
+    );
+    assert_eq!(run(&mut c, &["RANK.ADD", "{a}w", "x", "5"]), "5");
+    assert_eq!(run(&mut c, &["RANK.TOP", "{a}w", "5"]), "[x, 5]");
+}
+
+#[test]
+fn poll_and_luckybag_shard_zero_whose_record_was_deleted_is_refused_as_corrupt() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let id = shard_zero_id();
+    let keys = keys_of("poll:{5}", 2);
+    for k in &keys {
+        run(&mut c, &["POLL.CREATE", k, "SPREAD", "2"]);
+    }
+    run(&mut c, &["POLL.VOTE", &keys[0], &id, "a", "SPREAD", "2"]);
+    run(&mut c, &["DEL", &format!("{}:meta", keys[0])]);
+    let k0 = keys[0].as_str();
+    assert_corrupt_shard_zero(
+        &mut c,
+        "poll",
+        k0,
+        &[
+            vec!["POLL.VOTE", "poll:{5}", "v", "a"],
+            vec!["POLL.TOP", "poll:{5}"],
+            vec!["POLL.CREATE", "poll:{5}"],
+            vec!["POLL.VOTE", k0, &id, "b"],
+            vec!["POLL.TOP", k0],
+        ],
+    );
+
+    let keys = keys_of("bag:{3}", 2);
+    for k in &keys {
+        run(
+            &mut c,
+            &["LUCKYBAG.CREATE", k, "WINNERS", "2", "SPREAD", "2"],
+        );
+    }
+    run(&mut c, &["LUCKYBAG.JOIN", &keys[0], &id, "SPREAD", "2"]);
+    run(&mut c, &["DEL", &format!("{}:meta", keys[0])]);
+    let k0 = keys[0].as_str();
+    assert_corrupt_shard_zero(
+        &mut c,
+        "luckybag",
+        k0,
+        &[
+            vec!["LUCKYBAG.JOIN", "bag:{3}", "v"],
+            vec!["LUCKYBAG.INFO", "bag:{3}"],
+            vec!["LUCKYBAG.JOIN", k0, &id],
+            vec!["LUCKYBAG.INFO", k0],
+        ],
+    );
+}

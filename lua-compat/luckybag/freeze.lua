@@ -126,6 +126,19 @@ local function spread()
   -- The key of shard 0 of a spread entity: the same for every count, and
   -- in the base key's slot.
   local function first_shard_key(base) return shard_key(base, 1, 0) end
+  -- True when k is the key of shard 0 of its base ({TAG[slot(B)]}B): the
+  -- same key for every count (shard.rs is_first_shard_key).
+  local function is_first_shard_key(k) return shard_index(k, 1) == 0 end
+  -- True when one of a family's data keys of key exists: `data` lists
+  -- their suffixes, '' for key itself (scope.rs holds_data).
+  local function holds_data(key, data)
+    for _, s in ipairs(data) do
+      local k = key
+      if s ~= '' then k = key .. ':' .. s end
+      if redis.call('EXISTS', k) == 1 then return true end
+    end
+    return false
+  end
   -- FNV-1a 32-bit. The product is split in 16-bit halves: h * 16777619
   -- would pass 2^53, where doubles stop being exact.
   local function fnv1a32(s)
@@ -190,7 +203,14 @@ local function spread()
   -- (shard.rs resolve): the shard, or nil for a single-slot entity, or nil
   -- and the error. has_data() tells a deleted record from a missing shard.
   local function resolve(family, key, declared, rec, has_data)
-    if declared == nil then return rec end
+    if declared == nil then
+      -- Shard 0's key names it whatever the count: with data and no
+      -- record, its record was deleted.
+      if rec == nil and is_first_shard_key(key) and has_data() then
+        return nil, data_error(family, 'corrupt data', key .. ':meta', 'spread')
+      end
+      return rec
+    end
     if rec then
       if rec.n == declared then return rec end
       return nil, family_error(family, "shard counts disagree: '" .. key_text(key) .. "' is shard " .. rec.i
@@ -215,13 +235,21 @@ local function spread()
     return wrong_shard(family, what, key, sh, id, j)
   end
   -- For a single-slot command on base that found no entity: the error when
-  -- base is the base key of a spread entity (its shard 0 records one).
-  local function refuse_spread_base(family, base)
+  -- base is the base key of a spread entity (its shard 0 records one), or
+  -- when shard 0 holds data (`data`: the family's data keys, as for
+  -- holds_data) without a record (scope.rs refuse_base).
+  local function refuse_spread_base(family, base, data)
     local k0 = first_shard_key(base)
     local meta = k0 .. ':meta'
-    if redis.call('TYPE', meta).ok ~= 'hash' then return nil end
+    local no_record = function()
+      if holds_data(k0, data) then return data_error(family, 'corrupt data', meta, 'spread') end
+      return nil
+    end
+    local t = redis.call('TYPE', meta).ok
+    if t == 'none' then return no_record() end
+    if t ~= 'hash' then return nil end
     local n = redis.call('HGET', meta, 'spread')
-    if not n then return nil end
+    if not n then return no_record() end
     return family_error(family, "'" .. key_text(base) .. "' is spread over " .. n
       .. " shards: call its shard keys ('" .. key_text(k0) .. "' is shard 0) or use a client library")
   end
@@ -245,6 +273,8 @@ local function spread()
   S.split_shard_key = split_shard_key
   S.shard_index = shard_index
   S.first_shard_key = first_shard_key
+  S.is_first_shard_key = is_first_shard_key
+  S.holds_data = holds_data
   S.fnv1a32 = fnv1a32
   S.route_shard = route_shard
   S.family_error = family_error
@@ -385,13 +415,9 @@ local function meta_value(meta, raw, name)
   return x
 end
 -- ---- spread bags (docs/spread.md; luckybag/commands.rs) ----
--- Data in a shard without its record means the record was deleted.
-local function has_bag_data(B)
-  for _, s in ipairs({'count', 'stored', 'winners', 'cand:0'}) do
-    if redis.call('EXISTS', B .. ':' .. s) == 1 then return true end
-  end
-  return false
-end
+-- A spread bag's data keys besides B:meta (luckybag/commands.rs BAG):
+-- data in a shard without its record means the record was deleted.
+local BAG_DATA = {'count', 'stored', 'winners', 'cand:0'}
 -- The shard of a spread bag B is, from the declared SPREAD n and the
 -- record in B:meta (`meta`: its name when the bag exists): {n =, i =}, or
 -- nil for a single-slot bag, or nil and the error. With `user`, the user
@@ -400,7 +426,7 @@ end
 local function bag_spread_of(B, declared, meta, user)
   if declared == nil and not looks_like_shard(B) then
     if not meta then
-      local e = spread().refuse_spread_base('luckybag', B)
+      local e = spread().refuse_spread_base('luckybag', B, BAG_DATA)
       if e then return nil, e end
     end
     return nil
@@ -412,13 +438,13 @@ local function bag_spread_of(B, declared, meta, user)
     if e then return nil, e end
     rec = r
   end
-  local sh, e = spread().resolve('luckybag', B, declared, rec, function() return has_bag_data(B) end)
+  local sh, e = spread().resolve('luckybag', B, declared, rec, function() return spread().holds_data(B, BAG_DATA) end)
   if e then return nil, e end
   if sh and user then
     local e2 = spread().check_owner('luckybag', 'user', B, sh, user)
     if e2 then return nil, e2 end
   elseif not sh and not meta then
-    local e3 = spread().refuse_spread_base('luckybag', B)
+    local e3 = spread().refuse_spread_base('luckybag', B, BAG_DATA)
     if e3 then return nil, e3 end
   end
   return sh

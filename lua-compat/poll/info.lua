@@ -128,6 +128,19 @@ local function spread()
   -- The key of shard 0 of a spread entity: the same for every count, and
   -- in the base key's slot.
   local function first_shard_key(base) return shard_key(base, 1, 0) end
+  -- True when k is the key of shard 0 of its base ({TAG[slot(B)]}B): the
+  -- same key for every count (shard.rs is_first_shard_key).
+  local function is_first_shard_key(k) return shard_index(k, 1) == 0 end
+  -- True when one of a family's data keys of key exists: `data` lists
+  -- their suffixes, '' for key itself (scope.rs holds_data).
+  local function holds_data(key, data)
+    for _, s in ipairs(data) do
+      local k = key
+      if s ~= '' then k = key .. ':' .. s end
+      if redis.call('EXISTS', k) == 1 then return true end
+    end
+    return false
+  end
   -- FNV-1a 32-bit. The product is split in 16-bit halves: h * 16777619
   -- would pass 2^53, where doubles stop being exact.
   local function fnv1a32(s)
@@ -192,7 +205,14 @@ local function spread()
   -- (shard.rs resolve): the shard, or nil for a single-slot entity, or nil
   -- and the error. has_data() tells a deleted record from a missing shard.
   local function resolve(family, key, declared, rec, has_data)
-    if declared == nil then return rec end
+    if declared == nil then
+      -- Shard 0's key names it whatever the count: with data and no
+      -- record, its record was deleted.
+      if rec == nil and is_first_shard_key(key) and has_data() then
+        return nil, data_error(family, 'corrupt data', key .. ':meta', 'spread')
+      end
+      return rec
+    end
     if rec then
       if rec.n == declared then return rec end
       return nil, family_error(family, "shard counts disagree: '" .. key_text(key) .. "' is shard " .. rec.i
@@ -217,13 +237,21 @@ local function spread()
     return wrong_shard(family, what, key, sh, id, j)
   end
   -- For a single-slot command on base that found no entity: the error when
-  -- base is the base key of a spread entity (its shard 0 records one).
-  local function refuse_spread_base(family, base)
+  -- base is the base key of a spread entity (its shard 0 records one), or
+  -- when shard 0 holds data (`data`: the family's data keys, as for
+  -- holds_data) without a record (scope.rs refuse_base).
+  local function refuse_spread_base(family, base, data)
     local k0 = first_shard_key(base)
     local meta = k0 .. ':meta'
-    if redis.call('TYPE', meta).ok ~= 'hash' then return nil end
+    local no_record = function()
+      if holds_data(k0, data) then return data_error(family, 'corrupt data', meta, 'spread') end
+      return nil
+    end
+    local t = redis.call('TYPE', meta).ok
+    if t == 'none' then return no_record() end
+    if t ~= 'hash' then return nil end
     local n = redis.call('HGET', meta, 'spread')
-    if not n then return nil end
+    if not n then return no_record() end
     return family_error(family, "'" .. key_text(base) .. "' is spread over " .. n
       .. " shards: call its shard keys ('" .. key_text(k0) .. "' is shard 0) or use a client library")
   end
@@ -247,6 +275,8 @@ local function spread()
   S.split_shard_key = split_shard_key
   S.shard_index = shard_index
   S.first_shard_key = first_shard_key
+  S.is_first_shard_key = is_first_shard_key
+  S.holds_data = holds_data
   S.fnv1a32 = fnv1a32
   S.route_shard = route_shard
   S.family_error = family_error
@@ -362,6 +392,8 @@ local function only_spread(argv, fixed, bad_arity)
   if extra == 2 and string.upper(argv[fixed + 1]) == 'SPREAD' then return spread_n(argv[fixed + 2]) end
   bad_arity()
 end
+-- A spread poll's data keys besides B:meta (poll/commands.rs POLL).
+local POLL_DATA = {'voted', 'board', 'uservotes', 'synced', 'syncing'}
 -- The shard a poll key is (commands.rs spread_in), B:meta already
 -- type-checked: {n =, i =} when the call declared SPREAD n or the key
 -- looks like a shard key and records one, nil for a single-slot poll;
@@ -374,12 +406,7 @@ local function poll_spread(B, declared, user)
   local v = redis.call('HMGET', B .. ':meta', 'spread', 'shard')
   local rec, e = S.parse_record('poll', B, v[1], v[2])
   raise(e)
-  local sh, e2 = S.resolve('poll', B, declared, rec, function()
-    for _, s in ipairs({ 'voted', 'board', 'uservotes', 'synced', 'syncing' }) do
-      if redis.call('EXISTS', B .. ':' .. s) == 1 then return true end
-    end
-    return false
-  end)
+  local sh, e2 = S.resolve('poll', B, declared, rec, function() return S.holds_data(B, POLL_DATA) end)
   raise(e2)
   if sh and user then raise(S.check_owner('poll', 'user', B, sh, user)) end
   return sh
@@ -387,7 +414,7 @@ end
 -- For a single-slot call that found none of the poll's keys: refuses the
 -- base key of a spread poll (costs nothing once the poll has a key).
 local function refuse_base(B, sh, found)
-  if sh == nil and not found then raise(spread().refuse_spread_base('poll', B)) end
+  if sh == nil and not found then raise(spread().refuse_spread_base('poll', B, POLL_DATA)) end
 end
 -- POLL.INFO (lua-compat/src/poll/info.lua).
 if #KEYS ~= 1 then return arity('poll.info') end

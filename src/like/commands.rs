@@ -33,7 +33,7 @@ use crate::error;
 use crate::keys::{derived_name, Key, KeyType, Name};
 use crate::like::model::{self, CHUNK_BYTES, MIGRATING_BYTES};
 use crate::like::{CHECKS, LIKES, PROMOTIONS, STEPS, STEP_MAX_US, UNLIKES};
-use crate::spread::{route, shard};
+use crate::spread::{route, scope, shard};
 use crate::util;
 
 const FAMILY: &str = "like";
@@ -133,9 +133,11 @@ impl Spread {
     }
 }
 
-fn is_spread_kw(arg: &[u8]) -> bool {
-    arg.eq_ignore_ascii_case(shard::KEYWORD)
-}
+/// A spread post's data keys besides `B:meta`.
+const POST: scope::Family = scope::Family {
+    name: FAMILY,
+    data: &["count", "set", "chunks"],
+};
 
 /// Returns the shard `base` is, when the call declared `SPREAD n` or the
 /// key looks like a shard key and records one; `None` for a single-slot
@@ -145,37 +147,16 @@ fn spread_of(
     base: &[u8],
     declared: Option<u32>,
 ) -> Result<Option<Spread>, RedisError> {
-    if declared.is_none() && !shard::looks_like_shard(base) {
+    if !scope::may_spread(base, declared) {
         return Ok(None);
     }
-    let meta = Key::open(ctx, &derived_name(base, "meta"), false);
-    meta.check(KeyType::Hash)?;
-    let record = shard::read_record(FAMILY, base, &meta)?;
-    let expires_at = meta.abs_expire_ms();
-    drop(meta);
-    let has_data = || {
-        ["count", "set", "chunks"]
-            .iter()
-            .any(|k| Key::open(ctx, &derived_name(base, k), false).exists())
-    };
-    Ok(
-        shard::resolve(FAMILY, base, declared, record, has_data)?.map(|s| Spread {
-            n: s.n,
-            i: s.i,
-            expires_at,
-        }),
-    )
-}
-
-/// Splits a trailing `SPREAD n` off a variadic command's arguments:
-/// returns how many arguments remain before it and the declared count.
-fn trailing_spread(args: &[RedisString], first: usize) -> Result<(usize, Option<u32>), RedisError> {
-    let len = args.len();
-    if len >= first + 2 && is_spread_kw(args[len - 2].as_slice()) {
-        let n = shard::parse_count(FAMILY, args[len - 1].as_slice())?;
-        return Ok((len - 2, Some(n)));
-    }
-    Ok((len, None))
+    let meta = scope::open_meta(ctx, base)?;
+    let sh = scope::resolve(ctx, &POST, base, declared, Some(&meta), None, None)?;
+    Ok(sh.map(|s| Spread {
+        n: s.n,
+        i: s.i,
+        expires_at: meta.abs_expire_ms(),
+    }))
 }
 
 /// Refuses a shard of a spread post to a command that has no spread form.
@@ -532,10 +513,9 @@ fn kept_name(name: &[u8]) -> RedisString {
 /// A cheap mix of a base key's length and last bytes (posts differ there:
 /// `post:1234`); entries are then compared exactly.
 fn post_hash(base: &[u8]) -> usize {
-    base.iter()
-        .rev()
-        .take(6)
-        .fold(base.len(), |h, &b| h.wrapping_mul(31).wrapping_add(b as usize))
+    base.iter().rev().take(6).fold(base.len(), |h, &b| {
+        h.wrapping_mul(31).wrapping_add(b as usize)
+    })
 }
 
 fn chunk_slot(h: usize, range: u64) -> usize {
@@ -579,14 +559,22 @@ fn open_post(ctx: &Context, base: &[u8], range: u64) -> (Key, Key, bool) {
         }
         let chunk = match c {
             Some(e) => Key::open_arg(ctx, &e.name, true),
-            None => Key::open(ctx, StackName::new(base, b"bits:", Some(range)).as_slice(), true),
+            None => Key::open(
+                ctx,
+                StackName::new(base, b"bits:", Some(range)).as_slice(),
+                true,
+            ),
         };
         (chunk, count, true)
     })
 }
 
 fn open_post_plain(ctx: &Context, base: &[u8], range: u64) -> (Key, Key, bool) {
-    let chunk = Key::open(ctx, StackName::new(base, b"bits:", Some(range)).as_slice(), true);
+    let chunk = Key::open(
+        ctx,
+        StackName::new(base, b"bits:", Some(range)).as_slice(),
+        true,
+    );
     let count = Key::open(ctx, StackName::new(base, b"count", None).as_slice(), true);
     (chunk, count, false)
 }
@@ -623,7 +611,10 @@ fn set_name_of(ctx: &Context, base: &[u8]) -> RedisString {
                 .set
                 .get_or_insert_with(|| kept_name(StackName::new(base, b"set", None).as_slice()))
                 .safe_clone(ctx),
-            _ => RedisString::create_from_slice(ctx.ctx, StackName::new(base, b"set", None).as_slice()),
+            _ => RedisString::create_from_slice(
+                ctx.ctx,
+                StackName::new(base, b"set", None).as_slice(),
+            ),
         }
     })
 }
@@ -637,22 +628,11 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
     // arity error, as when its arity was fixed at 3 (and so found before
     // the user is read, as Redis's own arity check was).
     let remaining = c.all().len() - c.position();
-    if op == Op::Rem && !c.done() && !(remaining == 2 && is_spread_kw(c.arg(3))) {
+    if op == Op::Rem && !c.done() && !(remaining == 2 && scope::is_keyword(c.arg(3))) {
         return Err(error::arity(&String::from_utf8_lossy(c.arg(0))));
     }
     let id = user_id(ctx, c.arg(2))?;
-    let mut now = None;
-    let mut declared = None;
-    while !c.done() {
-        let kw = c.next_slice()?;
-        if kw.eq_ignore_ascii_case(b"NOW") {
-            now = Some(c.option_i64(0, model::MAX_NOW_MS)?);
-        } else if kw.eq_ignore_ascii_case(shard::KEYWORD) {
-            declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
-        } else {
-            return Err(error::syntax());
-        }
-    }
+    let (now, declared) = scope::now_and_spread(FAMILY, c, model::MAX_NOW_MS)?;
     let args = c.all();
     let base = args[1].as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
@@ -703,7 +683,7 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
         Some(v) => (v, None),
         None => {
             if spread.is_none() {
-                shard::refuse_spread_base(ctx, FAMILY, base)?;
+                scope::refuse_base(ctx, &POST, base)?;
             }
             let (n, at) = missing_count(ctx, base, has_chunk)?;
             // A shard's count takes the expiry of its record, so that all
@@ -1448,7 +1428,7 @@ fn read_post(
     let count = Key::open(ctx, &derived_name(base, "count"), false);
     count.check(KeyType::String)?;
     if single && !has_index && !count.exists() && !set.exists() {
-        shard::refuse_spread_base(ctx, FAMILY, base)?;
+        scope::refuse_base(ctx, &POST, base)?;
     }
     if !need_count {
         return Ok(Post {
@@ -1573,7 +1553,7 @@ fn likes_of(
 /// `LIKE.CHECK B user [user …]` → `[0|1, …]`
 pub fn like_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let c = Cursor::new(args, 3)?;
-    let (end, declared) = trailing_spread(c.args(), 3)?;
+    let (end, declared) = scope::trailing(FAMILY, c.args(), 3)?;
     let max = max_id();
     let given = &c.args()[2..end];
     let ids = given
@@ -1622,7 +1602,7 @@ pub fn like_check(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// `LIKE.COUNT B` → count
 pub fn like_count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let c = Cursor::new(args, 2)?;
-    let declared = only_spread(&c, 2)?;
+    let declared = scope::only(FAMILY, c.args(), 2)?;
     let base = c.arg(1);
     util::require_hash_tag(ctx, FAMILY, base)?;
     let spread = spread_of(ctx, base, declared)?;
@@ -1631,32 +1611,17 @@ pub fn like_count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     ))
 }
 
-/// Reads an optional `SPREAD n` after the first `fixed` arguments of a
-/// command that takes nothing else there: anything else is an arity error
-/// (those commands had a fixed arity before the option).
-fn only_spread(c: &Cursor, fixed: usize) -> Result<Option<u32>, RedisError> {
-    let args = c.args();
-    match args.len() - fixed {
-        0 => Ok(None),
-        2 if is_spread_kw(args[fixed].as_slice()) => Ok(Some(shard::parse_count(
-            FAMILY,
-            args[fixed + 1].as_slice(),
-        )?)),
-        _ => Err(error::arity(&c.command())),
-    }
-}
-
 /// `LIKE.RECENT B [n]` → `[user, unix-ms, …]`, newest first
 pub fn like_recent(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
     c.skip(1)?;
     let mut want = i64::MAX;
     let mut declared = None;
-    if !c.done() && !is_spread_kw(c.arg(2)) {
+    if !c.done() && !scope::is_keyword(c.arg(2)) {
         want = c.next_i64(0, i64::MAX)?;
     }
     if !c.done() {
-        if !is_spread_kw(c.next_slice()?) {
+        if !scope::is_keyword(c.next_slice()?) {
             return Err(error::syntax());
         }
         declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
@@ -1668,7 +1633,7 @@ pub fn like_recent(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let recent = Key::derived(ctx, base, "recent", false);
     recent.check(KeyType::ZSet)?;
     if spread.is_none() && !recent.exists() {
-        shard::refuse_spread_base(ctx, FAMILY, base)?;
+        scope::refuse_base(ctx, &POST, base)?;
     }
     let mut out = Vec::new();
     for (m, score) in recent.zrange_desc(0, usize::try_from(want).unwrap_or(usize::MAX)) {
@@ -1754,7 +1719,7 @@ pub fn like_common(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// set, n, chunks, n, promotion, none|create|move|settle]`
 pub fn like_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let c = Cursor::new(args, 2)?;
-    let declared = only_spread(&c, 2)?;
+    let declared = scope::only(FAMILY, c.args(), 2)?;
     let base = c.arg(1);
     util::require_hash_tag(ctx, FAMILY, base)?;
     let spread = spread_of(ctx, base, declared)?;
@@ -1833,7 +1798,7 @@ pub fn like_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     c.skip(1)?;
     let mut declared = None;
     while !c.done() {
-        if !is_spread_kw(c.next_slice()?) {
+        if !scope::is_keyword(c.next_slice()?) {
             return Err(error::syntax());
         }
         declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
@@ -1864,7 +1829,7 @@ pub fn like_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     for (suffix, kind) in kinds() {
         in_use |= Key::open(ctx, &derived_name(key, suffix), false).check(kind)?;
     }
-    match shard::read_record(FAMILY, key, &meta)? {
+    match scope::record(FAMILY, key, &meta)? {
         Some(r) if r.n == n => return Ok(RedisValue::SimpleStringStatic("OK")),
         Some(r) => {
             return Err(shard::resolve(FAMILY, key, Some(n), Some(r), || true)

@@ -17,15 +17,14 @@
 //! verbatim. Keys created on a replica or during AOF replay take the
 //! absolute expiry of their own `B:meta`, which is the master's.
 
-
 use rand::thread_rng;
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
-use crate::argv::{is, Args};
 use crate::args::Cursor;
+use crate::argv::{is, Args};
 use crate::error;
 use crate::keys::{derived_name, zadd, Field, HashField, Key, KeyType, Name};
-use crate::spread::{route, shard};
+use crate::spread::{route, scope, shard};
 use crate::util;
 
 use super::model::{self, field, parse, Rules, State};
@@ -40,9 +39,7 @@ static F_HIGHSCORE: Field = Field::new(c"highscore");
 static F_RESTORE: Field = Field::new(c"restore");
 static F_STATE: Field = Field::new(c"state");
 static F_LATEPOOLED: Field = Field::new(c"latepooled");
-// A spread bag's shard record, and its draw (docs/spread.md).
-static F_SPREAD: Field = Field::new(c"spread");
-static F_SHARD: Field = Field::new(c"shard");
+// A spread bag's draw (docs/spread.md).
 static F_DRAW: Field = Field::new(c"draw");
 static F_DRAWTOKEN: Field = Field::new(c"drawtoken");
 static F_DRAWLEASE: Field = Field::new(c"drawlease");
@@ -110,13 +107,12 @@ fn scope(
 
 // ---- spread bags (docs/spread.md) ----
 
-/// The keys a shard of a spread bag may hold besides `B:meta`: data there
-/// without a record means the record was deleted.
-fn has_bag_data(ctx: &Context, base: &[u8]) -> bool {
-    ["count", "stored", "winners", "cand:0"]
-        .iter()
-        .any(|s| Key::derived(ctx, base, s, false).exists())
-}
+/// A spread bag's data keys besides `B:meta`: data there without a
+/// record means the record was deleted.
+const BAG: scope::Family = scope::Family {
+    name: FAMILY,
+    data: &["count", "stored", "winners", "cand:0"],
+};
 
 /// Returns the shard of a spread bag `base` is, from the `SPREAD n` the
 /// call declared and the record in its `B:meta` (`meta`, when the bag
@@ -124,6 +120,7 @@ fn has_bag_data(ctx: &Context, base: &[u8]) -> bool {
 /// shard key and declares nothing costs nothing here. With `user`, the
 /// user must belong to this shard. For a single-slot call on a missing
 /// bag, refuses the base key of a spread bag.
+#[inline]
 fn spread_of(
     ctx: &Context,
     base: &[u8],
@@ -131,31 +128,16 @@ fn spread_of(
     meta: Option<&Key>,
     user: Option<&[u8]>,
 ) -> Result<Option<shard::Shard>, RedisError> {
-    if declared.is_none() && !shard::looks_like_shard(base) {
-        if meta.is_none() {
-            shard::refuse_spread_base(ctx, FAMILY, base)?;
-        }
-        return Ok(None);
-    }
-    let record = match meta {
-        Some(m) => {
-            let [n, i] = m.hget_fields([&F_SPREAD, &F_SHARD]);
-            shard::parse_record(
-                FAMILY,
-                base,
-                n.as_ref().map(|v| v.as_slice()),
-                i.as_ref().map(|v| v.as_slice()),
-            )?
-        }
-        None => None,
-    };
-    let sh = shard::resolve(FAMILY, base, declared, record, || has_bag_data(ctx, base))?;
-    match (sh, user) {
-        (Some(sh), Some(u)) => shard::check_owner(FAMILY, "user", base, sh, u)?,
-        (None, _) if meta.is_none() => shard::refuse_spread_base(ctx, FAMILY, base)?,
-        _ => {}
-    }
-    Ok(sh)
+    let member = user.map(|u| ("user", u));
+    scope::resolve(
+        ctx,
+        &BAG,
+        base,
+        declared,
+        meta,
+        Some(meta.is_some()),
+        member,
+    )
 }
 
 /// Reads `B user [SPREAD n]` where Redis holds the arguments; an empty
@@ -164,34 +146,12 @@ fn base_user_spread<'a>(
     c: &mut Args<'a>,
 ) -> Result<(&'a RedisString, &'a RedisString, Option<u32>), RedisError> {
     c.require(3)?;
-    c.skip(2)?;
-    let declared = if c.done() {
-        None
-    } else {
-        if c.all().len() - c.position() != 2 || !c.next_slice()?.eq_ignore_ascii_case(shard::KEYWORD) {
-            return Err(error::arity(&String::from_utf8_lossy(c.arg(0))));
-        }
-        Some(shard::parse_count(FAMILY, c.option_bytes()?)?)
-    };
+    let declared = scope::only(FAMILY, c.all(), 3)?;
     let (base, user) = (c.string(1), c.string(2));
     if user.as_slice().is_empty() {
         return Err(error::empty_user(FAMILY));
     }
     Ok((base, user, declared))
-}
-
-/// Reads an optional trailing `SPREAD n`, the last arguments left.
-/// Anything else there is an arity error, as when these commands had a
-/// fixed arity.
-fn spread_opt(c: &mut Cursor) -> Result<Option<u32>, RedisError> {
-    if c.done() {
-        return Ok(None);
-    }
-    if c.remaining() != 2 || !c.next_slice()?.eq_ignore_ascii_case(shard::KEYWORD) {
-        return Err(error::arity(&c.command()));
-    }
-    let n = shard::parse_count(FAMILY, c.option_bytes()?)?;
-    Ok(Some(n))
 }
 
 /// Gives a key this command just created the bag's expiry: the very
@@ -297,14 +257,7 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         // Creating a spread bag again with the same rules is harmless (a
         // creation that failed half way is run again); anything else is
         // an error.
-        let [n, i] = meta.hget_fields([&F_SPREAD, &F_SHARD]);
-        let record = shard::parse_record(
-            FAMILY,
-            base,
-            n.as_ref().map(|v| v.as_slice()),
-            i.as_ref().map(|v| v.as_slice()),
-        )?;
-        match record {
+        match scope::record(FAMILY, base, &meta)? {
             Some(r) if r == sh => {
                 let have =
                     meta.hget_fields([&F_WINNERS, &F_SHARDS, &F_POOLCAP, &F_HIGHSCORE, &F_RESTORE]);
@@ -328,11 +281,7 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 }
                 return Err(ferr(model::ERR_EXISTS));
             }
-            Some(r) => {
-                return Err(shard::resolve(FAMILY, base, Some(sh.n), Some(r), || true)
-                    .err()
-                    .unwrap_or(RedisError::Str(error::INTERNAL)))
-            }
+            Some(r) => return Err(shard::counts_disagree(FAMILY, base, sh.n, r)),
             None => return Err(ferr(model::ERR_EXISTS)),
         }
     }
@@ -420,7 +369,7 @@ pub fn luckybag_join(ctx: &Context, c: &mut Args) -> RedisResult {
             };
         } else if is(kw, "SCORE") && from_master_or_aof(ctx) {
             given = Some(c.option_i64(0, i64::from(model::SCALE) - 1)? as u32);
-        } else if is(kw, "SPREAD") {
+        } else if scope::is_keyword(kw) {
             declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
         } else {
             return Err(error::syntax());
@@ -795,7 +744,7 @@ pub fn luckybag_result(ctx: &Context, c: &mut Args) -> RedisResult {
 pub fn luckybag_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
     let base_arg = c.next()?;
-    let declared = spread_opt(&mut c)?;
+    let declared = scope::only(FAMILY, c.args(), 2)?;
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
     let meta = find_meta(ctx, base, false)?;
@@ -903,23 +852,6 @@ fn draw_shard(
         )));
     }
     Ok((sh, meta))
-}
-
-/// Splits the mandatory trailing `SPREAD n` off a draw step's arguments:
-/// returns the arguments before it and the count.
-fn trailing_spread(args: &[RedisString], min: usize) -> Result<(usize, Option<u32>), RedisError> {
-    let len = args.len();
-    if len >= min + 2
-        && args[len - 2]
-            .as_slice()
-            .eq_ignore_ascii_case(shard::KEYWORD)
-    {
-        return Ok((
-            len - 2,
-            Some(shard::parse_count(FAMILY, args[len - 1].as_slice())?),
-        ));
-    }
-    Ok((len, None))
 }
 
 /// Parses a winner list `user score …` (scores with six decimals, as
@@ -1063,7 +995,7 @@ pub fn luckybag_freeze(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
     let base_arg = c.next()?;
     let count = c.next_i64(1, model::MAX_WINNERS)? as usize;
-    let declared = spread_opt(&mut c)?;
+    let declared = scope::only(FAMILY, c.args(), 3)?;
     let base = base_arg.as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
     let (_, meta) = draw_shard(ctx, base, declared, false)?;
@@ -1128,7 +1060,7 @@ fn top_candidates(pools: &[Key], n: usize) -> Vec<Candidate> {
 /// then on the winners are final. Committing the same list again answers
 /// `OK`; another list is refused.
 pub fn luckybag_commit(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (end, declared) = trailing_spread(&args, 3)?;
+    let (end, declared) = scope::trailing(FAMILY, &args, 3)?;
     if args.len() < 3 || end < 3 {
         return Err(error::arity("luckybag.commit"));
     }
@@ -1193,7 +1125,7 @@ pub fn luckybag_commit(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// every shard before COMMIT, so a wrong merge is refused while nothing is
 /// final. O((S + W) log N) for S internal pools of up to N candidates.
 pub fn luckybag_publish(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (end, declared) = trailing_spread(&args, 2)?;
+    let (end, declared) = scope::trailing(FAMILY, &args, 2)?;
     if args.len() < 2 {
         return Err(error::arity("luckybag.publish"));
     }
@@ -1205,12 +1137,14 @@ pub fn luckybag_publish(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if verify {
         end -= 1;
     }
-    let last_arg = if (end - 2) % 2 == 1 && end >= 5 && args[end - 3].as_slice().eq_ignore_ascii_case(b"LAST") {
-        end -= 3;
-        Some((&args[end + 1], &args[end + 2]))
-    } else {
-        None
-    };
+    let last_arg =
+        if (end - 2) % 2 == 1 && end >= 5 && args[end - 3].as_slice().eq_ignore_ascii_case(b"LAST")
+        {
+            end -= 3;
+            Some((&args[end + 1], &args[end + 2]))
+        } else {
+            None
+        };
     let base = args[1].as_slice();
     util::require_hash_tag(ctx, FAMILY, base)?;
     let (sh, meta) = draw_shard(ctx, base, declared, false)?;

@@ -11,9 +11,9 @@ use super::model::{self, Mode, Rules};
 use crate::args::Cursor;
 use crate::argv::{Args, Options};
 use crate::error;
-use crate::keys::{derived, derived_name, Field, Key, KeyType, ZScan};
+use crate::keys::{derived, derived_name, Key, KeyType, ZScan};
 use crate::slices::{self, Job, Step};
-use crate::spread::{route, shard};
+use crate::spread::{route, scope, shard};
 use crate::util::{self, bulk};
 use crate::{config, keys};
 
@@ -63,21 +63,12 @@ fn user_arg(v: Vec<u8>) -> Result<Vec<u8>, RedisError> {
 
 // ---- spread polls (docs/spread.md) ----
 
-/// A spread poll shard's record in its `B:meta`.
-static F_SPREAD: Field = Field::new(c"spread");
-static F_SHARD: Field = Field::new(c"shard");
-
-fn is_spread_kw(arg: &[u8]) -> bool {
-    arg.eq_ignore_ascii_case(shard::KEYWORD)
-}
-
-/// The keys a shard of a spread poll may hold besides `B:meta`: data there
-/// without a record means the record was deleted by hand.
-fn has_poll_data(ctx: &Context, base: &[u8]) -> bool {
-    ["voted", "board", "uservotes", "synced", "syncing"]
-        .iter()
-        .any(|s| Key::open(ctx, &derived_name(base, s), false).exists())
-}
+/// A spread poll's data keys besides `B:meta`: data there without a
+/// record means the record was deleted by hand.
+const POLL: scope::Family = scope::Family {
+    name: FAMILY,
+    data: &["voted", "board", "uservotes", "synced", "syncing"],
+};
 
 /// Returns the shard of a spread poll `base` is, from the `SPREAD n` the
 /// call declared and the record in `B:meta`; `None` for a single-slot
@@ -90,15 +81,15 @@ fn spread_of(
     declared: Option<u32>,
     user: Option<&[u8]>,
 ) -> Result<Option<shard::Shard>, RedisError> {
-    if declared.is_none() && !shard::looks_like_shard(base) {
+    if !scope::may_spread(base, declared) {
         return Ok(None);
     }
-    let meta = Key::open(ctx, &derived_name(base, "meta"), false);
-    meta.check(KeyType::Hash)?;
+    let meta = scope::open_meta(ctx, base)?;
     spread_in(ctx, base, declared, &meta, user)
 }
 
 /// [`spread_of`] with `B:meta` already open and type-checked.
+#[inline]
 fn spread_in(
     ctx: &Context,
     base: &[u8],
@@ -106,29 +97,21 @@ fn spread_in(
     meta: &Key,
     user: Option<&[u8]>,
 ) -> Result<Option<shard::Shard>, RedisError> {
-    if declared.is_none() && !shard::looks_like_shard(base) {
-        return Ok(None);
-    }
-    let [n, i] = meta.hget_fields([&F_SPREAD, &F_SHARD]);
-    let record = shard::parse_record(
-        FAMILY,
-        base,
-        n.as_ref().map(|v| v.as_slice()),
-        i.as_ref().map(|v| v.as_slice()),
-    )?;
-    let sh = shard::resolve(FAMILY, base, declared, record, || has_poll_data(ctx, base))?;
-    if let (Some(sh), Some(u)) = (sh, user) {
-        shard::check_owner(FAMILY, "user", base, sh, u)?;
-    }
-    Ok(sh)
+    let member = user.map(|u| ("user", u));
+    scope::resolve(ctx, &POLL, base, declared, Some(meta), None, member)
 }
 
 /// For a single-slot command on `base` that found none of the poll's keys
 /// (`B:meta`, `B:board`, `B:voted`): refuses the base key of a spread
 /// poll. Costs nothing once the poll has a key.
-fn refuse_base(ctx: &Context, base: &[u8], spread: Option<shard::Shard>, found: bool) -> Result<(), RedisError> {
+fn refuse_base(
+    ctx: &Context,
+    base: &[u8],
+    spread: Option<shard::Shard>,
+    found: bool,
+) -> Result<(), RedisError> {
     if spread.is_none() && !found {
-        shard::refuse_spread_base(ctx, FAMILY, base)?;
+        scope::refuse_base(ctx, &POLL, base)?;
     }
     Ok(())
 }
@@ -142,36 +125,11 @@ fn poll_found(ctx: &Context, base: &[u8]) -> bool {
         .any(|s| Key::open(ctx, &derived_name(base, s), false).exists())
 }
 
-/// Reads an optional `SPREAD n` after the first `fixed` arguments of a
-/// command that takes nothing else there: anything else is an arity error
-/// (those commands had a fixed arity before the option).
-fn only_spread(c: &Cursor, fixed: usize) -> Result<Option<u32>, RedisError> {
-    let args = c.args();
-    match args.len() - fixed {
-        0 => Ok(None),
-        2 if is_spread_kw(args[fixed].as_slice()) => {
-            Ok(Some(shard::parse_count(FAMILY, args[fixed + 1].as_slice())?))
-        }
-        _ => Err(error::arity(&c.command())),
-    }
-}
-
 /// Parses trailing `[NOW unix-ms] [SPREAD n]`, in either order (a master
 /// appends `NOW` after `SPREAD n` when it replicates a call that read its
 /// clock); returns (now, given, declared count).
 fn trailing_now_spread(c: &mut impl Options) -> Result<(i64, bool, Option<u32>), RedisError> {
-    let mut now = None;
-    let mut declared = None;
-    while !c.done() {
-        let kw = c.next_slice()?;
-        if kw.eq_ignore_ascii_case(b"NOW") {
-            now = Some(c.option_i64(0, model::MAX_TIME_MS)?);
-        } else if is_spread_kw(kw) {
-            declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
-        } else {
-            return Err(error::syntax());
-        }
-    }
+    let (now, declared) = scope::now_and_spread(FAMILY, c, model::MAX_TIME_MS)?;
     match now {
         Some(t) => Ok((t, true, declared)),
         None => Ok((util::now_ms(), false, declared)),
@@ -364,14 +322,7 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         // Creating a shard again with the same rules and count is
         // harmless (a creation that failed half way is run again): it
         // answers OK and changes nothing, the first expiry included.
-        let [n, i] = meta.hget_fields([&F_SPREAD, &F_SHARD]);
-        let record = shard::parse_record(
-            FAMILY,
-            &keys.base,
-            n.as_ref().map(|v| v.as_slice()),
-            i.as_ref().map(|v| v.as_slice()),
-        )?;
-        match record {
+        match scope::record(FAMILY, &keys.base, &meta)? {
             Some(r) if r == sh => {
                 let have = read_rules(&meta, &keys.base)?;
                 let same_rules = have.mode == mode
@@ -392,11 +343,7 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 }
                 return Err(fail("poll already exists"));
             }
-            Some(r) => {
-                return Err(shard::resolve(FAMILY, &keys.base, Some(sh.n), Some(r), || true)
-                    .err()
-                    .unwrap_or(RedisError::Str(error::INTERNAL)))
-            }
+            Some(r) => return Err(shard::counts_disagree(FAMILY, &keys.base, sh.n, r)),
             None => return Err(fail("poll already exists")),
         }
     }
@@ -405,7 +352,7 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     match spread {
         // A single-slot poll must not shadow a spread one.
-        None => shard::refuse_spread_base(ctx, FAMILY, &keys.base)?,
+        None => scope::refuse_base(ctx, &POLL, &keys.base)?,
         // Shard 0 shares its base key's slot: a single-slot poll under the
         // base (in that slot when it has a hash tag, or on a standalone
         // server) must not be shadowed by a spread one.
@@ -451,8 +398,14 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         meta.hput(f, v.as_bytes());
     }
     if let Some(sh) = spread {
-        meta.hput(shard::FIELD_SPREAD, itoa::Buffer::new().format(sh.n).as_bytes());
-        meta.hput(shard::FIELD_SHARD, itoa::Buffer::new().format(sh.i).as_bytes());
+        meta.hput(
+            shard::FIELD_SPREAD,
+            itoa::Buffer::new().format(sh.n).as_bytes(),
+        );
+        meta.hput(
+            shard::FIELD_SHARD,
+            itoa::Buffer::new().format(sh.i).as_bytes(),
+        );
     }
     if let Some(list) = &candidates {
         for cand in list {
@@ -494,7 +447,12 @@ pub fn poll_vote(ctx: &Context, c: &mut Args) -> RedisResult {
     voted.check(KeyType::Hash)?;
     let board = Key::derived_hot(ctx, base, "board", true);
     board.check(KeyType::ZSet)?;
-    refuse_base(ctx, base, spread, meta.exists() || voted.exists() || board.exists())?;
+    refuse_base(
+        ctx,
+        base,
+        spread,
+        meta.exists() || voted.exists() || board.exists(),
+    )?;
     let rules = read_rules(&meta, base)?;
     drop(meta);
     let uservotes = if rules.mode == Mode::Multi {
@@ -596,7 +554,12 @@ pub fn poll_revoke(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let board = keys.open(ctx, "board", true);
     voted.check(KeyType::Hash)?;
     board.check(KeyType::ZSet)?;
-    refuse_base(ctx, &keys.base, spread, meta.exists() || voted.exists() || board.exists())?;
+    refuse_base(
+        ctx,
+        &keys.base,
+        spread,
+        meta.exists() || voted.exists() || board.exists(),
+    )?;
     let rules = read_rules(&meta, &keys.base)?;
     drop(meta);
     let mut taken: Vec<Vec<u8>> = Vec::new();
@@ -702,7 +665,7 @@ pub fn poll_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         let a = c.next()?;
         if a.as_slice().eq_ignore_ascii_case(b"OFFSET") {
             offset = c.option_i64(0, i64::MAX)?;
-        } else if is_spread_kw(a.as_slice()) {
+        } else if scope::is_keyword(a.as_slice()) {
             declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
         } else if first {
             count = crate::args::parse_i64(a.as_slice(), 0, i64::MAX)?;
@@ -752,7 +715,7 @@ pub fn poll_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 pub fn poll_rank(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
     let keys = base_of(ctx, &mut c)?;
-    let declared = only_spread(&c, 3)?;
+    let declared = scope::only(FAMILY, c.args(), 3)?;
     let cand = nonempty(c.next_bytes()?, "candidate")?;
     let spread = spread_of(ctx, &keys.base, declared, None)?;
     let board = keys.open(ctx, "board", false);
@@ -816,7 +779,7 @@ pub fn poll_status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// POLL.INFO B
 pub fn poll_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
-    let declared = only_spread(&c, 2)?;
+    let declared = scope::only(FAMILY, c.args(), 2)?;
     let keys = base_of(ctx, &mut c)?;
     let meta = keys.open(ctx, "meta", false);
     let voted = keys.open(ctx, "voted", false);
@@ -825,7 +788,12 @@ pub fn poll_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     voted.check(KeyType::Hash)?;
     board.check(KeyType::ZSet)?;
     let spread = spread_in(ctx, &keys.base, declared, &meta, None)?;
-    refuse_base(ctx, &keys.base, spread, meta.exists() || voted.exists() || board.exists())?;
+    refuse_base(
+        ctx,
+        &keys.base,
+        spread,
+        meta.exists() || voted.exists() || board.exists(),
+    )?;
     let rules = read_rules(&meta, &keys.base)?;
     // Every counted vote is one ballot in B:voted and one point on the
     // board, and REVOKE takes both back: the board's total is the number
@@ -1216,7 +1184,7 @@ impl Job for SyncJob {
 /// POLL.SYNC B
 pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
-    let declared = only_spread(&c, 2)?;
+    let declared = scope::only(FAMILY, c.args(), 2)?;
     let keys = base_of(ctx, &mut c)?;
     let meta = keys.open(ctx, "meta", false);
     let board = keys.open(ctx, "board", false);
@@ -1230,7 +1198,12 @@ pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // libraries merge the shards' deltas: docs/spread.md).
     let spread = spread_in(ctx, &keys.base, declared, &meta, None)?;
     let found = meta.exists() || board.exists() || synced.exists() || syncing.exists();
-    refuse_base(ctx, &keys.base, spread, found || poll_found(ctx, &keys.base))?;
+    refuse_base(
+        ctx,
+        &keys.base,
+        spread,
+        found || poll_found(ctx, &keys.base),
+    )?;
     let rules = read_rules(&meta, &keys.base)?;
     let pending = meta_int(&meta, &keys.base, c"pending")?;
     let last = meta_int(&meta, &keys.base, c"epoch")?;
@@ -1272,7 +1245,7 @@ pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// POLL.SYNCACK B epoch
 pub fn poll_syncack(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 3)?;
-    let declared = only_spread(&c, 3)?;
+    let declared = scope::only(FAMILY, c.args(), 3)?;
     let keys = base_of(ctx, &mut c)?;
     let epoch = c.next_i64(i64::MIN, i64::MAX)?;
     let meta = keys.open(ctx, "meta", true);

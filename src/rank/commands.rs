@@ -7,16 +7,16 @@ use std::time::Instant;
 
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
-use crate::argv::{is, Args};
 use crate::args::{parse_i64, Cursor};
-use crate::keys::{derived, Field, HashField, Key, KeyType, ZScan};
+use crate::argv::{is, Args};
+use crate::keys::{derived, HashField, Key, KeyType, ZScan};
 use crate::rank::model::{
     self, Aggregate, Condition, Entry, Layout, Merger, RankError, Tiebreak, Unit, EXACT_MAX,
     MAX_DIGITS, MAX_TTL_S,
 };
 use crate::rank::{IMPORTED, KEPT, MERGES, REFUSED, REMOVED, UPDATES};
 use crate::slices::{self, Job, Step};
-use crate::spread::{route, shard};
+use crate::spread::{route, scope, shard};
 use crate::{config, error, util};
 
 const FAMILY: &str = "rank";
@@ -95,18 +95,18 @@ impl Board {
 
 // ---- spread boards (docs/spread.md) ----
 
-static F_SPREAD: Field = Field::new(c"spread");
-static F_SHARD: Field = Field::new(c"shard");
-
-fn is_spread_kw(arg: &[u8]) -> bool {
-    arg.eq_ignore_ascii_case(shard::KEYWORD)
-}
+/// A spread board's data: the Sorted Set under the shard key itself.
+const BOARD: scope::Family = scope::Family {
+    name: FAMILY,
+    data: &[""],
+};
 
 /// Returns the shard an opened board is, from the count the call declared
 /// (`SPREAD n`) and the record in its `B:meta`; `None` for a single-slot
 /// board. A key that neither declares a count nor looks like a shard key
 /// costs one byte comparison; when such a board does not exist at all, the
-/// base key of a spread board is refused (`refuse_spread_base`).
+/// base key of a spread board is refused.
+#[inline]
 fn spread_of(
     ctx: &Context,
     base: &[u8],
@@ -114,47 +114,8 @@ fn spread_of(
     board: &Key,
     meta: &Key,
 ) -> Result<Option<shard::Shard>, RedisError> {
-    if declared.is_none() && !shard::looks_like_shard(base) {
-        if !board.exists() && !meta.exists() {
-            shard::refuse_spread_base(ctx, FAMILY, base)?;
-        }
-        return Ok(None);
-    }
-    let [n, i] = meta.hget_fields([&F_SPREAD, &F_SHARD]);
-    let record = shard::parse_record(
-        FAMILY,
-        base,
-        n.as_ref().map(|v| v.as_slice()),
-        i.as_ref().map(|v| v.as_slice()),
-    )?;
-    shard::resolve(FAMILY, base, declared, record, || board.exists())
-}
-
-/// Splits a trailing `SPREAD n` off a command's arguments (after the
-/// first `first`): returns how many arguments remain before it and the
-/// declared count.
-fn trailing_spread(args: &[RedisString], first: usize) -> Result<(usize, Option<u32>), RedisError> {
-    let len = args.len();
-    if len >= first + 2 && is_spread_kw(args[len - 2].as_slice()) {
-        let n = shard::parse_count(FAMILY, args[len - 1].as_slice())?;
-        return Ok((len - 2, Some(n)));
-    }
-    Ok((len, None))
-}
-
-/// Reads an optional `SPREAD n` after the first `fixed` arguments of a
-/// command that takes nothing else there: anything else is an arity error
-/// (those commands had a fixed arity before the option).
-fn only_spread(c: &Cursor, fixed: usize) -> Result<Option<u32>, RedisError> {
-    let args = c.args();
-    match args.len() - fixed {
-        0 => Ok(None),
-        2 if is_spread_kw(args[fixed].as_slice()) => Ok(Some(shard::parse_count(
-            FAMILY,
-            args[fixed + 1].as_slice(),
-        )?)),
-        _ => Err(error::arity(&c.command())),
-    }
+    let found = board.exists() || meta.exists();
+    scope::resolve(ctx, &BOARD, base, declared, Some(meta), Some(found), None)
 }
 
 /// Refuses a shard of a spread board, or the base key of one, to a command
@@ -166,7 +127,7 @@ fn refuse_spread(
     board: &Key,
     meta: &Key,
 ) -> Result<(), RedisError> {
-    if shard::looks_like_shard(key) && shard::read_record(FAMILY, key, meta)?.is_some() {
+    if shard::looks_like_shard(key) && scope::record(FAMILY, key, meta)?.is_some() {
         return Err(error::family(
             FAMILY,
             &format!(
@@ -176,7 +137,7 @@ fn refuse_spread(
         ));
     }
     if !board.exists() && !meta.exists() {
-        shard::refuse_spread_base(ctx, FAMILY, key)?;
+        scope::refuse_base(ctx, &BOARD, key)?;
     }
     Ok(())
 }
@@ -320,7 +281,7 @@ pub fn rank_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let value = layout.to_field();
     if meta.check(KeyType::Hash)? {
         if let Some(sh) = spread {
-            match shard::read_record(FAMILY, &base, &meta)? {
+            match scope::record(FAMILY, &base, &meta)? {
                 // The same shard with the same layout: nothing to do.
                 Some(r)
                     if r == sh
@@ -330,9 +291,7 @@ pub fn rank_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                     return Ok(RedisValue::SimpleStringStatic("OK"));
                 }
                 Some(r) if r.n != sh.n => {
-                    return Err(shard::resolve(FAMILY, &base, Some(sh.n), Some(r), || true)
-                        .err()
-                        .unwrap_or(RedisError::Str(error::INTERNAL)))
+                    return Err(shard::counts_disagree(FAMILY, &base, sh.n, r))
                 }
                 _ => {}
             }
@@ -343,7 +302,7 @@ pub fn rank_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(error::family(FAMILY, "board already exists"));
     }
     match spread {
-        None => shard::refuse_spread_base(ctx, FAMILY, &base)?,
+        None => scope::refuse_base(ctx, &BOARD, &base)?,
         // Shard 0 shares its base key's slot: a single-slot board under the
         // base (in that slot when it has a hash tag, or on a standalone
         // server) must not be shadowed by a spread one.
@@ -487,7 +446,7 @@ pub fn rank_add(ctx: &Context, c: &mut Args) -> RedisResult {
             cond = Condition::Lt;
         } else if is(kw, "NOW") {
             now = Some(c.option_i64(0, EXACT_MAX)?);
-        } else if is(kw, "SPREAD") {
+        } else if scope::is_keyword(kw) {
             declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
         } else {
             return Err(error::syntax());
@@ -530,7 +489,7 @@ pub fn rank_incr(ctx: &Context, c: &mut Args) -> RedisResult {
         let kw = c.keyword()?;
         if is(kw, "NOW") {
             now = Some(c.option_i64(0, EXACT_MAX)?);
-        } else if is(kw, "SPREAD") {
+        } else if scope::is_keyword(kw) {
             declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
         } else {
             return Err(error::syntax());
@@ -602,7 +561,7 @@ fn rev_range(
 /// RANK.GET B member
 pub fn rank_get(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let c = Cursor::new(args, 3)?;
-    let declared = only_spread(&c, 3)?;
+    let declared = scope::only(FAMILY, c.args(), 3)?;
     member_arg(c.arg(2))?;
     let (base, member) = (&c.args()[1], &c.args()[2]);
     let b = open_shard(ctx, base, false, false, declared)?;
@@ -886,7 +845,7 @@ pub fn rank_position(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// RANK.REM B member [member ...]
 pub fn rank_rem(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let c = Cursor::new(args, 3)?;
-    let (end, declared) = trailing_spread(c.args(), 3)?;
+    let (end, declared) = scope::trailing(FAMILY, c.args(), 3)?;
     let base = c.arg(1).to_vec();
     let mut members = Vec::with_capacity(end - 2);
     for m in &c.args()[2..end] {
@@ -911,7 +870,7 @@ pub fn rank_rem(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// RANK.COUNT B
 pub fn rank_count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let c = Cursor::new(args, 2)?;
-    let declared = only_spread(&c, 2)?;
+    let declared = scope::only(FAMILY, c.args(), 2)?;
     let b = open_shard(ctx, &c.args()[1], false, false, declared)?;
     Ok(RedisValue::Integer(b.board.len() as i64))
 }

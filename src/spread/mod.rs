@@ -7,8 +7,11 @@
 //! `docs/spread.md` states it for other languages, with test vectors in
 //! `docs/spread-vectors.json`. [`shard`] is the module's side of a shard:
 //! the `SPREAD n` option, each shard's record, the routing check.
+//! [`scope`] is the one scope every family's commands go through: the
+//! `SPREAD n` readers and the shard (or the error) of a call.
 
 pub mod route;
+pub mod scope;
 pub mod shard;
 mod slot_tags;
 

@@ -1,11 +1,12 @@
-//! Spread shards on the module side: the `SPREAD n` option, the record
-//! every shard keeps in its meta Hash (`spread` = n, `shard` = its index),
-//! the routing check of a write, and the check that refuses a spread
-//! entity's base key to the single-slot commands.
+//! Spread shards on the module side, the parts that read no key: the
+//! `SPREAD n` option, the record every shard keeps in its meta Hash
+//! (`spread` = n, `shard` = its index), the decision of [`resolve`], the
+//! routing check of a write. [`scope`](super::scope) reads the keys and is
+//! what the families call.
 //!
 //! A shard of a spread entity is a complete single-slot entity whose base
 //! key is the shard key `{<tag>}B` (docs/spread.md). The family's commands
-//! run on it unchanged but for three things this file provides:
+//! run on it unchanged but for three things (here and in `scope.rs`):
 //!
 //! - **Which shard this is.** The shard's `<K>:meta` Hash records `spread`
 //!   and `shard`, written by the family's create with `SPREAD n`. A call
@@ -21,10 +22,10 @@
 //!   the shard count and shares `B`'s slot, so a single-slot command on
 //!   `B` that finds no entity looks there, and refuses a spread `B`.
 
-use redis_module::{Context, RedisError};
+use redis_module::RedisError;
 
 use crate::error;
-use crate::keys::{derived_name, Key, KeyType};
+use crate::keys::derived_name;
 use crate::spread::route;
 
 /// The meta field holding the shard count.
@@ -64,23 +65,13 @@ pub fn looks_like_shard(key: &[u8]) -> bool {
     key.first() == Some(&b'{') && route::split_shard_key(key).is_some()
 }
 
-/// Reads the shard record of `key` from its open meta Hash: `None` when
-/// the Hash has no `spread` field.
+/// Parses the shard record of `key` from the values of its meta fields
+/// `spread` and `shard` ([`scope::record`](super::scope::record) reads
+/// them): `None` when there is no `spread` field.
 ///
 /// Occurs as `ERR <family>: corrupt data in '<K>:meta' field 'spread'` (or
 /// `'shard'`) for a record that is not one, or that belongs to another key
 /// (a meta copied by hand).
-pub fn read_record(family: &str, key: &[u8], meta: &Key) -> Result<Option<Shard>, RedisError> {
-    if meta.kind() != KeyType::Hash {
-        return Ok(None);
-    }
-    let spread = meta.hget(FIELD_SPREAD);
-    let shard = meta.hget(FIELD_SHARD);
-    parse_record(family, key, spread.as_deref(), shard.as_deref())
-}
-
-/// [`read_record`] from the two field values, read by the caller (a
-/// family that reads several meta fields in one call).
 pub fn parse_record(
     family: &str,
     key: &[u8],
@@ -117,18 +108,12 @@ pub fn share(c: i64, n: u32, i: u32) -> i64 {
     (c * (i + 1) / n - c * i / n) as i64
 }
 
-/// Opens `<key>:meta` and reads its record; WRONGTYPE when it is not a
-/// Hash.
-pub fn open_record(ctx: &Context, family: &str, key: &[u8]) -> Result<Option<Shard>, RedisError> {
-    let meta = Key::open(ctx, &derived_name(key, "meta"), false);
-    meta.check(KeyType::Hash)?;
-    read_record(family, key, &meta)
-}
-
 /// Decides how a command on `key` runs, from the count the call declared
 /// (`SPREAD n`) and the shard's record:
 ///
-/// - neither: a single-slot entity (`None`);
+/// - neither: a single-slot entity (`None`), but for the key of a shard 0
+///   ([`is_first_shard_key`]) that holds data (`has_data`): its record
+///   was deleted (`corrupt data in '<K>:meta' field 'spread'`);
 /// - a record only: that shard (a raw call on a shard key);
 /// - both, equal counts: that shard;
 /// - both, other counts: `ERR <family>: shard counts disagree: '<K>' is
@@ -146,17 +131,21 @@ pub fn resolve(
     has_data: impl FnOnce() -> bool,
 ) -> Result<Option<Shard>, RedisError> {
     match (declared, record) {
+        // Shard 0's key names it whatever the count: holding data
+        // without its record, it is a shard whose record was deleted.
+        (None, None) => {
+            if is_first_shard_key(key) && has_data() {
+                return Err(error::corrupt(
+                    family,
+                    &derived_name(key, "meta"),
+                    Some("spread"),
+                ));
+            }
+            Ok(None)
+        }
         (None, r) => Ok(r),
         (Some(n), Some(r)) if r.n == n => Ok(Some(r)),
-        (Some(n), Some(r)) => Err(error::family(
-            family,
-            &format!(
-                "shard counts disagree: '{}' is shard {} of {}, the call says {n}",
-                error::key_text(key),
-                r.i,
-                r.n
-            ),
-        )),
+        (Some(n), Some(r)) => Err(counts_disagree(family, key, n, r)),
         (Some(n), None) => match route::shard_index(key, n) {
             None => Err(not_a_shard_key(family, key, n)),
             Some(_) if has_data() => Err(error::corrupt(
@@ -173,6 +162,20 @@ pub fn resolve(
             )),
         },
     }
+}
+
+/// Returns `ERR <family>: shard counts disagree: '<K>' is shard i of n,
+/// the call says m`, for a record `r` and a call that declared `m`.
+pub fn counts_disagree(family: &str, key: &[u8], m: u32, r: Shard) -> RedisError {
+    error::family(
+        family,
+        &format!(
+            "shard counts disagree: '{}' is shard {} of {}, the call says {m}",
+            error::key_text(key),
+            r.i,
+            r.n
+        ),
+    )
 }
 
 /// Returns `ERR <family>: '<K>' is not a shard key of <n> shards`.
@@ -231,26 +234,10 @@ pub fn first_shard_key(base: &[u8]) -> Vec<u8> {
     route::shard_key(base, 1, 0)
 }
 
-/// For a single-slot command on `base` that found no entity there: fails
-/// when `base` is the base key of a spread entity (its shard 0 records
-/// one), with `ERR <family>: '<B>' is spread over n shards: call its shard
-/// keys ('<K_0>' is shard 0) or use a client library`.
-pub fn refuse_spread_base(ctx: &Context, family: &str, base: &[u8]) -> Result<(), RedisError> {
-    let k0 = first_shard_key(base);
-    let meta = Key::open(ctx, &derived_name(&k0, "meta"), false);
-    if meta.kind() != KeyType::Hash {
-        return Ok(());
-    }
-    let Some(n) = meta.hget(FIELD_SPREAD) else {
-        return Ok(());
-    };
-    Err(error::family(
-        family,
-        &format!(
-            "'{}' is spread over {} shards: call its shard keys ('{}' is shard 0) or use a client library",
-            error::key_text(base),
-            String::from_utf8_lossy(&n),
-            error::key_text(&k0)
-        ),
-    ))
+/// Returns true when `key` is the key of shard 0 of its base (`{<tag>}B`
+/// with `<tag>` the table's tag of `B`'s own slot): the same key for every
+/// shard count, so a key of that shape is a shard 0 whatever count its
+/// entity has.
+pub fn is_first_shard_key(key: &[u8]) -> bool {
+    route::shard_index(key, 1) == Some(0)
 }

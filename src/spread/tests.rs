@@ -333,3 +333,150 @@ fn shard_index_inverts_shard_key() {
     let key = b"{post}x";
     assert_eq!(shard_index(key, 1), None);
 }
+
+// ---- the one spread scope (scope.rs) and the shard decision (shard.rs) ----
+
+fn text(e: redis_module::RedisError) -> String {
+    match e {
+        redis_module::RedisError::Str(s) => s.to_string(),
+        redis_module::RedisError::String(s) => s,
+        other => format!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_spread_keyword_ignores_case_only() {
+    use super::scope::is_keyword;
+    for yes in [&b"SPREAD"[..], b"spread", b"SpReAd"] {
+        assert!(is_keyword(yes));
+    }
+    for no in [&b""[..], b"SPREADS", b"SPREA", b" SPREAD", b"NOW"] {
+        assert!(!is_keyword(no));
+    }
+}
+
+#[test]
+fn a_trailing_spread_is_read_once_for_every_cursor() {
+    use super::scope::trailing;
+    let args: Vec<&[u8]> = vec![b"LIKE.CHECK", b"k", b"1", b"2", b"spread", b"4"];
+    assert_eq!(trailing("like", &args, 3).map_err(text), Ok((4, Some(4))));
+    // Too few arguments before it: the last two are no option.
+    let args: Vec<&[u8]> = vec![b"LIKE.CHECK", b"k", b"SPREAD", b"4"];
+    assert_eq!(trailing("like", &args, 3).map_err(text), Ok((4, None)));
+    let args: Vec<&[u8]> = vec![b"LIKE.CHECK", b"k", b"1", b"2"];
+    assert_eq!(trailing("like", &args, 3).map_err(text), Ok((4, None)));
+    let args: Vec<&[u8]> = vec![b"RANK.GET", b"k", b"m", b"SPREAD", b"0"];
+    assert_eq!(
+        trailing("rank", &args, 3).map_err(text),
+        Err("ERR rank: SPREAD must be from 1 to 1024".to_string())
+    );
+    let args: Vec<&[u8]> = vec![b"RANK.GET", b"k", b"m", b"SPREAD", b"x"];
+    assert_eq!(
+        trailing("rank", &args, 3).map_err(text),
+        Err("ERR value is not an integer or out of range".to_string())
+    );
+}
+
+#[test]
+fn only_spread_takes_nothing_else() {
+    use super::scope::only;
+    let arity = Err("ERR wrong number of arguments for 'like.count' command".to_string());
+    let call = |rest: &[&'static [u8]]| {
+        let mut args: Vec<&[u8]> = vec![b"LIKE.COUNT", b"k"];
+        args.extend_from_slice(rest);
+        only("like", &args, 2).map_err(text)
+    };
+    assert_eq!(call(&[]), Ok(None));
+    assert_eq!(call(&[b"SPREAD", b"3"]), Ok(Some(3)));
+    assert_eq!(call(&[b"spread", b"1024"]), Ok(Some(1024)));
+    assert_eq!(call(&[b"SPREAD"]), arity);
+    assert_eq!(call(&[b"x"]), arity);
+    assert_eq!(call(&[b"NOW", b"3"]), arity);
+    assert_eq!(call(&[b"SPREAD", b"3", b"x"]), arity);
+    assert_eq!(
+        call(&[b"SPREAD", b"1025"]),
+        Err("ERR like: SPREAD must be from 1 to 1024".to_string())
+    );
+}
+
+#[test]
+fn shard_zero_is_known_by_its_name_alone() {
+    use super::shard::is_first_shard_key;
+    for base in [&b"post:9"[..], b"post:{9}", b"week:{7}", b"", b"{a}b"] {
+        for n in [1, 2, 3, 7, 64, 1024] {
+            assert!(is_first_shard_key(&shard_key(base, n, 0)), "{n}");
+            if n > 1 {
+                assert!(!is_first_shard_key(&shard_key(base, n, n - 1)), "{n}");
+            }
+        }
+    }
+    for key in [&b"post:9"[..], b"{a}b", b"{9}post:{8}", b"{}x", b"", b"{"] {
+        assert!(!is_first_shard_key(key), "{}", String::from_utf8_lossy(key));
+    }
+    assert!(is_first_shard_key(b"{9}post:{9}"));
+}
+
+#[test]
+fn resolve_decides_from_the_count_and_the_record() {
+    use super::shard::{counts_disagree, resolve, Shard};
+    let k1 = shard_key(b"post:9", 4, 1);
+    let k1s = String::from_utf8(k1.clone()).unwrap();
+    let r = Shard { n: 4, i: 1 };
+    let no_probe = || -> bool { panic!("no data probe here") };
+    assert_eq!(
+        resolve("like", &k1, None, None, no_probe).map_err(text),
+        Ok(None)
+    );
+    assert_eq!(
+        resolve("like", &k1, None, Some(r), no_probe).map_err(text),
+        Ok(Some(r))
+    );
+    assert_eq!(
+        resolve("like", &k1, Some(4), Some(r), no_probe).map_err(text),
+        Ok(Some(r))
+    );
+    let want = format!("ERR like: shard counts disagree: '{k1s}' is shard 1 of 4, the call says 8");
+    assert_eq!(
+        resolve("like", &k1, Some(8), Some(r), no_probe).map_err(text),
+        Err(want.clone())
+    );
+    assert_eq!(text(counts_disagree("like", &k1, 8, r)), want);
+    assert_eq!(
+        resolve("like", b"post:9", Some(4), None, no_probe).map_err(text),
+        Err("ERR like: 'post:9' is not a shard key of 4 shards (see docs/spread.md)".into())
+    );
+    assert_eq!(
+        resolve("like", &k1, Some(4), None, || false).map_err(text),
+        Err(format!("ERR like: shard '{k1s}' (1 of 4) does not exist"))
+    );
+    assert_eq!(
+        resolve("like", &k1, Some(4), None, || true).map_err(text),
+        Err(format!(
+            "ERR like: corrupt data in '{k1s}:meta' field 'spread'"
+        ))
+    );
+    // Shard 0 is known by its key alone: with data and no record, a call
+    // that declares no count is refused too (issue 24 item 7); another
+    // shard cannot be told from a single-slot key without the count.
+    let k0 = shard_key(b"post:9", 4, 0);
+    let k0s = String::from_utf8(k0.clone()).unwrap();
+    assert_eq!(
+        resolve("like", &k0, None, None, || false).map_err(text),
+        Ok(None)
+    );
+    assert_eq!(
+        resolve("like", &k0, None, None, || true).map_err(text),
+        Err(format!(
+            "ERR like: corrupt data in '{k0s}:meta' field 'spread'"
+        ))
+    );
+    let r0 = Shard { n: 4, i: 0 };
+    assert_eq!(
+        resolve("like", &k0, None, Some(r0), no_probe).map_err(text),
+        Ok(Some(r0))
+    );
+    assert_eq!(
+        resolve("like", b"{a}b", None, None, no_probe).map_err(text),
+        Ok(None)
+    );
+}

@@ -112,6 +112,8 @@ local function plan(sample, size, exact, last)
   end
   return out
 end
+-- A spread post's data keys besides B:meta (like/commands.rs POST).
+local LIKE_DATA = {'count', 'set', 'chunks'}
 -- The shard a post key is (docs/spread.md; like/commands.rs spread_of):
 -- {n =, i =, expires_at =} when the call declared SPREAD n or the key
 -- looks like a shard key and records one; nil for a single-slot post; nil
@@ -124,10 +126,7 @@ local function like_spread_of(B, declared)
   local rec, e = spread().read_record('like', B)
   if e then return nil, e end
   local sh, e2 = spread().resolve('like', B, declared, rec, function()
-    for _, s in ipairs({'count', 'set', 'chunks'}) do
-      if redis.call('EXISTS', B .. ':' .. s) == 1 then return true end
-    end
-    return false
+    return spread().holds_data(B, LIKE_DATA)
   end)
   if e2 then return nil, e2 end
   if not sh then return nil end
@@ -166,7 +165,7 @@ local function read_post(base, need_count, single)
     return nil, redis.error_reply(WRONGTYPE)
   end
   if single and ts == 'none' and ti == 'none' and tc == 'none' then
-    local e = spread().refuse_spread_base('like', base)
+    local e = spread().refuse_spread_base('like', base, LIKE_DATA)
     if e then return nil, e end
   end
   local p = {base = base, count = 0, set_members = redis.call('SCARD', set), index = redis.call('GET', index) or ''}
@@ -326,7 +325,7 @@ local function write(OP, CMD, keys, argv)
     -- No count: a post without likers, or a count deleted by hand from a
     -- post all in set form (SCARD); with chunks it cannot be counted.
     if not sh then
-      local e = spread().refuse_spread_base('like', B)
+      local e = spread().refuse_spread_base('like', B, LIKE_DATA)
       if e then return e end
     end
     local ts, ti = type_of(SET), type_of(INDEX)

@@ -35,7 +35,7 @@ local RECENT = B .. ':recent'
 local tr = type_of(RECENT)
 if tr ~= 'none' and tr ~= 'zset' then return redis.error_reply(WRONGTYPE) end
 if not sh and tr == 'none' then
-  local e = spread().refuse_spread_base('like', B)
+  local e = spread().refuse_spread_base('like', B, LIKE_DATA)
   if e then return e end
 end
 local card = redis.call('ZCARD', RECENT)

@@ -158,13 +158,9 @@ local function adopt_expiry(meta, key)
 end
 local function score_text(score) return string.format('%.6f', tonumber(score)) end
 -- ---- spread bags (docs/spread.md; luckybag/commands.rs) ----
--- Data in a shard without its record means the record was deleted.
-local function has_bag_data(B)
-  for _, s in ipairs({'count', 'stored', 'winners', 'cand:0'}) do
-    if redis.call('EXISTS', B .. ':' .. s) == 1 then return true end
-  end
-  return false
-end
+-- A spread bag's data keys besides B:meta (luckybag/commands.rs BAG):
+-- data in a shard without its record means the record was deleted.
+local BAG_DATA = {'count', 'stored', 'winners', 'cand:0'}
 -- The shard of a spread bag B is, from the declared SPREAD n and the
 -- record in B:meta (`meta`: its name when the bag exists): {n =, i =}, or
 -- nil for a single-slot bag, or nil and the error. With `user`, the user
@@ -173,7 +169,7 @@ end
 local function bag_spread_of(B, declared, meta, user)
   if declared == nil and not looks_like_shard(B) then
     if not meta then
-      local e = spread().refuse_spread_base('luckybag', B)
+      local e = spread().refuse_spread_base('luckybag', B, BAG_DATA)
       if e then return nil, e end
     end
     return nil
@@ -185,13 +181,13 @@ local function bag_spread_of(B, declared, meta, user)
     if e then return nil, e end
     rec = r
   end
-  local sh, e = spread().resolve('luckybag', B, declared, rec, function() return has_bag_data(B) end)
+  local sh, e = spread().resolve('luckybag', B, declared, rec, function() return spread().holds_data(B, BAG_DATA) end)
   if e then return nil, e end
   if sh and user then
     local e2 = spread().check_owner('luckybag', 'user', B, sh, user)
     if e2 then return nil, e2 end
   elseif not sh and not meta then
-    local e3 = spread().refuse_spread_base('luckybag', B)
+    local e3 = spread().refuse_spread_base('luckybag', B, BAG_DATA)
     if e3 then return nil, e3 end
   end
   return sh

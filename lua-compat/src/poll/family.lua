@@ -209,6 +209,8 @@ local function only_spread(argv, fixed, bad_arity)
   if extra == 2 and string.upper(argv[fixed + 1]) == 'SPREAD' then return spread_n(argv[fixed + 2]) end
   bad_arity()
 end
+-- A spread poll's data keys besides B:meta (poll/commands.rs POLL).
+local POLL_DATA = {'voted', 'board', 'uservotes', 'synced', 'syncing'}
 -- The shard a poll key is (commands.rs spread_in), B:meta already
 -- type-checked: {n =, i =} when the call declared SPREAD n or the key
 -- looks like a shard key and records one, nil for a single-slot poll;
@@ -221,12 +223,7 @@ local function poll_spread(B, declared, user)
   local v = redis.call('HMGET', B .. ':meta', 'spread', 'shard')
   local rec, e = S.parse_record('poll', B, v[1], v[2])
   raise(e)
-  local sh, e2 = S.resolve('poll', B, declared, rec, function()
-    for _, s in ipairs({ 'voted', 'board', 'uservotes', 'synced', 'syncing' }) do
-      if redis.call('EXISTS', B .. ':' .. s) == 1 then return true end
-    end
-    return false
-  end)
+  local sh, e2 = S.resolve('poll', B, declared, rec, function() return S.holds_data(B, POLL_DATA) end)
   raise(e2)
   if sh and user then raise(S.check_owner('poll', 'user', B, sh, user)) end
   return sh
@@ -238,5 +235,5 @@ end
 -- For a single-slot call that found none of the poll's keys: refuses the
 -- base key of a spread poll (costs nothing once the poll has a key).
 local function refuse_base(B, sh, found)
-  if sh == nil and not found then raise(spread().refuse_spread_base('poll', B)) end
+  if sh == nil and not found then raise(spread().refuse_spread_base('poll', B, POLL_DATA)) end
 end

@@ -77,7 +77,7 @@ if redis.call('EXISTS', meta) == 1 then
 end
 if redis.call('EXISTS', B) == 1 then return rank_err('board already exists') end
 if not n then
-  local e = spread().refuse_spread_base('rank', B)
+  local e = spread().refuse_spread_base('rank', B, RANK_DATA)
   if e then return e end
 elseif index == 0 then
   -- Shard 0 shares its base key's slot: a single-slot board under the base

@@ -109,14 +109,17 @@ local function board_layout(B, import_ok)
   if import and not import_ok then return nil, importing() end
   return l, import
 end
+-- A spread board's data: the Sorted Set under the shard key itself
+-- (rank/commands.rs BOARD).
+local RANK_DATA = {''}
 -- A board opened for a command: checks B and B:meta, resolves the shard
 -- (docs/spread.md; rank/commands.rs spread_of) from the count the call
 -- declared (`declared`: SPREAD n, or nil) and the record in B:meta, reads
 -- the layout. Returns the layout and the shard ({n =, i =}, nil for a
 -- single-slot board), or nil and the error reply. A key that neither
 -- declares a count nor looks like a shard key costs one byte comparison;
--- when such a board does not exist at all, the base key of a spread board
--- is refused. (One function, not two: a script makes each of its helpers
+-- when a single-slot board does not exist at all, the base key of a
+-- spread board is refused (spread/scope.rs resolve). (One function, not two: a script makes each of its helpers
 -- at every call.)
 local function open_board(B, declared)
   local ok, tb, tm = board_types(B)
@@ -124,7 +127,7 @@ local function open_board(B, declared)
   local sh = nil
   if declared == nil and not looks_like_shard(B) then
     if tb == 'none' and tm == 'none' then
-      local e = spread().refuse_spread_base('rank', B)
+      local e = spread().refuse_spread_base('rank', B, RANK_DATA)
       if e then return nil, e end
     end
   else
@@ -132,6 +135,10 @@ local function open_board(B, declared)
     if e then return nil, e end
     sh, e = spread().resolve('rank', B, declared, rec, function() return tb ~= 'none' end)
     if e then return nil, e end
+    if sh == nil and tb == 'none' and tm == 'none' then
+      e = spread().refuse_spread_base('rank', B, RANK_DATA)
+      if e then return nil, e end
+    end
   end
   local l, e2 = board_layout(B, false)
   if not l then return nil, e2 end
@@ -159,7 +166,7 @@ local function refuse_spread(cmd, key, tb, tm)
       return rank_err(cmd .. " does not take a shard of a spread board ('" .. key_text(key) .. "'): see docs/rank.md")
     end
   end
-  if tb == 'none' and tm == 'none' then return spread().refuse_spread_base('rank', key) end
+  if tb == 'none' and tm == 'none' then return spread().refuse_spread_base('rank', key, RANK_DATA) end
   return nil
 end
 -- a > b byte by byte (the order of a sorted set's members): Lua's own
