@@ -47,10 +47,11 @@ cluster-bench: build ## fan-out measured client-side vs over the cluster bus (pr
 	cargo test --release --test integration cluster_ha::fanout_ -- --ignored --nocapture
 	cargo test --release --test integration cluster_spread::bench_ -- --ignored --nocapture --test-threads=1
 
-lua-gen: ## write the Lua twins and the Functions library from lua-compat/src/
+lua-gen: ## rebuild lua-compat/generated/ (the Lua twins, the Functions library) from lua-compat/src/, then check it
 	python3 scripts/lua-gen.py
+	python3 scripts/lua-gen.py --check
 
-lua-load: ## load the Functions library lua-compat/hotpath.lua into URL (default redis://127.0.0.1:6379)
+lua-load: ## load the Functions library lua-compat/generated/hotpath.lua into URL (default redis://127.0.0.1:6379)
 	bash scripts/lua-load.sh $(URL)
 
 differential: build ## long module-vs-Lua differential campaign, fresh seed (DIFF_SEED, DIFF_CALLS)

@@ -62,9 +62,9 @@ class Bench:
         self._shas = {}
 
     def lua(self, path):
-        """Returns the SHA of lua-compat/<path>, loaded into the server."""
+        """Returns the SHA of lua-compat/generated/<path>, loaded into the server."""
         if path not in self._shas:
-            with open(os.path.join(ROOT, "lua-compat", path)) as f:
+            with open(os.path.join(ROOT, "lua-compat", "generated", path)) as f:
                 self._shas[path] = self.r.script_load(f.read())
         return self._shas[path]
 

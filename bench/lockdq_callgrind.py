@@ -43,7 +43,7 @@ def main():
             time.sleep(0.1)
 
     def lua(path):
-        return r.script_load(open(os.path.join(ROOT, "lua-compat", path)).read())
+        return r.script_load(open(os.path.join(ROOT, "lua-compat", "generated", path)).read())
 
     counts = {}
 

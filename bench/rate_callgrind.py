@@ -87,7 +87,7 @@ def main():
     rng = random.Random(1)
     keys = [rng.randrange(KEYS) for _ in range(CALLS)]
     seeds = {a: cg.r.script_load(s) for a, s in SEED.items()}
-    twin = cg.r.script_load(open(os.path.join(ROOT, "lua-compat", "rate", "check.lua")).read())
+    twin = cg.r.script_load(open(os.path.join(ROOT, "lua-compat", "generated", "rate", "check.lua")).read())
     now = int(time.time() * 1e6)
     at = now // 1000 + 3_600_000
     nat = {}

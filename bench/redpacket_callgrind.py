@@ -34,7 +34,7 @@ def main():
             break
         except redis.ConnectionError:
             time.sleep(0.1)
-    lua = lambda name: r.script_load(open(os.path.join(ROOT, "lua-compat", "redpacket", name)).read())
+    lua = lambda name: r.script_load(open(os.path.join(ROOT, "lua-compat", "generated", "redpacket", name)).read())
     grab, split = lua("grab.lua"), lua("split.lua")
     counts = {}
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Loads hotpath's Lua twins, as one Functions library (lua-compat/hotpath.lua),
+# Loads hotpath's Lua twins, as one Functions library (lua-compat/generated/hotpath.lua),
 # into a Redis 7+ or Valkey server: FUNCTION LOAD REPLACE, so that loading a
 # newer version over an older one just works.
 #
@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 url=${1:-${REDIS_URL:-redis://127.0.0.1:6379}}
-lib=lua-compat/hotpath.lua
+lib=lua-compat/generated/hotpath.lua
 cli=(redis-cli --no-auth-warning -u "$url")
 # The URL as shown in messages: without its password.
 shown=$(printf '%s' "$url" | sed 's#//[^@/]*@#//#')

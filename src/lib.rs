@@ -119,6 +119,9 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         }
     }
     latency::init(ctx);
+    // The slot-tag table of the spread routing is computed once (under a
+    // millisecond), here rather than in the first spread command.
+    spread::route::slot_tags();
     ctx.log_notice(&format!(
         "release {}, module version {}; configs: {}",
         version::RELEASE,

@@ -1,6 +1,6 @@
 //! The Python client on a server without the module (issue 14): its
 //! default backend falls back to the Functions library
-//! lua-compat/hotpath.lua, and every family's calls of the client's own
+//! lua-compat/generated/hotpath.lua, and every family's calls of the client's own
 //! test suite (clients/python/tests/test_client.py, `Families`) give the
 //! replies they give against the module, over RESP3 and RESP2
 //! (clients/python/tests/test_fallback.py).
@@ -20,7 +20,7 @@ fn python_client_falls_back_to_the_functions_library() {
     let out = Command::new(common::python_bin())
         .env("PYTHONPATH", root.join("clients/python/src"))
         .env("HOTPATH_VECTORS", root.join("docs/spread-vectors.json"))
-        .env("HOTPATH_LIBRARY", root.join("lua-compat/hotpath.lua"))
+        .env("HOTPATH_LIBRARY", root.join("lua-compat/generated/hotpath.lua"))
         .env("HOTPATH_FUNCTIONS_URL", &url)
         .args(["-m", "unittest", "discover", "-p", "test_fallback.py", "-s"])
         .arg(root.join("clients/python/tests"))

@@ -163,12 +163,8 @@ fn harness_builds_three_masters_with_a_replica_each() {
     }
 }
 
-// The routing spec file, compiled into this test as the Rust client does.
-#[allow(dead_code)]
-#[path = "../src/spread/route.rs"]
-mod hotpath_route;
-#[path = "../src/spread/slot_tags.rs"]
-mod slot_tags;
+// The routing spec, the crate the module and the Rust client share.
+use hotpath_client::routing as hotpath_route;
 
 /// Writers that like a post and vote in a poll (both on one master) with
 /// the cluster client. A write counts as durable when its reply came back

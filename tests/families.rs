@@ -136,7 +136,7 @@ fn every_command_has_a_lua_twin_headed_by_its_declared_syntax() {
             if first != want {
                 missing.push(format!("{source}: first line `{want}` (it is `{first}`)"));
             }
-            let generated = format!("lua-compat/{}/{}.lua", f.name, sub(c));
+            let generated = format!("lua-compat/generated/{}/{}.lua", f.name, sub(c));
             if !exists(&generated) {
                 missing.push(format!("{generated} (run python3 scripts/lua-gen.py)"));
             }

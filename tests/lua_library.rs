@@ -82,11 +82,12 @@ fn generated_twins_and_library_match_their_sources() {
             .unwrap();
         assert!(st.success());
     }
-    // The slot-tag table the generator puts into the spread helpers.
-    let tags = "clients/python/src/hotpath/slot_tags.txt";
-    std::fs::create_dir_all(copy.join(tags).parent().unwrap()).unwrap();
-    std::fs::copy(root().join(tags), copy.join(tags)).unwrap();
-    let twin = copy.join("lua-compat/lock/info.lua");
+    // The routing spec that computes the slot-tag table the generator puts
+    // into the spread helpers.
+    let spec = "clients/python/src/hotpath/routing.py";
+    std::fs::create_dir_all(copy.join(spec).parent().unwrap()).unwrap();
+    std::fs::copy(root().join(spec), copy.join(spec)).unwrap();
+    let twin = copy.join("lua-compat/generated/lock/info.lua");
     let text = std::fs::read_to_string(&twin).unwrap();
     std::fs::write(&twin, text.replace("return {}", "return {'edited'}")).unwrap();
     let out = Command::new(python_bin())
@@ -96,8 +97,96 @@ fn generated_twins_and_library_match_their_sources() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "an edited twin passed the check");
-    assert!(err.contains("lua-compat/lock/info.lua differs"), "{err}");
+    assert!(
+        err.contains("lua-compat/generated/lock/info.lua differs"),
+        "{err}"
+    );
+    // The generated folder holds only what the generator writes: a file it
+    // did not write fails the check, and a run removes it.
+    let stray = copy.join("lua-compat/generated/lock/old.lua");
+    std::fs::write(&stray, "return 1\n").unwrap();
+    let check = |copy: &Path| {
+        Command::new(python_bin())
+            .arg(copy.join("scripts/lua-gen.py"))
+            .arg("--check")
+            .output()
+            .unwrap()
+    };
+    let out = check(&copy);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("lua-compat/generated/lock/old.lua is not generated"),
+        "{err}"
+    );
+    let out = Command::new(python_bin())
+        .arg(copy.join("scripts/lua-gen.py"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stray.exists(), "the stray file is still there");
+    let out = check(&copy);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The slot-tag table is one definition (docs/spread.md), computed where
+/// it is used: by the crate hotpath-route for the module and the Rust
+/// client, by the Python client's routing.py for that client and for the
+/// generator, which puts it into the Lua as one string of 3-character
+/// cells. All three give the same table.
+#[test]
+fn the_slot_tag_table_is_the_same_in_rust_python_and_lua() {
+    let rust = hotpath_client::routing::slot_tags();
+    assert_eq!(rust.len(), 16384);
+    // Python: the client's routing spec, loaded as a file, as lua-gen does.
+    let out = python(&[
+        "-c",
+        "import importlib.util as u, sys\n\
+         s = u.spec_from_file_location('r', 'clients/python/src/hotpath/routing.py')\n\
+         m = u.module_from_spec(s); s.loader.exec_module(m)\n\
+         sys.stdout.write(' '.join(m.slot_tags()))",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let py = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(py.split(' ').collect::<Vec<_>>(), rust);
+    // Lua: the library's string, and that of every standalone script that
+    // carries one, is the Rust table padded to three characters a slot.
+    let cells: String = rust.iter().map(|t| format!("{t:<3}")).collect();
+    let literal = format!("'{cells}'");
+    let lib = std::fs::read_to_string(root().join("lua-compat/generated/hotpath.lua")).unwrap();
+    assert_eq!(
+        lib.matches(&literal).count(),
+        1,
+        "the library holds the table once"
+    );
+    let mut carriers = 0;
+    for fam in std::fs::read_dir(root().join("lua-compat/generated")).unwrap() {
+        let fam = fam.unwrap().path();
+        if !fam.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&fam).unwrap() {
+            let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+            if text.contains("SLOT_TAGS") {
+                assert_eq!(text.matches(&literal).count(), 1, "{}", fam.display());
+                carriers += 1;
+            }
+        }
+    }
+    assert!(carriers > 0);
 }
 
 /// Returns FUNCTION LIST's functions of the library: name -> flags.
@@ -462,7 +551,7 @@ fn readme_sha_recipe_gives_the_sha_script_load_returns() {
     for family in sources().keys() {
         for readme in [
             root().join("lua-compat/README.md"),
-            root().join(format!("lua-compat/{family}/README.md")),
+            root().join(format!("lua-compat/docs/{family}.md")),
         ] {
             let text = std::fs::read_to_string(&readme).unwrap_or_default();
             assert!(

@@ -1,4 +1,4 @@
-//! The Lua twins in `lua-compat/like/` against the module: random operation
+//! The Lua twins in `lua-compat/generated/like/` against the module: random operation
 //! sequences (promotions, growth, errors and WRONGTYPE included) through the
 //! module on `m{…}` posts and through the scripts on `l{…}` posts must give
 //! identical replies and identical data.

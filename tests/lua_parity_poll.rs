@@ -1,7 +1,7 @@
 use crate::common;
 use common::*;
 
-// Parity of the POLL commands with their Lua twins in `lua-compat/poll/`:
+// Parity of the POLL commands with their Lua twins in `lua-compat/generated/poll/`:
 // the same calls go to the module on base keys `m{N}` and to the scripts
 // on base keys `l{N}`; replies must match call for call (errors included)
 // and, at the end, the data under `m{*` and `l{*` must be the same.
@@ -9,7 +9,7 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// Each command with its twin's file under `lua-compat/poll/`.
+/// Each command with its twin's file under `lua-compat/generated/poll/`.
 const TWINS: [(&str, &str); 9] = [
     ("POLL.CREATE", "poll/create.lua"),
     ("POLL.VOTE", "poll/vote.lua"),

@@ -1,4 +1,4 @@
-//! The module against its Lua twins (`lua-compat/redpacket/*.lua`): random
+//! The module against its Lua twins (`lua-compat/generated/redpacket/*.lua`): random
 //! operation sequences run on base keys `m{…}` through the module and on
 //! `l{…}` through the scripts, on the same server.
 //!

@@ -463,10 +463,10 @@ pub fn run(c: &mut Connection, args: &[&str]) -> String {
     show(&cmd(c, args))
 }
 
-/// Loads a Lua twin from `lua-compat/<path>` and returns its SHA.
+/// Loads a Lua twin from `lua-compat/generated/<path>` and returns its SHA.
 pub fn load_script(c: &mut Connection, path: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("lua-compat")
+        .join("lua-compat/generated")
         .join(path);
     let src = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     redis::cmd("SCRIPT").arg("LOAD").arg(src).query(c).unwrap()
@@ -514,18 +514,18 @@ pub fn dump_keys(c: &mut Connection, pattern: &str) -> Vec<String> {
 }
 
 /// How a test reaches the Lua twins: the standalone scripts of
-/// `lua-compat/<family>/` with EVALSHA, or the Functions library
-/// `lua-compat/hotpath.lua` with FCALL.
+/// `lua-compat/generated/<family>/` with EVALSHA, or the Functions library
+/// `lua-compat/generated/hotpath.lua` with FCALL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Via {
     Script,
     Function,
 }
 
-/// Loads the Functions library `lua-compat/hotpath.lua` (FUNCTION LOAD
+/// Loads the Functions library `lua-compat/generated/hotpath.lua` (FUNCTION LOAD
 /// REPLACE; Redis 7+, Valkey).
 pub fn load_library(c: &mut Connection) {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("lua-compat/hotpath.lua");
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("lua-compat/generated/hotpath.lua");
     let src = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     let name: String = redis::cmd("FUNCTION")
         .arg("LOAD")
@@ -572,7 +572,7 @@ pub fn twins_via(via: Via, f: impl FnOnce()) {
     TWIN_VIA.with(|v| v.set(Via::Script));
 }
 
-/// Prepares the twin `lua-compat/<family>/<command>.lua` for
+/// Prepares the twin `lua-compat/generated/<family>/<command>.lua` for
 /// [`call_twin`]: its SHA (SCRIPT LOAD) when the test thread runs scripts,
 /// or `fcall:hotpath_<family>_<command>` after loading the library.
 pub fn load_twin(c: &mut Connection, path: &str) -> String {
@@ -668,7 +668,7 @@ pub struct KeyedTwins {
 
 #[allow(dead_code)]
 impl KeyedTwins {
-    /// Loads `scripts` (command, path under lua-compat/) one way.
+    /// Loads `scripts` (command, path under lua-compat/generated/) one way.
     pub fn load(c: &mut Connection, via: Via, scripts: &[(&'static str, &'static str)]) -> KeyedTwins {
         if via == Via::Function {
             load_library(c);

@@ -384,7 +384,7 @@ impl Target {
 
 /// A family under test.
 pub trait Family {
-    /// The family, as in `lua-compat/<name>/` and its commands' prefix.
+    /// The family, as in `lua-compat/generated/<name>/` and its commands' prefix.
     const NAME: &'static str;
     /// How expiry times compare.
     const TTL: Ttl;
@@ -659,7 +659,7 @@ impl<F: Family> Trio<F> {
         let l = Server::start_bare(&[]);
         let mut sc = Conn::open(s.port);
         let mut shas = BTreeMap::new();
-        let dir = root().join("lua-compat").join(F::NAME);
+        let dir = root().join("lua-compat/generated").join(F::NAME);
         for e in std::fs::read_dir(&dir).unwrap() {
             let p = e.unwrap().path();
             if p.extension().map(|x| x == "lua").unwrap_or(false) {
@@ -672,7 +672,7 @@ impl<F: Family> Trio<F> {
             }
         }
         let mut lc = Conn::open(l.port);
-        let lib = std::fs::read(root().join("lua-compat/hotpath.lua")).unwrap();
+        let lib = std::fs::read(root().join("lua-compat/generated/hotpath.lua")).unwrap();
         let r = lc.call(vec![
             b"FUNCTION".to_vec(),
             b"LOAD".to_vec(),

@@ -1,5 +1,5 @@
 """The client on a server without the module: every family's calls of
-test_client.Families, through the Functions library (lua-compat/
+test_client.Families, through the Functions library (lua-compat/generated/
 hotpath.lua) that ``HotPath``'s default backend falls back to.
 
 Environment: ``HOTPATH_FUNCTIONS_URL``, a server without the module (the
@@ -17,7 +17,7 @@ from test_client import NOW, Families
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIBRARY = os.environ.get("HOTPATH_LIBRARY",
-                         os.path.join(HERE, "..", "..", "..", "lua-compat", "hotpath.lua"))
+                         os.path.join(HERE, "..", "..", "..", "lua-compat", "generated", "hotpath.lua"))
 URL = os.environ.get("HOTPATH_FUNCTIONS_URL")
 # The LIKE configs of the module servers test_client.Families runs against
 # (tests/clients.rs loads the module with like-recent 10): the twins take

@@ -1,5 +1,5 @@
 //! Servers without the module: the Lua twins as the Redis Functions
-//! library `hotpath` (lua-compat/hotpath.lua, loaded once with `FUNCTION
+//! library `hotpath` (lua-compat/generated/hotpath.lua, loaded once with `FUNCTION
 //! LOAD`; lua-compat/README.md).
 //!
 //! [`Backend::Functions`] always calls the library (`FCALL

@@ -17,8 +17,8 @@
 //! ```
 //!
 //! [`routing`] is the routing spec of spread entities (docs/spread.md),
-//! compiled from the very file the module uses. Spread entities have
-//! their own handles ([`SpreadLike`], …): writes go to the shard of their
+//! the crate `hotpath-route`, which the module uses too. Spread entities
+//! have their own handles ([`SpreadLike`], …): writes go to the shard of their
 //! id, and reads that span shards are one call (one pipeline per node,
 //! replies merged; a shard that fails fails the call). They take a
 //! [`FanOut`] connection: `redis::Connection` or
@@ -35,10 +35,7 @@
 //! [`Backend::Fallback`], sends the module's and falls back to the
 //! library's when the server does not know them ([`fallback`]).
 
-#[path = "../../../src/spread/route.rs"]
-pub mod routing;
-#[path = "../../../src/spread/slot_tags.rs"]
-mod slot_tags;
+pub use hotpath_route as routing;
 
 mod entities;
 pub mod fallback;

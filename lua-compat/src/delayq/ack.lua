@@ -1,7 +1,7 @@
 -- DELAYQ.ACK key id receipt
 -- KEYS[1] = B; ARGV = id receipt.
 -- Reply: 1 when the job was removed, 0 for a stale receipt.
--- Same replies, errors and stored data as the module (lua-compat/delayq/README.md).
+-- Same replies, errors and stored data as the module (lua-compat/docs/delayq.md).
 --@ keys 1
 
 local B = KEYS[1]

@@ -1,7 +1,7 @@
 -- DELAYQ.ADD key id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [REPLACE] [NOW unix-ms]
 -- KEYS[1] = B; ARGV = id payload [options...], exactly as the command.
 -- Reply: 1 added (or replaced), 0 when the id exists and REPLACE was not given.
--- Same replies, errors and stored data as the module (lua-compat/delayq/README.md).
+-- Same replies, errors and stored data as the module (lua-compat/docs/delayq.md).
 --@ keys 1
 
 local B = KEYS[1]

@@ -1,7 +1,7 @@
 -- DELAYQ.DEAD key [COUNT n]
 -- KEYS[1] = B; ARGV = [COUNT n].
 -- Reply: {id, payload, attempts, dead-at-ms, ...}, oldest first.
--- Same replies, errors and stored data as the module (lua-compat/delayq/README.md).
+-- Same replies, errors and stored data as the module (lua-compat/docs/delayq.md).
 --@ keys 1
 --@ flags no-writes
 

@@ -1,7 +1,7 @@
 -- DELAYQ.EXTEND key id receipt lease-ms [NOW unix-ms]
 -- KEYS[1] = B; ARGV = id receipt lease-ms [NOW unix-ms].
 -- Reply: 1 when the lease was restarted, 0 for a stale receipt.
--- Same replies, errors and stored data as the module (lua-compat/delayq/README.md).
+-- Same replies, errors and stored data as the module (lua-compat/docs/delayq.md).
 --@ keys 1
 
 local B = KEYS[1]

@@ -1,7 +1,7 @@
 -- DELAYQ.INFO key [NOW unix-ms]
 -- KEYS[1] = B; ARGV = [NOW unix-ms].
 -- Reply: {jobs, n, ready, n, scheduled, n, dead, n}.
--- Same replies, errors and stored data as the module (lua-compat/delayq/README.md).
+-- Same replies, errors and stored data as the module (lua-compat/docs/delayq.md).
 --@ keys 1
 --@ flags no-writes
 

@@ -1,7 +1,7 @@
 -- DELAYQ.NACK key id receipt [DELAY ms | BACKOFF base-ms max-ms] [NOW unix-ms]
 -- KEYS[1] = B; ARGV = id receipt [options...].
 -- Reply: 1 back in line, 2 moved to the dead letters, 0 for a stale receipt.
--- Same replies, errors and stored data as the module (lua-compat/delayq/README.md).
+-- Same replies, errors and stored data as the module (lua-compat/docs/delayq.md).
 --@ keys 1
 
 local B = KEYS[1]

@@ -4,7 +4,7 @@
 -- leased for lease-ms; {} when none is due. BLOCK is accepted but cannot
 -- wait in a script: the twin answers at once, as the module does inside
 -- MULTI or a script.
--- Same replies, errors and stored data as the module (lua-compat/delayq/README.md).
+-- Same replies, errors and stored data as the module (lua-compat/docs/delayq.md).
 --@ keys 1
 
 local B = KEYS[1]

@@ -1,7 +1,7 @@
 -- DELAYQ.REDRIVE key [COUNT n | ID id] [NOW unix-ms]
 -- KEYS[1] = B; ARGV = [options...].
 -- Reply: how many dead letters were put back in line.
--- Same replies, errors and stored data as the module (lua-compat/delayq/README.md).
+-- Same replies, errors and stored data as the module (lua-compat/docs/delayq.md).
 --@ keys 1
 
 local B = KEYS[1]

@@ -3,7 +3,7 @@
 -- Reply: the fencing token, or nil when the lock is held by others (or the
 -- semaphore is full). BLOCK is accepted but cannot wait in a script: the
 -- twin answers at once, as the module does inside MULTI or a script.
--- Same replies, errors and stored data as the module (lua-compat/lock/README.md).
+-- Same replies, errors and stored data as the module (lua-compat/docs/lock.md).
 --@ keys 1
 
 local B = KEYS[1]

@@ -1,7 +1,7 @@
 -- LOCK.CHECK key token [NOW unix-ms]
 -- KEYS[1] = B; ARGV = token [NOW unix-ms].
 -- Reply: 1 when token belongs to a live hold, else 0.
--- Same replies, errors and stored data as the module (lua-compat/lock/README.md).
+-- Same replies, errors and stored data as the module (lua-compat/docs/lock.md).
 --@ keys 1
 --@ flags no-writes
 

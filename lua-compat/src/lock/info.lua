@@ -1,7 +1,7 @@
 -- LOCK.INFO key [NOW unix-ms]
 -- KEYS[1] = B; ARGV = [NOW unix-ms].
 -- Reply: {owner, token, count, ttl-ms, ...} for every live holder, by token.
--- Same replies, errors and stored data as the module (lua-compat/lock/README.md).
+-- Same replies, errors and stored data as the module (lua-compat/docs/lock.md).
 --@ keys 1
 --@ flags no-writes
 

@@ -3,7 +3,7 @@
 -- Reply: 1 when one acquisition of owner was released, 0 when owner holds
 -- nothing (nothing changes). No waiting client is handed the lock: the
 -- twins have no waiters.
--- Same replies, errors and stored data as the module (lua-compat/lock/README.md).
+-- Same replies, errors and stored data as the module (lua-compat/docs/lock.md).
 --@ keys 1
 
 local B = KEYS[1]

@@ -2,7 +2,7 @@
 -- KEYS[1] = B; ARGV = owner ttl-ms [NOW unix-ms].
 -- Reply: the ms left after restarting owner's lease (never past MAXHOLD's
 -- end), or 0 when owner holds nothing.
--- Same replies, errors and stored data as the module (lua-compat/lock/README.md).
+-- Same replies, errors and stored data as the module (lua-compat/docs/lock.md).
 --@ keys 1
 
 local B = KEYS[1]

@@ -1,5 +1,5 @@
 """Backends for servers without the module: the Lua twins as the Redis
-Functions library ``hotpath`` (lua-compat/hotpath.lua, loaded with
+Functions library ``hotpath`` (lua-compat/generated/hotpath.lua, loaded with
 ``FUNCTION LOAD``; lua-compat/README.md).
 
 ``FunctionsBackend`` always calls the library (``FCALL``).
