@@ -982,3 +982,28 @@ fn info_counts_and_events_fire() {
         assert!(info.contains(want), "{want}: {info}");
     }
 }
+
+#[test]
+fn an_extend_that_shortens_the_lease_wakes_a_blocked_poll_at_the_new_end() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    run(&mut c, &["DELAYQ.ADD", "x", "j", "p"]);
+    assert_eq!(
+        run(&mut c, &["DELAYQ.POLL", "x", "5000"]),
+        "[j, p, 1, 1000001]"
+    );
+    let w = blocked(&srv, strs(&["DELAYQ.POLL", "x", "5000", "BLOCK", "10000"]));
+    wait_blocked(&mut c, 1);
+    let start = Instant::now();
+    assert_eq!(
+        run(&mut c, &["DELAYQ.EXTEND", "x", "j", "1000001", "100"]),
+        "1"
+    );
+    let (r, when) = w.join().unwrap();
+    assert_eq!(r, "[j, p, 2, 1000002]");
+    let waited = when.duration_since(start);
+    assert!(
+        waited >= Duration::from_millis(80) && waited < Duration::from_millis(600),
+        "served {waited:?} after the extend"
+    );
+}

@@ -895,3 +895,59 @@ fn stall_run() -> Vec<String> {
     }
     slow_commands(&mut c, "lock.")
 }
+
+#[test]
+fn a_renew_that_shortens_the_lease_wakes_the_waiter_at_the_new_end() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    // A mutex held for 4 s, shortened to 100 ms while a client waits.
+    assert_eq!(run(&mut c, &["LOCK.ACQUIRE", "s", "a", "4000"]), "1");
+    let w = blocked(
+        &srv,
+        strs(&["LOCK.ACQUIRE", "s", "b", "5000", "BLOCK", "10000"]),
+    );
+    wait_blocked(&mut c, 1);
+    let start = Instant::now();
+    assert_eq!(run(&mut c, &["LOCK.RENEW", "s", "a", "100"]), "100");
+    let (token, when) = w.join().unwrap();
+    assert_eq!(token, "2");
+    let waited = when.duration_since(start);
+    assert!(
+        waited >= Duration::from_millis(80) && waited < Duration::from_millis(600),
+        "the mutex waiter was served {waited:?} after the renew"
+    );
+    // The same for a semaphore: both slots held for 4 s, one shortened.
+    for owner in ["a", "b"] {
+        assert_eq!(
+            run(
+                &mut c,
+                &["LOCK.ACQUIRE", "sem", owner, "4000", "LIMIT", "2"]
+            ),
+            if owner == "a" { "1" } else { "2" }
+        );
+    }
+    let w = blocked(
+        &srv,
+        strs(&[
+            "LOCK.ACQUIRE",
+            "sem",
+            "c",
+            "5000",
+            "LIMIT",
+            "2",
+            "BLOCK",
+            "10000",
+        ]),
+    );
+    wait_blocked(&mut c, 1);
+    let start = Instant::now();
+    assert_eq!(run(&mut c, &["LOCK.RENEW", "sem", "b", "100"]), "100");
+    let (token, when) = w.join().unwrap();
+    assert_eq!(token, "3");
+    let waited = when.duration_since(start);
+    assert!(
+        waited >= Duration::from_millis(80) && waited < Duration::from_millis(600),
+        "the semaphore waiter was served {waited:?} after the renew"
+    );
+}
+

@@ -820,6 +820,9 @@ pub fn delayq_extend(ctx: &Context, c: &mut Args) -> RedisResult {
             drop(q);
             util::replicate_with_now(ctx, args, now, had_now);
             util::notify_static(ctx, c"hotpath.delayq.extend", base);
+            // An extend may shorten the lease: the job is then due sooner
+            // than the timer of the consumers waiting on the queue.
+            job_in_line(ctx, base, now + lease, now);
             Ok(RedisValue::Integer(1))
         }
         _ => Ok(RedisValue::Integer(0)),

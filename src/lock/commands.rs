@@ -758,6 +758,12 @@ pub fn lock_renew(ctx: &Context, c: &mut Args) -> RedisResult {
     if left > 0 {
         COUNT_RENEWED.incr();
         util::notify_static(ctx, c"hotpath.lock.renew", key);
+        // A renew may shorten the lease: the waiters' timer must then fire
+        // at the new end, not the old one (arming only ever moves it
+        // earlier).
+        if blocking::anyone_waiting::<LockWaiter>() && blocking::serving(ctx) {
+            rearm(ctx, &lock, now);
+        }
     }
     Ok(RedisValue::Integer(left))
 }
