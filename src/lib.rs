@@ -67,6 +67,8 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     cluster_guard::register(ctx);
     // Jobs that run in slices stop when the dataset is swapped under them.
     slices::subscribe(ctx);
+    // Lock waiters look again when their lock is deleted by hand.
+    lock::commands::watch_keys(ctx);
     for (table, _) in FAMILIES {
         if let Err(e) = registry::register(ctx, table) {
             ctx.log_warning(&e);

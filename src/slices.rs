@@ -276,15 +276,20 @@ fn on_loading(_ctx: &Context, _e: redis_module::server_events::LoadingSubevent) 
 }
 
 /// Subscribes to SWAPDB (the crate's event lists do not cover it); called
-/// once at load.
+/// once at load. A module has one callback per event, so this one also
+/// tells the blocked clients (see [`crate::blocking::dataset_replaced`]).
 pub fn subscribe(ctx: &Context) {
     extern "C" fn on_swapdb(
-        _ctx: *mut raw::RedisModuleCtx,
+        ctx: *mut raw::RedisModuleCtx,
         _e: raw::RedisModuleEvent,
         _sub: u64,
         _data: *mut std::ffi::c_void,
     ) {
         bump();
+        let context = Context::new(ctx);
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            crate::blocking::dataset_replaced(&context)
+        }));
     }
     if let Some(subscribe) = unsafe { raw::RedisModule_SubscribeToServerEvent } {
         let event = raw::RedisModuleEvent {

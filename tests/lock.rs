@@ -951,3 +951,78 @@ fn a_renew_that_shortens_the_lease_wakes_the_waiter_at_the_new_end() {
     );
 }
 
+/// Holds lock `w` of database `db` for a minute, queues a `BLOCK 0`
+/// waiter behind it, runs `wipe` (which removes the lock by hand) and
+/// checks that the waiter is served at once, by itself, ahead of any
+/// newcomer.
+fn waiter_survives(db: &str, wipe: &[&[&str]]) {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    assert_eq!(run(&mut c, &["SELECT", db]), "OK");
+    assert_eq!(run(&mut c, &["LOCK.ACQUIRE", "w", "holder", "60000"]), "1");
+    let w = {
+        let mut c = srv.conn();
+        assert_eq!(run(&mut c, &["SELECT", db]), "OK");
+        thread::spawn(move || {
+            let r = run(
+                &mut c,
+                &["LOCK.ACQUIRE", "w", "waiter", "60000", "BLOCK", "0"],
+            );
+            (r, Instant::now())
+        })
+    };
+    wait_blocked(&mut c, 1);
+    let start = Instant::now();
+    for args in wipe {
+        run(&mut c, args);
+    }
+    let (token, when) = w.join().unwrap();
+    assert_eq!(token, "1", "{wipe:?}: the lock starts again from nothing");
+    assert_eq!(run(&mut c, &["SELECT", db]), "OK");
+    let waited = when.duration_since(start);
+    assert!(
+        waited < Duration::from_millis(500),
+        "{wipe:?}: the waiter was served {waited:?} after"
+    );
+    assert_eq!(run(&mut c, &["LOCK.ACQUIRE", "w", "late", "60000"]), "nil");
+    assert!(run(&mut c, &["LOCK.INFO", "w"]).starts_with("[waiter, 1,"));
+}
+
+#[test]
+fn a_lock_deleted_by_hand_serves_its_waiters() {
+    waiter_survives("0", &[&["DEL", "w"]]);
+    waiter_survives("5", &[&["UNLINK", "w"]]);
+    waiter_survives("0", &[&["RENAME", "w", "elsewhere"]]);
+}
+
+#[test]
+fn a_flush_serves_the_waiters() {
+    waiter_survives("0", &[&["FLUSHALL"]]);
+    waiter_survives("3", &[&["FLUSHDB"]]);
+    // Flushed from a connection on another database.
+    waiter_survives("4", &[&["SELECT", "0"], &["FLUSHALL"]]);
+}
+
+#[test]
+fn a_swapdb_serves_the_waiters() {
+    waiter_survives("0", &[&["SWAPDB", "0", "1"]]);
+    waiter_survives("2", &[&["SELECT", "0"], &["SWAPDB", "7", "2"]]);
+}
+
+#[test]
+fn a_newcomer_after_a_delete_does_not_jump_the_line() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    assert_eq!(run(&mut c, &["LOCK.ACQUIRE", "n", "holder", "60000"]), "1");
+    let w = blocked(
+        &srv,
+        strs(&["LOCK.ACQUIRE", "n", "waiter", "60000", "BLOCK", "0"]),
+    );
+    wait_blocked(&mut c, 1);
+    let mut pipe = redis::pipe();
+    pipe.cmd("DEL").arg("n");
+    pipe.cmd("LOCK.ACQUIRE").arg(&["n", "late", "60000"]);
+    let (_, late): (i64, Option<i64>) = pipe.query(&mut c).unwrap();
+    assert_eq!(late, None);
+    assert_eq!(w.join().unwrap().0, "1");
+}

@@ -531,6 +531,39 @@ impl Waiting for LockWaiter {
     }
 }
 
+/// Watches keys deleted or replaced by other means than LOCK's commands
+/// (DEL, UNLINK, RENAME, an expiry or eviction set by hand): the waiters
+/// of such a lock are looked at again at the next tick, since nothing
+/// else would wake them before the old lease end (or ever, with
+/// `BLOCK 0` and a lock deleted while held). Called once at load. Only
+/// generic, expired and evicted events are watched, so the writes of
+/// other commands never reach the callback.
+pub fn watch_keys(ctx: &Context) {
+    extern "C" fn on_key_event(
+        ctx: *mut raw::RedisModuleCtx,
+        _type: std::os::raw::c_int,
+        _event: *const c_char,
+        key: *mut raw::RedisModuleString,
+    ) -> std::os::raw::c_int {
+        if blocking::anyone_waiting::<LockWaiter>() && !key.is_null() {
+            let context = Context::new(ctx);
+            let mut len = 0;
+            let p = unsafe { raw::RedisModule_StringPtrLen.unwrap()(key, &mut len) };
+            let name = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                blocking::recheck::<LockWaiter>(&context, name)
+            }));
+        }
+        raw::REDISMODULE_OK as std::os::raw::c_int
+    }
+    if let Some(subscribe) = unsafe { raw::RedisModule_SubscribeToKeyspaceEvents } {
+        let types = raw::REDISMODULE_NOTIFY_GENERIC
+            | raw::REDISMODULE_NOTIFY_EXPIRED
+            | raw::REDISMODULE_NOTIFY_EVICTED;
+        unsafe { subscribe(ctx.ctx, types as std::os::raw::c_int, Some(on_key_event)) };
+    }
+}
+
 /// Hands the lock to the clients waiting for it, first come first served,
 /// while it has room. Their writes join the lock's pending state.
 fn serve(ctx: &Context, lock: &mut Lock, now: i64) -> usize {
