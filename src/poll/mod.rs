@@ -52,6 +52,6 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "read fast", summary: "Returns a poll's rules and totals", complexity: "O(1)"),
     command!(name: "poll.sync", handler: poll_sync, flags: "write deny-oom", arity: -2, keys: B,
         acl: "write", summary: "Freezes and returns the vote changes since the last acknowledged write-back", complexity: "O(N*log(N)) for N candidates, in slices of about 1 ms (the client is answered at the end)"),
-    command!(name: "poll.syncack", handler: poll_syncack, flags: "write", arity: -3, keys: B,
+    command!(name: "poll.syncack", handler: poll_syncack, flags: "write deny-oom", arity: -3, keys: B,
         acl: "write", summary: "Acknowledges a frozen write-back snapshot", complexity: "O(1) (the old snapshot is freed in the background)"),
 ];
