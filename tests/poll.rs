@@ -1082,3 +1082,37 @@ fn a_client_that_leaves_or_a_flush_during_a_sync_harms_nothing() {
     int(&mut c, &["POLL.VOTE", "p", "u", "a"]);
     assert_eq!(run(&mut c, &["POLL.SYNC", "p"]), "[1, a, 1]");
 }
+
+#[test]
+fn a_vote_past_2_53_is_refused_as_an_overflow_with_nothing_written() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    for mode in ["ONCE", "DAILY", "MULTI"] {
+        let b = format!("{{o{mode}}}");
+        run(&mut c, &["POLL.CREATE", &b, "MODE", mode]);
+        let board = format!("{b}:board");
+        run(
+            &mut c,
+            &["ZADD", &board, "9007199254740991", "top", "5", "low"],
+        );
+        let before = srv.digest();
+        assert_eq!(
+            run(&mut c, &["POLL.VOTE", &b, "u", "top"]),
+            format!("ERR<ERR poll: integer overflow in '{board}' field 'top'>"),
+            "{mode}"
+        );
+        assert_eq!(srv.digest(), before, "{mode}: nothing written");
+        // Reads still work, and other candidates take votes.
+        assert_eq!(
+            run(&mut c, &["POLL.RANK", &b, "top"]),
+            "[0, 9007199254740991]",
+            "{mode}"
+        );
+        assert_eq!(run(&mut c, &["POLL.VOTE", &b, "u", "low"]), "1", "{mode}");
+        assert_eq!(
+            run(&mut c, &["POLL.TOP", &b, "2"]),
+            "[top, 9007199254740991, low, 6]",
+            "{mode}"
+        );
+    }
+}

@@ -557,7 +557,19 @@ pub fn poll_vote(ctx: &Context, c: &mut Args) -> RedisResult {
         super::DUPLICATES.incr();
         return Ok(ints(0));
     }
-    board.zincrby_arg(c.string(3), 1.0);
+    let score = board.zincrby_arg(c.string(3), 1.0);
+    if model::vote_overflows(score) {
+        // Exceptional (a count at 2^53 − 1): the two writes above are
+        // taken back before anything else sees them or replicates, so the
+        // hot path pays one comparison rather than a read before writing.
+        board.zincrby_arg(c.string(3), -1.0);
+        match &field {
+            None => voted.hdel(user),
+            Some(f) => voted.hdel(f),
+        };
+        let name = derived(base, "board");
+        return Err(error::overflow(FAMILY, &name, Some(&error::key_text(cand))));
+    }
     if let Some(uv) = &uservotes {
         let had = uv.exists();
         uv.hput(user, model::format_user_votes(&list).as_bytes());
