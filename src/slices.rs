@@ -300,6 +300,27 @@ pub fn subscribe(ctx: &Context) {
     }
 }
 
+/// How long a job's work-in-progress key (`B:merging`, a `B:syncing`
+/// being frozen) lives after the slice that last wrote it. A job writes
+/// slice after slice, so a live one never gets near this; a job cut short
+/// by a crash (SIGKILL, power loss) leaves a key that goes by itself
+/// instead of staying until the next job on that key.
+pub const WORK_TTL_MS: i64 = 3_600_000;
+
+/// Gives `key` (named `name`) the expiry of work in progress
+/// ([`WORK_TTL_MS`] from now), as one absolute instant replicated with
+/// `PEXPIREAT`, so replicas and the AOF hold the same `PEXPIRETIME`. The
+/// job sets the key's final expiry (or none) when it is complete.
+pub fn mark_work_in_progress(ctx: &Context, key: &crate::keys::Key, name: &[u8]) {
+    if !key.exists() {
+        return;
+    }
+    let at = crate::util::now_ms() + WORK_TTL_MS;
+    key.set_abs_expire_ms(at);
+    let at = at.to_string();
+    ctx.replicate("PEXPIREAT", &[name, at.as_bytes()]);
+}
+
 /// The keys a job is working on.
 static BUSY: Mutex<Option<HashSet<DbKey>>> = Mutex::new(None);
 

@@ -1039,6 +1039,10 @@ impl SyncJob {
             slices::replicate(ctx, c"ZADD", &argv);
             *next = end;
             if Instant::now() >= deadline {
+                // Until the copy is complete it is work in progress: a
+                // crash leaves it to expire rather than stay until the
+                // next SYNC.
+                slices::mark_work_in_progress(ctx, &syncing, &derived(&self.base, "syncing"));
                 return Ok(());
             }
         }
@@ -1057,6 +1061,11 @@ impl SyncJob {
                 "PEXPIREAT",
                 &[&derived(&self.base, "syncing")[..], at.as_bytes()],
             );
+        } else if syncing.abs_expire_ms().is_some() {
+            // The complete copy is the pending write-back: it stays until
+            // SYNCACK, without the expiry it had while being written.
+            syncing.persist();
+            ctx.replicate("PERSIST", &[&derived(&self.base, "syncing")[..]]);
         }
         let meta = Key::derived(ctx, &self.base, "meta", true);
         meta.check(KeyType::Hash)?;
