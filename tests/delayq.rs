@@ -462,6 +462,18 @@ fn hand_edited_records_are_refused_and_nothing_is_written() {
         now(&mut c, &["DELAYQ.ADD", "q", "new", "p"], 10),
         "ERR<ERR delayq: integer overflow in 'q:seq'>"
     );
+    // Past the last generation is an overflow too, as the reference says;
+    // beyond an integer it is corrupt data.
+    run(&mut c, &["SET", "q:seq", "9007199254"]);
+    assert_eq!(
+        now(&mut c, &["DELAYQ.ADD", "q", "new", "p"], 10),
+        "ERR<ERR delayq: integer overflow in 'q:seq'>"
+    );
+    run(&mut c, &["SET", "q:seq", "99999999999999999999"]);
+    assert_eq!(
+        now(&mut c, &["DELAYQ.ADD", "q", "new", "p"], 10),
+        "ERR<ERR delayq: corrupt data in 'q:seq'>"
+    );
     assert_eq!(int(&mut c, &["HEXISTS", "q:jobs", "new"]), 0);
     assert_eq!(run(&mut c, &["HGET", "q:jobs", "j1"]), "1:0:5:0:p");
 }

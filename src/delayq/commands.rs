@@ -132,13 +132,14 @@ impl<'a> Queue<'a> {
 
     /// Takes `n` new generations from `B:seq`; returns the first.
     ///
-    /// Occurs as a corrupt-data error when `B:seq` is not a generation
-    /// count, and as an overflow error when the generations run out.
+    /// Occurs as a corrupt-data error when `B:seq` is not a non-negative
+    /// integer, and as an overflow error when the generations run out
+    /// (also for a count already past the last generation).
     fn generations(&self, n: i64) -> Result<i64, RedisError> {
         let s = self.seq.as_ref().expect("opened with seq");
         let last = if s.exists() {
             parse_i64_plain(s.bytes())
-                .filter(|v| (0..=MAX_GENERATION).contains(v))
+                .filter(|v| *v >= 0)
                 .ok_or_else(|| self.corrupt("seq", None))?
         } else {
             0
