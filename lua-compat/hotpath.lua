@@ -1920,10 +1920,14 @@ if owner == '' then return redis.error_reply('ERR lock: user must not be empty')
 local ttl = arg_int(ARGV[2], 1, MAX_TTL)
 if not ttl then return redis.error_reply(NOTINT) end
 local limit, maxhold, now = nil, nil, nil
+local seen = {}
 local i = 3
 while i <= #ARGV do
   local kw = string.upper(ARGV[i])
   local lo, hi
+  -- Each option is given once: a second one is a syntax error.
+  if seen[kw] then return redis.error_reply(SYNTAX) end
+  seen[kw] = true
   if kw == 'LIMIT' then lo, hi = 1, MAX_LIMIT
   elseif kw == 'MAXHOLD' then lo, hi = 1, MAX_TTL
   elseif kw == 'BLOCK' then lo, hi = 0, MAX_TTL
@@ -2070,7 +2074,7 @@ if not token then return redis.error_reply(NOTINT) end
 local now = nil
 local i = 2
 while i <= #ARGV do
-  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV or now then return redis.error_reply(SYNTAX) end
   now = arg_int(ARGV[i + 1], 0, MAX_TIME)
   if not now then return redis.error_reply(NOTINT) end
   i = i + 2
@@ -2101,7 +2105,7 @@ local B = KEYS[1]
 local now = nil
 local i = 1
 while i <= #ARGV do
-  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV or now then return redis.error_reply(SYNTAX) end
   now = arg_int(ARGV[i + 1], 0, MAX_TIME)
   if not now then return redis.error_reply(NOTINT) end
   i = i + 2
@@ -2146,7 +2150,7 @@ if owner == '' then return redis.error_reply('ERR lock: user must not be empty')
 local now = nil
 local i = 2
 while i <= #ARGV do
-  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV or now then return redis.error_reply(SYNTAX) end
   now = arg_int(ARGV[i + 1], 0, MAX_TIME)
   if not now then return redis.error_reply(NOTINT) end
   i = i + 2
@@ -2195,7 +2199,7 @@ if not ttl then return redis.error_reply(NOTINT) end
 local now = nil
 local i = 3
 while i <= #ARGV do
-  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV or now then return redis.error_reply(SYNTAX) end
   now = arg_int(ARGV[i + 1], 0, MAX_TIME)
   if not now then return redis.error_reply(NOTINT) end
   i = i + 2

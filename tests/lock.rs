@@ -239,6 +239,48 @@ fn bad_input_is_refused_and_nothing_is_written() {
         ),
         (vec!["LOCK.ACQUIRE", "n", "b", "10", "LIMIT"], SYNTAX.into()),
         (vec!["LOCK.ACQUIRE", "n", "b", "10", "FAIR"], SYNTAX.into()),
+        // An option is given once.
+        (
+            vec!["LOCK.ACQUIRE", "n", "b", "10", "LIMIT", "1", "LIMIT", "1"],
+            SYNTAX.into(),
+        ),
+        (
+            vec![
+                "LOCK.ACQUIRE",
+                "n",
+                "b",
+                "10",
+                "MAXHOLD",
+                "5",
+                "MAXHOLD",
+                "5",
+            ],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["LOCK.ACQUIRE", "n", "b", "10", "BLOCK", "0", "BLOCK", "0"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["LOCK.ACQUIRE", "n", "b", "10", "NOW", "5", "NOW", "5"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["LOCK.RELEASE", "l", "a", "NOW", "5", "NOW", "5"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["LOCK.RENEW", "l", "a", "10", "NOW", "5", "NOW", "5"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["LOCK.INFO", "l", "NOW", "5", "NOW", "5"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["LOCK.CHECK", "l", "1", "NOW", "5", "NOW", "5"],
+            SYNTAX.into(),
+        ),
         (vec!["LOCK.RELEASE", "l", "a", "NOW"], SYNTAX.into()),
         (vec!["LOCK.RELEASE", "l", "a", "LATER", "1"], SYNTAX.into()),
         (vec!["LOCK.RENEW", "l", "a", "-10"], NOTINT.into()),

@@ -112,6 +112,13 @@ fn random_stream(seed: u64, steps: usize, via: Via) {
                 ("LOCK.ACQUIRE", &["a", "10", "BLOCK", "-1"]),
                 ("LOCK.ACQUIRE", &["a", "10", "NOW", "253402300800000"]),
                 ("LOCK.ACQUIRE", &["a", "10", "FAIR"]),
+                ("LOCK.ACQUIRE", &["a", "10", "LIMIT", "1", "LIMIT", "1"]),
+                (
+                    "LOCK.ACQUIRE",
+                    &["a", "10", "NOW", "5", "BLOCK", "0", "NOW", "5"],
+                ),
+                ("LOCK.RENEW", &["a", "10", "NOW", "5", "NOW", "5"]),
+                ("LOCK.CHECK", &["1", "NOW", "5", "NOW", "5"]),
                 ("LOCK.ACQUIRE", &["a", "010"]),
                 ("LOCK.RELEASE", &[""]),
                 ("LOCK.RELEASE", &["a", "NOW"]),

@@ -156,10 +156,14 @@ if owner == '' then return redis.error_reply('ERR lock: user must not be empty')
 local ttl = arg_int(ARGV[2], 1, MAX_TTL)
 if not ttl then return redis.error_reply(NOTINT) end
 local limit, maxhold, now = nil, nil, nil
+local seen = {}
 local i = 3
 while i <= #ARGV do
   local kw = string.upper(ARGV[i])
   local lo, hi
+  -- Each option is given once: a second one is a syntax error.
+  if seen[kw] then return redis.error_reply(SYNTAX) end
+  seen[kw] = true
   if kw == 'LIMIT' then lo, hi = 1, MAX_LIMIT
   elseif kw == 'MAXHOLD' then lo, hi = 1, MAX_TTL
   elseif kw == 'BLOCK' then lo, hi = 0, MAX_TTL

@@ -620,7 +620,8 @@ fn wake_at(end: Option<i64>, now: i64) -> i64 {
 fn parse_now(c: &mut Args) -> Result<Option<i64>, RedisError> {
     let mut now = None;
     while !c.done() {
-        if !is(c.keyword()?, "NOW") {
+        // An option is given once (the reference repeats none).
+        if !is(c.keyword()?, "NOW") || now.is_some() {
             return Err(error::syntax());
         }
         now = Some(c.option_i64(0, MAX_TIME_MS)?);
@@ -646,15 +647,17 @@ pub fn lock_acquire(ctx: &Context, c: &mut Args) -> RedisResult {
     check_owner(c.arg(2))?;
     let ttl = c.next_i64(1, MAX_TTL_MS)?;
     let (mut limit, mut maxhold, mut block, mut now) = (None, None, None, None);
+    // Each option is given once (the reference repeats none): a second
+    // one is a syntax error, as an unknown word is.
     while !c.done() {
         let k = c.keyword()?;
-        if is(k, "LIMIT") {
+        if is(k, "LIMIT") && limit.is_none() {
             limit = Some(c.option_i64(1, MAX_LIMIT)?);
-        } else if is(k, "MAXHOLD") {
+        } else if is(k, "MAXHOLD") && maxhold.is_none() {
             maxhold = Some(c.option_i64(1, MAX_TTL_MS)?);
-        } else if is(k, "BLOCK") {
+        } else if is(k, "BLOCK") && block.is_none() {
             block = Some(c.option_i64(0, MAX_TTL_MS)?);
-        } else if is(k, "NOW") {
+        } else if is(k, "NOW") && now.is_none() {
             now = Some(c.option_i64(0, MAX_TIME_MS)?);
         } else {
             return Err(error::syntax());
