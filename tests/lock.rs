@@ -358,6 +358,15 @@ fn hand_edited_state_is_refused_and_left_alone() {
         run(&mut c, &["LOCK.RELEASE", "k", "b"]),
         "ERR<ERR lock: corrupt data in 'k' field 'holder:b'>"
     );
+    // The same holder while `next` is 0 (no lease end recorded): found,
+    // not counted as a holder, and nothing is written.
+    run(&mut c, &["HSET", "k", "next", "0"]);
+    let before = run(&mut c, &["HGETALL", "k"]);
+    assert_eq!(
+        run(&mut c, &["LOCK.ACQUIRE", "k", "a", "10"]),
+        "ERR<ERR lock: corrupt data in 'k' field 'holder:b'>"
+    );
+    assert_eq!(run(&mut c, &["HGETALL", "k"]), before);
     run(&mut c, &["HDEL", "k", "holder:b"]);
     run(&mut c, &["HSET", "k", "fence", "-1"]);
     assert_eq!(

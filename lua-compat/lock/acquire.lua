@@ -212,12 +212,14 @@ if lock.kind == 'mutex' then
   redis.call('SET', B, format_mutex(m))
   return m.fence
 end
--- A semaphore: drop the holders whose lease ended, when some may have.
+-- A semaphore: drop the holders whose lease ended, when some may have
+-- (or when holders exist without a next lease end: a hand edit, whose
+-- holders are checked rather than counted).
 local meta = lock.meta
 local changed = lock.meta_changed or false
 local meta_changed = changed
 local ended = {}
-if meta.next > 0 and now >= meta.next then
+if (meta.next > 0 and now >= meta.next) or (meta.next == 0 and lock.holders > 0) then
   local all, e = all_holders(B)
   if not all then return e end
   local next = 0

@@ -165,7 +165,7 @@ impl<'a> Lock<'a> {
     /// Drops the holders whose lease ended, when some may have, and
     /// recomputes `next`.
     fn sem_purge(&mut self, sem: &mut Sem, now: i64) -> Result<(), RedisError> {
-        if !sem.meta.needs_purge(now) {
+        if !sem.meta.needs_purge(now, sem.holders) {
             return Ok(());
         }
         // The stored holders, with this command's own changes on top.
