@@ -3,7 +3,9 @@
 //! nothing changes, while the ones that only free memory or overwrite in
 //! place (LOCK.RELEASE, DELAYQ.ACK, …) still run, as native `DEL` does:
 //! a full server must not keep a lock held. For each of those, the change
-//! in `used_memory` over 10,000 calls is measured: it is never above 0.
+//! in `used_memory` over 10,000 calls is measured: it is never above
+//! [`ONE_OFF`] bytes in all, so nothing per call (a single byte per call
+//! would show as 10,000).
 
 mod common;
 
@@ -103,6 +105,11 @@ fn send(c: &mut Connection, calls: &[Vec<String>]) -> Vec<redis::Value> {
 
 const N: usize = 10_000;
 
+/// A one-off allocation a server may make while the calls run, whatever
+/// they are (16 bytes seen on valkey 9, built with libc malloc): far
+/// below what one byte per call would add up to.
+const ONE_OFF: i64 = 64;
+
 /// The setup calls and the calls of each freeing command: one to warm up
 /// and the 10,000 measured.
 fn workload(name: &str) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
@@ -174,7 +181,7 @@ fn commands_that_only_free_memory_never_grow_it_over_10000_calls() {
             after - before
         );
         assert!(
-            after <= before,
+            after - before <= ONE_OFF,
             "{name}: used_memory grew by {} over {N} calls",
             after - before
         );
