@@ -235,7 +235,53 @@ pub fn serve<T: Waiting>(
 /// Makes sure the timer of `key` fires at `at_ms` (unix ms) or earlier.
 /// A timer already due sooner is kept; a later one is replaced.
 pub fn arm<T: Waiting>(ctx: &Context, key: &[u8], at_ms: i64) {
+    arm_slot::<T>(ctx, (db(ctx), key.to_vec()), at_ms);
+}
+
+/// Has the waiters of `key` (selected db) looked at again at the next
+/// tick, when any wait there: the key changed by other means than the
+/// family's commands (deleted, expired, renamed away by hand).
+pub fn recheck<T: Waiting>(ctx: &Context, key: &[u8]) {
+    if T::registry().queued.load(Ordering::Relaxed) == 0 {
+        return;
+    }
     let slot = (db(ctx), key.to_vec());
+    if T::registry().with(|r| r.queues.contains_key(&slot)) {
+        arm_slot::<T>(ctx, slot, crate::util::now_ms());
+    }
+}
+
+/// Has every waiter of the family, in every database, looked at again at
+/// the next tick: the dataset was replaced (FLUSHALL, FLUSHDB, SWAPDB).
+pub fn recheck_all<T: Waiting>(ctx: &Context) {
+    if T::registry().queued.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let slots: Vec<Slot> = T::registry().with(|r| r.queues.keys().cloned().collect());
+    let now = crate::util::now_ms();
+    for slot in slots {
+        arm_slot::<T>(ctx, slot, now);
+    }
+}
+
+/// Has the waiters of every family re-check their keys after the dataset
+/// was replaced under them (FLUSHALL, FLUSHDB, SWAPDB): a lock that held
+/// them may be gone, a queue may have due jobs. Nothing else would wake
+/// them before their old timer, or ever for a free lock.
+pub fn dataset_replaced(ctx: &Context) {
+    recheck_all::<crate::lock::commands::LockWaiter>(ctx);
+    recheck_all::<crate::delayq::commands::PollWaiter>(ctx);
+}
+
+#[redis_module_macros::flush_event_handler]
+fn on_flush(ctx: &Context, e: redis_module::server_events::FlushSubevent) {
+    if e == redis_module::server_events::FlushSubevent::Ended {
+        dataset_replaced(ctx);
+    }
+}
+
+/// [`arm`] for a key of any database.
+fn arm_slot<T: Waiting>(ctx: &Context, slot: Slot, at_ms: i64) {
     let old = T::registry().with(|r| match r.timers.get(&slot) {
         Some(t) if t.at <= at_ms => None,
         Some(_) => r.timers.remove(&slot).map(|t| t.id),
@@ -255,7 +301,8 @@ pub fn arm<T: Waiting>(ctx: &Context, key: &[u8], at_ms: i64) {
         r.gen
     });
     let data = Box::into_raw(Box::new(TimerData {
-        key: key.to_vec(),
+        db: slot.0,
+        key: slot.1.clone(),
         gen,
     })) as *mut c_void;
     let id =
@@ -266,6 +313,7 @@ pub fn arm<T: Waiting>(ctx: &Context, key: &[u8], at_ms: i64) {
 }
 
 struct TimerData {
+    db: i32,
     key: Vec<u8>,
     gen: u64,
 }
@@ -276,7 +324,12 @@ extern "C" fn timer_cb<T: Waiting>(ctx: *mut raw::RedisModuleCtx, data: *mut c_v
     }
     let data = unsafe { Box::from_raw(data as *mut TimerData) };
     let context = Context::new(ctx);
-    let slot = (db(&context), data.key.clone());
+    // A timer runs in the database it was created from; one armed for
+    // another database (after a flush or a swap) selects the key's own.
+    if db(&context) != data.db {
+        unsafe { raw::RedisModule_SelectDb.unwrap()(ctx, data.db) };
+    }
+    let slot = (data.db, data.key.clone());
     T::registry().with(|r| {
         if r.timers.get(&slot).is_some_and(|t| t.gen == data.gen) {
             r.timers.remove(&slot);

@@ -131,6 +131,16 @@ impl Key {
         }
     }
 
+    /// Removes the key's expiry (no-op when missing or persistent).
+    pub fn persist(&self) {
+        if self.exists() && self.expire_ms() >= 0 {
+            unsafe {
+                raw::RedisModule_SetExpire.unwrap()(self.ptr, raw::REDISMODULE_NO_EXPIRE.into())
+            };
+            self.touch();
+        }
+    }
+
     /// Sets the key to expire in `ms` milliseconds (no-op when missing).
     pub fn set_expire_ms(&self, ms: i64) {
         if self.exists() && ms > 0 {

@@ -112,6 +112,8 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     cluster_guard::register(ctx);
     // Jobs that run in slices stop when the dataset is swapped under them.
     slices::subscribe(ctx);
+    // Lock waiters look again when their lock is deleted by hand.
+    lock::commands::watch_keys(ctx);
     for family in FAMILIES {
         if let Err(e) = registry::register(ctx, family.commands) {
             ctx.log_warning(&e);

@@ -351,13 +351,10 @@ fn legacy_range(keys: Keys) -> (c_int, c_int, c_int) {
 pub fn register(ctx: &Context, table: &[CommandSpec]) -> Result<(), String> {
     for spec in table {
         let name = CString::new(spec.name).unwrap();
+        // The flags are the table's: a write that can grow memory says
+        // `deny-oom` there, and one that only frees or overwrites in place
+        // (LOCK.RELEASE, DELAYQ.ACK, …) runs under maxmemory, as DEL does.
         let mut flags = spec.flags.to_string();
-        // Every write is refused under memory pressure (maxmemory with
-        // noeviction), even those that only shrink data: a command is
-        // either applied whole or refused whole.
-        if is_write(spec.flags) && !spec.flags.contains("deny-oom") {
-            flags.push_str(" deny-oom");
-        }
         if matches!(spec.keys, Keys::Numkeys { .. }) {
             flags.push_str(" getkeys-api");
         }

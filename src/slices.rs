@@ -280,15 +280,20 @@ fn on_loading(_ctx: &Context, _e: redis_module::server_events::LoadingSubevent) 
 }
 
 /// Subscribes to SWAPDB (the crate's event lists do not cover it); called
-/// once at load.
+/// once at load. A module has one callback per event, so this one also
+/// tells the blocked clients (see [`crate::blocking::dataset_replaced`]).
 pub fn subscribe(ctx: &Context) {
     extern "C" fn on_swapdb(
-        _ctx: *mut raw::RedisModuleCtx,
+        ctx: *mut raw::RedisModuleCtx,
         _e: raw::RedisModuleEvent,
         _sub: u64,
         _data: *mut std::ffi::c_void,
     ) {
         bump();
+        let context = Context::new(ctx);
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            crate::blocking::dataset_replaced(&context)
+        }));
     }
     if let Some(subscribe) = unsafe { raw::RedisModule_SubscribeToServerEvent } {
         let event = raw::RedisModuleEvent {
@@ -297,6 +302,27 @@ pub fn subscribe(ctx: &Context) {
         };
         unsafe { subscribe(ctx.ctx, event, Some(on_swapdb)) };
     }
+}
+
+/// How long a job's work-in-progress key (`B:merging`, a `B:syncing`
+/// being frozen) lives after the slice that last wrote it. A job writes
+/// slice after slice, so a live one never gets near this; a job cut short
+/// by a crash (SIGKILL, power loss) leaves a key that goes by itself
+/// instead of staying until the next job on that key.
+pub const WORK_TTL_MS: i64 = 3_600_000;
+
+/// Gives `key` (named `name`) the expiry of work in progress
+/// ([`WORK_TTL_MS`] from now), as one absolute instant replicated with
+/// `PEXPIREAT`, so replicas and the AOF hold the same `PEXPIRETIME`. The
+/// job sets the key's final expiry (or none) when it is complete.
+pub fn mark_work_in_progress(ctx: &Context, key: &crate::keys::Key, name: &[u8]) {
+    if !key.exists() {
+        return;
+    }
+    let at = crate::util::now_ms() + WORK_TTL_MS;
+    key.set_abs_expire_ms(at);
+    let at = at.to_string();
+    ctx.replicate("PEXPIREAT", &[name, at.as_bytes()]);
 }
 
 /// The keys a job is working on.

@@ -462,6 +462,18 @@ fn hand_edited_records_are_refused_and_nothing_is_written() {
         now(&mut c, &["DELAYQ.ADD", "q", "new", "p"], 10),
         "ERR<ERR delayq: integer overflow in 'q:seq'>"
     );
+    // Past the last generation is an overflow too, as the reference says;
+    // beyond an integer it is corrupt data.
+    run(&mut c, &["SET", "q:seq", "9007199254"]);
+    assert_eq!(
+        now(&mut c, &["DELAYQ.ADD", "q", "new", "p"], 10),
+        "ERR<ERR delayq: integer overflow in 'q:seq'>"
+    );
+    run(&mut c, &["SET", "q:seq", "99999999999999999999"]);
+    assert_eq!(
+        now(&mut c, &["DELAYQ.ADD", "q", "new", "p"], 10),
+        "ERR<ERR delayq: corrupt data in 'q:seq'>"
+    );
     assert_eq!(int(&mut c, &["HEXISTS", "q:jobs", "new"]), 0);
     assert_eq!(run(&mut c, &["HGET", "q:jobs", "j1"]), "1:0:5:0:p");
 }
@@ -981,4 +993,29 @@ fn info_counts_and_events_fire() {
     ] {
         assert!(info.contains(want), "{want}: {info}");
     }
+}
+
+#[test]
+fn an_extend_that_shortens_the_lease_wakes_a_blocked_poll_at_the_new_end() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    run(&mut c, &["DELAYQ.ADD", "x", "j", "p"]);
+    assert_eq!(
+        run(&mut c, &["DELAYQ.POLL", "x", "5000"]),
+        "[j, p, 1, 1000001]"
+    );
+    let w = blocked(&srv, strs(&["DELAYQ.POLL", "x", "5000", "BLOCK", "10000"]));
+    wait_blocked(&mut c, 1);
+    let start = Instant::now();
+    assert_eq!(
+        run(&mut c, &["DELAYQ.EXTEND", "x", "j", "1000001", "100"]),
+        "1"
+    );
+    let (r, when) = w.join().unwrap();
+    assert_eq!(r, "[j, p, 2, 1000002]");
+    let waited = when.duration_since(start);
+    assert!(
+        waited >= Duration::from_millis(80) && waited < Duration::from_millis(600),
+        "served {waited:?} after the extend"
+    );
 }

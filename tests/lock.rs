@@ -239,6 +239,48 @@ fn bad_input_is_refused_and_nothing_is_written() {
         ),
         (vec!["LOCK.ACQUIRE", "n", "b", "10", "LIMIT"], SYNTAX.into()),
         (vec!["LOCK.ACQUIRE", "n", "b", "10", "FAIR"], SYNTAX.into()),
+        // An option is given once.
+        (
+            vec!["LOCK.ACQUIRE", "n", "b", "10", "LIMIT", "1", "LIMIT", "1"],
+            SYNTAX.into(),
+        ),
+        (
+            vec![
+                "LOCK.ACQUIRE",
+                "n",
+                "b",
+                "10",
+                "MAXHOLD",
+                "5",
+                "MAXHOLD",
+                "5",
+            ],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["LOCK.ACQUIRE", "n", "b", "10", "BLOCK", "0", "BLOCK", "0"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["LOCK.ACQUIRE", "n", "b", "10", "NOW", "5", "NOW", "5"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["LOCK.RELEASE", "l", "a", "NOW", "5", "NOW", "5"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["LOCK.RENEW", "l", "a", "10", "NOW", "5", "NOW", "5"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["LOCK.INFO", "l", "NOW", "5", "NOW", "5"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["LOCK.CHECK", "l", "1", "NOW", "5", "NOW", "5"],
+            SYNTAX.into(),
+        ),
         (vec!["LOCK.RELEASE", "l", "a", "NOW"], SYNTAX.into()),
         (vec!["LOCK.RELEASE", "l", "a", "LATER", "1"], SYNTAX.into()),
         (vec!["LOCK.RENEW", "l", "a", "-10"], NOTINT.into()),
@@ -316,6 +358,15 @@ fn hand_edited_state_is_refused_and_left_alone() {
         run(&mut c, &["LOCK.RELEASE", "k", "b"]),
         "ERR<ERR lock: corrupt data in 'k' field 'holder:b'>"
     );
+    // The same holder while `next` is 0 (no lease end recorded): found,
+    // not counted as a holder, and nothing is written.
+    run(&mut c, &["HSET", "k", "next", "0"]);
+    let before = run(&mut c, &["HGETALL", "k"]);
+    assert_eq!(
+        run(&mut c, &["LOCK.ACQUIRE", "k", "a", "10"]),
+        "ERR<ERR lock: corrupt data in 'k' field 'holder:b'>"
+    );
+    assert_eq!(run(&mut c, &["HGETALL", "k"]), before);
     run(&mut c, &["HDEL", "k", "holder:b"]);
     run(&mut c, &["HSET", "k", "fence", "-1"]);
     assert_eq!(
@@ -894,4 +945,135 @@ fn stall_run() -> Vec<String> {
         let _ = i;
     }
     slow_commands(&mut c, "lock.")
+}
+
+#[test]
+fn a_renew_that_shortens_the_lease_wakes_the_waiter_at_the_new_end() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    // A mutex held for 4 s, shortened to 100 ms while a client waits.
+    assert_eq!(run(&mut c, &["LOCK.ACQUIRE", "s", "a", "4000"]), "1");
+    let w = blocked(
+        &srv,
+        strs(&["LOCK.ACQUIRE", "s", "b", "5000", "BLOCK", "10000"]),
+    );
+    wait_blocked(&mut c, 1);
+    let start = Instant::now();
+    assert_eq!(run(&mut c, &["LOCK.RENEW", "s", "a", "100"]), "100");
+    let (token, when) = w.join().unwrap();
+    assert_eq!(token, "2");
+    let waited = when.duration_since(start);
+    assert!(
+        waited >= Duration::from_millis(80) && waited < Duration::from_millis(600),
+        "the mutex waiter was served {waited:?} after the renew"
+    );
+    // The same for a semaphore: both slots held for 4 s, one shortened.
+    for owner in ["a", "b"] {
+        assert_eq!(
+            run(
+                &mut c,
+                &["LOCK.ACQUIRE", "sem", owner, "4000", "LIMIT", "2"]
+            ),
+            if owner == "a" { "1" } else { "2" }
+        );
+    }
+    let w = blocked(
+        &srv,
+        strs(&[
+            "LOCK.ACQUIRE",
+            "sem",
+            "c",
+            "5000",
+            "LIMIT",
+            "2",
+            "BLOCK",
+            "10000",
+        ]),
+    );
+    wait_blocked(&mut c, 1);
+    let start = Instant::now();
+    assert_eq!(run(&mut c, &["LOCK.RENEW", "sem", "b", "100"]), "100");
+    let (token, when) = w.join().unwrap();
+    assert_eq!(token, "3");
+    let waited = when.duration_since(start);
+    assert!(
+        waited >= Duration::from_millis(80) && waited < Duration::from_millis(600),
+        "the semaphore waiter was served {waited:?} after the renew"
+    );
+}
+
+/// Holds lock `w` of database `db` for a minute, queues a `BLOCK 0`
+/// waiter behind it, runs `wipe` (which removes the lock by hand) and
+/// checks that the waiter is served at once, by itself, ahead of any
+/// newcomer.
+fn waiter_survives(db: &str, wipe: &[&[&str]]) {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    assert_eq!(run(&mut c, &["SELECT", db]), "OK");
+    assert_eq!(run(&mut c, &["LOCK.ACQUIRE", "w", "holder", "60000"]), "1");
+    let w = {
+        let mut c = srv.conn();
+        assert_eq!(run(&mut c, &["SELECT", db]), "OK");
+        thread::spawn(move || {
+            let r = run(
+                &mut c,
+                &["LOCK.ACQUIRE", "w", "waiter", "60000", "BLOCK", "0"],
+            );
+            (r, Instant::now())
+        })
+    };
+    wait_blocked(&mut c, 1);
+    let start = Instant::now();
+    for args in wipe {
+        run(&mut c, args);
+    }
+    let (token, when) = w.join().unwrap();
+    assert_eq!(token, "1", "{wipe:?}: the lock starts again from nothing");
+    assert_eq!(run(&mut c, &["SELECT", db]), "OK");
+    let waited = when.duration_since(start);
+    assert!(
+        waited < Duration::from_millis(500),
+        "{wipe:?}: the waiter was served {waited:?} after"
+    );
+    assert_eq!(run(&mut c, &["LOCK.ACQUIRE", "w", "late", "60000"]), "nil");
+    assert!(run(&mut c, &["LOCK.INFO", "w"]).starts_with("[waiter, 1,"));
+}
+
+#[test]
+fn a_lock_deleted_by_hand_serves_its_waiters() {
+    waiter_survives("0", &[&["DEL", "w"]]);
+    waiter_survives("5", &[&["UNLINK", "w"]]);
+    waiter_survives("0", &[&["RENAME", "w", "elsewhere"]]);
+}
+
+#[test]
+fn a_flush_serves_the_waiters() {
+    waiter_survives("0", &[&["FLUSHALL"]]);
+    waiter_survives("3", &[&["FLUSHDB"]]);
+    // Flushed from a connection on another database.
+    waiter_survives("4", &[&["SELECT", "0"], &["FLUSHALL"]]);
+}
+
+#[test]
+fn a_swapdb_serves_the_waiters() {
+    waiter_survives("0", &[&["SWAPDB", "0", "1"]]);
+    waiter_survives("2", &[&["SELECT", "0"], &["SWAPDB", "7", "2"]]);
+}
+
+#[test]
+fn a_newcomer_after_a_delete_does_not_jump_the_line() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    assert_eq!(run(&mut c, &["LOCK.ACQUIRE", "n", "holder", "60000"]), "1");
+    let w = blocked(
+        &srv,
+        strs(&["LOCK.ACQUIRE", "n", "waiter", "60000", "BLOCK", "0"]),
+    );
+    wait_blocked(&mut c, 1);
+    let mut pipe = redis::pipe();
+    pipe.cmd("DEL").arg("n");
+    pipe.cmd("LOCK.ACQUIRE").arg(&["n", "late", "60000"]);
+    let (_, late): (i64, Option<i64>) = pipe.query(&mut c).unwrap();
+    assert_eq!(late, None);
+    assert_eq!(w.join().unwrap().0, "1");
 }

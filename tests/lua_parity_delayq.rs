@@ -199,6 +199,8 @@ fn random_stream(seed: u64, steps: usize, via: Via) {
                 &["ZADD", "K:due", "5", "ghost"],
                 &["SET", "K:seq", "x"],
                 &["SET", "K:seq", "9007199253"],
+                &["SET", "K:seq", "9007199254"],
+                &["SET", "K:seq", "99999999999999999999"],
                 &["SET", "K:dead", "x"],
                 &["DEL", "K:jobs", "K:due", "K:dead", "K:seq"],
             ];
@@ -287,4 +289,51 @@ fn clock_test(via: Via) {
         3,
     );
     // The data holds each side's own clock reading: only replies compare.
+}
+
+#[test]
+fn a_seq_past_the_last_generation_is_an_overflow_alike() {
+    for via in [Via::Script, Via::Function] {
+        let srv = Server::start();
+        let mut c = srv.conn();
+        let lua = KeyedTwins::load(&mut c, via, &SCRIPTS);
+        for (step, (seq, want)) in [
+            ("9007199253", "integer overflow"),
+            ("9007199254", "integer overflow"),
+            ("9223372036854775807", "integer overflow"),
+            ("99999999999999999999", "corrupt data"),
+            ("-1", "corrupt data"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            for p in ["m", "l"] {
+                run(&mut c, &["SET", &format!("{p}{{s}}:seq"), seq]);
+            }
+            for cmd in ["DELAYQ.ADD", "DELAYQ.REDRIVE"] {
+                let rest: Vec<String> = if cmd == "DELAYQ.ADD" {
+                    vec![s("j"), s("p"), s("NOW"), s(1000)]
+                } else {
+                    vec![s("NOW"), s(1000)]
+                };
+                if cmd == "DELAYQ.REDRIVE" {
+                    // A dead letter to drive back.
+                    for p in ["m", "l"] {
+                        run(&mut c, &["ZADD", &format!("{p}{{s}}:dead"), "5", "d"]);
+                        run(
+                            &mut c,
+                            &["HSET", &format!("{p}{{s}}:jobs"), "d", "1:5:5:0:p"],
+                        );
+                    }
+                }
+                both(&mut c, &lua, cmd, "s", &rest, step);
+                // An error writes nothing: the module answers the same again.
+                let mut args = vec![cmd, "m{s}"];
+                args.extend(rest.iter().map(String::as_str));
+                let e = err(&mut c, &args);
+                assert!(e.contains(want), "{seq} {cmd}: {e}");
+            }
+            compare(&mut c, step, seq);
+        }
+    }
 }

@@ -112,6 +112,13 @@ fn random_stream(seed: u64, steps: usize, via: Via) {
                 ("LOCK.ACQUIRE", &["a", "10", "BLOCK", "-1"]),
                 ("LOCK.ACQUIRE", &["a", "10", "NOW", "253402300800000"]),
                 ("LOCK.ACQUIRE", &["a", "10", "FAIR"]),
+                ("LOCK.ACQUIRE", &["a", "10", "LIMIT", "1", "LIMIT", "1"]),
+                (
+                    "LOCK.ACQUIRE",
+                    &["a", "10", "NOW", "5", "BLOCK", "0", "NOW", "5"],
+                ),
+                ("LOCK.RENEW", &["a", "10", "NOW", "5", "NOW", "5"]),
+                ("LOCK.CHECK", &["1", "NOW", "5", "NOW", "5"]),
                 ("LOCK.ACQUIRE", &["a", "010"]),
                 ("LOCK.RELEASE", &[""]),
                 ("LOCK.RELEASE", &["a", "NOW"]),
@@ -195,4 +202,40 @@ fn clock_test(via: Via) {
     both(&mut c, &lua, "LOCK.CHECK", "t", &["1".into()], 2);
     both(&mut c, &lua, "LOCK.RELEASE", "t", &["a".into()], 3);
     // The data holds each side's own clock reading: only replies compare.
+}
+
+#[test]
+fn holders_without_a_next_lease_end_are_checked_alike() {
+    for via in [Via::Script, Via::Function] {
+        let srv = Server::start();
+        let mut c = srv.conn();
+        let lua = KeyedTwins::load(&mut c, via, &SCRIPTS);
+        let acquire = |owner: &str| vec![s(owner), s(1000), s("NOW"), s(5000)];
+        // A corrupt holder while `next` is 0: refused by both, nothing
+        // written.
+        for p in ["m", "l"] {
+            let k = format!("{p}{{h}}");
+            run(
+                &mut c,
+                &["HSET", &k, "fence", "3", "limit", "2", "next", "0"],
+            );
+            run(&mut c, &["HSET", &k, "holder:b", "1:1:nope:0"]);
+        }
+        both(&mut c, &lua, "LOCK.ACQUIRE", "h", &acquire("a"), 0);
+        let e = run(
+            &mut c,
+            &["LOCK.ACQUIRE", "m{h}", "a", "1000", "NOW", "5000"],
+        );
+        assert_eq!(e, "ERR<ERR lock: corrupt data in 'm{h}' field 'holder:b'>");
+        compare(&mut c, 0, "corrupt holder");
+        // A valid holder while `next` is 0: both recompute `next`.
+        for p in ["m", "l"] {
+            run(
+                &mut c,
+                &["HSET", &format!("{p}{{h}}"), "holder:b", "2:1:9000:0"],
+            );
+        }
+        both(&mut c, &lua, "LOCK.ACQUIRE", "h", &acquire("a"), 1);
+        compare(&mut c, 1, "next recomputed");
+    }
 }

@@ -708,6 +708,17 @@ fn spread_twins_match_the_module_once(seed: u64) {
     ] {
         t.both(cmd, k, &args);
     }
+    // NOW stops at 253402300799999, as in the other families.
+    let now_past = |now: &str| -> Vec<String> {
+        ["t", "NOW", now, "SPREAD", "3"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    assert_eq!(
+        t.both("drawbegin", &keys[0], &now_past("253402300800000")),
+        "ERR<ERR value is not an integer or out of range>"
+    );
     t.assert_same_data("bad draw steps");
     let begin = |tok: &str, now: &str| -> Vec<String> {
         ["LEASE", "100", "NOW", now, "SPREAD", "3"]

@@ -1076,6 +1076,66 @@ fn hand_edited_meta_agrees_once() {
     b.assert_same_data("end");
 }
 
+fn a_vote_past_2_53_is_refused_alike_once() {
+    let mut b = Bench::start();
+    for (i, mode) in ["ONCE", "DAILY", "MULTI"].iter().enumerate() {
+        let n = Some(40 + i);
+        b.both("overflow", "POLL.CREATE", n, &[v("MODE"), v(mode)])
+            .unwrap();
+        for side in ["m", "l"] {
+            let _: () = redis::cmd("ZADD")
+                .arg(format!("{side}{{{}}}:board", 40 + i))
+                .arg("9007199254740991")
+                .arg("top")
+                .arg("9007199254740990")
+                .arg("near")
+                .query(&mut b.c)
+                .unwrap();
+        }
+        let t = ms(T0);
+        let e = b
+            .both(
+                "overflow",
+                "POLL.VOTE",
+                n,
+                &[v("u"), v("top"), v("NOW"), t.clone()],
+            )
+            .unwrap_err();
+        assert_eq!(
+            error_text(&e),
+            format!(
+                "ERR poll: integer overflow in 'm{{{}}}:board' field 'top'",
+                40 + i
+            )
+        );
+        // The last vote below the bound counts; the next one is refused.
+        b.both(
+            "overflow",
+            "POLL.VOTE",
+            n,
+            &[v("u"), v("near"), v("NOW"), t.clone()],
+        )
+        .unwrap();
+        b.both(
+            "overflow",
+            "POLL.VOTE",
+            n,
+            &[v("w"), v("near"), v("NOW"), t.clone()],
+        )
+        .unwrap_err();
+        // A duplicate is found before the overflow.
+        b.both(
+            "overflow",
+            "POLL.VOTE",
+            n,
+            &[v("u"), v("near"), v("NOW"), t],
+        )
+        .unwrap();
+        b.both("overflow", "POLL.TOP", n, &[]).unwrap();
+    }
+    b.assert_same_data("overflow");
+}
+
 #[test]
 fn read_only_twins_run_with_evalsha_ro() {
     let mut b = Bench::start();
@@ -1237,6 +1297,15 @@ fn daily_across_midnight_with_tz_agrees() {
 fn non_utf8_candidates_are_refused_in_multi() {
     for via in [Via::Script, Via::Function] {
         twins_via(via, non_utf8_candidates_are_refused_in_multi_once);
+    }
+}
+
+/// [`a_vote_past_2_53_is_refused_alike_once`] through the EVALSHA scripts, then
+/// through the Functions library (FCALL).
+#[test]
+fn a_vote_past_2_53_is_refused_alike() {
+    for via in [Via::Script, Via::Function] {
+        twins_via(via, a_vote_past_2_53_is_refused_alike_once);
     }
 }
 

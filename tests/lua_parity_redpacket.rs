@@ -346,6 +346,12 @@ fn twins_refuse_corrupt_data_alike_once() {
         ("HSET", ":meta", vec!["expires", "soon"], "info", vec![]),
         ("HSET", ":meta", vec!["state", "half"], "refund", vec![]),
         ("HSET", ":meta", vec!["left_cents", "x"], "refund", vec![]),
+        // REFUND checks every meta field, as INFO does.
+        ("HSET", ":meta", vec!["total", "x"], "refund", vec![]),
+        ("HSET", ":meta", vec!["count", "x"], "refund", vec![]),
+        ("HSET", ":meta", vec!["expires", "x"], "refund", vec![]),
+        ("HDEL", ":meta", vec!["total"], "refund", vec![]),
+        ("HSET", ":meta", vec!["left_cents", "101"], "refund", vec![]),
         ("HDEL", ":meta", vec!["left_cents"], "grab", vec!["u1"]),
         ("HSET", ":meta", vec!["left_cents", "5"], "grab", vec!["u1"]),
         ("HSET", ":meta", vec!["left_cents", "101"], "info", vec![]),

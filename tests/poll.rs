@@ -1082,3 +1082,96 @@ fn a_client_that_leaves_or_a_flush_during_a_sync_harms_nothing() {
     int(&mut c, &["POLL.VOTE", "p", "u", "a"]);
     assert_eq!(run(&mut c, &["POLL.SYNC", "p"]), "[1, a, 1]");
 }
+
+#[test]
+fn a_vote_past_2_53_is_refused_as_an_overflow_with_nothing_written() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    for mode in ["ONCE", "DAILY", "MULTI"] {
+        let b = format!("{{o{mode}}}");
+        run(&mut c, &["POLL.CREATE", &b, "MODE", mode]);
+        let board = format!("{b}:board");
+        run(
+            &mut c,
+            &["ZADD", &board, "9007199254740991", "top", "5", "low"],
+        );
+        let before = srv.digest();
+        assert_eq!(
+            run(&mut c, &["POLL.VOTE", &b, "u", "top"]),
+            format!("ERR<ERR poll: integer overflow in '{board}' field 'top'>"),
+            "{mode}"
+        );
+        assert_eq!(srv.digest(), before, "{mode}: nothing written");
+        // Reads still work, and other candidates take votes.
+        assert_eq!(
+            run(&mut c, &["POLL.RANK", &b, "top"]),
+            "[0, 9007199254740991]",
+            "{mode}"
+        );
+        assert_eq!(run(&mut c, &["POLL.VOTE", &b, "u", "low"]), "1", "{mode}");
+        assert_eq!(
+            run(&mut c, &["POLL.TOP", &b, "2"]),
+            "[top, 9007199254740991, low, 6]",
+            "{mode}"
+        );
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+#[test]
+fn a_freeze_cut_short_by_a_crash_leaves_a_snapshot_that_expires() {
+    let mut srv = start_aof();
+    let mut c = srv.conn();
+    for start in (0..300_000).step_by(1000) {
+        let mut q = redis::cmd("ZADD");
+        q.arg("p:board");
+        for i in start..start + 1000 {
+            q.arg(i % 50 + 1).arg(format!("c{i}"));
+        }
+        let _: () = q.query(&mut c).unwrap();
+    }
+    {
+        use std::io::Write;
+        let mut gone = std::net::TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+        gone.write_all(b"*2\r\n$9\r\nPOLL.SYNC\r\n$1\r\np\r\n")
+            .unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let at = loop {
+        let at = int(&mut c, &["PEXPIRETIME", "p:syncing"]);
+        if at > 0 {
+            break at;
+        }
+        assert!(
+            std::time::Instant::now() < deadline
+                && run(&mut c, &["HGET", "p:meta", "pending"]) != "1",
+            "the snapshot was never seen with an expiry while written ({at})"
+        );
+    };
+    let now = now_ms();
+    assert!(
+        at > now && at <= now + 3_600_000 + 1000,
+        "work in progress expires within the hour: {at} at {now}"
+    );
+    srv.stop();
+    srv.restart(&[]);
+    let mut c = srv.conn();
+    if run(&mut c, &["HGET", "p:meta", "pending"]) != "1" {
+        // Cut short: the partial copy still expires.
+        let left = int(&mut c, &["PEXPIRETIME", "p:syncing"]);
+        assert!(left == -2 || left >= at, "{left}");
+    }
+    // A freeze that completes keeps its snapshot, without an expiry (the
+    // poll has none), until SYNCACK.
+    run(&mut c, &["DEL", "p:syncing", "p:meta"]);
+    let r = run(&mut c, &["POLL.SYNC", "p"]);
+    assert!(r.starts_with("[1, "), "{}", &r[..40.min(r.len())]);
+    assert_eq!(int(&mut c, &["ZCARD", "p:syncing"]), 300_000);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "p:syncing"]), -1);
+}

@@ -1382,3 +1382,56 @@ fn rank_writes_replicate_the_command_itself() {
     assert_eq!(*rank[3], strs(&["RANK.ADD", "n{1}", "carol", "3"]));
     assert_aof_restart_equal(&mut s);
 }
+
+#[test]
+fn a_merge_cut_short_by_a_crash_leaves_a_union_that_expires() {
+    let mut srv = start_aof();
+    let mut c = srv.conn();
+    fill(&mut c, "a", 200_000, |i| i as i64);
+    fill(&mut c, "b", 200_000, |i| i as i64 * 2);
+    // A MERGE sent by a client that goes away; watched while it writes.
+    {
+        use std::io::Write;
+        let mut gone = std::net::TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+        gone.write_all(b"*5\r\n$10\r\nRANK.MERGE\r\n$1\r\nd\r\n$1\r\n2\r\n$1\r\na\r\n$1\r\nb\r\n")
+            .unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let at = loop {
+        let at = int(&mut c, &["PEXPIRETIME", "d:merging"]);
+        if at > 0 {
+            break at;
+        }
+        assert!(
+            std::time::Instant::now() < deadline && int(&mut c, &["EXISTS", "d"]) == 0,
+            "the union was never seen with an expiry while written ({at})"
+        );
+    };
+    let now = now_ms();
+    assert!(
+        at > now && at <= now + 3_600_000 + 1000,
+        "work in progress expires within the hour: {at} at {now}"
+    );
+    // SIGKILL while it writes: after the AOF replay the leftover (if the
+    // crash came before the swap) still expires, at the same instant.
+    srv.stop();
+    srv.restart(&[]);
+    let mut c = srv.conn();
+    if int(&mut c, &["EXISTS", "d:merging"]) == 1 {
+        let left = int(&mut c, &["PEXPIRETIME", "d:merging"]);
+        assert!(left >= at && left <= now_ms() + 3_600_000, "{left}");
+    }
+    // A MERGE that completes leaves a board without an expiry (none was
+    // asked) and no union behind.
+    run(&mut c, &["DEL", "d", "d:merging"]);
+    assert_eq!(int(&mut c, &["RANK.MERGE", "d", "2", "a", "b"]), 200_000);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "d"]), -1);
+    assert_eq!(int(&mut c, &["EXISTS", "d:merging"]), 0);
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}

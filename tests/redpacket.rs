@@ -554,6 +554,27 @@ fn corrupt_data_is_named_and_nothing_is_written() {
             vec!["REDPACKET.INFO", "p"],
             meta_err("left_cents"),
         ),
+        // REFUND checks every field of the meta, as INFO does.
+        (
+            vec!["HSET", "p:meta", "total", "x"],
+            vec!["REDPACKET.REFUND", "p"],
+            meta_err("total"),
+        ),
+        (
+            vec!["HSET", "p:meta", "count", "x"],
+            vec!["REDPACKET.REFUND", "p"],
+            meta_err("count"),
+        ),
+        (
+            vec!["HSET", "p:meta", "expires", "x"],
+            vec!["REDPACKET.REFUND", "p"],
+            meta_err("expires"),
+        ),
+        (
+            vec!["HSET", "p:meta", "left_cents", "101"],
+            vec!["REDPACKET.REFUND", "p"],
+            meta_err("left_cents"),
+        ),
         // The running total says less is left than the next share.
         (
             vec!["HSET", "p:meta", "left_cents", "5"],

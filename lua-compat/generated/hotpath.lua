@@ -450,8 +450,9 @@ local function generations(B, n)
   local last = 0
   local v = redis.call('GET', B .. ':seq')
   if v then
-    last = arg_int(v, 0, MAX_GENERATION)
-    if not last then return nil, corrupt(B .. ':seq') end
+    -- Past the last generation is an overflow, not corrupt data.
+    last = int(v)
+    if not last or last < 0 then return nil, corrupt(B .. ':seq') end
   end
   if last > MAX_GENERATION - n then
     return nil, data_error('delayq', 'integer overflow', B .. ':seq')
@@ -1948,10 +1949,14 @@ if owner == '' then return redis.error_reply('ERR lock: user must not be empty')
 local ttl = arg_int(ARGV[2], 1, MAX_TTL)
 if not ttl then return redis.error_reply(NOTINT) end
 local limit, maxhold, now = nil, nil, nil
+local seen = {}
 local i = 3
 while i <= #ARGV do
   local kw = string.upper(ARGV[i])
   local lo, hi
+  -- Each option is given once: a second one is a syntax error.
+  if seen[kw] then return redis.error_reply(SYNTAX) end
+  seen[kw] = true
   if kw == 'LIMIT' then lo, hi = 1, MAX_LIMIT
   elseif kw == 'MAXHOLD' then lo, hi = 1, MAX_TTL
   elseif kw == 'BLOCK' then lo, hi = 0, MAX_TTL
@@ -2000,12 +2005,14 @@ if lock.kind == 'mutex' then
   redis.call('SET', B, format_mutex(m))
   return m.fence
 end
--- A semaphore: drop the holders whose lease ended, when some may have.
+-- A semaphore: drop the holders whose lease ended, when some may have
+-- (or when holders exist without a next lease end: a hand edit, whose
+-- holders are checked rather than counted).
 local meta = lock.meta
 local changed = lock.meta_changed or false
 local meta_changed = changed
 local ended = {}
-if meta.next > 0 and now >= meta.next then
+if (meta.next > 0 and now >= meta.next) or (meta.next == 0 and lock.holders > 0) then
   local all, e = all_holders(B)
   if not all then return e end
   local next = 0
@@ -2098,7 +2105,7 @@ if not token then return redis.error_reply(NOTINT) end
 local now = nil
 local i = 2
 while i <= #ARGV do
-  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV or now then return redis.error_reply(SYNTAX) end
   now = arg_int(ARGV[i + 1], 0, MAX_TIME)
   if not now then return redis.error_reply(NOTINT) end
   i = i + 2
@@ -2129,7 +2136,7 @@ local B = KEYS[1]
 local now = nil
 local i = 1
 while i <= #ARGV do
-  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV or now then return redis.error_reply(SYNTAX) end
   now = arg_int(ARGV[i + 1], 0, MAX_TIME)
   if not now then return redis.error_reply(NOTINT) end
   i = i + 2
@@ -2174,7 +2181,7 @@ if owner == '' then return redis.error_reply('ERR lock: user must not be empty')
 local now = nil
 local i = 2
 while i <= #ARGV do
-  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV or now then return redis.error_reply(SYNTAX) end
   now = arg_int(ARGV[i + 1], 0, MAX_TIME)
   if not now then return redis.error_reply(NOTINT) end
   i = i + 2
@@ -2223,7 +2230,7 @@ if not ttl then return redis.error_reply(NOTINT) end
 local now = nil
 local i = 3
 while i <= #ARGV do
-  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV or now then return redis.error_reply(SYNTAX) end
   now = arg_int(ARGV[i + 1], 0, MAX_TIME)
   if not now then return redis.error_reply(NOTINT) end
   i = i + 2
@@ -2872,10 +2879,9 @@ while i <= #ARGV do
     if not n or n < 1 or n > 86400000 then return notint() end
     lease = n
   elseif kw == 'NOW' then
-    -- 0 to 2^62 - 1, checked on the text (a double rounds at that size).
-    if not toint(v) or string.byte(v, 1) == 45 or (#v == 19 and bytes_gt(v, '4611686018427387903')) then
-      return notint()
-    end
+    -- 0 to 253402300799999 (year 9999), as in the other families.
+    local n = toint(v)
+    if not n or string.byte(v, 1) == 45 or n > 253402300799999 then return notint() end
     now = v
   else
     local n, se = spread().spread_count('luckybag', v)
@@ -4203,7 +4209,15 @@ local function main()
   end
   local had_voted = redis.call('EXISTS', voted) == 1
   local had_board = redis.call('EXISTS', board) == 1
-  if redis.call('HSETNX', voted, field, cand .. ':' .. fmt(now)) == 0 then return 0 end
+  if redis.call('HEXISTS', voted, field) == 1 then return 0 end
+  -- A count at 2^53 - 1 takes no more votes: past it every read of the
+  -- board would refuse it (the module's text; a duplicate is found first).
+  local score = redis.call('ZSCORE', board, cand)
+  if score and tonumber(score) + 1 > 9007199254740991 then
+    local function text(s) return (string.gsub(s, '[%z\1-\31\127]', '?')) end
+    fail("ERR poll: integer overflow in '" .. text(board) .. "' field '" .. text(cand) .. "'")
+  end
+  redis.call('HSETNX', voted, field, cand .. ':' .. fmt(now))
   redis.call('ZINCRBY', board, '1', cand)
   if multi then
     local had = redis.call('EXISTS', uvk) == 1
@@ -6009,15 +6023,20 @@ if (tm ~= 'none' and tm ~= 'hash') or (tp ~= 'none' and tp ~= 'list')
   return redis.error_reply(WRONGTYPE)
 end
 if tm == 'none' then return 0 end
-local m = redis.call('HMGET', meta, 'state', 'left_cents')
-local closed, e1 = meta_value(meta, 'state', m[1])
-if e1 then return e1 end
-if closed then return 0 end
-local left, e2 = meta_value(meta, 'left_cents', m[2])
-if e2 then return e2 end
+-- Every meta field is checked, in INFO's order (GRAB reads only what it
+-- needs).
+local m = redis.call('HMGET', meta, 'total', 'count', 'state', 'expires', 'left_cents')
+local got = {}
+for j, name in ipairs({ 'total', 'count', 'state', 'expires', 'left_cents' }) do
+  local v, e = meta_value(meta, name, m[j])
+  if e then return e end
+  got[name] = v
+end
+if got.left_cents > got.total then return corrupt(meta, 'left_cents') end
+if got.state then return 0 end
 redis.call('UNLINK', pool)
 redis.call('HSET', meta, 'state', 'closed', 'left_cents', '0')
-return left
+return got.left_cents
 
 end
 redis.register_function{function_name = 'hotpath_redpacket_refund', callback = redpacket_refund,

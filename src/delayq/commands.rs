@@ -132,13 +132,14 @@ impl<'a> Queue<'a> {
 
     /// Takes `n` new generations from `B:seq`; returns the first.
     ///
-    /// Occurs as a corrupt-data error when `B:seq` is not a generation
-    /// count, and as an overflow error when the generations run out.
+    /// Occurs as a corrupt-data error when `B:seq` is not a non-negative
+    /// integer, and as an overflow error when the generations run out
+    /// (also for a count already past the last generation).
     fn generations(&self, n: i64) -> Result<i64, RedisError> {
         let s = self.seq.as_ref().expect("opened with seq");
         let last = if s.exists() {
             parse_i64_plain(s.bytes())
-                .filter(|v| (0..=MAX_GENERATION).contains(v))
+                .filter(|v| *v >= 0)
                 .ok_or_else(|| self.corrupt("seq", None))?
         } else {
             0
@@ -820,6 +821,9 @@ pub fn delayq_extend(ctx: &Context, c: &mut Args) -> RedisResult {
             drop(q);
             util::replicate_with_now(ctx, args, now, had_now);
             util::notify_static(ctx, c"hotpath.delayq.extend", base);
+            // An extend may shorten the lease: the job is then due sooner
+            // than the timer of the consumers waiting on the queue.
+            job_in_line(ctx, base, now + lease, now);
             Ok(RedisValue::Integer(1))
         }
         _ => Ok(RedisValue::Integer(0)),

@@ -79,7 +79,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         reply: "array [changed, count]"
     },
     crate::borrowed_command! {
-        name: "like.rem", handler: like_rem, flags: "write fast",
+        name: "like.rem", handler: like_rem, flags: "write deny-oom fast",
         arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Takes a user's like of B back (idempotent); returns [changed, count]",
         complexity: "O(1): at most one bounded promotion step (128 Set members or 8 chunks)",
@@ -87,7 +87,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         reply: "array [changed, count]"
     },
     crate::command! {
-        name: "like.migrate", handler: like_migrate, flags: "write fast",
+        name: "like.migrate", handler: like_migrate, flags: "write deny-oom fast",
         arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Moves users who like B from its Set into their range's chunk (how promotion steps replicate); returns the users moved",
         complexity: "O(K) for K users",

@@ -165,7 +165,7 @@ impl<'a> Lock<'a> {
     /// Drops the holders whose lease ended, when some may have, and
     /// recomputes `next`.
     fn sem_purge(&mut self, sem: &mut Sem, now: i64) -> Result<(), RedisError> {
-        if !sem.meta.needs_purge(now) {
+        if !sem.meta.needs_purge(now, sem.holders) {
             return Ok(());
         }
         // The stored holders, with this command's own changes on top.
@@ -531,6 +531,39 @@ impl Waiting for LockWaiter {
     }
 }
 
+/// Watches keys deleted or replaced by other means than LOCK's commands
+/// (DEL, UNLINK, RENAME, an expiry or eviction set by hand): the waiters
+/// of such a lock are looked at again at the next tick, since nothing
+/// else would wake them before the old lease end (or ever, with
+/// `BLOCK 0` and a lock deleted while held). Called once at load. Only
+/// generic, expired and evicted events are watched, so the writes of
+/// other commands never reach the callback.
+pub fn watch_keys(ctx: &Context) {
+    extern "C" fn on_key_event(
+        ctx: *mut raw::RedisModuleCtx,
+        _type: std::os::raw::c_int,
+        _event: *const c_char,
+        key: *mut raw::RedisModuleString,
+    ) -> std::os::raw::c_int {
+        if blocking::anyone_waiting::<LockWaiter>() && !key.is_null() {
+            let context = Context::new(ctx);
+            let mut len = 0;
+            let p = unsafe { raw::RedisModule_StringPtrLen.unwrap()(key, &mut len) };
+            let name = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                blocking::recheck::<LockWaiter>(&context, name)
+            }));
+        }
+        raw::REDISMODULE_OK as std::os::raw::c_int
+    }
+    if let Some(subscribe) = unsafe { raw::RedisModule_SubscribeToKeyspaceEvents } {
+        let types = raw::REDISMODULE_NOTIFY_GENERIC
+            | raw::REDISMODULE_NOTIFY_EXPIRED
+            | raw::REDISMODULE_NOTIFY_EVICTED;
+        unsafe { subscribe(ctx.ctx, types as std::os::raw::c_int, Some(on_key_event)) };
+    }
+}
+
 /// Hands the lock to the clients waiting for it, first come first served,
 /// while it has room. Their writes join the lock's pending state.
 fn serve(ctx: &Context, lock: &mut Lock, now: i64) -> usize {
@@ -587,7 +620,8 @@ fn wake_at(end: Option<i64>, now: i64) -> i64 {
 fn parse_now(c: &mut Args) -> Result<Option<i64>, RedisError> {
     let mut now = None;
     while !c.done() {
-        if !is(c.keyword()?, "NOW") {
+        // An option is given once (the reference repeats none).
+        if !is(c.keyword()?, "NOW") || now.is_some() {
             return Err(error::syntax());
         }
         now = Some(c.option_i64(0, MAX_TIME_MS)?);
@@ -613,15 +647,17 @@ pub fn lock_acquire(ctx: &Context, c: &mut Args) -> RedisResult {
     check_owner(c.arg(2))?;
     let ttl = c.next_i64(1, MAX_TTL_MS)?;
     let (mut limit, mut maxhold, mut block, mut now) = (None, None, None, None);
+    // Each option is given once (the reference repeats none): a second
+    // one is a syntax error, as an unknown word is.
     while !c.done() {
         let k = c.keyword()?;
-        if is(k, "LIMIT") {
+        if is(k, "LIMIT") && limit.is_none() {
             limit = Some(c.option_i64(1, MAX_LIMIT)?);
-        } else if is(k, "MAXHOLD") {
+        } else if is(k, "MAXHOLD") && maxhold.is_none() {
             maxhold = Some(c.option_i64(1, MAX_TTL_MS)?);
-        } else if is(k, "BLOCK") {
+        } else if is(k, "BLOCK") && block.is_none() {
             block = Some(c.option_i64(0, MAX_TTL_MS)?);
-        } else if is(k, "NOW") {
+        } else if is(k, "NOW") && now.is_none() {
             now = Some(c.option_i64(0, MAX_TIME_MS)?);
         } else {
             return Err(error::syntax());
@@ -758,6 +794,12 @@ pub fn lock_renew(ctx: &Context, c: &mut Args) -> RedisResult {
     if left > 0 {
         COUNT_RENEWED.incr();
         util::notify_static(ctx, c"hotpath.lock.renew", key);
+        // A renew may shorten the lease: the waiters' timer must then fire
+        // at the new end, not the old one (arming only ever moves it
+        // earlier).
+        if blocking::anyone_waiting::<LockWaiter>() && blocking::serving(ctx) {
+            rearm(ctx, &lock, now);
+        }
     }
     Ok(RedisValue::Integer(left))
 }

@@ -75,7 +75,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     crate::borrowed_command! {
         name: "lock.release",
         handler: commands::lock_release,
-        flags: "write deny-oom fast",
+        flags: "write fast",
         arity: -3,
         keys: B,
         acl: "write fast",

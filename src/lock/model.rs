@@ -357,10 +357,12 @@ impl SemMeta {
         }
     }
 
-    /// Returns true when some holder's lease may have ended at `now`, so
-    /// the holders must be scanned.
-    pub fn needs_purge(&self, now: i64) -> bool {
-        self.next > 0 && now >= self.next
+    /// Returns true when the `holders` fields must be scanned at `now`:
+    /// some lease may have ended, or `next` is 0 while holder fields exist
+    /// (a hand edit: LOCK never leaves holders without a next lease end),
+    /// so that a corrupt holder is found rather than counted.
+    pub fn needs_purge(&self, now: i64, holders: i64) -> bool {
+        (self.next > 0 && now >= self.next) || (self.next == 0 && holders > 0)
     }
 }
 
@@ -601,7 +603,15 @@ mod tests {
         let (a2, ha2) = sem_acquire(&mut meta, 2, ha, &req(b"a", 100, 20)).unwrap();
         assert_eq!(a2, Acquired::Reentered(1));
         assert_eq!(ha2.unwrap().count, 2);
-        assert!(meta.needs_purge(60));
+        assert!(meta.needs_purge(60, 2));
+        assert!(!meta.needs_purge(59, 2));
+        let empty = SemMeta {
+            fence: 2,
+            limit: 2,
+            next: 0,
+        };
+        assert!(!empty.needs_purge(60, 0));
+        assert!(empty.needs_purge(60, 1), "holders without a next lease end");
         let holders = vec![(b"a".to_vec(), ha2.unwrap()), (b"b".to_vec(), hb.unwrap())];
         let (ended, next) = purge(&holders, 60);
         assert_eq!(ended, vec![&b"b"[..]]);

@@ -900,6 +900,9 @@ fn write_list(ctx: &Context, meta: &Key, key: &Key, list: &[(&[u8], u32)]) {
     }
 }
 
+/// The largest `NOW` (9999-12-31T23:59:59.999Z), as in the other families.
+const MAX_NOW_MS: i64 = 253_402_300_799_999;
+
 /// LUCKYBAG.DRAWBEGIN K token [LEASE ms] [NOW unix-ms] SPREAD n →
 /// `[drawing, winners]` or `[drawn, winners, user, score, …]`
 ///
@@ -919,7 +922,7 @@ pub fn luckybag_drawbegin(ctx: &Context, args: Vec<RedisString>) -> RedisResult 
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "LEASE" => lease = c.option_i64(1, MAX_LEASE_MS)?,
-            "NOW" => now = Some(c.option_i64(0, i64::MAX / 2)?),
+            "NOW" => now = Some(c.option_i64(0, MAX_NOW_MS)?),
             "SPREAD" => declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
             _ => return Err(error::syntax()),
         }

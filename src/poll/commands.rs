@@ -515,7 +515,19 @@ pub fn poll_vote(ctx: &Context, c: &mut Args) -> RedisResult {
         super::DUPLICATES.incr();
         return Ok(ints(0));
     }
-    board.zincrby_arg(c.string(3), 1.0);
+    let score = board.zincrby_arg(c.string(3), 1.0);
+    if model::vote_overflows(score) {
+        // Exceptional (a count at 2^53 − 1): the two writes above are
+        // taken back before anything else sees them or replicates, so the
+        // hot path pays one comparison rather than a read before writing.
+        board.zincrby_arg(c.string(3), -1.0);
+        match &field {
+            None => voted.hdel(user),
+            Some(f) => voted.hdel(f),
+        };
+        let name = derived(base, "board");
+        return Err(error::overflow(FAMILY, &name, Some(&error::key_text(cand))));
+    }
     if let Some(uv) = &uservotes {
         let had = uv.exists();
         uv.hput(user, model::format_user_votes(&list).as_bytes());
@@ -995,6 +1007,10 @@ impl SyncJob {
             slices::replicate(ctx, c"ZADD", &argv);
             *next = end;
             if Instant::now() >= deadline {
+                // Until the copy is complete it is work in progress: a
+                // crash leaves it to expire rather than stay until the
+                // next SYNC.
+                slices::mark_work_in_progress(ctx, &syncing, &derived(&self.base, "syncing"));
                 return Ok(());
             }
         }
@@ -1013,6 +1029,11 @@ impl SyncJob {
                 "PEXPIREAT",
                 &[&derived(&self.base, "syncing")[..], at.as_bytes()],
             );
+        } else if syncing.abs_expire_ms().is_some() {
+            // The complete copy is the pending write-back: it stays until
+            // SYNCACK, without the expiry it had while being written.
+            syncing.persist();
+            ctx.replicate("PERSIST", &[&derived(&self.base, "syncing")[..]]);
         }
         let meta = Key::derived(ctx, &self.base, "meta", true);
         meta.check(KeyType::Hash)?;

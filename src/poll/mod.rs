@@ -68,7 +68,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write", summary: "Freezes and returns the vote changes since the last acknowledged write-back", complexity: "O(N*log(N)) for N candidates, in slices of about 1 ms (the client is answered at the end)",
         syntax: "key [SPREAD n]",
         reply: "array [epoch, candidate, delta, …]"),
-    command!(name: "poll.syncack", handler: poll_syncack, flags: "write", arity: -3, keys: B,
+    command!(name: "poll.syncack", handler: poll_syncack, flags: "write deny-oom", arity: -3, keys: B,
         acl: "write", summary: "Acknowledges a frozen write-back snapshot", complexity: "O(1) (the old snapshot is freed in the background)",
         syntax: "key epoch [SPREAD n]",
         reply: "integer"),

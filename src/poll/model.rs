@@ -217,11 +217,21 @@ pub fn ballot_candidate(value: &[u8]) -> Option<&[u8]> {
     (i > 0 && (0..=MAX_TIME_MS).contains(&t)).then(|| &value[..i])
 }
 
+/// The largest board count: 2^53 − 1, beyond which doubles stop being
+/// exact (a vote past it is refused as an overflow).
+pub const MAX_VOTES: f64 = 9_007_199_254_740_991.0;
+
 /// Returns a board count as an integer; None for a score the module never
 /// writes (a fraction, or beyond 2^53 where doubles stop being exact).
 pub fn votes_of(score: f64) -> Option<i64> {
-    const EXACT: f64 = 9_007_199_254_740_991.0;
-    (score.fract() == 0.0 && score.abs() <= EXACT).then_some(score as i64)
+    (score.fract() == 0.0 && score.abs() <= MAX_VOTES).then_some(score as i64)
+}
+
+/// Returns true when a count that became `score` after a vote went past
+/// [`MAX_VOTES`]: the vote must be refused, or every read of the board
+/// would refuse it.
+pub fn vote_overflows(score: f64) -> bool {
+    score > MAX_VOTES
 }
 
 /// Parses a base-10 integer the way Redis's `string2ll` does (optional
@@ -289,6 +299,16 @@ pub fn deltas(frozen: &[(Vec<u8>, i64)], acked: &[(Vec<u8>, i64)]) -> Vec<(Vec<u
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn a_vote_past_2_53_overflows() {
+        assert!(!vote_overflows(9_007_199_254_740_990.0 + 1.0));
+        assert!(vote_overflows(9_007_199_254_740_991.0 + 1.0));
+        assert!(vote_overflows(1e300 + 1.0));
+        assert!(!vote_overflows(1.0));
+        assert_eq!(votes_of(MAX_VOTES), Some(9_007_199_254_740_991));
+        assert_eq!(votes_of(MAX_VOTES + 1.0), None);
+    }
 
     #[test]
     fn days_match_known_dates() {

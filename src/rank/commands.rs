@@ -1026,6 +1026,12 @@ impl MergeJob {
                 break;
             }
         }
+        // Until the swap renames it, the union is work in progress: one
+        // that outlives this slice gets an expiry, so that a crash leaves
+        // it to expire rather than stay until the next MERGE.
+        if *next < members.len() {
+            slices::mark_work_in_progress(ctx, &temp, &self.temp);
+        }
         if *next >= members.len() {
             // The written lists (tens of megabytes for a large union) are
             // freed without the lock, in `compute`.
@@ -1048,6 +1054,7 @@ impl MergeJob {
         let temp = Key::open(ctx, &self.temp, false);
         let count = temp.len() as i64;
         let made = temp.exists();
+        let marked = temp.abs_expire_ms().is_some();
         drop(temp);
         if made {
             ctx.call("RENAME", &[self.temp.as_slice(), dest][..])?;
@@ -1068,9 +1075,17 @@ impl MergeJob {
             }
             None => meta.abs_expire_ms(),
         };
-        if let (Some(at), true) = (at, board.exists()) {
-            board.set_abs_expire_ms(at);
-            replicate_pexpireat(ctx, dest, at);
+        match at {
+            Some(at) if board.exists() => {
+                board.set_abs_expire_ms(at);
+                replicate_pexpireat(ctx, dest, at);
+            }
+            // The union came with the expiry of work in progress.
+            None if marked => {
+                board.persist();
+                ctx.replicate("PERSIST", &[dest]);
+            }
+            _ => {}
         }
         MERGES.incr();
         util::notify(ctx, "hotpath.rank.merge", dest);
@@ -1105,6 +1120,8 @@ impl MergeJob {
                 .as_ref()
                 .is_some_and(|g| g.0.len() > INLINE_CHECK)
             {
+                let temp = Key::open(ctx, &self.temp, true);
+                slices::mark_work_in_progress(ctx, &temp, &self.temp);
                 return Ok(None);
             }
         }

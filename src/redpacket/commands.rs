@@ -497,14 +497,16 @@ pub fn redpacket_refund(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     cur.expect_done()?;
     util::require_hash_tag(ctx, FAMILY, &base)?;
     let packet = Packet::open(ctx, &base, true)?;
-    if !packet.has_meta {
+    // Every meta field is checked, as INFO does (GRAB reads only what it
+    // needs): a packet whose record was edited by hand is refused before
+    // its money is counted out.
+    let Some(meta) = packet.meta(&base)? else {
+        return Ok(RedisValue::Integer(0));
+    };
+    if meta.refunded {
         return Ok(RedisValue::Integer(0));
     }
-    let [state, left] = packet.meta.hget_fields([&F_STATE, &F_LEFT]);
-    if meta_value(&base, &F_STATE, &state, model::parse::refunded)? {
-        return Ok(RedisValue::Integer(0));
-    }
-    let left = meta_value(&base, &F_LEFT, &left, model::parse::cents)?;
+    let left = meta.left_cents;
     packet.pool.unlink();
     packet.meta.hput_field(
         &F_STATE,

@@ -114,7 +114,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     crate::command! {
         name: "redpacket.refund",
         handler: commands::redpacket_refund,
-        flags: "write deny-oom fast",
+        flags: "write fast",
         arity: 2,
         keys: ONE_KEY,
         acl: "write fast",

@@ -91,8 +91,9 @@ local function generations(B, n)
   local last = 0
   local v = redis.call('GET', B .. ':seq')
   if v then
-    last = arg_int(v, 0, MAX_GENERATION)
-    if not last then return nil, corrupt(B .. ':seq') end
+    -- Past the last generation is an overflow, not corrupt data.
+    last = int(v)
+    if not last or last < 0 then return nil, corrupt(B .. ':seq') end
   end
   if last > MAX_GENERATION - n then
     return nil, data_error('delayq', 'integer overflow', B .. ':seq')

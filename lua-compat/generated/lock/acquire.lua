@@ -156,10 +156,14 @@ if owner == '' then return redis.error_reply('ERR lock: user must not be empty')
 local ttl = arg_int(ARGV[2], 1, MAX_TTL)
 if not ttl then return redis.error_reply(NOTINT) end
 local limit, maxhold, now = nil, nil, nil
+local seen = {}
 local i = 3
 while i <= #ARGV do
   local kw = string.upper(ARGV[i])
   local lo, hi
+  -- Each option is given once: a second one is a syntax error.
+  if seen[kw] then return redis.error_reply(SYNTAX) end
+  seen[kw] = true
   if kw == 'LIMIT' then lo, hi = 1, MAX_LIMIT
   elseif kw == 'MAXHOLD' then lo, hi = 1, MAX_TTL
   elseif kw == 'BLOCK' then lo, hi = 0, MAX_TTL
@@ -208,12 +212,14 @@ if lock.kind == 'mutex' then
   redis.call('SET', B, format_mutex(m))
   return m.fence
 end
--- A semaphore: drop the holders whose lease ended, when some may have.
+-- A semaphore: drop the holders whose lease ended, when some may have
+-- (or when holders exist without a next lease end: a hand edit, whose
+-- holders are checked rather than counted).
 local meta = lock.meta
 local changed = lock.meta_changed or false
 local meta_changed = changed
 local ended = {}
-if meta.next > 0 and now >= meta.next then
+if (meta.next > 0 and now >= meta.next) or (meta.next == 0 and lock.holders > 0) then
   local all, e = all_holders(B)
   if not all then return e end
   local next = 0

@@ -518,10 +518,9 @@ while i <= #ARGV do
     if not n or n < 1 or n > 86400000 then return notint() end
     lease = n
   elseif kw == 'NOW' then
-    -- 0 to 2^62 - 1, checked on the text (a double rounds at that size).
-    if not toint(v) or string.byte(v, 1) == 45 or (#v == 19 and bytes_gt(v, '4611686018427387903')) then
-      return notint()
-    end
+    -- 0 to 253402300799999 (year 9999), as in the other families.
+    local n = toint(v)
+    if not n or string.byte(v, 1) == 45 or n > 253402300799999 then return notint() end
     now = v
   else
     local n, se = spread().spread_count('luckybag', v)

@@ -69,13 +69,18 @@ if (tm ~= 'none' and tm ~= 'hash') or (tp ~= 'none' and tp ~= 'list')
   return redis.error_reply(WRONGTYPE)
 end
 if tm == 'none' then return 0 end
-local m = redis.call('HMGET', meta, 'state', 'left_cents')
-local closed, e1 = meta_value(meta, 'state', m[1])
-if e1 then return e1 end
-if closed then return 0 end
-local left, e2 = meta_value(meta, 'left_cents', m[2])
-if e2 then return e2 end
+-- Every meta field is checked, in INFO's order (GRAB reads only what it
+-- needs).
+local m = redis.call('HMGET', meta, 'total', 'count', 'state', 'expires', 'left_cents')
+local got = {}
+for j, name in ipairs({ 'total', 'count', 'state', 'expires', 'left_cents' }) do
+  local v, e = meta_value(meta, name, m[j])
+  if e then return e end
+  got[name] = v
+end
+if got.left_cents > got.total then return corrupt(meta, 'left_cents') end
+if got.state then return 0 end
 redis.call('UNLINK', pool)
 redis.call('HSET', meta, 'state', 'closed', 'left_cents', '0')
-return left
+return got.left_cents
 

@@ -15,7 +15,7 @@ if owner == '' then return redis.error_reply('ERR lock: user must not be empty')
 local now = nil
 local i = 2
 while i <= #ARGV do
-  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+  if string.upper(ARGV[i]) ~= 'NOW' or i + 1 > #ARGV or now then return redis.error_reply(SYNTAX) end
   now = arg_int(ARGV[i + 1], 0, MAX_TIME)
   if not now then return redis.error_reply(NOTINT) end
   i = i + 2

@@ -83,7 +83,15 @@ local function main()
   end
   local had_voted = redis.call('EXISTS', voted) == 1
   local had_board = redis.call('EXISTS', board) == 1
-  if redis.call('HSETNX', voted, field, cand .. ':' .. fmt(now)) == 0 then return 0 end
+  if redis.call('HEXISTS', voted, field) == 1 then return 0 end
+  -- A count at 2^53 - 1 takes no more votes: past it every read of the
+  -- board would refuse it (the module's text; a duplicate is found first).
+  local score = redis.call('ZSCORE', board, cand)
+  if score and tonumber(score) + 1 > 9007199254740991 then
+    local function text(s) return (string.gsub(s, '[%z\1-\31\127]', '?')) end
+    fail("ERR poll: integer overflow in '" .. text(board) .. "' field '" .. text(cand) .. "'")
+  end
+  redis.call('HSETNX', voted, field, cand .. ':' .. fmt(now))
   redis.call('ZINCRBY', board, '1', cand)
   if multi then
     local had = redis.call('EXISTS', uvk) == 1
