@@ -791,8 +791,13 @@ fn rust_client_under_durability_and_topology_change() {
             bag.join(&mut c, &u.to_string(), false).unwrap();
         }
         let k0 = bag.shards().keys()[0].clone();
-        let replica = cl.replicas_of(cl.owner_of_key(&k0))[0];
-        let sleeper = hold_back(&cl, replica, "3");
+        // Every replica of the shard's master is held back: under load the
+        // cluster may have migrated a second replica to it.
+        let sleepers: Vec<_> = cl
+            .replicas_of(cl.owner_of_key(&k0))
+            .into_iter()
+            .map(|r| hold_back(&cl, r, "3"))
+            .collect();
         c.packed.clear();
         let quick = DrawOptions {
             token: Some("t".into()),
@@ -803,7 +808,7 @@ fn rust_client_under_durability_and_topology_change() {
         let t0 = Instant::now();
         let e = bag.draw(&mut c, &quick).unwrap_err();
         let took = t0.elapsed();
-        sleeper.join().unwrap();
+        sleepers.into_iter().for_each(|s| s.join().unwrap());
         assert!(
             error_text(&e).contains("reached 0 of 1 replicas"),
             "{}",
@@ -838,9 +843,13 @@ fn rust_client_under_durability_and_topology_change() {
         let durable = post.durable(1, 300);
         assert_eq!(durable.add(&mut c, 7).unwrap().shard_count, 1);
         let key = post.shards().keys()[post.shard_of(8) as usize].clone();
-        let sleeper = hold_back(&cl, cl.replicas_of(cl.owner_of_key(&key))[0], "3");
+        let sleepers: Vec<_> = cl
+            .replicas_of(cl.owner_of_key(&key))
+            .into_iter()
+            .map(|r| hold_back(&cl, r, "3"))
+            .collect();
         let e = durable.add(&mut c, 8).unwrap_err();
-        sleeper.join().unwrap();
+        sleepers.into_iter().for_each(|s| s.join().unwrap());
         assert!(
             error_text(&e).contains("the write reached 0 of 1 replicas"),
             "{}",
