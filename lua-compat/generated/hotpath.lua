@@ -497,7 +497,7 @@ redis.call('HDEL', B .. ':jobs', id)
 redis.call('ZREM', B .. ':due', id)
 return 1
 end
-redis.register_function{function_name = 'hotpath_delayq_ack', callback = delayq_ack,
+redis.register_function{function_name = 'hotpath_delayq_ack', callback = delayq_ack, flags = {'allow-oom'},
   description = 'DELAYQ.ACK key id receipt'}
 
 -- DELAYQ.ADD (lua-compat/src/delayq/add.lua)
@@ -2213,7 +2213,7 @@ else
 end
 return 1
 end
-redis.register_function{function_name = 'hotpath_lock_release', callback = lock_release,
+redis.register_function{function_name = 'hotpath_lock_release', callback = lock_release, flags = {'allow-oom'},
   description = 'LOCK.RELEASE key owner [NOW unix-ms]'}
 
 -- LOCK.RENEW (lua-compat/src/lock/renew.lua)
@@ -3886,7 +3886,7 @@ if type(res) == 'table' and res.hp then return redis.error_reply(res.hp) end
 error(res, 0)
 
 end
-redis.register_function{function_name = 'hotpath_poll_revoke', callback = poll_revoke,
+redis.register_function{function_name = 'hotpath_poll_revoke', callback = poll_revoke, flags = {'allow-oom'},
   description = 'POLL.REVOKE key user [candidate] [NOW unix-ms] [SPREAD n]'}
 
 -- POLL.STATUS (lua-compat/src/poll/status.lua)
@@ -5096,7 +5096,7 @@ for j = 1, last do removed = removed + redis.call('ZREM', B, ARGV[j]) end
 return removed
 
 end
-redis.register_function{function_name = 'hotpath_rank_rem', callback = rank_rem,
+redis.register_function{function_name = 'hotpath_rank_rem', callback = rank_rem, flags = {'allow-oom'},
   description = 'RANK.REM key member [member ...] [SPREAD n]'}
 
 -- RANK.TOP (lua-compat/src/rank/top.lua)
@@ -5733,7 +5733,7 @@ end
 redis.call('UNLINK', key)
 return 1
 end
-redis.register_function{function_name = 'hotpath_rate_reset', callback = rate_reset,
+redis.register_function{function_name = 'hotpath_rate_reset', callback = rate_reset, flags = {'allow-oom'},
   description = 'RATE.RESET key'}
 
 -- RATE.THROTTLE (lua-compat/src/rate/throttle.lua)
@@ -6039,7 +6039,7 @@ redis.call('HSET', meta, 'state', 'closed', 'left_cents', '0')
 return got.left_cents
 
 end
-redis.register_function{function_name = 'hotpath_redpacket_refund', callback = redpacket_refund,
+redis.register_function{function_name = 'hotpath_redpacket_refund', callback = redpacket_refund, flags = {'allow-oom'},
   description = 'REDPACKET.REFUND key'}
 
 -- REDPACKET.SPLIT (lua-compat/src/redpacket/split.lua)

@@ -515,19 +515,21 @@ pub fn poll_vote(ctx: &Context, c: &mut Args) -> RedisResult {
         super::DUPLICATES.incr();
         return Ok(ints(0));
     }
-    let score = board.zincrby_arg(c.string(3), 1.0);
-    if model::vote_overflows(score) {
-        // Exceptional (a count at 2^53 − 1): the two writes above are
-        // taken back before anything else sees them or replicates, so the
-        // hot path pays one comparison rather than a read before writing.
-        board.zincrby_arg(c.string(3), -1.0);
-        match &field {
-            None => voted.hdel(user),
-            Some(f) => voted.hdel(f),
-        };
-        let name = derived(base, "board");
-        return Err(error::overflow(FAMILY, &name, Some(&error::key_text(cand))));
+    // A count at 2^53 − 1 takes no more votes. The board is read before
+    // it is written, so that nothing but the ballot just added (an exact
+    // take-back) needs undoing, even on a board whose count was edited
+    // past that by hand (a take-back by ZINCRBY −1 is not exact there).
+    if let Some(old) = board.zscore_arg(c.string(3)) {
+        if model::vote_overflows(old + 1.0) {
+            match &field {
+                None => voted.hdel(user),
+                Some(f) => voted.hdel(f),
+            };
+            let name = derived(base, "board");
+            return Err(error::overflow(FAMILY, &name, Some(&error::key_text(cand))));
+        }
     }
+    board.zincrby_arg(c.string(3), 1.0);
     if let Some(uv) = &uservotes {
         let had = uv.exists();
         uv.hput(user, model::format_user_votes(&list).as_bytes());

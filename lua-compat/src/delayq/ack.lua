@@ -3,6 +3,7 @@
 -- Reply: 1 when the job was removed, 0 for a stale receipt.
 -- Same replies, errors and stored data as the module (lua-compat/docs/delayq.md).
 --@ keys 1
+--@ flags allow-oom
 
 local B = KEYS[1]
 if #ARGV ~= 2 then

@@ -5,6 +5,7 @@
 -- twins have no waiters.
 -- Same replies, errors and stored data as the module (lua-compat/docs/lock.md).
 --@ keys 1
+--@ flags allow-oom
 
 local B = KEYS[1]
 if #ARGV < 1 then

@@ -9,6 +9,7 @@
 -- Writes  HDEL on B:voted (and B:uservotes in MODE MULTI), ZINCRBY -1 on
 -- B:board for every candidate still on the board.
 --@ keys 1
+--@ flags allow-oom
 
 local B = KEYS[1]
 local function arity() fail("ERR wrong number of arguments for 'poll.revoke' command") end

@@ -2,6 +2,7 @@
 -- Lua twin of RANK.REM B member [member ...] [SPREAD n] -> number removed
 -- KEYS[1] = B; ARGV = the members [SPREAD n].
 --@ keys 1
+--@ flags allow-oom
 
 
 local B = KEYS[1]

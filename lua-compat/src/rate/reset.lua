@@ -2,6 +2,7 @@
 -- KEYS[1] = B; no ARGV. 1 if there was limiter state to drop, else 0. A
 -- damaged limiter (a value that starts like one) is dropped too.
 --@ keys 1
+--@ flags allow-oom
 
 if #ARGV ~= 0 then
   return redis.error_reply("ERR wrong number of arguments for 'rate.reset' command")

@@ -3,6 +3,7 @@
 -- Empties B:pool, sets state closed; reply the cents returned (0 when
 -- unknown or already refunded): the running total left_cents.
 --@ keys 1
+--@ flags allow-oom
 
 if #ARGV > 0 then
   return redis.error_reply("ERR wrong number of arguments for 'redpacket.refund' command")
