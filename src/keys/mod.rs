@@ -12,6 +12,7 @@
 //! and the drop signals only marked keys. A refused vote, a denied rate
 //! check or a repeated like thus leaves a client's `WATCH` intact.
 
+pub mod call;
 mod hash;
 mod list;
 mod scan;
