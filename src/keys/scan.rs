@@ -1,11 +1,29 @@
 //! Scans without a reply (`RedisModule_ScanKey`): whole, bounded, and
-//! resumable across slices.
+//! resumable across slices. One trampoline ([`ZScan::each`]) serves them
+//! all.
 
 use std::ptr;
 
 use redis_module::{raw, RedisString};
 
 use super::{Key, KeyType};
+
+/// What a scan step hands each element to: its field (member) and value
+/// (score; null for a Set member), as the strings the scan owns.
+type Each<'a> = &'a mut dyn FnMut(*mut raw::RedisModuleString, *mut raw::RedisModuleString);
+
+/// Returns the bytes of a string the scan handed over (empty when null).
+///
+/// # Safety
+/// `s` is null or a live Redis string; the slice lives as long as it.
+unsafe fn scanned<'b>(s: *mut raw::RedisModuleString) -> Option<&'b [u8]> {
+    if s.is_null() {
+        return None;
+    }
+    let mut len = 0usize;
+    let p = raw::RedisModule_StringPtrLen.unwrap()(s, &mut len);
+    (!p.is_null()).then(|| std::slice::from_raw_parts(p as *const u8, len))
+}
 
 impl Key {
     /// Calls `f` with each member of a Set (each field of a Hash) until it
@@ -14,103 +32,39 @@ impl Key {
     /// million members through `ctx.call("SMEMBERS")` costs several times
     /// more.
     pub fn scan(&self, mut f: impl FnMut(&[u8]) -> bool) -> bool {
-        struct State<'a> {
-            f: &'a mut dyn FnMut(&[u8]) -> bool,
-            go: bool,
-        }
-        unsafe extern "C" fn each(
-            _key: *mut raw::RedisModuleKey,
-            field: *mut raw::RedisModuleString,
-            _value: *mut raw::RedisModuleString,
-            privdata: *mut std::os::raw::c_void,
-        ) {
-            let st = &mut *(privdata as *mut State);
-            if !st.go || field.is_null() {
-                return;
-            }
-            let mut len = 0usize;
-            let p = raw::RedisModule_StringPtrLen.unwrap()(field, &mut len);
-            let bytes = if p.is_null() {
-                &[][..]
-            } else {
-                std::slice::from_raw_parts(p as *const u8, len)
-            };
-            st.go = (st.f)(bytes);
-        }
         if self.ptr.is_null() || !matches!(self.kind(), KeyType::Set | KeyType::Hash) {
             return true;
         }
-        let mut st = State {
-            f: &mut f,
-            go: true,
-        };
-        unsafe {
-            let cursor = raw::RedisModule_ScanCursorCreate.unwrap()();
-            while st.go
-                && raw::RedisModule_ScanKey.unwrap()(
-                    self.ptr,
-                    cursor,
-                    Some(each),
-                    &mut st as *mut State as *mut std::os::raw::c_void,
-                ) != 0
-            {}
-            raw::RedisModule_ScanCursorDestroy.unwrap()(cursor);
-        }
-        st.go
+        let mut go = true;
+        let mut scan = ZScan::new();
+        while go
+            && scan.each(self, &mut |field, _| {
+                if go && !field.is_null() {
+                    go = f(unsafe { scanned(field) }.unwrap_or(&[]));
+                }
+            })
+        {}
+        go
     }
 
     /// Calls `f` with each field and value of a Hash until it returns
     /// false; returns false when stopped early. Like [`Key::scan`], no
     /// reply is built.
     pub fn scan_pairs(&self, mut f: impl FnMut(&[u8], &[u8]) -> bool) -> bool {
-        struct State<'a> {
-            f: &'a mut dyn FnMut(&[u8], &[u8]) -> bool,
-            go: bool,
-        }
-        unsafe fn bytes<'b>(s: *mut raw::RedisModuleString) -> &'b [u8] {
-            if s.is_null() {
-                return &[];
-            }
-            let mut len = 0usize;
-            let p = raw::RedisModule_StringPtrLen.unwrap()(s, &mut len);
-            if p.is_null() {
-                &[]
-            } else {
-                std::slice::from_raw_parts(p as *const u8, len)
-            }
-        }
-        unsafe extern "C" fn each(
-            _key: *mut raw::RedisModuleKey,
-            field: *mut raw::RedisModuleString,
-            value: *mut raw::RedisModuleString,
-            privdata: *mut std::os::raw::c_void,
-        ) {
-            let st = &mut *(privdata as *mut State);
-            if !st.go || field.is_null() {
-                return;
-            }
-            st.go = (st.f)(bytes(field), bytes(value));
-        }
         if self.ptr.is_null() || self.kind() != KeyType::Hash {
             return true;
         }
-        let mut st = State {
-            f: &mut f,
-            go: true,
-        };
-        unsafe {
-            let cursor = raw::RedisModule_ScanCursorCreate.unwrap()();
-            while st.go
-                && raw::RedisModule_ScanKey.unwrap()(
-                    self.ptr,
-                    cursor,
-                    Some(each),
-                    &mut st as *mut State as *mut std::os::raw::c_void,
-                ) != 0
-            {}
-            raw::RedisModule_ScanCursorDestroy.unwrap()(cursor);
-        }
-        st.go
+        let mut go = true;
+        let mut scan = ZScan::new();
+        while go
+            && scan.each(self, &mut |field, value| {
+                if go && !field.is_null() {
+                    let (field, value) = unsafe { (scanned(field), scanned(value)) };
+                    go = f(field.unwrap_or(&[]), value.unwrap_or(&[]));
+                }
+            })
+        {}
+        go
     }
 
     /// Calls `f` with each member `SSCAN key 0 COUNT count` would return,
@@ -121,51 +75,29 @@ impl Key {
     /// does. `RedisModule_ScanKey` builds no reply, so this costs a fraction
     /// of `SSCAN` through `RedisModule_Call`.
     pub fn scan_first(&self, count: usize, mut f: impl FnMut(&[u8])) -> bool {
-        struct State<'a> {
-            f: &'a mut dyn FnMut(&[u8]),
-            seen: usize,
-        }
-        unsafe extern "C" fn each(
-            _key: *mut raw::RedisModuleKey,
-            field: *mut raw::RedisModuleString,
-            _value: *mut raw::RedisModuleString,
-            privdata: *mut std::os::raw::c_void,
-        ) {
-            let st = &mut *(privdata as *mut State);
-            if field.is_null() {
-                return;
-            }
-            let mut len = 0usize;
-            let p = raw::RedisModule_StringPtrLen.unwrap()(field, &mut len);
-            if !p.is_null() {
-                (st.f)(std::slice::from_raw_parts(p as *const u8, len));
-            }
-            st.seen += 1;
-        }
         if self.ptr.is_null() || self.kind() != KeyType::Set {
             return true;
         }
-        let mut st = State { f: &mut f, seen: 0 };
+        let mut seen = 0usize;
         let mut steps = 0usize;
-        unsafe {
-            let cursor = raw::RedisModule_ScanCursorCreate.unwrap()();
-            let complete = loop {
-                let more = raw::RedisModule_ScanKey.unwrap()(
-                    self.ptr,
-                    cursor,
-                    Some(each),
-                    &mut st as *mut State as *mut std::os::raw::c_void,
-                ) != 0;
-                steps += 1;
-                if !more {
-                    break true;
+        let mut scan = ZScan::new();
+        loop {
+            let more = scan.each(self, &mut |field, _| {
+                if field.is_null() {
+                    return;
                 }
-                if steps > count.saturating_mul(10) || st.seen >= count {
-                    break false;
+                if let Some(member) = unsafe { scanned(field) } {
+                    f(member);
                 }
-            };
-            raw::RedisModule_ScanCursorDestroy.unwrap()(cursor);
-            complete
+                seen += 1;
+            });
+            steps += 1;
+            if !more {
+                break true;
+            }
+            if steps > count.saturating_mul(10) || seen >= count {
+                break false;
+            }
         }
     }
 }
@@ -197,37 +129,44 @@ impl ZScan {
     /// Redis strings (retained: `f` may keep them). Returns false when the
     /// scan is over (or the key is missing or not a Sorted Set).
     pub fn step(&mut self, key: &Key, f: &mut dyn FnMut(RedisString, RedisString)) -> bool {
-        struct State<'a> {
-            f: &'a mut dyn FnMut(RedisString, RedisString),
+        if key.ptr.is_null() || key.kind() != KeyType::ZSet {
+            return false;
         }
+        self.each(key, &mut |field, value| {
+            if field.is_null() || value.is_null() {
+                return;
+            }
+            // The strings belong to the scan: retain them for the caller.
+            unsafe {
+                raw::RedisModule_RetainString.unwrap()(ptr::null_mut(), field);
+                raw::RedisModule_RetainString.unwrap()(ptr::null_mut(), value);
+            }
+            f(
+                RedisString::from_redis_module_string(ptr::null_mut(), field),
+                RedisString::from_redis_module_string(ptr::null_mut(), value),
+            );
+        })
+    }
+
+    /// Runs one `RedisModule_ScanKey` step of an open key (not null) and
+    /// calls `f` with each element; returns true while elements remain.
+    /// The one trampoline of every scan.
+    fn each(&mut self, key: &Key, mut f: Each) -> bool {
         unsafe extern "C" fn each(
             _key: *mut raw::RedisModuleKey,
             field: *mut raw::RedisModuleString,
             value: *mut raw::RedisModuleString,
             privdata: *mut std::os::raw::c_void,
         ) {
-            let st = &mut *(privdata as *mut State);
-            if field.is_null() || value.is_null() {
-                return;
-            }
-            // The strings belong to the scan: retain them for the caller.
-            raw::RedisModule_RetainString.unwrap()(ptr::null_mut(), field);
-            raw::RedisModule_RetainString.unwrap()(ptr::null_mut(), value);
-            (st.f)(
-                RedisString::from_redis_module_string(ptr::null_mut(), field),
-                RedisString::from_redis_module_string(ptr::null_mut(), value),
-            );
+            let f = &mut *(privdata as *mut Each);
+            f(field, value);
         }
-        if key.ptr.is_null() || key.kind() != KeyType::ZSet {
-            return false;
-        }
-        let mut st = State { f };
         unsafe {
             raw::RedisModule_ScanKey.unwrap()(
                 key.ptr,
                 self.cursor,
                 Some(each),
-                &mut st as *mut State as *mut std::os::raw::c_void,
+                &mut f as *mut Each as *mut std::os::raw::c_void,
             ) != 0
         }
     }
