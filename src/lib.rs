@@ -19,6 +19,8 @@ pub mod rank;
 pub mod rate;
 pub mod redpacket;
 pub mod registry;
+pub mod replicate;
+pub mod reply;
 pub mod slices;
 pub mod spread;
 pub mod stats;

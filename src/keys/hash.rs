@@ -277,6 +277,31 @@ impl Key {
         let v = rstr(self.ctx, value);
         self.hset_nx_arg(field, &v)
     }
+
+    /// Reads four hash fields in one `HashGet` call, the names given as C
+    /// strings (`HASH_CFIELDS`); `None` for a missing field.
+    pub fn hget_cnames(&self, names: [&std::ffi::CStr; 4]) -> [Option<RedisString>; 4] {
+        let mut out: [*mut raw::RedisModuleString; 4] = [ptr::null_mut(); 4];
+        if let Some(get) = unsafe { raw::RedisModule_HashGet } {
+            let [o0, o1, o2, o3] = &mut out;
+            unsafe {
+                get(
+                    self.ptr,
+                    raw::REDISMODULE_HASH_CFIELDS as c_int,
+                    names[0].as_ptr(),
+                    o0 as *mut _,
+                    names[1].as_ptr(),
+                    o1 as *mut _,
+                    names[2].as_ptr(),
+                    o2 as *mut _,
+                    names[3].as_ptr(),
+                    o3 as *mut _,
+                    ptr::null::<c_char>(),
+                );
+            }
+        }
+        out.map(|p| (!p.is_null()).then(|| RedisString::from_redis_module_string(self.ctx, p)))
+    }
 }
 
 /// A hash field for [`Key::hget_arg`]: a string the client sent, or a

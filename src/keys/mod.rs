@@ -62,6 +62,19 @@ fn rstr(ctx: *mut raw::RedisModuleCtx, bytes: &[u8]) -> RedisString {
     RedisString::create_from_slice(ctx, bytes)
 }
 
+/// Returns `v` as a Redis string, made by Redis directly from the integer
+/// (no text formatting on our side), for a value to store or replicate.
+#[inline]
+pub fn int_string(ctx: &Context, v: i64) -> RedisString {
+    // SAFETY: the function is part of the module API on every supported
+    // server; the string it returns is owned by the RedisString, which
+    // frees it on drop.
+    let p = unsafe {
+        raw::RedisModule_CreateStringFromLongLong.unwrap()(ctx.ctx, v as std::os::raw::c_longlong)
+    };
+    RedisString::from_redis_module_string(ctx.ctx, p)
+}
+
 impl Key {
     /// Opens `name` for reading, or for reading and writing.
     pub fn open(ctx: &Context, name: &[u8], write: bool) -> Key {
@@ -232,7 +245,10 @@ impl Key {
     /// `UNLINK` does.
     pub fn unlink(&self) {
         if !self.ptr.is_null() && self.exists() {
-            unsafe { raw::RedisModule_UnlinkKey.unwrap()(self.ptr) };
+            match unsafe { raw::RedisModule_UnlinkKey } {
+                Some(unlink) => unsafe { unlink(self.ptr) },
+                None => unsafe { raw::RedisModule_DeleteKey.unwrap()(self.ptr) },
+            };
             self.touch();
         }
     }

@@ -246,6 +246,49 @@ impl Key {
             unsafe { raw::RedisModule_ZsetRangeStop.unwrap()(self.ptr) };
         }
     }
+
+    /// Walks the members with scores in `[min, max]` (`min_ex`: excluding
+    /// `min`), ascending or descending, while `f` returns true; each member
+    /// is the Redis string the set holds (no copy).
+    pub fn zwalk(
+        &self,
+        min: f64,
+        min_ex: bool,
+        max: f64,
+        desc: bool,
+        mut f: impl FnMut(RedisString, f64) -> bool,
+    ) {
+        let k = self.ptr;
+        if k.is_null() || self.kind() != KeyType::ZSet {
+            return;
+        }
+        unsafe {
+            let start = if desc {
+                raw::RedisModule_ZsetLastInScoreRange.unwrap()(k, min, max, min_ex as c_int, 0)
+            } else {
+                raw::RedisModule_ZsetFirstInScoreRange.unwrap()(k, min, max, min_ex as c_int, 0)
+            };
+            if start != raw::REDISMODULE_OK as c_int {
+                return;
+            }
+            while raw::RedisModule_ZsetRangeEndReached.unwrap()(k) == 0 {
+                let mut score = 0f64;
+                let e = raw::RedisModule_ZsetRangeCurrentElement.unwrap()(k, &mut score);
+                if !f(RedisString::from_redis_module_string(self.ctx, e), score) {
+                    break;
+                }
+                let more = if desc {
+                    raw::RedisModule_ZsetRangePrev.unwrap()(k)
+                } else {
+                    raw::RedisModule_ZsetRangeNext.unwrap()(k)
+                };
+                if more == 0 {
+                    break;
+                }
+            }
+            raw::RedisModule_ZsetRangeStop.unwrap()(k);
+        }
+    }
 }
 
 /// The input and outcome flags of [`Key::zadd_flags_arg`].
