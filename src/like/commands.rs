@@ -24,7 +24,7 @@
 
 use std::ffi::CStr;
 
-use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::args::{parse_i64_plain, Cursor};
 use crate::argv::Args;
@@ -34,6 +34,8 @@ use crate::keys::call::{are_members, call, call2, is_member, sscan, Arg};
 use crate::keys::{derived_name, Key, KeyType, Name};
 use crate::like::model::{self, CHUNK_BYTES, MIGRATING_BYTES};
 use crate::like::{CHECKS, LIKES, PROMOTIONS, STEPS, STEP_MAX_US, UNLIKES};
+use crate::replicate;
+use crate::reply;
 use crate::spread::{route, shard};
 use crate::util;
 
@@ -237,15 +239,7 @@ impl<'c> Effects<'c> {
     fn replicate(&self) {
         for (cmd, args) in &self.ops {
             let argv: Vec<Arg> = args.iter().map(|a| a.inner).collect();
-            unsafe {
-                raw::RedisModule_Replicate.unwrap()(
-                    self.ctx.ctx,
-                    cmd.as_ptr(),
-                    c"v".as_ptr(),
-                    argv.as_ptr(),
-                    argv.len(),
-                );
-            }
+            replicate::command(self.ctx, cmd, &argv);
         }
     }
 }
@@ -762,11 +756,7 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
     let first = if op == Op::Toggle { liked } else { changed };
     // Replied here rather than through a RedisValue::Array, which would
     // allocate a vector on every call.
-    unsafe {
-        raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, 2);
-        raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, first as i64);
-        raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, new);
-    }
+    reply::ints(ctx, &[first as i64, new]);
     Ok(RedisValue::NoReply)
 }
 
@@ -880,15 +870,7 @@ fn promotion_step(
 
 /// Returns the CPU time this thread has used, in µs.
 fn thread_cpu_us() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } != 0 {
-        return 0;
-    }
-    t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1_000
+    crate::slices::thread_cpu().as_micros() as u64
 }
 
 /// Sets (or clears) `B:meta`'s `state` and `at`.

@@ -8,10 +8,9 @@
 //! without re-reading a clock, and they need no module to replay it.
 
 use std::collections::BTreeMap;
-use std::os::raw::{c_char, c_long};
 
 use redis_module::{
-    raw, Context, ContextFlags, KeyType, RedisError, RedisResult, RedisString, RedisValue,
+    Context, ContextFlags, KeyType, RedisError, RedisResult, RedisString, RedisValue,
 };
 
 use super::model::{
@@ -26,6 +25,8 @@ use crate::argv::{is, Args};
 use crate::blocking::{self, Waiting};
 use crate::error;
 use crate::keys::Key;
+use crate::replicate;
+use crate::reply;
 use crate::util;
 
 /// A semaphore as far as one command has read it.
@@ -398,7 +399,7 @@ impl<'a> Lock<'a> {
             Kind::Mutex(m) => {
                 let v = m.format();
                 self.key.write_in_place(&v);
-                replicate_set(ctx, self.arg, &v);
+                replicate::set(ctx, self.arg, &v);
             }
             Kind::Sem(sem) => {
                 let mut set: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
@@ -470,24 +471,6 @@ impl<'a> Lock<'a> {
                 Ok(all)
             }
         }
-    }
-}
-
-/// Replicates `SET B <state>`: the key is the client's own string (format
-/// `s`, shared) and the state a byte buffer (format `b`), so no module
-/// string is built for either. This is the mutex hot path.
-fn replicate_set(ctx: &Context, key: &RedisString, v: &[u8]) {
-    if let Some(f) = unsafe { raw::RedisModule_Replicate } {
-        unsafe {
-            f(
-                ctx.ctx,
-                c"SET".as_ptr(),
-                c"sb".as_ptr(),
-                key.inner,
-                v.as_ptr() as *const c_char,
-                v.len(),
-            )
-        };
     }
 }
 
@@ -779,28 +762,22 @@ pub fn lock_info(ctx: &Context, c: &mut Args) -> RedisResult {
     let live = lock.live(now)?;
     drop(lock);
     let three = util::resp3(ctx);
-    // SAFETY: the context is the command's; each reply call gets a valid
-    // buffer (the owner bytes and the field names live through the call).
-    unsafe {
-        let reply = raw::RedisModule_ReplyWithStringBuffer.unwrap();
-        let int = raw::RedisModule_ReplyWithLongLong.unwrap();
+    if three {
+        reply::map(ctx, live.len());
+    } else {
+        reply::array(ctx, live.len() * 4);
+    }
+    for (owner, h) in &live {
+        reply::bytes(ctx, owner);
+        let values = [h.token, h.count, h.expires - now];
         if three {
-            raw::reply_with_map(ctx.ctx, live.len() as c_long);
-        } else {
-            raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, (live.len() * 4) as c_long);
+            reply::map(ctx, HOLDER_FIELDS.len());
         }
-        for (owner, h) in &live {
-            reply(ctx.ctx, owner.as_ptr() as *const c_char, owner.len());
-            let values = [h.token, h.count, h.expires - now];
+        for (name, v) in HOLDER_FIELDS.iter().zip(values) {
             if three {
-                raw::reply_with_map(ctx.ctx, HOLDER_FIELDS.len() as c_long);
+                reply::bytes(ctx, name.as_bytes());
             }
-            for (name, v) in HOLDER_FIELDS.iter().zip(values) {
-                if three {
-                    reply(ctx.ctx, name.as_ptr() as *const c_char, name.len());
-                }
-                int(ctx.ctx, v);
-            }
+            reply::int(ctx, v);
         }
     }
     Ok(RedisValue::NoReply)
