@@ -29,6 +29,8 @@ pub mod util;
 pub mod version;
 
 #[cfg(test)]
+mod family_lint;
+#[cfg(test)]
 mod parser_fuzz;
 
 use redis_module::{Context, InfoContext, RedisResult, RedisString, Status};
