@@ -145,21 +145,39 @@ pub fn key_only(ctx: &Context, cmd: &CStr, name: &RedisString) {
     }
 }
 
-/// Replicates `SET key value`: the key the client's own string (format
-/// `s`, shared), the value a byte buffer (format `b`).
+/// Replicates `cmd key bytes`: the key the client's own string (format
+/// `s`, shared), the other argument a byte buffer (format `b`).
 #[inline]
-pub fn set(ctx: &Context, key: &RedisString, value: &[u8]) {
+fn key_bytes(ctx: &Context, cmd: &CStr, key: &RedisString, bytes: &[u8]) {
     let Some(f) = replicator() else { return };
     unsafe {
         f(
             ctx.ctx,
-            c"SET".as_ptr(),
+            cmd.as_ptr(),
             c"sb".as_ptr(),
             key.inner,
-            value.as_ptr() as *const c_char,
-            value.len(),
+            bytes.as_ptr() as *const c_char,
+            bytes.len(),
         )
     };
+}
+
+/// Replicates `SET key value`, the value a byte buffer: no module string
+/// is built for the key or the value (the LOCK mutex hot path).
+#[inline]
+pub fn set(ctx: &Context, key: &RedisString, value: &[u8]) {
+    key_bytes(ctx, c"SET", key, value);
+}
+
+/// Replicates `PEXPIREAT key at`, the instant as text.
+#[inline]
+pub fn pexpireat(ctx: &Context, name: &RedisString, at: i64) {
+    key_bytes(
+        ctx,
+        c"PEXPIREAT",
+        name,
+        itoa::Buffer::new().format(at).as_bytes(),
+    );
 }
 
 /// Replicates `SET key value PXAT at`, or `SET key value KEEPTTL` when `at`
@@ -196,24 +214,6 @@ pub fn set_at(ctx: &Context, name: &RedisString, value: &[u8], at: Option<i64>) 
                 constant(&KEEPTTL, c"KEEPTTL"),
             ),
         };
-    }
-}
-
-/// Replicates `PEXPIREAT key at`, the instant as text.
-#[inline]
-pub fn pexpireat(ctx: &Context, name: &RedisString, at: i64) {
-    let Some(f) = replicator() else { return };
-    let mut buf = itoa::Buffer::new();
-    let t = buf.format(at);
-    unsafe {
-        f(
-            ctx.ctx,
-            c"PEXPIREAT".as_ptr(),
-            c"sb".as_ptr(),
-            name.inner,
-            t.as_ptr() as *const c_char,
-            t.len(),
-        );
     }
 }
 

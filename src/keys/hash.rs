@@ -8,7 +8,32 @@ use redis_module::{raw, RedisString};
 
 use super::{rstr, Key, KeyType};
 
+/// `REDISMODULE_HASH_DELETE`: as a value, deletes the field. It is the
+/// pointer value 1, not a real string.
+#[allow(clippy::manual_dangling_ptr)]
+const HASH_DELETE: *mut raw::RedisModuleString = 1usize as *mut raw::RedisModuleString;
+
 impl Key {
+    /// One `RedisModule_HashSet` call for one field (the caller marks the
+    /// key as changed): every hash write goes through here.
+    #[inline]
+    fn hash_set(
+        &self,
+        flags: u32,
+        field: *mut raw::RedisModuleString,
+        value: *mut raw::RedisModuleString,
+    ) -> c_int {
+        unsafe {
+            raw::RedisModule_HashSet.unwrap()(
+                self.ptr,
+                flags as c_int,
+                field,
+                value,
+                ptr::null::<c_char>(),
+            )
+        }
+    }
+
     /// Returns a field's value.
     pub fn hget(&self, field: &[u8]) -> Option<Vec<u8>> {
         if self.kind() != KeyType::Hash {
@@ -45,16 +70,8 @@ impl Key {
     /// something.
     fn hash_set_raw(&self, flags: u32, field: &[u8], value: *mut raw::RedisModuleString) -> c_int {
         let f = rstr(self.ctx, field);
-        let rc = unsafe {
-            raw::RedisModule_HashSet.unwrap()(
-                self.ptr,
-                flags as c_int,
-                f.inner,
-                value,
-                ptr::null::<c_char>(),
-            )
-        };
-        let conditional = flags & raw::REDISMODULE_HASH_NX != 0 || value as usize == 1;
+        let rc = self.hash_set(flags, f.inner, value);
+        let conditional = flags & raw::REDISMODULE_HASH_NX != 0 || value == HASH_DELETE;
         self.touch_if(!conditional || rc > 0);
         rc
     }
@@ -88,10 +105,7 @@ impl Key {
         if self.kind() != KeyType::Hash {
             return false;
         }
-        // REDISMODULE_HASH_DELETE is the pointer value 1, not a real string.
-        #[allow(clippy::manual_dangling_ptr)]
-        let del = 1usize as *mut raw::RedisModuleString; // REDISMODULE_HASH_DELETE
-        self.hash_set_raw(raw::REDISMODULE_HASH_NONE, field, del) > 0
+        self.hash_set_raw(raw::REDISMODULE_HASH_NONE, field, HASH_DELETE) > 0
     }
 
     /// Returns a hash field's value; the field is a string the client sent
@@ -127,46 +141,22 @@ impl Key {
     /// Sets a field only if it is absent, field and value given as Redis
     /// strings (no copies); returns true if it was set.
     pub fn hset_nx_arg(&self, field: &RedisString, value: &RedisString) -> bool {
-        let set = unsafe {
-            raw::RedisModule_HashSet.unwrap()(
-                self.ptr,
-                (raw::REDISMODULE_HASH_NX | raw::REDISMODULE_HASH_COUNT_ALL) as c_int,
-                field.inner,
-                value.inner,
-                ptr::null::<c_char>(),
-            ) > 0
-        };
-        self.touch_if(set)
+        let flags = raw::REDISMODULE_HASH_NX | raw::REDISMODULE_HASH_COUNT_ALL;
+        self.touch_if(self.hash_set(flags, field.inner, value.inner) > 0)
     }
 
     /// Sets a field, field and value given as Redis strings (no copies);
     /// for a caller that has just found the field absent, so that the NX
     /// check's second lookup is not paid.
     pub fn hset_arg(&self, field: &RedisString, value: &RedisString) {
-        unsafe {
-            raw::RedisModule_HashSet.unwrap()(
-                self.ptr,
-                raw::REDISMODULE_HASH_NONE as c_int,
-                field.inner,
-                value.inner,
-                ptr::null::<c_char>(),
-            )
-        };
+        self.hash_set(raw::REDISMODULE_HASH_NONE, field.inner, value.inner);
         self.touch();
     }
 
     /// Sets a hash field the client sent to `value` (no copy of the field).
     pub fn hput_arg(&self, field: &RedisString, value: &[u8]) {
         let v = rstr(self.ctx, value);
-        unsafe {
-            raw::RedisModule_HashSet.unwrap()(
-                self.ptr,
-                raw::REDISMODULE_HASH_NONE as c_int,
-                field.inner,
-                v.inner,
-                ptr::null::<c_char>(),
-            )
-        };
+        self.hash_set(raw::REDISMODULE_HASH_NONE, field.inner, v.inner);
         self.touch();
     }
 
@@ -175,17 +165,7 @@ impl Key {
         if self.kind() != KeyType::Hash {
             return false;
         }
-        #[allow(clippy::manual_dangling_ptr)]
-        let del = 1usize as *mut raw::RedisModuleString; // REDISMODULE_HASH_DELETE
-        let n = unsafe {
-            raw::RedisModule_HashSet.unwrap()(
-                self.ptr,
-                raw::REDISMODULE_HASH_NONE as c_int,
-                field.inner,
-                del,
-                ptr::null::<c_char>(),
-            )
-        };
+        let n = self.hash_set(raw::REDISMODULE_HASH_NONE, field.inner, HASH_DELETE);
         self.touch_if(n > 0)
     }
 
@@ -259,15 +239,7 @@ impl Key {
 
     /// Sets a hash field with a constant name.
     pub fn hput_field(&self, field: &Field, value: &RedisString) {
-        unsafe {
-            raw::RedisModule_HashSet.unwrap()(
-                self.ptr,
-                raw::REDISMODULE_HASH_NONE as c_int,
-                field.string(),
-                value.inner,
-                ptr::null::<c_char>(),
-            )
-        };
+        self.hash_set(raw::REDISMODULE_HASH_NONE, field.string(), value.inner);
         self.touch();
     }
 

@@ -10,41 +10,18 @@ impl Key {
     /// Pushes at the tail (`RPUSH`).
     pub fn rpush(&self, value: &[u8]) {
         let v = rstr(self.ctx, value);
-        unsafe {
-            raw::RedisModule_ListPush.unwrap()(
-                self.ptr,
-                raw::REDISMODULE_LIST_TAIL as c_int,
-                v.inner,
-            )
-        };
-        self.touch();
+        self.list_push(raw::REDISMODULE_LIST_TAIL, v.inner);
     }
 
     /// Pops from the head (`LPOP`).
     pub fn lpop(&self) -> Option<Vec<u8>> {
-        if self.kind() != KeyType::List {
-            return None;
-        }
-        let p = unsafe {
-            raw::RedisModule_ListPop.unwrap()(self.ptr, raw::REDISMODULE_LIST_HEAD as c_int)
-        };
-        if p.is_null() {
-            return None;
-        }
-        self.touch();
-        let s = RedisString::from_redis_module_string(self.ctx, p);
-        Some(s.as_slice().to_vec())
+        self.lpop_string().map(|s| s.as_slice().to_vec())
     }
 
     /// Pops from the head (`LPOP`) and returns the element as the Redis
     /// string the list gave (no copy).
     pub fn lpop_string(&self) -> Option<RedisString> {
-        if self.kind() != KeyType::List {
-            return None;
-        }
-        let p = unsafe {
-            raw::RedisModule_ListPop.unwrap()(self.ptr, raw::REDISMODULE_LIST_HEAD as c_int)
-        };
+        let p = self.pop_head();
         self.touch_if(!p.is_null());
         (!p.is_null()).then(|| RedisString::from_redis_module_string(self.ctx, p))
     }
@@ -52,13 +29,24 @@ impl Key {
     /// Pushes a Redis string at the head (`LPUSH`), e.g. to put back an
     /// element just popped.
     pub fn push_head_arg(&self, value: &RedisString) {
-        unsafe {
-            raw::RedisModule_ListPush.unwrap()(
-                self.ptr,
-                raw::REDISMODULE_LIST_HEAD as c_int,
-                value.inner,
-            )
-        };
+        self.list_push(raw::REDISMODULE_LIST_HEAD, value.inner);
+    }
+
+    /// Pushes a string at the head or the tail (`REDISMODULE_LIST_HEAD`,
+    /// `REDISMODULE_LIST_TAIL`).
+    #[inline]
+    fn list_push(&self, at: isize, value: *mut raw::RedisModuleString) {
+        unsafe { raw::RedisModule_ListPush.unwrap()(self.ptr, at as c_int, value) };
         self.touch();
+    }
+
+    /// Pops the head of a list: the string the list gave, or null when the
+    /// key is not a list or is empty (the caller marks the change).
+    #[inline]
+    fn pop_head(&self) -> *mut raw::RedisModuleString {
+        if self.kind() != KeyType::List {
+            return std::ptr::null_mut();
+        }
+        unsafe { raw::RedisModule_ListPop.unwrap()(self.ptr, raw::REDISMODULE_LIST_HEAD as c_int) }
     }
 }

@@ -58,6 +58,16 @@ pub fn derived_name(base: &[u8], suffix: &str) -> Name {
     v
 }
 
+/// The mode to open a key in.
+#[inline]
+fn mode(write: bool) -> raw::KeyMode {
+    if write {
+        raw::KeyMode::READ | raw::KeyMode::WRITE
+    } else {
+        raw::KeyMode::READ
+    }
+}
+
 fn rstr(ctx: *mut raw::RedisModuleCtx, bytes: &[u8]) -> RedisString {
     RedisString::create_from_slice(ctx, bytes)
 }
@@ -79,12 +89,7 @@ impl Key {
     /// Opens `name` for reading, or for reading and writing.
     pub fn open(ctx: &Context, name: &[u8], write: bool) -> Key {
         let s = rstr(ctx.ctx, name);
-        let mode = if write {
-            raw::KeyMode::READ | raw::KeyMode::WRITE
-        } else {
-            raw::KeyMode::READ
-        };
-        let ptr = raw::open_key(ctx.ctx, s.inner, mode);
+        let ptr = raw::open_key(ctx.ctx, s.inner, mode(write));
         Key {
             ctx: ctx.ctx,
             ptr,
@@ -208,12 +213,7 @@ impl Key {
     /// Opens the key the client named; the name is shared, not copied (a
     /// copy costs an allocation and a string object per call).
     pub fn open_arg(ctx: &Context, name: &RedisString, write: bool) -> Key {
-        let mode = if write {
-            raw::KeyMode::READ | raw::KeyMode::WRITE
-        } else {
-            raw::KeyMode::READ
-        };
-        let ptr = raw::open_key(ctx.ctx, name.inner, mode);
+        let ptr = raw::open_key(ctx.ctx, name.inner, mode(write));
         Key {
             ctx: ctx.ctx,
             ptr,

@@ -35,16 +35,7 @@ impl Key {
         if self.ptr.is_null() || !matches!(self.kind(), KeyType::Set | KeyType::Hash) {
             return true;
         }
-        let mut go = true;
-        let mut scan = ZScan::new();
-        while go
-            && scan.each(self, &mut |field, _| {
-                if go && !field.is_null() {
-                    go = f(unsafe { scanned(field) }.unwrap_or(&[]));
-                }
-            })
-        {}
-        go
+        self.scan_while(|field, _| f(unsafe { scanned(field) }.unwrap_or(&[])))
     }
 
     /// Calls `f` with each field and value of a Hash until it returns
@@ -54,13 +45,25 @@ impl Key {
         if self.ptr.is_null() || self.kind() != KeyType::Hash {
             return true;
         }
+        self.scan_while(|field, value| {
+            let (field, value) = unsafe { (scanned(field), scanned(value)) };
+            f(field.unwrap_or(&[]), value.unwrap_or(&[]))
+        })
+    }
+
+    /// Scans the whole key (open, not null), calling `f` with each field
+    /// (not null) and value until it returns false; returns false when
+    /// stopped early.
+    fn scan_while(
+        &self,
+        mut f: impl FnMut(*mut raw::RedisModuleString, *mut raw::RedisModuleString) -> bool,
+    ) -> bool {
         let mut go = true;
         let mut scan = ZScan::new();
         while go
             && scan.each(self, &mut |field, value| {
                 if go && !field.is_null() {
-                    let (field, value) = unsafe { (scanned(field), scanned(value)) };
-                    go = f(field.unwrap_or(&[]), value.unwrap_or(&[]));
+                    go = f(field, value);
                 }
             })
         {}

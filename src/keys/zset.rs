@@ -88,44 +88,14 @@ impl Key {
         max: f64,
     ) -> Vec<(Vec<u8>, f64)> {
         let mut out = Vec::new();
-        if self.kind() != KeyType::ZSet || count == 0 {
+        if count == 0 {
             return out;
         }
-        let f = unsafe {
-            if desc {
-                raw::RedisModule_ZsetLastInScoreRange.unwrap()(self.ptr, min, max, 0, 0)
-            } else {
-                raw::RedisModule_ZsetFirstInScoreRange.unwrap()(self.ptr, min, max, 0, 0)
-            }
-        };
-        if f != raw::REDISMODULE_OK as c_int {
-            return out;
-        }
-        let mut skipped = 0usize;
-        unsafe {
-            while raw::RedisModule_ZsetRangeEndReached.unwrap()(self.ptr) == 0 {
-                if skipped < offset {
-                    skipped += 1;
-                } else {
-                    let mut score = 0f64;
-                    let e = raw::RedisModule_ZsetRangeCurrentElement.unwrap()(self.ptr, &mut score);
-                    let s = RedisString::from_redis_module_string(self.ctx, e);
-                    out.push((s.as_slice().to_vec(), score));
-                    if out.len() >= count {
-                        break;
-                    }
-                }
-                let more = if desc {
-                    raw::RedisModule_ZsetRangePrev.unwrap()(self.ptr)
-                } else {
-                    raw::RedisModule_ZsetRangeNext.unwrap()(self.ptr)
-                };
-                if more == 0 {
-                    break;
-                }
-            }
-            raw::RedisModule_ZsetRangeStop.unwrap()(self.ptr);
-        }
+        self.zrange_each(min, false, max, desc, offset, |e, score| {
+            let s = RedisString::from_redis_module_string(self.ctx, e);
+            out.push((s.as_slice().to_vec(), score));
+            out.len() < count
+        });
         out
     }
 
@@ -168,33 +138,13 @@ impl Key {
         max: f64,
     ) -> Vec<(RedisString, f64)> {
         let mut out = Vec::new();
-        if self.kind() != KeyType::ZSet || count == 0 {
+        if count == 0 {
             return out;
         }
-        let first =
-            unsafe { raw::RedisModule_ZsetFirstInScoreRange.unwrap()(self.ptr, min, max, 0, 0) };
-        if first != raw::REDISMODULE_OK as c_int {
-            return out;
-        }
-        let mut skipped = 0usize;
-        unsafe {
-            while raw::RedisModule_ZsetRangeEndReached.unwrap()(self.ptr) == 0 {
-                if skipped < offset {
-                    skipped += 1;
-                } else {
-                    let mut score = 0f64;
-                    let e = raw::RedisModule_ZsetRangeCurrentElement.unwrap()(self.ptr, &mut score);
-                    out.push((RedisString::from_redis_module_string(self.ctx, e), score));
-                    if out.len() >= count {
-                        break;
-                    }
-                }
-                if raw::RedisModule_ZsetRangeNext.unwrap()(self.ptr) == 0 {
-                    break;
-                }
-            }
-            raw::RedisModule_ZsetRangeStop.unwrap()(self.ptr);
-        }
+        self.zrange_each(min, false, max, false, offset, |e, score| {
+            out.push((RedisString::from_redis_module_string(self.ctx, e), score));
+            out.len() < count
+        });
         out
     }
 
@@ -258,6 +208,26 @@ impl Key {
         desc: bool,
         mut f: impl FnMut(RedisString, f64) -> bool,
     ) {
+        self.zrange_each(min, min_ex, max, desc, 0, |e, score| {
+            f(RedisString::from_redis_module_string(self.ctx, e), score)
+        });
+    }
+
+    /// The one range loop of a Sorted Set: walks the members with scores
+    /// in `[min, max]` (`min_ex`: excluding `min`) in the given direction,
+    /// passes over the first `skip` without reading them, and calls `f`
+    /// with each next member (the string the range returned) and its score
+    /// while `f` returns true. Nothing when the key is not a Sorted Set.
+    #[inline]
+    fn zrange_each(
+        &self,
+        min: f64,
+        min_ex: bool,
+        max: f64,
+        desc: bool,
+        skip: usize,
+        mut f: impl FnMut(*mut raw::RedisModuleString, f64) -> bool,
+    ) {
         let k = self.ptr;
         if k.is_null() || self.kind() != KeyType::ZSet {
             return;
@@ -271,11 +241,16 @@ impl Key {
             if start != raw::REDISMODULE_OK as c_int {
                 return;
             }
+            let mut skipped = 0usize;
             while raw::RedisModule_ZsetRangeEndReached.unwrap()(k) == 0 {
-                let mut score = 0f64;
-                let e = raw::RedisModule_ZsetRangeCurrentElement.unwrap()(k, &mut score);
-                if !f(RedisString::from_redis_module_string(self.ctx, e), score) {
-                    break;
+                if skipped < skip {
+                    skipped += 1;
+                } else {
+                    let mut score = 0f64;
+                    let e = raw::RedisModule_ZsetRangeCurrentElement.unwrap()(k, &mut score);
+                    if !f(e, score) {
+                        break;
+                    }
                 }
                 let more = if desc {
                     raw::RedisModule_ZsetRangePrev.unwrap()(k)
