@@ -103,7 +103,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning(&e);
         return Status::Err;
     }
-    // Keys signal "modified" only when a command changed them (see keys.rs),
+    // Keys signal "modified" only when a command changed them (see keys/mod.rs),
     // not merely because they were opened for writing.
     if let Some(set) = unsafe { redis_module::raw::RedisModule_SetModuleOptions } {
         let opt = redis_module::raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as i32;

@@ -223,15 +223,8 @@ impl Key {
         }
     }
 
-    /// Returns the raw key handle, for module API calls this wrapper does
-    /// not cover. A caller that changes the key through it must call
-    /// [`Key::mark_modified`].
-    pub fn raw(&self) -> *mut raw::RedisModuleKey {
-        self.ptr
-    }
-
-    /// Records a change made through [`Key::raw`], so that the key is
-    /// signalled as modified when it is closed.
+    /// Records a change, so that the key is signalled as modified when it
+    /// is closed (the methods that change a key record it themselves).
     pub fn mark_modified(&self) {
         self.touch();
     }

@@ -63,7 +63,7 @@ impl Packet {
     /// Occurs as `WRONGTYPE` when any of them holds another type than its
     /// own (Hash, List, Hash), before anything is written.
     fn open(ctx: &Context, base: &[u8], write: bool) -> Result<Packet, RedisError> {
-        // The names are kept between commands (keys.rs): GRAB opens all
+        // The names are kept between commands (keys/mod.rs): GRAB opens all
         // three on every call, and a hot packet is grabbed many times.
         let meta = Key::derived_hot(ctx, base, "meta", write);
         let pool = Key::derived_hot(ctx, base, "pool", write);
