@@ -238,6 +238,35 @@ pub fn arm<T: Waiting>(ctx: &Context, key: &[u8], at_ms: i64) {
     arm_slot::<T>(ctx, (db(ctx), key.to_vec()), at_ms);
 }
 
+/// Subscribes to the keyspace events that remove or replace a key by
+/// other means than the family's own commands (DEL, UNLINK, RENAME, an
+/// expiry or an eviction: generic, expired and evicted events only, so
+/// ordinary writes never reach the callback), and looks again at the
+/// waiters of `T` on such a key ([`recheck`]). Called once at load.
+pub fn watch_key_events<T: Waiting>(ctx: &Context) {
+    extern "C" fn on_key_event<T: Waiting>(
+        ctx: *mut raw::RedisModuleCtx,
+        _type: c_int,
+        _event: *const std::os::raw::c_char,
+        key: *mut raw::RedisModuleString,
+    ) -> c_int {
+        if anyone_waiting::<T>() && !key.is_null() {
+            let context = Context::new(ctx);
+            let mut len = 0;
+            let p = unsafe { raw::RedisModule_StringPtrLen.unwrap()(key, &mut len) };
+            let name = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
+            let _ = catch_unwind(AssertUnwindSafe(|| recheck::<T>(&context, name)));
+        }
+        raw::REDISMODULE_OK as c_int
+    }
+    if let Some(subscribe) = unsafe { raw::RedisModule_SubscribeToKeyspaceEvents } {
+        let types = raw::REDISMODULE_NOTIFY_GENERIC
+            | raw::REDISMODULE_NOTIFY_EXPIRED
+            | raw::REDISMODULE_NOTIFY_EVICTED;
+        unsafe { subscribe(ctx.ctx, types as c_int, Some(on_key_event::<T>)) };
+    }
+}
+
 /// Has the waiters of `key` (selected db) looked at again at the next
 /// tick, when any wait there: the key changed by other means than the
 /// family's commands (deleted, expired, renamed away by hand).

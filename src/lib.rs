@@ -19,6 +19,8 @@ pub mod rank;
 pub mod rate;
 pub mod redpacket;
 pub mod registry;
+pub mod replicate;
+pub mod reply;
 pub mod slices;
 pub mod spread;
 pub mod stats;
@@ -26,6 +28,8 @@ pub mod syntax;
 pub mod util;
 pub mod version;
 
+#[cfg(test)]
+mod family_lint;
 #[cfg(test)]
 mod parser_fuzz;
 
@@ -99,7 +103,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning(&e);
         return Status::Err;
     }
-    // Keys signal "modified" only when a command changed them (see keys.rs),
+    // Keys signal "modified" only when a command changed them (see keys/mod.rs),
     // not merely because they were opened for writing.
     if let Some(set) = unsafe { redis_module::raw::RedisModule_SetModuleOptions } {
         let opt = redis_module::raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as i32;

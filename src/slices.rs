@@ -88,7 +88,7 @@ impl Budget {
 }
 
 /// The CPU time of the calling thread.
-fn thread_cpu() -> Duration {
+pub fn thread_cpu() -> Duration {
     let mut t = libc_timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -1,4 +1,4 @@
-//! Derived key names kept between commands (keys.rs `Key::derived_hot`):
+//! Derived key names kept between commands (keys/mod.rs `Key::derived_hot`):
 //! hot writes of many entities interleaved, with base names built to land
 //! in the same pair of slots (same length, same last eight bytes), must
 //! each write their own entity's keys, on a real server.

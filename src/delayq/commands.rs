@@ -14,9 +14,7 @@
 //! replicates as `DELAYQ.POLL B lease COUNT n NOW <ms>`, in the same
 //! execution unit as what freed the job.
 
-use std::os::raw::{c_char, c_longlong};
-
-use redis_module::{raw, Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::model::{
     Header, Retry, DEFAULT_ATTEMPTS, MAX_ATTEMPTS, MAX_COUNT, MAX_DELAY_MS, MAX_EXAMINE,
@@ -31,6 +29,8 @@ use crate::argv::{is, Args};
 use crate::blocking::{self, Waiting};
 use crate::error;
 use crate::keys::{derived, HashField, Key};
+use crate::replicate;
+use crate::reply;
 use crate::util;
 
 fn fail(msg: &str) -> RedisError {
@@ -281,22 +281,12 @@ impl Taken {
     /// Replies straight to the client: the ids and payloads go out as the
     /// strings the keys hold.
     fn reply(&self, ctx: &Context) -> RedisResult {
-        unsafe {
-            raw::RedisModule_ReplyWithArray.unwrap()(
-                ctx.ctx,
-                (self.delivered.len() * 4) as std::os::raw::c_long,
-            );
-            for d in &self.delivered {
-                raw::RedisModule_ReplyWithString.unwrap()(ctx.ctx, d.id.inner);
-                let p = d.rec.payload();
-                raw::RedisModule_ReplyWithStringBuffer.unwrap()(
-                    ctx.ctx,
-                    p.as_ptr() as *const c_char,
-                    p.len(),
-                );
-                raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, d.head.attempt);
-                raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, d.head.receipt());
-            }
+        reply::array(ctx, self.delivered.len() * 4);
+        for d in &self.delivered {
+            reply::string(ctx, &d.id);
+            reply::bytes(ctx, d.rec.payload());
+            reply::int(ctx, d.head.attempt);
+            reply::int(ctx, d.head.receipt());
         }
         Ok(RedisValue::NoReply)
     }
@@ -364,34 +354,8 @@ fn take(q: &Queue, lease: i64, count: usize, now: i64) -> Result<Taken, RedisErr
 /// `DELAYQ.POLL B lease [COUNT n] NOW ms`, from the base key's own string
 /// and plain integers (no module strings built on our side).
 fn replicate_poll(ctx: &Context, base: &RedisString, lease: i64, count: usize, now: i64) {
-    let Some(f) = (unsafe { raw::RedisModule_Replicate }) else {
-        return;
-    };
-    unsafe {
-        if count == 1 {
-            f(
-                ctx.ctx,
-                c"DELAYQ.POLL".as_ptr(),
-                c"slcl".as_ptr(),
-                base.inner,
-                lease as c_longlong,
-                c"NOW".as_ptr(),
-                now as c_longlong,
-            );
-        } else {
-            f(
-                ctx.ctx,
-                c"DELAYQ.POLL".as_ptr(),
-                c"slclcl".as_ptr(),
-                base.inner,
-                lease as c_longlong,
-                c"COUNT".as_ptr(),
-                count as c_longlong,
-                c"NOW".as_ptr(),
-                now as c_longlong,
-            );
-        }
-    }
+    let count = (count != 1).then_some((c"COUNT", count as i64));
+    replicate::key_int_now(ctx, c"DELAYQ.POLL", base, lease, count, now);
 }
 
 /// Replicates the client's own poll: verbatim when it carries its `NOW`,
@@ -402,20 +366,8 @@ fn replicate_client_poll(ctx: &Context, args: &[RedisString], p: &PollArgs, now:
         replicate_poll(ctx, &args[1], p.lease, p.count, now);
     } else if p.had_now {
         ctx.replicate_verbatim();
-    } else if let Some(f) = unsafe { raw::RedisModule_Replicate } {
-        let argv: smallvec::SmallVec<[*mut raw::RedisModuleString; 8]> =
-            args[1..].iter().map(|a| a.inner).collect();
-        unsafe {
-            f(
-                ctx.ctx,
-                c"DELAYQ.POLL".as_ptr(),
-                c"vcl".as_ptr(),
-                argv.as_ptr(),
-                argv.len(),
-                c"NOW".as_ptr(),
-                now as c_longlong,
-            )
-        };
+    } else {
+        replicate::command_now(ctx, c"DELAYQ.POLL", &args[1..], now);
     }
 }
 

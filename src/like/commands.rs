@@ -24,16 +24,19 @@
 
 use std::ffi::CStr;
 
-use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::args::{parse_i64_plain, Cursor};
 use crate::argv::Args;
 use crate::config;
 use crate::error;
+use crate::keys::call::{are_members, call, call2, is_member, sscan, Arg};
 use crate::keys::{derived_name, Key, KeyType, Name};
 use crate::like::model::{self, CHUNK_BYTES, MIGRATING_BYTES};
 use crate::like::{CHECKS, LIKES, PROMOTIONS, STEPS, STEP_MAX_US, UNLIKES};
 use crate::spread::{route, scope, shard};
+use crate::replicate;
+use crate::reply;
 use crate::util;
 
 const FAMILY: &str = "like";
@@ -173,143 +176,6 @@ fn refuse_shard(ctx: &Context, cmd: &str, base: &[u8]) -> Result<(), RedisError>
     Ok(())
 }
 
-// ---- RedisModule_Call without copies ----
-
-/// A reply of `RedisModule_Call`, freed on drop.
-struct Reply(*mut raw::RedisModuleCallReply);
-
-impl Drop for Reply {
-    fn drop(&mut self) {
-        if !self.0.is_null() {
-            raw::free_call_reply(self.0);
-        }
-    }
-}
-
-/// Calls `cmd` with arguments that are Redis strings already (the client's
-/// own, or key names made once): no argument is copied. An error reply
-/// (`WRONGTYPE`) becomes the command's error.
-fn call(
-    ctx: &Context,
-    cmd: &CStr,
-    args: &[*mut raw::RedisModuleString],
-) -> Result<Reply, RedisError> {
-    let p = unsafe {
-        raw::RedisModule_Call.unwrap()(
-            ctx.ctx,
-            cmd.as_ptr(),
-            c"v".as_ptr(),
-            args.as_ptr(),
-            args.len(),
-        )
-    };
-    if p.is_null() {
-        return Err(RedisError::Str(error::INTERNAL));
-    }
-    let reply = Reply(p);
-    if raw::call_reply_type(p) == raw::ReplyType::Error {
-        let mut len = 0;
-        let s = raw::call_reply_string_ptr(p, &mut len);
-        let text = unsafe { std::slice::from_raw_parts(s as *const u8, len) };
-        return Err(RedisError::String(
-            String::from_utf8_lossy(text).into_owned(),
-        ));
-    }
-    Ok(reply)
-}
-
-impl Reply {
-    fn integer(&self) -> i64 {
-        raw::call_reply_integer(self.0)
-    }
-
-    fn len(&self) -> usize {
-        raw::call_reply_length(self.0)
-    }
-
-    fn at(&self, i: usize) -> *mut raw::RedisModuleCallReply {
-        raw::call_reply_array_element(self.0, i)
-    }
-
-    fn str_at<'a>(p: *mut raw::RedisModuleCallReply) -> &'a [u8] {
-        let mut len = 0;
-        let s = raw::call_reply_string_ptr(p, &mut len);
-        if s.is_null() {
-            return &[];
-        }
-        unsafe { std::slice::from_raw_parts(s as *const u8, len) }
-    }
-}
-
-/// Calls `cmd key member` with two Redis strings through the variadic
-/// `"ss"` format: RedisModule_Call then sizes its argument vector once,
-/// where the `"v"` format reallocates it (about 300 instructions).
-fn call2(ctx: &Context, cmd: &CStr, a: &RedisString, b: &RedisString) -> Result<i64, RedisError> {
-    let p = unsafe {
-        raw::RedisModule_Call.unwrap()(ctx.ctx, cmd.as_ptr(), c"ss".as_ptr(), a.inner, b.inner)
-    };
-    if p.is_null() {
-        return Err(RedisError::Str(error::INTERNAL));
-    }
-    let reply = Reply(p);
-    if raw::call_reply_type(p) == raw::ReplyType::Error {
-        return Err(RedisError::String(
-            String::from_utf8_lossy(Reply::str_at(p)).into_owned(),
-        ));
-    }
-    Ok(reply.integer())
-}
-
-/// The reply of `SSCAN`, read in place (no copy of the members).
-struct Scan(Reply);
-
-impl Scan {
-    fn cursor(&self) -> &[u8] {
-        Reply::str_at(self.0.at(0))
-    }
-
-    fn members(&self) -> impl Iterator<Item = &[u8]> {
-        let items = self.0.at(1);
-        (0..raw::call_reply_length(items))
-            .map(move |i| Reply::str_at(raw::call_reply_array_element(items, i)))
-    }
-}
-
-/// `SSCAN set cursor COUNT n`.
-fn sscan(ctx: &Context, set: &RedisString, cursor: &[u8], count: u64) -> Result<Scan, RedisError> {
-    let cur = RedisString::create_from_slice(ctx.ctx, cursor);
-    let kw = RedisString::create_from_slice(ctx.ctx, b"COUNT");
-    let n = RedisString::create_from_slice(ctx.ctx, itoa::Buffer::new().format(count).as_bytes());
-    let r = call(ctx, c"SSCAN", &[set.inner, cur.inner, kw.inner, n.inner])?;
-    if r.len() != 2 {
-        return Err(RedisError::Str(error::INTERNAL));
-    }
-    Ok(Scan(r))
-}
-
-/// `SISMEMBER set user`.
-fn is_member(ctx: &Context, set: &RedisString, user: &RedisString) -> Result<bool, RedisError> {
-    Ok(call2(ctx, c"SISMEMBER", set, user)? == 1)
-}
-
-/// `SMISMEMBER set users…` in batches; returns one flag per user.
-fn are_members(
-    ctx: &Context,
-    set: &RedisString,
-    users: &[*mut raw::RedisModuleString],
-) -> Result<Vec<bool>, RedisError> {
-    let mut out = Vec::with_capacity(users.len());
-    let mut a = Vec::with_capacity(users.len().min(1000) + 1);
-    for batch in users.chunks(1000) {
-        a.clear();
-        a.push(set.inner);
-        a.extend_from_slice(batch);
-        let r = call(ctx, c"SMISMEMBER", &a)?;
-        out.extend((0..r.len()).map(|i| raw::call_reply_integer(r.at(i)) == 1));
-    }
-    Ok(out)
-}
-
 // ---- effects replicated after the verbatim command ----
 
 /// The native commands a master-only step replicates, in the order it
@@ -353,16 +219,8 @@ impl<'c> Effects<'c> {
 
     fn replicate(&self) {
         for (cmd, args) in &self.ops {
-            let argv: Vec<*mut raw::RedisModuleString> = args.iter().map(|a| a.inner).collect();
-            unsafe {
-                raw::RedisModule_Replicate.unwrap()(
-                    self.ctx.ctx,
-                    cmd.as_ptr(),
-                    c"v".as_ptr(),
-                    argv.as_ptr(),
-                    argv.len(),
-                );
-            }
+            let argv: Vec<Arg> = args.iter().map(|a| a.inner).collect();
+            replicate::command(self.ctx, cmd, &argv);
         }
     }
 }
@@ -878,11 +736,7 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
     let first = if op == Op::Toggle { liked } else { changed };
     // Replied here rather than through a RedisValue::Array, which would
     // allocate a vector on every call.
-    unsafe {
-        raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, 2);
-        raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, first as i64);
-        raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, new);
-    }
+    reply::ints(ctx, &[first as i64, new]);
     Ok(RedisValue::NoReply)
 }
 
@@ -996,15 +850,7 @@ fn promotion_step(
 
 /// Returns the CPU time this thread has used, in µs.
 fn thread_cpu_us() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } != 0 {
-        return 0;
-    }
-    t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1_000
+    crate::slices::thread_cpu().as_micros() as u64
 }
 
 /// Sets (or clears) `B:meta`'s `state` and `at`.
@@ -1339,7 +1185,7 @@ pub fn like_migrate(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             RedisString::create_from_slice(ctx.ctx, itoa::Buffer::new().format(ids[w.2]).as_bytes())
         })
         .collect();
-    let ptrs: Vec<*mut raw::RedisModuleString> = users.iter().map(|u| u.inner).collect();
+    let ptrs: Vec<Arg> = users.iter().map(|u| u.inner).collect();
     let members = are_members(ctx, &set_name, &ptrs)?;
     let mut a = vec![set_name.inner];
     let mut bits = Vec::new();
@@ -1539,7 +1385,7 @@ fn likes_of(
                 })
                 .collect(),
         };
-        let users: Vec<*mut raw::RedisModuleString> = match given {
+        let users: Vec<Arg> = match given {
             Some(g) => ask.iter().map(|&i| g[i].inner).collect(),
             None => made.iter().map(|u| u.inner).collect(),
         };

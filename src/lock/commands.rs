@@ -8,10 +8,9 @@
 //! without re-reading a clock, and they need no module to replay it.
 
 use std::collections::BTreeMap;
-use std::os::raw::{c_char, c_long};
 
 use redis_module::{
-    raw, Context, ContextFlags, KeyType, RedisError, RedisResult, RedisString, RedisValue,
+    Context, ContextFlags, KeyType, RedisError, RedisResult, RedisString, RedisValue,
 };
 
 use super::model::{
@@ -26,6 +25,8 @@ use crate::argv::{is, Args};
 use crate::blocking::{self, Waiting};
 use crate::error;
 use crate::keys::Key;
+use crate::replicate;
+use crate::reply;
 use crate::util;
 
 /// A semaphore as far as one command has read it.
@@ -398,7 +399,7 @@ impl<'a> Lock<'a> {
             Kind::Mutex(m) => {
                 let v = m.format();
                 self.key.write_in_place(&v);
-                replicate_set(ctx, self.arg, &v);
+                replicate::set(ctx, self.arg, &v);
             }
             Kind::Sem(sem) => {
                 let mut set: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
@@ -473,24 +474,6 @@ impl<'a> Lock<'a> {
     }
 }
 
-/// Replicates `SET B <state>`: the key is the client's own string (format
-/// `s`, shared) and the state a byte buffer (format `b`), so no module
-/// string is built for either. This is the mutex hot path.
-fn replicate_set(ctx: &Context, key: &RedisString, v: &[u8]) {
-    if let Some(f) = unsafe { raw::RedisModule_Replicate } {
-        unsafe {
-            f(
-                ctx.ctx,
-                c"SET".as_ptr(),
-                c"sb".as_ptr(),
-                key.inner,
-                v.as_ptr() as *const c_char,
-                v.len(),
-            )
-        };
-    }
-}
-
 /// A client waiting for a lock (`LOCK.ACQUIRE … BLOCK`).
 pub struct LockWaiter {
     owner: Vec<u8>,
@@ -535,33 +518,9 @@ impl Waiting for LockWaiter {
 /// (DEL, UNLINK, RENAME, an expiry or eviction set by hand): the waiters
 /// of such a lock are looked at again at the next tick, since nothing
 /// else would wake them before the old lease end (or ever, with
-/// `BLOCK 0` and a lock deleted while held). Called once at load. Only
-/// generic, expired and evicted events are watched, so the writes of
-/// other commands never reach the callback.
+/// `BLOCK 0` and a lock deleted while held). Called once at load.
 pub fn watch_keys(ctx: &Context) {
-    extern "C" fn on_key_event(
-        ctx: *mut raw::RedisModuleCtx,
-        _type: std::os::raw::c_int,
-        _event: *const c_char,
-        key: *mut raw::RedisModuleString,
-    ) -> std::os::raw::c_int {
-        if blocking::anyone_waiting::<LockWaiter>() && !key.is_null() {
-            let context = Context::new(ctx);
-            let mut len = 0;
-            let p = unsafe { raw::RedisModule_StringPtrLen.unwrap()(key, &mut len) };
-            let name = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                blocking::recheck::<LockWaiter>(&context, name)
-            }));
-        }
-        raw::REDISMODULE_OK as std::os::raw::c_int
-    }
-    if let Some(subscribe) = unsafe { raw::RedisModule_SubscribeToKeyspaceEvents } {
-        let types = raw::REDISMODULE_NOTIFY_GENERIC
-            | raw::REDISMODULE_NOTIFY_EXPIRED
-            | raw::REDISMODULE_NOTIFY_EVICTED;
-        unsafe { subscribe(ctx.ctx, types as std::os::raw::c_int, Some(on_key_event)) };
-    }
+    blocking::watch_key_events::<LockWaiter>(ctx);
 }
 
 /// Hands the lock to the clients waiting for it, first come first served,
@@ -821,28 +780,22 @@ pub fn lock_info(ctx: &Context, c: &mut Args) -> RedisResult {
     let live = lock.live(now)?;
     drop(lock);
     let three = util::resp3(ctx);
-    // SAFETY: the context is the command's; each reply call gets a valid
-    // buffer (the owner bytes and the field names live through the call).
-    unsafe {
-        let reply = raw::RedisModule_ReplyWithStringBuffer.unwrap();
-        let int = raw::RedisModule_ReplyWithLongLong.unwrap();
+    if three {
+        reply::map(ctx, live.len());
+    } else {
+        reply::array(ctx, live.len() * 4);
+    }
+    for (owner, h) in &live {
+        reply::bytes(ctx, owner);
+        let values = [h.token, h.count, h.expires - now];
         if three {
-            raw::reply_with_map(ctx.ctx, live.len() as c_long);
-        } else {
-            raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, (live.len() * 4) as c_long);
+            reply::map(ctx, HOLDER_FIELDS.len());
         }
-        for (owner, h) in &live {
-            reply(ctx.ctx, owner.as_ptr() as *const c_char, owner.len());
-            let values = [h.token, h.count, h.expires - now];
+        for (name, v) in HOLDER_FIELDS.iter().zip(values) {
             if three {
-                raw::reply_with_map(ctx.ctx, HOLDER_FIELDS.len() as c_long);
+                reply::bytes(ctx, name.as_bytes());
             }
-            for (name, v) in HOLDER_FIELDS.iter().zip(values) {
-                if three {
-                    reply(ctx.ctx, name.as_ptr() as *const c_char, name.len());
-                }
-                int(ctx.ctx, v);
-            }
+            reply::int(ctx, v);
         }
     }
     Ok(RedisValue::NoReply)

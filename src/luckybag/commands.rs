@@ -18,13 +18,15 @@
 //! absolute expiry of their own `B:meta`, which is the master's.
 
 use rand::thread_rng;
-use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::args::Cursor;
 use crate::argv::{is, Args};
 use crate::error;
-use crate::keys::{derived_name, zadd, Field, HashField, Key, KeyType, Name};
 use crate::spread::{route, scope, shard};
+use crate::keys::{derived_name, int_string, zadd, Field, HashField, Key, KeyType, Name};
+use crate::replicate;
+use crate::reply;
 use crate::util;
 
 use super::model::{self, field, parse, Rules, State};
@@ -479,29 +481,8 @@ pub fn luckybag_join(ctx: &Context, c: &mut Args) -> RedisResult {
 /// strings built here: this runs on every new participant).
 fn replicate_with_score(ctx: &Context, args: &[RedisString], r: u32) {
     static SCORE: Field = Field::new(c"SCORE");
-    let r = unsafe {
-        raw::RedisModule_CreateStringFromLongLong.unwrap()(
-            ctx.ctx,
-            std::os::raw::c_longlong::from(r),
-        )
-    };
-    let r = RedisString::from_redis_module_string(ctx.ctx, r);
-    let mut argv: smallvec::SmallVec<[*mut raw::RedisModuleString; 8]> =
-        args[1..].iter().map(|a| a.inner).collect();
-    argv.push(SCORE.string());
-    argv.push(r.inner);
-    // The command name as the client sent it: an sds, so NUL-terminated.
-    let mut len = 0usize;
-    let name = raw::string_ptr_len(args[0].inner, &mut len);
-    unsafe {
-        raw::RedisModule_Replicate.unwrap()(
-            ctx.ctx,
-            name,
-            c"v".as_ptr(),
-            argv.as_ptr(),
-            argv.len(),
-        );
-    }
+    let r = int_string(ctx, i64::from(r));
+    replicate::client_command_with(ctx, args, &[SCORE.string(), r.inner]);
 }
 
 /// LUCKYBAG.TASK B user → 1 if a pending user now has a random score
@@ -604,13 +585,10 @@ pub fn luckybag_enter(ctx: &Context, c: &mut Args) -> RedisResult {
 /// replies up to `MAX_WINNERS` pairs; the crate's generic reply costs
 /// several hundred instructions more per element).
 fn reply_winners(ctx: &Context, list: &[(RedisString, f64)]) -> RedisResult {
-    unsafe {
-        raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, (list.len() * 2) as std::os::raw::c_long);
-        for (u, s) in list {
-            raw::RedisModule_ReplyWithString.unwrap()(ctx.ctx, u.inner);
-            let s = model::format_score(*s);
-            raw::RedisModule_ReplyWithStringBuffer.unwrap()(ctx.ctx, s.as_ptr().cast(), s.len());
-        }
+    reply::array(ctx, list.len() * 2);
+    for (u, s) in list {
+        reply::string(ctx, u);
+        reply::bytes(ctx, model::format_score(*s).as_bytes());
     }
     Ok(RedisValue::NoReply)
 }

@@ -11,6 +11,7 @@ use super::model::{self, Mode, Rules};
 use crate::args::Cursor;
 use crate::argv::{Args, Options};
 use crate::error;
+use crate::keys::call::zrevrange_withscores;
 use crate::keys::{derived, derived_name, Key, KeyType, ZScan};
 use crate::slices::{self, Job, Step};
 use crate::spread::{route, scope, shard};
@@ -631,42 +632,6 @@ pub fn poll_revoke(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// finds the start by rank in O(log N).
 const WALK_MAX_OFFSET: i64 = 1024;
 
-/// Returns `ZREVRANGE key start stop WITHSCORES` as (member, score) pairs.
-fn rev_range(
-    ctx: &Context,
-    key: &[u8],
-    start: i64,
-    stop: i64,
-) -> Result<Vec<(Vec<u8>, f64)>, RedisError> {
-    let (start, stop) = (start.to_string(), stop.to_string());
-    let reply = ctx.call(
-        "ZREVRANGE",
-        &[key, start.as_bytes(), stop.as_bytes(), b"WITHSCORES"][..],
-    )?;
-    let RedisValue::Array(items) = reply else {
-        return Ok(Vec::new());
-    };
-    let bytes = |v: RedisValue| -> Vec<u8> {
-        match v {
-            RedisValue::SimpleString(s) | RedisValue::BulkString(s) => s.into_bytes(),
-            RedisValue::StringBuffer(b) => b,
-            RedisValue::Integer(i) => i.to_string().into_bytes(),
-            RedisValue::Float(f) => f.to_string().into_bytes(),
-            _ => Vec::new(),
-        }
-    };
-    let mut out = Vec::with_capacity(items.len() / 2);
-    let mut it = items.into_iter();
-    while let (Some(m), Some(s)) = (it.next(), it.next()) {
-        let score = std::str::from_utf8(&bytes(s))
-            .ok()
-            .and_then(|s| s.parse::<f64>().ok())
-            .unwrap_or(f64::NAN);
-        out.push((bytes(m), score));
-    }
-    Ok(out)
-}
-
 /// POLL.TOP B [count] [OFFSET o]
 pub fn poll_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
@@ -708,7 +673,7 @@ pub fn poll_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         board.zrange_desc(offset as usize, count as usize)
     } else {
         drop(board);
-        rev_range(
+        zrevrange_withscores(
             ctx,
             &keys.name("board"),
             offset,

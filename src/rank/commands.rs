@@ -9,6 +9,7 @@ use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::args::{parse_i64, Cursor};
 use crate::argv::{is, Args};
+use crate::keys::call::zrevrange_withscores;
 use crate::keys::{derived, HashField, Key, KeyType, ZScan};
 use crate::rank::model::{
     self, Aggregate, Condition, Entry, Layout, Merger, RankError, Tiebreak, Unit, EXACT_MAX,
@@ -521,43 +522,6 @@ fn rev_rank(ctx: &Context, base: &[u8], member: &[u8]) -> Result<Option<i64>, Re
     }
 }
 
-/// Returns `ZREVRANGE base start stop WITHSCORES` as (member, score) pairs.
-fn rev_range(
-    ctx: &Context,
-    base: &[u8],
-    start: i64,
-    stop: i64,
-) -> Result<Vec<(Vec<u8>, f64)>, RedisError> {
-    let (start, stop) = (start.to_string(), stop.to_string());
-    let reply = ctx.call(
-        "ZREVRANGE",
-        &[base, start.as_bytes(), stop.as_bytes(), b"WITHSCORES"],
-    )?;
-    let items = match reply {
-        RedisValue::Array(items) => items,
-        _ => return Ok(Vec::new()),
-    };
-    let bytes = |v: RedisValue| -> Vec<u8> {
-        match v {
-            RedisValue::SimpleString(s) | RedisValue::BulkString(s) => s.into_bytes(),
-            RedisValue::StringBuffer(b) => b,
-            RedisValue::Integer(i) => i.to_string().into_bytes(),
-            RedisValue::Float(f) => f.to_string().into_bytes(),
-            _ => Vec::new(),
-        }
-    };
-    let mut out = Vec::with_capacity(items.len() / 2);
-    let mut it = items.into_iter();
-    while let (Some(m), Some(s)) = (it.next(), it.next()) {
-        let score = std::str::from_utf8(&bytes(s))
-            .ok()
-            .and_then(|s| s.parse::<f64>().ok())
-            .unwrap_or(f64::NAN);
-        out.push((bytes(m), score));
-    }
-    Ok(out)
-}
-
 /// RANK.GET B member
 pub fn rank_get(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let c = Cursor::new(args, 3)?;
@@ -624,7 +588,7 @@ pub fn rank_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         b.board
             .zrange_desc(offset as usize, count.min(len) as usize)
     } else {
-        rev_range(
+        zrevrange_withscores(
             ctx,
             base.as_slice(),
             offset,
@@ -666,7 +630,7 @@ pub fn rank_around(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Ok(RedisValue::Null);
     };
     let start = rank.saturating_sub(n).max(0);
-    let entries = rev_range(ctx, base.as_slice(), start, rank.saturating_add(n))?;
+    let entries = zrevrange_withscores(ctx, base.as_slice(), start, rank.saturating_add(n))?;
     let mut out = Vec::with_capacity(entries.len() * 3);
     for (i, (m, score)) in entries.into_iter().enumerate() {
         let points = b.decode(score, &m)?.points;
@@ -729,7 +693,7 @@ fn above_position(ctx: &Context, b: &Board, score: i64, member: &[u8]) -> Result
     let (mut lo, mut hi) = (higher, higher + ties);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        match rev_range(ctx, base, mid, mid)?.first() {
+        match zrevrange_withscores(ctx, base, mid, mid)?.first() {
             Some((m, _)) if m.as_slice() > member => lo = mid + 1,
             _ => hi = mid,
         }
@@ -817,7 +781,7 @@ pub fn rank_position(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         let entries = if stop < WALK_MAX_OFFSET {
             b.board.zrange_desc(start as usize, (stop - start) as usize)
         } else {
-            rev_range(ctx, base.as_slice(), start, stop - 1)?
+            zrevrange_withscores(ctx, base.as_slice(), start, stop - 1)?
         };
         for (k, (m, score)) in entries.into_iter().enumerate() {
             let p = start + k as i64;

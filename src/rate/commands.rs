@@ -17,11 +17,8 @@
 
 use std::cell::Cell;
 use std::ffi::CStr;
-use std::os::raw::{c_char, c_int, c_longlong};
-use std::ptr;
-use std::sync::atomic::{AtomicPtr, Ordering};
 
-use redis_module::{raw, Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::model::{
     self, Algo, Bucket, Log, LogScale, MultiRule, Rule, Sliding, Tat, Text, MAX_COUNT, MAX_NOW_MS,
@@ -31,7 +28,8 @@ use super::{ALLOWED, LIMITED, RESETS};
 use crate::args::Cursor;
 use crate::argv::Args;
 use crate::error;
-use crate::keys::Key;
+use crate::keys::{zadd, Key};
+use crate::replicate;
 
 const FAMILY: &str = "rate";
 /// LOG keeps one entry per request: its limit is capped so that a window
@@ -87,12 +85,7 @@ fn reply(ctx: &Context, fields: [i64; 5]) -> RedisValue {
 /// Replies RATE.THROTTLE's five integers as a flat array in both
 /// protocols: exactly redis-cell's `CL.THROTTLE` reply.
 fn throttle_array(ctx: &Context, fields: [i64; 5]) -> RedisValue {
-    unsafe {
-        raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, 5);
-        for n in fields {
-            raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, n as c_longlong);
-        }
-    }
+    crate::reply::ints(ctx, &fields);
     RedisValue::NoReply
 }
 
@@ -197,112 +190,11 @@ impl Time {
 
 // ------------------------------------------------------ replication ----
 
-type ReplicateFn =
-    unsafe extern "C" fn(*mut raw::RedisModuleCtx, *const c_char, *const c_char, ...) -> c_int;
-
-fn replicator() -> Option<ReplicateFn> {
-    unsafe { raw::RedisModule_Replicate }
-}
-
-/// Returns a Redis string for a constant argument of replicated commands
-/// (`PXAT`, `KEEPTTL`), created once and kept: `RedisModule_Replicate`
-/// then only counts a reference to it instead of allocating a new string
-/// per call. Commands run on the main thread only.
-fn constant(slot: &AtomicPtr<raw::RedisModuleString>, text: &CStr) -> *mut raw::RedisModuleString {
-    let p = slot.load(Ordering::Relaxed);
-    if !p.is_null() {
-        return p;
-    }
-    let bytes = text.to_bytes();
-    let s = unsafe {
-        raw::RedisModule_CreateString.unwrap()(ptr::null_mut(), text.as_ptr(), bytes.len())
-    };
-    slot.store(s, Ordering::Relaxed);
-    s
-}
-
-static PXAT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
-static KEEPTTL: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
-
-/// Replicates `SET B value PXAT at`, or `SET B value KEEPTTL` when `at` is
-/// None (the expiry did not move). The instant goes as text: an integer
-/// argument (`l`) costs Redis a conversion and an allocation more.
-fn replicate_set(ctx: &Context, name: &RedisString, value: &[u8], at: Option<i64>) {
-    let Some(f) = replicator() else { return };
-    let v = value.as_ptr() as *const c_char;
-    let mut buf = itoa::Buffer::new();
-    unsafe {
-        match at {
-            Some(at) => {
-                let t = buf.format(at);
-                f(
-                    ctx.ctx,
-                    c"SET".as_ptr(),
-                    c"sbsb".as_ptr(),
-                    name.inner,
-                    v,
-                    value.len(),
-                    constant(&PXAT, c"PXAT"),
-                    t.as_ptr() as *const c_char,
-                    t.len(),
-                )
-            }
-            None => f(
-                ctx.ctx,
-                c"SET".as_ptr(),
-                c"sbs".as_ptr(),
-                name.inner,
-                v,
-                value.len(),
-                constant(&KEEPTTL, c"KEEPTTL"),
-            ),
-        };
-    }
-}
-
-fn replicate_pexpireat(ctx: &Context, name: &RedisString, at: i64) {
-    let Some(f) = replicator() else { return };
-    let mut buf = itoa::Buffer::new();
-    let t = buf.format(at);
-    unsafe {
-        f(
-            ctx.ctx,
-            c"PEXPIREAT".as_ptr(),
-            c"sb".as_ptr(),
-            name.inner,
-            t.as_ptr() as *const c_char,
-            t.len(),
-        );
-    }
-}
-
-fn replicate_key_only(ctx: &Context, cmd: &CStr, name: &RedisString) {
-    let Some(f) = replicator() else { return };
-    unsafe {
-        f(ctx.ctx, cmd.as_ptr(), c"s".as_ptr(), name.inner);
-    }
-}
-
-/// Raises `hotpath.rate.<event>` on the key, with the client's own string
-/// and a constant event name (nothing allocated).
-fn notify(ctx: &Context, event: &CStr, key: &Key) {
-    if let Some(f) = unsafe { raw::RedisModule_NotifyKeyspaceEvent } {
-        unsafe {
-            f(
-                ctx.ctx,
-                raw::REDISMODULE_NOTIFY_MODULE,
-                event.as_ptr(),
-                key.name().inner,
-            )
-        };
-    }
-}
-
 /// Raises the event of the command that wrote the limiter
 /// (`hotpath.rate.check`, `.multi` or `.throttle`): one event per write,
 /// named after the command, as in every family.
 fn consumed(ctx: &Context, key: &Key, event: &CStr) {
-    notify(ctx, event, key);
+    crate::util::notify_static(ctx, event, key.name());
 }
 
 // ------------------------------------------------------ String states --
@@ -313,12 +205,7 @@ fn consumed(ctx: &Context, key: &Key, event: &CStr) {
 /// naming the key for a damaged limiter. A SLIDING or BUCKET Hash written
 /// by the millisecond version is read too (the bool is then true: the
 /// next write replaces it with a String).
-fn read_state(
-    ctx: &Context,
-    key: &Key,
-    algo: Algo,
-    period_ms: i64,
-) -> Result<(Option<Text>, bool), RedisError> {
+fn read_state(key: &Key, algo: Algo, period_ms: i64) -> Result<(Option<Text>, bool), RedisError> {
     match key.kind() {
         KeyType::Empty => Ok((None, false)),
         KeyType::String => match model::parse_text(key.bytes()) {
@@ -328,7 +215,7 @@ fn read_state(
             t => Err(holds(t.algo().unwrap_or(algo))),
         },
         KeyType::Hash => {
-            let old = read_old_hash(ctx, key, period_ms)?;
+            let old = read_old_hash(key, period_ms)?;
             match old.algo() {
                 Some(a) if a == algo => Ok((Some(old), true)),
                 Some(a) => Err(holds(a)),
@@ -340,8 +227,8 @@ fn read_state(
 }
 
 /// Reads a GCRA state, refusing any other kind of value.
-fn read_tat(ctx: &Context, key: &Key) -> Result<Option<Tat>, RedisError> {
-    match read_state(ctx, key, Algo::Gcra, 1)?.0 {
+fn read_tat(key: &Key) -> Result<Option<Tat>, RedisError> {
+    match read_state(key, Algo::Gcra, 1)?.0 {
         Some(Text::Gcra(t)) => Ok(Some(t)),
         _ => Ok(None),
     }
@@ -363,39 +250,15 @@ fn write_text(
     let keep = same_ttl_likely && key.kind() == KeyType::String && key.abs_expire_ms() == Some(at);
     key.write_string(value);
     if keep {
-        replicate_set(ctx, key.name(), value, None);
+        replicate::set_at(ctx, key.name(), value, None);
     } else {
         key.set_abs_expire_ms(at);
-        replicate_set(ctx, key.name(), value, Some(at));
+        replicate::set_at(ctx, key.name(), value, Some(at));
     }
     consumed(ctx, key, event);
 }
 
 // ----------------------------------------- Hash states (older version) --
-
-/// Reads up to four hash fields in one call (C-string field names).
-fn hget(ctx: &Context, key: &Key, names: [&CStr; 4]) -> [Option<RedisString>; 4] {
-    let mut out: [*mut raw::RedisModuleString; 4] = [ptr::null_mut(); 4];
-    if let Some(get) = unsafe { raw::RedisModule_HashGet } {
-        let [o0, o1, o2, o3] = &mut out;
-        unsafe {
-            get(
-                key.raw(),
-                raw::REDISMODULE_HASH_CFIELDS as c_int,
-                names[0].as_ptr(),
-                o0 as *mut _,
-                names[1].as_ptr(),
-                o1 as *mut _,
-                names[2].as_ptr(),
-                o2 as *mut _,
-                names[3].as_ptr(),
-                o3 as *mut _,
-                ptr::null::<c_char>(),
-            );
-        }
-    }
-    out.map(|p| (!p.is_null()).then(|| RedisString::from_redis_module_string(ctx.ctx, p)))
-}
 
 /// Returns the kind of a Hash limiter of the millisecond version from its
 /// `algo` field; WRONGTYPE for a Hash that is not one of ours.
@@ -420,11 +283,11 @@ fn field(name: &[u8], v: &Option<RedisString>, field: &str, max: i64) -> Result<
 /// sliding window <ms> count <n> prev <n>`, `algo bucket tokens <n> carry
 /// <n> ts <ms>`) as the state it stands for; any other Hash is WRONGTYPE.
 /// This runs once per key (the next write replaces the Hash).
-fn read_old_hash(ctx: &Context, key: &Key, period_ms: i64) -> Result<Text, RedisError> {
+fn read_old_hash(key: &Key, period_ms: i64) -> Result<Text, RedisError> {
     let name = key.name().as_slice();
     match hash_kind(key.hget(b"algo").as_deref())? {
         Algo::Sliding => {
-            let v = hget(ctx, key, [c"algo", c"window", c"count", c"prev"]);
+            let v = key.hget_cnames([c"algo", c"window", c"count", c"prev"]);
             Ok(Text::Sliding(Sliding {
                 window: field(name, &v[1], "window", MAX_STORED_MS)?,
                 count: field(name, &v[2], "count", MAX_COUNT)?,
@@ -432,7 +295,7 @@ fn read_old_hash(ctx: &Context, key: &Key, period_ms: i64) -> Result<Text, Redis
             }))
         }
         _ => {
-            let v = hget(ctx, key, [c"algo", c"tokens", c"carry", c"ts"]);
+            let v = key.hget_cnames([c"algo", c"tokens", c"carry", c"ts"]);
             let tokens = field(name, &v[1], "tokens", MAX_COUNT)?;
             let carry = field(name, &v[2], "carry", MAX_STORED_US)?;
             let ts = field(name, &v[3], "ts", MAX_STORED_MS)?;
@@ -454,49 +317,6 @@ struct ZLog<'a> {
     /// writes, or a count failed: the command then refuses with a
     /// corrupt-data error and writes nothing.
     bad: Cell<bool>,
-}
-
-/// Walks the entries with scores in `[min, max]` (`min_ex`: excluding
-/// `min`), ascending or descending, while `f` returns true.
-fn zwalk(
-    ctx: &Context,
-    key: &Key,
-    min: f64,
-    min_ex: bool,
-    max: f64,
-    desc: bool,
-    mut f: impl FnMut(RedisString, f64) -> bool,
-) {
-    let k = key.raw();
-    if k.is_null() || key.kind() != KeyType::ZSet {
-        return;
-    }
-    unsafe {
-        let start = if desc {
-            raw::RedisModule_ZsetLastInScoreRange.unwrap()(k, min, max, min_ex as c_int, 0)
-        } else {
-            raw::RedisModule_ZsetFirstInScoreRange.unwrap()(k, min, max, min_ex as c_int, 0)
-        };
-        if start != raw::REDISMODULE_OK as c_int {
-            return;
-        }
-        while raw::RedisModule_ZsetRangeEndReached.unwrap()(k) == 0 {
-            let mut score = 0f64;
-            let e = raw::RedisModule_ZsetRangeCurrentElement.unwrap()(k, &mut score);
-            if !f(RedisString::from_redis_module_string(ctx.ctx, e), score) {
-                break;
-            }
-            let more = if desc {
-                raw::RedisModule_ZsetRangePrev.unwrap()(k)
-            } else {
-                raw::RedisModule_ZsetRangeNext.unwrap()(k)
-            };
-            if more == 0 {
-                break;
-            }
-        }
-        raw::RedisModule_ZsetRangeStop.unwrap()(k);
-    }
 }
 
 /// Returns a score as `ZCOUNT` takes it (LOG scores are integers).
@@ -543,18 +363,10 @@ impl ZLog<'_> {
             return self.zcount("-inf", &score_text(s));
         }
         let mut n = 0;
-        zwalk(
-            self.ctx,
-            self.key,
-            f64::NEG_INFINITY,
-            false,
-            s,
-            false,
-            |_, _| {
-                n += 1;
-                true
-            },
-        );
+        self.key.zwalk(f64::NEG_INFINITY, false, s, false, |_, _| {
+            n += 1;
+            true
+        });
         n
     }
 
@@ -565,7 +377,7 @@ impl ZLog<'_> {
             return self.zcount(&t, &t);
         }
         let mut n = 0;
-        zwalk(self.ctx, self.key, s, false, s, false, |_, _| {
+        self.key.zwalk(s, false, s, false, |_, _| {
             n += 1;
             true
         });
@@ -597,7 +409,7 @@ impl ZLog<'_> {
         }
         let mut skip = n;
         let mut found = None;
-        zwalk(self.ctx, self.key, s, true, f64::INFINITY, false, |_, v| {
+        self.key.zwalk(s, true, f64::INFINITY, false, |_, v| {
             if skip == 0 {
                 found = Some(v);
                 return false;
@@ -639,54 +451,9 @@ fn replicate_log(
     members: &[RedisString],
     at: i64,
 ) {
-    let Some(f) = replicator() else { return };
-    let mut buf = itoa::Buffer::new();
-    if removed > 0 {
-        let stop = buf.format(removed - 1);
-        unsafe {
-            f(
-                ctx.ctx,
-                c"ZREMRANGEBYRANK".as_ptr(),
-                c"scb".as_ptr(),
-                name.inner,
-                c"0".as_ptr(),
-                stop.as_ptr() as *const c_char,
-                stop.len(),
-            );
-        }
-    }
-    let s = buf.format(score as i64);
-    if members.len() == 1 {
-        unsafe {
-            f(
-                ctx.ctx,
-                c"ZADD".as_ptr(),
-                c"sbs".as_ptr(),
-                name.inner,
-                s.as_ptr() as *const c_char,
-                s.len(),
-                members[0].inner,
-            );
-        }
-    } else {
-        let sc = RedisString::create_from_slice(ctx.ctx, s.as_bytes());
-        let mut argv: Vec<*mut raw::RedisModuleString> = Vec::with_capacity(members.len() * 2);
-        for m in members {
-            argv.push(sc.inner);
-            argv.push(m.inner);
-        }
-        unsafe {
-            f(
-                ctx.ctx,
-                c"ZADD".as_ptr(),
-                c"sv".as_ptr(),
-                name.inner,
-                argv.as_ptr(),
-                argv.len(),
-            );
-        }
-    }
-    replicate_pexpireat(ctx, name, at);
+    replicate::zremrangebyrank_first(ctx, name, removed);
+    replicate::zadd_same_score(ctx, name, score as i64, members);
+    replicate::pexpireat(ctx, name, at);
 }
 
 // ------------------------------------------------------------ RATE.CHECK --
@@ -767,7 +534,7 @@ pub fn rate_check(ctx: &Context, c: &mut Args) -> RedisResult {
 }
 
 fn check_gcra(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
-    let tat = read_tat(ctx, key)?;
+    let tat = read_tat(key)?;
     let step = model::gcra(rule, tat, o.time.now, o.cost);
     if let (Some(t), false) = (step.new, o.peek) {
         let at = o.time.expire_at(step.reset_us());
@@ -777,7 +544,7 @@ fn check_gcra(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 
 }
 
 fn check_fixed(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
-    let state = match read_state(ctx, key, Algo::Fixed, rule.period_ms)?.0 {
+    let state = match read_state(key, Algo::Fixed, rule.period_ms)?.0 {
         Some(Text::Fixed(w)) => Some(w),
         _ => None,
     };
@@ -797,7 +564,7 @@ fn check_fixed(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64;
 }
 
 fn check_sliding(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
-    let (state, old) = read_state(ctx, key, Algo::Sliding, rule.period_ms)?;
+    let (state, old) = read_state(key, Algo::Sliding, rule.period_ms)?;
     let state = match state {
         Some(Text::Sliding(s)) => Some(s),
         _ => None,
@@ -814,7 +581,7 @@ fn check_sliding(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i6
 }
 
 fn check_bucket(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
-    let state = match read_state(ctx, key, Algo::Bucket, rule.period_ms)?.0 {
+    let state = match read_state(key, Algo::Bucket, rule.period_ms)?.0 {
         Some(Text::Bucket(b)) => Some(b),
         _ => None,
     };
@@ -836,18 +603,10 @@ fn check_log(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5
     key.check(KeyType::ZSet)?;
     let name = key.name().as_slice();
     let mut newest: Option<(RedisString, f64)> = None;
-    zwalk(
-        ctx,
-        key,
-        f64::NEG_INFINITY,
-        false,
-        f64::INFINITY,
-        true,
-        |m, s| {
-            newest = Some((m, s));
-            false
-        },
-    );
+    key.zwalk(f64::NEG_INFINITY, false, f64::INFINITY, true, |m, s| {
+        newest = Some((m, s));
+        false
+    });
     let scale = newest
         .as_ref()
         .map_or(LogScale::Micros, |(m, _)| LogScale::of_member(m.as_slice()));
@@ -887,23 +646,13 @@ fn check_log(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5
         let drop = stale.min(o.cost + LOG_TRIM);
         let mut gone: Vec<RedisString> = Vec::with_capacity(drop as usize);
         if drop > 0 {
-            zwalk(
-                ctx,
-                key,
-                f64::NEG_INFINITY,
-                false,
-                f64::INFINITY,
-                false,
-                |m, _| {
-                    gone.push(m);
-                    (gone.len() as i64) < drop
-                },
-            );
+            key.zwalk(f64::NEG_INFINITY, false, f64::INFINITY, false, |m, _| {
+                gone.push(m);
+                (gone.len() as i64) < drop
+            });
         }
-        let k = key.raw();
         for m in &gone {
-            let mut deleted: c_int = 0;
-            unsafe { raw::RedisModule_ZsetRem.unwrap()(k, m.inner, &mut deleted) };
+            key.zrem_arg(m);
         }
         let mut buf = Vec::with_capacity(32);
         let mut members: Vec<RedisString> = Vec::with_capacity(o.cost as usize);
@@ -914,9 +663,7 @@ fn check_log(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5
                 scale.member(now, n, &mut buf);
                 n += 1;
                 let m = RedisString::create_from_slice(ctx.ctx, &buf);
-                let mut flags = raw::REDISMODULE_ZADD_NX as c_int;
-                unsafe { raw::RedisModule_ZsetAdd.unwrap()(k, score, m.inner, &mut flags) };
-                if flags & raw::REDISMODULE_ZADD_ADDED as c_int != 0 {
+                if key.zadd_flags_arg(&m, score, zadd::NX) & zadd::ADDED != 0 {
                     members.push(m);
                     break;
                 }
@@ -1012,7 +759,7 @@ pub fn rate_multi(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let mut states = Vec::with_capacity(keys.len());
     for k in &keys {
-        states.push(read_tat(ctx, k)?);
+        states.push(read_tat(k)?);
     }
     let out = model::multi(&rules, &states, time.now, cost);
     if !peek {
@@ -1078,7 +825,7 @@ pub fn rate_throttle(ctx: &Context, c: &mut Args) -> RedisResult {
     }
     let time = Time::new(now);
     let key = Key::open_arg(ctx, &a[1], true);
-    let tat = read_tat(ctx, &key)?;
+    let tat = read_tat(&key)?;
     let step = model::gcra(rule, tat, time.now, qty);
     if let Some(t) = step.new {
         let at = time.expire_at(step.reset_us());
@@ -1122,15 +869,9 @@ pub fn rate_reset(ctx: &Context, c: &mut Args) -> RedisResult {
         return Ok(RedisValue::Integer(0));
     }
     // UNLINK frees a large LOG in the background instead of stalling.
-    match unsafe { raw::RedisModule_UnlinkKey } {
-        Some(unlink) => unsafe {
-            unlink(key.raw());
-            key.mark_modified();
-        },
-        None => key.delete(),
-    }
-    replicate_key_only(ctx, c"UNLINK", key.name());
-    notify(ctx, c"hotpath.rate.reset", &key);
+    key.unlink();
+    replicate::key_only(ctx, c"UNLINK", key.name());
+    crate::util::notify_static(ctx, c"hotpath.rate.reset", key.name());
     RESETS.incr();
     Ok(RedisValue::Integer(1))
 }

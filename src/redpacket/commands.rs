@@ -1,11 +1,9 @@
 //! REDPACKET handlers: parse every argument, validate, open and type-check
 //! the packet's keys, apply the model, reply, replicate, notify.
 
-use std::os::raw::c_longlong;
-
 use redis_module::{
-    raw, CallOptionsBuilder, CallResult, Context, ContextFlags, RedisError, RedisResult,
-    RedisString, RedisValue,
+    CallOptionsBuilder, CallResult, Context, ContextFlags, RedisError, RedisResult, RedisString,
+    RedisValue,
 };
 
 use super::model::{self, Grab, Meta, Mode};
@@ -17,7 +15,8 @@ use crate::args::Cursor;
 use crate::argv::Args;
 use crate::config;
 use crate::error;
-use crate::keys::{derived, derived_name, Field, HashField, Key, KeyType};
+use crate::keys::{derived, derived_name, int_string, Field, HashField, Key, KeyType};
+use crate::reply;
 use crate::util;
 
 /// Occurs when SPLIT finds the packet's keys already there.
@@ -64,7 +63,7 @@ impl Packet {
     /// Occurs as `WRONGTYPE` when any of them holds another type than its
     /// own (Hash, List, Hash), before anything is written.
     fn open(ctx: &Context, base: &[u8], write: bool) -> Result<Packet, RedisError> {
-        // The names are kept between commands (keys.rs): GRAB opens all
+        // The names are kept between commands (keys/mod.rs): GRAB opens all
         // three on every call, and a hot packet is grabbed many times.
         let meta = Key::derived_hot(ctx, base, "meta", write);
         let pool = Key::derived_hot(ctx, base, "pool", write);
@@ -141,16 +140,6 @@ fn call_strings(ctx: &Context, cmd: &str, args: &[&[u8]]) -> Result<Vec<Vec<u8>>
         RedisValue::Array(items) => Ok(items.iter().filter_map(reply_bytes).collect()),
         _ => Ok(Vec::new()),
     }
-}
-
-/// Returns `v` as a Redis string, made by Redis directly from the integer
-/// (no text formatting on our side: SPLIT makes thousands of them).
-fn int_string(ctx: &Context, v: i64) -> RedisString {
-    // SAFETY: the function is part of the module API on every supported
-    // server; the string it returns is owned by the RedisString, which
-    // frees it on drop.
-    let p = unsafe { raw::RedisModule_CreateStringFromLongLong.unwrap()(ctx.ctx, v as c_longlong) };
-    RedisString::from_redis_module_string(ctx.ctx, p)
 }
 
 /// Sets the absolute expiry `at_ms` on `key` through `PEXPIREAT`, whose
@@ -406,15 +395,9 @@ pub fn redpacket_grab(ctx: &Context, c: &mut Args) -> RedisResult {
 /// generic reply costs several hundred instructions more on this hot path).
 fn reply_grab(ctx: &Context, outcome: Grab) -> RedisResult {
     let status = outcome.status();
-    unsafe {
-        raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, 2);
-        raw::RedisModule_ReplyWithStringBuffer.unwrap()(
-            ctx.ctx,
-            status.as_ptr().cast(),
-            status.len(),
-        );
-        raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, outcome.cents() as c_longlong);
-    }
+    reply::array(ctx, 2);
+    reply::bytes(ctx, status.as_bytes());
+    reply::int(ctx, outcome.cents());
     Ok(RedisValue::NoReply)
 }
 
