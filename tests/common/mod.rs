@@ -145,10 +145,14 @@ impl Server {
             if s.spawn() {
                 return s;
             }
-            // A failed attempt leaves nothing behind: a cluster node's
-            // nodes.conf names the old port (and is locked while its
-            // process lives, which `spawn` now ends).
-            let _ = std::fs::remove_file(dir.join("nodes.conf"));
+            // The failed attempt's drop removes its directory (it is this
+            // server's): make it again, or every later attempt fails too
+            // (its --dir and --logfile would not exist). A failed attempt
+            // leaves nothing else behind: a cluster node's nodes.conf
+            // names the old port (and is locked while its process lives,
+            // which `spawn` now ends).
+            drop(s);
+            std::fs::create_dir_all(&dir).unwrap();
             std::thread::sleep(Duration::from_millis(20 * attempt));
         }
         panic!("could not start {}", server_bin());
