@@ -20,7 +20,10 @@ fn python_client_falls_back_to_the_functions_library() {
     let out = Command::new(common::python_bin())
         .env("PYTHONPATH", root.join("clients/python/src"))
         .env("HOTPATH_VECTORS", root.join("docs/spread-vectors.json"))
-        .env("HOTPATH_LIBRARY", root.join("lua-compat/generated/hotpath.lua"))
+        .env(
+            "HOTPATH_LIBRARY",
+            root.join("lua-compat/generated/hotpath.lua"),
+        )
         .env("HOTPATH_FUNCTIONS_URL", &url)
         .args(["-m", "unittest", "discover", "-p", "test_fallback.py", "-s"])
         .arg(root.join("clients/python/tests"))
@@ -206,7 +209,9 @@ fn rust_client_falls_back_to_the_functions_library() {
         note("sbag.draw", format!("{won:?}"));
         note("sbag.result", format!("{:?}", sb.result(con, "alice")));
         note("sbag.state", format!("{:?}", sb.info(con).map(|i| i.state)));
-        let sr = SpreadRank::new("sboard:{t}", 3).at(NOW).with_backend(spread);
+        let sr = SpreadRank::new("sboard:{t}", 3)
+            .at(NOW)
+            .with_backend(spread);
         note(
             "srank.create",
             format!("{:?}", sr.create(con, &RankOptions::default())),
@@ -216,7 +221,10 @@ fn rust_client_falls_back_to_the_functions_library() {
         for (m, pts) in [("1", 5), ("2", 7), ("alice", 7), ("bob", 3), ("carol", 9)] {
             note("srank.add", format!("{:?}", sr.add(con, m, pts, None)));
         }
-        note("srank.add", format!("{:?}", sr.add(con, "carol", 4, Some(Keep::Greater))));
+        note(
+            "srank.add",
+            format!("{:?}", sr.add(con, "carol", 4, Some(Keep::Greater))),
+        );
         note("srank.incr", format!("{:?}", sr.incr(con, "bob", 4)));
         note("srank.count", format!("{:?}", sr.count(con)));
         note("srank.shards", format!("{:?}", sr.shard_counts(con)));

@@ -195,7 +195,9 @@ fn single_pool(s: &mut Connection) -> Vec<(String, i64)> {
         .arg("WITHSCORES")
         .query(s)
         .unwrap();
-    v.into_iter().map(|(u, sc)| (u, (sc * 1e6).round() as i64)).collect()
+    v.into_iter()
+        .map(|(u, sc)| (u, (sc * 1e6).round() as i64))
+        .collect()
 }
 
 /// Who is in a pool and whether they can win (scores are random, so a
@@ -231,7 +233,9 @@ impl Workload for BagLoad {
             shards: Some(1),
             ..BagOptions::default()
         };
-        assert!(LuckyBag::new(SINGLE_BAG).create(c, self.winners, &o).unwrap());
+        assert!(LuckyBag::new(SINGLE_BAG)
+            .create(c, self.winners, &o)
+            .unwrap());
     }
     fn op(&self, rng: &mut Rng, t: u64, threads: u64, _idempotent: bool) -> Op {
         // Mostly joins (a join again is a duplicate), some leave the room
@@ -307,10 +311,7 @@ impl Workload for BagLoad {
                 .unwrap();
         }
         // While the stopped drawer's lease runs, another draw is refused.
-        let e = self
-            .bag
-            .draw(&mut c, &DrawOptions::default())
-            .unwrap_err();
+        let e = self.bag.draw(&mut c, &DrawOptions::default()).unwrap_err();
         assert!(error_text(&e).contains("draw in progress"), "{e}");
         // The coordinator's master dies: its replica, promoted, still holds
         // the lease and the frozen shards stay frozen.
@@ -326,7 +327,9 @@ impl Workload for BagLoad {
             .unwrap();
         let e = self.bag.join(&mut c, &frozen_user, false).unwrap_err();
         assert!(error_text(&e).contains("bag is closed"), "{e}");
-        eprintln!("LUCKYBAG: coordinator's master {victim} killed mid-draw, replica {promoted} promoted");
+        eprintln!(
+            "LUCKYBAG: coordinator's master {victim} killed mid-draw, replica {promoted} promoted"
+        );
         std::thread::sleep(Duration::from_millis(1600));
         let urls = cl.urls();
         let racers: Vec<_> = ["A", "B"]
@@ -358,7 +361,10 @@ impl Workload for BagLoad {
         );
         for r in &results {
             let e = r.as_ref().unwrap_err();
-            assert!(e.contains("draw in progress") || e.contains(NO_PUBLISH), "{e}");
+            assert!(
+                e.contains("draw in progress") || e.contains(NO_PUBLISH),
+                "{e}"
+            );
         }
         let committed: Vec<(String, f64)> = redis::cmd("ZRANGE")
             .arg(format!("{}:allwinners", keys[0]))
@@ -400,9 +406,15 @@ impl Workload for BagLoad {
         let mut stored: Vec<&str> = committed.iter().map(|(u, _)| u.as_str()).collect();
         names.sort_unstable();
         stored.sort_unstable();
-        assert_eq!(names, stored, "the draw finished with other winners than it committed");
+        assert_eq!(
+            names, stored,
+            "the draw finished with other winners than it committed"
+        );
         // Anyone drawing now gets the same winners.
-        assert_eq!(self.bag.draw(&mut c, &DrawOptions::default()).unwrap(), winners);
+        assert_eq!(
+            self.bag.draw(&mut c, &DrawOptions::default()).unwrap(),
+            winners
+        );
 
         // The same pools on one node give the same DRAW.
         let pools = spread_pools(&mut c, &keys);
@@ -436,13 +448,19 @@ impl Workload for BagLoad {
             .find(|(u, _)| !winners.iter().any(|w| w.user == *u))
             .unwrap();
         assert_eq!(self.bag.result(&mut c, &loser.0).unwrap(), BagResult::Lost);
-        let per: Vec<String> = keys.iter().map(|k| cl.owner_of_key(k).to_string()).collect();
+        let per: Vec<String> = keys
+            .iter()
+            .map(|k| cl.owner_of_key(k).to_string())
+            .collect();
         eprintln!(
             "LUCKYBAG: drew {} winners of {} participants over {} shards (owners {per:?}): {:?}",
             winners.len(),
             pools.len(),
             keys.len(),
-            results.iter().map(|r| r.as_ref().map(|_| "drew")).collect::<Vec<_>>()
+            results
+                .iter()
+                .map(|r| r.as_ref().map(|_| "drew"))
+                .collect::<Vec<_>>()
         );
     }
 }
@@ -459,7 +477,9 @@ struct NoPublish<'a>(&'a mut ClusterConnection);
 /// before its COMMIT) goes through.
 fn is_publish(c: &redis::Cmd) -> bool {
     let simple = |a: redis::Arg<&[u8]>, w: &[u8]| matches!(a, redis::Arg::Simple(n) if n.eq_ignore_ascii_case(w));
-    c.args_iter().next().is_some_and(|a| simple(a, b"LUCKYBAG.PUBLISH"))
+    c.args_iter()
+        .next()
+        .is_some_and(|a| simple(a, b"LUCKYBAG.PUBLISH"))
         && !c.args_iter().any(|a| simple(a, b"VERIFY"))
 }
 
@@ -663,7 +683,10 @@ fn run_phase(
                                 reapplied.fetch_add(1, Ordering::Relaxed);
                                 attempts += 1;
                                 if attempts > 600 {
-                                    errors.lock().unwrap().push(format!("{op:?}: never durable"));
+                                    errors
+                                        .lock()
+                                        .unwrap()
+                                        .push(format!("{op:?}: never durable"));
                                     break;
                                 }
                                 std::thread::sleep(Duration::from_millis(50));
@@ -734,7 +757,10 @@ fn assert_even(name: &str, calls: &HashMap<usize, u64>, total: u64) -> f64 {
         let ratio = n as f64 / even;
         eprintln!("{name}: master {m} served {n} of {total} writes ({ratio:.3}× an even share)");
         worst = worst.max(ratio);
-        assert!(ratio <= 1.25, "{name}: master {m} took {ratio:.3}× an even share: {calls:?}");
+        assert!(
+            ratio <= 1.25,
+            "{name}: master {m} took {ratio:.3}× an even share: {calls:?}"
+        );
     }
     worst
 }
@@ -769,7 +795,11 @@ fn scenario(w: Arc<dyn Workload>, threads: u64, even_ops: u64, fault_ops: u64) {
     cl.reset_stats();
     let per = even_ops / threads;
     let a = run_phase(&cl.urls(), w.clone(), threads, per, 1, false, |_| {});
-    assert!(a.errors.is_empty(), "{name}: {:?}", &a.errors[..a.errors.len().min(5)]);
+    assert!(
+        a.errors.is_empty(),
+        "{name}: {:?}",
+        &a.errors[..a.errors.len().min(5)]
+    );
     let total = per * threads;
     let calls = master_calls(&cl, w.commands());
     assert_eq!(calls.values().sum::<u64>(), total, "{name}: {calls:?}");
@@ -802,7 +832,11 @@ fn scenario(w: Arc<dyn Workload>, threads: u64, even_ops: u64, fault_ops: u64) {
         let to = *cl.masters().iter().find(|&&m| m != from).unwrap();
         moved = cl.move_slot(slot, to, 1, Duration::from_millis(100));
     });
-    assert!(b.errors.is_empty(), "{name}: {:?}", &b.errors[..b.errors.len().min(5)]);
+    assert!(
+        b.errors.is_empty(),
+        "{name}: {:?}",
+        &b.errors[..b.errors.len().min(5)]
+    );
     eprintln!(
         "{name}: killed master {victim} (replica {promoted} promoted), moved {moved} keys of '{moving}': {} durable writes in {:.1?}, {} retries, {} applied again after WAIT found no replica",
         per * threads,
@@ -819,7 +853,11 @@ fn scenario(w: Arc<dyn Workload>, threads: u64, even_ops: u64, fault_ops: u64) {
     // Every master's replica holds what its master holds.
     for m in cl.masters() {
         for r in cl.replicas_of(m) {
-            assert_eq!(cl.nodes[m].digest(), cl.nodes[r].digest(), "{name}: master {m} vs replica {r}");
+            assert_eq!(
+                cl.nodes[m].digest(),
+                cl.nodes[r].digest(),
+                "{name}: master {m} vs replica {r}"
+            );
         }
     }
 }
@@ -945,7 +983,9 @@ fn bench_spread_shares_and_capacity() {
         match name {
             "LIKE.ADD" => post.add(c, id).map(|_| ()),
             "LUCKYBAG.JOIN" => bag.join(c, &id.to_string(), false).map(|_| ()),
-            _ => poll.vote(c, &id.to_string(), &format!("c{}", id % 20)).map(|_| ()),
+            _ => poll
+                .vote(c, &id.to_string(), &format!("c{}", id % 20))
+                .map(|_| ()),
         }
         .unwrap();
     }

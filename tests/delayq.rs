@@ -877,7 +877,10 @@ fn a_waiter_served_by_an_add_replicates_exactly() {
 #[test]
 fn stall_no_command_blocks_the_server_over_a_millisecond() {
     let slow = persistent_stalls(stall_run);
-    assert!(slow.is_empty(), "DELAYQ commands over 1 ms in every run: {slow:?}");
+    assert!(
+        slow.is_empty(),
+        "DELAYQ commands over 1 ms in every run: {slow:?}"
+    );
 }
 
 /// One run of the stall scenario on a fresh server; returns the slow

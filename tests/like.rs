@@ -1091,7 +1091,10 @@ fn stall_no_hot_command_at_a_million_likers() {
             ours.len()
         );
         let (ours, step_max) = stall_run(14);
-        assert!(ours.is_empty(), "LIKE commands over {STALL_US} µs: {ours:?}");
+        assert!(
+            ours.is_empty(),
+            "LIKE commands over {STALL_US} µs: {ours:?}"
+        );
         assert!(
             step_max < STALL_US,
             "a promotion step took {step_max} µs of CPU"
@@ -1143,7 +1146,12 @@ fn stall_run(seed: u64) -> (Vec<String>, u64) {
     run(&mut c, &["SET", "big{1}:count", &n.to_string()]);
     run(
         &mut c,
-        &["CONFIG", "SET", "slowlog-log-slower-than", &STALL_US.to_string()],
+        &[
+            "CONFIG",
+            "SET",
+            "slowlog-log-slower-than",
+            &STALL_US.to_string(),
+        ],
     );
     run(&mut c, &["CONFIG", "SET", "slowlog-max-len", "1000"]);
     run(&mut c, &["SLOWLOG", "RESET"]);

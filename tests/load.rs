@@ -252,9 +252,20 @@ fn sliced_jobs_add_no_latency_samples_while_the_monitor_is_off() {
     let srv = Server::start();
     let mut c = srv.conn();
     for u in 0..50 {
-        run(&mut c, &["POLL.VOTE", "p{1}", &format!("u{u}"), &format!("c{}", u % 7)]);
+        run(
+            &mut c,
+            &[
+                "POLL.VOTE",
+                "p{1}",
+                &format!("u{u}"),
+                &format!("c{}", u % 7),
+            ],
+        );
     }
-    assert_eq!(run(&mut c, &["CONFIG", "GET", "latency-monitor-threshold"]), "[latency-monitor-threshold, 0]");
+    assert_eq!(
+        run(&mut c, &["CONFIG", "GET", "latency-monitor-threshold"]),
+        "[latency-monitor-threshold, 0]"
+    );
     run(&mut c, &["POLL.SYNC", "p{1}"]);
     run(&mut c, &["RANK.ADD", "r{1}", "a", "5"]);
     run(&mut c, &["RANK.MERGE", "m{1}", "1", "r{1}"]);

@@ -887,7 +887,10 @@ fn info_counts_and_events_fire() {
 #[test]
 fn stall_no_command_blocks_the_server_over_a_millisecond() {
     let slow = persistent_stalls(stall_run);
-    assert!(slow.is_empty(), "LOCK commands over 1 ms in every run: {slow:?}");
+    assert!(
+        slow.is_empty(),
+        "LOCK commands over 1 ms in every run: {slow:?}"
+    );
 }
 
 /// One run of the stall scenario on a fresh server; returns the slow

@@ -240,7 +240,11 @@ fn lua_twins_match_the_module_on_random_streams() {
     for seed in 0..4 {
         // Each seed one way, both ways over the seeds: the differential
         // test (tests/differential) runs these families' streams too.
-        let via = if seed % 2 == 0 { Via::Script } else { Via::Function };
+        let via = if seed % 2 == 0 {
+            Via::Script
+        } else {
+            Via::Function
+        };
         random_stream(seed, 1500, via);
     }
 }

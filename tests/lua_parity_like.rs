@@ -357,9 +357,18 @@ impl SpreadSides {
         let mrefs: Vec<&str> = margs.iter().map(String::as_str).collect();
         let ours = run(&mut self.m, &mrefs);
         let mut largs: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
-        largs.extend([MAX_ID.to_string(), PROMOTE_AT.to_string(), RECENT.to_string()]);
+        largs.extend([
+            MAX_ID.to_string(),
+            PROMOTE_AT.to_string(),
+            RECENT.to_string(),
+        ]);
         largs.extend(args.iter().cloned());
-        let theirs = show(&call_twin(&mut self.l, &self.twins[cmd], keys.len(), &largs));
+        let theirs = show(&call_twin(
+            &mut self.l,
+            &self.twins[cmd],
+            keys.len(),
+            &largs,
+        ));
         assert_eq!(ours, theirs, "{cmd} {keys:?} {args:?}");
         self.seen.push(ours.clone());
         ours
@@ -402,7 +411,11 @@ fn spread_twins_match_the_module_once(seed: u64) {
     let sp = |n: u32| vec!["SPREAD".to_string(), n.to_string()];
     // Creation, and its errors: no SPREAD, a bad count, a key that is no
     // shard key, another count, a single-slot post under the base.
-    t.both("add", &["post:{7}"], &["5".into(), "NOW".into(), "1".into()]);
+    t.both(
+        "add",
+        &["post:{7}"],
+        &["5".into(), "NOW".into(), "1".into()],
+    );
     let k7 = shard_keys("post:{7}", 4);
     t.both("create", &[&k7[0]], &sp(4));
     t.both("rem", &["post:{7}"], &["5".into()]);
@@ -525,7 +538,12 @@ fn spread_twins_match_the_module_once(seed: u64) {
             let meta = format!("{}:meta", keys[i]);
             let saved = format!("{meta}.saved");
             t.raw_both(&["RENAME", &meta, &saved]);
-            for bad in [None, Some(("spread", "x")), Some(("shard", "9")), Some(("spread", "2"))] {
+            for bad in [
+                None,
+                Some(("spread", "x")),
+                Some(("shard", "9")),
+                Some(("spread", "2")),
+            ] {
                 if let Some((f, v)) = bad {
                     t.raw_both(&["HSET", &meta, f, v]);
                 }
@@ -616,7 +634,10 @@ fn spread_twins_match_the_module_once(seed: u64) {
         "[1, ",
         "[0, ",
     ] {
-        assert!(t.seen.iter().any(|r| r.contains(want)), "no reply with {want:?}");
+        assert!(
+            t.seen.iter().any(|r| r.contains(want)),
+            "no reply with {want:?}"
+        );
     }
 }
 
@@ -626,7 +647,11 @@ fn spread_twins_match_the_module_once(seed: u64) {
 #[test]
 fn spread_twins_match_the_module() {
     for seed in 0..2u64 {
-        let via = if seed % 2 == 0 { Via::Script } else { Via::Function };
+        let via = if seed % 2 == 0 {
+            Via::Script
+        } else {
+            Via::Function
+        };
         twins_via(via, || spread_twins_match_the_module_once(100 + seed));
     }
 }

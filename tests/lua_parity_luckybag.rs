@@ -498,8 +498,18 @@ fn draw_matches_the_twin_on_identical_pools() {
 use hotpath_client::routing;
 
 const SPREAD_CMDS: [&str; 12] = [
-    "create", "join", "task", "leave", "enter", "result", "info", "draw", "drawbegin", "freeze",
-    "commit", "publish",
+    "create",
+    "join",
+    "task",
+    "leave",
+    "enter",
+    "result",
+    "info",
+    "draw",
+    "drawbegin",
+    "freeze",
+    "commit",
+    "publish",
 ];
 
 struct SpreadSides {
@@ -587,7 +597,9 @@ fn pairs_of(reply: &str) -> Vec<(String, String)> {
         return vec![];
     }
     let v: Vec<&str> = inner.split(", ").collect();
-    v.chunks(2).map(|c| (c[0].to_string(), c[1].to_string())).collect()
+    v.chunks(2)
+        .map(|c| (c[0].to_string(), c[1].to_string()))
+        .collect()
 }
 
 fn spread_twins_match_the_module_once(seed: u64) {
@@ -597,7 +609,11 @@ fn spread_twins_match_the_module_once(seed: u64) {
     let (base, n, w) = ("bag:{live}", 3u32, 5usize);
     let keys = bag_shard_keys(base, n);
     let sp = |n: u32| vec!["SPREAD".to_string(), n.to_string()];
-    let poolcap = if seed.is_multiple_of(2) { "9223372036854775807" } else { "1000" };
+    let poolcap = if seed.is_multiple_of(2) {
+        "9223372036854775807"
+    } else {
+        "1000"
+    };
     let rules = |extra: &[&str]| -> Vec<String> {
         let mut a: Vec<String> = ["WINNERS", "5", "POOLCAP", poolcap, "HIGHSCORE", "0"]
             .iter()
@@ -622,7 +638,10 @@ fn spread_twins_match_the_module_once(seed: u64) {
         (keys[1].clone(), rules(&[])),
         (keys[1].clone(), rules(&["SPREAD", "0"])),
         ("bag:other".into(), rules(&["SPREAD", "3"])),
-        (bag_shard_keys("bag:x", 2)[1].clone(), rules(&["SHARDS", "4", "SPREAD", "2"])),
+        (
+            bag_shard_keys("bag:x", 2)[1].clone(),
+            rules(&["SHARDS", "4", "SPREAD", "2"]),
+        ),
     ] {
         t.both("create", &k, &args);
     }
@@ -632,7 +651,10 @@ fn spread_twins_match_the_module_once(seed: u64) {
     t.both("create", &big, &rules(&["SPREAD", "1"]));
     let nows = ["4611686018427387903", "4611686018427387902"];
     for (tok, now) in ["t", "u"].iter().zip(nows) {
-        let a: Vec<String> = [tok, "NOW", now, "SPREAD", "1"].iter().map(|s| s.to_string()).collect();
+        let a: Vec<String> = [tok, "NOW", now, "SPREAD", "1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         t.both("drawbegin", &big, &a);
     }
     t.assert_same_data("a lease past 2^53");
@@ -640,10 +662,26 @@ fn spread_twins_match_the_module_once(seed: u64) {
     // Integer ids (id mod n, digit by digit), names (FNV-1a) and the odd
     // ones: 64-bit bounds, negatives, leading zeros, non-ASCII bytes.
     let mut users: Vec<String> = (0..240)
-        .map(|i| if i % 4 == 3 { format!("user-{i}") } else { i.to_string() })
+        .map(|i| {
+            if i % 4 == 3 {
+                format!("user-{i}")
+            } else {
+                i.to_string()
+            }
+        })
         .collect();
-    users.extend(USERS.iter().filter(|u| !u.is_empty()).map(|u| u.to_string()));
-    let odd = ["-9223372036854775808", "9223372036854775808", "18446744073709551617", "-1"];
+    users.extend(
+        USERS
+            .iter()
+            .filter(|u| !u.is_empty())
+            .map(|u| u.to_string()),
+    );
+    let odd = [
+        "-9223372036854775808",
+        "9223372036854775808",
+        "18446744073709551617",
+        "-1",
+    ];
     users.extend(odd.map(String::from));
     for step in 0..500 {
         let u = users[rng.gen_range(0..users.len())].clone();
@@ -695,14 +733,54 @@ fn spread_twins_match_the_module_once(seed: u64) {
     // Bad draw steps: no SPREAD, not shard 0, no draw yet, a bad token.
     for (cmd, k, args) in [
         ("drawbegin", &keys[0], vec!["t".to_string()]),
-        ("drawbegin", &keys[1], vec!["t".into(), "SPREAD".into(), "3".into()]),
-        ("drawbegin", &keys[0], vec!["".into(), "SPREAD".into(), "3".into()]),
-        ("drawbegin", &keys[0], vec!["t".into(), "LEASE".into(), "0".into(), "SPREAD".into(), "3".into()]),
-        ("drawbegin", &keys[0], vec!["t".into(), "NOW".into(), "4611686018427387904".into(), "SPREAD".into(), "3".into()]),
-        ("commit", &keys[0], vec!["t".into(), "SPREAD".into(), "3".into()]),
-        ("commit", &keys[1], vec!["t".into(), "SPREAD".into(), "3".into()]),
+        (
+            "drawbegin",
+            &keys[1],
+            vec!["t".into(), "SPREAD".into(), "3".into()],
+        ),
+        (
+            "drawbegin",
+            &keys[0],
+            vec!["".into(), "SPREAD".into(), "3".into()],
+        ),
+        (
+            "drawbegin",
+            &keys[0],
+            vec![
+                "t".into(),
+                "LEASE".into(),
+                "0".into(),
+                "SPREAD".into(),
+                "3".into(),
+            ],
+        ),
+        (
+            "drawbegin",
+            &keys[0],
+            vec![
+                "t".into(),
+                "NOW".into(),
+                "4611686018427387904".into(),
+                "SPREAD".into(),
+                "3".into(),
+            ],
+        ),
+        (
+            "commit",
+            &keys[0],
+            vec!["t".into(), "SPREAD".into(), "3".into()],
+        ),
+        (
+            "commit",
+            &keys[1],
+            vec!["t".into(), "SPREAD".into(), "3".into()],
+        ),
         ("publish", &keys[1], vec!["SPREAD".into(), "3".into()]),
-        ("freeze", &keys[1], vec!["0".into(), "SPREAD".into(), "3".into()]),
+        (
+            "freeze",
+            &keys[1],
+            vec!["0".into(), "SPREAD".into(), "3".into()],
+        ),
         ("freeze", &keys[1], vec!["2".into(), "SPREAD".into()]),
         ("freeze", &keys[1], vec!["2".into()]),
     ] {
@@ -740,9 +818,16 @@ fn spread_twins_match_the_module_once(seed: u64) {
         all.extend(pairs_of(&r));
     }
     // Frozen shards are closed.
-    let u0 = users.iter().find(|u| routing::shard_of(u.as_bytes(), n) == 0).unwrap().clone();
+    let u0 = users
+        .iter()
+        .find(|u| routing::shard_of(u.as_bytes(), n) == 0)
+        .unwrap()
+        .clone();
     t.both("join", &keys[0], &[u0.clone(), "SPREAD".into(), "3".into()]);
-    all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.as_bytes().cmp(a.0.as_bytes())));
+    all.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then_with(|| b.0.as_bytes().cmp(a.0.as_bytes()))
+    });
     all.truncate(w);
     let part = |list: &[(String, String)], i: usize| -> Vec<String> {
         list.iter()
@@ -773,7 +858,17 @@ fn spread_twins_match_the_module_once(seed: u64) {
         bad.extend(["LAST".into(), "zzz".into(), "1.000000".into()]);
         bad.extend(sp(n));
         t.both("publish", key, &bad);
-        t.both("publish", key, &["LAST".into(), "x".into(), "high".into(), "SPREAD".into(), "3".into()]);
+        t.both(
+            "publish",
+            key,
+            &[
+                "LAST".into(),
+                "x".into(),
+                "high".into(),
+                "SPREAD".into(),
+                "3".into(),
+            ],
+        );
     }
     t.assert_same_data("VERIFY");
     // Commit: the wrong token, bad lists, then the list (twice).
@@ -841,7 +936,10 @@ fn spread_twins_match_the_module_once(seed: u64) {
         "[drawn, 5,",
         "is a single-slot bag already",
     ] {
-        assert!(t.seen.iter().any(|r| r.contains(want)), "no reply with {want:?}");
+        assert!(
+            t.seen.iter().any(|r| r.contains(want)),
+            "no reply with {want:?}"
+        );
     }
 }
 
@@ -851,7 +949,11 @@ fn spread_twins_match_the_module_once(seed: u64) {
 #[test]
 fn spread_twins_match_the_module() {
     for seed in 0..2u64 {
-        let via = if seed % 2 == 0 { Via::Script } else { Via::Function };
+        let via = if seed % 2 == 0 {
+            Via::Script
+        } else {
+            Via::Function
+        };
         twins_via(via, || spread_twins_match_the_module_once(200 + seed));
     }
 }
@@ -866,10 +968,16 @@ fn spread_twins_replicate_exactly() {
     let master = Server::start_with(&["--repl-diskless-sync-delay", "0"]);
     let replica = Server::start();
     let mut rc = replica.conn();
-    run(&mut rc, &["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
+    run(
+        &mut rc,
+        &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
+    );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !run(&mut rc, &["INFO", "replication"]).contains("master_link_status:up") {
-        assert!(std::time::Instant::now() < deadline, "the replica never synced");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the replica never synced"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let pair = Pair { master, replica };
@@ -880,10 +988,23 @@ fn spread_twins_replicate_exactly() {
     let f = |c: &mut Connection, cmd: &str, key: &str, args: &[&str]| -> String {
         let mut a: Vec<&str> = vec![key];
         a.extend_from_slice(args);
-        show(&call_twin(c, &format!("fcall:hotpath_luckybag_{cmd}"), 1, &a))
+        show(&call_twin(
+            c,
+            &format!("fcall:hotpath_luckybag_{cmd}"),
+            1,
+            &a,
+        ))
     };
     for k in &keys {
-        assert_eq!(f(&mut c, "create", k, &["WINNERS", "3", "TTL", "600", "SPREAD", "2"]), "OK");
+        assert_eq!(
+            f(
+                &mut c,
+                "create",
+                k,
+                &["WINNERS", "3", "TTL", "600", "SPREAD", "2"]
+            ),
+            "OK"
+        );
     }
     for u in 0..30 {
         let u = u.to_string();
@@ -898,7 +1019,10 @@ fn spread_twins_replicate_exactly() {
     for k in &keys {
         all.extend(pairs_of(&f(&mut c, "freeze", k, &["3", "SPREAD", "2"])));
     }
-    all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.as_bytes().cmp(a.0.as_bytes())));
+    all.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then_with(|| b.0.as_bytes().cmp(a.0.as_bytes()))
+    });
     all.truncate(3);
     let mut commit: Vec<String> = vec!["T".into()];
     commit.extend(all.iter().flat_map(|(u, s)| [u.clone(), s.clone()]));
@@ -917,7 +1041,13 @@ fn spread_twins_replicate_exactly() {
             .flat_map(|(u, s)| [u.clone(), s.clone()])
             .collect();
         let (lu, ls) = all.last().unwrap();
-        a.extend(["LAST".into(), lu.clone(), ls.clone(), "SPREAD".into(), "2".into()]);
+        a.extend([
+            "LAST".into(),
+            lu.clone(),
+            ls.clone(),
+            "SPREAD".into(),
+            "2".into(),
+        ]);
         let a: Vec<&str> = a.iter().map(String::as_str).collect();
         assert!(!f(&mut c, "publish", k, &a).starts_with("ERR"));
     }

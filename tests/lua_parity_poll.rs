@@ -1631,7 +1631,11 @@ fn spread_twins_match_the_module_once(seed: u64) {
     // A shard that was never created, and a voter of another shard: met
     // by the random run too, here whatever the seed.
     t.both("info", &shard_keys("poll:9", 5)[1], &sp(5));
-    t.both("vote", &k9[0], &strs(&["1", "a", "NOW", "5", "SPREAD", "3"]));
+    t.both(
+        "vote",
+        &k9[0],
+        &strs(&["1", "a", "NOW", "5", "SPREAD", "3"]),
+    );
     t.assert_same_data("the end");
     // The run met every case it is meant to test.
     for want in [

@@ -474,7 +474,12 @@ impl SpreadSides {
         l.extend(srcs);
         l.push(&n);
         l.extend(opts);
-        let theirs = show(&call_twin(&mut self.l, &self.twins["merge"], 1 + srcs.len(), &l));
+        let theirs = show(&call_twin(
+            &mut self.l,
+            &self.twins["merge"],
+            1 + srcs.len(),
+            &l,
+        ));
         assert_eq!(ours, theirs, "merge {dest} {srcs:?} {opts:?}");
         self.seen.push(ours.clone());
         ours
@@ -716,8 +721,14 @@ fn spread_twins_match_the_module_once(seed: u64) {
                     t.raw_both(&["HSET", &meta, f, v]);
                 }
                 for (cmd, a) in [
-                    ("add", vec![m.clone(), "1".into(), "NOW".into(), clock.to_string()]),
-                    ("incr", vec![m.clone(), "1".into(), "NOW".into(), clock.to_string()]),
+                    (
+                        "add",
+                        vec![m.clone(), "1".into(), "NOW".into(), clock.to_string()],
+                    ),
+                    (
+                        "incr",
+                        vec![m.clone(), "1".into(), "NOW".into(), clock.to_string()],
+                    ),
                     ("get", vec![m.clone()]),
                     ("rem", vec![m.clone()]),
                     ("count", vec![]),
@@ -841,7 +852,10 @@ fn spread_twins_match_the_module_once(seed: u64) {
         "board already exists",
         "wrong number of arguments",
     ] {
-        assert!(t.seen.iter().any(|r| r.contains(want)), "no reply with {want:?}");
+        assert!(
+            t.seen.iter().any(|r| r.contains(want)),
+            "no reply with {want:?}"
+        );
     }
 }
 
@@ -852,7 +866,11 @@ fn spread_twins_match_the_module_once(seed: u64) {
 #[test]
 fn spread_twins_match_the_module() {
     for seed in 0..2u64 {
-        let via = if seed % 2 == 0 { Via::Script } else { Via::Function };
+        let via = if seed % 2 == 0 {
+            Via::Script
+        } else {
+            Via::Function
+        };
         twins_via(via, || spread_twins_match_the_module_once(200 + seed));
     }
 }

@@ -1310,8 +1310,14 @@ fn writes_raise_keyspace_events() {
     assert_eq!(
         got,
         [
-            ("__keyevent@0__:hotpath.rank.add".to_string(), "b".to_string()),
-            ("__keyevent@0__:hotpath.rank.incr".to_string(), "b".to_string()),
+            (
+                "__keyevent@0__:hotpath.rank.add".to_string(),
+                "b".to_string()
+            ),
+            (
+                "__keyevent@0__:hotpath.rank.incr".to_string(),
+                "b".to_string()
+            ),
         ]
     );
 }
@@ -1359,25 +1365,43 @@ fn rank_writes_replicate_the_command_itself() {
     let mut s = start_aof();
     let mut c = s.conn();
     let strs = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    run(&mut c, &["RANK.ADD", "b{1}", "alice", "10", "NOW", "1767225600000"]);
+    run(
+        &mut c,
+        &["RANK.ADD", "b{1}", "alice", "10", "NOW", "1767225600000"],
+    );
     run(&mut c, &["RANK.INCR", "b{1}", "alice", "5"]);
     run(&mut c, &["RANK.ADD", "b{1}", "bob", "7", "GT"]);
     // A kept value writes nothing and replicates nothing.
-    run(&mut c, &["RANK.ADD", "b{1}", "bob", "6", "GT", "NOW", "1767225600000"]);
+    run(
+        &mut c,
+        &["RANK.ADD", "b{1}", "bob", "6", "GT", "NOW", "1767225600000"],
+    );
     run(&mut c, &["RANK.CREATE", "n{1}", "TIEBREAK", "NONE"]);
     run(&mut c, &["RANK.ADD", "n{1}", "carol", "3"]);
     let cmds = aof_commands(&s);
     let rank: Vec<&Vec<String>> = cmds
         .iter()
-        .filter(|c| c[0].to_ascii_uppercase().starts_with("RANK.") || c[0].eq_ignore_ascii_case("ZADD"))
+        .filter(|c| {
+            c[0].to_ascii_uppercase().starts_with("RANK.") || c[0].eq_ignore_ascii_case("ZADD")
+        })
         .filter(|c| !c[0].eq_ignore_ascii_case("RANK.CREATE"))
         .collect();
     assert_eq!(rank.len(), 4, "{rank:?}");
-    assert_eq!(*rank[0], strs(&["RANK.ADD", "b{1}", "alice", "10", "NOW", "1767225600000"]));
+    assert_eq!(
+        *rank[0],
+        strs(&["RANK.ADD", "b{1}", "alice", "10", "NOW", "1767225600000"])
+    );
     assert_eq!(rank[1][..4], strs(&["RANK.INCR", "b{1}", "alice", "5"])[..]);
     assert_eq!(rank[1][4], "NOW");
-    assert!(rank[1][5].parse::<i64>().unwrap() > 1767225600000, "{:?}", rank[1]);
-    assert_eq!(rank[2][..5], strs(&["RANK.ADD", "b{1}", "bob", "7", "GT"])[..]);
+    assert!(
+        rank[1][5].parse::<i64>().unwrap() > 1767225600000,
+        "{:?}",
+        rank[1]
+    );
+    assert_eq!(
+        rank[2][..5],
+        strs(&["RANK.ADD", "b{1}", "bob", "7", "GT"])[..]
+    );
     assert_eq!(rank[2][5], "NOW");
     assert_eq!(*rank[3], strs(&["RANK.ADD", "n{1}", "carol", "3"]));
     assert_aof_restart_equal(&mut s);

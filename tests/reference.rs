@@ -287,7 +287,10 @@ fn every_registered_command_has_an_entry_and_every_entry_is_registered() {
     let index = read(&reference_dir().join("README.md"));
     for p in family_pages() {
         let f = p.file_name().unwrap().to_string_lossy().into_owned();
-        assert!(index.contains(&format!("({f})")), "README.md does not link {f}");
+        assert!(
+            index.contains(&format!("({f})")),
+            "README.md does not link {f}"
+        );
     }
 }
 
@@ -304,7 +307,10 @@ fn every_entry_is_complete() {
             assert!(v.as_ref().is_some_and(|v| !v.is_empty()), "{at}: {what}");
         }
         assert!(e.flags.is_some(), "{at}: Flags");
-        let args = e.arguments.as_deref().unwrap_or_else(|| panic!("{at}: Arguments"));
+        let args = e
+            .arguments
+            .as_deref()
+            .unwrap_or_else(|| panic!("{at}: Arguments"));
         // Every value and token of the syntax is described.
         let described: BTreeSet<String> = args
             .lines()
@@ -508,9 +514,7 @@ fn string_literals(src: &str) -> Vec<String> {
                         'u' => {
                             let close = (j..b.len()).find(|&k| b[k] == '}').unwrap();
                             let h: String = b[j + 2..close].iter().collect();
-                            s.push(
-                                char::from_u32(u32::from_str_radix(&h, 16).unwrap()).unwrap(),
-                            );
+                            s.push(char::from_u32(u32::from_str_radix(&h, 16).unwrap()).unwrap());
                             j = close;
                         }
                         '\n' => {
@@ -922,7 +926,16 @@ fn map_like_replies_are_resp3_maps_and_resp2_arrays() {
         vec!["RANK.ADD", "b", "zed", "120", "NOW", now],
         vec!["RANK.CREATE", "n", "TIEBREAK", "NONE"],
         vec!["RANK.ADD", "n", "kim", "5"],
-        vec!["LOCK.ACQUIRE", "lk", "o1", "10000", "LIMIT", "2", "NOW", now],
+        vec![
+            "LOCK.ACQUIRE",
+            "lk",
+            "o1",
+            "10000",
+            "LIMIT",
+            "2",
+            "NOW",
+            now,
+        ],
         vec!["LOCK.ACQUIRE", "lk", "o1", "10000", "NOW", now],
         vec!["LOCK.ACQUIRE", "lk", "o2", "20000", "NOW", now],
         vec!["DELAYQ.ADD", "dq", "j1", "p", "NOW", now],
@@ -946,12 +959,20 @@ fn map_like_replies_are_resp3_maps_and_resp2_arrays() {
         (
             vec!["RANK.GET", "b", "zed"],
             vec!["RANK.GET", "b", "zed"],
-            vec![("points", i(120)), ("rank", i(0)), ("achieved_ms", i(1767225600000))],
+            vec![
+                ("points", i(120)),
+                ("rank", i(0)),
+                ("achieved_ms", i(1767225600000)),
+            ],
         ),
         (
             vec!["RANK.GET", "n", "kim"],
             vec!["RANK.GET", "n", "kim"],
-            vec![("points", i(5)), ("rank", i(0)), ("achieved_ms", Value::Nil)],
+            vec![
+                ("points", i(5)),
+                ("rank", i(0)),
+                ("achieved_ms", Value::Nil),
+            ],
         ),
         (
             vec!["RATE.CHECK", "k2", "10", "60000", "NOW", now],
@@ -959,13 +980,61 @@ fn map_like_replies_are_resp3_maps_and_resp2_arrays() {
             rate(1, 10, 9, -1, 6000),
         ),
         (
-            vec!["RATE.MULTI", "2", "a2", "b2", "LIMITS", "1", "1000", "5", "1000", "NOW", now],
-            vec!["RATE.MULTI", "2", "a3", "b3", "LIMITS", "1", "1000", "5", "1000", "NOW", now],
+            vec![
+                "RATE.MULTI",
+                "2",
+                "a2",
+                "b2",
+                "LIMITS",
+                "1",
+                "1000",
+                "5",
+                "1000",
+                "NOW",
+                now,
+            ],
+            vec![
+                "RATE.MULTI",
+                "2",
+                "a3",
+                "b3",
+                "LIMITS",
+                "1",
+                "1000",
+                "5",
+                "1000",
+                "NOW",
+                now,
+            ],
             rate(1, 1, 0, -1, 1000),
         ),
         (
-            vec!["RATE.MULTI", "2", "a2", "b2", "LIMITS", "1", "1000", "5", "1000", "NOW", now],
-            vec!["RATE.MULTI", "2", "a3", "b3", "LIMITS", "1", "1000", "5", "1000", "NOW", now],
+            vec![
+                "RATE.MULTI",
+                "2",
+                "a2",
+                "b2",
+                "LIMITS",
+                "1",
+                "1000",
+                "5",
+                "1000",
+                "NOW",
+                now,
+            ],
+            vec![
+                "RATE.MULTI",
+                "2",
+                "a3",
+                "b3",
+                "LIMITS",
+                "1",
+                "1000",
+                "5",
+                "1000",
+                "NOW",
+                now,
+            ],
             rate(0, 1, 0, 1000, 1000),
         ),
     ];
@@ -1133,7 +1202,10 @@ struct Events {
 impl Events {
     fn new(srv: &Server) -> Events {
         let mut con = srv.conn();
-        run(&mut con, &["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
+        run(
+            &mut con,
+            &["CONFIG", "SET", "notify-keyspace-events", "KEA"],
+        );
         let mut sub = srv.conn();
         sub.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let _: Value = redis::cmd("PSUBSCRIBE")
@@ -1159,7 +1231,9 @@ impl Events {
             if parts.len() != 4 || text(&parts[0]) != "pmessage" {
                 continue;
             }
-            let event = text(&parts[2]).trim_start_matches("__keyevent@0__:").to_string();
+            let event = text(&parts[2])
+                .trim_start_matches("__keyevent@0__:")
+                .to_string();
             let key = text(&parts[3]);
             if key == marker {
                 break;
@@ -1194,7 +1268,19 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
     // (command, changes data). A call that changes data raises exactly its
     // documented event on its base key(s); one that does not raises none.
     let steps: Vec<(Vec<&str>, bool)> = vec![
-        (vec!["POLL.CREATE", "p", "MODE", "MULTI", "CANDIDATES", "2", "a", "b"], true),
+        (
+            vec![
+                "POLL.CREATE",
+                "p",
+                "MODE",
+                "MULTI",
+                "CANDIDATES",
+                "2",
+                "a",
+                "b",
+            ],
+            true,
+        ),
         (vec!["POLL.VOTE", "p", "u1", "a", "NOW", now], true),
         (vec!["POLL.VOTE", "p", "u1", "a", "NOW", now], false),
         (vec!["POLL.VOTE", "p", "u1", "zz", "NOW", now], false),
@@ -1234,7 +1320,10 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         (vec!["LIKE.MIGRATE", "lm", "5"], true), // moved to its chunk
         (vec!["LIKE.MIGRATE", "lm", "5"], false),
         (vec!["LIKE.MIGRATE", "l", "1"], false), // no chunk
-        (vec!["REDPACKET.SPLIT", "rp", "100", "2", "TTL", "100"], true),
+        (
+            vec!["REDPACKET.SPLIT", "rp", "100", "2", "TTL", "100"],
+            true,
+        ),
         (vec!["REDPACKET.GRAB", "rp", "alice"], true),
         (vec!["REDPACKET.GRAB", "rp", "alice"], false),
         (vec!["REDPACKET.GRAB", "rp", "bob"], true),
@@ -1243,7 +1332,10 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         (vec!["REDPACKET.REFUND", "rq"], true),
         (vec!["REDPACKET.REFUND", "rq"], false),
         (vec!["REDPACKET.GRAB", "rq", "dave"], false),
-        (vec!["LUCKYBAG.CREATE", "lb", "WINNERS", "1", "TTL", "100"], true),
+        (
+            vec!["LUCKYBAG.CREATE", "lb", "WINNERS", "1", "TTL", "100"],
+            true,
+        ),
         (vec!["LUCKYBAG.JOIN", "lb", "u1"], true),
         (vec!["LUCKYBAG.JOIN", "lb", "u1"], false),
         (vec!["LUCKYBAG.JOIN", "lb", "u2", "TASK", "PENDING"], true),
@@ -1261,25 +1353,124 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         (vec!["LIKE.CREATE", "{0VD}post:9", "SPREAD", "2"], false),
         (vec!["RANK.CREATE", "{7}week:{7}", "SPREAD", "2"], true),
         (vec!["RANK.CREATE", "{7}week:{7}", "SPREAD", "2"], false),
-        (vec!["RANK.INCR", "{7}week:{7}", "ann", "1", "SPREAD", "2"], true),
-        (vec!["LUCKYBAG.CREATE", "{5R0}bag:{live10}", "WINNERS", "1", "SPREAD", "2"], true),
-        (vec!["LUCKYBAG.CREATE", "{5p4}bag:{live10}", "WINNERS", "1", "SPREAD", "2"], true),
-        (vec!["LUCKYBAG.DRAWBEGIN", "{5R0}bag:{live10}", "t1", "SPREAD", "2"], true),
-        (vec!["LUCKYBAG.DRAWBEGIN", "{5R0}bag:{live10}", "t2", "SPREAD", "2"], false),
-        (vec!["LUCKYBAG.FREEZE", "{5R0}bag:{live10}", "1", "SPREAD", "2"], true),
-        (vec!["LUCKYBAG.FREEZE", "{5R0}bag:{live10}", "1", "SPREAD", "2"], false),
-        (vec!["LUCKYBAG.FREEZE", "{5p4}bag:{live10}", "1", "SPREAD", "2"], true),
-        (vec!["LUCKYBAG.COMMIT", "{5R0}bag:{live10}", "t1", "SPREAD", "2"], true),
-        (vec!["LUCKYBAG.COMMIT", "{5R0}bag:{live10}", "t1", "SPREAD", "2"], false),
-        (vec!["LUCKYBAG.DRAWBEGIN", "{5R0}bag:{live10}", "t1", "SPREAD", "2"], false),
-        (vec!["LUCKYBAG.PUBLISH", "{5p4}bag:{live10}", "SPREAD", "2"], true),
-        (vec!["LUCKYBAG.PUBLISH", "{5p4}bag:{live10}", "SPREAD", "2"], false),
+        (
+            vec!["RANK.INCR", "{7}week:{7}", "ann", "1", "SPREAD", "2"],
+            true,
+        ),
+        (
+            vec![
+                "LUCKYBAG.CREATE",
+                "{5R0}bag:{live10}",
+                "WINNERS",
+                "1",
+                "SPREAD",
+                "2",
+            ],
+            true,
+        ),
+        (
+            vec![
+                "LUCKYBAG.CREATE",
+                "{5p4}bag:{live10}",
+                "WINNERS",
+                "1",
+                "SPREAD",
+                "2",
+            ],
+            true,
+        ),
+        (
+            vec![
+                "LUCKYBAG.DRAWBEGIN",
+                "{5R0}bag:{live10}",
+                "t1",
+                "SPREAD",
+                "2",
+            ],
+            true,
+        ),
+        (
+            vec![
+                "LUCKYBAG.DRAWBEGIN",
+                "{5R0}bag:{live10}",
+                "t2",
+                "SPREAD",
+                "2",
+            ],
+            false,
+        ),
+        (
+            vec!["LUCKYBAG.FREEZE", "{5R0}bag:{live10}", "1", "SPREAD", "2"],
+            true,
+        ),
+        (
+            vec!["LUCKYBAG.FREEZE", "{5R0}bag:{live10}", "1", "SPREAD", "2"],
+            false,
+        ),
+        (
+            vec!["LUCKYBAG.FREEZE", "{5p4}bag:{live10}", "1", "SPREAD", "2"],
+            true,
+        ),
+        (
+            vec!["LUCKYBAG.COMMIT", "{5R0}bag:{live10}", "t1", "SPREAD", "2"],
+            true,
+        ),
+        (
+            vec!["LUCKYBAG.COMMIT", "{5R0}bag:{live10}", "t1", "SPREAD", "2"],
+            false,
+        ),
+        (
+            vec![
+                "LUCKYBAG.DRAWBEGIN",
+                "{5R0}bag:{live10}",
+                "t1",
+                "SPREAD",
+                "2",
+            ],
+            false,
+        ),
+        (
+            vec!["LUCKYBAG.PUBLISH", "{5p4}bag:{live10}", "SPREAD", "2"],
+            true,
+        ),
+        (
+            vec!["LUCKYBAG.PUBLISH", "{5p4}bag:{live10}", "SPREAD", "2"],
+            false,
+        ),
         (vec!["RATE.CHECK", "rk", "1", "60000", "NOW", now], true),
         (vec!["RATE.CHECK", "rk", "1", "60000", "NOW", now], false),
-        (vec!["RATE.CHECK", "rf", "5", "60000", "ALGO", "FIXED", "PEEK"], false),
-        (vec!["RATE.CHECK", "rf", "5", "60000", "ALGO", "FIXED", "COST", "0"], false),
+        (
+            vec!["RATE.CHECK", "rf", "5", "60000", "ALGO", "FIXED", "PEEK"],
+            false,
+        ),
+        (
+            vec![
+                "RATE.CHECK",
+                "rf",
+                "5",
+                "60000",
+                "ALGO",
+                "FIXED",
+                "COST",
+                "0",
+            ],
+            false,
+        ),
         (vec!["RATE.CHECK", "rl", "5", "60000", "ALGO", "LOG"], true),
-        (vec!["RATE.MULTI", "2", "m1", "m2", "LIMITS", "1", "1000", "2", "1000"], true),
+        (
+            vec![
+                "RATE.MULTI",
+                "2",
+                "m1",
+                "m2",
+                "LIMITS",
+                "1",
+                "1000",
+                "2",
+                "1000",
+            ],
+            true,
+        ),
         (vec!["RATE.THROTTLE", "t", "1", "1", "60"], true),
         (vec!["RATE.THROTTLE", "t", "1", "1", "60", "0"], false),
         (vec!["RATE.RESET", "t"], true),
@@ -1287,25 +1478,61 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         (vec!["LOCK.ACQUIRE", "lk", "o1", "10000", "NOW", now], true),
         (vec!["LOCK.ACQUIRE", "lk", "o1", "10000", "NOW", now], true), // reentrant
         (vec!["LOCK.ACQUIRE", "lk", "o2", "10000", "NOW", now], false), // busy
-        (vec!["LOCK.ACQUIRE", "lk", "o2", "10000", "LIMIT", "2", "NOW", now], false),
+        (
+            vec![
+                "LOCK.ACQUIRE",
+                "lk",
+                "o2",
+                "10000",
+                "LIMIT",
+                "2",
+                "NOW",
+                now,
+            ],
+            false,
+        ),
         (vec!["LOCK.RENEW", "lk", "o1", "10000", "NOW", now], true),
         (vec!["LOCK.RENEW", "lk", "o2", "10000", "NOW", now], false),
         (vec!["LOCK.RELEASE", "lk", "o2", "NOW", now], false),
         (vec!["LOCK.RELEASE", "lk", "o1", "NOW", now], true),
         (vec!["LOCK.RELEASE", "lk", "o1", "NOW", now], true),
         (vec!["LOCK.RELEASE", "lk", "o1", "NOW", now], false),
-        (vec!["LOCK.ACQUIRE", "ls", "o1", "10000", "LIMIT", "2", "NOW", now], true),
+        (
+            vec![
+                "LOCK.ACQUIRE",
+                "ls",
+                "o1",
+                "10000",
+                "LIMIT",
+                "2",
+                "NOW",
+                now,
+            ],
+            true,
+        ),
         (vec!["LOCK.ACQUIRE", "ls", "o2", "10000", "NOW", now], true),
         (vec!["LOCK.ACQUIRE", "ls", "o3", "10000", "NOW", now], false), // full
         (vec!["LOCK.RELEASE", "ls", "o2", "NOW", now], true),
-        (vec!["DELAYQ.ADD", "dq", "j1", "p", "ATTEMPTS", "2", "NOW", now], true),
+        (
+            vec!["DELAYQ.ADD", "dq", "j1", "p", "ATTEMPTS", "2", "NOW", now],
+            true,
+        ),
         (vec!["DELAYQ.ADD", "dq", "j1", "p", "NOW", now], false),
         (vec!["DELAYQ.POLL", "dq", "1000", "NOW", now], true),
         (vec!["DELAYQ.POLL", "dq", "1000", "NOW", now], false),
-        (vec!["DELAYQ.EXTEND", "dq", "j1", "1000001", "1000", "NOW", now], true),
-        (vec!["DELAYQ.EXTEND", "dq", "j1", "9", "1000", "NOW", now], false),
+        (
+            vec!["DELAYQ.EXTEND", "dq", "j1", "1000001", "1000", "NOW", now],
+            true,
+        ),
+        (
+            vec!["DELAYQ.EXTEND", "dq", "j1", "9", "1000", "NOW", now],
+            false,
+        ),
         (vec!["DELAYQ.NACK", "dq", "j1", "1000001", "NOW", now], true),
-        (vec!["DELAYQ.NACK", "dq", "j1", "1000001", "NOW", now], false),
+        (
+            vec!["DELAYQ.NACK", "dq", "j1", "1000001", "NOW", now],
+            false,
+        ),
         (vec!["DELAYQ.POLL", "dq", "1000", "NOW", now], true), // attempt 2 of 2
         // The lease ran out after the last attempt: the poll only moves
         // the job to the dead letters, and raises its one event.
@@ -1313,9 +1540,15 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         (vec!["DELAYQ.REDRIVE", "dq", "NOW", later], true),
         (vec!["DELAYQ.REDRIVE", "dq", "NOW", later], false),
         (vec!["DELAYQ.POLL", "dq", "1000", "NOW", later], true),
-        (vec!["DELAYQ.NACK", "dq", "j1", "2000001", "NOW", later], true), // back in line
+        (
+            vec!["DELAYQ.NACK", "dq", "j1", "2000001", "NOW", later],
+            true,
+        ), // back in line
         (vec!["DELAYQ.POLL", "dq", "1000", "NOW", later], true),
-        (vec!["DELAYQ.NACK", "dq", "j1", "2000002", "NOW", later], true), // dead letter
+        (
+            vec!["DELAYQ.NACK", "dq", "j1", "2000002", "NOW", later],
+            true,
+        ), // dead letter
         (vec!["DELAYQ.REDRIVE", "dq", "ID", "j1", "NOW", later], true),
         (vec!["DELAYQ.POLL", "dq", "1000", "NOW", later], true),
         (vec!["DELAYQ.ACK", "dq", "j1", "3000001"], true),
@@ -1328,8 +1561,10 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         let (event, others) = documented
             .get(&name)
             .unwrap_or_else(|| panic!("{name} has no row in observability.md"));
-        let (module, native): (Vec<_>, Vec<_>) =
-            seen.iter().cloned().partition(|(e, _)| e.starts_with("hotpath."));
+        let (module, native): (Vec<_>, Vec<_>) = seen
+            .iter()
+            .cloned()
+            .partition(|(e, _)| e.starts_with("hotpath."));
         if !changes {
             assert!(seen.is_empty(), "{args:?} ({reply:?}) raised {seen:?}");
             continue;
@@ -1400,8 +1635,14 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
     let mut c = srv.conn();
     let mut known = writes.clone();
     known.extend(reads.iter().map(|r| r[0].to_string()));
-    let all: BTreeSet<String> = registered(&mut c).iter().map(|n| n.to_uppercase()).collect();
-    assert_eq!(all, known, "registered commands vs writes and reads of this test");
+    let all: BTreeSet<String> = registered(&mut c)
+        .iter()
+        .map(|n| n.to_uppercase())
+        .collect();
+    assert_eq!(
+        all, known,
+        "registered commands vs writes and reads of this test"
+    );
 }
 
 #[test]
@@ -1421,7 +1662,10 @@ fn info_hotpath_has_exactly_the_documented_fields() {
         .filter(|l| l.starts_with("| `hotpath_"))
         .map(|l| backticked(l).into_iter().next().unwrap())
         .collect();
-    assert_eq!(fields, documented, "INFO hotpath fields vs observability.md");
+    assert_eq!(
+        fields, documented,
+        "INFO hotpath fields vs observability.md"
+    );
 }
 
 /// The index's Configuration table: every setting `CONFIG GET hotpath.*`
@@ -1442,7 +1686,12 @@ fn the_configuration_table_is_every_setting_with_its_default_and_range() {
             let cells: Vec<&str> = l.split('|').map(str::trim).collect();
             let num = |s: &str| -> i64 { s.parse().unwrap_or_else(|_| panic!("{l}")) };
             let (min, max) = cells[3].split_once(" … ").expect("a range");
-            (cells[1].trim_matches('`').to_string(), num(cells[2]), num(min), num(max))
+            (
+                cells[1].trim_matches('`').to_string(),
+                num(cells[2]),
+                num(min),
+                num(max),
+            )
         })
         .collect();
     let srv = Server::start();
@@ -1453,7 +1702,10 @@ fn the_configuration_table_is_every_setting_with_its_default_and_range() {
         other => items(other).chunks(2).map(|p| text(&p[0])).collect(),
     };
     let documented: BTreeSet<String> = rows.iter().map(|r| format!("hotpath.{}", r.0)).collect();
-    assert_eq!(documented, server, "settings documented vs CONFIG GET hotpath.*");
+    assert_eq!(
+        documented, server,
+        "settings documented vs CONFIG GET hotpath.*"
+    );
     for (name, default, min, max) in rows {
         let key = format!("hotpath.{name}");
         let got = cmd(&mut c, &["CONFIG", "GET", &key]).unwrap();
@@ -1463,10 +1715,16 @@ fn the_configuration_table_is_every_setting_with_its_default_and_range() {
         };
         assert_eq!(got, default.to_string(), "{key} default");
         for ok in [min, max] {
-            assert!(cmd(&mut c, &["CONFIG", "SET", &key, &ok.to_string()]).is_ok(), "{key} {ok}");
+            assert!(
+                cmd(&mut c, &["CONFIG", "SET", &key, &ok.to_string()]).is_ok(),
+                "{key} {ok}"
+            );
         }
         for bad in [min - 1, max + 1] {
-            assert!(cmd(&mut c, &["CONFIG", "SET", &key, &bad.to_string()]).is_err(), "{key} {bad}");
+            assert!(
+                cmd(&mut c, &["CONFIG", "SET", &key, &bad.to_string()]).is_err(),
+                "{key} {bad}"
+            );
         }
         run(&mut c, &["CONFIG", "SET", &key, &default.to_string()]);
     }

@@ -87,7 +87,10 @@ fn like_shards_route_by_id_mod_n_and_store_id_over_n() {
     );
     // Checks take real ids; every id must belong to the shard.
     assert_eq!(
-        run(&mut c, &["LIKE.CHECK", &keys[0], "0", "4", "8", "SPREAD", "4"]),
+        run(
+            &mut c,
+            &["LIKE.CHECK", &keys[0], "0", "4", "8", "SPREAD", "4"]
+        ),
         "[1, 1, 0]"
     );
     assert_eq!(
@@ -103,7 +106,10 @@ fn like_shards_route_by_id_mod_n_and_store_id_over_n() {
         "[4, 1000, 0, 1000]"
     );
     assert_eq!(
-        run(&mut c, &["ZRANGE", &format!("{}:recent", keys[3]), "0", "-1"]),
+        run(
+            &mut c,
+            &["ZRANGE", &format!("{}:recent", keys[3]), "0", "-1"]
+        ),
         "[3, 4294967295]"
     );
     // INFO says which shard it is.
@@ -176,10 +182,7 @@ fn like_shards_promote_to_dense_bitmaps() {
         );
         assert_eq!(int(&mut c, &["EXISTS", &format!("{k}:bits:1")]), 0);
         let id = (3 * 1234 + i).to_string();
-        assert_eq!(
-            run(&mut c, &["LIKE.CHECK", k, &id, "SPREAD", "3"]),
-            "[1]"
-        );
+        assert_eq!(run(&mut c, &["LIKE.CHECK", k, &id, "SPREAD", "3"]), "[1]");
         assert_eq!(int(&mut c, &["GETBIT", &format!("{k}:bits:0"), "1234"]), 1);
     }
 }
@@ -205,10 +208,7 @@ fn like_spread_results_equal_a_single_slot_post() {
         let op = ["LIKE.TOGGLE", "LIKE.ADD", "LIKE.REM"][(r >> 32) as usize % 3];
         let us = u.to_string();
         let single = run(&mut c, &[op, "post:{eq}:single", &us]);
-        let shard = run(
-            &mut c,
-            &[op, &keys[(u % 5) as usize], &us, "SPREAD", "5"],
-        );
+        let shard = run(&mut c, &[op, &keys[(u % 5) as usize], &us, "SPREAD", "5"]);
         // The first element (liked / changed) is the same; counts differ
         // (the shard's count against the post's).
         assert_eq!(single[..2], shard[..2], "{op} {u}");
@@ -222,7 +222,10 @@ fn like_spread_results_equal_a_single_slot_post() {
         let us = u.to_string();
         assert_eq!(
             run(&mut c, &["LIKE.CHECK", "post:{eq}:single", &us]),
-            run(&mut c, &["LIKE.CHECK", &keys[(u % 5) as usize], &us, "SPREAD", "5"]),
+            run(
+                &mut c,
+                &["LIKE.CHECK", &keys[(u % 5) as usize], &us, "SPREAD", "5"]
+            ),
             "{u}"
         );
     }
@@ -353,7 +356,10 @@ fn like_spread_bad_input_is_a_clear_error_and_writes_nothing() {
     // A hand-deleted shard meta, the shard's likes still there.
     run(&mut c, &["DEL", &format!("{}:meta", keys[1])]);
     let before = snapshot(&mut c);
-    let corrupt = format!("ERR like: corrupt data in '{}:meta' field 'spread'", keys[1]);
+    let corrupt = format!(
+        "ERR like: corrupt data in '{}:meta' field 'spread'",
+        keys[1]
+    );
     for args in [
         vec!["LIKE.ADD", &keys[1], "5", "SPREAD", "4"],
         vec!["LIKE.COUNT", &keys[1], "SPREAD", "4"],
@@ -414,7 +420,10 @@ fn like_spread_replicates_and_replays_exactly() {
             &["LIKE.TOGGLE", &keys[(u % 3) as usize], &us, "SPREAD", "3"],
         );
         if u % 7 == 0 {
-            run(&mut m, &["LIKE.REM", &keys[(u % 3) as usize], &us, "SPREAD", "3"]);
+            run(
+                &mut m,
+                &["LIKE.REM", &keys[(u % 3) as usize], &us, "SPREAD", "3"],
+            );
         }
     }
     pair.assert_equal();
@@ -424,7 +433,10 @@ fn like_spread_replicates_and_replays_exactly() {
     let keys = create_like(&mut c, "post:{aof}", 2);
     for u in 0..2000u64 {
         let us = u.to_string();
-        run(&mut c, &["LIKE.ADD", &keys[(u % 2) as usize], &us, "SPREAD", "2"]);
+        run(
+            &mut c,
+            &["LIKE.ADD", &keys[(u % 2) as usize], &us, "SPREAD", "2"],
+        );
     }
     drop(c);
     assert_aof_restart_equal(&mut s);
@@ -468,7 +480,10 @@ fn expected_top(pools: &[(String, i64)], w: usize) -> Vec<(String, i64)> {
         .filter(|(_, r)| (0..=1_000_000).contains(r))
         .cloned()
         .collect();
-    all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.as_bytes().cmp(a.0.as_bytes())));
+    all.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then_with(|| b.0.as_bytes().cmp(a.0.as_bytes()))
+    });
     all.truncate(w);
     all
 }
@@ -482,7 +497,13 @@ fn as_pairs(ws: &[Winner]) -> Vec<(String, i64)> {
 /// Users of every kind: integers (routed by `id mod n`) and names (FNV-1a).
 fn bag_users(count: u64) -> Vec<String> {
     (0..count)
-        .map(|i| if i % 5 == 4 { format!("user-{i}") } else { i.to_string() })
+        .map(|i| {
+            if i % 5 == 4 {
+                format!("user-{i}")
+            } else {
+                i.to_string()
+            }
+        })
         .collect()
 }
 
@@ -594,8 +615,14 @@ fn luckybag_spread_draw_interrupted_or_raced_gives_the_same_winners() {
     assert_eq!(frozen.matches(", ").count(), 9, "5 candidates: {frozen}");
     // The frozen shard takes no more joins; the others still do (their
     // pools are read when they are frozen).
-    let on1 = (1000..).map(|i| i.to_string()).find(|u| bag.shards().shard_of(u) == 1).unwrap();
-    let on2 = (1000..).map(|i| i.to_string()).find(|u| bag.shards().shard_of(u) == 2).unwrap();
+    let on1 = (1000..)
+        .map(|i| i.to_string())
+        .find(|u| bag.shards().shard_of(u) == 1)
+        .unwrap();
+    let on2 = (1000..)
+        .map(|i| i.to_string())
+        .find(|u| bag.shards().shard_of(u) == 2)
+        .unwrap();
     let e = error_text(&bag.join(&mut c, &on1, false).unwrap_err());
     assert!(e.contains("bag is closed"), "{e}");
     for cmd_ in ["LUCKYBAG.TASK", "LUCKYBAG.LEAVE", "LUCKYBAG.ENTER"] {
@@ -611,7 +638,10 @@ fn luckybag_spread_draw_interrupted_or_raced_gives_the_same_winners() {
     let pools: Vec<(String, i64)> = k.iter().flat_map(|key| pool_of(&mut c, key, 1)).collect();
     let got = bag.draw(&mut c, &no_wait(Some("A"))).unwrap();
     assert_eq!(as_pairs(&got), expected_top(&pools, 20));
-    assert!(got.iter().any(|w| w.user == on2) || !expected_top(&pools, 20).iter().any(|(u, _)| *u == on2));
+    assert!(
+        got.iter().any(|w| w.user == on2)
+            || !expected_top(&pools, 20).iter().any(|(u, _)| *u == on2)
+    );
     // B now gets the committed winners.
     assert_eq!(bag.draw(&mut c, &no_wait(Some("B"))).unwrap(), got);
 
@@ -660,10 +690,26 @@ fn luckybag_spread_draw_interrupted_or_raced_gives_the_same_winners() {
     let k3 = bag3.shards().keys().to_vec();
     bag3.create(&mut c, 3, &BagOptions::default()).unwrap();
     let begin = |c: &mut Connection, t: &str, now: &str| {
-        run(c, &["LUCKYBAG.DRAWBEGIN", &k3[0], t, "LEASE", "100", "NOW", now, "SPREAD", "2"])
+        run(
+            c,
+            &[
+                "LUCKYBAG.DRAWBEGIN",
+                &k3[0],
+                t,
+                "LEASE",
+                "100",
+                "NOW",
+                now,
+                "SPREAD",
+                "2",
+            ],
+        )
     };
     assert_eq!(begin(&mut c, "A", "1000"), "[drawing, 3]");
-    assert_eq!(begin(&mut c, "B", "1099"), "ERR<ERR luckybag: draw in progress>");
+    assert_eq!(
+        begin(&mut c, "B", "1099"),
+        "ERR<ERR luckybag: draw in progress>"
+    );
     assert_eq!(begin(&mut c, "A", "1099"), "[drawing, 3]");
     assert_eq!(begin(&mut c, "B", "1199"), "[drawing, 3]");
     // A's commit after the take-over is refused.
@@ -671,7 +717,10 @@ fn luckybag_spread_draw_interrupted_or_raced_gives_the_same_winners() {
         err(&mut c, &["LUCKYBAG.COMMIT", &k3[0], "A", "SPREAD", "2"]),
         "ERR luckybag: draw in progress"
     );
-    assert_eq!(run(&mut c, &["HGET", &format!("{}:meta", k3[0]), "drawlease"]), "1299");
+    assert_eq!(
+        run(&mut c, &["HGET", &format!("{}:meta", k3[0]), "drawlease"]),
+        "1299"
+    );
 }
 
 /// `user score` arguments of a winner list.
@@ -703,7 +752,10 @@ fn luckybag_spread_publish_refuses_a_list_that_is_not_the_true_top() {
     let best_shard = bag.shards().shard_of(&best.0) as usize;
     let last = forged.last().unwrap().clone();
     let part = |list: &[(String, i64)], i: usize| -> Vec<(String, i64)> {
-        list.iter().filter(|(u, _)| bag.shards().shard_of(u) as usize == i).cloned().collect()
+        list.iter()
+            .filter(|(u, _)| bag.shards().shard_of(u) as usize == i)
+            .cloned()
+            .collect()
     };
     let publish = |list: &[(String, i64)], i: usize, tail: &[String]| -> Vec<String> {
         let mut a = vec!["LUCKYBAG.PUBLISH".to_string(), k[i].clone()];
@@ -713,7 +765,10 @@ fn luckybag_spread_publish_refuses_a_list_that_is_not_the_true_top() {
         a
     };
     let last_tail = list_args(std::slice::from_ref(&last));
-    let with_last: Vec<String> = ["LAST".to_string()].into_iter().chain(last_tail.clone()).collect();
+    let with_last: Vec<String> = ["LAST".to_string()]
+        .into_iter()
+        .chain(last_tail.clone())
+        .collect();
     let before = snapshot(&mut c);
     let fmt = |r: i64| format!("{}.{:06}", r / 1_000_000, r % 1_000_000);
     let refusal = |winner: Option<&(String, i64)>| -> String {
@@ -750,13 +805,33 @@ fn luckybag_spread_publish_refuses_a_list_that_is_not_the_true_top() {
     // LAST must rank after the shard's winners, and be a score.
     let mut bad = vec!["LUCKYBAG.PUBLISH".to_string(), k[0].clone()];
     bad.extend(list_args(&part(&top6[..5], 0)));
-    bad.extend(["LAST".into(), "zz".into(), "1.000000".into(), "SPREAD".into(), "3".into()]);
+    bad.extend([
+        "LAST".into(),
+        "zz".into(),
+        "1.000000".into(),
+        "SPREAD".into(),
+        "3".into(),
+    ]);
     let argv: Vec<&str> = bad.iter().map(String::as_str).collect();
     if !part(&top6[..5], 0).is_empty() {
-        assert_eq!(err(&mut c, &argv), "ERR luckybag: bad winner list: winners out of order or repeated");
+        assert_eq!(
+            err(&mut c, &argv),
+            "ERR luckybag: bad winner list: winners out of order or repeated"
+        );
     }
-    let argv = ["LUCKYBAG.PUBLISH", k[0].as_str(), "LAST", "zz", "high", "SPREAD", "3"];
-    assert_eq!(err(&mut c, &argv), "ERR luckybag: winner scores must be six-decimal scores from 0 to 1");
+    let argv = [
+        "LUCKYBAG.PUBLISH",
+        k[0].as_str(),
+        "LAST",
+        "zz",
+        "high",
+        "SPREAD",
+        "3",
+    ];
+    assert_eq!(
+        err(&mut c, &argv),
+        "ERR luckybag: winner scores must be six-decimal scores from 0 to 1"
+    );
     // The true list verifies on every shard, and VERIFY writes nothing.
     let true_last: Vec<String> = ["LAST".to_string()]
         .into_iter()
@@ -766,9 +841,17 @@ fn luckybag_spread_publish_refuses_a_list_that_is_not_the_true_top() {
     for i in 0..3 {
         let args = publish(&top6[..5], i, &true_last);
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-        assert_eq!(int(&mut c, &argv), part(&top6[..5], i).len() as i64, "{argv:?}");
+        assert_eq!(
+            int(&mut c, &argv),
+            part(&top6[..5], i).len() as i64,
+            "{argv:?}"
+        );
     }
-    assert_eq!(snapshot(&mut c), before, "refusals and VERIFY write nothing");
+    assert_eq!(
+        snapshot(&mut c),
+        before,
+        "refusals and VERIFY write nothing"
+    );
 
     // A raw client that commits the forged list anyway (the coordinator
     // cannot read the other shards): its PUBLISH on the shard holding the
@@ -924,11 +1007,17 @@ fn luckybag_spread_bad_input_is_a_clear_error_and_writes_nothing() {
     run(&mut c, &["RENAME", &format!("{}:meta", k[2]), "saved"]);
     let e = error_text(&bag.info(&mut c).unwrap_err());
     assert!(e.contains(&k[2]), "{e}");
-    assert!(e.contains("corrupt data"), "a shard with data and no record: {e}");
+    assert!(
+        e.contains("corrupt data"),
+        "a shard with data and no record: {e}"
+    );
     let e = error_text(&bag.draw(&mut c, &no_wait(Some("x"))).unwrap_err());
     assert!(e.contains(&k[2]), "{e}");
     // Nothing was committed: shard 0 is still drawing, never drawn.
-    assert_eq!(run(&mut c, &["HGET", &format!("{k0}:meta"), "draw"]), "drawing");
+    assert_eq!(
+        run(&mut c, &["HGET", &format!("{k0}:meta"), "draw"]),
+        "drawing"
+    );
     run(&mut c, &["RENAME", "saved", &format!("{}:meta", k[2])]);
     let w = bag.draw(&mut c, &no_wait(Some("x"))).unwrap();
     assert_eq!(w.len(), 5);
@@ -939,12 +1028,26 @@ fn luckybag_spread_replicates_and_replays_exactly() {
     let pair = Pair::start();
     let mut m = pair.master.conn();
     let bag = SpreadLuckyBag::new("bag:{rep}", 3);
-    bag.create(&mut m, 10, &BagOptions { poolcap: Some(100), ..BagOptions::default() }).unwrap();
+    bag.create(
+        &mut m,
+        10,
+        &BagOptions {
+            poolcap: Some(100),
+            ..BagOptions::default()
+        },
+    )
+    .unwrap();
     for u in bag_users(500) {
         bag.join(&mut m, &u, false).unwrap();
     }
     let w = bag
-        .draw(&mut m, &DrawOptions { replicas: 1, ..DrawOptions::default() })
+        .draw(
+            &mut m,
+            &DrawOptions {
+                replicas: 1,
+                ..DrawOptions::default()
+            },
+        )
         .unwrap();
     assert_eq!(w.len(), 10);
     pair.assert_equal();

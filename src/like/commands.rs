@@ -34,9 +34,9 @@ use crate::keys::call::{are_members, call, call2, is_member, sscan, Arg};
 use crate::keys::{derived_name, Key, KeyType, Name};
 use crate::like::model::{self, CHUNK_BYTES, MIGRATING_BYTES};
 use crate::like::{CHECKS, LIKES, PROMOTIONS, STEPS, STEP_MAX_US, UNLIKES};
-use crate::spread::{route, scope, shard};
 use crate::replicate;
 use crate::reply;
+use crate::spread::{route, scope, shard};
 use crate::util;
 
 const FAMILY: &str = "like";

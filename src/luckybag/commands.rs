@@ -23,10 +23,10 @@ use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, 
 use crate::args::Cursor;
 use crate::argv::{is, Args};
 use crate::error;
-use crate::spread::{route, scope, shard};
 use crate::keys::{derived_name, int_string, zadd, Field, HashField, Key, KeyType, Name};
 use crate::replicate;
 use crate::reply;
+use crate::spread::{route, scope, shard};
 use crate::util;
 
 use super::model::{self, field, parse, Rules, State};

@@ -951,18 +951,31 @@ mod tests {
         // is not the order here: c > b byte-wise, so c comes first).
         let mut sorted = top.clone();
         sorted.sort_by(|x, y| y.1.cmp(&x.1).then(y.0.cmp(x.0)));
-        assert_eq!(check_true_top(&sorted[..2], &sorted[..3], Some(last_global)), Err(LeftOut {
-            user: b"b".to_vec(),
-            r: 800,
-            above: Some((b"z".to_vec(), 500)),
-        }));
+        assert_eq!(
+            check_true_top(&sorted[..2], &sorted[..3], Some(last_global)),
+            Err(LeftOut {
+                user: b"b".to_vec(),
+                r: 800,
+                above: Some((b"z".to_vec(), 500)),
+            })
+        );
         // With the global cut-off above the shard's third, the two are fine.
-        assert_eq!(check_true_top(&sorted[..2], &sorted[..3], Some((b"q", 800))), Ok(()));
-        assert_eq!(check_true_top(&sorted[..3], &sorted[..4], Some(last_global)), Ok(()));
+        assert_eq!(
+            check_true_top(&sorted[..2], &sorted[..3], Some((b"q", 800))),
+            Ok(())
+        );
+        assert_eq!(
+            check_true_top(&sorted[..3], &sorted[..4], Some(last_global)),
+            Ok(())
+        );
         // A winner list that skips the shard's best.
         assert_eq!(
             check_true_top(&[sorted[1]], &sorted[..2], Some((b"q", 1))),
-            Err(LeftOut { user: b"a".to_vec(), r: 900, above: Some((sorted[1].0.to_vec(), 800)) })
+            Err(LeftOut {
+                user: b"a".to_vec(),
+                r: 900,
+                above: Some((sorted[1].0.to_vec(), 800))
+            })
         );
         // A short global list: every candidate must win.
         assert!(check_true_top(&sorted[..3], &sorted[..4], None).is_err());

@@ -422,7 +422,13 @@ fn write_score(b: &Board, member: &RedisString, packed: i64) {
 /// keeps no time (`TIEBREAK NONE`); otherwise with the master's `NOW`
 /// appended, so that a replica and an AOF replay pack the same tick.
 /// Replicas and AOF replay need the module (docs/rank.md).
-fn replicate_write(ctx: &Context, all: &[RedisString], layout: &Layout, now: Option<i64>, used: i64) {
+fn replicate_write(
+    ctx: &Context,
+    all: &[RedisString],
+    layout: &Layout,
+    now: Option<i64>,
+    used: i64,
+) {
     if now.is_some() || !layout.uses_time() {
         ctx.replicate_verbatim();
     } else {

@@ -82,7 +82,10 @@ impl Workload for PollLoad {
         let board = single.top(s, Some(1000), None).unwrap();
         assert!(board.len() as u64 <= self.cands);
         assert_eq!(self.poll.top(c, 1000, 0).unwrap(), board, "the whole board");
-        assert_eq!(self.poll.top(c, 10, 0).unwrap(), board[..10.min(board.len())]);
+        assert_eq!(
+            self.poll.top(c, 10, 0).unwrap(),
+            board[..10.min(board.len())]
+        );
         for e in board.iter().step_by(17) {
             assert_eq!(
                 self.poll.rank(c, &e.candidate).unwrap(),
@@ -91,11 +94,18 @@ impl Workload for PollLoad {
                 e.candidate
             );
         }
-        let (a, b) = (self.poll.info(c).unwrap().unwrap(), single.info(s).unwrap().unwrap());
+        let (a, b) = (
+            self.poll.info(c).unwrap().unwrap(),
+            single.info(s).unwrap().unwrap(),
+        );
         assert_eq!((a.ballots, a.votes), (b.ballots, b.votes));
         for id in (0..self.voters).step_by((self.voters / 300).max(1) as usize) {
             let u = voter(id);
-            assert_eq!(self.poll.status(c, &u).unwrap(), single.status(s, &u).unwrap(), "{u}");
+            assert_eq!(
+                self.poll.status(c, &u).unwrap(),
+                single.status(s, &u).unwrap(),
+                "{u}"
+            );
         }
     }
 }
@@ -129,7 +139,11 @@ fn spread_poll_on_a_cluster() {
     w.create_single(&mut s);
     cl.reset_stats();
     let a = run_phase(&cl.urls(), w.clone(), threads, per, 1, false, |_| {});
-    assert!(a.errors.is_empty(), "{:?}", &a.errors[..a.errors.len().min(5)]);
+    assert!(
+        a.errors.is_empty(),
+        "{:?}",
+        &a.errors[..a.errors.len().min(5)]
+    );
     let total = per * threads;
     let calls = master_calls(&cl, w.commands());
     assert_eq!(calls.values().sum::<u64>(), total, "{calls:?}");
@@ -148,7 +162,11 @@ fn spread_poll_on_a_cluster() {
         let to = *cl.masters().iter().find(|&&m| m != from).unwrap();
         moved = cl.move_slot(slot, to, 1, Duration::from_millis(100));
     });
-    assert!(b.errors.is_empty(), "{:?}", &b.errors[..b.errors.len().min(5)]);
+    assert!(
+        b.errors.is_empty(),
+        "{:?}",
+        &b.errors[..b.errors.len().min(5)]
+    );
     eprintln!(
         "POLL: moved {moved} keys of '{moving}' under {} durable writes, {} retries",
         per * threads,
@@ -160,7 +178,11 @@ fn spread_poll_on_a_cluster() {
     w.compare(&mut c, &mut s);
     for m in cl.masters() {
         for r in cl.replicas_of(m) {
-            assert_eq!(cl.nodes[m].digest(), cl.nodes[r].digest(), "POLL: master {m} vs replica {r}");
+            assert_eq!(
+                cl.nodes[m].digest(),
+                cl.nodes[r].digest(),
+                "POLL: master {m} vs replica {r}"
+            );
         }
     }
 }

@@ -560,5 +560,7 @@ fn repl_text(c: &mut Connection, field: &str) -> Option<String> {
 
 /// A numeric field of `INFO replication` (-1 when missing).
 fn repl_field(c: &mut Connection, field: &str) -> i64 {
-    repl_text(c, field).and_then(|v| v.parse().ok()).unwrap_or(-1)
+    repl_text(c, field)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(-1)
 }

@@ -673,7 +673,11 @@ pub struct KeyedTwins {
 #[allow(dead_code)]
 impl KeyedTwins {
     /// Loads `scripts` (command, path under lua-compat/generated/) one way.
-    pub fn load(c: &mut Connection, via: Via, scripts: &[(&'static str, &'static str)]) -> KeyedTwins {
+    pub fn load(
+        c: &mut Connection,
+        via: Via,
+        scripts: &[(&'static str, &'static str)],
+    ) -> KeyedTwins {
         if via == Via::Function {
             load_library(c);
         }

@@ -24,7 +24,12 @@ const CONFIGS: [&str; 3] = ["4294967295", "512", "0"];
 const SPREAD_BASE: &str = "spost:{s}";
 
 fn shard(i: u32) -> String {
-    String::from_utf8(hotpath_client::routing::shard_key(SPREAD_BASE.as_bytes(), 2, i)).unwrap()
+    String::from_utf8(hotpath_client::routing::shard_key(
+        SPREAD_BASE.as_bytes(),
+        2,
+        i,
+    ))
+    .unwrap()
 }
 
 pub struct Like {
@@ -274,7 +279,16 @@ impl Like {
             return call("LIKE.COMMON", &[&k, &other], vec![]);
         } else {
             // Single-slot calls on the spread post's base key.
-            let cmd = *pick(rng, &["LIKE.ADD", "LIKE.COUNT", "LIKE.CHECK", "LIKE.INFO", "LIKE.RECENT"]);
+            let cmd = *pick(
+                rng,
+                &[
+                    "LIKE.ADD",
+                    "LIKE.COUNT",
+                    "LIKE.CHECK",
+                    "LIKE.INFO",
+                    "LIKE.RECENT",
+                ],
+            );
             let rest = match cmd {
                 "LIKE.ADD" => vec![user(rng), s("NOW"), s(self.now)],
                 "LIKE.CHECK" => vec![user(rng)],

@@ -35,7 +35,12 @@ const SPREAD_BASE: &str = "sbag:{s}";
 const SPREAD_WINNERS: usize = 3;
 
 fn shard(i: u32) -> String {
-    String::from_utf8(hotpath_client::routing::shard_key(SPREAD_BASE.as_bytes(), 2, i)).unwrap()
+    String::from_utf8(hotpath_client::routing::shard_key(
+        SPREAD_BASE.as_bytes(),
+        2,
+        i,
+    ))
+    .unwrap()
 }
 
 fn shard_of(user: &str) -> u32 {
@@ -84,7 +89,10 @@ impl Family for Luckybag {
                 let u = String::from_utf8_lossy(p[0].bytes()?).into_owned();
                 let t = String::from_utf8_lossy(p.get(1)?.bytes()?).into_owned();
                 let (a, b) = t.split_once('.')?;
-                Some((u, a.parse::<u32>().ok()? * 1_000_000 + b.parse::<u32>().ok()?))
+                Some((
+                    u,
+                    a.parse::<u32>().ok()? * 1_000_000 + b.parse::<u32>().ok()?,
+                ))
             })
             .collect();
     }
@@ -254,7 +262,10 @@ impl Luckybag {
     /// The merge of the frozen lists: the top WINNERS, in the draw's order.
     fn merged(&self) -> Vec<(String, u32)> {
         let mut all: Vec<(String, u32)> = self.frozen.iter().flatten().cloned().collect();
-        all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.as_bytes().cmp(a.0.as_bytes())));
+        all.sort_by(|a, b| {
+            b.1.cmp(&a.1)
+                .then_with(|| b.0.as_bytes().cmp(a.0.as_bytes()))
+        });
         all.truncate(SPREAD_WINNERS);
         all
     }
@@ -282,7 +293,10 @@ impl Luckybag {
         let (cmd, mut rest, pinned): (&'static str, Vec<String>, bool) = if op < 6 {
             let mut r = vec![s("WINNERS"), s(SPREAD_WINNERS)];
             if rng.gen_bool(0.5) {
-                r.extend([s("POOLCAP"), s(*pick(rng, &["9223372036854775807", "7", "1000"]))]);
+                r.extend([
+                    s("POOLCAP"),
+                    s(*pick(rng, &["9223372036854775807", "7", "1000"])),
+                ]);
             }
             ("LUCKYBAG.CREATE", r, true)
         } else if op < 40 {
@@ -313,13 +327,19 @@ impl Luckybag {
             return Call::owned("LUCKYBAG.COMMIT", &shard(0), [r, sp].concat());
         } else if op < 92 {
             let merged = self.merged();
-            let mut list: Vec<(String, u32)> =
-                merged.iter().filter(|(u, _)| shard_of(u) == i).cloned().collect();
+            let mut list: Vec<(String, u32)> = merged
+                .iter()
+                .filter(|(u, _)| shard_of(u) == i)
+                .cloned()
+                .collect();
             if rng.gen_bool(0.15) && !list.is_empty() {
                 // A forged part: the shard's best left out.
                 list.remove(0);
             }
-            let mut r: Vec<String> = list.into_iter().flat_map(|(u, sc)| [u, r_text(sc)]).collect();
+            let mut r: Vec<String> = list
+                .into_iter()
+                .flat_map(|(u, sc)| [u, r_text(sc)])
+                .collect();
             if merged.len() == SPREAD_WINNERS && rng.gen_bool(0.9) {
                 let (u, sc) = merged.last().unwrap().clone();
                 r.extend([s("LAST"), u, r_text(sc)]);
@@ -332,7 +352,15 @@ impl Luckybag {
             return Call::new("LUCKYBAG.DRAW", &k, &[]);
         } else {
             // Single-slot calls on the spread bag's base key.
-            let cmd = *pick(rng, &["LUCKYBAG.JOIN", "LUCKYBAG.INFO", "LUCKYBAG.DRAW", "LUCKYBAG.RESULT"]);
+            let cmd = *pick(
+                rng,
+                &[
+                    "LUCKYBAG.JOIN",
+                    "LUCKYBAG.INFO",
+                    "LUCKYBAG.DRAW",
+                    "LUCKYBAG.RESULT",
+                ],
+            );
             let r = match cmd {
                 "LUCKYBAG.JOIN" | "LUCKYBAG.RESULT" => vec![user(rng)],
                 _ => vec![],

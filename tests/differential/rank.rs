@@ -25,7 +25,12 @@ const KEYS: usize = 4;
 const SPREAD_BASE: &str = "sboard:{s}";
 
 fn shard(i: u32) -> String {
-    String::from_utf8(hotpath_client::routing::shard_key(SPREAD_BASE.as_bytes(), 2, i)).unwrap()
+    String::from_utf8(hotpath_client::routing::shard_key(
+        SPREAD_BASE.as_bytes(),
+        2,
+        i,
+    ))
+    .unwrap()
 }
 
 pub struct Rank {

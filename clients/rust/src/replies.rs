@@ -487,7 +487,13 @@ fn five(v: &Value) -> RedisResult<[i64; 5]> {
 }
 
 pub(crate) fn rate(v: &Value) -> RedisResult<RateResult> {
-    let names = ["allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms"];
+    let names = [
+        "allowed",
+        "limit",
+        "remaining",
+        "retry_after_ms",
+        "reset_after_ms",
+    ];
     let f = record(v, &names)?;
     let [a, l, r, ra, rs] = [int(f[0])?, int(f[1])?, int(f[2])?, int(f[3])?, int(f[4])?];
     Ok(RateResult {
