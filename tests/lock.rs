@@ -33,13 +33,6 @@ fn with_now(c: &mut Connection, args: &[&str], t: i64) -> String {
     run(c, &a)
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
 #[test]
 fn a_lock_has_one_holder_and_tokens_strictly_increase() {
     let srv = Server::start();

@@ -10,7 +10,6 @@
 use crate::common;
 
 use std::collections::HashMap;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -50,13 +49,6 @@ impl Twins {
 
 fn cmd_ref(c: &mut Connection, args: &[&str]) -> RedisResult<Value> {
     cmd(c, args)
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }
 
 /// Returns the module's keys and the twin's keys, named alike.

@@ -1117,13 +1117,6 @@ fn a_vote_past_2_53_is_refused_as_an_overflow_with_nothing_written() {
     }
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
 #[test]
 fn a_freeze_cut_short_by_a_crash_leaves_a_snapshot_that_expires() {
     let mut srv = start_aof();

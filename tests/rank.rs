@@ -1452,10 +1452,3 @@ fn a_merge_cut_short_by_a_crash_leaves_a_union_that_expires() {
     assert_eq!(int(&mut c, &["PEXPIRETIME", "d"]), -1);
     assert_eq!(int(&mut c, &["EXISTS", "d:merging"]), 0);
 }
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}

@@ -5,16 +5,8 @@
 use crate::common;
 
 use std::sync::{Arc, Barrier};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use common::*;
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
 
 fn ints(c: &mut Connection, args: &[&str]) -> Vec<i64> {
     let v: Vec<String> = redis::cmd(args[0]).arg(&args[1..]).query(c).unwrap();

@@ -33,18 +33,7 @@ pub const MAX_SHARDS: u32 = 1024;
 /// Returns the CRC16 of `bytes` as Redis Cluster computes it (XMODEM:
 /// polynomial 0x1021, initial value 0, no reflection, no final xor).
 pub fn crc16(bytes: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &b in bytes {
-        crc ^= u16::from(b) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc
+    bytes.iter().fold(0, |crc, &b| crc16_step(crc, b))
 }
 
 /// Returns the part of `key` that Redis Cluster hashes: the bytes between
@@ -266,6 +255,7 @@ pub fn generate_slot_tags() -> Vec<String> {
 
 /// The CRC16 (XMODEM) of one more byte: `crc16(bytes + [b])` from
 /// `crc16(bytes)`.
+#[inline]
 fn crc16_step(crc: u16, b: u8) -> u16 {
     let mut crc = crc ^ (u16::from(b) << 8);
     for _ in 0..8 {

@@ -48,6 +48,15 @@ pub fn module_path() -> PathBuf {
     p
 }
 
+/// Returns this machine's clock in Unix milliseconds (the servers under
+/// test run on the same clock).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
 /// Returns the server binary under test.
 pub fn server_bin() -> String {
     std::env::var("HOTPATH_SERVER").unwrap_or_else(|_| "redis-server".into())
