@@ -716,6 +716,53 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
+/// The replicas a master itself counts for `WAIT`: the `slaveN:` lines of
+/// its `INFO replication` (the cluster's view can lag behind a replica
+/// that moved or is still syncing). Never empty: a test that holds them
+/// back must hold back every one.
+fn wait_replicas(cl: &Cluster, master: usize) -> Vec<usize> {
+    let mut c = cl.nodes[master].conn();
+    let info: String = redis::cmd("INFO").arg("replication").query(&mut c).unwrap();
+    let found: Vec<usize> = info
+        .lines()
+        .filter(|l| l.starts_with("slave") && l.contains("port="))
+        .filter_map(|l| {
+            l.split("port=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u16>()
+                .ok()
+        })
+        .map(|port| cl.index_of_port(port))
+        .collect();
+    assert!(!found.is_empty(), "master {master} has no replica: {info}");
+    found
+}
+
+/// Returns once `master` really cannot count a replica for `WAIT`: a
+/// write on it, then `WAIT 1 100` answering 0 (a held-back replica's
+/// `DEBUG SLEEP` may start late on a loaded machine). `key` is any key of
+/// the master's slots.
+fn until_unacked(cl: &Cluster, master: usize, key: &str) {
+    let tag_end = key.find('}').map_or(key.len(), |i| i + 1);
+    let probe = format!("{}:hold-probe", &key[..tag_end]);
+    let mut c = cl.nodes[master].conn();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while std::time::Instant::now() < deadline {
+        let _: () = redis::cmd("SET")
+            .arg(&probe)
+            .arg("x")
+            .query(&mut c)
+            .unwrap();
+        let acked: i64 = redis::cmd("WAIT").arg(1).arg(100).query(&mut c).unwrap();
+        if acked == 0 {
+            return;
+        }
+    }
+    panic!("master {master} kept a replica acknowledging writes");
+}
+
 /// `DEBUG SLEEP secs` on node `i`, from a thread of its own: the node (a
 /// replica here) answers nothing, and acknowledges no replication, meanwhile.
 fn hold_back(cl: &Cluster, i: usize, secs: &str) -> std::thread::JoinHandle<()> {
@@ -791,13 +838,11 @@ fn rust_client_under_durability_and_topology_change() {
             bag.join(&mut c, &u.to_string(), false).unwrap();
         }
         let k0 = bag.shards().keys()[0].clone();
-        // Every replica of the shard's master is held back: under load the
-        // cluster may have migrated a second replica to it.
-        let sleepers: Vec<_> = cl
-            .replicas_of(cl.owner_of_key(&k0))
-            .into_iter()
-            .map(|r| hold_back(&cl, r, "3"))
-            .collect();
+        // Every replica the shard's master counts for WAIT is held back.
+        let owner = cl.owner_of_key(&k0);
+        let held = wait_replicas(&cl, owner);
+        let sleepers: Vec<_> = held.iter().map(|&r| hold_back(&cl, r, "3")).collect();
+        until_unacked(&cl, owner, &k0);
         c.packed.clear();
         let quick = DrawOptions {
             token: Some("t".into()),
@@ -806,7 +851,15 @@ fn rust_client_under_durability_and_topology_change() {
             ..Default::default()
         };
         let t0 = Instant::now();
-        let e = bag.draw(&mut c, &quick).unwrap_err();
+        let e = match bag.draw(&mut c, &quick) {
+            Err(e) => e,
+            Ok(w) => panic!(
+                "{t}: the draw committed with replicas {held:?} of master {owner} (shard {k0}) \
+                 held back, after {:?}: {} winners",
+                t0.elapsed(),
+                w.len()
+            ),
+        };
         let took = t0.elapsed();
         sleepers.into_iter().for_each(|s| s.join().unwrap());
         assert!(
@@ -843,11 +896,11 @@ fn rust_client_under_durability_and_topology_change() {
         let durable = post.durable(1, 300);
         assert_eq!(durable.add(&mut c, 7).unwrap().shard_count, 1);
         let key = post.shards().keys()[post.shard_of(8) as usize].clone();
-        let sleepers: Vec<_> = cl
-            .replicas_of(cl.owner_of_key(&key))
+        let sleepers: Vec<_> = wait_replicas(&cl, cl.owner_of_key(&key))
             .into_iter()
             .map(|r| hold_back(&cl, r, "3"))
             .collect();
+        until_unacked(&cl, cl.owner_of_key(&key), &key);
         let e = durable.add(&mut c, 8).unwrap_err();
         sleepers.into_iter().for_each(|s| s.join().unwrap());
         assert!(
