@@ -151,6 +151,26 @@ pub fn resp3(ctx: &Context) -> bool {
     }
 }
 
+/// Groups a flat reply `[a1, b1, …, a2, b2, …]` into rows of `width`:
+/// in RESP3 an array of `width`-element arrays (the way `ZRANGE …
+/// WITHSCORES` answers a client that sent `HELLO 3`), in RESP2 the flat
+/// array as it is.
+pub fn rows(ctx: &Context, flat: Vec<RedisValue>, width: usize) -> RedisValue {
+    if !resp3(ctx) || width < 2 {
+        return RedisValue::Array(flat);
+    }
+    let mut out = Vec::with_capacity(flat.len() / width);
+    let mut it = flat.into_iter();
+    loop {
+        let row: Vec<RedisValue> = it.by_ref().take(width).collect();
+        if row.is_empty() {
+            break;
+        }
+        out.push(RedisValue::Array(row));
+    }
+    RedisValue::Array(out)
+}
+
 /// Sends a bulk-string map key.
 fn reply_key(ctx: &Context, name: &[u8]) {
     unsafe {

@@ -1729,3 +1729,67 @@ fn the_configuration_table_is_every_setting_with_its_default_and_range() {
         run(&mut c, &["CONFIG", "SET", &key, &default.to_string()]);
     }
 }
+
+/// POLL.TOP, RANK.TOP and RANK.AROUND answer rows under RESP3 (pairs, as
+/// `ZRANGE … WITHSCORES` does; AROUND's triples) and the flat array under
+/// RESP2, with the same values in the same order.
+#[test]
+fn list_replies_are_resp3_rows_and_resp2_flat_arrays() {
+    let srv = Server::start();
+    let mut r2 = srv.conn();
+    let mut r3 = resp3_conn(&srv);
+    let now = "1767225600000";
+    for args in [
+        vec!["POLL.CREATE", "p", "CANDIDATES", "3", "a", "b", "c", "NOW", now],
+        vec!["POLL.VOTE", "p", "u1", "b", "NOW", now],
+        vec!["POLL.VOTE", "p", "u2", "b", "NOW", now],
+        vec!["POLL.VOTE", "p", "u3", "c", "NOW", now],
+        vec!["RANK.ADD", "b", "kim", "130", "NOW", now],
+        vec!["RANK.ADD", "b", "zed", "120", "NOW", now],
+        vec!["RANK.ADD", "b", "abe", "110", "NOW", now],
+    ] {
+        cmd(&mut r2, &args).unwrap();
+    }
+    let i = Value::Int;
+    let cases: Vec<(Vec<&str>, usize, Vec<Value>)> = vec![
+        (
+            vec!["POLL.TOP", "p", "2"],
+            2,
+            vec![bulk("b"), i(2), bulk("c"), i(1)],
+        ),
+        (
+            vec!["RANK.TOP", "b", "3"],
+            2,
+            vec![bulk("kim"), i(130), bulk("zed"), i(120), bulk("abe"), i(110)],
+        ),
+        (
+            vec!["RANK.AROUND", "b", "zed", "1"],
+            3,
+            vec![
+                i(0),
+                bulk("kim"),
+                i(130),
+                i(1),
+                bulk("zed"),
+                i(120),
+                i(2),
+                bulk("abe"),
+                i(110),
+            ],
+        ),
+    ];
+    for (args, width, flat) in cases {
+        let got2 = cmd(&mut r2, &args).unwrap();
+        assert_eq!(got2, Value::Array(flat.clone()), "RESP2 {args:?}");
+        let rows: Vec<Value> = flat
+            .chunks(width)
+            .map(|r| Value::Array(r.to_vec()))
+            .collect();
+        let got3 = cmd(&mut r3, &args).unwrap();
+        assert_eq!(got3, Value::Array(rows), "RESP3 {args:?}");
+    }
+    // An empty list is an empty array in both.
+    let empty = vec!["RANK.TOP", "b", "2", "OFFSET", "9"];
+    assert_eq!(cmd(&mut r3, &empty).unwrap(), Value::Array(vec![]));
+    assert_eq!(cmd(&mut r2, &empty).unwrap(), Value::Array(vec![]));
+}

@@ -687,7 +687,7 @@ pub fn poll_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         out.push(bulk(cand));
         out.push(ints(v));
     }
-    Ok(RedisValue::Array(out))
+    Ok(util::rows(ctx, out, 2))
 }
 
 /// POLL.RANK B candidate

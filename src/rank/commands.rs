@@ -607,7 +607,7 @@ pub fn rank_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         out.push(RedisValue::StringBuffer(member));
         out.push(RedisValue::Integer(points));
     }
-    Ok(RedisValue::Array(out))
+    Ok(util::rows(ctx, out, 2))
 }
 
 /// RANK.AROUND B member n
@@ -644,7 +644,7 @@ pub fn rank_around(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         out.push(RedisValue::StringBuffer(m));
         out.push(RedisValue::Integer(points));
     }
-    Ok(RedisValue::Array(out))
+    Ok(util::rows(ctx, out, 3))
 }
 
 /// Where RANK.POSITION looks on a board.

@@ -96,6 +96,20 @@ pub(crate) fn pairs(v: &Value) -> RedisResult<Vec<(&Value, &Value)>> {
     Ok(a.chunks(2).map(|c| (&c[0], &c[1])).collect())
 }
 
+/// A list reply of `width`-field rows: RESP2 sends it flat
+/// (`[a1, b1, a2, b2, …]`), RESP3 as an array of rows (`[[a1, b1], …]`,
+/// the way `ZRANGE … WITHSCORES` answers).
+pub(crate) fn rows(v: &Value, width: usize) -> RedisResult<Vec<&[Value]>> {
+    let a = array(v)?;
+    if matches!(a.first(), Some(Value::Array(_))) {
+        return a.iter().map(|r| exact(r, width)).collect();
+    }
+    if a.len() % width != 0 {
+        return Err(bad(&format!("rows of {width}"), v));
+    }
+    Ok(a.chunks(width).collect())
+}
+
 /// A map reply `[field, value, …]`: returns the value of `field`.
 fn field<'a>(map: &'a [(&'a Value, &'a Value)], name: &str) -> RedisResult<&'a Value> {
     for (k, v) in map {
@@ -143,8 +157,9 @@ pub struct PollSync {
 }
 
 pub(crate) fn poll_entries(v: &Value) -> RedisResult<Vec<PollEntry>> {
-    pairs(v)?
+    rows(v, 2)?
         .into_iter()
+        .map(|r| (&r[0], &r[1]))
         .map(|(c, n)| {
             Ok(PollEntry {
                 candidate: text(c)?,
@@ -214,8 +229,9 @@ pub struct RankEntry {
 }
 
 pub(crate) fn rank_members(v: &Value) -> RedisResult<Vec<RankMember>> {
-    pairs(v)?
+    rows(v, 2)?
         .into_iter()
+        .map(|r| (&r[0], &r[1]))
         .map(|(m, p)| {
             Ok(RankMember {
                 member: text(m)?,
@@ -244,11 +260,8 @@ pub(crate) fn rank_places(v: &Value) -> RedisResult<Option<Vec<RankPlace>>> {
     if *v == Value::Nil {
         return Ok(None);
     }
-    let a = array(v)?;
-    if a.len() % 3 != 0 {
-        return Err(bad("RANK.AROUND", v));
-    }
-    a.chunks(3)
+    rows(v, 3)?
+        .into_iter()
         .map(|c| {
             Ok(RankPlace {
                 rank: int(&c[0])?,

@@ -62,6 +62,18 @@ def pairs(v: Any) -> List[Tuple[Any, Any]]:
     return list(zip(a[0::2], a[1::2]))
 
 
+def rows(v: Any, width: int) -> List[Tuple[Any, ...]]:
+    """A list reply of ``width``-field rows: RESP2 sends it flat
+    (``[a1, b1, a2, b2, …]``), RESP3 as an array of rows (``[[a1, b1], …]``,
+    the way ``ZRANGE … WITHSCORES`` answers)."""
+    a = array(v)
+    if a and isinstance(a[0], (list, tuple)):
+        return [tuple(array(r, width)) for r in a]
+    if len(a) % width:
+        raise ReplyError(f"expected rows of {width}, got {v!r}")
+    return [tuple(a[i:i + width]) for i in range(0, len(a), width)]
+
+
 def fields(v: Any) -> Dict[str, Any]:
     """A map reply ``[field, value, …]`` (or a RESP3 map) as a dict keyed by
     field name."""
@@ -112,7 +124,7 @@ class PollSync:
 
 
 def poll_top(v: Any) -> List[PollEntry]:
-    return [PollEntry(text(c), integer(n)) for c, n in pairs(v)]
+    return [PollEntry(text(c), integer(n)) for c, n in rows(v, 2)]
 
 
 def poll_rank(v: Any) -> Optional[PollRank]:
@@ -162,7 +174,7 @@ class RankEntry:
 
 
 def rank_top(v: Any) -> List[RankMember]:
-    return [RankMember(text(m), integer(p)) for m, p in pairs(v)]
+    return [RankMember(text(m), integer(p)) for m, p in rows(v, 2)]
 
 
 def rank_get(v: Any) -> Optional[RankEntry]:
@@ -175,10 +187,7 @@ def rank_get(v: Any) -> Optional[RankEntry]:
 def rank_around(v: Any) -> Optional[List[RankPlace]]:
     if v is None:
         return None
-    a = array(v)
-    if len(a) % 3:
-        raise ReplyError(f"RANK.AROUND: {v!r}")
-    return [RankPlace(integer(a[i]), text(a[i + 1]), integer(a[i + 2])) for i in range(0, len(a), 3)]
+    return [RankPlace(integer(r), text(m), integer(p)) for r, m, p in rows(v, 3)]
 
 
 # ---- LIKE -------------------------------------------------------------
