@@ -1793,3 +1793,58 @@ fn list_replies_are_resp3_rows_and_resp2_flat_arrays() {
     assert_eq!(cmd(&mut r3, &empty).unwrap(), Value::Array(vec![]));
     assert_eq!(cmd(&mut r2, &empty).unwrap(), Value::Array(vec![]));
 }
+
+/// Sends one command as a RESP array on a fresh socket and returns the raw
+/// reply line (the clients decode error texts lossily, so a test of the
+/// bytes must read the socket).
+fn raw_reply(port: u16, args: &[&[u8]]) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut req = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        req.extend_from_slice(a);
+        req.extend_from_slice(b"\r\n");
+    }
+    s.write_all(&req).unwrap();
+    let mut out = Vec::new();
+    let mut b = [0u8; 1];
+    while !out.ends_with(b"\r\n") {
+        assert_eq!(s.read(&mut b).unwrap(), 1, "connection closed");
+        out.push(b[0]);
+    }
+    out
+}
+
+/// An error that names a member or a key echoes its bytes as given, a
+/// byte that is not UTF-8 included (it became U+FFFD), the same bytes as
+/// the Lua twin's error; ASCII control characters become `?` in both.
+#[test]
+fn error_texts_echo_names_byte_for_byte_like_the_twins() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    let sha = load_script(&mut c, "rank/get.lua");
+    for (key, member) in [
+        (&b"rk:{0}"[..], &b"\xff"[..]),
+        (b"rk:{0}", b"caf\xc3\xa9\xc3"),
+        (b"rk\xfe:{1}", b"a\r\nb"),
+        (b"rk:{2}", "\u{85}x".as_bytes()),
+    ] {
+        // A score RANK never writes: the board is corrupt at this member.
+        redis::cmd("ZADD")
+            .arg(key)
+            .arg("0.5")
+            .arg(member)
+            .query::<i64>(&mut c)
+            .unwrap();
+        let module = raw_reply(srv.port, &[b"RANK.GET", key, member]);
+        let twin = raw_reply(srv.port, &[b"EVALSHA", sha.as_bytes(), b"1", key, member]);
+        let shown = String::from_utf8_lossy(&module).into_owned();
+        assert!(module.starts_with(b"-ERR rank: corrupt data in '"), "{shown}");
+        assert_eq!(module, twin, "{shown} vs {}", String::from_utf8_lossy(&twin));
+        let mut want = b"' field '".to_vec();
+        want.extend(member.iter().map(|&b| if b < 0x20 { b'?' } else { b }));
+        want.extend_from_slice(b"'\r\n");
+        assert!(module.ends_with(&want), "{shown}");
+    }
+}
