@@ -181,7 +181,10 @@ mod tests {
             // C1 controls are not ASCII controls: kept, as the twins keep them.
             (b"\xc2\x85", b"\xc2\x85"),
             // A name's own code points of the private range round-trip.
-            ("\u{10FF80}\u{10FFFF}x".as_bytes(), "\u{10FF80}\u{10FFFF}x".as_bytes()),
+            (
+                "\u{10FF80}\u{10FFFF}x".as_bytes(),
+                "\u{10FF80}\u{10FFFF}x".as_bytes(),
+            ),
             (b"\xf4\x8f\xbe\x80", b"\xf4\x8f\xbe\x80"),
         ];
         for (name, want) in cases {

@@ -535,6 +535,50 @@ fn rust_client_on_one_server() {
     exercise(&mut c3, "three");
 }
 
+/// SpreadRank pages past `rank-range-max` with a cursor: `top` at any
+/// offset and `top_after`'s pages give the order of a single board fed the
+/// same writes, ties across shards included.
+#[test]
+fn rust_spread_rank_pages_past_the_range_max() {
+    let s = one_server();
+    let mut c = s.conn();
+    let board = SpreadRank::new("pages:{r}", 4).at(1_767_225_600_000);
+    assert!(board.create(&mut c, &RankOptions::default()).unwrap());
+    let single = Rank::new("single:{r}").at(1_767_225_600_000);
+    let mut x: u64 = 7;
+    for i in 0..60 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let (m, pts) = (format!("m{i}"), (x >> 33) as i64 % 9);
+        board.add(&mut c, &m, pts, None).unwrap();
+        single.add(&mut c, &m, pts, None).unwrap();
+    }
+    let whole = single.top(&mut c, Some(1000), None).unwrap();
+    assert_eq!(whole.len(), 60);
+    for (count, offset) in [(10, 0), (7, 7), (9, 5), (20, 13), (3, 58), (100, 0)] {
+        let want: Vec<RankMember> = whole.iter().skip(offset).take(count).cloned().collect();
+        let got = board
+            .top_paged(&mut c, count as i64, offset as i64, 7)
+            .unwrap();
+        assert_eq!(got, want, "count {count} offset {offset}");
+    }
+    let (mut seen, mut cursor) = (Vec::new(), None);
+    loop {
+        let (page, next) = board.top_after(&mut c, 8, cursor.as_ref()).unwrap();
+        assert!(page.len() <= 8);
+        seen.extend(page.into_iter().map(|e| RankMember {
+            member: e.member,
+            points: e.points,
+        }));
+        if next.is_none() {
+            break;
+        }
+        cursor = next;
+    }
+    assert_eq!(seen, whole);
+}
+
 #[test]
 fn rust_client_on_a_cluster() {
     let cl = cluster();

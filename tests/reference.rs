@@ -1740,7 +1740,17 @@ fn list_replies_are_resp3_rows_and_resp2_flat_arrays() {
     let mut r3 = resp3_conn(&srv);
     let now = "1767225600000";
     for args in [
-        vec!["POLL.CREATE", "p", "CANDIDATES", "3", "a", "b", "c", "NOW", now],
+        vec![
+            "POLL.CREATE",
+            "p",
+            "CANDIDATES",
+            "3",
+            "a",
+            "b",
+            "c",
+            "NOW",
+            now,
+        ],
         vec!["POLL.VOTE", "p", "u1", "b", "NOW", now],
         vec!["POLL.VOTE", "p", "u2", "b", "NOW", now],
         vec!["POLL.VOTE", "p", "u3", "c", "NOW", now],
@@ -1760,7 +1770,14 @@ fn list_replies_are_resp3_rows_and_resp2_flat_arrays() {
         (
             vec!["RANK.TOP", "b", "3"],
             2,
-            vec![bulk("kim"), i(130), bulk("zed"), i(120), bulk("abe"), i(110)],
+            vec![
+                bulk("kim"),
+                i(130),
+                bulk("zed"),
+                i(120),
+                bulk("abe"),
+                i(110),
+            ],
         ),
         (
             vec!["RANK.AROUND", "b", "zed", "1"],
@@ -1840,8 +1857,16 @@ fn error_texts_echo_names_byte_for_byte_like_the_twins() {
         let module = raw_reply(srv.port, &[b"RANK.GET", key, member]);
         let twin = raw_reply(srv.port, &[b"EVALSHA", sha.as_bytes(), b"1", key, member]);
         let shown = String::from_utf8_lossy(&module).into_owned();
-        assert!(module.starts_with(b"-ERR rank: corrupt data in '"), "{shown}");
-        assert_eq!(module, twin, "{shown} vs {}", String::from_utf8_lossy(&twin));
+        assert!(
+            module.starts_with(b"-ERR rank: corrupt data in '"),
+            "{shown}"
+        );
+        assert_eq!(
+            module,
+            twin,
+            "{shown} vs {}",
+            String::from_utf8_lossy(&twin)
+        );
         let mut want = b"' field '".to_vec();
         want.extend(member.iter().map(|&b| if b < 0x20 { b'?' } else { b }));
         want.extend_from_slice(b"'\r\n");

@@ -201,6 +201,21 @@ class Families:
         self.assertEqual(sum(board.shard_counts()), single.count())
         for count, offset in ((10, 0), (100, 0), (5, 7)):
             self.assertEqual(board.top(count, offset), single.top(count, offset))
+        # Past rank-range-max (page_max here 7): the cursor walk gives the
+        # single board's order at every offset, across page edges.
+        whole = single.top(single.count())
+        self.assertEqual(len(whole), single.count())
+        for count, offset in ((10, 0), (7, 7), (9, 5), (20, 13), (3, 50), (100, 0)):
+            self.assertEqual(board.top(count, offset, page_max=7), whole[offset:offset + count],
+                             (count, offset))
+        self.assertEqual([R.RankMember(e.member, e.points) for e in board.pages(page_max=7)], whole)
+        seen, cursor = [], None
+        while True:
+            page, cursor = board.top_after(8, cursor)
+            seen += [R.RankMember(e.member, e.points) for e in page]
+            if cursor is None:
+                break
+        self.assertEqual(seen, whole)
         for m in members:
             want = single.get(m)
             self.assertEqual(board.get(m), want, m)

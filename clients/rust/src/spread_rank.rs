@@ -16,6 +16,10 @@ use crate::replies::{RankEntry, RankMember, RankPlace};
 use crate::retry::RetryPolicy;
 use crate::spread::{shard_error, Exec, FanOut, Shards};
 
+/// The most places one `RANK.POSITION` returns: `rank-range-max`'s
+/// default.
+pub const PAGE_MAX: i64 = 1000;
+
 fn arg<T: redis::ToRedisArgs>(v: T) -> Vec<u8> {
     v.to_redis_args().concat()
 }
@@ -398,17 +402,97 @@ impl SpreadRank {
     }
 
     /// The best `count` members after skipping `offset`, in the order
-    /// `RANK.TOP` gives on a single board (ties included): a k-way merge
-    /// of every shard's best `offset + count` (at most `rank-range-max`).
+    /// `RANK.TOP` gives on a single board (ties included). Within
+    /// [`PAGE_MAX`] (the server's `rank-range-max` default) it is one
+    /// round, a merge of every shard's best `offset + count`; deeper, it
+    /// walks the board page by page with [`top_after`](Self::top_after)'s
+    /// cursor (set a lower page with [`top_paged`](Self::top_paged)).
     pub fn top<C: FanOut>(
         &self,
         con: &mut C,
         count: i64,
         offset: i64,
     ) -> RedisResult<Vec<RankMember>> {
-        let depth = offset.saturating_add(count);
+        self.top_paged(con, count, offset, PAGE_MAX)
+    }
+
+    /// [`top`](Self::top) for a server whose `rank-range-max` is
+    /// `page_max`.
+    pub fn top_paged<C: FanOut>(
+        &self,
+        con: &mut C,
+        count: i64,
+        offset: i64,
+        page_max: i64,
+    ) -> RedisResult<Vec<RankMember>> {
+        let (count, offset) = (count.max(0), offset.max(0));
+        let member = |e: RankPositionEntry| RankMember {
+            member: e.member,
+            points: e.points,
+        };
+        if offset.saturating_add(count) <= page_max {
+            return Ok(self
+                .merged(con, None, offset + count)?
+                .into_iter()
+                .skip(offset as usize)
+                .take(count as usize)
+                .map(member)
+                .collect());
+        }
+        let (mut skip, mut out) = (offset, Vec::new());
+        let mut cursor = None;
+        loop {
+            let (page, next) = self.top_after(con, page_max, cursor.as_ref())?;
+            for e in page {
+                if skip > 0 {
+                    skip -= 1;
+                } else if (out.len() as i64) < count {
+                    out.push(member(e));
+                }
+            }
+            if out.len() as i64 == count || next.is_none() {
+                return Ok(out);
+            }
+            cursor = next;
+        }
+    }
+
+    /// One page of the board in `RANK.TOP`'s order: the best `count`
+    /// places (at most `rank-range-max`) after `cursor` (the last entry of
+    /// the page before; `None` for the top), and the cursor of the next
+    /// page (`None` when this page is the last). A cursor is a position,
+    /// not an offset: a page stays exact while the board changes above it.
+    pub fn top_after<C: FanOut>(
+        &self,
+        con: &mut C,
+        count: i64,
+        cursor: Option<&RankPositionEntry>,
+    ) -> RedisResult<(Vec<RankPositionEntry>, Option<RankPositionEntry>)> {
+        let count = count.max(0);
+        let mut page = self.merged(con, cursor, count)?;
+        page.truncate(count as usize);
+        let next = match page.last() {
+            Some(e) if page.len() as i64 == count => Some(e.clone()),
+            _ => None,
+        };
+        Ok((page, next))
+    }
+
+    /// Every shard's best `depth` below `cursor` (from the top when
+    /// `None`), merged in the board's order: its first `depth` are the
+    /// board's (no shard can hold more of them than it gave).
+    fn merged<C: FanOut>(
+        &self,
+        con: &mut C,
+        cursor: Option<&RankPositionEntry>,
+        depth: i64,
+    ) -> RedisResult<Vec<RankPositionEntry>> {
+        let mut a = vec![arg(depth)];
+        if let Some(c) = cursor {
+            a.extend([arg("AT"), arg(c.score), arg(c.member.as_str())]);
+        }
         let calls: Vec<(String, Cmd)> = (0..self.shards.n())
-            .map(|i| self.call("RANK.POSITION", i, &[arg(depth)]))
+            .map(|i| self.call("RANK.POSITION", i, &a))
             .collect();
         let mut all = Vec::new();
         for v in self.exec.fan_out(con, &calls)? {
@@ -419,15 +503,7 @@ impl SpreadRank {
             );
         }
         all.sort_by(|a, b| a.order().cmp(&b.order()));
-        Ok(all
-            .into_iter()
-            .skip(usize::try_from(offset).unwrap_or(usize::MAX))
-            .take(usize::try_from(count).unwrap_or(0))
-            .map(|e| RankMember {
-                member: e.member,
-                points: e.points,
-            })
-            .collect())
+        Ok(all)
     }
 
     /// The places around a member: its global rank and the `n` places just

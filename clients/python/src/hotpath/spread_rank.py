@@ -11,12 +11,16 @@ A shard that fails fails the whole call (:class:`hotpath.ShardError`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import replies as R
 from .spread import ShardError, _raise_first, _Spread
 
 Arg = Any
+
+#: The most places one ``RANK.POSITION`` returns (``rank-range-max``'s
+#: default); pass ``page_max`` for a server configured lower.
+PAGE_MAX = 1000
 
 
 @dataclass(frozen=True)
@@ -182,18 +186,65 @@ class SpreadRank(_Spread):
         own, others, _ = r
         return own.above + sum(p.above for p in others)
 
-    def top(self, count: int = 10, offset: int = 0) -> List[R.RankMember]:
+    def top(self, count: int = 10, offset: int = 0, page_max: int = PAGE_MAX) -> List[R.RankMember]:
         """The best ``count`` after ``offset``, ordered as RANK.TOP orders a
-        single board (ties included): a merge of every shard's best
-        ``offset + count`` (at most rank-range-max)."""
+        single board (ties included). Within ``page_max`` (the server's
+        rank-range-max) it is one round: a merge of every shard's best
+        ``offset + count``; deeper, it walks the board page by page with
+        :meth:`top_after`'s cursor (one round per ``page_max`` places)."""
+        if count < 0 or offset < 0:
+            raise ValueError("count and offset must be 0 or more")
+        if offset + count <= page_max:
+            merged = self._merged(None, offset + count)
+            return [R.RankMember(e.member, e.points) for e in merged[offset:offset + count]]
+        out: List[R.RankMember] = []
+        for e in self._walk(None, page_max):
+            if offset:
+                offset -= 1
+                continue
+            if len(out) == count:
+                break
+            out.append(R.RankMember(e.member, e.points))
+        return out
+
+    def top_after(self, count: int, cursor: Optional[RankPositionEntry] = None
+                  ) -> Tuple[List[RankPositionEntry], Optional[RankPositionEntry]]:
+        """One page of the board in RANK.TOP's order: the best ``count``
+        places (at most rank-range-max) after ``cursor`` (the last entry of
+        the page before; None for the top), and the cursor of the next page
+        (None when this page is the last). A cursor is a position, not an
+        offset: a page stays exact while the board changes above it."""
+        page = self._merged(cursor, count)[:count]
+        nxt = page[-1] if len(page) == count and count > 0 else None
+        return page, nxt
+
+    def pages(self, page_max: int = PAGE_MAX) -> Iterator[RankPositionEntry]:
+        """Every entry of the board, best first, read ``page_max`` places
+        per round with :meth:`top_after`'s cursor."""
+        return self._walk(None, page_max)
+
+    def _walk(self, cursor: Optional[RankPositionEntry], page_max: int) -> Iterator[RankPositionEntry]:
+        while True:
+            page, cursor = self.top_after(page_max, cursor)
+            yield from page
+            if cursor is None:
+                return
+
+    def _merged(self, cursor: Optional[RankPositionEntry], depth: int) -> List[RankPositionEntry]:
+        """Every shard's best ``depth`` below ``cursor`` (from the top when
+        None), merged in the board's order: its first ``depth`` are the
+        board's (no shard can hold more of them than it gave)."""
+        a: List[Arg] = [depth]
+        if cursor is not None:
+            a += ["AT", cursor.score, cursor.member]
         merged: List[RankPositionEntry] = []
-        for v in self._all("POSITION", offset + count):
+        for v in self._all("POSITION", *a):
             p = rank_position(v)
             if p is None:
                 raise R.ReplyError(f"RANK.POSITION: {v!r}")
             merged += p.below_list
         merged.sort(key=_order, reverse=True)
-        return [R.RankMember(e.member, e.points) for e in merged[offset:offset + count]]
+        return merged
 
     def around(self, member: Arg, n: int) -> Optional[List[R.RankPlace]]:
         """The member's global rank and the ``n`` places just above and
