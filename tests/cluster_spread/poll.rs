@@ -118,73 +118,13 @@ fn poll_load(voters: u64) -> Arc<dyn Workload> {
     })
 }
 
-/// `make test`: the even and exact run of [`scenario`], then a shard's
-/// slot moved under load with every write made durable. The master kill
-/// is left to `soak_spread_poll` (it runs the whole scenario): it costs
-/// about 12 s per server, and the retries it exercises are the client's
-/// and the cluster's, the same for every family (spread_like_on_a_cluster
-/// and spread_luckybag_on_a_cluster run it in `make test`).
+/// `make test`: [`scenario`] as every spread family runs it: even and
+/// exact, then a master killed and a shard's slot moved under durable
+/// votes, the board equal to a single-node poll fed the same writes and
+/// every replica equal to its master.
 #[test]
 fn spread_poll_on_a_cluster() {
-    let w = poll_load(20_000);
-    let (threads, per) = (4, 2_000);
-    let cl = Cluster::start_opts(ClusterOpts {
-        node_timeout_ms: 2000,
-        ..ClusterOpts::default()
-    });
-    let single = Server::start();
-    let mut s = single.conn();
-    let mut c = cl.client();
-    w.create(&mut c);
-    w.create_single(&mut s);
-    cl.reset_stats();
-    let a = run_phase(&cl.urls(), w.clone(), threads, per, 1, false, |_| {});
-    assert!(
-        a.errors.is_empty(),
-        "{:?}",
-        &a.errors[..a.errors.len().min(5)]
-    );
-    let total = per * threads;
-    let calls = master_calls(&cl, w.commands());
-    assert_eq!(calls.values().sum::<u64>(), total, "{calls:?}");
-    let worst = assert_even("POLL", &calls, total);
-    replay(&*w, &mut s, &[&a]);
-    w.compare(&mut c, &mut s);
-    eprintln!("POLL: {total} writes by {threads} clients, worst master {worst:.3}× even, equal to the single-node run");
-
-    let moving = w.shard_keys()[1].clone();
-    let mut moved = 0;
-    let per = 250;
-    let b = run_phase(&cl.urls(), w.clone(), threads, per, 2, true, |progress| {
-        wait_progress(progress, per * threads / 4);
-        let slot = hotpath_client::routing::key_slot(moving.as_bytes());
-        let from = cl.owner_of_slot(slot);
-        let to = *cl.masters().iter().find(|&&m| m != from).unwrap();
-        moved = cl.move_slot(slot, to, 1, Duration::from_millis(100));
-    });
-    assert!(
-        b.errors.is_empty(),
-        "{:?}",
-        &b.errors[..b.errors.len().min(5)]
-    );
-    eprintln!(
-        "POLL: moved {moved} keys of '{moving}' under {} durable writes, {} retries",
-        per * threads,
-        b.retries
-    );
-    cl.wait_replication(5000);
-    let mut c = cl.client();
-    replay(&*w, &mut s, &[&b]);
-    w.compare(&mut c, &mut s);
-    for m in cl.masters() {
-        for r in cl.replicas_of(m) {
-            assert_eq!(
-                cl.nodes[m].digest(),
-                cl.nodes[r].digest(),
-                "POLL: master {m} vs replica {r}"
-            );
-        }
-    }
+    scenario(poll_load(20_000), 4, 8_000, 1_000);
 }
 
 /// `make cluster-soak`: 200,000 votes on one spread poll, then a failover
