@@ -8,7 +8,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 # Valkey run and the tests that run examples/quickstart.py all use it.
 export HOTPATH_PYTHON := $(CURDIR)/.venv/bin/python
 
-.PHONY: help deps build run test check bench lint fmt fuzz docker fresh-debian clean cluster-soak cluster-bench lua-gen lua-load differential
+.PHONY: help deps build run test check bench lint fmt fuzz docker release install matrix fresh-debian clean cluster-soak cluster-bench lua-gen lua-load differential
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -70,6 +70,19 @@ fresh-debian: ## run make run + make test in a new Debian 12 chroot, as root (mi
 
 docker: ## build the Docker image (needs a Docker engine)
 	docker build -f docker/Dockerfile -t hotpath .
+
+matrix: build ## the integration suite once on another server binary: make matrix SERVER=/path/to/redis-server
+	@bash scripts/test.sh matrix "$$(command -v $(SERVER))"
+
+release: deps ## build dist/hotpath-<version>-<os>-<arch>.so with its SHA-256, and the Python wheel
+	@bash scripts/release.sh
+
+PREFIX ?= /usr/local
+MODULEDIR ?= $(PREFIX)/lib/redis/modules
+install: build ## install the module as $(MODULEDIR)/hotpath.so (PREFIX, MODULEDIR, DESTDIR as usual)
+	install -d "$(DESTDIR)$(MODULEDIR)"
+	install -m 0755 $(SO) "$(DESTDIR)$(MODULEDIR)/hotpath.so"
+	@echo "installed $(DESTDIR)$(MODULEDIR)/hotpath.so; add to redis.conf: loadmodule $(MODULEDIR)/hotpath.so"
 
 clean: ## remove build output
 	cargo clean

@@ -52,6 +52,8 @@ have_libclang || need+=(libclang-dev)
 have cargo || need+=(cargo-web rustc-web)
 have cc || need+=(gcc libc6-dev)
 have python3 || need+=(python3)
+# tests/prometheus.rs runs the real exporter with docs/prometheus/hotpath.lua.
+have prometheus-redis-exporter || need+=(prometheus-redis-exporter)
 if [ $lint = 1 ]; then
   # Only next to Debian's own cargo (or none yet); another toolchain
   # brings its own (rustup component add clippy rustfmt).
@@ -85,6 +87,12 @@ if [ ${#need[@]} -gt 0 ]; then
     systemctl is-active --quiet redis-server; then
     echo "deps: stopping and disabling the redis-server service the package just started on port 6379, which make run uses ('systemctl enable --now redis-server' brings it back)"
     systemctl disable --now redis-server
+  fi
+  # The exporter's package starts a service scraping port 6379 too.
+  if [[ " ${need[*]} " == *" prometheus-redis-exporter "* ]] && [ -d /run/systemd/system ] &&
+    systemctl is-active --quiet prometheus-redis-exporter; then
+    echo "deps: stopping and disabling the prometheus-redis-exporter service the package just started (the tests run the exporter themselves)"
+    systemctl disable --now prometheus-redis-exporter
   fi
 fi
 

@@ -12,6 +12,8 @@
 #
 # `make check` is the quick tier: scripts/test.sh check runs the unit tests
 # and the examples of every reference page, on redis-server only.
+# `make matrix SERVER=<binary>`: scripts/test.sh matrix <binary> runs the
+# integration tests once on that server (docs/operations.md, support matrix).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tier=${1:-full}
@@ -40,7 +42,17 @@ if [ "$tier" = full ]; then
   valkey=$(bash scripts/valkey-bin.sh) || exit 1
 fi
 
-if [ "$tier" = check ]; then
+if [ "$tier" = matrix ]; then
+  server=${2:-}
+  if [ -z "$server" ] || ! "$server" --version >/dev/null 2>&1; then
+    echo "make matrix SERVER=<path to a redis-server or valkey-server binary>" >&2
+    exit 2
+  fi
+  step "integration tests on $("$server" --version | head -c 60)" \
+    env HOTPATH_SERVER="$server" cargo test --release --no-fail-fast --test integration -- --test-threads="$threads" --skip stall_
+  step "stall tests on $("$server" --version | head -c 40)" \
+    env HOTPATH_SERVER="$server" cargo test --release --no-fail-fast --test integration stall_ -- --test-threads=1
+elif [ "$tier" = check ]; then
   step "unit and model tests" cargo test --release --no-fail-fast --lib
   step "smoke: every reference page's examples ($(redis-server --version | head -c 40))" \
     cargo test --release --no-fail-fast --test integration smoke:: -- --test-threads="$threads"
@@ -64,7 +76,7 @@ read -r passed failed ignored < <(awk '{
   }
 } END { print p+0, f+0, g+0 }' "$log")
 echo
-echo "make $([ "$tier" = check ] && echo check || echo test): $((secs / 60)) min $((secs % 60)) s on $(nproc) CPUs"
+echo "make $([ "$tier" = full ] && echo test || echo "$tier"): $((secs / 60)) min $((secs % 60)) s on $(nproc) CPUs"
 if [ ${#failed_steps[@]} -gt 0 ]; then
   echo "failed steps: ${failed_steps[*]}"
 fi

@@ -684,6 +684,13 @@ fn python_package_builds_and_imports_from_its_wheel() {
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|e| e == "whl"))
         .expect("a wheel");
+    // The distribution is `hotpath-redis` (PyPI's `hotpath` is another
+    // project), at the module's version; the import name stays `hotpath`.
+    let file = wheel.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        file.starts_with(&format!("hotpath_redis-{}-", env!("CARGO_PKG_VERSION"))),
+        "{file}"
+    );
     // A wheel is a zip archive: importing from it needs no install.
     let out = Command::new(common::python_bin())
         .env("PYTHONPATH", &wheel)

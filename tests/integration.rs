@@ -39,6 +39,7 @@ mod module;
 mod oom;
 mod poll;
 mod pollrank_stall;
+mod prometheus;
 mod rank;
 mod rate;
 mod readme;

@@ -132,7 +132,7 @@ fn module_list_info_and_the_load_log_line_show_the_version() {
     let srv = Server::start_full(&[], &["like-recent", "5"]);
     let mut c = srv.conn();
     let want = expected_version();
-    assert_eq!(want, 10000, "Cargo.toml says {}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(want, 20000, "Cargo.toml says {}", env!("CARGO_PKG_VERSION"));
     let list = run(&mut c, &["MODULE", "LIST"]);
     assert!(
         list.contains(&format!("[name, hotpath, ver, {want}, ")),
@@ -270,4 +270,55 @@ fn sliced_jobs_add_no_latency_samples_while_the_monitor_is_off() {
     run(&mut c, &["RANK.ADD", "r{1}", "a", "5"]);
     run(&mut c, &["RANK.MERGE", "m{1}", "1", "r{1}"]);
     assert_eq!(latency_events(&mut c), Vec::<String>::new());
+}
+
+/// `make install` puts the module at `$(DESTDIR)$(PREFIX)/lib/redis/modules/
+/// hotpath.so` (docs/operations.md), and a server loads it from there. The
+/// build step is skipped (`-o build`): the test runs inside `cargo test`,
+/// which holds the build directory, and the module under test is already
+/// built.
+#[test]
+fn make_install_puts_a_loadable_module_under_the_prefix() {
+    let dest = std::env::temp_dir().join(format!("hotpath-install-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dest);
+    let out = Command::new("make")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "-s",
+            "-o",
+            "build",
+            "-o",
+            "deps",
+            "install",
+            "PREFIX=/opt/hp",
+        ])
+        .arg(format!("SO={}", module_path().display()))
+        .arg(format!("DESTDIR={}", dest.display()))
+        .output()
+        .expect("make");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let so = dest.join("opt/hp/lib/redis/modules/hotpath.so");
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("loadmodule /opt/hp/lib/redis/modules/hotpath.so"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let srv = Server::start_bare(&["--enable-module-command", "yes"]);
+    let mut c = srv.conn();
+    assert_eq!(
+        run(&mut c, &["MODULE", "LOAD", &so.display().to_string()]),
+        "OK"
+    );
+    let list = run(&mut c, &["MODULE", "LIST"]);
+    assert!(
+        list.contains(&format!("[name, hotpath, ver, {}, ", expected_version())),
+        "{list}"
+    );
+    std::fs::remove_dir_all(&dest).unwrap();
 }

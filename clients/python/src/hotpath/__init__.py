@@ -17,7 +17,7 @@ from .spread_poll import SpreadPoll, SpreadPollInfo, SpreadPollSync
 from .fallback import FallbackBackend, FunctionsBackend
 from .replies import *  # noqa: F401,F403  (the reply dataclasses)
 
-__version__ = "0.1.0"
+__version__ = "2.0.0"
 __all__ = ["HotPath", "Backend", "ModuleBackend", "FunctionsBackend", "FallbackBackend", "Poll",
            "Rank", "Like", "RedPacket", "LuckyBag", "Rate", "Lock", "DelayQueue", "replies",
            "routing", "spread", "Shards", "ShardError", "SpreadLike", "SpreadLuckyBag"]
