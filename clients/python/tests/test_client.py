@@ -64,6 +64,47 @@ def _outcome(f):
         return str(e)
 
 
+class ErrorClasses(unittest.TestCase):
+    """Every family error of the command reference maps to its family's
+    class, and the texts of a kind to that kind (no server needed)."""
+
+    REFERENCE = os.path.join(HERE, "..", "..", "..", "docs", "reference")
+
+    def test_every_reference_error_has_its_family_class(self):
+        import re
+        E = hotpath.errors
+        kinds = {
+            "corrupt data in ": E.CorruptData, "integer overflow": E.IntegerOverflow,
+            "wrong shard: ": E.WrongShard, "is spread over": E.SpreadBaseKey,
+        }
+        seen = set()
+        for page in sorted(os.listdir(self.REFERENCE)):
+            with open(os.path.join(self.REFERENCE, page), encoding="utf-8") as f:
+                for m in re.finditer(r"^- `ERR ([a-z]+): ([^`]*)`", f.read(), re.M):
+                    fam, text = m.group(1), m.group(2)
+                    cls = E.error_class(f"{fam}: {text}")
+                    self.assertIsNotNone(cls, (page, text))
+                    self.assertTrue(issubclass(cls, E.FAMILIES[fam]), (page, text, cls))
+                    self.assertTrue(issubclass(cls, redis.ResponseError))
+                    for phrase, kind in kinds.items():
+                        if phrase in text:
+                            self.assertTrue(issubclass(cls, kind), (page, text, cls))
+                    seen.add(fam)
+        self.assertGreaterEqual(len(seen), 8, seen)
+
+    def test_other_errors_stay_plain(self):
+        for msg in ("syntax error", "wrong number of arguments for 'poll.vote' command",
+                    "nosuchfamily: x"):
+            self.assertIsNone(hotpath.errors.error_class(msg))
+            e = redis.ResponseError(msg)
+            self.assertIs(hotpath.errors.typed(e), e)
+        t = hotpath.errors.typed(redis.ResponseError("rank: corrupt data in 'b' field 'x'"))
+        self.assertIsInstance(t, hotpath.errors.RankError)
+        self.assertIsInstance(t, hotpath.errors.CorruptData)
+        self.assertEqual(type(t).__name__, "RankCorruptData")
+        self.assertEqual(str(t), "rank: corrupt data in 'b' field 'x'")
+
+
 class SpreadPollMerge(unittest.TestCase):
     """The exact top and rank of a spread poll against the merged board,
     on boards in memory (a backend answering POLL.TOP and POLL.RANK)."""
@@ -135,6 +176,12 @@ class Families:
         self.assertTrue(p.vote("user:2", "carol", now=NOW))
         with self.assertRaisesRegex(redis.ResponseError, "poll: vote limit reached"):
             p.vote("user:2", "bob", now=NOW)
+        # The same error as its class: a ResponseError still, and a POLL one.
+        with self.assertRaises(hotpath.errors.VoteLimitReached) as cm:
+            p.vote("user:2", "bob", now=NOW)
+        self.assertIsInstance(cm.exception, hotpath.errors.PollError)
+        self.assertIsInstance(cm.exception, hotpath.errors.LimitReached)
+        self.assertEqual(cm.exception.text, "vote limit reached")
         self.assertEqual(p.top(2), [R.PollEntry("alice", 2), R.PollEntry("carol", 1)])
         self.assertEqual(p.top(1, offset=1), [R.PollEntry("carol", 1)])
         self.assertEqual(p.rank("carol"), R.PollRank(1, 1))
@@ -355,7 +402,7 @@ class Families:
             other = poll.shards.keys[(i + 1) % 4]
             self.hp.backend.call("POLL.VOTE", [other, u, "c1", "SPREAD", 4], [other])
         # The base key refuses single-slot commands.
-        with self.assertRaisesRegex(redis.ResponseError, "is spread over 4 shards"):
+        with self.assertRaisesRegex(hotpath.errors.SpreadBaseKey, "is spread over 4 shards"):
             self.hp.poll(self.k("spoll")).vote("u", "x")
         self.assertEqual(self.hp.spread_count("POLL", self.k("spoll")), 4)
 

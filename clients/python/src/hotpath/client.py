@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence, Tuple, Union
 
+from redis.exceptions import ResponseError
+
 from . import replies as R
+from .errors import typed
 from .spread import SpreadLike, SpreadLuckyBag, spread_count
 
 if TYPE_CHECKING:
@@ -183,7 +186,10 @@ class _Entity:
         self.key = key
 
     def _call(self, sub: str, *args: Arg) -> Any:
-        return self.backend.call(f"{self.family}.{sub}", [self.key, *args], [self.key])
+        try:
+            return self.backend.call(f"{self.family}.{sub}", [self.key, *args], [self.key])
+        except ResponseError as e:
+            raise typed(e) from None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.key!r})"

@@ -20,10 +20,11 @@ import copy
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar
 
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 
 from . import replies as R
 from . import routing
+from .errors import typed
 from .retry import DEFAULT as DEFAULT_RETRY
 from .retry import RetryPolicy
 
@@ -87,7 +88,7 @@ def _raise_first(keys: Sequence[bytes], results: Sequence[Any]) -> List[Any]:
         if isinstance(r, ShardError):
             raise r
         if isinstance(r, BaseException):
-            raise ShardError(k, r)
+            raise ShardError(k, typed(r))
     return list(results)
 
 
@@ -138,7 +139,10 @@ class _Spread:
         command = f"{self.family}.{sub}"
         argv = self._argv(i, args)
         if self.durability is None or sub not in WRITES:
-            return self.retry.run(lambda: self.backend.call(command, argv, [k]), command)
+            try:
+                return self.retry.run(lambda: self.backend.call(command, argv, [k]), command)
+            except ResponseError as e:
+                raise typed(e) from None
         replicas, wait_ms = self.durability
         res, acks = self._durable([(command, argv, [k])], replicas, wait_ms)
         if isinstance(res[0], BaseException):
