@@ -1,5 +1,8 @@
 //! REDPACKET handlers: parse every argument, validate, open and type-check
-//! the packet's keys, apply the model, reply, replicate, notify.
+//! the packet's keys, read, plan with the model (`plan_split`,
+//! `plan_take`, `plan_refund`: what to write, or a refusal with nothing
+//! written), apply the plan, replicate, notify, reply. Every error comes
+//! before the first write (tests/no_partial_writes.rs).
 
 use redis_module::{
     CallOptionsBuilder, CallResult, Context, ContextFlags, RedisError, RedisResult, RedisString,
@@ -186,58 +189,69 @@ pub fn redpacket_split(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     util::require_hash_tag(ctx, FAMILY, &base)?;
     let max = config::get(&config::REDPACKET_MAX_COUNT).min(model::MAX_COUNT_LIMIT);
+    // The arguments are refused before the keys are type-checked.
     model::validate_split(total, count, max).map_err(|e| error::family(FAMILY, &e.message()))?;
-
     let packet = Packet::open(ctx, &base, true)?;
-    if packet.has_meta || packet.has_pool || packet.has_grabbed {
-        return Err(error::family(FAMILY, EXISTS));
-    }
+    let exists = packet.has_meta || packet.has_pool || packet.has_grabbed;
     drop(packet);
-    let shares = model::split(total, count, mode, &mut rand::thread_rng());
+    let plan = model::plan_split(
+        total,
+        count,
+        max,
+        mode,
+        expires,
+        exists,
+        &mut rand::thread_rng(),
+    )
+    .map_err(refusal(&base))?;
+    apply_split(ctx, &base, &plan)?;
+    util::notify(ctx, "hotpath.redpacket.split", &base);
+    COUNT_SPLITS.incr();
+    Ok(RedisValue::Integer(count))
+}
 
+/// Returns the error of a refused plan for the packet `base`.
+fn refusal(base: &[u8]) -> impl Fn(model::Refusal) -> RedisError + '_ {
+    move |r| match r {
+        model::Refusal::Split(e) => error::family(FAMILY, &e.message()),
+        model::Refusal::Exists => error::family(FAMILY, EXISTS),
+        model::Refusal::CorruptPool => error::corrupt(FAMILY, &derived_name(base, "pool"), None),
+        model::Refusal::CorruptLeft => corrupt_meta(base, &F_LEFT),
+    }
+}
+
+/// Writes a SPLIT plan and replicates what was written.
+fn apply_split(ctx: &Context, base: &[u8], plan: &model::SplitPlan) -> Result<(), RedisError> {
     // One RPUSH of every share: the strings made for it are the very ones
     // replicated, and one call pushes N shares faster than N `ListPush`es.
-    let pool_name = derived(&base, "pool");
-    let meta_name = derived(&base, "meta");
-    let mut rpush: Vec<RedisString> = Vec::with_capacity(shares.len() + 1);
+    let pool_name = derived(base, "pool");
+    let meta_name = derived(base, "meta");
+    let mut rpush: Vec<RedisString> = Vec::with_capacity(plan.shares.len() + 1);
     rpush.push(RedisString::create_from_slice(ctx.ctx, &pool_name));
-    rpush.extend(shares.iter().map(|&s| int_string(ctx, s)));
+    rpush.extend(plan.shares.iter().map(|&s| int_string(ctx, s)));
     let rpush: Vec<&RedisString> = rpush.iter().collect();
     ctx.call("RPUSH", rpush.as_slice())?;
-    let (total_s, count_s, expires_s) = (total.to_string(), count.to_string(), expires.to_string());
-    // The fields GRAB reads on every call come first: a small hash is a
-    // listpack, searched from its head.
-    let hset: [&[u8]; 11] = [
-        &meta_name,
-        b"expires",
-        expires_s.as_bytes(),
-        b"left_cents",
-        total_s.as_bytes(),
-        b"state",
-        model::STATE_OPEN.as_bytes(),
-        b"total",
-        total_s.as_bytes(),
-        b"count",
-        count_s.as_bytes(),
-    ];
+    let mut hset: Vec<&[u8]> = Vec::with_capacity(1 + 2 * plan.meta.len());
+    hset.push(&meta_name);
+    for (f, v) in &plan.meta {
+        hset.push(f.as_bytes());
+        hset.push(v.as_bytes());
+    }
     let meta = Key::open(ctx, &meta_name, true);
     for pair in hset[1..].chunks(2) {
         meta.hput(pair[0], pair[1]);
     }
     drop(meta);
-
     // The shares are random: the replicas and the AOF get what was drawn,
     // then the expiry (a packet whose expiry is already past is deleted
     // on the master at once, and that deletion is what replicates).
     ctx.replicate("RPUSH", rpush.as_slice());
-    ctx.replicate("HSET", &hset[..]);
-    if expires > 0 {
-        pexpireat(ctx, &pool_name, expires)?;
-        pexpireat(ctx, &meta_name, expires)?;
+    ctx.replicate("HSET", hset.as_slice());
+    if plan.expires > 0 {
+        pexpireat(ctx, &pool_name, plan.expires)?;
+        pexpireat(ctx, &meta_name, plan.expires)?;
     }
-    util::notify(ctx, "hotpath.redpacket.split", &base);
-    COUNT_SPLITS.incr();
-    Ok(RedisValue::Integer(count))
+    Ok(())
 }
 
 /// REDPACKET.GRAB B user [NOW unix-ms]
@@ -346,41 +360,36 @@ pub fn redpacket_grab(ctx: &Context, c: &mut Args) -> RedisResult {
         return reply_grab(ctx, outcome);
     }
     let left = meta_value(base, &F_LEFT, &left, model::parse::cents)?;
-    // Popping the last share deletes the pool and its expiry: kept here in
-    // case the share must go back.
-    let pool_at = if packet.pool.len() == 1 {
-        packet.pool.abs_expire_ms()
-    } else {
-        None
-    };
-    let Some(share) = packet.pool.lpop_string() else {
+    // The head share is read and checked before it is popped: a share the
+    // module never writes (not a positive integer), or more than the
+    // running total says is left, is refused with the pool as it was.
+    let head = packet.pool.head_string();
+    let plan = model::plan_take(
+        left,
+        head.as_ref().map(|h| h.as_slice()),
+        packet.has_grabbed,
+        expires,
+    )
+    .map_err(refusal(base))?;
+    let model::TakePlan::Take {
+        cents,
+        left: rest,
+        expire_grabbed,
+    } = plan
+    else {
         COUNT_EMPTY.incr();
         return reply_grab(ctx, Grab::Empty);
     };
-    // A share the module never writes (not a positive integer), or more
-    // than the running total says is left, is refused with the pool as it
-    // was: the share goes back to the head (and the pool gets its expiry
-    // back if the pop emptied it).
-    let cents = model::parse::share(share.as_slice());
-    let rest = cents.and_then(|c| left.checked_sub(c)).filter(|&r| r >= 0);
-    let Some((cents, rest)) = cents.zip(rest) else {
-        packet.pool.push_head_arg(&share);
-        if let Some(at) = pool_at {
-            packet.pool.set_abs_expire_ms(at);
-        }
-        return Err(match cents {
-            None => error::corrupt(FAMILY, &derived_name(base, "pool"), None),
-            Some(_) => corrupt_meta(base, &F_LEFT),
-        });
-    };
+    // The share just checked is the one popped (nothing runs in between).
+    let share = packet.pool.lpop_string().unwrap_or_else(|| head.unwrap());
     // The user was just found absent: a plain set, without NX's second
     // lookup of the field.
     packet.grabbed.hset_arg(user, &share);
-    if !packet.has_grabbed && expires > 0 {
+    if let Some(at) = expire_grabbed {
         // B:grabbed is born now: it gets the packet's expiry, the very
         // instant in `expires` (replicas and the AOF re-run this grab and
         // set the same one).
-        packet.grabbed.set_abs_expire_ms(expires);
+        packet.grabbed.set_abs_expire_ms(at);
     }
     packet.meta.hput_field(&F_LEFT, &int_string(ctx, rest));
     drop(packet);
@@ -483,13 +492,11 @@ pub fn redpacket_refund(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // Every meta field is checked, as INFO does (GRAB reads only what it
     // needs): a packet whose record was edited by hand is refused before
     // its money is counted out.
-    let Some(meta) = packet.meta(&base)? else {
-        return Ok(RedisValue::Integer(0));
-    };
-    if meta.refunded {
-        return Ok(RedisValue::Integer(0));
+    let plan = model::plan_refund(packet.meta(&base)?.as_ref());
+    if !plan.close {
+        return Ok(RedisValue::Integer(plan.cents));
     }
-    let left = meta.left_cents;
+    let left = plan.cents;
     packet.pool.unlink();
     packet.meta.hput_field(
         &F_STATE,
