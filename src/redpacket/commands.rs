@@ -254,6 +254,47 @@ fn apply_split(ctx: &Context, base: &[u8], plan: &model::SplitPlan) -> Result<()
     Ok(())
 }
 
+/// Reads what GRAB needs of `B:meta`: the packet's expiry, whether it was
+/// refunded, and `left_cents` as stored (parsed only once the packet is
+/// found open).
+///
+/// SPLIT gives `B:meta` the absolute expiry `expires`: while the key has
+/// one, that is the instant, read without a hash lookup. Without one, the
+/// field is read: 0 for a packet without TTL, or the instant of a packet
+/// whose keys were made persistent (to refund it after it closed), which
+/// stays closed. REFUND empties the pool, so a packet that still has
+/// shares was not refunded: `state` is read only once the pool is empty.
+fn grab_meta(packet: &Packet, base: &[u8]) -> Result<(i64, bool, Option<RedisString>), RedisError> {
+    let key_expiry = packet.meta.abs_expire_ms();
+    let (field_expiry, left, state) = match (key_expiry, packet.has_pool) {
+        (Some(_), true) => {
+            let [l] = packet.meta.hget_fields([&F_LEFT]);
+            (None, l, None)
+        }
+        (Some(_), false) => {
+            let [l, st] = packet.meta.hget_fields([&F_LEFT, &F_STATE]);
+            (None, l, Some(st))
+        }
+        (None, true) => {
+            let [e, l] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT]);
+            (Some(e), l, None)
+        }
+        (None, false) => {
+            let [e, l, st] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT, &F_STATE]);
+            (Some(e), l, Some(st))
+        }
+    };
+    let expires = match (key_expiry, field_expiry) {
+        (Some(at), _) => at,
+        (None, e) => meta_value(base, &F_EXPIRES, &e.flatten(), model::parse::expires)?,
+    };
+    let refunded = match state {
+        Some(st) => meta_value(base, &F_STATE, &st, model::parse::refunded)?,
+        None => false,
+    };
+    Ok((expires, refunded, left))
+}
+
 /// REDPACKET.GRAB B user [NOW unix-ms]
 ///
 /// Replies `[status, cents]`: `OK` and the share just won, `ALREADY` and
@@ -261,9 +302,10 @@ fn apply_split(ctx: &Context, base: &[u8], plan: &model::SplitPlan) -> Result<()
 /// `NOSUCH 0`.
 ///
 /// Cost: three keys opened and type-checked, one lookup of the user in
-/// `B:grabbed`, one `HashGet` of `expires` and `left_cents`, one pop, one
-/// insert, one write of `left_cents`; the user and the share go to Redis
-/// as the strings they are. Replicated verbatim (see the module docs).
+/// `B:grabbed`, one `HashGet` of `expires` and `left_cents`, one read of
+/// the head share, one pop, one insert, one write of `left_cents`; the
+/// user and the share go to Redis as the strings they are. Replicated
+/// verbatim (see the module docs).
 pub fn redpacket_grab(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(3)?;
     // The arguments are read where Redis holds them (argv.rs): the user is
@@ -301,39 +343,7 @@ pub fn redpacket_grab(ctx: &Context, c: &mut Args) -> RedisResult {
             return reply_grab(ctx, Grab::Already(cents));
         }
     }
-    // SPLIT gives `B:meta` the absolute expiry `expires`: while the key has
-    // one, that is the instant, read without a hash lookup. Without one, the
-    // field is read: 0 for a packet without TTL, or the instant of a packet
-    // whose keys were made persistent (to refund it after it closed), which
-    // stays closed. REFUND empties the pool, so a packet that still has
-    // shares was not refunded: `state` is read only once the pool is empty.
-    let key_expiry = packet.meta.abs_expire_ms();
-    let (field_expiry, left, state) = match (key_expiry, packet.has_pool) {
-        (Some(_), true) => {
-            let [l] = packet.meta.hget_fields([&F_LEFT]);
-            (None, l, None)
-        }
-        (Some(_), false) => {
-            let [l, st] = packet.meta.hget_fields([&F_LEFT, &F_STATE]);
-            (None, l, Some(st))
-        }
-        (None, true) => {
-            let [e, l] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT]);
-            (Some(e), l, None)
-        }
-        (None, false) => {
-            let [e, l, st] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT, &F_STATE]);
-            (Some(e), l, Some(st))
-        }
-    };
-    let expires = match (key_expiry, field_expiry) {
-        (Some(at), _) => at,
-        (None, e) => meta_value(base, &F_EXPIRES, &e.flatten(), model::parse::expires)?,
-    };
-    let refunded = match state {
-        Some(st) => meta_value(base, &F_STATE, &st, model::parse::refunded)?,
-        None => false,
-    };
+    let (expires, refunded, left) = grab_meta(&packet, base)?;
     // A grab that reaches a replica or the AOF was decided open by the
     // master (only won shares are propagated), so there it must not consult
     // the local clock, which may be past `expires` by then: the command is
@@ -380,8 +390,30 @@ pub fn redpacket_grab(ctx: &Context, c: &mut Args) -> RedisResult {
         COUNT_EMPTY.incr();
         return reply_grab(ctx, Grab::Empty);
     };
-    // The share just checked is the one popped (nothing runs in between).
-    let share = packet.pool.lpop_string().unwrap_or_else(|| head.unwrap());
+    apply_take(ctx, &packet, user, head, rest, expire_grabbed);
+    drop(packet);
+    ctx.replicate_verbatim();
+    // No allocation for the event's name: this runs on every share won.
+    util::notify_static(ctx, c"hotpath.redpacket.grab", base_arg);
+    COUNT_GRABBED.incr();
+    reply_grab(ctx, Grab::Won(cents))
+}
+
+/// Writes a grab's plan: pops the head share just checked (`head`) into
+/// `B:grabbed` for `user`, gives a `B:grabbed` born now the packet's
+/// expiry, and records the running total `rest`.
+fn apply_take(
+    ctx: &Context,
+    packet: &Packet,
+    user: &RedisString,
+    head: Option<RedisString>,
+    rest: i64,
+    expire_grabbed: Option<i64>,
+) {
+    // A plan to take a share was made from the share at the head.
+    let Some(share) = head else { return };
+    // The pop takes that very share: nothing ran in between.
+    drop(packet.pool.lpop_string());
     // The user was just found absent: a plain set, without NX's second
     // lookup of the field.
     packet.grabbed.hset_arg(user, &share);
@@ -392,12 +424,6 @@ pub fn redpacket_grab(ctx: &Context, c: &mut Args) -> RedisResult {
         packet.grabbed.set_abs_expire_ms(at);
     }
     packet.meta.hput_field(&F_LEFT, &int_string(ctx, rest));
-    drop(packet);
-    ctx.replicate_verbatim();
-    // No allocation for the event's name: this runs on every share won.
-    util::notify_static(ctx, c"hotpath.redpacket.grab", base_arg);
-    COUNT_GRABBED.incr();
-    reply_grab(ctx, Grab::Won(cents))
 }
 
 /// Replies `[status, cents]` straight through the reply API (the crate's
