@@ -36,6 +36,7 @@ mod lua_parity_redpacket;
 mod luckybag;
 mod migration;
 mod module;
+mod no_partial_writes;
 mod oom;
 mod poll;
 mod pollrank_stall;

@@ -16,35 +16,16 @@ use rand::{Rng, SeedableRng};
 use common::*;
 
 const T0: i64 = 1_764_720_000_000;
-const SCRIPTS: [(&str, &str); 5] = [
-    ("LOCK.ACQUIRE", "lock/acquire.lua"),
-    ("LOCK.RELEASE", "lock/release.lua"),
-    ("LOCK.RENEW", "lock/renew.lua"),
-    ("LOCK.INFO", "lock/info.lua"),
-    ("LOCK.CHECK", "lock/check.lua"),
-];
 
 /// Runs one command both ways and asserts equal replies (the module's key
 /// names are mapped to the script's in its errors).
-fn both(c: &mut Connection, lua: &KeyedTwins, cmd: &str, key: &str, rest: &[String], step: usize) {
-    let mk = format!("m{{{key}}}");
-    let lk = format!("l{{{key}}}");
-    let mut margs: Vec<&str> = vec![cmd, &mk];
-    margs.extend(rest.iter().map(String::as_str));
-    let module = run(c, &margs).replace(&mk, &lk);
-    let largs: Vec<&str> = std::iter::once(lk.as_str())
-        .chain(rest.iter().map(String::as_str))
-        .collect();
-    let script = show(&lua.call(c, cmd, &largs));
-    assert_eq!(module, script, "step {step}: {cmd} {key} {rest:?}");
+fn both(c: &mut Connection, lua: &Twins, cmd: &str, key: &str, rest: &[String], step: usize) {
+    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    lua.assert_both(c, &format!("step {step}"), cmd, &[key], &rest);
 }
 
 fn compare(c: &mut Connection, step: usize, last: &str) {
-    let m: Vec<String> = dump_keys(c, "m{*")
-        .into_iter()
-        .map(|l| format!("l{}", &l[1..]))
-        .collect();
-    assert_eq!(m, dump_keys(c, "l{*"), "step {step} after {last}");
+    assert_same_data(c, &format!("step {step} after {last}"));
 }
 
 fn s<T: ToString>(v: T) -> String {
@@ -54,7 +35,7 @@ fn s<T: ToString>(v: T) -> String {
 fn random_stream(seed: u64, steps: usize, via: Via) {
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = KeyedTwins::load(&mut c, via, &SCRIPTS);
+    let lua = Twins::of(&mut c, via, "lock");
     let mut rng = StdRng::seed_from_u64(seed);
     let mut now = T0 + rng.gen_range(0..5000);
     let owners = ["alice", "bob", "carol", "d:e"];
@@ -193,7 +174,7 @@ fn lua_twins_read_the_clock_when_no_now_is_given() {
 fn clock_test(via: Via) {
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = KeyedTwins::load(&mut c, via, &SCRIPTS);
+    let lua = Twins::of(&mut c, via, "lock");
     both(
         &mut c,
         &lua,
@@ -213,7 +194,7 @@ fn holders_without_a_next_lease_end_are_checked_alike() {
     for via in [Via::Script, Via::Function] {
         let srv = Server::start();
         let mut c = srv.conn();
-        let lua = KeyedTwins::load(&mut c, via, &SCRIPTS);
+        let lua = Twins::of(&mut c, via, "lock");
         let acquire = |owner: &str| vec![s(owner), s(1000), s("NOW"), s(5000)];
         // A corrupt holder while `next` is 0: refused by both, nothing
         // written.

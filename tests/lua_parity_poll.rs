@@ -9,17 +9,17 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// Each command with its twin's file under `lua-compat/generated/poll/`.
-const TWINS: [(&str, &str); 9] = [
-    ("POLL.CREATE", "poll/create.lua"),
-    ("POLL.VOTE", "poll/vote.lua"),
-    ("POLL.REVOKE", "poll/revoke.lua"),
-    ("POLL.TOP", "poll/top.lua"),
-    ("POLL.RANK", "poll/rank.lua"),
-    ("POLL.STATUS", "poll/status.lua"),
-    ("POLL.INFO", "poll/info.lua"),
-    ("POLL.SYNC", "poll/sync.lua"),
-    ("POLL.SYNCACK", "poll/syncack.lua"),
+/// The commands, each with a twin in `lua-compat/generated/poll/`.
+const COMMANDS: [&str; 9] = [
+    "POLL.CREATE",
+    "POLL.VOTE",
+    "POLL.REVOKE",
+    "POLL.TOP",
+    "POLL.RANK",
+    "POLL.STATUS",
+    "POLL.INFO",
+    "POLL.SYNC",
+    "POLL.SYNCACK",
 ];
 
 /// 2030-03-17T17:46:40Z: explicit NOW times lie after it, so that they
@@ -27,11 +27,11 @@ const TWINS: [(&str, &str); 9] = [
 const T0: i64 = 1_900_000_000_000;
 const DAY: i64 = 86_400_000;
 
-/// A connection to a server with the module loaded, and the twins' SHAs.
+/// A connection to a server with the module loaded, and POLL's twins.
 struct Bench {
     _server: Option<Server>,
     c: Connection,
-    shas: Vec<String>,
+    twins: Twins,
 }
 
 impl Bench {
@@ -45,20 +45,16 @@ impl Bench {
 
     /// Works on a server started elsewhere (e.g. the master of a pair).
     fn on(mut c: Connection) -> Bench {
-        let shas = TWINS.iter().map(|(_, f)| load_twin(&mut c, f)).collect();
+        let twins = Twins::here(&mut c, "poll");
         Bench {
             _server: None,
             c,
-            shas,
+            twins,
         }
     }
 
     fn sha(&self, cmd: &str) -> &str {
-        let i = TWINS
-            .iter()
-            .position(|(n, _)| n.eq_ignore_ascii_case(cmd))
-            .unwrap_or_else(|| panic!("no twin for {cmd}"));
-        &self.shas[i]
+        self.twins.name(cmd)
     }
 
     /// `cmd [base] args…` on the module.
@@ -76,10 +72,10 @@ impl Bench {
     /// `EVALSHA <twin of cmd> numkeys [base] args…` (or FCALL, see
     /// [`twins_via`]).
     fn script(&mut self, cmd: &str, base: Option<&[u8]>, args: &[Vec<u8>]) -> RedisResult<Value> {
-        let twin = self.sha(cmd).to_string();
         let mut all: Vec<&[u8]> = base.into_iter().collect();
         all.extend(args.iter().map(|a| a.as_slice()));
-        call_twin(&mut self.c, &twin, base.is_some() as usize, &all)
+        self.twins
+            .call_keys(&mut self.c, cmd, base.is_some() as usize, &all)
     }
 
     /// Runs one call on `m{n}` and on `l{n}` (no base key when `n` is None)
@@ -636,7 +632,7 @@ fn random_run(b: &mut Bench, seed: u64, polls: usize, ops: usize) {
             }
             _ => {
                 // A call without its base key: an arity error on both sides.
-                let cmd = TWINS[r.gen_range(0..TWINS.len())].0;
+                let cmd = COMMANDS[r.gen_range(0..COMMANDS.len())];
                 b.both(&ctx, cmd, None, &[]).ok();
             }
         }
@@ -695,7 +691,7 @@ fn arity_errors_agree_once() {
             "{e}"
         );
     }
-    for (cmd, _) in TWINS {
+    for cmd in COMMANDS {
         b.both("no key", cmd, None, &[]).ok();
     }
 }
@@ -1327,7 +1323,7 @@ use hotpath_client::routing;
 struct SpreadSides {
     m: Connection,
     l: Connection,
-    twins: Vec<String>,
+    twins: Twins,
     /// Every reply seen, for the coverage checks at the end.
     seen: Vec<String>,
 }
@@ -1337,7 +1333,7 @@ impl SpreadSides {
         let m = s.conn();
         let mut l = s.conn();
         run(&mut l, &["SELECT", "1"]);
-        let twins = TWINS.iter().map(|(_, f)| load_twin(&mut l, f)).collect();
+        let twins = Twins::here(&mut l, "poll");
         SpreadSides {
             m,
             l,
@@ -1353,10 +1349,9 @@ impl SpreadSides {
         let mut margs: Vec<&str> = vec![&name, key];
         margs.extend(args.iter().map(String::as_str));
         let ours = run(&mut self.m, &margs);
-        let i = TWINS.iter().position(|(n, _)| *n == name).unwrap();
         let mut largs: Vec<&str> = vec![key];
         largs.extend(args.iter().map(String::as_str));
-        let theirs = show(&call_twin(&mut self.l, &self.twins[i], 1, &largs));
+        let theirs = show(&self.twins.call(&mut self.l, &name, &largs));
         assert_eq!(ours, theirs, "{name} {key} {args:?}");
         self.seen.push(ours.clone());
         ours

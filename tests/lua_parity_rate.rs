@@ -32,40 +32,6 @@ use redis::Value;
 const T0: i64 = 1_764_720_000_000;
 const ALGOS: [&str; 5] = ["GCRA", "FIXED", "SLIDING", "LOG", "BUCKET"];
 
-/// The twins as loaded one way: the command word and the script SHA
-/// (EVALSHA) or the library's function name (FCALL) of each command.
-struct Twins {
-    word: &'static str,
-    check: String,
-    multi: String,
-    throttle: String,
-    reset: String,
-}
-
-impl Twins {
-    fn load(c: &mut Connection, via: Via) -> Twins {
-        match via {
-            Via::Script => Twins {
-                word: "EVALSHA",
-                check: load_script(c, "rate/check.lua"),
-                multi: load_script(c, "rate/multi.lua"),
-                throttle: load_script(c, "rate/throttle.lua"),
-                reset: load_script(c, "rate/reset.lua"),
-            },
-            Via::Function => {
-                load_library(c);
-                Twins {
-                    word: "FCALL",
-                    check: function_name("RATE.CHECK"),
-                    multi: function_name("RATE.MULTI"),
-                    throttle: function_name("RATE.THROTTLE"),
-                    reset: function_name("RATE.RESET"),
-                }
-            }
-        }
-    }
-}
-
 /// Runs one operation both ways and asserts equal replies (errors name
 /// the key, so the module's `m{…}` is read as the script's `l{…}`).
 fn both(
@@ -92,14 +58,8 @@ fn both(
     if std::env::var("PARITY_TRACE").is_ok() {
         eprintln!("= {module}");
     }
-    let sha = match cmd {
-        "RATE.CHECK" => &lua.check,
-        "RATE.MULTI" => &lua.multi,
-        "RATE.THROTTLE" => &lua.throttle,
-        _ => &lua.reset,
-    };
     let n = lk.len().to_string();
-    let mut largs: Vec<&str> = vec![lua.word, sha, &n];
+    let mut largs: Vec<&str> = vec![lua.word(), lua.name(cmd), &n];
     largs.extend(lk.iter().map(String::as_str));
     largs.extend(rest.iter().map(String::as_str));
     let script = frozen(c, &largs, &lk);
@@ -126,12 +86,7 @@ fn frozen(c: &mut Connection, args: &[&str], keys: &[String]) -> String {
 }
 
 fn compare_and_persist(c: &mut Connection, step: usize, last: &str) {
-    let m: Vec<String> = dump_keys(c, "m{*")
-        .into_iter()
-        .map(|l| format!("l{}", &l[1..]))
-        .collect();
-    let l = dump_keys(c, "l{*");
-    assert_eq!(m, l, "step {step} after {last}");
+    assert_same_data(c, &format!("step {step} after {last}"));
     let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
     for k in keys {
         let _: i64 = redis::cmd("PERSIST").arg(&k).query(c).unwrap();
@@ -165,7 +120,7 @@ fn time_opt(rng: &mut StdRng, now: i64) -> [String; 2] {
 fn random_stream(seed_n: u64, steps: usize, huge: bool, via: Via) {
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = Twins::load(&mut c, via);
+    let lua = Twins::of(&mut c, via, "rate");
     let mut rng = StdRng::seed_from_u64(seed_n);
     let mut now = (T0 + rng.gen_range(0..5000)) * 1000;
     // Each key mostly keeps one algorithm, sometimes another is tried.
@@ -341,7 +296,7 @@ fn lua_twins_refuse_wrong_keys_like_the_module() {
 fn refuse_wrong_keys_like_the_module(via: Via) {
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = Twins::load(&mut c, via);
+    let lua = Twins::of(&mut c, via, "rate");
     seed(&mut c, "str", &["SET", "hello"]);
     seed(&mut c, "hash", &["HSET", "algo", "other"]);
     seed(&mut c, "badb", &["HSET", "algo", "bucket", "tokens", "x"]);
@@ -395,7 +350,7 @@ fn lua_twins_read_millisecond_states_like_the_module() {
 fn read_millisecond_states_like_the_module(via: Via) {
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = Twins::load(&mut c, via);
+    let lua = Twins::of(&mut c, via, "rate");
     let t0 = T0.to_string();
     // States as the millisecond version wrote them.
     seed(&mut c, "g", &["SET", &format!("gcra:{}:2:5", T0 + 30_000)]);
@@ -460,7 +415,7 @@ fn match_the_module_on_long_logs(via: Via) {
     // in bounded batches.
     let srv = Server::start();
     let mut c = srv.conn();
-    let lua = Twins::load(&mut c, via);
+    let lua = Twins::of(&mut c, via, "rate");
     let mut rng = StdRng::seed_from_u64(5);
     let mut now = T0 * 1000;
     for step in 0..600 {

@@ -26,10 +26,16 @@ impl Key {
         (!p.is_null()).then(|| RedisString::from_redis_module_string(self.ctx, p))
     }
 
-    /// Pushes a Redis string at the head (`LPUSH`), e.g. to put back an
-    /// element just popped.
-    pub fn push_head_arg(&self, value: &RedisString) {
-        self.list_push(raw::REDISMODULE_LIST_HEAD, value.inner);
+    /// Returns the element at the head (`LINDEX key 0`) without removing
+    /// it: `None` when the key is not a list or is empty. A command reads
+    /// the element it will pop, checks it, and pops only once every check
+    /// passed.
+    pub fn head_string(&self) -> Option<RedisString> {
+        if self.kind() != KeyType::List {
+            return None;
+        }
+        let p = unsafe { raw::RedisModule_ListGet.unwrap()(self.ptr, 0) };
+        (!p.is_null()).then(|| RedisString::from_redis_module_string(self.ctx, p))
     }
 
     /// Pushes a string at the head or the tail (`REDISMODULE_LIST_HEAD`,

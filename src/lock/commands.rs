@@ -1,6 +1,9 @@
 //! LOCK's handlers: parse and validate everything, open `B`, serve the
 //! clients already waiting (a lease that ended goes to the first in line),
-//! apply the model, write `B` once, replicate what was written, reply.
+//! apply the model to the state read (in memory), then write `B` once from
+//! the plan (`Mutex::format`, `model::plan_sem_write`), replicate what was
+//! written, reply. A refusal changes nothing in memory that is written
+//! (tests/no_partial_writes.rs).
 //!
 //! Replication: a mutex is written and replicated as one `SET B <state>`,
 //! a semaphore as `HSET B …` and, when holders left, `HDEL B …`. The state
@@ -402,41 +405,15 @@ impl<'a> Lock<'a> {
                 replicate::set(ctx, self.arg, &v);
             }
             Kind::Sem(sem) => {
-                let mut set: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-                let mut del: Vec<Vec<u8>> = Vec::new();
-                if sem.meta_changed {
-                    let m = sem.meta;
-                    for (f, v) in [("fence", m.fence), ("limit", m.limit), ("next", m.next)] {
-                        set.push((f.as_bytes().to_vec(), v.to_string().into_bytes()));
-                    }
-                }
                 sem.changed.sort();
                 sem.changed.dedup();
-                for owner in &sem.changed {
-                    match sem.seen.get(owner) {
-                        Some(Some(h)) => set.push((holder_field(owner), h.format().to_vec())),
-                        _ => del.push(holder_field(owner)),
-                    }
-                }
-                for (f, v) in &set {
-                    self.key.hput(f, v);
-                }
-                for f in &del {
-                    self.key.hdel(f);
-                }
-                if !set.is_empty() {
-                    let mut args: Vec<&[u8]> = vec![self.name];
-                    for (f, v) in &set {
-                        args.push(f);
-                        args.push(v);
-                    }
-                    ctx.replicate("HSET", args.as_slice());
-                }
-                if !del.is_empty() {
-                    let mut args: Vec<&[u8]> = vec![self.name];
-                    args.extend(del.iter().map(|f| f.as_slice()));
-                    ctx.replicate("HDEL", args.as_slice());
-                }
+                let plan = model::plan_sem_write(
+                    sem.meta_changed.then_some(sem.meta),
+                    sem.changed
+                        .iter()
+                        .map(|o| (o.as_slice(), sem.seen.get(o).copied().flatten())),
+                );
+                apply_sem_write(ctx, &self.key, self.name, &plan);
                 sem.changed.clear();
                 sem.meta_changed = false;
             }
@@ -471,6 +448,30 @@ impl<'a> Lock<'a> {
                 Ok(all)
             }
         }
+    }
+}
+
+/// Writes a semaphore's planned fields to `B` and replicates them as one
+/// `HSET` and one `HDEL` (each only when it has fields).
+fn apply_sem_write(ctx: &Context, key: &Key, name: &[u8], plan: &model::SemWrite) {
+    for (f, v) in &plan.set {
+        key.hput(f, v);
+    }
+    for f in &plan.del {
+        key.hdel(f);
+    }
+    if !plan.set.is_empty() {
+        let mut args: Vec<&[u8]> = vec![name];
+        for (f, v) in &plan.set {
+            args.push(f);
+            args.push(v);
+        }
+        ctx.replicate("HSET", args.as_slice());
+    }
+    if !plan.del.is_empty() {
+        let mut args: Vec<&[u8]> = vec![name];
+        args.extend(plan.del.iter().map(|f| f.as_slice()));
+        ctx.replicate("HDEL", args.as_slice());
     }
 }
 

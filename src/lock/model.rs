@@ -438,6 +438,39 @@ pub fn holder_field(owner: &[u8]) -> Vec<u8> {
     f
 }
 
+/// What a semaphore command writes to `B`, once every check passed: the
+/// fields set (one `HSET`, in this order) and the holder fields deleted
+/// (one `HDEL`). Empty when nothing changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SemWrite {
+    pub set: Vec<(Vec<u8>, Vec<u8>)>,
+    pub del: Vec<Vec<u8>>,
+}
+
+/// Plans a semaphore's write: its own fields when `meta` is given (they
+/// changed), then each owner whose hold changed, in the order given: its
+/// hold set, or, when it has none left (released, or its lease ended),
+/// its field deleted.
+pub fn plan_sem_write<'a>(
+    meta: Option<SemMeta>,
+    holders: impl IntoIterator<Item = (&'a [u8], Option<Hold>)>,
+) -> SemWrite {
+    let mut w = SemWrite::default();
+    if let Some(m) = meta {
+        for (f, v) in [("fence", m.fence), ("limit", m.limit), ("next", m.next)] {
+            w.set
+                .push((f.as_bytes().to_vec(), v.to_string().into_bytes()));
+        }
+    }
+    for (owner, hold) in holders {
+        match hold {
+            Some(h) => w.set.push((holder_field(owner), h.format().to_vec())),
+            None => w.del.push(holder_field(owner)),
+        }
+    }
+    w
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -648,5 +681,38 @@ mod tests {
             assert_eq!(Hold::parse(bad), None);
         }
         assert_eq!(holder_field(b"x"), b"holder:x");
+    }
+
+    #[test]
+    fn plan_sem_write_sets_meta_and_holds_and_deletes_the_rest() {
+        let hold = Hold {
+            token: 7,
+            count: 2,
+            expires: 9_000,
+            until: 0,
+        };
+        let meta = SemMeta {
+            fence: 7,
+            limit: 3,
+            next: 9_000,
+        };
+        let w = plan_sem_write(Some(meta), [(&b"a"[..], Some(hold)), (b"b", None)]);
+        let text = |v: &[u8]| String::from_utf8(v.to_vec()).unwrap();
+        let set: Vec<(String, String)> = w.set.iter().map(|(f, v)| (text(f), text(v))).collect();
+        assert_eq!(
+            set,
+            [
+                ("fence".to_string(), "7".to_string()),
+                ("limit".into(), "3".into()),
+                ("next".into(), "9000".into()),
+                ("holder:a".into(), text(&hold.format())),
+            ]
+        );
+        assert_eq!(w.del, vec![b"holder:b".to_vec()]);
+        // Nothing changed: nothing to write (an error is no plan at all).
+        assert_eq!(plan_sem_write(None, []), SemWrite::default());
+        let w = plan_sem_write(None, [(&b"c"[..], None)]);
+        assert!(w.set.is_empty());
+        assert_eq!(w.del, vec![b"holder:c".to_vec()]);
     }
 }

@@ -1,6 +1,8 @@
 //! POLL's handlers: parse and validate everything, open keys (every type
-//! check before any value check), apply the model, reply, replicate,
-//! notify.
+//! check before any value check), read, plan with the model (CREATE:
+//! `Create::validate`, `plan_create_existing`, `plan_create`), apply,
+//! reply, replicate, notify. Every error comes before the first write
+//! (tests/no_partial_writes.rs).
 
 use std::ffi::CStr;
 use std::time::Instant;
@@ -243,69 +245,16 @@ fn ints(n: i64) -> RedisValue {
 
 /// POLL.CREATE B [MODE ONCE|DAILY|MULTI] [MAXVOTES n] [CANDIDATES n c1 … cn]
 /// [START unix-ms] [END unix-ms] [TZ minutes] [TTL seconds] [NOW unix-ms]
+///
+/// Parse and validate ([`parse_create`]), type-check the poll's keys,
+/// decide ([`model::plan_create_existing`] when some exist, else the
+/// spread checks and [`model::plan_create`]), then write the plan
+/// ([`apply_create`]), replicate and reply.
 pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
     let keys = base_of(ctx, &mut c)?;
-    let mut mode = Mode::Once;
-    let mut maxvotes: Option<i64> = None;
-    let mut candidates: Option<Vec<Vec<u8>>> = None;
-    let (mut start, mut end, mut tz, mut ttl) = (0i64, 0i64, 0i64, 0i64);
-    let mut now: Option<i64> = None;
-    let mut declared = None;
-    while !c.done() {
-        match c.next_keyword()?.as_str() {
-            "MODE" => {
-                let v = c.option_bytes()?;
-                mode = Mode::parse(v).ok_or_else(error::syntax)?;
-            }
-            "MAXVOTES" => maxvotes = Some(c.option_i64(1, model::MAX_MAXVOTES)?),
-            "CANDIDATES" => {
-                let n = c.option_i64(1, model::MAX_CANDIDATES)? as usize;
-                if c.remaining() < n {
-                    return Err(error::syntax());
-                }
-                let mut list = Vec::with_capacity(n);
-                for _ in 0..n {
-                    list.push(nonempty(c.next_bytes()?, "candidate")?);
-                }
-                candidates = Some(list);
-            }
-            "START" => start = c.option_i64(0, model::MAX_TIME_MS)?,
-            "END" => end = c.option_i64(0, model::MAX_TIME_MS)?,
-            "TZ" => tz = c.option_i64(-model::MAX_TZ_MINUTES, model::MAX_TZ_MINUTES)?,
-            "TTL" => ttl = c.option_i64(1, model::MAX_TTL_S)?,
-            "NOW" => now = Some(c.option_i64(0, model::MAX_TIME_MS)?),
-            "SPREAD" => declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
-            _ => return Err(error::syntax()),
-        }
-    }
-    // Shard `i` of a poll spread over `n` shards: the key must be that
-    // shard's key (docs/spread.md).
-    let spread = match declared {
-        Some(n) => Some(shard::Shard {
-            n,
-            i: route::shard_index(&keys.base, n)
-                .ok_or_else(|| shard::not_a_shard_key(FAMILY, &keys.base, n))?,
-        }),
-        None => None,
-    };
-    if maxvotes.is_some() && mode != Mode::Multi {
-        return Err(fail("MAXVOTES needs MODE MULTI"));
-    }
-    let colon = candidates.iter().flatten().any(|c| c.contains(&b':'));
-    if mode == Mode::Multi && colon {
-        return Err(fail("candidate must not contain ':' in MODE MULTI"));
-    }
-    let bad_utf8 = candidates
-        .iter()
-        .flatten()
-        .any(|c| std::str::from_utf8(c).is_err());
-    if mode == Mode::Multi && bad_utf8 {
-        return Err(fail("candidate must be valid UTF-8 in MODE MULTI"));
-    }
-    if start != 0 && end != 0 && start >= end {
-        return Err(fail("START must be before END"));
-    }
+    let (create, now, spread) = parse_create(&mut c, &keys.base)?;
+    create.validate().map_err(|r| fail(r.message()))?;
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
 
@@ -315,111 +264,164 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     meta.check(KeyType::Hash)?;
     board.check(KeyType::ZSet)?;
     voted.check(KeyType::Hash)?;
-    let maxvotes = match mode {
-        Mode::Multi => maxvotes.unwrap_or(model::DEFAULT_MAXVOTES),
-        _ => 1,
-    };
-    if let (Some(sh), true) = (spread, meta.exists()) {
-        // Creating a shard again with the same rules and count is
-        // harmless (a creation that failed half way is run again): it
-        // answers OK and changes nothing, the first expiry included.
-        match scope::record(FAMILY, &keys.base, &meta)? {
-            Some(r) if r == sh => {
-                let have = read_rules(&meta, &keys.base)?;
-                let same_rules = have.mode == mode
-                    && have.maxvotes == maxvotes
-                    && (have.start, have.end, have.tz_minutes) == (start, end, tz)
-                    && have.closed == candidates.is_some();
-                let same_candidates = match &candidates {
-                    None => true,
-                    Some(list) => {
-                        let distinct: std::collections::HashSet<&[u8]> =
-                            list.iter().map(|c| c.as_slice()).collect();
-                        board.len() == distinct.len()
-                            && distinct.iter().all(|c| board.zscore(c).is_some())
-                    }
-                };
-                if same_rules && same_candidates {
-                    return Ok(RedisValue::SimpleStringStatic("OK"));
-                }
-                return Err(fail("poll already exists"));
+    let declared = spread.map(|s| (s.n, s.i));
+    if meta.exists() || board.exists() || voted.exists() {
+        let found = match (spread, meta.exists()) {
+            (Some(sh), true) => Some(shard_found(&keys.base, &create, sh, &meta, &board)?),
+            _ => None,
+        };
+        return match model::plan_create_existing(declared, found) {
+            // The same shard with the same rules and count, created again
+            // (a creation that failed half way is run again): OK, and
+            // nothing changes, the first expiry included.
+            Ok(()) => Ok(RedisValue::SimpleStringStatic("OK")),
+            Err(model::CreateRefusal::CountsDisagree { have: (n, i) }) => {
+                Err(shard::counts_disagree(
+                    FAMILY,
+                    &keys.base,
+                    declared.map_or(0, |d| d.0),
+                    shard::Shard { n, i },
+                ))
             }
-            Some(r) => return Err(shard::counts_disagree(FAMILY, &keys.base, sh.n, r)),
-            None => return Err(fail("poll already exists")),
+            Err(r) => Err(fail(r.message())),
+        };
+    }
+    refuse_shadowing(ctx, &keys.base, spread)?;
+    match model::plan_create(&create, declared, now, util::now_ms()) {
+        model::CreatePlan::BornExpired => {}
+        model::CreatePlan::Create {
+            meta: fields,
+            board: candidates,
+            expires,
+        } => {
+            apply_create(&meta, &board, &fields, &candidates, expires);
+            replicate_now(ctx, c.args(), now, had_now);
+            util::notify(ctx, "hotpath.poll.create", &keys.base);
         }
     }
-    if meta.exists() || board.exists() || voted.exists() {
-        return Err(fail("poll already exists"));
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// Parses POLL.CREATE's options after the key: the arguments, the `NOW`
+/// given, and the shard `SPREAD n` makes of the key (which must be that
+/// shard's key: docs/spread.md).
+fn parse_create(
+    c: &mut Cursor,
+    base: &[u8],
+) -> Result<(model::Create, Option<i64>, Option<shard::Shard>), RedisError> {
+    let mut a = model::Create::default();
+    let mut now: Option<i64> = None;
+    let mut declared = None;
+    while !c.done() {
+        match c.next_keyword()?.as_str() {
+            "MODE" => {
+                let v = c.option_bytes()?;
+                a.mode = Mode::parse(v).ok_or_else(error::syntax)?;
+            }
+            "MAXVOTES" => a.maxvotes = Some(c.option_i64(1, model::MAX_MAXVOTES)?),
+            "CANDIDATES" => {
+                let n = c.option_i64(1, model::MAX_CANDIDATES)? as usize;
+                if c.remaining() < n {
+                    return Err(error::syntax());
+                }
+                let mut list = Vec::with_capacity(n);
+                for _ in 0..n {
+                    list.push(nonempty(c.next_bytes()?, "candidate")?);
+                }
+                a.candidates = Some(list);
+            }
+            "START" => a.start = c.option_i64(0, model::MAX_TIME_MS)?,
+            "END" => a.end = c.option_i64(0, model::MAX_TIME_MS)?,
+            "TZ" => a.tz = c.option_i64(-model::MAX_TZ_MINUTES, model::MAX_TZ_MINUTES)?,
+            "TTL" => a.ttl = c.option_i64(1, model::MAX_TTL_S)?,
+            "NOW" => now = Some(c.option_i64(0, model::MAX_TIME_MS)?),
+            "SPREAD" => declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
+            _ => return Err(error::syntax()),
+        }
     }
+    let spread = match declared {
+        Some(n) => Some(shard::Shard {
+            n,
+            i: route::shard_index(base, n)
+                .ok_or_else(|| shard::not_a_shard_key(FAMILY, base, n))?,
+        }),
+        None => None,
+    };
+    Ok((a, now, spread))
+}
+
+/// Reads what a creation of a spread poll's shard needs to know of the
+/// shard found there: its record, whether its rules and its board are the
+/// ones asked for.
+fn shard_found(
+    base: &[u8],
+    create: &model::Create,
+    declared: shard::Shard,
+    meta: &Key,
+    board: &Key,
+) -> Result<model::ShardFound, RedisError> {
+    let record = scope::record(FAMILY, base, meta)?.map(|r| (r.n, r.i));
+    // The rules and the board matter (and are read) only for the very
+    // shard declared.
+    let mine = record == Some((declared.n, declared.i));
+    let same_rules = mine && model::same_rules(&read_rules(meta, base)?, create);
+    let same_candidates = mine
+        && match &create.candidates {
+            None => true,
+            Some(_) => {
+                let distinct = create.distinct_candidates();
+                board.len() == distinct.len() && distinct.iter().all(|c| board.zscore(c).is_some())
+            }
+        };
+    Ok(model::ShardFound {
+        record,
+        same_rules,
+        same_candidates,
+    })
+}
+
+/// Refuses a new poll that would shadow another: a single-slot poll where
+/// a spread one lives, or shard 0 of a spread poll where a single-slot
+/// poll lives under the base (in that slot when it has a hash tag, or on a
+/// standalone server).
+fn refuse_shadowing(
+    ctx: &Context,
+    base: &[u8],
+    spread: Option<shard::Shard>,
+) -> Result<(), RedisError> {
     match spread {
-        // A single-slot poll must not shadow a spread one.
-        None => scope::refuse_base(ctx, &POLL, &keys.base)?,
-        // Shard 0 shares its base key's slot: a single-slot poll under the
-        // base (in that slot when it has a hash tag, or on a standalone
-        // server) must not be shadowed by a spread one.
+        None => scope::refuse_base(ctx, &POLL, base),
         Some(shard::Shard { i: 0, .. }) => {
-            let b = route::shard_base(&keys.base).unwrap_or(&keys.base);
+            let b = route::shard_base(base).unwrap_or(base);
             if (util::has_hash_tag(b) || !util::cluster_mode(ctx)) && poll_found(ctx, b) {
                 return Err(fail(&format!(
                     "'{}' is a single-slot poll already",
                     error::key_text(b)
                 )));
             }
+            Ok(())
         }
-        Some(_) => {}
+        Some(_) => Ok(()),
     }
-    let expires = if ttl > 0 { now + ttl * 1000 } else { 0 };
-    if expires > 0 && expires <= util::now_ms() {
-        // Born expired (NOW + TTL already past): like SET with a past
-        // PXAT, nothing is kept, and nothing reaches replicas.
-        return Ok(RedisValue::SimpleStringStatic("OK"));
+}
+
+/// Writes a new poll's plan: `B:meta`'s fields, the candidates on a new
+/// board, then the poll's absolute expiry on both keys.
+fn apply_create(
+    meta: &Key,
+    board: &Key,
+    fields: &[(&[u8], Vec<u8>)],
+    candidates: &[Vec<u8>],
+    expires: i64,
+) {
+    for (f, v) in fields {
+        meta.hput(f, v);
     }
-    let rules = Rules {
-        mode,
-        maxvotes,
-        start,
-        end,
-        tz_minutes: tz,
-        closed: candidates.is_some(),
-        expires,
-    };
-    // `rules` first: every vote reads it, and a small hash is searched
-    // from its first field.
-    meta.hput(b"rules", rules.pack().as_bytes());
-    let fields: [(&[u8], String); 7] = [
-        (b"mode", mode.as_str().to_string()),
-        (b"maxvotes", maxvotes.to_string()),
-        (b"start", start.to_string()),
-        (b"end", end.to_string()),
-        (b"tz", tz.to_string()),
-        (b"closed", (candidates.is_some() as i64).to_string()),
-        (b"expires", expires.to_string()),
-    ];
-    for (f, v) in fields.iter() {
-        meta.hput(f, v.as_bytes());
+    for cand in candidates {
+        board.zadd(cand, 0.0);
     }
-    if let Some(sh) = spread {
-        meta.hput(
-            shard::FIELD_SPREAD,
-            itoa::Buffer::new().format(sh.n).as_bytes(),
-        );
-        meta.hput(
-            shard::FIELD_SHARD,
-            itoa::Buffer::new().format(sh.i).as_bytes(),
-        );
-    }
-    if let Some(list) = &candidates {
-        for cand in list {
-            if board.zscore(cand).is_none() {
-                board.zadd(cand, 0.0);
-            }
-        }
-    }
-    expire_new(&meta, expires);
-    expire_new(&board, expires);
-    replicate_now(ctx, c.args(), now, had_now);
-    util::notify(ctx, "hotpath.poll.create", &keys.base);
-    Ok(RedisValue::SimpleStringStatic("OK"))
+    expire_new(meta, expires);
+    expire_new(board, expires);
 }
 
 /// POLL.VOTE B user candidate [NOW unix-ms]

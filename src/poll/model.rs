@@ -295,6 +295,209 @@ pub fn deltas(frozen: &[(Vec<u8>, i64)], acked: &[(Vec<u8>, i64)]) -> Vec<(Vec<u
     out
 }
 
+// ---- POLL.CREATE: validate, then plan ----
+
+/// POLL.CREATE's arguments, parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Create {
+    pub mode: Mode,
+    /// As given (`None`: the mode's default).
+    pub maxvotes: Option<i64>,
+    /// `CANDIDATES n c1 … cn`, as given (repeats kept).
+    pub candidates: Option<Vec<Vec<u8>>>,
+    pub start: i64,
+    pub end: i64,
+    pub tz: i64,
+    /// Seconds, 0 for none.
+    pub ttl: i64,
+}
+
+impl Default for Create {
+    fn default() -> Self {
+        Create {
+            mode: Mode::Once,
+            maxvotes: None,
+            candidates: None,
+            start: 0,
+            end: 0,
+            tz: 0,
+            ttl: 0,
+        }
+    }
+}
+
+/// Why POLL.CREATE is refused (the text after `ERR poll: `, where it is
+/// POLL's own); nothing is written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CreateRefusal {
+    MaxvotesNeedsMulti,
+    ColonInMulti,
+    NotUtf8InMulti,
+    StartNotBeforeEnd,
+    /// One of the poll's keys exists already (and is not the same shard
+    /// created again with the same rules).
+    Exists,
+    /// The shard's record says it is shard `have.1` of `have.0` shards.
+    CountsDisagree {
+        have: (u32, u32),
+    },
+}
+
+impl CreateRefusal {
+    /// Returns the text after `ERR poll: ` (not for
+    /// [`CreateRefusal::CountsDisagree`], whose wording is the spread
+    /// scope's).
+    pub fn message(&self) -> &'static str {
+        match self {
+            CreateRefusal::MaxvotesNeedsMulti => "MAXVOTES needs MODE MULTI",
+            CreateRefusal::ColonInMulti => "candidate must not contain ':' in MODE MULTI",
+            CreateRefusal::NotUtf8InMulti => "candidate must be valid UTF-8 in MODE MULTI",
+            CreateRefusal::StartNotBeforeEnd => "START must be before END",
+            CreateRefusal::Exists | CreateRefusal::CountsDisagree { .. } => "poll already exists",
+        }
+    }
+}
+
+impl Create {
+    /// Checks the arguments against each other, before any key is read.
+    pub fn validate(&self) -> Result<(), CreateRefusal> {
+        if self.maxvotes.is_some() && self.mode != Mode::Multi {
+            return Err(CreateRefusal::MaxvotesNeedsMulti);
+        }
+        let cands = self.candidates.iter().flatten();
+        if self.mode == Mode::Multi && cands.clone().any(|c| c.contains(&b':')) {
+            return Err(CreateRefusal::ColonInMulti);
+        }
+        if self.mode == Mode::Multi && cands.clone().any(|c| std::str::from_utf8(c).is_err()) {
+            return Err(CreateRefusal::NotUtf8InMulti);
+        }
+        if self.start != 0 && self.end != 0 && self.start >= self.end {
+            return Err(CreateRefusal::StartNotBeforeEnd);
+        }
+        Ok(())
+    }
+
+    /// Returns the rules this creation records, expiring at `expires`.
+    pub fn rules(&self, expires: i64) -> Rules {
+        Rules {
+            mode: self.mode,
+            maxvotes: match self.mode {
+                Mode::Multi => self.maxvotes.unwrap_or(DEFAULT_MAXVOTES),
+                _ => 1,
+            },
+            start: self.start,
+            end: self.end,
+            tz_minutes: self.tz,
+            closed: self.candidates.is_some(),
+            expires,
+        }
+    }
+
+    /// Returns the distinct candidates, in the order given.
+    pub fn distinct_candidates(&self) -> Vec<&[u8]> {
+        let mut seen = std::collections::HashSet::new();
+        self.candidates
+            .iter()
+            .flatten()
+            .map(Vec::as_slice)
+            .filter(|c| seen.insert(*c))
+            .collect()
+    }
+}
+
+/// What POLL.CREATE found of a shard of a spread poll whose `B:meta`
+/// exists: its record (`n`, `i`; `None` when it has none), and whether its
+/// rules and board are the ones asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShardFound {
+    pub record: Option<(u32, u32)>,
+    /// The stored rules (expiry aside) equal the ones asked for.
+    pub same_rules: bool,
+    /// The board holds exactly the distinct candidates asked for.
+    pub same_candidates: bool,
+}
+
+/// Compares the stored rules with those a creation asks for, the expiry
+/// aside (a creation run again keeps the first one).
+pub fn same_rules(have: &Rules, asked: &Create) -> bool {
+    let want = asked.rules(have.expires);
+    *have == want
+}
+
+/// Decides a creation that found some of the poll's keys, `shard` being
+/// the shard `(n, i)` the call declared and what it found of it. `Ok`:
+/// nothing to write, reply OK (the same shard created again).
+pub fn plan_create_existing(
+    declared: Option<(u32, u32)>,
+    found: Option<ShardFound>,
+) -> Result<(), CreateRefusal> {
+    match (declared, found) {
+        (Some(sh), Some(f)) => match f.record {
+            Some(r) if r == sh && f.same_rules && f.same_candidates => Ok(()),
+            Some(r) if r == sh => Err(CreateRefusal::Exists),
+            Some(r) => Err(CreateRefusal::CountsDisagree { have: r }),
+            None => Err(CreateRefusal::Exists),
+        },
+        _ => Err(CreateRefusal::Exists),
+    }
+}
+
+/// What POLL.CREATE writes for a new poll.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CreatePlan {
+    /// `NOW` + `TTL` is already past: like SET with a past PXAT, nothing is
+    /// kept and nothing replicates; the reply is OK.
+    BornExpired,
+    /// Write `B:meta`'s fields in this order (`rules` first: every vote
+    /// reads it, and a small hash is searched from its first field), add
+    /// each candidate to `B:board` at 0, then give both keys the absolute
+    /// expiry `expires` (0: none).
+    Create {
+        meta: Vec<(&'static [u8], Vec<u8>)>,
+        board: Vec<Vec<u8>>,
+        expires: i64,
+    },
+}
+
+/// Plans a new poll (none of its keys exists) from the validated
+/// arguments, the shard `(n, i)` it is when spread, the time the call runs
+/// at (`now`: its `NOW`, or the clock) and the server clock (`clock`).
+pub fn plan_create(args: &Create, shard: Option<(u32, u32)>, now: i64, clock: i64) -> CreatePlan {
+    let expires = if args.ttl > 0 {
+        now + args.ttl * 1000
+    } else {
+        0
+    };
+    if expires > 0 && expires <= clock {
+        return CreatePlan::BornExpired;
+    }
+    let rules = args.rules(expires);
+    let mut meta: Vec<(&'static [u8], Vec<u8>)> = vec![
+        (b"rules", rules.pack().into_bytes()),
+        (b"mode", rules.mode.as_str().into()),
+        (b"maxvotes", rules.maxvotes.to_string().into_bytes()),
+        (b"start", rules.start.to_string().into_bytes()),
+        (b"end", rules.end.to_string().into_bytes()),
+        (b"tz", rules.tz_minutes.to_string().into_bytes()),
+        (b"closed", (rules.closed as i64).to_string().into_bytes()),
+        (b"expires", expires.to_string().into_bytes()),
+    ];
+    if let Some((n, i)) = shard {
+        meta.push((b"spread", n.to_string().into_bytes()));
+        meta.push((b"shard", i.to_string().into_bytes()));
+    }
+    let board = args
+        .distinct_candidates()
+        .into_iter()
+        .map(<[u8]>::to_vec)
+        .collect();
+    CreatePlan::Create {
+        meta,
+        board,
+        expires,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -494,5 +697,183 @@ mod tests {
                 frozen.iter().filter(|&(_, v)| *v != 0).cloned().collect();
             assert_eq!(state, want);
         }
+    }
+
+    fn cands(list: &[&str]) -> Option<Vec<Vec<u8>>> {
+        Some(list.iter().map(|c| c.as_bytes().to_vec()).collect())
+    }
+
+    #[test]
+    fn create_validation_refuses_each_bad_combination() {
+        let ok = Create::default();
+        assert_eq!(ok.validate(), Ok(()));
+        let multi = Create {
+            mode: Mode::Multi,
+            ..Create::default()
+        };
+        let cases = [
+            (
+                Create {
+                    maxvotes: Some(2),
+                    ..Create::default()
+                },
+                CreateRefusal::MaxvotesNeedsMulti,
+            ),
+            (
+                Create {
+                    candidates: cands(&["a", "b:c"]),
+                    ..multi.clone()
+                },
+                CreateRefusal::ColonInMulti,
+            ),
+            (
+                Create {
+                    candidates: Some(vec![b"a".to_vec(), vec![0xff]]),
+                    ..multi.clone()
+                },
+                CreateRefusal::NotUtf8InMulti,
+            ),
+            (
+                Create {
+                    start: 5,
+                    end: 5,
+                    ..Create::default()
+                },
+                CreateRefusal::StartNotBeforeEnd,
+            ),
+        ];
+        for (args, refusal) in cases {
+            assert_eq!(args.validate(), Err(refusal.clone()), "{args:?}");
+            assert!(!refusal.message().is_empty());
+        }
+        // ':' and bytes that are not UTF-8 are fine outside MULTI.
+        let once = Create {
+            candidates: Some(vec![b"a:b".to_vec(), vec![0xff]]),
+            ..Create::default()
+        };
+        assert_eq!(once.validate(), Ok(()));
+        assert_eq!(CreateRefusal::Exists.message(), "poll already exists");
+    }
+
+    type Created = (Vec<(&'static [u8], Vec<u8>)>, Vec<Vec<u8>>, i64);
+
+    /// The writes of a plan that creates the poll.
+    fn created(plan: CreatePlan) -> Created {
+        match plan {
+            CreatePlan::Create {
+                meta,
+                board,
+                expires,
+            } => (meta, board, expires),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn plan_create_writes_rules_first_and_each_candidate_once() {
+        let args = Create {
+            mode: Mode::Multi,
+            maxvotes: Some(2),
+            candidates: cands(&["b", "a", "b"]),
+            start: 10,
+            end: 20,
+            tz: 60,
+            ttl: 5,
+        };
+        let (meta, board, expires) = created(plan_create(&args, Some((4, 1)), 1_000, 1_000));
+        assert_eq!(expires, 6_000);
+        let meta: Vec<(&str, String)> = meta
+            .iter()
+            .map(|(f, v)| {
+                (
+                    std::str::from_utf8(f).unwrap(),
+                    String::from_utf8(v.clone()).unwrap(),
+                )
+            })
+            .collect();
+        let want = [
+            ("rules", "MULTI 2 10 20 60 1 6000"),
+            ("mode", "MULTI"),
+            ("maxvotes", "2"),
+            ("start", "10"),
+            ("end", "20"),
+            ("tz", "60"),
+            ("closed", "1"),
+            ("expires", "6000"),
+            ("spread", "4"),
+            ("shard", "1"),
+        ];
+        let got: Vec<(&str, &str)> = meta.iter().map(|(f, v)| (*f, v.as_str())).collect();
+        assert_eq!(got, want);
+        assert_eq!(board, vec![b"b".to_vec(), b"a".to_vec()]);
+        // The defaults: ONCE, one vote, open, no candidates, no expiry.
+        let (meta, board, expires) = created(plan_create(&Create::default(), None, 1_000, 1_000));
+        assert_eq!(meta[0].1, b"ONCE 1 0 0 0 0 0".to_vec());
+        assert_eq!(meta.len(), 8);
+        assert!(board.is_empty());
+        assert_eq!(expires, 0);
+    }
+
+    #[test]
+    fn plan_create_of_a_poll_born_expired_writes_nothing() {
+        let args = Create {
+            ttl: 1,
+            ..Create::default()
+        };
+        assert_eq!(
+            plan_create(&args, None, 1_000, 2_000),
+            CreatePlan::BornExpired
+        );
+        assert_eq!(
+            plan_create(&args, None, 1_000, 3_000),
+            CreatePlan::BornExpired
+        );
+        assert!(matches!(
+            plan_create(&args, None, 1_000, 1_999),
+            CreatePlan::Create { expires: 2_000, .. }
+        ));
+    }
+
+    #[test]
+    fn a_shard_created_again_alike_is_ok_and_anything_else_exists() {
+        let same = ShardFound {
+            record: Some((4, 1)),
+            same_rules: true,
+            same_candidates: true,
+        };
+        assert_eq!(plan_create_existing(Some((4, 1)), Some(same)), Ok(()));
+        for other in [
+            ShardFound {
+                same_rules: false,
+                ..same
+            },
+            ShardFound {
+                same_candidates: false,
+                ..same
+            },
+            ShardFound {
+                record: None,
+                ..same
+            },
+        ] {
+            assert_eq!(
+                plan_create_existing(Some((4, 1)), Some(other)),
+                Err(CreateRefusal::Exists)
+            );
+        }
+        assert_eq!(
+            plan_create_existing(Some((8, 1)), Some(same)),
+            Err(CreateRefusal::CountsDisagree { have: (4, 1) })
+        );
+        assert_eq!(plan_create_existing(None, None), Err(CreateRefusal::Exists));
+        let stored = Create::default().rules(77);
+        assert!(same_rules(&stored, &Create::default()));
+        assert!(!same_rules(
+            &stored,
+            &Create {
+                tz: 1,
+                ..Create::default()
+            }
+        ));
     }
 }

@@ -1,5 +1,8 @@
 //! REDPACKET handlers: parse every argument, validate, open and type-check
-//! the packet's keys, apply the model, reply, replicate, notify.
+//! the packet's keys, read, plan with the model (`plan_split`,
+//! `plan_take`, `plan_refund`: what to write, or a refusal with nothing
+//! written), apply the plan, replicate, notify, reply. Every error comes
+//! before the first write (tests/no_partial_writes.rs).
 
 use redis_module::{
     CallOptionsBuilder, CallResult, Context, ContextFlags, RedisError, RedisResult, RedisString,
@@ -186,58 +189,110 @@ pub fn redpacket_split(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     util::require_hash_tag(ctx, FAMILY, &base)?;
     let max = config::get(&config::REDPACKET_MAX_COUNT).min(model::MAX_COUNT_LIMIT);
+    // The arguments are refused before the keys are type-checked.
     model::validate_split(total, count, max).map_err(|e| error::family(FAMILY, &e.message()))?;
-
     let packet = Packet::open(ctx, &base, true)?;
-    if packet.has_meta || packet.has_pool || packet.has_grabbed {
-        return Err(error::family(FAMILY, EXISTS));
-    }
+    let exists = packet.has_meta || packet.has_pool || packet.has_grabbed;
     drop(packet);
-    let shares = model::split(total, count, mode, &mut rand::thread_rng());
+    let plan = model::plan_split(
+        total,
+        count,
+        max,
+        mode,
+        expires,
+        exists,
+        &mut rand::thread_rng(),
+    )
+    .map_err(refusal(&base))?;
+    apply_split(ctx, &base, &plan)?;
+    util::notify(ctx, "hotpath.redpacket.split", &base);
+    COUNT_SPLITS.incr();
+    Ok(RedisValue::Integer(count))
+}
 
+/// Returns the error of a refused plan for the packet `base`.
+fn refusal(base: &[u8]) -> impl Fn(model::Refusal) -> RedisError + '_ {
+    move |r| match r {
+        model::Refusal::Split(e) => error::family(FAMILY, &e.message()),
+        model::Refusal::Exists => error::family(FAMILY, EXISTS),
+        model::Refusal::CorruptPool => error::corrupt(FAMILY, &derived_name(base, "pool"), None),
+        model::Refusal::CorruptLeft => corrupt_meta(base, &F_LEFT),
+    }
+}
+
+/// Writes a SPLIT plan and replicates what was written.
+fn apply_split(ctx: &Context, base: &[u8], plan: &model::SplitPlan) -> Result<(), RedisError> {
     // One RPUSH of every share: the strings made for it are the very ones
     // replicated, and one call pushes N shares faster than N `ListPush`es.
-    let pool_name = derived(&base, "pool");
-    let meta_name = derived(&base, "meta");
-    let mut rpush: Vec<RedisString> = Vec::with_capacity(shares.len() + 1);
+    let pool_name = derived(base, "pool");
+    let meta_name = derived(base, "meta");
+    let mut rpush: Vec<RedisString> = Vec::with_capacity(plan.shares.len() + 1);
     rpush.push(RedisString::create_from_slice(ctx.ctx, &pool_name));
-    rpush.extend(shares.iter().map(|&s| int_string(ctx, s)));
+    rpush.extend(plan.shares.iter().map(|&s| int_string(ctx, s)));
     let rpush: Vec<&RedisString> = rpush.iter().collect();
     ctx.call("RPUSH", rpush.as_slice())?;
-    let (total_s, count_s, expires_s) = (total.to_string(), count.to_string(), expires.to_string());
-    // The fields GRAB reads on every call come first: a small hash is a
-    // listpack, searched from its head.
-    let hset: [&[u8]; 11] = [
-        &meta_name,
-        b"expires",
-        expires_s.as_bytes(),
-        b"left_cents",
-        total_s.as_bytes(),
-        b"state",
-        model::STATE_OPEN.as_bytes(),
-        b"total",
-        total_s.as_bytes(),
-        b"count",
-        count_s.as_bytes(),
-    ];
+    let mut hset: Vec<&[u8]> = Vec::with_capacity(1 + 2 * plan.meta.len());
+    hset.push(&meta_name);
+    for (f, v) in &plan.meta {
+        hset.push(f.as_bytes());
+        hset.push(v.as_bytes());
+    }
     let meta = Key::open(ctx, &meta_name, true);
     for pair in hset[1..].chunks(2) {
         meta.hput(pair[0], pair[1]);
     }
     drop(meta);
-
     // The shares are random: the replicas and the AOF get what was drawn,
     // then the expiry (a packet whose expiry is already past is deleted
     // on the master at once, and that deletion is what replicates).
     ctx.replicate("RPUSH", rpush.as_slice());
-    ctx.replicate("HSET", &hset[..]);
-    if expires > 0 {
-        pexpireat(ctx, &pool_name, expires)?;
-        pexpireat(ctx, &meta_name, expires)?;
+    ctx.replicate("HSET", hset.as_slice());
+    if plan.expires > 0 {
+        pexpireat(ctx, &pool_name, plan.expires)?;
+        pexpireat(ctx, &meta_name, plan.expires)?;
     }
-    util::notify(ctx, "hotpath.redpacket.split", &base);
-    COUNT_SPLITS.incr();
-    Ok(RedisValue::Integer(count))
+    Ok(())
+}
+
+/// Reads what GRAB needs of `B:meta`: the packet's expiry, whether it was
+/// refunded, and `left_cents` as stored (parsed only once the packet is
+/// found open).
+///
+/// SPLIT gives `B:meta` the absolute expiry `expires`: while the key has
+/// one, that is the instant, read without a hash lookup. Without one, the
+/// field is read: 0 for a packet without TTL, or the instant of a packet
+/// whose keys were made persistent (to refund it after it closed), which
+/// stays closed. REFUND empties the pool, so a packet that still has
+/// shares was not refunded: `state` is read only once the pool is empty.
+fn grab_meta(packet: &Packet, base: &[u8]) -> Result<(i64, bool, Option<RedisString>), RedisError> {
+    let key_expiry = packet.meta.abs_expire_ms();
+    let (field_expiry, left, state) = match (key_expiry, packet.has_pool) {
+        (Some(_), true) => {
+            let [l] = packet.meta.hget_fields([&F_LEFT]);
+            (None, l, None)
+        }
+        (Some(_), false) => {
+            let [l, st] = packet.meta.hget_fields([&F_LEFT, &F_STATE]);
+            (None, l, Some(st))
+        }
+        (None, true) => {
+            let [e, l] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT]);
+            (Some(e), l, None)
+        }
+        (None, false) => {
+            let [e, l, st] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT, &F_STATE]);
+            (Some(e), l, Some(st))
+        }
+    };
+    let expires = match (key_expiry, field_expiry) {
+        (Some(at), _) => at,
+        (None, e) => meta_value(base, &F_EXPIRES, &e.flatten(), model::parse::expires)?,
+    };
+    let refunded = match state {
+        Some(st) => meta_value(base, &F_STATE, &st, model::parse::refunded)?,
+        None => false,
+    };
+    Ok((expires, refunded, left))
 }
 
 /// REDPACKET.GRAB B user [NOW unix-ms]
@@ -247,9 +302,10 @@ pub fn redpacket_split(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// `NOSUCH 0`.
 ///
 /// Cost: three keys opened and type-checked, one lookup of the user in
-/// `B:grabbed`, one `HashGet` of `expires` and `left_cents`, one pop, one
-/// insert, one write of `left_cents`; the user and the share go to Redis
-/// as the strings they are. Replicated verbatim (see the module docs).
+/// `B:grabbed`, one `HashGet` of `expires` and `left_cents`, one read of
+/// the head share, one pop, one insert, one write of `left_cents`; the
+/// user and the share go to Redis as the strings they are. Replicated
+/// verbatim (see the module docs).
 pub fn redpacket_grab(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(3)?;
     // The arguments are read where Redis holds them (argv.rs): the user is
@@ -287,39 +343,7 @@ pub fn redpacket_grab(ctx: &Context, c: &mut Args) -> RedisResult {
             return reply_grab(ctx, Grab::Already(cents));
         }
     }
-    // SPLIT gives `B:meta` the absolute expiry `expires`: while the key has
-    // one, that is the instant, read without a hash lookup. Without one, the
-    // field is read: 0 for a packet without TTL, or the instant of a packet
-    // whose keys were made persistent (to refund it after it closed), which
-    // stays closed. REFUND empties the pool, so a packet that still has
-    // shares was not refunded: `state` is read only once the pool is empty.
-    let key_expiry = packet.meta.abs_expire_ms();
-    let (field_expiry, left, state) = match (key_expiry, packet.has_pool) {
-        (Some(_), true) => {
-            let [l] = packet.meta.hget_fields([&F_LEFT]);
-            (None, l, None)
-        }
-        (Some(_), false) => {
-            let [l, st] = packet.meta.hget_fields([&F_LEFT, &F_STATE]);
-            (None, l, Some(st))
-        }
-        (None, true) => {
-            let [e, l] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT]);
-            (Some(e), l, None)
-        }
-        (None, false) => {
-            let [e, l, st] = packet.meta.hget_fields([&F_EXPIRES, &F_LEFT, &F_STATE]);
-            (Some(e), l, Some(st))
-        }
-    };
-    let expires = match (key_expiry, field_expiry) {
-        (Some(at), _) => at,
-        (None, e) => meta_value(base, &F_EXPIRES, &e.flatten(), model::parse::expires)?,
-    };
-    let refunded = match state {
-        Some(st) => meta_value(base, &F_STATE, &st, model::parse::refunded)?,
-        None => false,
-    };
+    let (expires, refunded, left) = grab_meta(&packet, base)?;
     // A grab that reaches a replica or the AOF was decided open by the
     // master (only won shares are propagated), so there it must not consult
     // the local clock, which may be past `expires` by then: the command is
@@ -346,49 +370,60 @@ pub fn redpacket_grab(ctx: &Context, c: &mut Args) -> RedisResult {
         return reply_grab(ctx, outcome);
     }
     let left = meta_value(base, &F_LEFT, &left, model::parse::cents)?;
-    // Popping the last share deletes the pool and its expiry: kept here in
-    // case the share must go back.
-    let pool_at = if packet.pool.len() == 1 {
-        packet.pool.abs_expire_ms()
-    } else {
-        None
-    };
-    let Some(share) = packet.pool.lpop_string() else {
+    // The head share is read and checked before it is popped: a share the
+    // module never writes (not a positive integer), or more than the
+    // running total says is left, is refused with the pool as it was.
+    let head = packet.pool.head_string();
+    let plan = model::plan_take(
+        left,
+        head.as_ref().map(|h| h.as_slice()),
+        packet.has_grabbed,
+        expires,
+    )
+    .map_err(refusal(base))?;
+    let model::TakePlan::Take {
+        cents,
+        left: rest,
+        expire_grabbed,
+    } = plan
+    else {
         COUNT_EMPTY.incr();
         return reply_grab(ctx, Grab::Empty);
     };
-    // A share the module never writes (not a positive integer), or more
-    // than the running total says is left, is refused with the pool as it
-    // was: the share goes back to the head (and the pool gets its expiry
-    // back if the pop emptied it).
-    let cents = model::parse::share(share.as_slice());
-    let rest = cents.and_then(|c| left.checked_sub(c)).filter(|&r| r >= 0);
-    let Some((cents, rest)) = cents.zip(rest) else {
-        packet.pool.push_head_arg(&share);
-        if let Some(at) = pool_at {
-            packet.pool.set_abs_expire_ms(at);
-        }
-        return Err(match cents {
-            None => error::corrupt(FAMILY, &derived_name(base, "pool"), None),
-            Some(_) => corrupt_meta(base, &F_LEFT),
-        });
-    };
-    // The user was just found absent: a plain set, without NX's second
-    // lookup of the field.
-    packet.grabbed.hset_arg(user, &share);
-    if !packet.has_grabbed && expires > 0 {
-        // B:grabbed is born now: it gets the packet's expiry, the very
-        // instant in `expires` (replicas and the AOF re-run this grab and
-        // set the same one).
-        packet.grabbed.set_abs_expire_ms(expires);
-    }
-    packet.meta.hput_field(&F_LEFT, &int_string(ctx, rest));
+    apply_take(ctx, &packet, user, head, rest, expire_grabbed);
     drop(packet);
     ctx.replicate_verbatim();
     // No allocation for the event's name: this runs on every share won.
     util::notify_static(ctx, c"hotpath.redpacket.grab", base_arg);
     COUNT_GRABBED.incr();
     reply_grab(ctx, Grab::Won(cents))
+}
+
+/// Writes a grab's plan: pops the head share just checked (`head`) into
+/// `B:grabbed` for `user`, gives a `B:grabbed` born now the packet's
+/// expiry, and records the running total `rest`.
+fn apply_take(
+    ctx: &Context,
+    packet: &Packet,
+    user: &RedisString,
+    head: Option<RedisString>,
+    rest: i64,
+    expire_grabbed: Option<i64>,
+) {
+    // A plan to take a share was made from the share at the head.
+    let Some(share) = head else { return };
+    // The pop takes that very share: nothing ran in between.
+    drop(packet.pool.lpop_string());
+    // The user was just found absent: a plain set, without NX's second
+    // lookup of the field.
+    packet.grabbed.hset_arg(user, &share);
+    if let Some(at) = expire_grabbed {
+        // B:grabbed is born now: it gets the packet's expiry, the very
+        // instant in `expires` (replicas and the AOF re-run this grab and
+        // set the same one).
+        packet.grabbed.set_abs_expire_ms(at);
+    }
+    packet.meta.hput_field(&F_LEFT, &int_string(ctx, rest));
 }
 
 /// Replies `[status, cents]` straight through the reply API (the crate's
@@ -483,13 +518,11 @@ pub fn redpacket_refund(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // Every meta field is checked, as INFO does (GRAB reads only what it
     // needs): a packet whose record was edited by hand is refused before
     // its money is counted out.
-    let Some(meta) = packet.meta(&base)? else {
-        return Ok(RedisValue::Integer(0));
-    };
-    if meta.refunded {
-        return Ok(RedisValue::Integer(0));
+    let plan = model::plan_refund(packet.meta(&base)?.as_ref());
+    if !plan.close {
+        return Ok(RedisValue::Integer(plan.cents));
     }
-    let left = meta.left_cents;
+    let left = plan.cents;
     packet.pool.unlink();
     packet.meta.hput_field(
         &F_STATE,

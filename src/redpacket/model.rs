@@ -269,6 +269,132 @@ pub fn precheck_grab(meta: Option<&Meta>, held: Option<i64>, now: Option<i64>) -
     Err(())
 }
 
+// ---- plans: what a write command writes, decided before it writes ----
+
+/// Why a write command is refused once its packet was read; the command
+/// turns it into its error (naming the key and field) and writes nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// SPLIT's arguments are refused ([`validate_split`]).
+    Split(SplitError),
+    /// SPLIT finds one of the packet's keys already there.
+    Exists,
+    /// The share at the head of `B:pool` is not one SPLIT writes.
+    CorruptPool,
+    /// `B:meta`'s `left_cents` is less than the share at the pool's head.
+    CorruptLeft,
+}
+
+/// What SPLIT writes: every share pushed into `B:pool` in one `RPUSH`,
+/// the fields of `B:meta` in this order (the ones GRAB reads on every call
+/// first: a small hash is a listpack, searched from its head), then, when
+/// `expires` is not 0, that absolute expiry on both keys. The reply is
+/// the count of shares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SplitPlan {
+    pub shares: Vec<i64>,
+    pub meta: [(&'static str, String); 5],
+    pub expires: i64,
+}
+
+/// Plans a SPLIT of `total` cents into `count` shares in `mode`, closing at
+/// `expires` (0: never), for a packet whose keys `exist` or not; the
+/// shares are drawn from `rng`. Refused, with nothing to write, when the
+/// request is invalid or the packet exists.
+pub fn plan_split(
+    total: i64,
+    count: i64,
+    max_count: i64,
+    mode: Mode,
+    expires: i64,
+    exists: bool,
+    rng: &mut impl Rng,
+) -> Result<SplitPlan, Refusal> {
+    validate_split(total, count, max_count).map_err(Refusal::Split)?;
+    if exists {
+        return Err(Refusal::Exists);
+    }
+    let shares = split(total, count, mode, rng);
+    let meta = [
+        ("expires", expires.to_string()),
+        ("left_cents", total.to_string()),
+        ("state", STATE_OPEN.to_string()),
+        ("total", total.to_string()),
+        ("count", count.to_string()),
+    ];
+    Ok(SplitPlan {
+        shares,
+        meta,
+        expires,
+    })
+}
+
+/// What a grab that reached the pool does (the packet exists, is open, and
+/// the user holds no share yet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TakePlan {
+    /// The pool is empty: reply `EMPTY 0`, write nothing.
+    Empty,
+    /// Pop the head share, `cents`, into `B:grabbed` for the user, and set
+    /// `left_cents` to `left`; when `B:grabbed` is born now and the packet
+    /// expires, give it that instant, `expire_grabbed`.
+    Take {
+        cents: i64,
+        left: i64,
+        expire_grabbed: Option<i64>,
+    },
+}
+
+/// Plans the last step of a grab from the share at the head of the pool
+/// (read, not popped: `None` for an empty pool), the running total `left`
+/// (`left_cents`), whether `B:grabbed` exists and the packet's expiry.
+/// A share SPLIT never writes, or more than `left`, is refused with
+/// nothing written.
+pub fn plan_take(
+    left: i64,
+    head: Option<&[u8]>,
+    has_grabbed: bool,
+    expires: i64,
+) -> Result<TakePlan, Refusal> {
+    let Some(head) = head else {
+        return Ok(TakePlan::Empty);
+    };
+    let cents = parse::share(head).ok_or(Refusal::CorruptPool)?;
+    let left = left
+        .checked_sub(cents)
+        .filter(|&r| r >= 0)
+        .ok_or(Refusal::CorruptLeft)?;
+    Ok(TakePlan::Take {
+        cents,
+        left,
+        expire_grabbed: (!has_grabbed && expires > 0).then_some(expires),
+    })
+}
+
+/// What REFUND does: return `cents` to the sender, and when `close`,
+/// unlink `B:pool` and record the packet closed with nothing left (0 cents
+/// and no write for an unknown or already refunded packet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefundPlan {
+    pub cents: i64,
+    pub close: bool,
+}
+
+/// Plans a REFUND of the packet whose `B:meta` reads `meta` (`None`: no
+/// packet).
+pub fn plan_refund(meta: Option<&Meta>) -> RefundPlan {
+    match meta {
+        Some(m) if !m.refunded => RefundPlan {
+            cents: m.left_cents,
+            close: true,
+        },
+        _ => RefundPlan {
+            cents: 0,
+            close: false,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use rand::rngs::StdRng;
@@ -501,5 +627,115 @@ mod tests {
         assert_eq!(Grab::Won(5).status(), "OK");
         assert_eq!(Grab::Empty.cents(), 0);
         assert_eq!(Grab::Already(9).cents(), 9);
+    }
+
+    #[test]
+    fn plan_split_writes_shares_meta_and_expiry() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let p = plan_split(100, 3, 10_000, Mode::Equal, 5_000, false, &mut rng).unwrap();
+        assert_eq!(p.shares, vec![34, 33, 33]);
+        let fields: Vec<(&str, &str)> = p.meta.iter().map(|(f, v)| (*f, v.as_str())).collect();
+        assert_eq!(
+            fields,
+            [
+                ("expires", "5000"),
+                ("left_cents", "100"),
+                ("state", "open"),
+                ("total", "100"),
+                ("count", "3")
+            ]
+        );
+        assert_eq!(p.expires, 5_000);
+        let p = plan_split(1_000, 7, 10_000, Mode::Random, 0, false, &mut rng).unwrap();
+        assert_eq!(p.shares.iter().sum::<i64>(), 1_000);
+        assert_eq!(p.expires, 0);
+    }
+
+    #[test]
+    fn plan_split_refusals_write_nothing() {
+        let mut rng = StdRng::seed_from_u64(7);
+        // An error is a plan with no writes: there is no plan at all.
+        assert_eq!(
+            plan_split(100, 3, 10_000, Mode::Equal, 0, true, &mut rng),
+            Err(Refusal::Exists)
+        );
+        assert_eq!(
+            plan_split(1, 2, 10_000, Mode::Equal, 0, false, &mut rng),
+            Err(Refusal::Split(SplitError::TotalBelowCount))
+        );
+        assert_eq!(
+            plan_split(100, 0, 10_000, Mode::Random, 0, true, &mut rng),
+            Err(Refusal::Split(SplitError::Count { max: 10_000 }))
+        );
+    }
+
+    #[test]
+    fn plan_take_pops_a_valid_share_only() {
+        assert_eq!(plan_take(100, None, false, 9), Ok(TakePlan::Empty));
+        assert_eq!(
+            plan_take(100, Some(b"34"), false, 9),
+            Ok(TakePlan::Take {
+                cents: 34,
+                left: 66,
+                expire_grabbed: Some(9)
+            })
+        );
+        // B:grabbed exists already, or the packet never expires: its
+        // expiry is left alone.
+        assert_eq!(
+            plan_take(34, Some(b"34"), true, 9),
+            Ok(TakePlan::Take {
+                cents: 34,
+                left: 0,
+                expire_grabbed: None
+            })
+        );
+        assert_eq!(
+            plan_take(34, Some(b"34"), false, 0),
+            Ok(TakePlan::Take {
+                cents: 34,
+                left: 0,
+                expire_grabbed: None
+            })
+        );
+        for bad in [&b"x"[..], b"0", b"-5", b"", b"9007199254740992", b"1.5"] {
+            assert_eq!(
+                plan_take(100, Some(bad), false, 0),
+                Err(Refusal::CorruptPool)
+            );
+        }
+        assert_eq!(
+            plan_take(5, Some(b"34"), false, 0),
+            Err(Refusal::CorruptLeft)
+        );
+    }
+
+    #[test]
+    fn plan_refund_closes_an_open_packet_once() {
+        let open = Meta {
+            total: 100,
+            count: 3,
+            refunded: false,
+            expires: 0,
+            left_cents: 66,
+        };
+        assert_eq!(
+            plan_refund(Some(&open)),
+            RefundPlan {
+                cents: 66,
+                close: true
+            }
+        );
+        let closed = Meta {
+            refunded: true,
+            left_cents: 0,
+            ..open
+        };
+        let nothing = RefundPlan {
+            cents: 0,
+            close: false,
+        };
+        assert_eq!(plan_refund(Some(&closed)), nothing);
+        assert_eq!(plan_refund(None), nothing);
     }
 }

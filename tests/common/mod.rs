@@ -10,6 +10,9 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod twins;
+
+pub use twins::{assert_same_data, mirrored_data, Twins};
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -585,6 +588,11 @@ pub fn twins_via(via: Via, f: impl FnOnce()) {
     TWIN_VIA.with(|v| v.set(Via::Script));
 }
 
+/// Returns how this test thread runs the twins (see [`twins_via`]).
+pub fn current_via() -> Via {
+    TWIN_VIA.with(|v| v.get())
+}
+
 /// Prepares the twin `lua-compat/generated/<family>/<command>.lua` for
 /// [`call_twin`]: its SHA (SCRIPT LOAD) when the test thread runs scripts,
 /// or `fcall:hotpath_<family>_<command>` after loading the library.
@@ -670,45 +678,6 @@ pub fn persistent_stalls(mut scenario: impl FnMut() -> Vec<String>) -> Vec<Strin
     common.unwrap_or_default()
 }
 
-/// The twins of a family's commands as loaded one way: script SHAs
-/// (EVALSHA) or the library's function names (FCALL), for the parity
-/// tests whose commands take one key.
-#[allow(dead_code)]
-pub struct KeyedTwins {
-    via: Via,
-    names: Vec<(&'static str, String)>,
-}
-
-#[allow(dead_code)]
-impl KeyedTwins {
-    /// Loads `scripts` (command, path under lua-compat/generated/) one way.
-    pub fn load(
-        c: &mut Connection,
-        via: Via,
-        scripts: &[(&'static str, &'static str)],
-    ) -> KeyedTwins {
-        if via == Via::Function {
-            load_library(c);
-        }
-        let names = scripts
-            .iter()
-            .map(|(n, p)| {
-                let name = match via {
-                    Via::Script => load_script(c, p),
-                    Via::Function => function_name(n),
-                };
-                (*n, name)
-            })
-            .collect();
-        KeyedTwins { via, names }
-    }
-
-    /// Runs the twin of `cmd` on one key, like the module's command.
-    pub fn call(&self, c: &mut Connection, cmd: &str, args: &[&str]) -> RedisResult<Value> {
-        let name = &self.names.iter().find(|(n, _)| *n == cmd).unwrap().1;
-        match self.via {
-            Via::Script => evalsha(c, name, 1, args),
-            Via::Function => fcall(c, name, 1, args),
-        }
-    }
-}
+/// The older name of [`Twins`], for the parity files that still list
+/// their scripts (`KeyedTwins::load(c, via, &SCRIPTS)`).
+pub type KeyedTwins = Twins;
