@@ -55,7 +55,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Creates a leaderboard with its tie-break layout",
         complexity: "O(1)",
-        syntax: "key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]",
+        syntax: "key [LAYOUT PACKED|WIDE] [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]",
         reply: "OK"
     },
     crate::borrowed_command! {
@@ -72,6 +72,15 @@ pub const COMMANDS: &[CommandSpec] = &[
         flags: "write deny-oom fast", arity: -4, keys: Keys::Range { first: 1, last: 1 },
         acl: "write fast",
         summary: "Adds to a member's points; the achievement time becomes now",
+        complexity: "O(log(N))",
+        syntax: "key member delta [NOW unix-ms] [SPREAD n]",
+        reply: "integer"
+    },
+    crate::borrowed_command! {
+        name: "rank.decr", handler: commands::rank_decr,
+        flags: "write deny-oom fast", arity: -4, keys: Keys::Range { first: 1, last: 1 },
+        acl: "write fast",
+        summary: "Subtracts from a member's points; the achievement time becomes now",
         complexity: "O(log(N))",
         syntax: "key member delta [NOW unix-ms] [SPREAD n]",
         reply: "integer"
