@@ -304,10 +304,12 @@ impl Board {
     fn apply_wide(&self, member: &[u8], w: &model::WideWrite) {
         let times = self.times.as_ref().expect("a wide board has B:time");
         let (new_board, new_times) = (!self.board.exists(), !times.exists());
+        // The new name first: a board whose only member moves never
+        // empties (the key would go, and its expiry with it).
+        self.board.zadd(&w.name, w.points as f64);
         if let Some(old) = &w.remove {
             self.board.zrem(old);
         }
-        self.board.zadd(&w.name, w.points as f64);
         times.hput(member, itoa::Buffer::new().format(w.at_ms).as_bytes());
         if let Some(at) = self.meta.abs_expire_ms() {
             if new_board {
