@@ -230,7 +230,7 @@ fn open_shard(
     // The index of a LAYOUT WIDE board: its type is checked once the
     // layout says the board has one.
     let times = if layout.wide {
-        let t = Key::derived(ctx, base.as_slice(), TIMES, write_board);
+        let t = Key::derived_hot(ctx, base.as_slice(), TIMES, write_board);
         t.check(KeyType::Hash)?;
         Some(t)
     } else {

@@ -423,9 +423,14 @@ impl Layout {
             Tiebreak::Earlier => WIDE_SPAN - 1 - ms,
             _ => ms,
         };
-        let mut v = Vec::with_capacity(WIDE_PREFIX + member.len());
-        v.extend_from_slice(format!("{d:016}:").as_bytes());
-        v.extend_from_slice(member);
+        let mut v = vec![b'0'; WIDE_PREFIX + member.len()];
+        let mut rest = d as u64;
+        for c in v[..WIDE_PREFIX - 1].iter_mut().rev() {
+            *c = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        v[WIDE_PREFIX - 1] = b':';
+        v[WIDE_PREFIX..].copy_from_slice(member);
         v
     }
 
