@@ -115,6 +115,20 @@ def bench(b):
     b.row("RANK.INCR (10k board)", ours_s,
           [("seed script", seed_s), ("native floor ZSCORE+ZADD", zscore_s + zadd_s)], "≤ 1.5× floor (aim 1.2×)")
 
+    # LAYOUT WIDE (issue 27) on a 10,000-member board, against the packed
+    # one above: points as the score, the time in the member's prefix.
+    r.execute_command("RANK.CREATE", "wide", "LAYOUT", "WIDE")
+    pipe = r.pipeline(transaction=False)
+    for i in range(10_000):
+        pipe.execute_command("RANK.ADD", "wide", f"s{i}", rnd.randrange(100_000) * 10 ** 6, "NOW", T0 + i)
+    pipe.execute()
+    ours_w, ours_p = best(b, 3, [
+        ("rank.incr", lambda: (("RANK.INCR", "wide", m, 3) for m in small)),
+        ("rank.incr", lambda: (("RANK.INCR", "small", m, 3) for m in small)),
+    ])
+    b.row("RANK.INCR LAYOUT WIDE (10k board)", ours_w, [("packed layout", ours_p)],
+          "(memory and instructions: bench/rank_wide.py)")
+
     add = b.lua("rank/add.lua")
     ours, lua = best(b, 3, [
         ("rank.add", lambda: (("RANK.ADD", "board", m, 5, "GT") for m in members)),

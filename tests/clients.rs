@@ -123,6 +123,16 @@ fn exercise<C: ConnectionLike>(con: &mut C, t: &str) {
             .unwrap(),
         2
     );
+    let wide = Rank::new(k("wide")).at(NOW);
+    let wo = RankOptions {
+        layout: Some("WIDE".into()),
+        ..Default::default()
+    };
+    assert!(wide.create(con, &wo).unwrap());
+    let big = 9_007_199_254_740_991;
+    assert_eq!(wide.add(con, "w1", big, None).unwrap(), big);
+    assert_eq!(wide.decr(con, "w1", 1).unwrap(), big - 1);
+    assert_eq!(wide.get(con, "w1").unwrap().unwrap().points, big - 1);
     let flat = Rank::new(k("flat"));
     let none = RankOptions {
         tiebreak: Some("NONE".into()),

@@ -10,8 +10,8 @@ use rand::{Rng, SeedableRng};
 use common::*;
 
 const T0: i64 = 1_700_000_000_000;
-const SCRIPTS: [&str; 10] = [
-    "create", "add", "incr", "get", "top", "around", "rem", "count", "merge", "import",
+const SCRIPTS: [&str; 11] = [
+    "create", "add", "incr", "decr", "get", "top", "around", "rem", "count", "merge", "import",
 ];
 
 /// The module's reply with its key names (`'m{…`) spelt as the twin's
@@ -149,11 +149,24 @@ fn create_args(rng: &mut StdRng, clock: i64) -> Vec<String> {
                 pick(rng, &["0", "1690000000000", "1699999000000", "-1"]).into(),
             ]),
             4 => a.extend(["TTL".into(), pick(rng, &["100", "0"]).into()]),
-            5 => a.push(pick(rng, &["TIEBREAK", "BOGUS"]).into()),
+            5 => a.push(pick(rng, &["TIEBREAK", "BOGUS", "LAYOUT"]).into()),
+            6 => a.extend([
+                "LAYOUT".into(),
+                pick(rng, &["WIDE", "wide", "PACKED", "x"]).into(),
+            ]),
             _ => {}
         }
     }
     a.extend(["NOW".into(), clock.to_string()]);
+    // LAYOUT WIDE alone (or with a tie-break) half the time, so that wide
+    // boards are common.
+    if rng.gen_bool(0.5) {
+        a = vec!["LAYOUT".into(), "WIDE".into()];
+        if rng.gen_bool(0.3) {
+            a.extend(["TIEBREAK".into(), pick(rng, &["LATER", "EARLIER"]).into()]);
+        }
+        a.extend(["NOW".into(), clock.to_string()]);
+    }
     a
 }
 
@@ -175,6 +188,7 @@ fn lua_twins_match_the_module_once() {
     // (imports that packed a board, corrupt scores reported, empty users
     // refused): each kind must occur, or the random run tests nothing new.
     let mut seen = [0usize; 3];
+    let mut seen_wide = 0;
     for seed in 0..6u64 {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut clock = T0 + rng.gen_range(0..1_000_000);
@@ -224,7 +238,8 @@ fn lua_twins_match_the_module_once() {
                     if rng.gen_range(0..30) == 0 {
                         a.push("GT".into());
                     }
-                    ("incr", twins.both(&mut c, "incr", b, &a))
+                    let n = if rng.gen_bool(0.4) { "decr" } else { "incr" };
+                    (n, twins.both(&mut c, n, b, &a))
                 }
                 7 => ("get", twins.both(&mut c, "get", b, &[m])),
                 8 => {
@@ -283,6 +298,8 @@ fn lua_twins_match_the_module_once() {
                     // A layout written by hand, valid or not, read alike
                     // (mostly valid, so that boards stay usable).
                     let valid = [
+                        "EARLIER WIDE",
+                        "LATER WIDE",
                         "LATER MS 13 0",
                         "NONE S 0 0",
                         "EARLIER S 8 1690000000000",
@@ -295,6 +312,8 @@ fn lua_twins_match_the_module_once() {
                         "",
                         "EARLIER S 10 0 IMPORT x",
                         "EARLIER S 10 0 IMPORT 1700000000000",
+                        "NONE WIDE",
+                        "EARLIER WIDE IMPORT 1700000000000",
                     ];
                     let v = if rng.gen_range(0..4) == 0 {
                         pick(&mut rng, &invalid)
@@ -307,10 +326,21 @@ fn lua_twins_match_the_module_once() {
                     ("get", twins.both(&mut c, "get", b, &[m]))
                 }
                 15 => {
-                    // A score written by hand: a fraction, or beyond 2^53.
+                    // A score written by hand: a fraction, or beyond 2^53;
+                    // on a wide board also a member without its time
+                    // prefix, and an index entry that is not a time or
+                    // points at nothing.
                     let v = pick(&mut rng, &["1.5", "-0.25", "1e300", "inf", "42"]);
+                    let t = pick(
+                        &mut rng,
+                        &["x", "-1", "9007199254740992", "1700000000000", "5"],
+                    );
+                    let index = rng.gen_range(0..3) == 0;
                     for p in ["m", "l"] {
                         let _ = cmd(&mut c, &["ZADD", &format!("{p}{{{b}}}"), v, &m]);
+                        if index {
+                            let _ = cmd(&mut c, &["HSET", &format!("{p}{{{b}}}:time"), &m, t]);
+                        }
                     }
                     let n = pick(&mut rng, &["top", "get", "around"]);
                     let a = match n {
@@ -382,6 +412,12 @@ fn lua_twins_match_the_module_once() {
             if got.contains("user must not be empty") {
                 seen[2] += 1;
             }
+            if matches!(op, "add" | "incr" | "decr")
+                && got.parse::<i64>().is_ok()
+                && run(&mut c, &["HGET", &format!("l{{{b}}}:meta"), "layout"]).ends_with("WIDE")
+            {
+                seen_wide += 1;
+            }
             if step % 50 == 49 {
                 let (mdump, ldump) = (dump_keys(&mut c, "m{*"), dump_keys(&mut c, "l{*"));
                 assert_eq!(mdump, renamed(ldump), "seed {seed} step {step}");
@@ -398,6 +434,7 @@ fn lua_twins_match_the_module_once() {
     }
     assert_eq!(ops, 3000);
     assert!(seen.iter().all(|&n| n >= 5), "{seen:?}");
+    assert!(seen_wide >= 50, "wide boards written: {seen_wide}");
 }
 
 /// [`lua_twins_match_the_module_once`] through the EVALSHA scripts, then through the

@@ -1452,3 +1452,277 @@ fn a_merge_cut_short_by_a_crash_leaves_a_union_that_expires() {
     assert_eq!(int(&mut c, &["PEXPIRETIME", "d"]), -1);
     assert_eq!(int(&mut c, &["EXISTS", "d:merging"]), 0);
 }
+
+// ---- LAYOUT WIDE and RANK.DECR (issue 27) ----
+
+const MAX: i64 = 9_007_199_254_740_991;
+
+/// An error reply as [`run`] shows it.
+fn fails(e: &str) -> String {
+    format!("ERR<{e}>")
+}
+
+#[test]
+fn wide_boards_hold_exact_points_beyond_the_packed_cap_with_ms_ties() {
+    let s = Server::start();
+    let mut c = s.conn();
+    assert_eq!(run(&mut c, &["RANK.CREATE", "w", "LAYOUT", "WIDE"]), "OK");
+    assert_eq!(run(&mut c, &["HGET", "w:meta", "layout"]), "EARLIER WIDE");
+    // Billions of points, ties to the millisecond, times from 1970 on.
+    let five = 5_000_000_000i64;
+    assert_eq!(add(&mut c, "w", "zed", five, T0), five.to_string());
+    assert_eq!(add(&mut c, "w", "abe", five, T0 + 1), five.to_string());
+    assert_eq!(add(&mut c, "w", "mid", five, 1), five.to_string());
+    assert_eq!(add(&mut c, "w", "top", MAX, T0), MAX.to_string());
+    assert_eq!(add(&mut c, "w", "low", -MAX, 0), (-MAX).to_string());
+    assert_eq!(
+        run(&mut c, &["RANK.TOP", "w"]),
+        format!("[top, {MAX}, mid, {five}, zed, {five}, abe, {five}, low, -{MAX}]")
+    );
+    // A plain Sorted Set whose ZREVRANGE is the board's order: the score is
+    // the points, the member starts with the 16-digit time prefix.
+    let names: Vec<String> = redis::cmd("ZREVRANGE")
+        .arg("w")
+        .arg(0)
+        .arg(-1)
+        .query(&mut c)
+        .unwrap();
+    let members: Vec<&str> = names.iter().map(|n| &n[17..]).collect();
+    assert_eq!(members, ["top", "mid", "zed", "abe", "low"]);
+    assert_eq!(names[2], format!("{:016}:zed", 9_999_999_999_999_999 - T0));
+    assert_eq!(run(&mut c, &["ZSCORE", "w", &names[0]]), MAX.to_string());
+    assert_eq!(
+        run(&mut c, &["HGET", "w:time", "abe"]),
+        (T0 + 1).to_string()
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "w", "abe"]),
+        format!("[{five}, 3, {}]", T0 + 1)
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.AROUND", "w", "zed", "1"]),
+        format!("[1, mid, {five}, 2, zed, {five}, 3, abe, {five}]")
+    );
+    assert_eq!(run(&mut c, &["RANK.GET", "w", "nobody"]), "nil");
+    assert_eq!(run(&mut c, &["RANK.AROUND", "w", "nobody", "1"]), "nil");
+
+    // The exact range is the whole of ±(2^53 − 1); nothing is written
+    // beyond it.
+    let digest = s.digest();
+    let range = fails(&format!(
+        "ERR rank: points out of exact range (max +/-{MAX})"
+    ));
+    assert_eq!(add(&mut c, "w", "top", MAX + 1, T0), range);
+    assert_eq!(run(&mut c, &["RANK.INCR", "w", "top", "1"]), range);
+    assert_eq!(run(&mut c, &["RANK.DECR", "w", "low", "1"]), range);
+    assert_eq!(
+        run(&mut c, &["RANK.DECR", "w", "low", "-9223372036854775808"]),
+        range
+    );
+    assert_eq!(s.digest(), digest);
+
+    // Set if better (GT): the same best keeps the time it was first
+    // reached, a worse one is kept, a better one moves the time.
+    let gt = |c: &mut Connection, p: i64, at: i64| {
+        run(
+            c,
+            &[
+                "RANK.ADD",
+                "w",
+                "zed",
+                &p.to_string(),
+                "GT",
+                "NOW",
+                &at.to_string(),
+            ],
+        )
+    };
+    assert_eq!(gt(&mut c, five, T0 + 50), five.to_string());
+    assert_eq!(gt(&mut c, 4, T0 + 50), five.to_string());
+    assert_eq!(s.digest(), digest);
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "w", "zed"]),
+        format!("[{five}, 2, {T0}]")
+    );
+    assert_eq!(gt(&mut c, 2 * five, T0 + 60), (2 * five).to_string());
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "w", "zed"]),
+        format!("[{}, 1, {}]", 2 * five, T0 + 60)
+    );
+    // DECR moves the time too: zed now ties behind abe.
+    assert_eq!(
+        run(
+            &mut c,
+            &[
+                "RANK.DECR",
+                "w",
+                "zed",
+                &five.to_string(),
+                "NOW",
+                &now(T0 + 70)
+            ]
+        ),
+        five.to_string()
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.TOP", "w", "3", "OFFSET", "1"]),
+        format!("[mid, {five}, abe, {five}, zed, {five}]")
+    );
+    assert_eq!(int(&mut c, &["HLEN", "w:time"]), 5);
+    assert_eq!(int(&mut c, &["ZCARD", "w"]), 5);
+    assert_eq!(int(&mut c, &["RANK.REM", "w", "zed", "nobody", "zed"]), 1);
+    assert_eq!(int(&mut c, &["HEXISTS", "w:time", "zed"]), 0);
+    assert_eq!(int(&mut c, &["RANK.COUNT", "w"]), 4);
+
+    // LATER: the later achiever first.
+    run(
+        &mut c,
+        &["RANK.CREATE", "l", "LAYOUT", "wide", "TIEBREAK", "LATER"],
+    );
+    add(&mut c, "l", "x", 1, T0);
+    add(&mut c, "l", "y", 1, T0 + 1);
+    assert_eq!(run(&mut c, &["RANK.TOP", "l"]), "[y, 1, x, 1]");
+    assert_eq!(run(&mut c, &["HGET", "l:meta", "layout"]), "LATER WIDE");
+
+    // Options WIDE does not take, and the commands that do not take it yet.
+    let only =
+        "ERR rank: LAYOUT WIDE takes TIEBREAK EARLIER or LATER only (no UNIT, DIGITS or EPOCH)";
+    for extra in [
+        &["UNIT", "MS"][..],
+        &["DIGITS", "13"],
+        &["EPOCH", "0"],
+        &["TIEBREAK", "NONE"],
+    ] {
+        let mut a = vec!["RANK.CREATE", "x", "LAYOUT", "WIDE"];
+        a.extend(extra);
+        assert_eq!(err(&mut c, &a), only);
+    }
+    assert_eq!(
+        err(&mut c, &["RANK.CREATE", "x", "LAYOUT", "SPARSE"]),
+        "ERR syntax error"
+    );
+    assert_eq!(exists(&mut c, "x:meta"), 0);
+    assert_eq!(
+        err(&mut c, &["RANK.MERGE", "d", "1", "w"]),
+        "ERR rank: RANK.MERGE does not take a LAYOUT WIDE board ('w'): see docs/rank.md"
+    );
+    assert_eq!(
+        err(&mut c, &["RANK.POSITION", "w", "3"]),
+        "ERR rank: RANK.POSITION does not take a LAYOUT WIDE board ('w'): see docs/rank.md"
+    );
+
+    // B:time of another type, an index entry that is not a time or points
+    // at nothing, a stored name without its prefix: refused, not misread.
+    run(&mut c, &["RANK.CREATE", "t", "LAYOUT", "WIDE"]);
+    run(&mut c, &["SET", "t:time", "x"]);
+    assert!(add(&mut c, "t", "a", 1, T0).starts_with("ERR<WRONGTYPE"));
+    run(&mut c, &["HSET", "w:time", "ghost", "5"]);
+    run(&mut c, &["HSET", "w:time", "bad", "x"]);
+    for m in ["ghost", "bad"] {
+        let e = fails(&format!("ERR rank: corrupt data in 'w:time' field '{m}'"));
+        assert_eq!(run(&mut c, &["RANK.GET", "w", m]), e);
+        assert_eq!(run(&mut c, &["RANK.INCR", "w", m, "1"]), e);
+        assert_eq!(run(&mut c, &["RANK.REM", "w", "abe", m]), e);
+    }
+    run(&mut c, &["ZADD", "w", "1", "plain"]);
+    assert_eq!(
+        err(&mut c, &["RANK.TOP", "w", "10"]),
+        "ERR rank: corrupt data in 'w' field 'plain'"
+    );
+    assert_eq!(int(&mut c, &["RANK.COUNT", "w"]), 5);
+}
+
+#[test]
+fn decr_subtracts_on_the_packed_layout_too() {
+    let s = Server::start();
+    let mut c = s.conn();
+    add(&mut c, "b", "m", 10, T0);
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.DECR", "b", "m", "3", "NOW", &now(T0 + 5_000)]
+        ),
+        "7"
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "b", "m"]),
+        format!("[7, 0, {}]", T0 + 5_000)
+    );
+    assert_eq!(run(&mut c, &["RANK.DECR", "b", "m", "-900711"]), "900718");
+    let range = fails("ERR rank: points out of exact range (max +/-900718)");
+    assert_eq!(run(&mut c, &["RANK.DECR", "b", "m", "-1"]), range);
+    assert_eq!(
+        run(&mut c, &["RANK.DECR", "b", "m", "-9223372036854775808"]),
+        range
+    );
+    assert_eq!(run(&mut c, &["RANK.DECR", "b", "new", "5"]), "-5");
+    assert_eq!(
+        err(&mut c, &["RANK.DECR", "b", "m"]),
+        "ERR wrong number of arguments for 'rank.decr' command"
+    );
+    assert_eq!(
+        err(&mut c, &["RANK.DECR", "b", "m", "1.5"]),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(run(&mut c, &["RANK.TOP", "b"]), "[m, 900718, new, -5]");
+}
+
+/// Writes on wide boards with the server clock (no NOW), with a TTL.
+fn wide_writes(c: &mut Connection) {
+    run(c, &["RANK.CREATE", "w", "LAYOUT", "WIDE", "TTL", "1000"]);
+    run(
+        c,
+        &["RANK.CREATE", "v", "LAYOUT", "WIDE", "TIEBREAK", "LATER"],
+    );
+    for i in 0..20 {
+        let p = (MAX - (i % 4)).to_string();
+        assert_eq!(run(c, &["RANK.ADD", "w", &format!("m{i}"), &p]), p);
+        run(c, &["RANK.INCR", "v", &format!("m{i}"), "-3000000000"]);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    run(c, &["RANK.ADD", "w", "m1", &MAX.to_string(), "GT"]);
+    run(c, &["RANK.ADD", "w", "m2", "5", "LT"]);
+    run(c, &["RANK.DECR", "w", "m3", "4"]);
+    run(c, &["RANK.INCR", "v", "m3", "4"]);
+    run(c, &["RANK.REM", "w", "m4", "m5"]);
+    run(c, &["RANK.REM", "v", "m6"]);
+    // A board whose only member moves keeps its expiry.
+    run(c, &["RANK.CREATE", "one", "LAYOUT", "WIDE", "TTL", "900"]);
+    run(c, &["RANK.ADD", "one", "a", "1"]);
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    run(c, &["RANK.INCR", "one", "a", "1"]);
+}
+
+#[test]
+fn wide_boards_end_identical_on_a_replica_and_after_aof_and_rdb() {
+    let p = Pair::start();
+    let mut c = p.master.conn();
+    wide_writes(&mut c);
+    p.assert_equal();
+    let on_master = expiries(&mut c);
+    let at = |k: &str| on_master.iter().find(|(n, _)| n == k).unwrap().1;
+    assert!(at("w:meta") > 0, "{on_master:?}");
+    assert_eq!(at("w"), at("w:meta"));
+    assert_eq!(at("w:time"), at("w:meta"));
+    assert_eq!(at("v:time"), -1);
+    assert!(at("one:meta") > 0);
+    assert_eq!(at("one"), at("one:meta"));
+    assert_eq!(at("one:time"), at("one:meta"));
+    let mut r = p.replica.conn();
+    assert_eq!(expiries(&mut r), on_master);
+    assert_eq!(
+        run(&mut r, &["RANK.TOP", "w", "20"]),
+        run(&mut c, &["RANK.TOP", "w", "20"])
+    );
+
+    let mut s = start_aof();
+    let mut a = s.conn();
+    wide_writes(&mut a);
+    let before = expiries(&mut a);
+    let top = run(&mut a, &["RANK.TOP", "v", "20"]);
+    assert_aof_restart_equal(&mut s);
+    let mut a = s.conn();
+    assert_eq!(expiries(&mut a), before);
+    assert_eq!(run(&mut a, &["RANK.TOP", "v", "20"]), top);
+    assert_rdb_reload_equal(&s);
+}

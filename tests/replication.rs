@@ -110,6 +110,21 @@ fn family_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
         ),
         ("rank.rem", v(&["RANK.REM r:k1 bob", "RANK.ADD r:k1 bob 3"])),
         (
+            "rank.decr",
+            v(&[
+                "RANK.DECR r:k1 alice 2",
+                "RANK.CREATE r:w1 LAYOUT WIDE TTL 1000",
+                "RANK.ADD r:w1 alice 9007199254740000",
+                "RANK.ADD r:w1 bob 9007199254740000",
+                "RANK.DECR r:w1 alice 5",
+                "RANK.INCR r:w1 bob 3",
+                "RANK.ADD r:w1 carol 7 GT",
+                "RANK.ADD r:w1 carol 7 GT",
+                "RANK.REM r:w1 alice",
+                "RANK.DECR r:w2 dave 1",
+            ]),
+        ),
+        (
             "rank.merge",
             v(&[
                 "RANK.MERGE r:k4 2 r:k1 r:k2 AGGREGATE SUM",

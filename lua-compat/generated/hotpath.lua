@@ -60,6 +60,7 @@
 --   hotpath_rank_around         RANK.AROUND  (no-writes: FCALL_RO)
 --   hotpath_rank_count          RANK.COUNT  (no-writes: FCALL_RO)
 --   hotpath_rank_create         RANK.CREATE
+--   hotpath_rank_decr           RANK.DECR
 --   hotpath_rank_get            RANK.GET  (no-writes: FCALL_RO)
 --   hotpath_rank_import         RANK.IMPORT
 --   hotpath_rank_incr           RANK.INCR
@@ -4273,6 +4274,11 @@ local function now_ms()
 end
 local function tick(l, ms)
   if l.tiebreak == 'NONE' then return 0 end
+  -- LAYOUT WIDE: the time in unix ms, any instant the options accept.
+  if l.wide then
+    if ms < 0 or ms > EXACT_MAX then return nil end
+    return ms
+  end
   local d = ms - l.epoch
   if d < 0 then return nil end
   local t = (d - math.fmod(d, l.unitms)) / l.unitms
@@ -4289,6 +4295,13 @@ local function layout(meta)
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
   local import = nil
   if v then
+    -- LAYOUT WIDE: "<TIEBREAK> WIDE".
+    local wtb = string.match(v, '^([^ ]*) WIDE$')
+    if wtb then
+      if wtb ~= 'EARLIER' and wtb ~= 'LATER' then return nil end
+      return { tiebreak = wtb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
+        limit = EXACT_MAX, wide = true }, nil
+    end
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
     if not tb then
       local at
@@ -4331,6 +4344,74 @@ local function decode(l, score)
   if l.tiebreak == 'EARLIER' then return points, l.epoch + (l.scale - 1 - r) * l.unitms end
   if l.tiebreak == 'LATER' then return points, l.epoch + r * l.unitms end
   return points, false
+end
+-- LAYOUT WIDE (rank/model.rs wide_name): the name member is stored under
+-- when it reached its points at ms: 16 digits, ':', the member. The
+-- digits are ms (LATER) or 10^16 - 1 - ms (EARLIER): the nines'
+-- complement of the digits of ms, computed on the string (10^16 - 1 is
+-- beyond what a double holds exactly).
+local function wide_name(l, ms, member)
+  local d = string.format('%016d', ms)
+  if l.tiebreak == 'EARLIER' then
+    d = string.gsub(d, '%d', function(c) return string.char(105 - string.byte(c)) end)
+  end
+  return d .. ':' .. member
+end
+-- The achievement time and the member of a stored name, or nil for a
+-- name the module never writes.
+local function wide_split(l, stored)
+  local d, member = string.match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d):(.+)$')
+  if not d then return nil end
+  if l.tiebreak == 'EARLIER' then
+    d = string.gsub(d, '%d', function(c) return string.char(105 - string.byte(c)) end)
+  end
+  local ms = tonumber(d)
+  if ms > EXACT_MAX then return nil end
+  return ms, member
+end
+-- A member's entry on a LAYOUT WIDE board through B:time: { points, at,
+-- name }, false when it is not on the board, or nil and the error.
+local function wide_entry(B, l, member)
+  local v = redis.call('HGET', B .. ':time', member)
+  if not v then return false end
+  local ms = int_in(v, 0, EXACT_MAX)
+  if ms == nil then return nil, corrupt(B .. ':time', member) end
+  local name = wide_name(l, ms, member)
+  local score = redis.call('ZSCORE', B, name)
+  if not score then return nil, corrupt(B .. ':time', member) end
+  local points = decode(l, score)
+  if points == nil then return nil, corrupt(B, name) end
+  return { points = points, at = ms, name = name }
+end
+-- Writes points achieved at ms for member on a LAYOUT WIDE board (old:
+-- its current stored name, or nil): the new name first, so that B never
+-- empties; keys it creates take the expiry of B:meta.
+local function write_wide(B, l, member, old, points, ms)
+  local tk = B .. ':time'
+  local nb, nt = redis.call('EXISTS', B) == 0, redis.call('EXISTS', tk) == 0
+  local name = wide_name(l, ms, member)
+  redis.call('ZADD', B, points, name)
+  if old and old ~= name then redis.call('ZREM', B, old) end
+  redis.call('HSET', tk, member, string.format('%d', ms))
+  local at = redis.call('PEXPIRETIME', B .. ':meta')
+  if at > 0 then
+    if nb then redis.call('PEXPIREAT', B, at) end
+    if nt then redis.call('PEXPIREAT', tk, at) end
+  end
+end
+-- The member and points of an entry of B (stored name and score), or nil
+-- and the error (rank/commands.rs entry_of).
+local function entry_of(B, l, stored, score)
+  local points = decode(l, score)
+  if points == nil then return nil, corrupt(B, stored) end
+  if not l.wide then return stored, points end
+  local _, member = wide_split(l, stored)
+  if not member then return nil, corrupt(B, stored) end
+  return member, points
+end
+-- RANK.<MERGE|POSITION> refusing a LAYOUT WIDE board.
+local function refuse_wide(cmd, key)
+  return rank_err(cmd .. " does not take a LAYOUT WIDE board ('" .. key_text(key) .. "'): see docs/rank.md")
 end
 -- The type checks of a board: B and B:meta. Returns true and the two
 -- types, or nil and the error reply.
@@ -4383,6 +4464,7 @@ local function open_board(B, declared)
   end
   local l, e2 = board_layout(B, false)
   if not l then return nil, e2 end
+  if l.wide and not typed(B .. ':time', 'hash') then return nil, redis.error_reply(WRONGTYPE) end
   return l, sh
 end
 -- The optional `SPREAD n` of a command that takes nothing else after its
@@ -4431,6 +4513,78 @@ local function write_score(B, member, packed)
 end
 -- Points are summed as hi * 2^26 + lo so that the sum stays exact.
 local SPLIT = 67108864
+-- RANK.INCR (RANK.DECR when decr) of B with argv = member delta
+-- [NOW unix-ms] [SPREAD n]: the body both twins share.
+local function incr_cmd(B, argv, decr)
+  if #argv < 2 then return arity(decr and 'rank.decr' or 'rank.incr') end
+  local member = argv[1]
+  if member == '' then return rank_err('user must not be empty') end
+  local delta = argv[2]
+  if int(delta) == nil then return redis.error_reply(NOT_INT) end
+  -- DECR adds -delta (the string negated: -2^63 has no positive twin).
+  if decr then
+    if string.sub(delta, 1, 1) == '-' then delta = string.sub(delta, 2) else delta = '-' .. delta end
+  end
+  local now, declared = nil, nil
+  local i = 3
+  while i <= #argv do
+    local k = string.upper(argv[i])
+    if k == 'NOW' then
+      if i == #argv then return redis.error_reply(SYNTAX) end
+      now = int_in(argv[i + 1], 0, EXACT_MAX)
+      if now == nil then return redis.error_reply(NOT_INT) end
+      i = i + 2
+    elseif k == 'SPREAD' then
+      if i == #argv then return redis.error_reply(SYNTAX) end
+      local e
+      declared, e = spread().spread_count('rank', argv[i + 1])
+      if e then return e end
+      i = i + 2
+    else
+      return redis.error_reply(SYNTAX)
+    end
+  end
+  local l, sh = open_board(B, declared)
+  if not l then return sh end
+  if sh then
+    local oe = spread().check_owner('rank', 'member', B, sh, member)
+    if oe then return oe end
+  end
+  local t = tick(l, now or now_ms())
+  if t == nil then return rank_err('timestamp out of range') end
+  local cur, old = 0, nil
+  if l.wide then
+    local e, err = wide_entry(B, l, member)
+    if e == nil then return err end
+    if e then cur, old = e.points, e.name end
+  else
+    local score = redis.call('ZSCORE', B, member)
+    if score then
+      cur = decode(l, score)
+      if cur == nil then return corrupt(B, member) end
+    end
+  end
+  -- cur + delta, exact: a delta of more than 15 digits is added in two
+  -- parts, so that a double never rounds a result that is in range.
+  local neg = string.sub(delta, 1, 1) == '-'
+  local d = neg and string.sub(delta, 2) or delta
+  local points
+  if #d <= 15 then
+    points = cur + tonumber(delta)
+  else
+    local hi, lo = tonumber(string.sub(d, 1, #d - 8)), tonumber(string.sub(d, #d - 7))
+    if hi > 200000000 then return range_err(l) end
+    if neg then hi, lo = -hi, -lo end
+    points = (cur + lo) + hi * 100000000
+  end
+  if points > l.limit or points < -l.limit then return range_err(l) end
+  if l.wide then
+    write_wide(B, l, member, old, points, t)
+  else
+    write_score(B, member, pack(l, points, t))
+  end
+  return points
+end
 
 -- RANK.ADD (lua-compat/src/rank/add.lua)
 local function rank_add(KEYS, ARGV)
@@ -4474,6 +4628,20 @@ end
 local t = tick(l, now or now_ms())
 if t == nil then return rank_err('timestamp out of range') end
 if points > l.limit or points < -l.limit then return range_err(l) end
+if l.wide then
+  local e, err = wide_entry(B, l, member)
+  if e == nil then return err end
+  if e then
+    local cur = e.points
+    if cur == points or (cond == 'GT' and points < cur) or (cond == 'LT' and points > cur) then
+      return cur
+    end
+    write_wide(B, l, member, e.name, points, t)
+  else
+    write_wide(B, l, member, nil, points, t)
+  end
+  return points
+end
 local score = redis.call('ZSCORE', B, member)
 if score then
   local cur = decode(l, score)
@@ -4484,7 +4652,6 @@ if score then
 end
 write_score(B, member, pack(l, points, t))
 return points
-
 end
 redis.register_function{function_name = 'hotpath_rank_add', callback = rank_add,
   description = 'RANK.ADD key member points [GT|LT] [NOW unix-ms] [SPREAD n]'}
@@ -4501,19 +4668,27 @@ if ARGV[1] == '' then return rank_err('user must not be empty') end
 if n > RANGE_MAX then return rank_err('n must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
 local l, e = open_board(B)
 if not l then return e end
-local score = redis.call('ZSCORE', B, ARGV[1])
-if not score then return false end
-if decode(l, score) == nil then return corrupt(B, ARGV[1]) end
-local rank = redis.call('ZREVRANK', B, ARGV[1])
+local stored = ARGV[1]
+if l.wide then
+  local w, err = wide_entry(B, l, ARGV[1])
+  if w == nil then return err end
+  if not w then return false end
+  stored = w.name
+else
+  local score = redis.call('ZSCORE', B, ARGV[1])
+  if not score then return false end
+  if decode(l, score) == nil then return corrupt(B, ARGV[1]) end
+end
+local rank = redis.call('ZREVRANK', B, stored)
 local start = math.max(0, rank - n)
 local stop = math.min(rank + n, redis.call('ZCARD', B) - 1)
 local r = redis.call('ZREVRANGE', B, start, stop, 'WITHSCORES')
 local out = {}
 for j = 1, #r, 2 do
-  local points = decode(l, r[j + 1])
-  if points == nil then return corrupt(B, r[j]) end
+  local member, points = entry_of(B, l, r[j], r[j + 1])
+  if member == nil then return points end
   out[#out + 1] = start + (j - 1) / 2
-  out[#out + 1] = r[j]
+  out[#out + 1] = member
   out[#out + 1] = points
 end
 return out
@@ -4542,12 +4717,14 @@ if #KEYS ~= 1 then return arity('rank.create') end
 local B = KEYS[1]
 local l = { tiebreak = 'EARLIER', unit = 'S', epoch = 0 }
 local digits, ttl, now, n = nil, nil, nil, nil
+-- LAYOUT WIDE, and whether an option it does not take was given.
+local wide, packed_only = false, false
 local i = 1
 while i <= #ARGV do
   local k = string.upper(ARGV[i])
   local v = ARGV[i + 1]
   if k == 'TIEBREAK' or k == 'UNIT' or k == 'DIGITS' or k == 'EPOCH' or k == 'TTL' or k == 'NOW'
-    or k == 'SPREAD' then
+    or k == 'SPREAD' or k == 'LAYOUT' then
     if v == nil then return redis.error_reply(SYNTAX) end
     i = i + 1
   end
@@ -4559,12 +4736,19 @@ while i <= #ARGV do
     v = string.upper(v)
     if v ~= 'MS' and v ~= 'S' then return redis.error_reply(SYNTAX) end
     l.unit = v
+    packed_only = true
   elseif k == 'DIGITS' then
     digits = int_in(v, 0, 15)
     if digits == nil then return redis.error_reply(NOT_INT) end
+    packed_only = true
   elseif k == 'EPOCH' then
     l.epoch = int_in(v, 0, EXACT_MAX)
     if l.epoch == nil then return redis.error_reply(NOT_INT) end
+    packed_only = true
+  elseif k == 'LAYOUT' then
+    v = string.upper(v)
+    if v ~= 'PACKED' and v ~= 'WIDE' then return redis.error_reply(SYNTAX) end
+    wide = v == 'WIDE'
   elseif k == 'TTL' then
     ttl = int_in(v, 1, 10000000000)
     if ttl == nil then return redis.error_reply(NOT_INT) end
@@ -4580,6 +4764,9 @@ while i <= #ARGV do
   end
   i = i + 1
 end
+if wide and (packed_only or l.tiebreak == 'NONE') then
+  return rank_err('LAYOUT WIDE takes TIEBREAK EARLIER or LATER only (no UNIT, DIGITS or EPOCH)')
+end
 if digits == nil then digits = (l.tiebreak == 'NONE') and 0 or 10 end
 local index = nil
 if n then
@@ -4591,6 +4778,7 @@ if not typed(B, 'zset') then return redis.error_reply(WRONGTYPE) end
 if not typed(meta, 'hash') then return redis.error_reply(WRONGTYPE) end
 local field = l.tiebreak .. ' ' .. l.unit .. ' ' .. string.format('%d', digits) .. ' '
   .. string.format('%d', l.epoch)
+if wide then field = l.tiebreak .. ' WIDE' end
 if redis.call('EXISTS', meta) == 1 then
   if n then
     local rec, e = spread().read_record('rank', B)
@@ -4625,6 +4813,7 @@ l.digits = digits
 l.unitms = (l.unit == 'S') and 1000 or 1
 l.scale = 1
 for _ = 1, digits do l.scale = l.scale * 10 end
+l.wide = wide
 if tick(l, now or now_ms()) == nil then return rank_err('timestamp out of range') end
 if n then
   redis.call('HSET', meta, 'layout', field, 'spread', string.format('%d', n), 'shard', string.format('%d', index))
@@ -4636,7 +4825,15 @@ return redis.status_reply('OK')
 
 end
 redis.register_function{function_name = 'hotpath_rank_create', callback = rank_create,
-  description = 'RANK.CREATE key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]'}
+  description = 'RANK.CREATE key [LAYOUT PACKED|WIDE] [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]'}
+
+-- RANK.DECR (lua-compat/src/rank/decr.lua)
+local function rank_decr(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('rank.decr') end
+return incr_cmd(KEYS[1], ARGV, true)
+end
+redis.register_function{function_name = 'hotpath_rank_decr', callback = rank_decr,
+  description = 'RANK.DECR key member delta [NOW unix-ms] [SPREAD n]'}
 
 -- RANK.GET (lua-compat/src/rank/get.lua)
 local function rank_get(KEYS, ARGV)
@@ -4651,6 +4848,12 @@ if not l then return sh end
 if sh then
   local oe = spread().check_owner('rank', 'member', B, sh, ARGV[1])
   if oe then return oe end
+end
+if l.wide then
+  local w, err = wide_entry(B, l, ARGV[1])
+  if w == nil then return err end
+  if not w then return false end
+  return { w.points, redis.call('ZREVRANK', B, w.name), w.at }
 end
 local score = redis.call('ZSCORE', B, ARGV[1])
 if not score then return false end
@@ -4778,62 +4981,7 @@ redis.register_function{function_name = 'hotpath_rank_import', callback = rank_i
 -- RANK.INCR (lua-compat/src/rank/incr.lua)
 local function rank_incr(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('rank.incr') end
-local B = KEYS[1]
-if #ARGV < 2 then return arity('rank.incr') end
-local member = ARGV[1]
-if member == '' then return rank_err('user must not be empty') end
-local delta = ARGV[2]
-if int(delta) == nil then return redis.error_reply(NOT_INT) end
-local now, declared = nil, nil
-local i = 3
-while i <= #ARGV do
-  local k = string.upper(ARGV[i])
-  if k == 'NOW' then
-    if i == #ARGV then return redis.error_reply(SYNTAX) end
-    now = int_in(ARGV[i + 1], 0, EXACT_MAX)
-    if now == nil then return redis.error_reply(NOT_INT) end
-    i = i + 2
-  elseif k == 'SPREAD' then
-    if i == #ARGV then return redis.error_reply(SYNTAX) end
-    local e
-    declared, e = spread().spread_count('rank', ARGV[i + 1])
-    if e then return e end
-    i = i + 2
-  else
-    return redis.error_reply(SYNTAX)
-  end
-end
-local l, sh = open_board(B, declared)
-if not l then return sh end
-if sh then
-  local oe = spread().check_owner('rank', 'member', B, sh, member)
-  if oe then return oe end
-end
-local t = tick(l, now or now_ms())
-if t == nil then return rank_err('timestamp out of range') end
-local cur = 0
-local score = redis.call('ZSCORE', B, member)
-if score then
-  cur = decode(l, score)
-  if cur == nil then return corrupt(B, member) end
-end
--- cur + delta, exact: a delta of more than 15 digits is added in two
--- parts, so that a double never rounds a result that is in range.
-local neg = string.sub(delta, 1, 1) == '-'
-local d = neg and string.sub(delta, 2) or delta
-local points
-if #d <= 15 then
-  points = cur + tonumber(delta)
-else
-  local hi, lo = tonumber(string.sub(d, 1, #d - 8)), tonumber(string.sub(d, #d - 7))
-  if hi > 200000000 then return range_err(l) end
-  if neg then hi, lo = -hi, -lo end
-  points = (cur + lo) + hi * 100000000
-end
-if points > l.limit or points < -l.limit then return range_err(l) end
-write_score(B, member, pack(l, points, t))
-return points
-
+return incr_cmd(KEYS[1], ARGV, false)
 end
 redis.register_function{function_name = 'hotpath_rank_incr', callback = rank_incr,
   description = 'RANK.INCR key member delta [NOW unix-ms] [SPREAD n]'}
@@ -4884,10 +5032,12 @@ for j = 1, #KEYS do
 end
 local dl, e = board_layout(dest, false)
 if not dl then return e end
+if dl.wide then return refuse_wide('RANK.MERGE', dest) end
 local layouts = {}
 for j = 2, #KEYS do
   local l, err = board_layout(KEYS[j], false)
   if not l then return err end
+  if l.wide then return refuse_wide('RANK.MERGE', KEYS[j]) end
   layouts[j] = l
 end
 now = now or now_ms()
@@ -4990,6 +5140,7 @@ end
 if count > RANGE_MAX then return rank_err('count must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
 local l, sh = open_board(B, declared)
 if not l then return sh end
+if l.wide then return refuse_wide('RANK.POSITION', B) end
 -- [member, points, score] of an entry; nil and the error for a score the
 -- module never writes.
 local function entry(m, score)
@@ -5092,6 +5243,20 @@ if sh then
   end
 end
 local removed = 0
+if l.wide then
+  -- Every entry read (and checked) before anything is removed.
+  local found = {}
+  for j = 1, last do
+    local w, err = wide_entry(B, l, ARGV[j])
+    if w == nil then return err end
+    if w then found[#found + 1] = { ARGV[j], w.name } end
+  end
+  for _, f in ipairs(found) do
+    redis.call('ZREM', B, f[2])
+    removed = removed + redis.call('HDEL', B .. ':time', f[1])
+  end
+  return removed
+end
 for j = 1, last do removed = removed + redis.call('ZREM', B, ARGV[j]) end
 return removed
 
@@ -5130,9 +5295,9 @@ local stop = math.min(offset + count - 1, len - 1)
 local r = redis.call('ZREVRANGE', B, offset, stop, 'WITHSCORES')
 local out = {}
 for j = 1, #r, 2 do
-  local points = decode(l, r[j + 1])
-  if points == nil then return corrupt(B, r[j]) end
-  out[#out + 1] = r[j]
+  local member, points = entry_of(B, l, r[j], r[j + 1])
+  if member == nil then return points end
+  out[#out + 1] = member
   out[#out + 1] = points
 end
 return out

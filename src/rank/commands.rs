@@ -12,7 +12,7 @@ use crate::argv::{is, Args};
 use crate::keys::call::zrevrange_withscores;
 use crate::keys::{derived, HashField, Key, KeyType, ZScan};
 use crate::rank::model::{
-    self, Aggregate, Condition, Entry, Layout, Merger, RankError, Tiebreak, Unit, EXACT_MAX,
+    self, Aggregate, Condition, Entry, Layout, Merger, Plan, RankError, Tiebreak, Unit, EXACT_MAX,
     MAX_DIGITS, MAX_TTL_S,
 };
 use crate::rank::{IMPORTED, KEPT, MERGES, REFUSED, REMOVED, UPDATES};
@@ -71,6 +71,8 @@ struct Board {
     layout: Layout,
     /// The shard this board is, for a shard of a spread board.
     spread: Option<shard::Shard>,
+    /// `B:time` of a LAYOUT WIDE board (member → achievement unix ms).
+    times: Option<Key>,
 }
 
 impl Board {
@@ -225,12 +227,100 @@ fn open_shard(
     if import.is_some() {
         return Err(importing());
     }
+    // The index of a LAYOUT WIDE board: its type is checked once the
+    // layout says the board has one.
+    let times = if layout.wide {
+        let t = Key::derived_hot(ctx, base.as_slice(), TIMES, write_board);
+        t.check(KeyType::Hash)?;
+        Some(t)
+    } else {
+        None
+    };
     Ok(Board {
         board,
         meta,
         layout,
         spread,
+        times,
     })
+}
+
+/// The suffix of a LAYOUT WIDE board's index: `B:time`, member →
+/// achievement time in unix ms.
+const TIMES: &str = "time";
+
+/// A member's state on a LAYOUT WIDE board: its points, its achievement
+/// time and the name it is stored under in `B`.
+struct WideEntry {
+    points: i64,
+    at_ms: i64,
+    name: Vec<u8>,
+}
+
+impl Board {
+    /// Returns a member's entry on a LAYOUT WIDE board (None when it is
+    /// not on the board), read through `B:time`.
+    ///
+    /// Occurs as the corrupt-data error naming `B:time` and the member when
+    /// its time is not one the module writes or `B` has no entry under the
+    /// name it gives, and naming `B` and the stored name for a score the
+    /// module never writes.
+    fn wide_entry(&self, member: &[u8]) -> Result<Option<WideEntry>, RedisError> {
+        let times = self.times.as_ref().expect("a wide board has B:time");
+        let Some(v) = times.hget(member) else {
+            return Ok(None);
+        };
+        let base = self.board.name().as_slice();
+        let bad_time = || corrupt(&derived(base, TIMES), member);
+        let at_ms = parse_i64(&v, 0, EXACT_MAX).map_err(|_| bad_time())?;
+        let name = self.layout.wide_name(at_ms, member);
+        let score = self.board.zscore(&name).ok_or_else(bad_time)?;
+        let points = Layout::wide_points(score).ok_or_else(|| corrupt(base, &name))?;
+        Ok(Some(WideEntry {
+            points,
+            at_ms,
+            name,
+        }))
+    }
+
+    /// Returns the member and points of an entry `B` holds, decoded by the
+    /// board's layout, or the corrupt-data error naming what is stored.
+    fn entry_of(&self, stored: Vec<u8>, score: f64) -> Result<(Vec<u8>, i64), RedisError> {
+        if !self.layout.wide {
+            let points = self.decode(score, &stored)?.points;
+            return Ok((stored, points));
+        }
+        let base = self.board.name().as_slice();
+        let points = Layout::wide_points(score).ok_or_else(|| corrupt(base, &stored))?;
+        let Some((_, member)) = self.layout.wide_split(&stored) else {
+            return Err(corrupt(base, &stored));
+        };
+        Ok((member.to_vec(), points))
+    }
+
+    /// Applies a write of a LAYOUT WIDE board: the old name out, the new
+    /// one in `B`, the time in `B:time`; keys it creates take the expiry
+    /// of `B:meta`.
+    fn apply_wide(&self, member: &[u8], w: &model::WideWrite) {
+        let times = self.times.as_ref().expect("a wide board has B:time");
+        let (new_board, new_times) = (!self.board.exists(), !times.exists());
+        // The new name first: a board whose only member moves never
+        // empties (the key would go, and its expiry with it).
+        self.board.zadd(&w.name, w.points as f64);
+        if let Some(old) = &w.remove {
+            self.board.zrem(old);
+        }
+        times.hput(member, itoa::Buffer::new().format(w.at_ms).as_bytes());
+        if let Some(at) = self.meta.abs_expire_ms() {
+            if new_board {
+                self.board.set_abs_expire_ms(at);
+            }
+            if new_times {
+                times.set_abs_expire_ms(at);
+            }
+        }
+        UPDATES.incr();
+    }
 }
 
 /// Gives a board that was just created the expiry of its `B:meta`, so that
@@ -361,16 +451,22 @@ struct LayoutOptions {
     count: Option<i64>,
     now: Option<i64>,
     spread: Option<u32>,
+    /// LAYOUT WIDE (CREATE only).
+    wide: bool,
 }
 
 impl LayoutOptions {
     fn layout(&self) -> Layout {
         let tiebreak = self.tiebreak.unwrap_or(Tiebreak::Earlier);
+        if self.wide {
+            return Layout::wide(tiebreak);
+        }
         Layout {
             tiebreak,
             unit: self.unit.unwrap_or(Unit::S),
             digits: self.digits.unwrap_or(Layout::default_digits(tiebreak)),
             epoch: self.epoch.unwrap_or(0),
+            wide: false,
         }
     }
 
@@ -398,8 +494,22 @@ fn layout_options(c: &mut Cursor, create: bool) -> Result<LayoutOptions, RedisEr
             "COUNT" if !create => o.count = Some(c.option_i64(1, i64::MAX)?),
             "SPREAD" if create => o.spread = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
             "NOW" => o.now = Some(now_option(c)?),
+            "LAYOUT" if create => {
+                o.wide = c.option_choice(&["PACKED", "WIDE"])? == "WIDE";
+            }
             _ => return Err(error::syntax()),
         }
+    }
+    if o.wide
+        && (o.tiebreak == Some(Tiebreak::None)
+            || o.unit.is_some()
+            || o.digits.is_some()
+            || o.epoch.is_some())
+    {
+        return Err(error::family(
+            FAMILY,
+            "LAYOUT WIDE takes TIEBREAK EARLIER or LATER only (no UNIT, DIGITS or EPOCH)",
+        ));
     }
     Ok(o)
 }
@@ -437,6 +547,10 @@ fn replicate_write(
 }
 
 /// RANK.ADD B member points [GT|LT] [NOW unix-ms]
+///
+/// `GT` is the "set if better" of a best-score board: a better value
+/// writes (and moves the achievement time), the same best keeps the time
+/// it was first reached, a worse one writes nothing.
 pub fn rank_add(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(4)?;
     c.skip(2)?;
@@ -469,23 +583,60 @@ pub fn rank_add(ctx: &Context, c: &mut Args) -> RedisResult {
     let used = now.unwrap_or_else(util::now_ms);
     let t = b.layout.tick(used).map_err(rank_error)?;
     b.layout.check_points(points).map_err(rank_error)?;
-
-    let current = match b.board.zscore_arg(member) {
-        Some(s) => Some(b.decode(s, member.as_slice())?.points),
-        None => None,
-    };
-    if !model::add_writes(current, points, cond) {
-        KEPT.incr();
-        return Ok(RedisValue::Integer(current.unwrap_or(points)));
+    let (current, at_ms) = b.current(member)?;
+    match model::plan_add(&b.layout, current, points, cond, t).map_err(rank_error)? {
+        Plan::Keep(p) => {
+            KEPT.incr();
+            Ok(RedisValue::Integer(p))
+        }
+        Plan::Write { points, t } => {
+            b.write(member, at_ms, points, t);
+            replicate_write(ctx, c.all(), &b.layout, now, used);
+            util::notify_static(ctx, c"hotpath.rank.add", base);
+            Ok(RedisValue::Integer(points))
+        }
     }
-    write_score(&b, member, b.layout.pack_tick(points, t));
-    replicate_write(ctx, c.all(), &b.layout, now, used);
-    util::notify_static(ctx, c"hotpath.rank.add", base);
-    Ok(RedisValue::Integer(points))
+}
+
+impl Board {
+    /// Returns a member's points and, on a LAYOUT WIDE board, its
+    /// achievement time (None, None: not on the board).
+    fn current(&self, member: &RedisString) -> Result<(Option<i64>, Option<i64>), RedisError> {
+        if self.layout.wide {
+            return Ok(match self.wide_entry(member.as_slice())? {
+                Some(e) => (Some(e.points), Some(e.at_ms)),
+                None => (None, None),
+            });
+        }
+        match self.board.zscore_arg(member) {
+            Some(s) => Ok((Some(self.decode(s, member.as_slice())?.points), None)),
+            None => Ok((None, None)),
+        }
+    }
+
+    /// Writes `points` achieved at tick `t` for `member`, whose current
+    /// achievement time on a LAYOUT WIDE board is `at_ms`.
+    fn write(&self, member: &RedisString, at_ms: Option<i64>, points: i64, t: i64) {
+        if self.layout.wide {
+            let w = self.layout.wide_write(member.as_slice(), at_ms, points, t);
+            self.apply_wide(member.as_slice(), &w);
+        } else {
+            write_score(self, member, self.layout.pack_tick(points, t));
+        }
+    }
 }
 
 /// RANK.INCR B member delta [NOW unix-ms]
 pub fn rank_incr(ctx: &Context, c: &mut Args) -> RedisResult {
+    incr_or_decr(ctx, c, false)
+}
+
+/// RANK.DECR B member delta [NOW unix-ms]: RANK.INCR of −delta.
+pub fn rank_decr(ctx: &Context, c: &mut Args) -> RedisResult {
+    incr_or_decr(ctx, c, true)
+}
+
+fn incr_or_decr(ctx: &Context, c: &mut Args, decr: bool) -> RedisResult {
     c.require(4)?;
     c.skip(2)?;
     member_arg(c.arg(2))?;
@@ -508,14 +659,19 @@ pub fn rank_incr(ctx: &Context, c: &mut Args) -> RedisResult {
     b.check_owner(member.as_slice())?;
     let used = now.unwrap_or_else(util::now_ms);
     let t = b.layout.tick(used).map_err(rank_error)?;
-    let current = match b.board.zscore_arg(member) {
-        Some(s) => b.decode(s, member.as_slice())?.points,
-        None => 0,
+    let (current, at_ms) = b.current(member)?;
+    let (points, t) = match model::plan_incr(&b.layout, current, delta, decr, t) {
+        Ok(Plan::Write { points, t }) => (points, t),
+        Ok(Plan::Keep(p)) => return Ok(RedisValue::Integer(p)),
+        Err(e) => return Err(rank_error(e)),
     };
-    let points = model::incr_points(&b.layout, current, delta).map_err(rank_error)?;
-    write_score(&b, member, b.layout.pack_tick(points, t));
+    b.write(member, at_ms, points, t);
     replicate_write(ctx, c.all(), &b.layout, now, used);
-    util::notify_static(ctx, c"hotpath.rank.incr", base);
+    if decr {
+        util::notify_static(ctx, c"hotpath.rank.decr", base);
+    } else {
+        util::notify_static(ctx, c"hotpath.rank.incr", base);
+    }
     Ok(RedisValue::Integer(points))
 }
 
@@ -536,12 +692,26 @@ pub fn rank_get(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let (base, member) = (&c.args()[1], &c.args()[2]);
     let b = open_shard(ctx, base, false, false, declared)?;
     b.check_owner(member.as_slice())?;
-    let Some(score) = b.board.zscore_arg(member) else {
-        return Ok(RedisValue::Null);
+    let (e, stored) = if b.layout.wide {
+        let Some(w) = b.wide_entry(member.as_slice())? else {
+            return Ok(RedisValue::Null);
+        };
+        let e = Entry {
+            points: w.points,
+            achieved_ms: Some(w.at_ms),
+        };
+        (e, w.name)
+    } else {
+        let Some(score) = b.board.zscore_arg(member) else {
+            return Ok(RedisValue::Null);
+        };
+        (
+            b.decode(score, member.as_slice())?,
+            member.as_slice().to_vec(),
+        )
     };
-    let e = b.decode(score, member.as_slice())?;
     drop(b);
-    let Some(rank) = rev_rank(ctx, base.as_slice(), member.as_slice())? else {
+    let Some(rank) = rev_rank(ctx, base.as_slice(), &stored)? else {
         return Ok(RedisValue::Null);
     };
     Ok(util::record(
@@ -602,8 +772,8 @@ pub fn rank_top(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         )?
     };
     let mut out = Vec::with_capacity(entries.len() * 2);
-    for (member, score) in entries {
-        let points = b.decode(score, &member)?.points;
+    for (stored, score) in entries {
+        let (member, points) = b.entry_of(stored, score)?;
         out.push(RedisValue::StringBuffer(member));
         out.push(RedisValue::Integer(points));
     }
@@ -628,18 +798,26 @@ pub fn rank_around(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let (base, member) = (&c.args()[1], &c.args()[2]);
     let b = open_board(ctx, base, false, false)?;
-    let Some(score) = b.board.zscore_arg(member) else {
-        return Ok(RedisValue::Null);
+    let stored = if b.layout.wide {
+        let Some(w) = b.wide_entry(member.as_slice())? else {
+            return Ok(RedisValue::Null);
+        };
+        w.name
+    } else {
+        let Some(score) = b.board.zscore_arg(member) else {
+            return Ok(RedisValue::Null);
+        };
+        b.decode(score, member.as_slice())?;
+        member.as_slice().to_vec()
     };
-    b.decode(score, member.as_slice())?;
-    let Some(rank) = rev_rank(ctx, base.as_slice(), member.as_slice())? else {
+    let Some(rank) = rev_rank(ctx, base.as_slice(), &stored)? else {
         return Ok(RedisValue::Null);
     };
     let start = rank.saturating_sub(n).max(0);
     let entries = zrevrange_withscores(ctx, base.as_slice(), start, rank.saturating_add(n))?;
     let mut out = Vec::with_capacity(entries.len() * 3);
-    for (i, (m, score)) in entries.into_iter().enumerate() {
-        let points = b.decode(score, &m)?.points;
+    for (i, (stored, score)) in entries.into_iter().enumerate() {
+        let (m, points) = b.entry_of(stored, score)?;
         out.push(RedisValue::Integer(start + i as i64));
         out.push(RedisValue::StringBuffer(m));
         out.push(RedisValue::Integer(points));
@@ -756,6 +934,9 @@ pub fn rank_position(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let base = &c.args()[1];
     let b = open_shard(ctx, base, false, false, declared)?;
+    if b.layout.wide {
+        return Err(refuse_wide("RANK.POSITION", base.as_slice()));
+    }
     // `place`: the place the position takes on this board; `at`: the
     // entry there when the board holds the position itself.
     let (place, at) = match &pos {
@@ -826,6 +1007,9 @@ pub fn rank_rem(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     for m in &members {
         b.check_owner(m)?;
     }
+    if b.layout.wide {
+        return rem_wide(ctx, &b, &base, &members);
+    }
     let removed = members.iter().filter(|m| b.board.zrem(m)).count() as i64;
     if removed > 0 {
         let mut zrem: Vec<&[u8]> = vec![&base];
@@ -835,6 +1019,44 @@ pub fn rank_rem(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         util::notify(ctx, "hotpath.rank.rem", &base);
     }
     Ok(RedisValue::Integer(removed))
+}
+
+/// RANK.REM on a LAYOUT WIDE board: every member's entry is read (and
+/// checked) before anything is removed from `B` and `B:time`. Replicated
+/// verbatim: its effect is determined by its arguments and the data.
+fn rem_wide(ctx: &Context, b: &Board, base: &[u8], members: &[Vec<u8>]) -> RedisResult {
+    let mut found = Vec::with_capacity(members.len());
+    for m in members {
+        if let Some(e) = b.wide_entry(m)? {
+            found.push((m, e.name));
+        }
+    }
+    let mut removed = 0;
+    if let Some(times) = &b.times {
+        for (m, name) in &found {
+            b.board.zrem(name);
+            if times.hdel(m) {
+                removed += 1;
+            }
+        }
+    }
+    if removed > 0 {
+        ctx.replicate_verbatim();
+        REMOVED.add(removed as u64);
+        util::notify(ctx, "hotpath.rank.rem", base);
+    }
+    Ok(RedisValue::Integer(removed))
+}
+
+/// `ERR rank: <cmd> does not take a LAYOUT WIDE board ('<key>')`.
+fn refuse_wide(cmd: &str, key: &[u8]) -> RedisError {
+    error::family(
+        FAMILY,
+        &format!(
+            "{cmd} does not take a LAYOUT WIDE board ('{}'): see docs/rank.md",
+            error::key_text(key)
+        ),
+    )
 }
 
 /// RANK.COUNT B
@@ -1191,11 +1413,17 @@ pub fn rank_merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if dest_import.is_some() {
         return Err(importing());
     }
+    if dest_layout.wide {
+        return Err(refuse_wide("RANK.MERGE", &dest));
+    }
     let mut layouts = Vec::with_capacity(sources.len());
     for (s, (_, meta)) in sources.iter().zip(&opened) {
         let (layout, import) = read_layout(meta, s)?;
         if import.is_some() {
             return Err(importing());
+        }
+        if layout.wide {
+            return Err(refuse_wide("RANK.MERGE", s));
         }
         layouts.push(layout);
     }

@@ -9,12 +9,14 @@
 //! - `B:meta`: Hash with the layout (`tiebreak`, `unit`, `digits`,
 //!   `epoch`), written by RANK.CREATE. A board without it uses the defaults
 //!   (TIEBREAK EARLIER, UNIT S, DIGITS 10, EPOCH 0).
+//! - `B:time`: on a LAYOUT WIDE board (points as the score, the time as a
+//!   16-digit prefix of the stored member), member → achievement unix ms.
 //! - `B:import`: while RANK.IMPORT packs a board of plain scores, the
 //!   members still to pack.
 //! - `B:merging`: while a RANK.MERGE into `B` runs, the union being
 //!   written; it replaces `B` at the end.
 //!
-//! Commands: RANK.CREATE, RANK.ADD, RANK.INCR, RANK.GET, RANK.TOP,
+//! Commands: RANK.CREATE, RANK.ADD, RANK.INCR, RANK.DECR, RANK.GET, RANK.TOP,
 //! RANK.AROUND, RANK.REM, RANK.COUNT, RANK.MERGE (SPEC §3), RANK.IMPORT,
 //! and RANK.POSITION, the per-shard read of a spread board (docs/spread.md).
 //! MERGE runs in slices (see `crate::slices`); TOP and AROUND are bounded
@@ -31,7 +33,7 @@ pub mod model;
 use crate::registry::{CommandSpec, Keys};
 use crate::stats::Counter;
 
-/// Scores written by ADD and INCR.
+/// Scores written by ADD, INCR and DECR.
 pub static UPDATES: Counter = Counter::new("rank_updates");
 /// ADDs that kept the stored value (same points, or GT/LT not better).
 pub static KEPT: Counter = Counter::new("rank_kept");
@@ -55,7 +57,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Creates a leaderboard with its tie-break layout",
         complexity: "O(1)",
-        syntax: "key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]",
+        syntax: "key [LAYOUT PACKED|WIDE] [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]",
         reply: "OK"
     },
     crate::borrowed_command! {
@@ -72,6 +74,15 @@ pub const COMMANDS: &[CommandSpec] = &[
         flags: "write deny-oom fast", arity: -4, keys: Keys::Range { first: 1, last: 1 },
         acl: "write fast",
         summary: "Adds to a member's points; the achievement time becomes now",
+        complexity: "O(log(N))",
+        syntax: "key member delta [NOW unix-ms] [SPREAD n]",
+        reply: "integer"
+    },
+    crate::borrowed_command! {
+        name: "rank.decr", handler: commands::rank_decr,
+        flags: "write deny-oom fast", arity: -4, keys: Keys::Range { first: 1, last: 1 },
+        acl: "write fast",
+        summary: "Subtracts from a member's points; the achievement time becomes now",
         complexity: "O(log(N))",
         syntax: "key member delta [NOW unix-ms] [SPREAD n]",
         reply: "integer"

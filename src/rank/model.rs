@@ -112,6 +112,11 @@ pub struct Layout {
     pub unit: Unit,
     pub digits: u32,
     pub epoch: i64,
+    /// LAYOUT WIDE: the score is the points (exact up to ±(2^53 − 1)) and
+    /// the achievement time, in unix ms, is a fixed-width prefix of the
+    /// stored member (see [`Layout::wide_name`]); UNIT is MS, EPOCH 0 and
+    /// DIGITS unused. False for the packed layout (the default).
+    pub wide: bool,
 }
 
 impl Default for Layout {
@@ -123,6 +128,7 @@ impl Default for Layout {
             unit: Unit::S,
             digits: 10,
             epoch: 0,
+            wide: false,
         }
     }
 }
@@ -134,6 +140,12 @@ pub struct Entry {
     pub points: i64,
     pub achieved_ms: Option<i64>,
 }
+
+/// The bytes before the member in a name stored on a LAYOUT WIDE board:
+/// 16 digits and `:`.
+pub const WIDE_PREFIX: usize = 17;
+/// 10^16: the span of the 16 digits of a LAYOUT WIDE prefix.
+const WIDE_SPAN: i64 = 10_000_000_000_000_000;
 
 /// The `B:meta` field that holds the layout, as
 /// `"<TIEBREAK> <UNIT> <DIGITS> <EPOCH>"`, e.g. `"EARLIER S 10 0"`: one field
@@ -186,6 +198,13 @@ impl Layout {
             n += 1;
         }
         let layout = match n {
+            // LAYOUT WIDE: "<TIEBREAK> WIDE" (never imported).
+            2 if w[1] == b"WIDE" => {
+                return match Tiebreak::parse(w[0]).filter(|t| t.name().as_bytes() == w[0]) {
+                    Some(t) if t != Tiebreak::None => Ok((Layout::wide(t), None)),
+                    _ => Err(RankError::BadLayout),
+                };
+            }
             4 | 6 => Layout::from_fields([Some(w[0]), Some(w[1]), Some(w[2]), Some(w[3])])?,
             _ => return Err(RankError::BadLayout),
         };
@@ -198,9 +217,25 @@ impl Layout {
         }
     }
 
-    /// Returns the value of the `layout` field.
+    /// Returns the value of the `layout` field: `"<TIEBREAK> WIDE"` for
+    /// LAYOUT WIDE (two words, which a module without that layout refuses
+    /// as corrupt rather than misreads).
     pub fn to_field(&self) -> String {
+        if self.wide {
+            return format!("{} WIDE", self.tiebreak.name());
+        }
         self.to_fields().join(" ")
+    }
+
+    /// Returns the LAYOUT WIDE layout with `tiebreak` (EARLIER or LATER).
+    pub fn wide(tiebreak: Tiebreak) -> Layout {
+        Layout {
+            tiebreak,
+            unit: Unit::Ms,
+            digits: 0,
+            epoch: 0,
+            wide: true,
+        }
     }
 
     /// Returns the layout from its four words (`tiebreak`, `unit`,
@@ -239,6 +274,7 @@ impl Layout {
             unit,
             digits,
             epoch,
+            wide: false,
         })
     }
 
@@ -268,6 +304,9 @@ impl Layout {
     /// Returns the largest |points| the board holds exactly: every packed
     /// value stays within ±(2^53 − 1). 900718 for the default layout.
     pub fn limit(&self) -> i64 {
+        if self.wide {
+            return EXACT_MAX;
+        }
         (EXACT_MAX - self.max_tiebreak()) / self.scale()
     }
 
@@ -291,6 +330,14 @@ impl Layout {
             return Err(RankError::Timestamp);
         }
         let t = d / self.unit.ms();
+        if self.wide {
+            // Any instant the options accept (0 … 2^53 − 1) fits the prefix.
+            return if t <= EXACT_MAX {
+                Ok(t)
+            } else {
+                Err(RankError::Timestamp)
+            };
+        }
         if t >= self.scale() {
             return Err(RankError::Timestamp);
         }
@@ -360,6 +407,53 @@ impl Layout {
         (score.fract() == 0.0 && score.abs() <= EXACT_MAX as f64).then(|| self.unpack(score))
     }
 
+    /// Returns the points a stored score of a LAYOUT WIDE board stands for
+    /// (the score itself), or None for a score the module never writes.
+    pub fn wide_points(score: f64) -> Option<i64> {
+        (score.fract() == 0.0 && score.abs() <= EXACT_MAX as f64).then_some(score as i64)
+    }
+
+    /// Returns the name a LAYOUT WIDE board stores `member` under when it
+    /// reached its points at `ms`: 16 decimal digits, `:`, the member. The
+    /// digits are `ms` (LATER) or `10^16 − 1 − ms` (EARLIER), so that among
+    /// equal scores `ZREVRANGE` (members in reverse byte order) lists the
+    /// earlier (later) achiever first; `ms` ≤ 2^53 − 1 < 10^16.
+    pub fn wide_name(&self, ms: i64, member: &[u8]) -> Vec<u8> {
+        let d = match self.tiebreak {
+            Tiebreak::Earlier => WIDE_SPAN - 1 - ms,
+            _ => ms,
+        };
+        let mut v = vec![b'0'; WIDE_PREFIX + member.len()];
+        let mut rest = d as u64;
+        for c in v[..WIDE_PREFIX - 1].iter_mut().rev() {
+            *c = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        v[WIDE_PREFIX - 1] = b':';
+        v[WIDE_PREFIX..].copy_from_slice(member);
+        v
+    }
+
+    /// Returns the achievement time and the member of a name stored on a
+    /// LAYOUT WIDE board, or None for a name the module never writes.
+    pub fn wide_split<'a>(&self, stored: &'a [u8]) -> Option<(i64, &'a [u8])> {
+        if stored.len() <= WIDE_PREFIX || stored[WIDE_PREFIX - 1] != b':' {
+            return None;
+        }
+        let digits = &stored[..WIDE_PREFIX - 1];
+        if !digits.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let d: i64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+        let ms = match self.tiebreak {
+            Tiebreak::Earlier => WIDE_SPAN - 1 - d,
+            _ => d,
+        };
+        (0..=EXACT_MAX)
+            .contains(&ms)
+            .then_some((ms, &stored[WIDE_PREFIX..]))
+    }
+
     fn time_of(&self, t: i64) -> i64 {
         t.saturating_mul(self.unit.ms()).saturating_add(self.epoch)
     }
@@ -397,6 +491,106 @@ pub fn incr_points(layout: &Layout, current: i64, delta: i64) -> Result<i64, Ran
         .ok_or(RankError::PointsRange(layout.limit()))?;
     layout.check_points(new)?;
     Ok(new)
+}
+
+/// Returns DECR's new points (`current − delta`).
+///
+/// Occurs as [`RankError::PointsRange`] when the difference leaves the
+/// board (a delta of −2^63 included).
+pub fn decr_points(layout: &Layout, current: i64, delta: i64) -> Result<i64, RankError> {
+    let new = current
+        .checked_sub(delta)
+        .ok_or(RankError::PointsRange(layout.limit()))?;
+    layout.check_points(new)?;
+    Ok(new)
+}
+
+/// What a write does to one member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// Nothing is written; the reply is these points (ADD keeping the
+    /// stored value).
+    Keep(i64),
+    /// `points` are written, achieved at tick `t`.
+    Write { points: i64, t: i64 },
+}
+
+/// Returns ADD's plan: `points` (checked against the layout first, so
+/// that out-of-range input is refused even when GT/LT would keep the old
+/// value) over the `current` points, at tick `t`.
+///
+/// Occurs as [`RankError::PointsRange`] for points beyond the limit.
+pub fn plan_add(
+    layout: &Layout,
+    current: Option<i64>,
+    points: i64,
+    cond: Condition,
+    t: i64,
+) -> Result<Plan, RankError> {
+    layout.check_points(points)?;
+    Ok(if add_writes(current, points, cond) {
+        Plan::Write { points, t }
+    } else {
+        Plan::Keep(current.unwrap_or(points))
+    })
+}
+
+/// Returns INCR's plan (DECR's when `decr`): the `current` points (0 for a
+/// new member) moved by `delta`, achieved at tick `t`, also for a delta
+/// of 0.
+///
+/// Occurs as [`RankError::PointsRange`] when the result leaves the board.
+pub fn plan_incr(
+    layout: &Layout,
+    current: Option<i64>,
+    delta: i64,
+    decr: bool,
+    t: i64,
+) -> Result<Plan, RankError> {
+    let current = current.unwrap_or(0);
+    let points = if decr {
+        decr_points(layout, current, delta)?
+    } else {
+        incr_points(layout, current, delta)?
+    };
+    Ok(Plan::Write { points, t })
+}
+
+/// The writes of a [`Plan::Write`] on a LAYOUT WIDE board.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WideWrite {
+    /// The member's old stored name, removed from `B` (None for a new
+    /// member, or when the name does not change).
+    pub remove: Option<Vec<u8>>,
+    /// The stored name written into `B`, with the points as its score.
+    pub name: Vec<u8>,
+    pub points: i64,
+    /// The achievement time (unix ms) written into `B:time`.
+    pub at_ms: i64,
+}
+
+impl Layout {
+    /// Returns the writes that store `points` achieved at `t` for
+    /// `member` on a LAYOUT WIDE board, whose current achievement time is
+    /// `current_ms` (None: a new member).
+    pub fn wide_write(
+        &self,
+        member: &[u8],
+        current_ms: Option<i64>,
+        points: i64,
+        t: i64,
+    ) -> WideWrite {
+        let name = self.wide_name(t, member);
+        let remove = current_ms
+            .map(|ms| self.wide_name(ms, member))
+            .filter(|old| *old != name);
+        WideWrite {
+            remove,
+            name,
+            points,
+            at_ms: t,
+        }
+    }
 }
 
 /// MERGE's AGGREGATE.
@@ -568,7 +762,166 @@ mod tests {
             unit,
             digits,
             epoch,
+            wide: false,
         }
+    }
+
+    #[test]
+    fn wide_names_order_ties_by_time_under_reverse_byte_order() {
+        let mut rng = StdRng::seed_from_u64(27);
+        for tb in [Tiebreak::Earlier, Tiebreak::Later] {
+            let l = Layout::wide(tb);
+            for _ in 0..20_000 {
+                let (a, b) = (rng.gen_range(0..=EXACT_MAX), rng.gen_range(0..=EXACT_MAX));
+                let ma = format!("m{}", rng.gen_range(0..1000));
+                let mb = format!("{}", rng.gen_range(0..1000));
+                let (na, nb) = (l.wide_name(a, ma.as_bytes()), l.wide_name(b, mb.as_bytes()));
+                assert_eq!(na.len(), WIDE_PREFIX + ma.len());
+                assert_eq!(l.wide_split(&na), Some((a, ma.as_bytes())));
+                assert_eq!(l.wide_split(&nb), Some((b, mb.as_bytes())));
+                if a != b {
+                    // ZREVRANGE lists the greater name first among equal
+                    // scores: it must be the earlier (EARLIER) achiever.
+                    let first_is_a = na > nb;
+                    match tb {
+                        Tiebreak::Earlier => assert_eq!(first_is_a, a < b),
+                        _ => assert_eq!(first_is_a, a > b),
+                    }
+                }
+            }
+            assert_eq!(l.wide_split(b"0000000000000001:"), None);
+            assert_eq!(l.wide_split(b"000000000000001:x"), None);
+            assert_eq!(l.wide_split(b"00000000000000x1:x"), None);
+            assert_eq!(l.wide_split(b"0000000000000001-x"), None);
+            assert_eq!(l.wide_split(b"plain"), None);
+        }
+        // Beyond 2^53 − 1 is not a time the module writes.
+        assert_eq!(
+            Layout::wide(Tiebreak::Later).wide_split(b"9999999999999999:x"),
+            None
+        );
+        assert_eq!(
+            Layout::wide(Tiebreak::Earlier).wide_split(b"9999999999999999:x"),
+            Some((0, &b"x"[..]))
+        );
+        assert_eq!(
+            Layout::wide(Tiebreak::Earlier).wide_name(1_700_000_000_000, b"abe"),
+            b"9998299999999999:abe".to_vec()
+        );
+    }
+
+    #[test]
+    fn wide_layout_holds_the_whole_exact_range_and_round_trips_its_field() {
+        for tb in [Tiebreak::Earlier, Tiebreak::Later] {
+            let l = Layout::wide(tb);
+            assert_eq!(l.limit(), EXACT_MAX);
+            assert_eq!(l.check_points(EXACT_MAX), Ok(()));
+            assert_eq!(l.check_points(-EXACT_MAX), Ok(()));
+            assert_eq!(
+                l.check_points(EXACT_MAX + 1),
+                Err(RankError::PointsRange(EXACT_MAX))
+            );
+            assert_eq!(l.tick(0), Ok(0));
+            assert_eq!(l.tick(EXACT_MAX), Ok(EXACT_MAX));
+            assert_eq!(l.tick(1_700_000_000_123), Ok(1_700_000_000_123));
+            let f = l.to_field();
+            assert_eq!(f, format!("{} WIDE", tb.name()));
+            assert_eq!(Layout::from_field(Some(f.as_bytes())), Ok(l));
+            assert!(l.uses_time());
+        }
+        for bad in [
+            &b"NONE WIDE"[..],
+            b"earlier WIDE",
+            b"EARLIER wide",
+            b"EARLIER WIDE IMPORT 5",
+            b"WIDE",
+            b"EARLIER WIDE ",
+        ] {
+            assert_eq!(
+                Layout::from_field(Some(bad)),
+                Err(RankError::BadLayout),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(Layout::wide_points(EXACT_MAX as f64), Some(EXACT_MAX));
+        assert_eq!(Layout::wide_points(-(EXACT_MAX as f64)), Some(-EXACT_MAX));
+        assert_eq!(Layout::wide_points(9_007_199_254_740_992.0), None);
+        assert_eq!(Layout::wide_points(1.5), None);
+        assert_eq!(Layout::wide_points(f64::NAN), None);
+        assert_eq!(Layout::wide_points(f64::INFINITY), None);
+    }
+
+    #[test]
+    fn plans_of_add_incr_and_decr() {
+        let d = Layout::default();
+        let w = Layout::wide(Tiebreak::Earlier);
+        // Set-if-better (GT): a better value moves the time, the same best
+        // keeps the first time it was reached, a worse one is kept.
+        assert_eq!(
+            plan_add(&d, Some(5), 6, Condition::Gt, 9),
+            Ok(Plan::Write { points: 6, t: 9 })
+        );
+        assert_eq!(
+            plan_add(&d, Some(5), 5, Condition::Gt, 9),
+            Ok(Plan::Keep(5))
+        );
+        assert_eq!(
+            plan_add(&d, Some(5), 4, Condition::Gt, 9),
+            Ok(Plan::Keep(5))
+        );
+        assert_eq!(
+            plan_add(&d, None, 4, Condition::Gt, 9),
+            Ok(Plan::Write { points: 4, t: 9 })
+        );
+        // Range first, whatever GT would do.
+        assert_eq!(
+            plan_add(&d, Some(5), 900_719, Condition::Lt, 9),
+            Err(RankError::PointsRange(900_718))
+        );
+        assert_eq!(
+            plan_add(&w, Some(5), EXACT_MAX, Condition::Gt, 9),
+            Ok(Plan::Write {
+                points: EXACT_MAX,
+                t: 9
+            })
+        );
+        assert_eq!(
+            plan_incr(&w, Some(EXACT_MAX - 1), 1, false, 3),
+            Ok(Plan::Write {
+                points: EXACT_MAX,
+                t: 3
+            })
+        );
+        assert_eq!(
+            plan_incr(&w, Some(EXACT_MAX), 1, false, 3),
+            Err(RankError::PointsRange(EXACT_MAX))
+        );
+        assert_eq!(
+            plan_incr(&w, None, 7, true, 3),
+            Ok(Plan::Write { points: -7, t: 3 })
+        );
+        assert_eq!(
+            plan_incr(&w, Some(0), i64::MIN, true, 3),
+            Err(RankError::PointsRange(EXACT_MAX))
+        );
+        assert_eq!(
+            plan_incr(&d, Some(-900_000), 718, true, 3),
+            Ok(Plan::Write {
+                points: -900_718,
+                t: 3
+            })
+        );
+        assert_eq!(
+            plan_incr(&d, Some(-900_000), 719, true, 3),
+            Err(RankError::PointsRange(900_718))
+        );
+        // A wide write moves the member to the name of its new time.
+        let ww = w.wide_write(b"abe", Some(5), 10, 9);
+        assert_eq!(ww.remove, Some(w.wide_name(5, b"abe")));
+        assert_eq!(ww.name, w.wide_name(9, b"abe"));
+        assert_eq!((ww.points, ww.at_ms), (10, 9));
+        assert_eq!(w.wide_write(b"abe", Some(9), 11, 9).remove, None);
+        assert_eq!(w.wide_write(b"abe", None, 11, 9).remove, None);
     }
 
     fn random_layout(rng: &mut StdRng) -> Layout {

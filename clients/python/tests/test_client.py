@@ -222,6 +222,14 @@ class Families:
         self.assertTrue(flat.create(tiebreak="NONE"))
         flat.add("x", 7)
         self.assertEqual(flat.get("x"), R.RankEntry(7, 0, None))
+        wide = self.hp.rank(self.k("wide"))
+        self.assertTrue(wide.create(layout="WIDE", now=NOW))
+        big = 9007199254740991
+        self.assertEqual(wide.add("ann", big, now=NOW), big)
+        self.assertEqual(wide.add("bea", big - 1, now=NOW - 1), big - 1)
+        self.assertEqual(wide.decr("ann", 1, now=NOW + 1), big - 1)
+        self.assertEqual(wide.top(2), [R.RankMember("bea", big - 1), R.RankMember("ann", big - 1)])
+        self.assertEqual(wide.get("ann"), R.RankEntry(big - 1, 1, NOW + 1))
 
     def test_spread_rank(self):
         # A board spread over 4 shards answers as a single board fed the

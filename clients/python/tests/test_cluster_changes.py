@@ -71,6 +71,7 @@ class RetryPolicyRules(unittest.TestCase):
         self.assertTrue(retry.retryable(lost, "LIKE.ADD"))
         self.assertFalse(retry.retryable(lost, "LIKE.TOGGLE"))
         self.assertFalse(retry.retryable(lost, "RANK.INCR"))
+        self.assertFalse(retry.retryable(lost, "rank.decr"))
         self.assertTrue(retry.retryable(TryAgainError("x"), "RANK.INCR"))
 
     def test_retries_until_it_works(self):

@@ -271,6 +271,9 @@ impl Poll {
 /// Options of `RANK.CREATE`.
 #[derive(Clone, Debug, Default)]
 pub struct RankOptions {
+    /// `LAYOUT PACKED|WIDE` (docs/rank.md: WIDE holds points up to
+    /// ±(2^53 − 1) with a millisecond tie-break).
+    pub layout: Option<String>,
     pub tiebreak: Option<String>,
     pub unit: Option<String>,
     pub digits: Option<i64>,
@@ -294,6 +297,7 @@ impl Rank {
     pub fn create<C: ConnectionLike>(&self, con: &mut C, o: &RankOptions) -> RedisResult<bool> {
         let c = self
             .call("RANK.CREATE")
+            .opt("LAYOUT", o.layout.as_deref())
             .opt("TIEBREAK", o.tiebreak.as_deref())
             .opt("UNIT", o.unit.as_deref())
             .opt("DIGITS", o.digits)
@@ -330,6 +334,21 @@ impl Rank {
     ) -> RedisResult<i64> {
         let c = self
             .call("RANK.INCR")
+            .arg(member)
+            .arg(delta)
+            .opt("NOW", self.now);
+        int(&c.run(self.backend, con)?)
+    }
+
+    /// `RANK.DECR`: the new points.
+    pub fn decr<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        member: &str,
+        delta: i64,
+    ) -> RedisResult<i64> {
+        let c = self
+            .call("RANK.DECR")
             .arg(member)
             .arg(delta)
             .opt("NOW", self.now);

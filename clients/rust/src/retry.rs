@@ -16,8 +16,8 @@
 //! * **Errors with an unknown outcome** (a connection reset, dropped or
 //!   timed out once the command was sent: it may have run) are retried only
 //!   for commands that give the same state when run twice
-//!   ([`RESEND_UNSAFE`] lists those that do not: `LIKE.TOGGLE` and
-//!   `RANK.INCR`, whose error is returned at once).
+//!   ([`RESEND_UNSAFE`] lists those that do not: `LIKE.TOGGLE`,
+//!   `RANK.INCR` and `RANK.DECR`, whose error is returned at once).
 //! * Anything else (the command's own error reply) is final.
 //!
 //! Retries go on until `deadline` (10 s by default) has passed since the
@@ -44,7 +44,7 @@ pub enum Outcome {
 
 /// Commands that must not be sent again after an unknown outcome: a second
 /// run changes the state again (a toggle undone, an increment doubled).
-pub const RESEND_UNSAFE: [&str; 2] = ["LIKE.TOGGLE", "RANK.INCR"];
+pub const RESEND_UNSAFE: [&str; 3] = ["LIKE.TOGGLE", "RANK.INCR", "RANK.DECR"];
 
 /// What `e` says of its command; `None` for a final error.
 pub fn classify(e: &RedisError) -> Option<Outcome> {
@@ -317,6 +317,7 @@ mod tests {
         assert!(retryable(&lost, "LIKE.ADD"));
         assert!(!retryable(&lost, "LIKE.TOGGLE"));
         assert!(!retryable(&lost, "rank.incr"));
+        assert!(!retryable(&lost, "RANK.DECR"));
         assert!(retryable(&err(ErrorKind::TryAgain, "x"), "RANK.INCR"));
     }
 

@@ -324,9 +324,9 @@ pub(crate) fn command_name(cmd: &Cmd) -> String {
 }
 
 /// The per-shard commands that write (a durable handle waits after them).
-const WRITES: [&str; 12] = [
+const WRITES: [&str; 13] = [
     "CREATE", "TOGGLE", "ADD", "REM", "JOIN", "TASK", "LEAVE", "ENTER", "VOTE", "REVOKE", "INCR",
-    "SYNCACK",
+    "DECR", "SYNCACK",
 ];
 
 fn is_write(command: &str) -> bool {

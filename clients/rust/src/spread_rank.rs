@@ -218,6 +218,7 @@ impl SpreadRank {
                 args.push(v);
             }
         };
+        opt("LAYOUT", o.layout.as_deref().map(arg));
         opt("TIEBREAK", o.tiebreak.as_deref().map(arg));
         opt("UNIT", o.unit.as_deref().map(arg));
         opt("DIGITS", o.digits.map(arg));

@@ -307,6 +307,11 @@ local function int_in(s, min, max)
   if v == nil or v < min or v > max then return nil end
   return v
 end
+-- True when key is missing or holds `want`.
+local function typed(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  return t == 'none' or t == want
+end
 local function rank_err(msg)
   return redis.error_reply('ERR rank: ' .. msg)
 end
@@ -325,6 +330,11 @@ local function now_ms()
 end
 local function tick(l, ms)
   if l.tiebreak == 'NONE' then return 0 end
+  -- LAYOUT WIDE: the time in unix ms, any instant the options accept.
+  if l.wide then
+    if ms < 0 or ms > EXACT_MAX then return nil end
+    return ms
+  end
   local d = ms - l.epoch
   if d < 0 then return nil end
   local t = (d - math.fmod(d, l.unitms)) / l.unitms
@@ -341,6 +351,13 @@ local function layout(meta)
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
   local import = nil
   if v then
+    -- LAYOUT WIDE: "<TIEBREAK> WIDE".
+    local wtb = string.match(v, '^([^ ]*) WIDE$')
+    if wtb then
+      if wtb ~= 'EARLIER' and wtb ~= 'LATER' then return nil end
+      return { tiebreak = wtb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
+        limit = EXACT_MAX, wide = true }, nil
+    end
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
     if not tb then
       local at
@@ -383,6 +400,48 @@ local function decode(l, score)
   if l.tiebreak == 'EARLIER' then return points, l.epoch + (l.scale - 1 - r) * l.unitms end
   if l.tiebreak == 'LATER' then return points, l.epoch + r * l.unitms end
   return points, false
+end
+-- LAYOUT WIDE (rank/model.rs wide_name): the name member is stored under
+-- when it reached its points at ms: 16 digits, ':', the member. The
+-- digits are ms (LATER) or 10^16 - 1 - ms (EARLIER): the nines'
+-- complement of the digits of ms, computed on the string (10^16 - 1 is
+-- beyond what a double holds exactly).
+local function wide_name(l, ms, member)
+  local d = string.format('%016d', ms)
+  if l.tiebreak == 'EARLIER' then
+    d = string.gsub(d, '%d', function(c) return string.char(105 - string.byte(c)) end)
+  end
+  return d .. ':' .. member
+end
+-- A member's entry on a LAYOUT WIDE board through B:time: { points, at,
+-- name }, false when it is not on the board, or nil and the error.
+local function wide_entry(B, l, member)
+  local v = redis.call('HGET', B .. ':time', member)
+  if not v then return false end
+  local ms = int_in(v, 0, EXACT_MAX)
+  if ms == nil then return nil, corrupt(B .. ':time', member) end
+  local name = wide_name(l, ms, member)
+  local score = redis.call('ZSCORE', B, name)
+  if not score then return nil, corrupt(B .. ':time', member) end
+  local points = decode(l, score)
+  if points == nil then return nil, corrupt(B, name) end
+  return { points = points, at = ms, name = name }
+end
+-- Writes points achieved at ms for member on a LAYOUT WIDE board (old:
+-- its current stored name, or nil): the new name first, so that B never
+-- empties; keys it creates take the expiry of B:meta.
+local function write_wide(B, l, member, old, points, ms)
+  local tk = B .. ':time'
+  local nb, nt = redis.call('EXISTS', B) == 0, redis.call('EXISTS', tk) == 0
+  local name = wide_name(l, ms, member)
+  redis.call('ZADD', B, points, name)
+  if old and old ~= name then redis.call('ZREM', B, old) end
+  redis.call('HSET', tk, member, string.format('%d', ms))
+  local at = redis.call('PEXPIRETIME', B .. ':meta')
+  if at > 0 then
+    if nb then redis.call('PEXPIREAT', B, at) end
+    if nt then redis.call('PEXPIREAT', tk, at) end
+  end
 end
 -- The type checks of a board: B and B:meta. Returns true and the two
 -- types, or nil and the error reply.
@@ -435,6 +494,7 @@ local function open_board(B, declared)
   end
   local l, e2 = board_layout(B, false)
   if not l then return nil, e2 end
+  if l.wide and not typed(B .. ':time', 'hash') then return nil, redis.error_reply(WRONGTYPE) end
   return l, sh
 end
 -- Writes member's packed score; a board just created takes the expiry of
@@ -488,6 +548,20 @@ end
 local t = tick(l, now or now_ms())
 if t == nil then return rank_err('timestamp out of range') end
 if points > l.limit or points < -l.limit then return range_err(l) end
+if l.wide then
+  local e, err = wide_entry(B, l, member)
+  if e == nil then return err end
+  if e then
+    local cur = e.points
+    if cur == points or (cond == 'GT' and points < cur) or (cond == 'LT' and points > cur) then
+      return cur
+    end
+    write_wide(B, l, member, e.name, points, t)
+  else
+    write_wide(B, l, member, nil, points, t)
+  end
+  return points
+end
 local score = redis.call('ZSCORE', B, member)
 if score then
   local cur = decode(l, score)
@@ -498,4 +572,3 @@ if score then
 end
 write_score(B, member, pack(l, points, t))
 return points
-

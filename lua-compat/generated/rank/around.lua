@@ -306,6 +306,11 @@ local function int_in(s, min, max)
   if v == nil or v < min or v > max then return nil end
   return v
 end
+-- True when key is missing or holds `want`.
+local function typed(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  return t == 'none' or t == want
+end
 local function rank_err(msg)
   return redis.error_reply('ERR rank: ' .. msg)
 end
@@ -320,6 +325,11 @@ local function importing()
 end
 local function tick(l, ms)
   if l.tiebreak == 'NONE' then return 0 end
+  -- LAYOUT WIDE: the time in unix ms, any instant the options accept.
+  if l.wide then
+    if ms < 0 or ms > EXACT_MAX then return nil end
+    return ms
+  end
   local d = ms - l.epoch
   if d < 0 then return nil end
   local t = (d - math.fmod(d, l.unitms)) / l.unitms
@@ -336,6 +346,13 @@ local function layout(meta)
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
   local import = nil
   if v then
+    -- LAYOUT WIDE: "<TIEBREAK> WIDE".
+    local wtb = string.match(v, '^([^ ]*) WIDE$')
+    if wtb then
+      if wtb ~= 'EARLIER' and wtb ~= 'LATER' then return nil end
+      return { tiebreak = wtb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
+        limit = EXACT_MAX, wide = true }, nil
+    end
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
     if not tb then
       local at
@@ -370,6 +387,54 @@ local function decode(l, score)
   if l.tiebreak == 'EARLIER' then return points, l.epoch + (l.scale - 1 - r) * l.unitms end
   if l.tiebreak == 'LATER' then return points, l.epoch + r * l.unitms end
   return points, false
+end
+-- LAYOUT WIDE (rank/model.rs wide_name): the name member is stored under
+-- when it reached its points at ms: 16 digits, ':', the member. The
+-- digits are ms (LATER) or 10^16 - 1 - ms (EARLIER): the nines'
+-- complement of the digits of ms, computed on the string (10^16 - 1 is
+-- beyond what a double holds exactly).
+local function wide_name(l, ms, member)
+  local d = string.format('%016d', ms)
+  if l.tiebreak == 'EARLIER' then
+    d = string.gsub(d, '%d', function(c) return string.char(105 - string.byte(c)) end)
+  end
+  return d .. ':' .. member
+end
+-- The achievement time and the member of a stored name, or nil for a
+-- name the module never writes.
+local function wide_split(l, stored)
+  local d, member = string.match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d):(.+)$')
+  if not d then return nil end
+  if l.tiebreak == 'EARLIER' then
+    d = string.gsub(d, '%d', function(c) return string.char(105 - string.byte(c)) end)
+  end
+  local ms = tonumber(d)
+  if ms > EXACT_MAX then return nil end
+  return ms, member
+end
+-- A member's entry on a LAYOUT WIDE board through B:time: { points, at,
+-- name }, false when it is not on the board, or nil and the error.
+local function wide_entry(B, l, member)
+  local v = redis.call('HGET', B .. ':time', member)
+  if not v then return false end
+  local ms = int_in(v, 0, EXACT_MAX)
+  if ms == nil then return nil, corrupt(B .. ':time', member) end
+  local name = wide_name(l, ms, member)
+  local score = redis.call('ZSCORE', B, name)
+  if not score then return nil, corrupt(B .. ':time', member) end
+  local points = decode(l, score)
+  if points == nil then return nil, corrupt(B, name) end
+  return { points = points, at = ms, name = name }
+end
+-- The member and points of an entry of B (stored name and score), or nil
+-- and the error (rank/commands.rs entry_of).
+local function entry_of(B, l, stored, score)
+  local points = decode(l, score)
+  if points == nil then return nil, corrupt(B, stored) end
+  if not l.wide then return stored, points end
+  local _, member = wide_split(l, stored)
+  if not member then return nil, corrupt(B, stored) end
+  return member, points
 end
 -- The type checks of a board: B and B:meta. Returns true and the two
 -- types, or nil and the error reply.
@@ -422,6 +487,7 @@ local function open_board(B, declared)
   end
   local l, e2 = board_layout(B, false)
   if not l then return nil, e2 end
+  if l.wide and not typed(B .. ':time', 'hash') then return nil, redis.error_reply(WRONGTYPE) end
   return l, sh
 end
 -- RANK.AROUND (lua-compat/src/rank/around.lua).
@@ -435,19 +501,27 @@ if ARGV[1] == '' then return rank_err('user must not be empty') end
 if n > RANGE_MAX then return rank_err('n must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
 local l, e = open_board(B)
 if not l then return e end
-local score = redis.call('ZSCORE', B, ARGV[1])
-if not score then return false end
-if decode(l, score) == nil then return corrupt(B, ARGV[1]) end
-local rank = redis.call('ZREVRANK', B, ARGV[1])
+local stored = ARGV[1]
+if l.wide then
+  local w, err = wide_entry(B, l, ARGV[1])
+  if w == nil then return err end
+  if not w then return false end
+  stored = w.name
+else
+  local score = redis.call('ZSCORE', B, ARGV[1])
+  if not score then return false end
+  if decode(l, score) == nil then return corrupt(B, ARGV[1]) end
+end
+local rank = redis.call('ZREVRANK', B, stored)
 local start = math.max(0, rank - n)
 local stop = math.min(rank + n, redis.call('ZCARD', B) - 1)
 local r = redis.call('ZREVRANGE', B, start, stop, 'WITHSCORES')
 local out = {}
 for j = 1, #r, 2 do
-  local points = decode(l, r[j + 1])
-  if points == nil then return corrupt(B, r[j]) end
+  local member, points = entry_of(B, l, r[j], r[j + 1])
+  if member == nil then return points end
   out[#out + 1] = start + (j - 1) / 2
-  out[#out + 1] = r[j]
+  out[#out + 1] = member
   out[#out + 1] = points
 end
 return out

@@ -304,6 +304,11 @@ local function int_in(s, min, max)
   if v == nil or v < min or v > max then return nil end
   return v
 end
+-- True when key is missing or holds `want`.
+local function typed(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  return t == 'none' or t == want
+end
 local function rank_err(msg)
   return redis.error_reply('ERR rank: ' .. msg)
 end
@@ -318,6 +323,11 @@ local function importing()
 end
 local function tick(l, ms)
   if l.tiebreak == 'NONE' then return 0 end
+  -- LAYOUT WIDE: the time in unix ms, any instant the options accept.
+  if l.wide then
+    if ms < 0 or ms > EXACT_MAX then return nil end
+    return ms
+  end
   local d = ms - l.epoch
   if d < 0 then return nil end
   local t = (d - math.fmod(d, l.unitms)) / l.unitms
@@ -334,6 +344,13 @@ local function layout(meta)
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
   local import = nil
   if v then
+    -- LAYOUT WIDE: "<TIEBREAK> WIDE".
+    local wtb = string.match(v, '^([^ ]*) WIDE$')
+    if wtb then
+      if wtb ~= 'EARLIER' and wtb ~= 'LATER' then return nil end
+      return { tiebreak = wtb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
+        limit = EXACT_MAX, wide = true }, nil
+    end
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
     if not tb then
       local at
@@ -408,6 +425,7 @@ local function open_board(B, declared)
   end
   local l, e2 = board_layout(B, false)
   if not l then return nil, e2 end
+  if l.wide and not typed(B .. ':time', 'hash') then return nil, redis.error_reply(WRONGTYPE) end
   return l, sh
 end
 -- The optional `SPREAD n` of a command that takes nothing else after its

@@ -1,4 +1,4 @@
--- RANK.CREATE key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]
+-- RANK.CREATE key [LAYOUT PACKED|WIDE] [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]
 -- Lua twin of RANK.CREATE B [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S]
 -- [DIGITS d] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n] -> OK
 -- KEYS[1] = B; ARGV = the options, verbatim. Writes B:meta. With SPREAD
@@ -314,6 +314,11 @@ local function now_ms()
 end
 local function tick(l, ms)
   if l.tiebreak == 'NONE' then return 0 end
+  -- LAYOUT WIDE: the time in unix ms, any instant the options accept.
+  if l.wide then
+    if ms < 0 or ms > EXACT_MAX then return nil end
+    return ms
+  end
   local d = ms - l.epoch
   if d < 0 then return nil end
   local t = (d - math.fmod(d, l.unitms)) / l.unitms
@@ -330,6 +335,13 @@ local function layout(meta)
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
   local import = nil
   if v then
+    -- LAYOUT WIDE: "<TIEBREAK> WIDE".
+    local wtb = string.match(v, '^([^ ]*) WIDE$')
+    if wtb then
+      if wtb ~= 'EARLIER' and wtb ~= 'LATER' then return nil end
+      return { tiebreak = wtb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
+        limit = EXACT_MAX, wide = true }, nil
+    end
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
     if not tb then
       local at
@@ -361,12 +373,14 @@ if #KEYS ~= 1 then return arity('rank.create') end
 local B = KEYS[1]
 local l = { tiebreak = 'EARLIER', unit = 'S', epoch = 0 }
 local digits, ttl, now, n = nil, nil, nil, nil
+-- LAYOUT WIDE, and whether an option it does not take was given.
+local wide, packed_only = false, false
 local i = 1
 while i <= #ARGV do
   local k = string.upper(ARGV[i])
   local v = ARGV[i + 1]
   if k == 'TIEBREAK' or k == 'UNIT' or k == 'DIGITS' or k == 'EPOCH' or k == 'TTL' or k == 'NOW'
-    or k == 'SPREAD' then
+    or k == 'SPREAD' or k == 'LAYOUT' then
     if v == nil then return redis.error_reply(SYNTAX) end
     i = i + 1
   end
@@ -378,12 +392,19 @@ while i <= #ARGV do
     v = string.upper(v)
     if v ~= 'MS' and v ~= 'S' then return redis.error_reply(SYNTAX) end
     l.unit = v
+    packed_only = true
   elseif k == 'DIGITS' then
     digits = int_in(v, 0, 15)
     if digits == nil then return redis.error_reply(NOT_INT) end
+    packed_only = true
   elseif k == 'EPOCH' then
     l.epoch = int_in(v, 0, EXACT_MAX)
     if l.epoch == nil then return redis.error_reply(NOT_INT) end
+    packed_only = true
+  elseif k == 'LAYOUT' then
+    v = string.upper(v)
+    if v ~= 'PACKED' and v ~= 'WIDE' then return redis.error_reply(SYNTAX) end
+    wide = v == 'WIDE'
   elseif k == 'TTL' then
     ttl = int_in(v, 1, 10000000000)
     if ttl == nil then return redis.error_reply(NOT_INT) end
@@ -399,6 +420,9 @@ while i <= #ARGV do
   end
   i = i + 1
 end
+if wide and (packed_only or l.tiebreak == 'NONE') then
+  return rank_err('LAYOUT WIDE takes TIEBREAK EARLIER or LATER only (no UNIT, DIGITS or EPOCH)')
+end
 if digits == nil then digits = (l.tiebreak == 'NONE') and 0 or 10 end
 local index = nil
 if n then
@@ -410,6 +434,7 @@ if not typed(B, 'zset') then return redis.error_reply(WRONGTYPE) end
 if not typed(meta, 'hash') then return redis.error_reply(WRONGTYPE) end
 local field = l.tiebreak .. ' ' .. l.unit .. ' ' .. string.format('%d', digits) .. ' '
   .. string.format('%d', l.epoch)
+if wide then field = l.tiebreak .. ' WIDE' end
 if redis.call('EXISTS', meta) == 1 then
   if n then
     local rec, e = spread().read_record('rank', B)
@@ -444,6 +469,7 @@ l.digits = digits
 l.unitms = (l.unit == 'S') and 1000 or 1
 l.scale = 1
 for _ = 1, digits do l.scale = l.scale * 10 end
+l.wide = wide
 if tick(l, now or now_ms()) == nil then return rank_err('timestamp out of range') end
 if n then
   redis.call('HSET', meta, 'layout', field, 'spread', string.format('%d', n), 'shard', string.format('%d', index))

@@ -305,6 +305,11 @@ local function int_in(s, min, max)
   if v == nil or v < min or v > max then return nil end
   return v
 end
+-- True when key is missing or holds `want`.
+local function typed(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  return t == 'none' or t == want
+end
 local function rank_err(msg)
   return redis.error_reply('ERR rank: ' .. msg)
 end
@@ -319,6 +324,11 @@ local function importing()
 end
 local function tick(l, ms)
   if l.tiebreak == 'NONE' then return 0 end
+  -- LAYOUT WIDE: the time in unix ms, any instant the options accept.
+  if l.wide then
+    if ms < 0 or ms > EXACT_MAX then return nil end
+    return ms
+  end
   local d = ms - l.epoch
   if d < 0 then return nil end
   local t = (d - math.fmod(d, l.unitms)) / l.unitms
@@ -335,6 +345,13 @@ local function layout(meta)
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
   local import = nil
   if v then
+    -- LAYOUT WIDE: "<TIEBREAK> WIDE".
+    local wtb = string.match(v, '^([^ ]*) WIDE$')
+    if wtb then
+      if wtb ~= 'EARLIER' and wtb ~= 'LATER' then return nil end
+      return { tiebreak = wtb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
+        limit = EXACT_MAX, wide = true }, nil
+    end
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
     if not tb then
       local at
@@ -369,6 +386,32 @@ local function decode(l, score)
   if l.tiebreak == 'EARLIER' then return points, l.epoch + (l.scale - 1 - r) * l.unitms end
   if l.tiebreak == 'LATER' then return points, l.epoch + r * l.unitms end
   return points, false
+end
+-- LAYOUT WIDE (rank/model.rs wide_name): the name member is stored under
+-- when it reached its points at ms: 16 digits, ':', the member. The
+-- digits are ms (LATER) or 10^16 - 1 - ms (EARLIER): the nines'
+-- complement of the digits of ms, computed on the string (10^16 - 1 is
+-- beyond what a double holds exactly).
+local function wide_name(l, ms, member)
+  local d = string.format('%016d', ms)
+  if l.tiebreak == 'EARLIER' then
+    d = string.gsub(d, '%d', function(c) return string.char(105 - string.byte(c)) end)
+  end
+  return d .. ':' .. member
+end
+-- A member's entry on a LAYOUT WIDE board through B:time: { points, at,
+-- name }, false when it is not on the board, or nil and the error.
+local function wide_entry(B, l, member)
+  local v = redis.call('HGET', B .. ':time', member)
+  if not v then return false end
+  local ms = int_in(v, 0, EXACT_MAX)
+  if ms == nil then return nil, corrupt(B .. ':time', member) end
+  local name = wide_name(l, ms, member)
+  local score = redis.call('ZSCORE', B, name)
+  if not score then return nil, corrupt(B .. ':time', member) end
+  local points = decode(l, score)
+  if points == nil then return nil, corrupt(B, name) end
+  return { points = points, at = ms, name = name }
 end
 -- The type checks of a board: B and B:meta. Returns true and the two
 -- types, or nil and the error reply.
@@ -421,6 +464,7 @@ local function open_board(B, declared)
   end
   local l, e2 = board_layout(B, false)
   if not l then return nil, e2 end
+  if l.wide and not typed(B .. ':time', 'hash') then return nil, redis.error_reply(WRONGTYPE) end
   return l, sh
 end
 -- The optional `SPREAD n` of a command that takes nothing else after its
@@ -446,6 +490,12 @@ if not l then return sh end
 if sh then
   local oe = spread().check_owner('rank', 'member', B, sh, ARGV[1])
   if oe then return oe end
+end
+if l.wide then
+  local w, err = wide_entry(B, l, ARGV[1])
+  if w == nil then return err end
+  if not w then return false end
+  return { w.points, redis.call('ZREVRANK', B, w.name), w.at }
 end
 local score = redis.call('ZSCORE', B, ARGV[1])
 if not score then return false end

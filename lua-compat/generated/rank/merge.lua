@@ -325,6 +325,11 @@ local function now_ms()
 end
 local function tick(l, ms)
   if l.tiebreak == 'NONE' then return 0 end
+  -- LAYOUT WIDE: the time in unix ms, any instant the options accept.
+  if l.wide then
+    if ms < 0 or ms > EXACT_MAX then return nil end
+    return ms
+  end
   local d = ms - l.epoch
   if d < 0 then return nil end
   local t = (d - math.fmod(d, l.unitms)) / l.unitms
@@ -341,6 +346,13 @@ local function layout(meta)
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
   local import = nil
   if v then
+    -- LAYOUT WIDE: "<TIEBREAK> WIDE".
+    local wtb = string.match(v, '^([^ ]*) WIDE$')
+    if wtb then
+      if wtb ~= 'EARLIER' and wtb ~= 'LATER' then return nil end
+      return { tiebreak = wtb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
+        limit = EXACT_MAX, wide = true }, nil
+    end
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
     if not tb then
       local at
@@ -383,6 +395,10 @@ local function decode(l, score)
   if l.tiebreak == 'EARLIER' then return points, l.epoch + (l.scale - 1 - r) * l.unitms end
   if l.tiebreak == 'LATER' then return points, l.epoch + r * l.unitms end
   return points, false
+end
+-- RANK.<MERGE|POSITION> refusing a LAYOUT WIDE board.
+local function refuse_wide(cmd, key)
+  return rank_err(cmd .. " does not take a LAYOUT WIDE board ('" .. key_text(key) .. "'): see docs/rank.md")
 end
 -- The type checks of a board: B and B:meta. Returns true and the two
 -- types, or nil and the error reply.
@@ -466,10 +482,12 @@ for j = 1, #KEYS do
 end
 local dl, e = board_layout(dest, false)
 if not dl then return e end
+if dl.wide then return refuse_wide('RANK.MERGE', dest) end
 local layouts = {}
 for j = 2, #KEYS do
   local l, err = board_layout(KEYS[j], false)
   if not l then return err end
+  if l.wide then return refuse_wide('RANK.MERGE', KEYS[j]) end
   layouts[j] = l
 end
 now = now or now_ms()

@@ -315,6 +315,11 @@ local function int_in(s, min, max)
   if v == nil or v < min or v > max then return nil end
   return v
 end
+-- True when key is missing or holds `want`.
+local function typed(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  return t == 'none' or t == want
+end
 local function rank_err(msg)
   return redis.error_reply('ERR rank: ' .. msg)
 end
@@ -329,6 +334,11 @@ local function importing()
 end
 local function tick(l, ms)
   if l.tiebreak == 'NONE' then return 0 end
+  -- LAYOUT WIDE: the time in unix ms, any instant the options accept.
+  if l.wide then
+    if ms < 0 or ms > EXACT_MAX then return nil end
+    return ms
+  end
   local d = ms - l.epoch
   if d < 0 then return nil end
   local t = (d - math.fmod(d, l.unitms)) / l.unitms
@@ -345,6 +355,13 @@ local function layout(meta)
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
   local import = nil
   if v then
+    -- LAYOUT WIDE: "<TIEBREAK> WIDE".
+    local wtb = string.match(v, '^([^ ]*) WIDE$')
+    if wtb then
+      if wtb ~= 'EARLIER' and wtb ~= 'LATER' then return nil end
+      return { tiebreak = wtb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
+        limit = EXACT_MAX, wide = true }, nil
+    end
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
     if not tb then
       local at
@@ -379,6 +396,10 @@ local function decode(l, score)
   if l.tiebreak == 'EARLIER' then return points, l.epoch + (l.scale - 1 - r) * l.unitms end
   if l.tiebreak == 'LATER' then return points, l.epoch + r * l.unitms end
   return points, false
+end
+-- RANK.<MERGE|POSITION> refusing a LAYOUT WIDE board.
+local function refuse_wide(cmd, key)
+  return rank_err(cmd .. " does not take a LAYOUT WIDE board ('" .. key_text(key) .. "'): see docs/rank.md")
 end
 -- The type checks of a board: B and B:meta. Returns true and the two
 -- types, or nil and the error reply.
@@ -431,6 +452,7 @@ local function open_board(B, declared)
   end
   local l, e2 = board_layout(B, false)
   if not l then return nil, e2 end
+  if l.wide and not typed(B .. ':time', 'hash') then return nil, redis.error_reply(WRONGTYPE) end
   return l, sh
 end
 -- a > b byte by byte (the order of a sorted set's members): Lua's own
@@ -482,6 +504,7 @@ end
 if count > RANGE_MAX then return rank_err('count must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
 local l, sh = open_board(B, declared)
 if not l then return sh end
+if l.wide then return refuse_wide('RANK.POSITION', B) end
 -- [member, points, score] of an entry; nil and the error for a score the
 -- module never writes.
 local function entry(m, score)

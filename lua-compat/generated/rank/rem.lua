@@ -304,6 +304,11 @@ local function int_in(s, min, max)
   if v == nil or v < min or v > max then return nil end
   return v
 end
+-- True when key is missing or holds `want`.
+local function typed(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  return t == 'none' or t == want
+end
 local function rank_err(msg)
   return redis.error_reply('ERR rank: ' .. msg)
 end
@@ -318,6 +323,11 @@ local function importing()
 end
 local function tick(l, ms)
   if l.tiebreak == 'NONE' then return 0 end
+  -- LAYOUT WIDE: the time in unix ms, any instant the options accept.
+  if l.wide then
+    if ms < 0 or ms > EXACT_MAX then return nil end
+    return ms
+  end
   local d = ms - l.epoch
   if d < 0 then return nil end
   local t = (d - math.fmod(d, l.unitms)) / l.unitms
@@ -334,6 +344,13 @@ local function layout(meta)
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
   local import = nil
   if v then
+    -- LAYOUT WIDE: "<TIEBREAK> WIDE".
+    local wtb = string.match(v, '^([^ ]*) WIDE$')
+    if wtb then
+      if wtb ~= 'EARLIER' and wtb ~= 'LATER' then return nil end
+      return { tiebreak = wtb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
+        limit = EXACT_MAX, wide = true }, nil
+    end
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
     if not tb then
       local at
@@ -356,6 +373,44 @@ local function layout(meta)
   l.limit = (x - math.fmod(x, l.scale)) / l.scale
   if import ~= nil and tick(l, import) == nil then return nil end
   return l, import
+end
+-- points and achievement time (false for NONE) of a stored score; nil for
+-- a score the module never writes (not an integer, or beyond 2^53).
+local function decode(l, score)
+  local p = tonumber(score)
+  if p == nil or p ~= math.floor(p) or math.abs(p) > EXACT_MAX then return nil end
+  local r = math.fmod(p, l.scale)
+  if r < 0 then r = r + l.scale end
+  local points = (p - r) / l.scale
+  if l.tiebreak == 'EARLIER' then return points, l.epoch + (l.scale - 1 - r) * l.unitms end
+  if l.tiebreak == 'LATER' then return points, l.epoch + r * l.unitms end
+  return points, false
+end
+-- LAYOUT WIDE (rank/model.rs wide_name): the name member is stored under
+-- when it reached its points at ms: 16 digits, ':', the member. The
+-- digits are ms (LATER) or 10^16 - 1 - ms (EARLIER): the nines'
+-- complement of the digits of ms, computed on the string (10^16 - 1 is
+-- beyond what a double holds exactly).
+local function wide_name(l, ms, member)
+  local d = string.format('%016d', ms)
+  if l.tiebreak == 'EARLIER' then
+    d = string.gsub(d, '%d', function(c) return string.char(105 - string.byte(c)) end)
+  end
+  return d .. ':' .. member
+end
+-- A member's entry on a LAYOUT WIDE board through B:time: { points, at,
+-- name }, false when it is not on the board, or nil and the error.
+local function wide_entry(B, l, member)
+  local v = redis.call('HGET', B .. ':time', member)
+  if not v then return false end
+  local ms = int_in(v, 0, EXACT_MAX)
+  if ms == nil then return nil, corrupt(B .. ':time', member) end
+  local name = wide_name(l, ms, member)
+  local score = redis.call('ZSCORE', B, name)
+  if not score then return nil, corrupt(B .. ':time', member) end
+  local points = decode(l, score)
+  if points == nil then return nil, corrupt(B, name) end
+  return { points = points, at = ms, name = name }
 end
 -- The type checks of a board: B and B:meta. Returns true and the two
 -- types, or nil and the error reply.
@@ -408,6 +463,7 @@ local function open_board(B, declared)
   end
   local l, e2 = board_layout(B, false)
   if not l then return nil, e2 end
+  if l.wide and not typed(B .. ':time', 'hash') then return nil, redis.error_reply(WRONGTYPE) end
   return l, sh
 end
 -- RANK.REM (lua-compat/src/rank/rem.lua).
@@ -434,6 +490,20 @@ if sh then
   end
 end
 local removed = 0
+if l.wide then
+  -- Every entry read (and checked) before anything is removed.
+  local found = {}
+  for j = 1, last do
+    local w, err = wide_entry(B, l, ARGV[j])
+    if w == nil then return err end
+    if w then found[#found + 1] = { ARGV[j], w.name } end
+  end
+  for _, f in ipairs(found) do
+    redis.call('ZREM', B, f[2])
+    removed = removed + redis.call('HDEL', B .. ':time', f[1])
+  end
+  return removed
+end
 for j = 1, last do removed = removed + redis.call('ZREM', B, ARGV[j]) end
 return removed
 

@@ -44,6 +44,20 @@ end
 local t = tick(l, now or now_ms())
 if t == nil then return rank_err('timestamp out of range') end
 if points > l.limit or points < -l.limit then return range_err(l) end
+if l.wide then
+  local e, err = wide_entry(B, l, member)
+  if e == nil then return err end
+  if e then
+    local cur = e.points
+    if cur == points or (cond == 'GT' and points < cur) or (cond == 'LT' and points > cur) then
+      return cur
+    end
+    write_wide(B, l, member, e.name, points, t)
+  else
+    write_wide(B, l, member, nil, points, t)
+  end
+  return points
+end
 local score = redis.call('ZSCORE', B, member)
 if score then
   local cur = decode(l, score)
@@ -54,4 +68,3 @@ if score then
 end
 write_score(B, member, pack(l, points, t))
 return points
-

@@ -1,4 +1,4 @@
--- RANK.CREATE key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]
+-- RANK.CREATE key [LAYOUT PACKED|WIDE] [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]
 -- Lua twin of RANK.CREATE B [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S]
 -- [DIGITS d] [EPOCH unix-ms] [TTL seconds] [NOW unix-ms] [SPREAD n] -> OK
 -- KEYS[1] = B; ARGV = the options, verbatim. Writes B:meta. With SPREAD
@@ -11,12 +11,14 @@
 local B = KEYS[1]
 local l = { tiebreak = 'EARLIER', unit = 'S', epoch = 0 }
 local digits, ttl, now, n = nil, nil, nil, nil
+-- LAYOUT WIDE, and whether an option it does not take was given.
+local wide, packed_only = false, false
 local i = 1
 while i <= #ARGV do
   local k = string.upper(ARGV[i])
   local v = ARGV[i + 1]
   if k == 'TIEBREAK' or k == 'UNIT' or k == 'DIGITS' or k == 'EPOCH' or k == 'TTL' or k == 'NOW'
-    or k == 'SPREAD' then
+    or k == 'SPREAD' or k == 'LAYOUT' then
     if v == nil then return redis.error_reply(SYNTAX) end
     i = i + 1
   end
@@ -28,12 +30,19 @@ while i <= #ARGV do
     v = string.upper(v)
     if v ~= 'MS' and v ~= 'S' then return redis.error_reply(SYNTAX) end
     l.unit = v
+    packed_only = true
   elseif k == 'DIGITS' then
     digits = int_in(v, 0, 15)
     if digits == nil then return redis.error_reply(NOT_INT) end
+    packed_only = true
   elseif k == 'EPOCH' then
     l.epoch = int_in(v, 0, EXACT_MAX)
     if l.epoch == nil then return redis.error_reply(NOT_INT) end
+    packed_only = true
+  elseif k == 'LAYOUT' then
+    v = string.upper(v)
+    if v ~= 'PACKED' and v ~= 'WIDE' then return redis.error_reply(SYNTAX) end
+    wide = v == 'WIDE'
   elseif k == 'TTL' then
     ttl = int_in(v, 1, 10000000000)
     if ttl == nil then return redis.error_reply(NOT_INT) end
@@ -49,6 +58,9 @@ while i <= #ARGV do
   end
   i = i + 1
 end
+if wide and (packed_only or l.tiebreak == 'NONE') then
+  return rank_err('LAYOUT WIDE takes TIEBREAK EARLIER or LATER only (no UNIT, DIGITS or EPOCH)')
+end
 if digits == nil then digits = (l.tiebreak == 'NONE') and 0 or 10 end
 local index = nil
 if n then
@@ -60,6 +72,7 @@ if not typed(B, 'zset') then return redis.error_reply(WRONGTYPE) end
 if not typed(meta, 'hash') then return redis.error_reply(WRONGTYPE) end
 local field = l.tiebreak .. ' ' .. l.unit .. ' ' .. string.format('%d', digits) .. ' '
   .. string.format('%d', l.epoch)
+if wide then field = l.tiebreak .. ' WIDE' end
 if redis.call('EXISTS', meta) == 1 then
   if n then
     local rec, e = spread().read_record('rank', B)
@@ -94,6 +107,7 @@ l.digits = digits
 l.unitms = (l.unit == 'S') and 1000 or 1
 l.scale = 1
 for _ = 1, digits do l.scale = l.scale * 10 end
+l.wide = wide
 if tick(l, now or now_ms()) == nil then return rank_err('timestamp out of range') end
 if n then
   redis.call('HSET', meta, 'layout', field, 'spread', string.format('%d', n), 'shard', string.format('%d', index))

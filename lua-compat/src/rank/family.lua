@@ -32,6 +32,11 @@ local function now_ms()
 end
 local function tick(l, ms)
   if l.tiebreak == 'NONE' then return 0 end
+  -- LAYOUT WIDE: the time in unix ms, any instant the options accept.
+  if l.wide then
+    if ms < 0 or ms > EXACT_MAX then return nil end
+    return ms
+  end
   local d = ms - l.epoch
   if d < 0 then return nil end
   local t = (d - math.fmod(d, l.unitms)) / l.unitms
@@ -48,6 +53,13 @@ local function layout(meta)
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
   local import = nil
   if v then
+    -- LAYOUT WIDE: "<TIEBREAK> WIDE".
+    local wtb = string.match(v, '^([^ ]*) WIDE$')
+    if wtb then
+      if wtb ~= 'EARLIER' and wtb ~= 'LATER' then return nil end
+      return { tiebreak = wtb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
+        limit = EXACT_MAX, wide = true }, nil
+    end
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
     if not tb then
       local at
@@ -90,6 +102,74 @@ local function decode(l, score)
   if l.tiebreak == 'EARLIER' then return points, l.epoch + (l.scale - 1 - r) * l.unitms end
   if l.tiebreak == 'LATER' then return points, l.epoch + r * l.unitms end
   return points, false
+end
+-- LAYOUT WIDE (rank/model.rs wide_name): the name member is stored under
+-- when it reached its points at ms: 16 digits, ':', the member. The
+-- digits are ms (LATER) or 10^16 - 1 - ms (EARLIER): the nines'
+-- complement of the digits of ms, computed on the string (10^16 - 1 is
+-- beyond what a double holds exactly).
+local function wide_name(l, ms, member)
+  local d = string.format('%016d', ms)
+  if l.tiebreak == 'EARLIER' then
+    d = string.gsub(d, '%d', function(c) return string.char(105 - string.byte(c)) end)
+  end
+  return d .. ':' .. member
+end
+-- The achievement time and the member of a stored name, or nil for a
+-- name the module never writes.
+local function wide_split(l, stored)
+  local d, member = string.match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d):(.+)$')
+  if not d then return nil end
+  if l.tiebreak == 'EARLIER' then
+    d = string.gsub(d, '%d', function(c) return string.char(105 - string.byte(c)) end)
+  end
+  local ms = tonumber(d)
+  if ms > EXACT_MAX then return nil end
+  return ms, member
+end
+-- A member's entry on a LAYOUT WIDE board through B:time: { points, at,
+-- name }, false when it is not on the board, or nil and the error.
+local function wide_entry(B, l, member)
+  local v = redis.call('HGET', B .. ':time', member)
+  if not v then return false end
+  local ms = int_in(v, 0, EXACT_MAX)
+  if ms == nil then return nil, corrupt(B .. ':time', member) end
+  local name = wide_name(l, ms, member)
+  local score = redis.call('ZSCORE', B, name)
+  if not score then return nil, corrupt(B .. ':time', member) end
+  local points = decode(l, score)
+  if points == nil then return nil, corrupt(B, name) end
+  return { points = points, at = ms, name = name }
+end
+-- Writes points achieved at ms for member on a LAYOUT WIDE board (old:
+-- its current stored name, or nil): the new name first, so that B never
+-- empties; keys it creates take the expiry of B:meta.
+local function write_wide(B, l, member, old, points, ms)
+  local tk = B .. ':time'
+  local nb, nt = redis.call('EXISTS', B) == 0, redis.call('EXISTS', tk) == 0
+  local name = wide_name(l, ms, member)
+  redis.call('ZADD', B, points, name)
+  if old and old ~= name then redis.call('ZREM', B, old) end
+  redis.call('HSET', tk, member, string.format('%d', ms))
+  local at = redis.call('PEXPIRETIME', B .. ':meta')
+  if at > 0 then
+    if nb then redis.call('PEXPIREAT', B, at) end
+    if nt then redis.call('PEXPIREAT', tk, at) end
+  end
+end
+-- The member and points of an entry of B (stored name and score), or nil
+-- and the error (rank/commands.rs entry_of).
+local function entry_of(B, l, stored, score)
+  local points = decode(l, score)
+  if points == nil then return nil, corrupt(B, stored) end
+  if not l.wide then return stored, points end
+  local _, member = wide_split(l, stored)
+  if not member then return nil, corrupt(B, stored) end
+  return member, points
+end
+-- RANK.<MERGE|POSITION> refusing a LAYOUT WIDE board.
+local function refuse_wide(cmd, key)
+  return rank_err(cmd .. " does not take a LAYOUT WIDE board ('" .. key_text(key) .. "'): see docs/rank.md")
 end
 -- The type checks of a board: B and B:meta. Returns true and the two
 -- types, or nil and the error reply.
@@ -142,6 +222,7 @@ local function open_board(B, declared)
   end
   local l, e2 = board_layout(B, false)
   if not l then return nil, e2 end
+  if l.wide and not typed(B .. ':time', 'hash') then return nil, redis.error_reply(WRONGTYPE) end
   return l, sh
 end
 -- The optional `SPREAD n` of a command that takes nothing else after its
@@ -190,3 +271,75 @@ local function write_score(B, member, packed)
 end
 -- Points are summed as hi * 2^26 + lo so that the sum stays exact.
 local SPLIT = 67108864
+-- RANK.INCR (RANK.DECR when decr) of B with argv = member delta
+-- [NOW unix-ms] [SPREAD n]: the body both twins share.
+local function incr_cmd(B, argv, decr)
+  if #argv < 2 then return arity(decr and 'rank.decr' or 'rank.incr') end
+  local member = argv[1]
+  if member == '' then return rank_err('user must not be empty') end
+  local delta = argv[2]
+  if int(delta) == nil then return redis.error_reply(NOT_INT) end
+  -- DECR adds -delta (the string negated: -2^63 has no positive twin).
+  if decr then
+    if string.sub(delta, 1, 1) == '-' then delta = string.sub(delta, 2) else delta = '-' .. delta end
+  end
+  local now, declared = nil, nil
+  local i = 3
+  while i <= #argv do
+    local k = string.upper(argv[i])
+    if k == 'NOW' then
+      if i == #argv then return redis.error_reply(SYNTAX) end
+      now = int_in(argv[i + 1], 0, EXACT_MAX)
+      if now == nil then return redis.error_reply(NOT_INT) end
+      i = i + 2
+    elseif k == 'SPREAD' then
+      if i == #argv then return redis.error_reply(SYNTAX) end
+      local e
+      declared, e = spread().spread_count('rank', argv[i + 1])
+      if e then return e end
+      i = i + 2
+    else
+      return redis.error_reply(SYNTAX)
+    end
+  end
+  local l, sh = open_board(B, declared)
+  if not l then return sh end
+  if sh then
+    local oe = spread().check_owner('rank', 'member', B, sh, member)
+    if oe then return oe end
+  end
+  local t = tick(l, now or now_ms())
+  if t == nil then return rank_err('timestamp out of range') end
+  local cur, old = 0, nil
+  if l.wide then
+    local e, err = wide_entry(B, l, member)
+    if e == nil then return err end
+    if e then cur, old = e.points, e.name end
+  else
+    local score = redis.call('ZSCORE', B, member)
+    if score then
+      cur = decode(l, score)
+      if cur == nil then return corrupt(B, member) end
+    end
+  end
+  -- cur + delta, exact: a delta of more than 15 digits is added in two
+  -- parts, so that a double never rounds a result that is in range.
+  local neg = string.sub(delta, 1, 1) == '-'
+  local d = neg and string.sub(delta, 2) or delta
+  local points
+  if #d <= 15 then
+    points = cur + tonumber(delta)
+  else
+    local hi, lo = tonumber(string.sub(d, 1, #d - 8)), tonumber(string.sub(d, #d - 7))
+    if hi > 200000000 then return range_err(l) end
+    if neg then hi, lo = -hi, -lo end
+    points = (cur + lo) + hi * 100000000
+  end
+  if points > l.limit or points < -l.limit then return range_err(l) end
+  if l.wide then
+    write_wide(B, l, member, old, points, t)
+  else
+    write_score(B, member, pack(l, points, t))
+  end
+  return points
+end

@@ -17,6 +17,12 @@ if sh then
   local oe = spread().check_owner('rank', 'member', B, sh, ARGV[1])
   if oe then return oe end
 end
+if l.wide then
+  local w, err = wide_entry(B, l, ARGV[1])
+  if w == nil then return err end
+  if not w then return false end
+  return { w.points, redis.call('ZREVRANK', B, w.name), w.at }
+end
 local score = redis.call('ZSCORE', B, ARGV[1])
 if not score then return false end
 local points, achieved = decode(l, score)

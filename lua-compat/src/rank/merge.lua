@@ -49,10 +49,12 @@ for j = 1, #KEYS do
 end
 local dl, e = board_layout(dest, false)
 if not dl then return e end
+if dl.wide then return refuse_wide('RANK.MERGE', dest) end
 local layouts = {}
 for j = 2, #KEYS do
   local l, err = board_layout(KEYS[j], false)
   if not l then return err end
+  if l.wide then return refuse_wide('RANK.MERGE', KEYS[j]) end
   layouts[j] = l
 end
 now = now or now_ms()

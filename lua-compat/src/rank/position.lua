@@ -48,6 +48,7 @@ end
 if count > RANGE_MAX then return rank_err('count must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
 local l, sh = open_board(B, declared)
 if not l then return sh end
+if l.wide then return refuse_wide('RANK.POSITION', B) end
 -- [member, points, score] of an entry; nil and the error for a score the
 -- module never writes.
 local function entry(m, score)

@@ -27,6 +27,20 @@ if sh then
   end
 end
 local removed = 0
+if l.wide then
+  -- Every entry read (and checked) before anything is removed.
+  local found = {}
+  for j = 1, last do
+    local w, err = wide_entry(B, l, ARGV[j])
+    if w == nil then return err end
+    if w then found[#found + 1] = { ARGV[j], w.name } end
+  end
+  for _, f in ipairs(found) do
+    redis.call('ZREM', B, f[2])
+    removed = removed + redis.call('HDEL', B .. ':time', f[1])
+  end
+  return removed
+end
 for j = 1, last do removed = removed + redis.call('ZREM', B, ARGV[j]) end
 return removed
 

@@ -33,9 +33,9 @@ local stop = math.min(offset + count - 1, len - 1)
 local r = redis.call('ZREVRANGE', B, offset, stop, 'WITHSCORES')
 local out = {}
 for j = 1, #r, 2 do
-  local points = decode(l, r[j + 1])
-  if points == nil then return corrupt(B, r[j]) end
-  out[#out + 1] = r[j]
+  local member, points = entry_of(B, l, r[j], r[j + 1])
+  if member == nil then return points end
+  out[#out + 1] = member
   out[#out + 1] = points
 end
 return out

@@ -255,8 +255,12 @@ class Rank(_Entity):
 
     def create(self, tiebreak: Optional[str] = None, unit: Optional[str] = None,
                digits: Optional[int] = None, epoch: Optional[int] = None,
-               ttl: Optional[int] = None, now: Optional[int] = None) -> bool:
+               ttl: Optional[int] = None, now: Optional[int] = None,
+               layout: Optional[str] = None) -> bool:
+        """layout: "PACKED" (default) or "WIDE" (points up to +/-(2^53 - 1)
+        with a millisecond tie-break, docs/rank.md)."""
         a: List[Arg] = []
+        _opt(a, "LAYOUT", layout)
         _opt(a, "TIEBREAK", tiebreak)
         _opt(a, "UNIT", unit)
         _opt(a, "DIGITS", digits)
@@ -276,6 +280,11 @@ class Rank(_Entity):
         a: List[Arg] = [member, delta]
         _opt(a, "NOW", now)
         return R.integer(self._call("INCR", *a))
+
+    def decr(self, member: Arg, delta: int, now: Optional[int] = None) -> int:
+        a: List[Arg] = [member, delta]
+        _opt(a, "NOW", now)
+        return R.integer(self._call("DECR", *a))
 
     def get(self, member: Arg) -> Optional[R.RankEntry]:
         return R.rank_get(self._call("GET", member))

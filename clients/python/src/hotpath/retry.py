@@ -16,7 +16,7 @@ bounded, documented policy:
 * **Errors with an unknown outcome** (a connection lost or timed out after
   the command was sent: it may have run) are retried only for commands
   that give the same state when run twice (:data:`RESEND_UNSAFE` lists the
-  ones that do not: ``LIKE.TOGGLE`` and ``RANK.INCR``, whose error is
+  ones that do not: ``LIKE.TOGGLE``, ``RANK.INCR`` and ``RANK.DECR``, whose error is
   raised at once).
 * Anything else (an error reply of the command itself) is final.
 
@@ -49,7 +49,7 @@ UNKNOWN = "unknown"
 
 #: Commands that must not be sent again after an unknown outcome: a second
 #: run changes the state again (a toggle undone, an increment doubled).
-RESEND_UNSAFE = frozenset({"LIKE.TOGGLE", "RANK.INCR"})
+RESEND_UNSAFE = frozenset({"LIKE.TOGGLE", "RANK.INCR", "RANK.DECR"})
 
 _NOT_APPLIED_PREFIXES = ("TRYAGAIN", "MOVED", "ASK", "CLUSTERDOWN", "MASTERDOWN", "LOADING")
 

@@ -65,8 +65,8 @@ class NotDurableError(ShardError):
     """A write ran on its shard's master but fewer than ``replicas``
     replicas acknowledged it within the wait: a failover may still lose
     it. ``reply`` is what the master answered, ``acked`` the replicas that
-    have it. Writing it again is safe for every write but ``LIKE.TOGGLE``
-    and ``RANK.INCR``."""
+    have it. Writing it again is safe for every write but ``LIKE.TOGGLE``,
+    ``RANK.INCR`` and ``RANK.DECR``."""
 
     def __init__(self, key: bytes, reply: Any, acked: int, replicas: int):
         self.reply = reply
@@ -78,7 +78,7 @@ class NotDurableError(ShardError):
 
 #: The per-shard commands that write (a durable handle waits after them).
 WRITES = frozenset({"CREATE", "TOGGLE", "ADD", "REM", "JOIN", "TASK", "LEAVE", "ENTER", "VOTE",
-                    "REVOKE", "INCR", "SYNCACK"})
+                    "REVOKE", "INCR", "DECR", "SYNCACK"})
 
 S = TypeVar("S", bound="_Spread")
 
