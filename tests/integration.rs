@@ -20,6 +20,7 @@ mod differential;
 mod docker;
 mod families;
 mod fuzz;
+mod idem;
 mod kept_names;
 mod like;
 mod load;
