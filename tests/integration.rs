@@ -27,6 +27,7 @@ mod load;
 mod lock;
 mod lua_library;
 mod lua_parity_delayq;
+mod lua_parity_idem;
 mod lua_parity_like;
 mod lua_parity_lock;
 mod lua_parity_luckybag;
