@@ -891,7 +891,7 @@ if not r or r.state ~= 'running' or r.fence ~= fence then return 0 end
 redis.call('HSET', B, 'state', 'aborted')
 return 1
 end
-redis.register_function{function_name = 'hotpath_idem_abort', callback = idem_abort, flags = {'allow-oom'},
+redis.register_function{function_name = 'hotpath_idem_abort', callback = idem_abort,
   description = 'IDEM.ABORT key fence'}
 
 -- IDEM.BEGIN (lua-compat/src/idem/begin.lua)

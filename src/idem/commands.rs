@@ -16,7 +16,8 @@ use super::{
 use crate::argv::{is, Args};
 use crate::config;
 use crate::error;
-use crate::keys::Key;
+use crate::keys::call::Arg;
+use crate::keys::{int_string, Field, Key};
 use crate::replicate;
 use crate::util;
 
@@ -24,15 +25,23 @@ fn corrupt(name: &[u8], field: &str) -> RedisError {
     error::corrupt(FAMILY, name, Some(field))
 }
 
-/// Opens `B` and reads its record (None: no key).
+static F_STATE: Field = Field::new(c"state");
+static F_FP: Field = Field::new(c"fp");
+static F_FENCE: Field = Field::new(c"fence");
+static F_LEASE: Field = Field::new(c"lease");
+static F_TTL: Field = Field::new(c"ttl");
+static F_RESULT: Field = Field::new(c"result");
+
+/// A record as one command read it: the fields that decide, and the
+/// stored result (done records only).
+type Read = Option<(Record, Option<RedisString>)>;
+
+/// Opens `B` and reads its record (None: no key), every field in one
+/// `HashGet`.
 ///
 /// Occurs as `WRONGTYPE` when `B` is not a Hash, and as a corrupt-data
 /// error naming the first field IDEM would not have written.
-fn open(
-    ctx: &Context,
-    arg: &RedisString,
-    write: bool,
-) -> Result<(Key, Option<Record>), RedisError> {
+fn open(ctx: &Context, arg: &RedisString, write: bool) -> Result<(Key, Read), RedisError> {
     let name = arg.as_slice();
     let key = Key::open_arg(ctx, arg, write);
     match key.kind() {
@@ -40,35 +49,33 @@ fn open(
         KeyType::Hash => {}
         _ => return Err(error::wrongtype()),
     }
-    let state = key
-        .hget(b"state")
-        .and_then(|v| State::parse(&v))
+    let [state, fp, fence, lease, ttl, result] =
+        key.hget_fields([&F_STATE, &F_FP, &F_FENCE, &F_LEASE, &F_TTL, &F_RESULT]);
+    let state = state
+        .and_then(|v| State::parse(v.as_slice()))
         .ok_or_else(|| corrupt(name, "state"))?;
-    let fp = key
-        .hget(b"fp")
+    let fp = fp
+        .map(|v| v.as_slice().to_vec())
         .filter(|v| !v.is_empty())
         .ok_or_else(|| corrupt(name, "fp"))?;
-    let int = |f: &'static str| {
-        model::parse_int(f, key.hget(f.as_bytes()).as_deref()).map_err(|f| corrupt(name, f))
+    let int = |f: &'static str, v: Option<RedisString>| {
+        model::parse_int(f, v.as_ref().map(|v| v.as_slice())).map_err(|f| corrupt(name, f))
     };
-    let fence = int("fence")?;
-    let lease = int("lease")?;
-    let ttl = int("ttl")?;
+    let fence = int("fence", fence)?;
+    let lease = int("lease", lease)?;
+    let ttl = int("ttl", ttl)?;
     // A result belongs to a done record only.
-    let has_result = key.hget(b"result").is_some();
-    if has_result != (state == State::Done) {
+    if result.is_some() != (state == State::Done) {
         return Err(corrupt(name, "result"));
     }
-    Ok((
-        key,
-        Some(Record {
-            state,
-            fp,
-            fence,
-            lease,
-            ttl,
-        }),
-    ))
+    let rec = Record {
+        state,
+        fp,
+        fence,
+        lease,
+        ttl,
+    };
+    Ok((key, Some((rec, result))))
 }
 
 /// Reads the trailing `[NOW unix-ms]`.
@@ -83,20 +90,40 @@ fn parse_now(c: &mut Args) -> Result<Option<i64>, RedisError> {
     Ok(now)
 }
 
-/// Writes `fields` to `B`, sets its expiry, and replicates both.
-fn write(ctx: &Context, key: &Key, arg: &RedisString, fields: &[(&[u8], &[u8])], expire_at: i64) {
-    let mut args: Vec<&[u8]> = Vec::with_capacity(1 + 2 * fields.len());
-    args.push(arg.as_slice());
+/// Writes `fields` to `B`, sets its expiry (when `expire_at` > 0), and
+/// replicates both as `HSET` and `PEXPIREAT`. Names are made once
+/// ([`Field`]) and values are the client's own strings where they can be:
+/// nothing is copied on the way to the Hash or the replication stream.
+fn write(
+    ctx: &Context,
+    key: &Key,
+    arg: &RedisString,
+    fields: &[(&Field, &RedisString)],
+    expire_at: i64,
+) {
+    let mut argv: smallvec::SmallVec<[Arg; 11]> = smallvec::SmallVec::new();
+    argv.push(arg.inner);
     for (f, v) in fields {
-        key.hput(f, v);
-        args.push(f);
-        args.push(v);
+        key.hput_field(f, v);
+        argv.push(f.string());
+        argv.push(v.inner);
     }
-    ctx.replicate("HSET", args.as_slice());
+    replicate::command(ctx, c"HSET", &argv);
     if expire_at > 0 {
         key.set_abs_expire_ms(expire_at);
         replicate::pexpireat(ctx, arg, expire_at);
     }
+}
+
+/// The stored words of the states, as Redis strings made once.
+static W_RUNNING: Field = Field::new(c"running");
+static W_DONE: Field = Field::new(c"done");
+static W_ABORTED: Field = Field::new(c"aborted");
+
+/// Returns a constant word as a Redis string for one call (a reference
+/// taken on the string made once, given back on drop).
+fn word(w: &'static Field) -> RedisString {
+    RedisString::new(None, w.string())
 }
 
 /// IDEM.BEGIN B fingerprint lease-ms [TTL seconds] [NOW unix-ms]
@@ -125,7 +152,8 @@ pub fn idem_begin(ctx: &Context, c: &mut Args) -> RedisResult {
     let now = now.unwrap_or_else(util::now_ms);
     let args = c.all();
     let (arg, fp) = (&args[1], args[2].as_slice());
-    let (key, rec) = open(ctx, arg, true)?;
+    let (key, read) = open(ctx, arg, true)?;
+    let (rec, result) = read.unzip();
     let decided = model::begin(rec.as_ref(), fp, lease_ms, ttl, now)
         .map_err(|_| error::overflow(FAMILY, arg.as_slice(), Some("fence")))?;
     let (status, value): (&[u8], RedisValue) = match decided {
@@ -134,19 +162,22 @@ pub fn idem_begin(ctx: &Context, c: &mut Args) -> RedisResult {
             lease,
             expire_at,
         } => {
-            let mut f = itoa::Buffer::new();
-            let mut l = itoa::Buffer::new();
-            let mut t = itoa::Buffer::new();
+            let (f, l, t) = (
+                int_string(ctx, fence),
+                int_string(ctx, lease),
+                int_string(ctx, ttl),
+            );
+            let running = word(&W_RUNNING);
             write(
                 ctx,
                 &key,
                 arg,
                 &[
-                    (b"state", State::Running.word()),
-                    (b"fp", fp),
-                    (b"fence", f.format(fence).as_bytes()),
-                    (b"lease", l.format(lease).as_bytes()),
-                    (b"ttl", t.format(ttl).as_bytes()),
+                    (&F_STATE, &running),
+                    (&F_FP, &args[2]),
+                    (&F_FENCE, &f),
+                    (&F_LEASE, &l),
+                    (&F_TTL, &t),
                 ],
                 expire_at,
             );
@@ -163,8 +194,8 @@ pub fn idem_begin(ctx: &Context, c: &mut Args) -> RedisResult {
         }
         Begin::Done => {
             COUNT_REPLAYED.incr();
-            let result = key.hget(b"result").unwrap_or_default();
-            (b"DONE", util::bulk(result))
+            let result = result.flatten().map(|r| r.as_slice().to_vec());
+            (b"DONE", util::bulk(result.unwrap_or_default()))
         }
         Begin::Mismatch => {
             COUNT_MISMATCHED.incr();
@@ -187,17 +218,19 @@ pub fn idem_complete(ctx: &Context, c: &mut Args) -> RedisResult {
     let now = parse_now(c)?.unwrap_or_else(util::now_ms);
     let args = c.all();
     let (arg, result) = (&args[1], args[3].as_slice());
-    let (key, rec) = open(ctx, arg, true)?;
+    let (key, read) = open(ctx, arg, true)?;
+    let (rec, stored) = read.unzip();
     let decided = model::complete(rec.as_ref(), fence, now, || {
-        key.hget(b"result").as_deref() == Some(result)
+        stored.flatten().is_some_and(|s| s.as_slice() == result)
     });
     match decided {
         Complete::Store { expire_at } => {
+            let done = word(&W_DONE);
             write(
                 ctx,
                 &key,
                 arg,
-                &[(b"state", State::Done.word()), (b"result", result)],
+                &[(&F_STATE, &done), (&F_RESULT, &args[3])],
                 expire_at,
             );
             COUNT_COMPLETED.incr();
@@ -227,12 +260,13 @@ pub fn idem_abort(ctx: &Context, c: &mut Args) -> RedisResult {
     let fence = c.next_i64(i64::MIN, i64::MAX)?;
     c.expect_done()?;
     let arg = c.string(1);
-    let (key, rec) = open(ctx, arg, true)?;
-    if !model::abort(rec.as_ref(), fence) {
+    let (key, read) = open(ctx, arg, true)?;
+    if !model::abort(read.as_ref().map(|(r, _)| r), fence) {
         return Ok(RedisValue::Integer(0));
     }
     // The expiry stays: the record keeps its fence until it expires.
-    write(ctx, &key, arg, &[(b"state", State::Aborted.word())], 0);
+    let aborted = word(&W_ABORTED);
+    write(ctx, &key, arg, &[(&F_STATE, &aborted)], 0);
     COUNT_ABORTED.incr();
     util::notify_static(ctx, c"hotpath.idem.abort", arg);
     Ok(RedisValue::Integer(1))
@@ -249,16 +283,13 @@ pub fn idem_get(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(2)?;
     c.skip(1)?;
     let now = parse_now(c)?.unwrap_or_else(util::now_ms);
-    let (key, rec) = open(ctx, c.string(1), false)?;
-    let Some(r) = rec else {
+    let (key, read) = open(ctx, c.string(1), false)?;
+    drop(key);
+    let Some((r, result)) = read else {
         return Ok(RedisValue::Null);
     };
     let (state, left) = model::shown(&r, now);
-    let result = match r.state {
-        State::Done => key.hget(b"result").map(util::bulk),
-        _ => None,
-    };
-    drop(key);
+    let result = result.map(|v| util::bulk(v.as_slice()));
     Ok(util::record(
         ctx,
         &GET_FIELDS,

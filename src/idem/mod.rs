@@ -88,7 +88,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     crate::borrowed_command! {
         name: "idem.abort",
         handler: commands::idem_abort,
-        flags: "write fast",
+        flags: "write deny-oom fast",
         arity: 3,
         keys: B,
         acl: "write fast",

@@ -3,7 +3,6 @@
 -- Reply: 1 when the record running under fence is now aborted, else 0.
 -- Same replies, errors and stored data as the module (lua-compat/docs/idem.md).
 --@ keys 1
---@ flags allow-oom
 
 local B = KEYS[1]
 if #ARGV ~= 1 then return arity('idem.abort') end
