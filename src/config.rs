@@ -46,6 +46,11 @@ pub static POLL_RANGE_MAX: AtomicI64 = AtomicI64::new(RANGE_MAX_DEFAULT);
 pub static RANK_RANGE_MAX: AtomicI64 = AtomicI64::new(RANGE_MAX_DEFAULT);
 /// The default of `poll-range-max` and `rank-range-max`.
 pub const RANGE_MAX_DEFAULT: i64 = 1000;
+/// `idem-ttl`: how long IDEM keeps a record, in seconds, when BEGIN gives
+/// no `TTL` (24 h, as Stripe keeps its idempotency keys).
+pub static IDEM_TTL: AtomicI64 = AtomicI64::new(IDEM_TTL_DEFAULT);
+/// The default of `idem-ttl`.
+pub const IDEM_TTL_DEFAULT: i64 = 86_400;
 
 /// One integer setting: its name (`hotpath.<name>` in CONFIG), where its
 /// value lives, its default and its inclusive range.
@@ -60,7 +65,7 @@ pub struct Setting {
 /// Every setting of the module. A new setting is one static above and
 /// one line here; registration, load arguments, the load log line and the
 /// range checks all come from this table.
-pub static SETTINGS: [Setting; 7] = [
+pub static SETTINGS: [Setting; 8] = [
     Setting {
         name: "like-max-id",
         value: &LIKE_MAX_ID,
@@ -110,6 +115,13 @@ pub static SETTINGS: [Setting; 7] = [
         default: RANGE_MAX_DEFAULT,
         min: 1,
         max: 1_000_000,
+    },
+    Setting {
+        name: "idem-ttl",
+        value: &IDEM_TTL,
+        default: IDEM_TTL_DEFAULT,
+        min: 1,
+        max: crate::idem::model::MAX_TTL_S,
     },
 ];
 

@@ -9,6 +9,7 @@ pub mod cluster_guard;
 pub mod config;
 pub mod delayq;
 pub mod error;
+pub mod idem;
 pub mod keys;
 pub mod latency;
 pub mod like;
@@ -88,6 +89,12 @@ pub const FAMILIES: &[Family] = &[
         commands: delayq::COMMANDS,
         counters: delayq::COUNTERS,
         entity: Some("DelayQueue"),
+    },
+    Family {
+        name: "idem",
+        commands: idem::COMMANDS,
+        counters: idem::COUNTERS,
+        entity: Some("Idem"),
     },
 ];
 

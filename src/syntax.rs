@@ -76,7 +76,8 @@ pub fn leaf_kind(name: &str) -> Option<Kind> {
         "key" | "key1" | "key2" | "destination" => Kind::Key,
         "unix-ms" | "unix-us" => Kind::UnixTime,
         "score" => Kind::Double,
-        "user" | "candidate" | "member" | "owner" | "id" | "payload" | "draw-token" => Kind::String,
+        "user" | "candidate" | "member" | "owner" | "id" | "payload" | "draw-token"
+        | "fingerprint" | "result" => Kind::String,
         "burst" | "cost" | "count" | "delta" | "digits" | "epoch" | "limit" | "max-burst"
         | "maxvotes" | "minutes" | "n" | "numkeys" | "offset" | "period-ms" | "period-s"
         | "points" | "poolcap" | "quantity" | "seconds" | "shards" | "total-cents" | "winners" => {
@@ -84,7 +85,7 @@ pub fn leaf_kind(name: &str) -> Option<Kind> {
         }
         // LOCK and DELAYQ: durations in ms, fencing tokens, receipts.
         "ttl-ms" | "ms" | "timeout-ms" | "lease-ms" | "base-ms" | "max-ms" | "token"
-        | "receipt" => Kind::Integer,
+        | "receipt" | "fence" => Kind::Integer,
         _ => return None,
     })
 }

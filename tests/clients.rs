@@ -436,6 +436,52 @@ fn exercise<C: ConnectionLike>(con: &mut C, t: &str) {
     };
     assert_eq!(live.acquire(con, "b", 60000, &wait).unwrap(), None);
 
+    // IDEM (a NOW in 2030: records expire a TTL after it)
+    let t0 = 1_893_456_000_000;
+    let ik = Idem::new(k("idem"));
+    assert_eq!(
+        ik.at(t0).begin(con, b"fa", 1000, None).unwrap(),
+        IdemBegin::New(t0)
+    );
+    assert_eq!(
+        ik.at(t0 + 400).begin(con, b"fa", 1000, None).unwrap(),
+        IdemBegin::Running(600)
+    );
+    assert_eq!(
+        ik.at(t0 + 400).begin(con, b"fb", 1000, None).unwrap(),
+        IdemBegin::Mismatch
+    );
+    assert_eq!(
+        ik.at(t0 + 2000).begin(con, b"fa", 1000, Some(60)).unwrap(),
+        IdemBegin::New(t0 + 2000)
+    );
+    let e = ik.at(t0 + 2100).complete(con, t0, b"r0").unwrap_err();
+    assert_eq!(error_text(&e), format!("ERR idem: stale fence {t0}"));
+    assert!(ik.at(t0 + 2100).complete(con, t0 + 2000, b"ok\0").unwrap());
+    assert!(!ik.at(t0 + 2200).complete(con, t0 + 2000, b"ok\0").unwrap());
+    assert_eq!(
+        ik.at(t0 + 3000).begin(con, b"fa", 1000, None).unwrap(),
+        IdemBegin::Done(b"ok\0".to_vec())
+    );
+    assert_eq!(
+        ik.at(t0 + 3000).get(con).unwrap(),
+        Some(IdemRecord {
+            state: "done".into(),
+            fingerprint: b"fa".to_vec(),
+            fence: t0 + 2000,
+            lease_ms: 0,
+            result: Some(b"ok\0".to_vec()),
+        })
+    );
+    let other = Idem::new(k("idem2"));
+    assert_eq!(other.get(con).unwrap(), None);
+    let IdemBegin::New(f) = other.begin(con, b"f", 60000, None).unwrap() else {
+        panic!("not new")
+    };
+    assert!(other.abort(con, f).unwrap());
+    assert!(!other.abort(con, f).unwrap());
+    assert_eq!(other.get(con).unwrap().unwrap().state, "aborted");
+
     // DELAYQ
     let q = DelayQueue::new(k("q"));
     let plain = JobOptions::default();

@@ -18,6 +18,8 @@ use crate::common;
 mod delayq;
 #[path = "differential/harness.rs"]
 mod harness;
+#[path = "differential/idem.rs"]
+mod idem;
 #[path = "differential/like.rs"]
 mod like;
 #[path = "differential/lock.rs"]
@@ -85,6 +87,16 @@ fn lock_random_calls() {
 #[test]
 fn lock_every_fault_and_pair() {
     faults::<lock::Lock>();
+}
+
+#[test]
+fn idem_random_calls() {
+    stream::<idem::Idem>(16_009);
+}
+
+#[test]
+fn idem_every_fault_and_pair() {
+    faults::<idem::Idem>();
 }
 
 #[test]

@@ -1251,6 +1251,8 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
     let mut ev = Events::new(&srv);
     let now = "1767225600000";
     let later = "1767225602000";
+    // IDEM's records expire a TTL after NOW: a NOW in the future keeps them.
+    let inow = "1893456000000";
     // Seed-style data for RANK.IMPORT, and a post whose range 0 has a
     // chunk while user 5 is still in its Set (a promotion half done), for
     // LIKE.MIGRATE. Their own events are not checked.
@@ -1560,6 +1562,22 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         (vec!["DELAYQ.POLL", "dq", "1000", "NOW", later], true),
         (vec!["DELAYQ.ACK", "dq", "j1", "3000001"], true),
         (vec!["DELAYQ.ACK", "dq", "j1", "3000001"], false),
+        (vec!["IDEM.BEGIN", "ik", "fp", "10000", "NOW", inow], true),
+        (vec!["IDEM.BEGIN", "ik", "fp", "10000", "NOW", inow], false), // running
+        (vec!["IDEM.BEGIN", "ik", "fq", "10000", "NOW", inow], false), // mismatch
+        (vec!["IDEM.ABORT", "ik", "1"], false),
+        (vec!["IDEM.ABORT", "ik", inow], true),
+        (vec!["IDEM.BEGIN", "ik", "fp", "10000", "NOW", inow], true),
+        (vec!["IDEM.COMPLETE", "ik", inow, "r", "NOW", inow], false), // stale
+        (
+            vec!["IDEM.COMPLETE", "ik", "1893456000001", "r", "NOW", inow],
+            true,
+        ),
+        (
+            vec!["IDEM.COMPLETE", "ik", "1893456000001", "r", "NOW", inow],
+            false,
+        ),
+        (vec!["IDEM.BEGIN", "ik", "fp", "10000", "NOW", inow], false), // done
     ];
     let mut covered = BTreeSet::new();
     for (args, changes) in &steps {
@@ -1632,6 +1650,7 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         vec!["LOCK.CHECK", "ls", "1", "NOW", now],
         vec!["DELAYQ.DEAD", "dq"],
         vec!["DELAYQ.INFO", "dq"],
+        vec!["IDEM.GET", "ik", "NOW", inow],
     ];
     for args in &reads {
         let (reply, seen) = ev.raised(args);

@@ -336,6 +336,26 @@ fn lock_delayq_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
             ]),
         ),
         ("delayq.redrive", v(&["DELAYQ.REDRIVE r:q1"])),
+        // IDEM: BEGIN reads the clock (fence, lease, expiry); COMPLETE
+        // too (the expiry). A BEGIN at a fixed future NOW gives a fence
+        // the lines can name.
+        (
+            "idem.begin",
+            v(&[
+                "IDEM.BEGIN r:i1 fp-a 60000",
+                "IDEM.BEGIN r:i1 fp-a 60000",
+                "IDEM.BEGIN r:i2 fp-b 60000 TTL 100000000 NOW 1893456000000",
+                "IDEM.BEGIN r:i3 fp-c 60000 NOW 1893456000000",
+            ]),
+        ),
+        (
+            "idem.complete",
+            v(&[
+                "IDEM.COMPLETE r:i2 1893456000000 result-b",
+                "IDEM.COMPLETE r:i2 1893456000000 result-b",
+            ]),
+        ),
+        ("idem.abort", v(&["IDEM.ABORT r:i3 1893456000000"])),
     ]
 }
 

@@ -20,6 +20,10 @@
 --   hotpath_delayq_nack         DELAYQ.NACK
 --   hotpath_delayq_poll         DELAYQ.POLL
 --   hotpath_delayq_redrive      DELAYQ.REDRIVE
+--   hotpath_idem_abort          IDEM.ABORT
+--   hotpath_idem_begin          IDEM.BEGIN
+--   hotpath_idem_complete       IDEM.COMPLETE
+--   hotpath_idem_get            IDEM.GET  (no-writes: FCALL_RO)
 --   hotpath_like_add            LIKE.ADD
 --   hotpath_like_check          LIKE.CHECK  (no-writes: FCALL_RO)
 --   hotpath_like_common         LIKE.COMMON  (no-writes: FCALL_RO)
@@ -830,6 +834,170 @@ return #ids
 end
 redis.register_function{function_name = 'hotpath_delayq_redrive', callback = delayq_redrive,
   description = 'DELAYQ.REDRIVE key [COUNT n | ID id] [NOW unix-ms]'}
+end
+
+do -- IDEM (lua-compat/src/idem/)
+local MAX_INT = 9007199254740991
+local MAX_LEASE = 3153600000000
+local MAX_TTL_S = 3153600000
+local MAX_TIME = 253402300799999
+-- The module's idem-ttl default: a script cannot read module configs.
+local DEFAULT_TTL_S = 86400
+local function corrupt(k, field) return data_error('idem', 'corrupt data', k, field) end
+-- Reads the trailing [NOW unix-ms] from argv[i]: the instant, or nil and an error reply.
+local function parse_now(argv, i)
+  local now = nil
+  while i <= #argv do
+    if string.upper(argv[i]) ~= 'NOW' or i + 1 > #argv or now then return nil, redis.error_reply(SYNTAX) end
+    now = arg_int(argv[i + 1], 0, MAX_TIME)
+    if not now then return nil, redis.error_reply(NOTINT) end
+    i = i + 2
+  end
+  return now or clock_ms()
+end
+-- Opens B: false (no record), the record {state, fp, fence, lease, ttl,
+-- result}, or nil and an error reply.
+local function open(B)
+  local t = redis.call('TYPE', B).ok
+  if t == 'none' then return false end
+  if t ~= 'hash' then return nil, redis.error_reply(WRONGTYPE) end
+  local v = redis.call('HMGET', B, 'state', 'fp', 'fence', 'lease', 'ttl', 'result')
+  local r = {state = v[1], fp = v[2], result = v[6]}
+  if r.state ~= 'running' and r.state ~= 'done' and r.state ~= 'aborted' then
+    return nil, corrupt(B, 'state')
+  end
+  if not r.fp or r.fp == '' then return nil, corrupt(B, 'fp') end
+  r.fence = v[3] and arg_int(v[3], 0, MAX_INT)
+  if not r.fence then return nil, corrupt(B, 'fence') end
+  r.lease = v[4] and arg_int(v[4], 0, MAX_INT)
+  if not r.lease then return nil, corrupt(B, 'lease') end
+  r.ttl = v[5] and arg_int(v[5], 1, MAX_TTL_S)
+  if not r.ttl then return nil, corrupt(B, 'ttl') end
+  if (r.result ~= false and r.result ~= nil) ~= (r.state == 'done') then
+    return nil, corrupt(B, 'result')
+  end
+  return r
+end
+
+-- IDEM.ABORT (lua-compat/src/idem/abort.lua)
+local function idem_abort(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('idem.abort') end
+local B = KEYS[1]
+if #ARGV ~= 1 then return arity('idem.abort') end
+local fence = int(ARGV[1])
+if not fence then return redis.error_reply(NOTINT) end
+local r, err = open(B)
+if r == nil then return err end
+if not r or r.state ~= 'running' or r.fence ~= fence then return 0 end
+redis.call('HSET', B, 'state', 'aborted')
+return 1
+end
+redis.register_function{function_name = 'hotpath_idem_abort', callback = idem_abort,
+  description = 'IDEM.ABORT key fence'}
+
+-- IDEM.BEGIN (lua-compat/src/idem/begin.lua)
+local function idem_begin(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('idem.begin') end
+local B = KEYS[1]
+if #ARGV < 2 then return arity('idem.begin') end
+local fp = ARGV[1]
+if fp == '' then return redis.error_reply('ERR idem: fingerprint must not be empty') end
+local lease_ms = arg_int(ARGV[2], 1, MAX_LEASE)
+if not lease_ms then return redis.error_reply(NOTINT) end
+local ttl, now = nil, nil
+local i = 3
+while i <= #ARGV do
+  local k = string.upper(ARGV[i])
+  if k == 'TTL' and not ttl then
+    if i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+    ttl = arg_int(ARGV[i + 1], 1, MAX_TTL_S)
+    if not ttl then return redis.error_reply(NOTINT) end
+  elseif k == 'NOW' and not now then
+    if i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+    now = arg_int(ARGV[i + 1], 0, MAX_TIME)
+    if not now then return redis.error_reply(NOTINT) end
+  else
+    return redis.error_reply(SYNTAX)
+  end
+  i = i + 2
+end
+ttl = ttl or DEFAULT_TTL_S
+now = now or clock_ms()
+local r, err = open(B)
+if r == nil then return err end
+local prev = 0
+if r then
+  if r.state == 'aborted' then
+    prev = r.fence
+  elseif r.fp ~= fp then
+    return {'MISMATCH', false}
+  elseif r.state == 'done' then
+    return {'DONE', r.result}
+  elseif now < r.lease then
+    return {'RUNNING', r.lease - now}
+  else
+    prev = r.fence
+  end
+end
+if prev >= MAX_INT then return data_error('idem', 'integer overflow', B, 'fence') end
+local fence = prev + 1
+if now > fence then fence = now end
+local lease = now + lease_ms
+local expire_at = now + ttl * 1000
+if lease > expire_at then expire_at = lease end
+redis.call('HSET', B, 'state', 'running', 'fp', fp, 'fence', fmt(fence), 'lease', fmt(lease), 'ttl', fmt(ttl))
+redis.call('PEXPIREAT', B, fmt(expire_at))
+return {'NEW', fence}
+end
+redis.register_function{function_name = 'hotpath_idem_begin', callback = idem_begin,
+  description = 'IDEM.BEGIN key fingerprint lease-ms [TTL seconds] [NOW unix-ms]'}
+
+-- IDEM.COMPLETE (lua-compat/src/idem/complete.lua)
+local function idem_complete(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('idem.complete') end
+local B = KEYS[1]
+if #ARGV < 2 then return arity('idem.complete') end
+local fence = int(ARGV[1])
+if not fence then return redis.error_reply(NOTINT) end
+local result = ARGV[2]
+local now, e = parse_now(ARGV, 3)
+if not now then return e end
+local r, err = open(B)
+if r == nil then return err end
+if not r then return redis.error_reply('ERR idem: no such record') end
+if r.fence ~= fence or r.state == 'aborted' then
+  return redis.error_reply('ERR idem: stale fence ' .. ARGV[1])
+end
+if r.state == 'done' then
+  if r.result == result then return 0 end
+  return redis.error_reply('ERR idem: already completed with another result')
+end
+redis.call('HSET', B, 'state', 'done', 'result', result)
+redis.call('PEXPIREAT', B, fmt(now + r.ttl * 1000))
+return 1
+end
+redis.register_function{function_name = 'hotpath_idem_complete', callback = idem_complete,
+  description = 'IDEM.COMPLETE key fence result [NOW unix-ms]'}
+
+-- IDEM.GET (lua-compat/src/idem/get.lua)
+local function idem_get(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('idem.get') end
+local B = KEYS[1]
+local now, e = parse_now(ARGV, 1)
+if not now then return e end
+local r, err = open(B)
+if r == nil then return err end
+if not r then return false end
+local state, left = r.state, 0
+if state == 'running' then
+  if now < r.lease then left = r.lease - now else state = 'ended' end
+end
+local result = false
+if r.state == 'done' then result = r.result end
+return {state, r.fp, r.fence, left, result}
+end
+redis.register_function{function_name = 'hotpath_idem_get', callback = idem_get, flags = {'no-writes'},
+  description = 'IDEM.GET key [NOW unix-ms]'}
 end
 
 do -- LIKE (lua-compat/src/like/)

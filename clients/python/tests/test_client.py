@@ -524,6 +524,34 @@ class Families:
         with self.assertRaisesRegex(redis.ResponseError, "delayq: id must not be empty"):
             q.add("", "p")
 
+    def test_idem(self):
+        # A NOW in 2030: records expire a TTL after it.
+        t0 = 1893456000000
+        ik = self.hp.idem(self.k("idem"))
+        self.assertEqual(ik.begin("fa", 1000, now=t0), R.IdemBegin("NEW", fence=t0))
+        self.assertTrue(ik.begin("fa", 1000, now=t0 + 400).running)
+        self.assertEqual(ik.begin("fa", 1000, now=t0 + 400).left_ms, 600)
+        self.assertTrue(ik.begin("fb", 1000, now=t0 + 400).mismatch)
+        self.assertEqual(ik.get(now=t0 + 400), R.IdemRecord("running", "fa", t0, 600, None))
+        b = ik.begin("fa", 1000, ttl=60, now=t0 + 2000)
+        self.assertEqual(b, R.IdemBegin("NEW", fence=t0 + 2000))
+        with self.assertRaisesRegex(redis.ResponseError, f"idem: stale fence {t0}"):
+            ik.complete(t0, b"r0", now=t0 + 2100)
+        self.assertTrue(ik.complete(b.fence, b"ok\x00", now=t0 + 2100))
+        self.assertFalse(ik.complete(b.fence, b"ok\x00", now=t0 + 2200))
+        self.assertEqual(ik.begin("fa", 1000, now=t0 + 3000),
+                         R.IdemBegin("DONE", result=b"ok\x00"))
+        self.assertEqual(ik.get(now=t0 + 3000),
+                         R.IdemRecord("done", "fa", t0 + 2000, 0, b"ok\x00"))
+        other = self.hp.idem(self.k("idem2"))
+        self.assertIsNone(other.get())
+        f = other.begin("f", 60000).fence
+        self.assertTrue(other.abort(f))
+        self.assertFalse(other.abort(f))
+        self.assertEqual(other.get().state, "aborted")
+        with self.assertRaisesRegex(redis.ResponseError, "idem: fingerprint must not be empty"):
+            other.begin("", 1000)
+
 
 @unittest.skipUnless(os.environ.get("HOTPATH_URL"), "HOTPATH_URL not set")
 class OnOneServer(Families, unittest.TestCase):

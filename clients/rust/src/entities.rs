@@ -151,6 +151,11 @@ entity!(
     /// (docs/reference/delayq.md).
     DelayQueue
 );
+entity!(
+    /// An application idempotency key: a fenced in-progress lease, the
+    /// stored result replayed (docs/reference/idem.md).
+    Idem
+);
 
 /// Options of `POLL.CREATE`.
 #[derive(Clone, Debug, Default)]
@@ -912,5 +917,59 @@ impl DelayQueue {
     pub fn info<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<QueueInfo> {
         let c = self.call("DELAYQ.INFO").opt("NOW", self.now);
         r::queue_info(&c.run(self.backend, con)?)
+    }
+}
+
+impl Idem {
+    fn call(&self, name: &'static str) -> Call {
+        Call::new(name, &self.key)
+    }
+
+    /// `IDEM.BEGIN`: `New` with a fence, `Running` with the ms left, `Done`
+    /// with the stored result, or `Mismatch`. `ttl` is the record's TTL in
+    /// seconds (default: the server's `idem-ttl`).
+    pub fn begin<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        fingerprint: &[u8],
+        lease_ms: i64,
+        ttl: Option<i64>,
+    ) -> RedisResult<IdemBegin> {
+        let c = self
+            .call("IDEM.BEGIN")
+            .arg(fingerprint)
+            .arg(lease_ms)
+            .opt("TTL", ttl)
+            .opt("NOW", self.now);
+        r::idem_begin(&c.run(self.backend, con)?)
+    }
+
+    /// `IDEM.COMPLETE`: true when the result was stored, false when this
+    /// fence's equal result was stored already. A stale fence is the
+    /// server's error.
+    pub fn complete<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        fence: i64,
+        result: &[u8],
+    ) -> RedisResult<bool> {
+        let c = self
+            .call("IDEM.COMPLETE")
+            .arg(fence)
+            .arg(result)
+            .opt("NOW", self.now);
+        Ok(int(&c.run(self.backend, con)?)? == 1)
+    }
+
+    /// `IDEM.ABORT`: true when the record begun with `fence` was given up.
+    pub fn abort<C: ConnectionLike>(&self, con: &mut C, fence: i64) -> RedisResult<bool> {
+        let c = self.call("IDEM.ABORT").arg(fence);
+        Ok(int(&c.run(self.backend, con)?)? == 1)
+    }
+
+    /// `IDEM.GET`: the record, or `None`.
+    pub fn get<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<Option<IdemRecord>> {
+        let c = self.call("IDEM.GET").opt("NOW", self.now);
+        r::idem_record(&c.run(self.backend, con)?)
     }
 }

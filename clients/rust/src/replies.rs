@@ -594,6 +594,72 @@ pub(crate) fn lock_holders(v: &Value) -> RedisResult<Vec<LockHolder>> {
         .collect()
 }
 
+/// `IDEM.BEGIN`'s answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdemBegin {
+    /// A new (or taken-over) record: do the work, then complete with
+    /// this fence.
+    New(i64),
+    /// The original is in progress (the IETF draft's 409): the ms left in
+    /// its lease.
+    Running(i64),
+    /// The stored result, to reply again.
+    Done(Vec<u8>),
+    /// The key was used for another request (the IETF draft's 422).
+    Mismatch,
+}
+
+/// `IDEM.GET`: `state` is running, ended (lease over, not taken over),
+/// done or aborted; `lease_ms` the ms left (0 unless running); `result`
+/// only when done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdemRecord {
+    pub state: String,
+    pub fingerprint: Vec<u8>,
+    pub fence: i64,
+    pub lease_ms: i64,
+    pub result: Option<Vec<u8>>,
+}
+
+fn raw(v: &Value) -> RedisResult<Vec<u8>> {
+    match v {
+        Value::BulkString(b) => Ok(b.clone()),
+        Value::SimpleString(s) => Ok(s.clone().into_bytes()),
+        other => Err(bad("bytes", other)),
+    }
+}
+
+pub(crate) fn idem_begin(v: &Value) -> RedisResult<IdemBegin> {
+    let a = array(v)?;
+    if a.len() != 2 {
+        return Err(bad("IDEM.BEGIN", v));
+    }
+    match text(&a[0])?.as_str() {
+        "NEW" => Ok(IdemBegin::New(int(&a[1])?)),
+        "RUNNING" => Ok(IdemBegin::Running(int(&a[1])?)),
+        "DONE" => Ok(IdemBegin::Done(raw(&a[1])?)),
+        "MISMATCH" => Ok(IdemBegin::Mismatch),
+        _ => Err(bad("IDEM.BEGIN", v)),
+    }
+}
+
+pub(crate) fn idem_record(v: &Value) -> RedisResult<Option<IdemRecord>> {
+    if matches!(v, Value::Nil) {
+        return Ok(None);
+    }
+    let f = record(v, &["state", "fingerprint", "fence", "lease_ms", "result"])?;
+    Ok(Some(IdemRecord {
+        state: text(f[0])?,
+        fingerprint: raw(f[1])?,
+        fence: int(f[2])?,
+        lease_ms: int(f[3])?,
+        result: match f[4] {
+            Value::Nil => None,
+            r => Some(raw(r)?),
+        },
+    }))
+}
+
 /// A delivery of `DELAYQ.POLL`: ack, nack or extend it with `receipt`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Job {

@@ -471,6 +471,39 @@ class Lock(_Entity):
         return bool(R.integer(self._call("CHECK", *a)))
 
 
+class Idem(_Entity):
+    """An application idempotency key: a fenced in-progress lease, the
+    stored result replayed (docs/reference/idem.md)."""
+    family = "IDEM"
+
+    def begin(self, fingerprint: Arg, lease_ms: int, ttl: Optional[int] = None,
+              now: Optional[int] = None) -> R.IdemBegin:
+        """NEW with a fence, RUNNING with the ms left, DONE with the stored
+        result, or MISMATCH (another fingerprint under this key)."""
+        a: List[Arg] = [fingerprint, lease_ms]
+        _opt(a, "TTL", ttl)
+        _opt(a, "NOW", now)
+        return R.idem_begin(self._call("BEGIN", *a))
+
+    def complete(self, fence: int, result: Arg, now: Optional[int] = None) -> bool:
+        """True when the result was stored, False when this fence's equal
+        result is stored already (a retried COMPLETE). A stale fence raises
+        the server's error."""
+        a: List[Arg] = [fence, result]
+        _opt(a, "NOW", now)
+        return bool(R.integer(self._call("COMPLETE", *a)))
+
+    def abort(self, fence: int) -> bool:
+        """True when the record begun with ``fence`` was given up."""
+        return bool(R.integer(self._call("ABORT", fence)))
+
+    def get(self, now: Optional[int] = None) -> Optional[R.IdemRecord]:
+        """The record, or None."""
+        a: List[Arg] = []
+        _opt(a, "NOW", now)
+        return R.idem_record(self._call("GET", *a))
+
+
 class DelayQueue(_Entity):
     """A delay queue with leases and dead letters (docs/reference/delayq.md)."""
     family = "DELAYQ"
@@ -601,6 +634,9 @@ class HotPath:
 
     def delayq(self, key: Key) -> DelayQueue:
         return DelayQueue(self.backend, key)
+
+    def idem(self, key: Key) -> Idem:
+        return Idem(self.backend, key)
 
     def rate_multi(self, rules: Iterable[Tuple[Key, int, int]], cost: Optional[int] = None,
                    peek: bool = False, now: Optional[int] = None) -> R.RateResult:

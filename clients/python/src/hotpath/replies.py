@@ -429,6 +429,80 @@ def lock_info(v: Any) -> List[LockHolder]:
             for o, t, c, ttl in groups(v, 4)]
 
 
+# ---- IDEM -------------------------------------------------------------
+
+def raw(v: Any) -> bytes:
+    """A bulk string as the bytes stored (a result is any bytes)."""
+    if isinstance(v, bytes):
+        return v
+    if isinstance(v, str):
+        return v.encode("utf-8", "surrogateescape")
+    raise ReplyError(f"expected a string, got {v!r}")
+
+
+@dataclass(frozen=True)
+class IdemBegin:
+    """IDEM.BEGIN: ``status`` is NEW (``fence`` set: do the work, then
+    COMPLETE with it), RUNNING (``left_ms`` set: the original is in
+    progress, the IETF draft's 409), DONE (``result`` set: reply it) or
+    MISMATCH (the key was used for another request, the draft's 422)."""
+    status: str
+    fence: Optional[int] = None
+    left_ms: Optional[int] = None
+    result: Optional[bytes] = None
+
+    @property
+    def new(self) -> bool:
+        return self.status == "NEW"
+
+    @property
+    def running(self) -> bool:
+        return self.status == "RUNNING"
+
+    @property
+    def done(self) -> bool:
+        return self.status == "DONE"
+
+    @property
+    def mismatch(self) -> bool:
+        return self.status == "MISMATCH"
+
+
+@dataclass(frozen=True)
+class IdemRecord:
+    """IDEM.GET: ``state`` running, ended (lease over, not taken over),
+    done or aborted; ``lease_ms`` left (0 unless running); ``result`` only
+    when done."""
+    state: str
+    fingerprint: str
+    fence: int
+    lease_ms: int
+    result: Optional[bytes]
+
+
+def idem_begin(v: Any) -> IdemBegin:
+    status, value = array(v, 2)
+    s = text(status)
+    if s == "NEW":
+        return IdemBegin(s, fence=integer(value))
+    if s == "RUNNING":
+        return IdemBegin(s, left_ms=integer(value))
+    if s == "DONE":
+        return IdemBegin(s, result=raw(value))
+    if s == "MISMATCH":
+        return IdemBegin(s)
+    raise ReplyError(f"unknown IDEM.BEGIN status {v!r}")
+
+
+def idem_record(v: Any) -> Optional[IdemRecord]:
+    if v is None:
+        return None
+    st, fp, fence, left, result = record(
+        v, ("state", "fingerprint", "fence", "lease_ms", "result"))
+    return IdemRecord(text(st), text(fp), integer(fence), integer(left),
+                      None if result is None else raw(result))
+
+
 # ---- DELAYQ -----------------------------------------------------------
 
 @dataclass(frozen=True)
