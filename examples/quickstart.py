@@ -20,5 +20,5 @@ try:
 except redis.ResponseError as e:
     assert str(e) == "poll: unknown candidate"
 
-print(r.execute_command("POLL.TOP", "poll:{py}", 2))  # [b'rust', 2, b'zig', 1]
+print(r.execute_command("POLL.TOP", "poll:{py}", 2))  # [[b'rust', 2], [b'zig', 1]] (RESP3 pairs)
 print(r.execute_command("POLL.RANK", "poll:{py}", "zig"))  # [1, 1]

@@ -87,7 +87,7 @@ fn python_example_runs() {
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout, "[b'rust', 2, b'zig', 1]\n[1, 1]\n");
+    assert_eq!(stdout, "[[b'rust', 2], [b'zig', 1]]\n[1, 1]\n");
 }
 
 #[test]
