@@ -76,7 +76,9 @@ pub fn leaf_kind(name: &str) -> Option<Kind> {
         "key" | "key1" | "key2" | "destination" => Kind::Key,
         "unix-ms" | "unix-us" => Kind::UnixTime,
         "score" => Kind::Double,
-        "user" | "candidate" | "member" | "owner" | "id" | "payload" | "draw-token" => Kind::String,
+        "user" | "candidate" | "member" | "owner" | "id" | "payload" | "draw-token" | "seed" => {
+            Kind::String
+        }
         "burst" | "cost" | "count" | "delta" | "digits" | "epoch" | "limit" | "max-burst"
         | "maxvotes" | "minutes" | "n" | "numkeys" | "offset" | "period-ms" | "period-s"
         | "points" | "poolcap" | "quantity" | "seconds" | "shards" | "total-cents" | "winners" => {
