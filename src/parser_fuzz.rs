@@ -393,3 +393,58 @@ fn lock_and_delayq_states_parse_only_what_they_format() {
     holds.check("lock semaphore holds");
     headers.check("delayq records");
 }
+
+/// C's `snprintf("%.17g")`: what the Lua twins' `string.format('%.17g')`
+/// prints, the reference of LUCKYBAG's score text.
+fn c_g17(x: f64) -> String {
+    let mut buf = [0u8; 64];
+    let n = unsafe { libc::snprintf(buf.as_mut_ptr().cast(), buf.len(), c"%.17g".as_ptr(), x) };
+    String::from_utf8(buf[..n as usize].to_vec()).unwrap()
+}
+
+#[test]
+fn luckybag_score_text_is_c_printf_17g() {
+    let mut rng = StdRng::seed_from_u64(8);
+    let check = |s: f64| assert_eq!(luckybag::format_score(s), c_g17(s), "{s:e}");
+    let k = |k: u64| k as f64 / 4_503_599_627_370_496.0;
+    for s in [
+        -3.0,
+        -2.0,
+        -1.5,
+        -1.0,
+        0.0,
+        -0.0,
+        1.0,
+        0.5,
+        0.1,
+        1e-4,
+        9.999_999_999_999_999e-5,
+        1e-5,
+        1e16,
+        1e17,
+        123.456_789_1,
+        1e300,
+        -0.000_000_4,
+        f64::EPSILON,
+        1.0 - f64::EPSILON / 2.0,
+    ] {
+        check(s);
+    }
+    for i in 0..5000u64 {
+        check(k(i));
+        check(k((1 << 52) - 1 - i));
+    }
+    for _ in 0..200_000 {
+        check(k(rng.gen_range(0..1u64 << 52)));
+        check(rng.gen_range(-10.0..10.0));
+        check(f64::from_bits(rng.gen()).abs() % 1e20);
+    }
+    // And every text parses back to its score.
+    for _ in 0..100_000 {
+        let s = k(rng.gen_range(0..1u64 << 52));
+        assert_eq!(
+            luckybag::parse_score(luckybag::format_score(s).as_bytes()),
+            Some(s)
+        );
+    }
+}

@@ -77,7 +77,7 @@ pub fn leaf_kind(name: &str) -> Option<Kind> {
         "unix-ms" | "unix-us" => Kind::UnixTime,
         "score" => Kind::Double,
         "user" | "candidate" | "member" | "owner" | "id" | "payload" | "draw-token"
-        | "fingerprint" | "result" => Kind::String,
+        | "fingerprint" | "result" | "seed" => Kind::String,
         "burst" | "cost" | "count" | "delta" | "digits" | "epoch" | "limit" | "max-burst"
         | "maxvotes" | "minutes" | "n" | "numkeys" | "offset" | "period-ms" | "period-s"
         | "points" | "poolcap" | "quantity" | "seconds" | "shards" | "total-cents" | "winners" => {

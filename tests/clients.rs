@@ -297,7 +297,7 @@ fn exercise<C: ConnectionLike>(con: &mut C, t: &str) {
     assert!(won.windows(2).all(|w| w[0].score >= w[1].score));
     assert!(won
         .iter()
-        .all(|w| w.score_text.len() == 8 && (0.0..=1.0).contains(&w.score)));
+        .all(|w| w.score_text.parse::<f64>() == Ok(w.score) && (0.0..=1.0).contains(&w.score)));
     assert_eq!(bag.draw(con).unwrap(), won);
     assert_eq!(bag.result(con, "alice").unwrap(), BagResult::Won);
     assert_eq!(bag.result(con, "bob").unwrap(), BagResult::Absent);

@@ -31,6 +31,20 @@ use hotpath_client::*;
 use redis::cluster::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 
+/// A pool score as an integer: score × 2^52 (exact for every score the
+/// module writes, and for the marks -1, -1.5, -2, -3).
+const SCORE_K: f64 = 4_503_599_627_370_496.0;
+
+fn to_r(sc: f64) -> i64 {
+    (sc * SCORE_K) as i64
+}
+
+/// The text a reply gives for the score `r` / 2^52 (`%.17g`).
+#[allow(dead_code)]
+fn r_text(r: i64) -> String {
+    hotpath::luckybag::model::format_score(r as f64 / SCORE_K)
+}
+
 /// One write of a workload: the id it is about, what to do, a value.
 #[derive(Clone, Copy, Debug)]
 struct Op {
@@ -171,7 +185,7 @@ fn bag_user(id: u64) -> String {
 }
 
 /// Every member of the pools of a spread bag's shards (one internal pool
-/// each), with `r` = score × 1,000,000 (-1, -2: cannot win).
+/// each), with `r` = score × 2^52 (-1, -2: cannot win).
 fn spread_pools(c: &mut ClusterConnection, keys: &[String]) -> Vec<(String, i64)> {
     let mut out = Vec::new();
     for k in keys {
@@ -182,7 +196,7 @@ fn spread_pools(c: &mut ClusterConnection, keys: &[String]) -> Vec<(String, i64)
             .arg("WITHSCORES")
             .query(c)
             .unwrap();
-        out.extend(v.into_iter().map(|(u, sc)| (u, (sc * 1e6).round() as i64)));
+        out.extend(v.into_iter().map(|(u, sc)| (u, to_r(sc))));
     }
     out
 }
@@ -195,9 +209,7 @@ fn single_pool(s: &mut Connection) -> Vec<(String, i64)> {
         .arg("WITHSCORES")
         .query(s)
         .unwrap();
-    v.into_iter()
-        .map(|(u, sc)| (u, (sc * 1e6).round() as i64))
-        .collect()
+    v.into_iter().map(|(u, sc)| (u, to_r(sc))).collect()
 }
 
 /// Who is in a pool and whether they can win (scores are random, so a
@@ -423,7 +435,7 @@ impl Workload for BagLoad {
             .query(s)
             .unwrap();
         for (u, r) in &pools {
-            let score = if *r < 0 { *r as f64 } else { *r as f64 / 1e6 };
+            let score = *r as f64 / SCORE_K;
             let _: i64 = redis::cmd("ZADD")
                 .arg(format!("{SINGLE_BAG}:cand:0"))
                 .arg(score)

@@ -2,12 +2,11 @@
 //! through the module (base `m{…}`) and the scripts (base `l{…}`) must give
 //! identical replies and identical data.
 //!
-//! Random scores differ between the two by nature, so after every command
-//! that draws one (`JOIN`, `TASK`) the test copies the module's score onto
-//! the twin's pool entry; from then on everything — eligibility, counts,
-//! kept scores, RESULT states, DRAW's winners and their order — must match
-//! exactly. The pool cap is exercised with `HIGHSCORE` 0 or 1 (or a cap
-//! that is never reached), where pooling does not depend on the score.
+//! Scores are a keyed function of the bag's seed and the user: after a
+//! CREATE the test copies the module's seed (drawn from the OS) onto the
+//! twin's bag, and from then on everything — every score, which the twin
+//! computes with `redis.sha1hex`, eligibility, counts, RESULT states,
+//! DRAW's winners and their order — must match exactly.
 
 use crate::common;
 
@@ -74,6 +73,10 @@ impl Twins {
         let twin =
             show(&call_twin(&mut self.c, &self.sha[cmd], 1, &largs)).replace(&self.l, &self.m);
         assert_eq!(ours, twin, "{cmd} {args:?}");
+        if cmd == "create" {
+            let (m, l) = (self.m.clone(), self.l.clone());
+            sync_seed(&mut self.c, &mut None, &m, &l);
+        }
         ours
     }
 
@@ -82,23 +85,6 @@ impl Twins {
         match cmd(&mut self.c, &["HGET", &format!("{m}:meta"), "shards"]) {
             Ok(Value::BulkString(b)) => String::from_utf8_lossy(&b).parse().unwrap_or(1),
             _ => 1,
-        }
-    }
-
-    /// Copies the module's score of `user` onto the twin's pool entry.
-    fn sync_score(&mut self, user: &str) {
-        for s in 0..self.shards() {
-            let (mk, lk) = (
-                format!("{}:cand:{s}", self.m),
-                format!("{}:cand:{s}", self.l),
-            );
-            if let Ok(Value::BulkString(sc)) = cmd(&mut self.c, &["ZSCORE", &mk, user]) {
-                let sc = String::from_utf8_lossy(&sc).into_owned();
-                let t = run(&mut self.c, &["TYPE", &lk]);
-                if t == "zset" {
-                    run(&mut self.c, &["ZADD", &lk, "XX", &sc, user]);
-                }
-            }
         }
     }
 
@@ -142,6 +128,29 @@ impl Twins {
             a.extend_from_slice(&args[1..]);
             run(&mut self.c, &a);
         }
+    }
+}
+
+/// Copies the seed of the module's bag `m` (on `c`) onto the twin's bag
+/// `l` (on `lc`, or on `c` too), when both exist: the module draws its
+/// seed from the OS, the twin from the server's clock.
+fn sync_seed(c: &mut Connection, lc: &mut Option<&mut Connection>, m: &str, l: &str) {
+    let Ok(Value::BulkString(seed)) = cmd(c, &["HGET", &format!("{m}:meta"), "seed"]) else {
+        return;
+    };
+    let seed = String::from_utf8(seed).unwrap();
+    let lc: &mut Connection = match lc {
+        Some(x) => x,
+        None => c,
+    };
+    let lm = format!("{l}:meta");
+    if int(lc, &["EXISTS", &lm]) == 1 {
+        // The twin drew a seed of its own: 32 hex digits.
+        let Ok(Value::BulkString(own)) = cmd(lc, &["HGET", &lm, "seed"]) else {
+            panic!("the twin's bag {l} has no seed");
+        };
+        assert_eq!(own.len(), 32, "{own:?}");
+        run(lc, &["HSET", &lm, "seed", &seed]);
     }
 }
 
@@ -220,12 +229,10 @@ fn sequence(seed: u64, steps: usize) -> HashMap<String, usize> {
                 let mut a = vec![user];
                 a.extend_from_slice(extra);
                 t.both("join", &a);
-                t.sync_score(user);
                 format!("join {a:?}")
             }
             40..=49 => {
                 t.both("task", &[user]);
-                t.sync_score(user);
                 format!("task {user}")
             }
             50..=61 => {
@@ -273,14 +280,8 @@ fn sequence(seed: u64, steps: usize) -> HashMap<String, usize> {
             }
             90..=92 => {
                 // A derived key of the wrong type, on both sides.
-                let suffix = [
-                    ":winners",
-                    ":stored",
-                    ":count",
-                    ":cand:0",
-                    ":joined:1",
-                    ":meta",
-                ][rng.gen_range(0..6)];
+                let suffix =
+                    [":winners", ":count", ":cand:0", ":joined:1", ":meta"][rng.gen_range(0..5)];
                 let mk = format!("{}{suffix}", t.m);
                 if broken.is_none() && int(&mut t.c, &["EXISTS", &mk]) == 0 {
                     t.raw_both(&["SET", "x"], suffix);
@@ -357,7 +358,7 @@ fn twins_refuse_corrupt_data_alike_once() {
         (
             vec!["HSET", "restore", "maybe"],
             ":meta",
-            vec!["leave", "5"],
+            vec!["enter", "6"],
         ),
         (vec!["HSET", "winners", "0"], ":meta", vec!["draw"]),
         (vec!["HSET", "winners", "1001"], ":meta", vec!["info"]),
@@ -375,8 +376,10 @@ fn twins_refuse_corrupt_data_alike_once() {
             ":count",
             vec!["join", "9"],
         ),
-        (vec!["HSET", "6", "0.99"], ":stored", vec!["enter", "6"]),
-        (vec!["HSET", "6", "5.000000"], ":stored", vec!["enter", "6"]),
+        (vec!["HSET", "seed", "short"], ":meta", vec!["enter", "6"]),
+        (vec!["HSET", "seed", "short"], ":meta", vec!["join", "9"]),
+        (vec!["HDEL", "seed"], ":meta", vec!["task", "3"]),
+        (vec!["HDEL", "seed"], ":meta", vec!["leave", "5"]),
     ];
     for (edit, suffix, command) in edits {
         for base in [t.m.clone(), t.l.clone()] {
@@ -402,9 +405,7 @@ fn twins_refuse_corrupt_data_alike_once() {
             ],
         );
         t.both("join", &["5"]);
-        t.sync_score("5");
         t.both("join", &["6"]);
-        t.sync_score("6");
         t.both("join", &["3", "TASK", "PENDING"]);
         t.both("leave", &["6"]);
         t.raw_both(&edit, suffix);
@@ -545,6 +546,9 @@ impl SpreadSides {
         largs.extend(args.iter().cloned());
         let theirs = show(&call_twin(&mut self.l, &self.twins[cmd], 1, &largs));
         assert_eq!(ours, theirs, "{cmd} {key} {args:?}");
+        if cmd == "create" {
+            sync_seed(&mut self.m, &mut Some(&mut self.l), key, key);
+        }
         self.seen.push(ours.clone());
         ours
     }
@@ -552,19 +556,6 @@ impl SpreadSides {
     fn raw_both(&mut self, args: &[&str]) {
         run(&mut self.m, args);
         run(&mut self.l, args);
-    }
-
-    /// Copies the module's score of `user` onto the twin's pools.
-    fn sync_score(&mut self, key: &str, user: &str) {
-        for s in 0..4 {
-            let k = format!("{key}:cand:{s}");
-            if let Ok(Value::BulkString(sc)) = cmd(&mut self.m, &["ZSCORE", &k, user]) {
-                let sc = String::from_utf8_lossy(&sc).into_owned();
-                if run(&mut self.l, &["TYPE", &k]) == "zset" {
-                    run(&mut self.l, &["ZADD", &k, "XX", &sc, user]);
-                }
-            }
-        }
     }
 
     fn assert_same_data(&mut self, what: &str) {
@@ -711,9 +702,6 @@ fn spread_twins_match_the_module_once(seed: u64) {
             args.extend(spread);
         }
         t.both(cmd, &key, &args);
-        if matches!(cmd, "join" | "task") {
-            t.sync_score(&key, &u);
-        }
         if step % 100 == 99 {
             t.assert_same_data(&format!("step {step}"));
         }

@@ -8,6 +8,20 @@
 use crate::common;
 
 use common::*;
+
+/// A pool score as an integer: score × 2^52 (exact for every score the
+/// module writes, and for the marks -1, -1.5, -2, -3).
+const SCORE_K: f64 = 4_503_599_627_370_496.0;
+
+fn to_r(sc: f64) -> i64 {
+    (sc * SCORE_K) as i64
+}
+
+/// The text a reply gives for the score `r` / 2^52 (`%.17g`).
+#[allow(dead_code)]
+fn r_text(r: i64) -> String {
+    hotpath::luckybag::model::format_score(r as f64 / SCORE_K)
+}
 use hotpath_client::routing;
 
 #[path = "spread/poll.rs"]
@@ -455,7 +469,7 @@ fn no_wait(token: Option<&str>) -> DrawOptions {
     }
 }
 
-/// Every member of a bag shard's pools, with `r` = score × 1,000,000 (as
+/// Every member of a bag shard's pools, with `r` = score × 2^52 (as
 /// a signed number: -1, -2 and -3 mark users that cannot win).
 fn pool_of(c: &mut Connection, key: &str, internal: u64) -> Vec<(String, i64)> {
     let mut out = Vec::new();
@@ -467,7 +481,7 @@ fn pool_of(c: &mut Connection, key: &str, internal: u64) -> Vec<(String, i64)> {
             .arg("WITHSCORES")
             .query(c)
             .unwrap();
-        out.extend(v.into_iter().map(|(u, sc)| (u, (sc * 1e6).round() as i64)));
+        out.extend(v.into_iter().map(|(u, sc)| (u, to_r(sc))));
     }
     out
 }
@@ -477,7 +491,7 @@ fn pool_of(c: &mut Connection, key: &str, internal: u64) -> Vec<(String, i64)> {
 fn expected_top(pools: &[(String, i64)], w: usize) -> Vec<(String, i64)> {
     let mut all: Vec<(String, i64)> = pools
         .iter()
-        .filter(|(_, r)| (0..=1_000_000).contains(r))
+        .filter(|(_, r)| (0..=1i64 << 52).contains(r))
         .cloned()
         .collect();
     all.sort_by(|a, b| {
@@ -489,9 +503,7 @@ fn expected_top(pools: &[(String, i64)], w: usize) -> Vec<(String, i64)> {
 }
 
 fn as_pairs(ws: &[Winner]) -> Vec<(String, i64)> {
-    ws.iter()
-        .map(|w| (w.user.clone(), (w.score * 1e6).round() as i64))
-        .collect()
+    ws.iter().map(|w| (w.user.clone(), to_r(w.score))).collect()
 }
 
 /// Users of every kind: integers (routed by `id mod n`) and names (FNV-1a).
@@ -558,7 +570,7 @@ fn luckybag_spread_draw_is_the_single_slot_draw_of_the_same_pools() {
     };
     assert!(single.create(&mut c, 50, &o).unwrap());
     for (u, r) in &pools {
-        let score = if *r < 0 { *r as f64 } else { *r as f64 / 1e6 };
+        let score = *r as f64 / SCORE_K;
         let _: i64 = redis::cmd("ZADD")
             .arg("bag:{single}:cand:0")
             .arg(score)
@@ -662,7 +674,7 @@ fn luckybag_spread_draw_interrupted_or_raced_gives_the_same_winners() {
     let mut commit: Vec<String> = vec!["LUCKYBAG.COMMIT".into(), k2[0].clone(), "T".into()];
     for (u, r) in &top {
         commit.push(u.clone());
-        commit.push(format!("{}.{:06}", r / 1_000_000, r % 1_000_000));
+        commit.push(r_text(*r));
     }
     commit.extend(["SPREAD".into(), "4".into()]);
     let argv: Vec<&str> = commit.iter().map(String::as_str).collect();
@@ -726,7 +738,7 @@ fn luckybag_spread_draw_interrupted_or_raced_gives_the_same_winners() {
 /// `user score` arguments of a winner list.
 fn list_args(list: &[(String, i64)]) -> Vec<String> {
     list.iter()
-        .flat_map(|(u, r)| [u.clone(), format!("{}.{:06}", r / 1_000_000, r % 1_000_000)])
+        .flat_map(|(u, r)| [u.clone(), r_text(*r)])
         .collect()
 }
 
@@ -770,7 +782,7 @@ fn luckybag_spread_publish_refuses_a_list_that_is_not_the_true_top() {
         .chain(last_tail.clone())
         .collect();
     let before = snapshot(&mut c);
-    let fmt = |r: i64| format!("{}.{:06}", r / 1_000_000, r % 1_000_000);
+    let fmt = r_text;
     let refusal = |winner: Option<&(String, i64)>| -> String {
         let why = match winner {
             Some((u, r)) => format!("does not rank after '{u}' with score {}", fmt(*r)),
@@ -808,7 +820,7 @@ fn luckybag_spread_publish_refuses_a_list_that_is_not_the_true_top() {
     bad.extend([
         "LAST".into(),
         "zz".into(),
-        "1.000000".into(),
+        "1".into(),
         "SPREAD".into(),
         "3".into(),
     ]);
@@ -830,7 +842,7 @@ fn luckybag_spread_publish_refuses_a_list_that_is_not_the_true_top() {
     ];
     assert_eq!(
         err(&mut c, &argv),
-        "ERR luckybag: winner scores must be six-decimal scores from 0 to 1"
+        "ERR luckybag: winner scores must be scores from 0 to 1 as replies print them (17 significant digits)"
     );
     // The true list verifies on every shard, and VERIFY writes nothing.
     let true_last: Vec<String> = ["LAST".to_string()]
@@ -954,19 +966,19 @@ fn luckybag_spread_bad_input_is_a_clear_error_and_writes_nothing() {
             format!("ERR luckybag: shard '{k1}' is not frozen (LUCKYBAG.FREEZE first)"),
         ),
         (
-            vec!["LUCKYBAG.PUBLISH", k1, "5", "0.500000", "SPREAD", "4"],
-            format!("ERR luckybag: '5' is not a candidate of '{k1}' with score 0.500000"),
+            vec!["LUCKYBAG.PUBLISH", k1, "5", "0.5", "SPREAD", "4"],
+            format!("ERR luckybag: '5' is not a candidate of '{k1}' with score 0.5"),
         ),
         (
-            vec!["LUCKYBAG.PUBLISH", k1, "4", "0.500000", "SPREAD", "4"],
+            vec!["LUCKYBAG.PUBLISH", k1, "4", "0.5", "SPREAD", "4"],
             format!("ERR luckybag: wrong shard: user '4' belongs to '{k0}' (shard 0 of 4)"),
         ),
         (
             vec!["LUCKYBAG.PUBLISH", k1, "5", "half", "SPREAD", "4"],
-            "ERR luckybag: winner scores must be six-decimal scores from 0 to 1".into(),
+            "ERR luckybag: winner scores must be scores from 0 to 1 as replies print them (17 significant digits)".into(),
         ),
         (
-            vec!["LUCKYBAG.PUBLISH", k1, "1", "0.100000", "5", "0.200000", "SPREAD", "4"],
+            vec!["LUCKYBAG.PUBLISH", k1, "1", "0.25", "5", "0.5", "SPREAD", "4"],
             "ERR luckybag: bad winner list: winners out of order or repeated".into(),
         ),
         (

@@ -2589,11 +2589,41 @@ local function adopt_expiry(meta, key)
   local at = redis.call('PEXPIRETIME', meta)
   if at > 0 then redis.call('PEXPIREAT', key, at) end
 end
-local function score_text(score) return string.format('%.6f', tonumber(score)) end
+-- A score as replies print it: C's %.17g, exact (luckybag/model.rs format_score).
+local function score_text(score) return string.format('%.17g', tonumber(score)) end
+-- The bag's keyed pool score of a user (luckybag/keyed.rs):
+-- HMAC-SHA1(key = seed, message = user), its first 52 bits over 2^52.
+local function hex_bytes(h)
+  return (string.gsub(h, '..', function(x) return string.char(tonumber(x, 16)) end))
+end
+local function keyed_score(seed, user)
+  local k = seed
+  if #k > 64 then k = hex_bytes(redis.sha1hex(k)) end
+  local ip, op = {}, {}
+  for i = 1, 64 do
+    local b = string.byte(k, i) or 0
+    ip[i] = string.char(bit.bxor(b, 0x36))
+    op[i] = string.char(bit.bxor(b, 0x5c))
+  end
+  local inner = hex_bytes(redis.sha1hex(table.concat(ip) .. user))
+  local mac = redis.sha1hex(table.concat(op) .. inner)
+  return tonumber(string.sub(mac, 1, 13), 16) / 4503599627370496
+end
+-- Scores sent to ZADD as exact text: Lua would print a number with 14 digits.
+local function zscore_arg(score) return string.format('%.17g', score) end
+-- Score of a user out of the room with the task pending.
+local AWAY_PENDING = -1.5
+-- The bag's seed (16 to 64 bytes), nil and the error otherwise: a bag
+-- created before keyed scores has none.
+local function seed_of(meta, v)
+  if not v then return nil, ferr('bag has no seed (created by an older hotpath): draw it, or create a new bag') end
+  if #v < 16 or #v > 64 then return nil, corrupt(meta, 'seed') end
+  return v
+end
 -- ---- spread bags (docs/spread.md; luckybag/commands.rs) ----
 -- A spread bag's data keys besides B:meta (luckybag/commands.rs BAG):
 -- data in a shard without its record means the record was deleted.
-local BAG_DATA = {'count', 'stored', 'winners', 'cand:0'}
+local BAG_DATA = {'count', 'winners', 'cand:0'}
 -- The shard of a spread bag B is, from the declared SPREAD n and the
 -- record in B:meta (`meta`: its name when the bag exists): {n =, i =}, or
 -- nil for a single-slot bag, or nil and the error. With `user`, the user
@@ -2676,13 +2706,13 @@ local function draw_shard(B, declared, coordinator)
   end
   return sh, meta
 end
--- A score as the spread draw carries it (six decimals, 0 to 1) as r =
--- score x 1000000, or nil.
+local ERR_WINNER_SCORE = 'winner scores must be scores from 0 to 1 as replies print them (17 significant digits)'
+-- A score as the spread draw carries it (as replies print it, 0 to 1),
+-- or nil; another spelling of the same number is refused.
 local function score_r(v)
-  local a, b = string.match(v, '^(%d)%.(%d%d%d%d%d%d)$')
-  if not a then return nil end
-  local r = tonumber(a) * 1000000 + tonumber(b)
-  if r > 1000000 then return nil end
+  if #v == 0 or #v > 32 or string.find(v, '[^0-9%.e%+%-]') then return nil end
+  local r = tonumber(v)
+  if not r or r < 0 or r > 1 or string.format('%.17g', r) ~= v then return nil end
   return r
 end
 -- The draw's order on {user, r}: true when a ranks before b.
@@ -2708,7 +2738,7 @@ local function winner_list(argv, from, to, winners)
   local list = {}
   for k = from, to, 2 do
     local r = score_r(argv[k + 1])
-    if not r then return nil, ferr('winner scores must be six-decimal scores from 0 to 1') end
+    if not r then return nil, ferr(ERR_WINNER_SCORE) end
     list[#list + 1] = {argv[k], r}
   end
   local e = check_winner_list(list, winners)
@@ -2719,7 +2749,7 @@ end
 local function stored_list(key, max)
   local v = redis.call('ZREVRANGE', key, 0, max - 1, 'WITHSCORES')
   local out = {}
-  for k = 1, #v, 2 do out[#out + 1] = {v[k], math.floor(tonumber(v[k + 1]) * 1000000 + 0.5)} end
+  for k = 1, #v, 2 do out[#out + 1] = {v[k], tonumber(v[k + 1])} end
   return out
 end
 local function same_list(a, b)
@@ -2729,8 +2759,8 @@ local function same_list(a, b)
   end
   return true
 end
--- The text of r: six decimals.
-local function r_text(r) return string.format('%d.%06d', math.floor(r / 1000000), r % 1000000) end
+-- The text of a score: %.17g.
+local function r_text(r) return string.format('%.17g', r) end
 -- Replaces a winner list key whole, with the bag's expiry.
 local function write_list(meta, key, list)
   redis.call('DEL', key)
@@ -2754,7 +2784,7 @@ local function top_candidates(B, shards, n)
   local all = {}
   for s = 0, shards - 1 do
     local v = redis.call('ZREVRANGEBYSCORE', B .. ':cand:' .. s, 1, 0, 'WITHSCORES', 'LIMIT', 0, n)
-    for k = 1, #v, 2 do all[#all + 1] = {v[k], math.floor(tonumber(v[k + 1]) * 1000000 + 0.5)} end
+    for k = 1, #v, 2 do all[#all + 1] = {v[k], tonumber(v[k + 1])} end
   end
   table.sort(all, ranks_first)
   local out = {}
@@ -2836,13 +2866,13 @@ if #KEYS ~= 1 then return arity('luckybag.create') end
 local B = KEYS[1]
 if #ARGV < 2 then return arity('luckybag.create') end
 local winners, shards, poolcap, highscore, restore, ttl = nil, '16', '700000', '0.99', 'yes', 0
-local shards_given, declared = false, nil
+local shards_given, declared, seed, now = false, nil, nil, nil
 local i = 1
 while i <= #ARGV do
   local kw = string.upper(ARGV[i])
   local v = ARGV[i + 1]
   if kw ~= 'WINNERS' and kw ~= 'SHARDS' and kw ~= 'POOLCAP' and kw ~= 'HIGHSCORE'
-      and kw ~= 'RESTORE' and kw ~= 'TTL' and kw ~= 'SPREAD' then
+      and kw ~= 'RESTORE' and kw ~= 'TTL' and kw ~= 'SPREAD' and kw ~= 'SEED' and kw ~= 'NOW' then
     return syntax()
   end
   if v == nil then return syntax() end
@@ -2850,6 +2880,13 @@ while i <= #ARGV do
     local n, se = spread().spread_count('luckybag', v)
     if se then return se end
     declared = n
+  elseif kw == 'SEED' then
+    if #v < 16 or #v > 64 then return ferr('seed must be 16 to 64 bytes') end
+    seed = v
+  elseif kw == 'NOW' then
+    local n = toint(v)
+    if not n or n < 0 or n > 253402300799999 then return notint() end
+    now = n
   elseif kw == 'WINNERS' then
     local n = toint(v)
     if not n then return notint() end
@@ -2914,6 +2951,8 @@ if exists then
   for k = 1, 5 do
     if have[k] ~= want[k] then return ferr('bag already exists') end
   end
+  -- A seed given again must be the bag's; without one it keeps its own.
+  if seed and redis.call('HGET', meta, 'seed') ~= seed then return ferr('bag already exists') end
   return {ok = 'OK'}
 end
 -- Shard 0 shares its base key's slot: a single-slot bag under the base
@@ -2926,25 +2965,28 @@ if sh and sh.i == 0 then
   end
 end
 -- Keys left over from an earlier bag of the same name would be inherited.
-for _, s in ipairs({'count', 'stored', 'winners'}) do
+for _, s in ipairs({'count', 'winners'}) do
   if redis.call('EXISTS', B .. ':' .. s) == 1 then return ferr('bag already exists') end
 end
 for s = 0, tonumber(shards) - 1 do
   if redis.call('EXISTS', B .. ':cand:' .. s) == 1 then return ferr('bag already exists') end
 end
-redis.call('HSET', meta, 'shards', shards, 'state', 'open', 'poolcap', poolcap,
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+if not seed then
+  seed = string.sub(redis.sha1hex(B .. ':' .. now .. ':' .. math.random() .. ':' .. math.random()), 1, 32)
+end
+redis.call('HSET', meta, 'shards', shards, 'state', 'open', 'poolcap', poolcap, 'seed', seed,
   'highscore', highscore, 'restore', restore, 'winners', winners, 'latepooled', '0')
 if sh then redis.call('HSET', meta, 'spread', fmt(sh.n), 'shard', fmt(sh.i)) end
-if ttl > 0 then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('PEXPIREAT', meta, now + ttl * 1000)
-end
+if ttl > 0 then redis.call('PEXPIREAT', meta, now + ttl * 1000) end
 return {ok = 'OK'}
 
 end
 redis.register_function{function_name = 'hotpath_luckybag_create', callback = luckybag_create,
-  description = 'LUCKYBAG.CREATE key WINNERS winners [SHARDS shards] [POOLCAP poolcap] [HIGHSCORE score] [RESTORE YES|NO] [TTL seconds] [SPREAD n]'}
+  description = 'LUCKYBAG.CREATE key WINNERS winners [SHARDS shards] [POOLCAP poolcap] [HIGHSCORE score] [RESTORE YES|NO] [TTL seconds] [SEED seed] [NOW unix-ms] [SPREAD n]'}
 
 -- LUCKYBAG.DRAW (lua-compat/src/luckybag/draw.lua)
 local function luckybag_draw(KEYS, ARGV)
@@ -3102,27 +3144,25 @@ if e then return e end
 local _, se = bag_spread_of(B, declared, meta, user)
 if se then return se end
 if not meta then return ferr('no such bag') end
-local raw = read_meta(meta, {'shards', 'state', 'restore'})
+local raw = read_meta(meta, {'shards', 'state', 'restore', 'seed'})
 local shards, e1 = scope(meta, raw)
 if e1 then return e1 end
-local cand, stored = B .. ':cand:' .. shard_of(user, shards), B .. ':stored'
+local cand = B .. ':cand:' .. shard_of(user, shards)
 if not typed(cand, 'zset') then return redis.error_reply(WRONGTYPE) end
-if not typed(stored, 'hash') then return redis.error_reply(WRONGTYPE) end
 local restore, e2 = meta_value(meta, raw, 'restore')
 if e2 then return e2 end
+local seed, e3 = seed_of(meta, raw.seed)
+if e3 then return e3 end
 if not restore then return 0 end
 local sc = redis.call('ZSCORE', cand, user)
-if not sc or tonumber(sc) ~= -1 then return 0 end
-local kept = redis.call('HGET', stored, user)
-if not kept then return 0 end
--- As LEAVE writes it: a pool score in [0, 1) or -2, six decimals.
-local v = nil
-if string.match(kept, '^%-?%d+%.%d%d%d%d%d%d$') then v = tonumber(kept) end
-if not v or not (v == -2 or (v >= 0 and v < 1)) then return corrupt(stored, user) end
-redis.call('ZADD', cand, 'XX', kept, user)
-redis.call('HDEL', stored, user)
+if not sc then return 0 end
+-- The score the user had: its keyed score, computed again (or -2).
+local v = tonumber(sc)
+local back = nil
+if v == -1 then back = zscore_arg(keyed_score(seed, user)) elseif v == AWAY_PENDING then back = -2 end
+if not back then return 0 end
+redis.call('ZADD', cand, 'XX', back, user)
 return 1
-
 end
 redis.register_function{function_name = 'hotpath_luckybag_enter', callback = luckybag_enter,
   description = 'LUCKYBAG.ENTER key user [SPREAD n]'}
@@ -3245,7 +3285,7 @@ if e then return e end
 local _, se = bag_spread_of(B, declared, meta, user)
 if se then return se end
 if not meta then return ferr('no such bag') end
-local raw = read_meta(meta, {'shards', 'state', 'poolcap'})
+local raw = read_meta(meta, {'shards', 'state', 'poolcap', 'seed'})
 local shards, e1 = scope(meta, raw)
 if e1 then return e1 end
 -- Every type check before any other value check.
@@ -3256,6 +3296,8 @@ local ok2, count_existed = typed(count, 'string')
 if not ok2 then return redis.error_reply(WRONGTYPE) end
 local poolcap, e2 = meta_value(meta, raw, 'poolcap')
 if e2 then return e2 end
+local seed, e6 = seed_of(meta, raw.seed)
+if e6 then return e6 end
 local before = 0
 if count_existed then
   local n, e4, text = read_count(count)
@@ -3265,7 +3307,7 @@ if count_existed then
 end
 local participants = before + 1
 local score = -2
-if not pending then score = math.random(0, 999999) / 1000000 end
+if not pending then score = keyed_score(seed, user) end
 -- HIGHSCORE matters (and is read) only past the pool cap.
 local pooled = participants <= poolcap
 if not pooled then
@@ -3284,7 +3326,7 @@ end
 -- The pool is also the participant list: NX makes the insert the dedup.
 local kept = score
 if not pooled then kept = -3 end
-if redis.call('ZADD', cand, 'NX', kept, user) == 0 then
+if redis.call('ZADD', cand, 'NX', zscore_arg(kept), user) == 0 then
   local sc = redis.call('ZSCORE', cand, user)
   return {0, (tonumber(sc) ~= -3) and 1 or 0, before}
 end
@@ -3311,24 +3353,22 @@ if e then return e end
 local _, se = bag_spread_of(B, declared, meta, user)
 if se then return se end
 if not meta then return ferr('no such bag') end
-local raw = read_meta(meta, {'shards', 'state', 'restore'})
+local raw = read_meta(meta, {'shards', 'state', 'restore', 'seed'})
 local shards, e1 = scope(meta, raw)
 if e1 then return e1 end
-local cand, stored = B .. ':cand:' .. shard_of(user, shards), B .. ':stored'
+local cand = B .. ':cand:' .. shard_of(user, shards)
 if not typed(cand, 'zset') then return redis.error_reply(WRONGTYPE) end
-local ok, stored_existed = typed(stored, 'hash')
-if not ok then return redis.error_reply(WRONGTYPE) end
-local restore, e2 = meta_value(meta, raw, 'restore')
+-- No score is needed, but a bag without a seed could not give it back.
+local _, e2 = seed_of(meta, raw.seed)
 if e2 then return e2 end
 local sc = redis.call('ZSCORE', cand, user)
-if not sc or tonumber(sc) == -1 or tonumber(sc) == -3 then return 0 end
-if restore then
-  redis.call('HSET', stored, user, score_text(sc))
-  if not stored_existed then adopt_expiry(meta, stored) end
-end
-redis.call('ZADD', cand, 'XX', -1, user)
+if not sc then return 0 end
+local v = tonumber(sc)
+if v == -1 or v == AWAY_PENDING or v == -3 then return 0 end
+local away = -1
+if v == -2 then away = AWAY_PENDING end
+redis.call('ZADD', cand, 'XX', away, user)
 return 1
-
 end
 redis.register_function{function_name = 'hotpath_luckybag_leave', callback = luckybag_leave,
   description = 'LUCKYBAG.LEAVE key user [SPREAD n]'}
@@ -3370,7 +3410,7 @@ if e4 then return e4 end
 -- LAST: a score, and ranking after (or being) the shard's last winner.
 if cut then
   local r = score_r(cut[2])
-  if not r then return ferr('winner scores must be six-decimal scores from 0 to 1') end
+  if not r then return ferr(ERR_WINNER_SCORE) end
   cut = {cut[1], r}
   local with = {}
   for k, w in ipairs(list) do with[k] = w end
@@ -3385,7 +3425,7 @@ for _, w in ipairs(list) do
   local cand = B .. ':cand:' .. shard_of(w[1], shards)
   if not typed(cand, 'zset') then return redis.error_reply(WRONGTYPE) end
   local sc = redis.call('ZSCORE', cand, w[1])
-  if not sc or math.floor(tonumber(sc) * 1000000 + 0.5) ~= w[2] then
+  if not sc or tonumber(sc) ~= w[2] then
     return ferr("'" .. key_text(w[1]) .. "' is not a candidate of '" .. key_text(B) .. "' with score " .. r_text(w[2]))
   end
 end
@@ -3466,14 +3506,16 @@ if e then return e end
 local _, se = bag_spread_of(B, declared, meta, user)
 if se then return se end
 if not meta then return ferr('no such bag') end
-local raw = read_meta(meta, {'shards', 'state'})
+local raw = read_meta(meta, {'shards', 'state', 'seed'})
 local shards, e1 = scope(meta, raw)
 if e1 then return e1 end
 local cand = B .. ':cand:' .. shard_of(user, shards)
 if not typed(cand, 'zset') then return redis.error_reply(WRONGTYPE) end
+local seed, e2 = seed_of(meta, raw.seed)
+if e2 then return e2 end
 local sc = redis.call('ZSCORE', cand, user)
 if not sc or tonumber(sc) ~= -2 then return 0 end
-redis.call('ZADD', cand, 'XX', math.random(0, 999999) / 1000000, user)
+redis.call('ZADD', cand, 'XX', zscore_arg(keyed_score(seed, user)), user)
 return 1
 
 end

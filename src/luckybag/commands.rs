@@ -9,27 +9,35 @@
 //! single `HashGet`. Expiries are set once, when a key is created, from
 //! `B:meta`'s absolute expiry.
 //!
-//! Replication: `JOIN` draws a random score, so it replicates itself with
-//! the score made explicit (`SCORE <r>`, accepted only from the master or
-//! the AOF); `TASK` replicates its effect (`ZADD` with the score given);
-//! `CREATE` replicates `HSET` + `PEXPIREAT` at the instant it set; `LEAVE`,
-//! `ENTER` and `DRAW` are deterministic given the data and replicate
-//! verbatim. Keys created on a replica or during AOF replay take the
-//! absolute expiry of their own `B:meta`, which is the master's.
+//! Each write parses every argument, opens and type-checks its keys,
+//! reads what it needs, asks the model for a plan (`model::plan_join`,
+//! `plan_task`, `plan_leave`, `plan_enter`), applies it, replies and
+//! replicates: nothing is written before the plan exists.
+//!
+//! Replication: a pool score is a keyed function of the bag's seed and
+//! the user ([`keyed`](super::keyed)), so no write but `CREATE` uses
+//! randomness. `CREATE` draws the seed and reads the clock: it replicates
+//! itself with both made explicit (`SEED <seed> NOW <unix-ms>`). `JOIN`,
+//! `TASK`, `LEAVE`, `ENTER` and `DRAW` are deterministic given the data
+//! and replicate verbatim. Keys created on a replica or during AOF replay
+//! take the absolute expiry of their own `B:meta`, which is the master's.
 
-use rand::thread_rng;
-use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
+use std::cell::RefCell;
+
+use rand::rngs::OsRng;
+use rand::RngCore;
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::args::Cursor;
 use crate::argv::{is, Args};
 use crate::error;
-use crate::keys::{derived_name, int_string, zadd, Field, HashField, Key, KeyType, Name};
-use crate::replicate;
+use crate::keys::{derived_name, zadd, Field, Key, KeyType, Name};
 use crate::reply;
 use crate::spread::{route, scope, shard};
 use crate::util;
 
-use super::model::{self, field, parse, Rules, State};
+use super::keyed;
+use super::model::{self, field, parse, Refusal, Rules, State};
 
 const FAMILY: &str = "luckybag";
 
@@ -41,6 +49,7 @@ static F_HIGHSCORE: Field = Field::new(c"highscore");
 static F_RESTORE: Field = Field::new(c"restore");
 static F_STATE: Field = Field::new(c"state");
 static F_LATEPOOLED: Field = Field::new(c"latepooled");
+static F_SEED: Field = Field::new(c"seed");
 // A spread bag's draw (docs/spread.md).
 static F_DRAW: Field = Field::new(c"draw");
 static F_DRAWTOKEN: Field = Field::new(c"drawtoken");
@@ -113,7 +122,7 @@ fn scope(
 /// record means the record was deleted.
 const BAG: scope::Family = scope::Family {
     name: FAMILY,
-    data: &["count", "stored", "winners", "cand:0"],
+    data: &["count", "winners", "cand:0"],
 };
 
 /// Returns the shard of a spread bag `base` is, from the `SPREAD n` the
@@ -165,14 +174,48 @@ fn adopt_expiry(meta: &Key, key: &Key) {
     }
 }
 
-/// Returns true when the command comes from the master or the AOF.
-fn from_master_or_aof(ctx: &Context) -> bool {
-    let f = ctx.get_flags();
-    f.contains(ContextFlags::REPLICATED) || f.contains(ContextFlags::LOADING)
+thread_local! {
+    /// The HMAC of the last seed used: a hot bag takes every join with
+    /// the same seed, and the key's two pad blocks are then hashed once.
+    static SCORER: RefCell<Option<(Vec<u8>, keyed::Hmac)>> = const { RefCell::new(None) };
+}
+
+/// Returns the keyed pool score of `user` in a bag with `seed`.
+fn keyed_score(seed: &[u8], user: &[u8]) -> f64 {
+    SCORER.with(|c| {
+        let mut c = c.borrow_mut();
+        if let Some((s, h)) = c.as_ref() {
+            if s.as_slice() == seed {
+                return h.score(user);
+            }
+        }
+        let h = keyed::Hmac::new(seed);
+        let score = h.score(user);
+        *c = Some((seed.to_vec(), h));
+        score
+    })
+}
+
+/// Reads the bag's seed (`B:meta` field `seed`): a bag created before
+/// keyed scores has none and takes no more writes but DRAW.
+fn seed_of<'a>(base: &[u8], v: &'a Option<RedisString>) -> Result<&'a [u8], RedisError> {
+    let v = v.as_ref().ok_or_else(|| ferr(model::ERR_NO_SEED))?;
+    parse::seed(v.as_slice())
+        .ok_or_else(|| error::corrupt(FAMILY, &derived_name(base, "meta"), Some(field::SEED)))
+}
+
+/// Draws a new bag's seed: 16 bytes from the OS's CSPRNG, as 32 hex
+/// digits (printable in `HGETALL`, the same key bytes for the Lua twins).
+fn new_seed() -> Vec<u8> {
+    let mut b = [0u8; 16];
+    OsRng.fill_bytes(&mut b);
+    keyed::hex(&b).into_bytes()
 }
 
 /// LUCKYBAG.CREATE B WINNERS n [SHARDS s] [POOLCAP c] [HIGHSCORE h]
-/// [RESTORE YES|NO] [TTL seconds]
+/// [RESTORE YES|NO] [TTL seconds] [SEED seed] [NOW unix-ms]
+///
+/// Replicates itself with the seed and the clock made explicit.
 pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 4)?;
     let base_arg = c.next()?;
@@ -186,9 +229,20 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut ttl = 0i64;
     let mut shards_given = false;
     let mut declared = None;
+    let mut seed: Option<Vec<u8>> = None;
+    let mut now = None;
     while !c.done() {
         match c.next_keyword()?.as_str() {
             "SPREAD" => declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
+            "SEED" => {
+                let v = c.option_bytes()?;
+                seed = Some(
+                    parse::seed(v)
+                        .ok_or_else(|| ferr(model::ERR_SEED))?
+                        .to_vec(),
+                );
+            }
+            "NOW" => now = Some(c.option_i64(0, MAX_NOW_MS)?),
             "WINNERS" => {
                 let n = crate::args::parse_i64(c.option_bytes()?, i64::MIN, i64::MAX)?;
                 if !(1..=model::MAX_WINNERS).contains(&n) {
@@ -278,7 +332,13 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                     .iter()
                     .zip(&want)
                     .all(|(h, w)| h.as_ref().map(|h| h.as_slice()) == Some(w.as_slice()));
-                if same {
+                // A seed given again must be the bag's; without one, the
+                // bag keeps the seed it has.
+                let same_seed = seed.as_ref().is_none_or(|s| {
+                    let [have] = meta.hget_fields([&F_SEED]);
+                    have.as_ref().map(|h| h.as_slice()) == Some(s.as_slice())
+                });
+                if same && same_seed {
                     return Ok(RedisValue::SimpleStringStatic("OK"));
                 }
                 return Err(ferr(model::ERR_EXISTS));
@@ -305,7 +365,7 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // if someone deleted `B:meta` alone: every key of a bag expires at the
     // same instant) would be inherited by the new bag; a count or a pool
     // must start empty, so the name counts as taken until they are gone.
-    let leftover = ["count", "stored", "winners"]
+    let leftover = ["count", "winners"]
         .iter()
         .any(|s| Key::derived(ctx, base, s, false).exists())
         || (0..shards).any(|s| Key::open(ctx, &cand_name(base, s), false).exists());
@@ -320,27 +380,28 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         highscore,
         restore,
         drawn: false,
+        seed: seed.unwrap_or_else(new_seed),
     };
+    let now = now.unwrap_or_else(util::now_ms);
     let mut fields = rules.fields();
     if let Some(sh) = spread {
         fields.push(("spread", sh.n.to_string().into_bytes()));
         fields.push(("shard", sh.i.to_string().into_bytes()));
     }
-    let mut hset: Vec<&[u8]> = vec![&meta_name];
     for (f, v) in &fields {
         meta.hput(f.as_bytes(), v);
-        hset.push(f.as_bytes());
-        hset.push(v);
     }
-    ctx.replicate("HSET", hset.as_slice());
     if ttl > 0 {
-        // One absolute instant, set here and replicated as it is.
-        let at = util::now_ms() + ttl * 1000;
-        meta.set_abs_expire_ms(at);
-        let at = at.to_string();
-        ctx.replicate("PEXPIREAT", &[&meta_name[..], at.as_bytes()]);
+        // One absolute instant, from the NOW replicated below.
+        meta.set_abs_expire_ms(now + ttl * 1000);
     }
     drop(meta);
+    // The command itself, with the seed and the clock it used: replicas
+    // and AOF replay run it and write the same bag.
+    let now = now.to_string();
+    let mut rep: Vec<&[u8]> = c.args()[1..].iter().map(|a| a.as_slice()).collect();
+    rep.extend([&b"SEED"[..], &rules.seed, b"NOW", now.as_bytes()]);
+    ctx.replicate("LUCKYBAG.CREATE", rep.as_slice());
     super::BAGS_CREATED.incr();
     util::notify_static(ctx, c"hotpath.luckybag.create", &base_arg);
     Ok(RedisValue::SimpleStringStatic("OK"))
@@ -348,15 +409,13 @@ pub fn luckybag_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
 /// LUCKYBAG.JOIN B user [TASK DONE|PENDING] → [new, pooled, participants]
 ///
-/// Replicates itself with the drawn score made explicit (`SCORE <r>`, an
-/// argument only replicas and AOF replay may pass: a client choosing its
-/// own score would defeat the lottery).
+/// The user's score is the bag's keyed score, so the command replicates
+/// verbatim.
 pub fn luckybag_join(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(3)?;
     let (base_arg, user) = (c.string(1), c.string(2));
     c.skip(2)?;
     let mut pending = false;
-    let mut given: Option<u32> = None;
     let mut declared = None;
     while !c.done() {
         let kw = c.keyword()?;
@@ -369,8 +428,6 @@ pub fn luckybag_join(ctx: &Context, c: &mut Args) -> RedisResult {
             } else {
                 return Err(error::syntax());
             };
-        } else if is(kw, "SCORE") && from_master_or_aof(ctx) {
-            given = Some(c.option_i64(0, i64::from(model::SCALE) - 1)? as u32);
         } else if scope::is_keyword(kw) {
             declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
         } else {
@@ -386,7 +443,8 @@ pub fn luckybag_join(ctx: &Context, c: &mut Args) -> RedisResult {
     let meta = find_meta(ctx, base, true)?;
     spread_of(ctx, base, declared, meta.as_ref(), Some(user.as_slice()))?;
     let meta = meta.ok_or_else(|| ferr(model::ERR_NO_BAG))?;
-    let [shards, state, poolcap] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_POOLCAP]);
+    let [shards, state, poolcap, seed] =
+        meta.hget_fields([&F_SHARDS, &F_STATE, &F_POOLCAP, &F_SEED]);
     let shards = scope(base, &shards, &state)?;
 
     // Every type check before any other value check.
@@ -396,47 +454,42 @@ pub fn luckybag_join(ctx: &Context, c: &mut Args) -> RedisResult {
     let count_existed = count.check(KeyType::String)?;
     let count_name = || derived_name(base, "count");
     let poolcap = meta_value(base, &F_POOLCAP, &poolcap, parse::non_negative)?;
+    let seed = seed_of(base, &seed)?;
     let before = if count_existed {
         parse::participants(count.bytes())
             .ok_or_else(|| error::corrupt(FAMILY, &count_name(), None))?
     } else {
         0
     };
-    let participants = Some(before + 1)
-        .filter(|&n| n <= model::MAX_COUNT)
-        .ok_or_else(|| error::overflow(FAMILY, &count_name(), None))?;
-
-    let drawn = match (pending, given) {
-        (true, _) => None,
-        (false, Some(r)) => Some(r),
-        (false, None) => Some(model::random_r(&mut thread_rng())),
-    };
-    let score = drawn.map_or(model::PENDING_SCORE, model::score_of);
-    // HIGHSCORE matters (and is read) only past the pool cap.
-    let pooled = participants <= poolcap || {
-        let [h] = meta.hget_fields([&F_HIGHSCORE]);
-        let highscore = meta_value(base, &F_HIGHSCORE, &h, parse::highscore)?;
-        model::enters_pool(participants, poolcap, score, highscore)
-    };
-    // A participant past the cap who entered the pool is counted in
-    // `latepooled`: read (and checked) before anything is written.
-    let late = if pooled && participants > poolcap {
-        let [v] = meta.hget_fields([&F_LATEPOOLED]);
-        let n = meta_value(base, &F_LATEPOOLED, &v, parse::latepooled)?;
-        Some(
-            Some(n + 1)
-                .filter(|&n| n <= model::MAX_COUNT)
-                .ok_or_else(|| {
-                    error::overflow(FAMILY, &derived_name(base, "meta"), Some(field::LATEPOOLED))
-                })?,
-        )
+    let score = if pending {
+        model::PENDING_SCORE
     } else {
-        None
+        keyed_score(seed, user.as_slice())
     };
+    // HIGHSCORE and `latepooled` matter (and are read) only past the cap.
+    let plan = model::plan_join(
+        before,
+        poolcap,
+        score,
+        || {
+            let [h] = meta.hget_fields([&F_HIGHSCORE]);
+            h.as_ref().and_then(|v| parse::highscore(v.as_slice()))
+        },
+        || {
+            let [v] = meta.hget_fields([&F_LATEPOOLED]);
+            v.as_ref().and_then(|v| parse::latepooled(v.as_slice()))
+        },
+    )
+    .map_err(|r| match r {
+        Refusal::Corrupt(f) => error::corrupt(FAMILY, &derived_name(base, "meta"), Some(f)),
+        Refusal::CountOverflow => error::overflow(FAMILY, &count_name(), None),
+        Refusal::LateOverflow => {
+            error::overflow(FAMILY, &derived_name(base, "meta"), Some(field::LATEPOOLED))
+        }
+    })?;
 
     // The pool is also the participant list: NX makes the insert the dedup.
-    let kept = if pooled { score } else { model::CAPPED_SCORE };
-    if cand.zadd_flags_arg(user, kept, zadd::NX) & zadd::ADDED == 0 {
+    if cand.zadd_flags_arg(user, plan.kept, zadd::NX) & zadd::ADDED == 0 {
         super::DUPLICATES.incr();
         let pooled = cand.zscore_arg(user) != Some(model::CAPPED_SCORE);
         return Ok(RedisValue::Array(vec![
@@ -448,22 +501,19 @@ pub fn luckybag_join(ctx: &Context, c: &mut Args) -> RedisResult {
     if !cand_existed {
         adopt_expiry(&meta, &cand);
     }
-    count.write_in_place(itoa::Buffer::new().format(participants).as_bytes());
+    count.write_in_place(itoa::Buffer::new().format(plan.participants).as_bytes());
     if !count_existed {
         adopt_expiry(&meta, &count);
     }
-    if let Some(n) = late {
+    if let Some(n) = plan.latepooled {
         let v = RedisString::create_from_slice(ctx.ctx, itoa::Buffer::new().format(n).as_bytes());
         meta.hput_field(&F_LATEPOOLED, &v);
     }
     drop((cand, count, meta));
 
-    match (drawn, given) {
-        (Some(r), None) => replicate_with_score(ctx, c.all(), r),
-        _ => ctx.replicate_verbatim(),
-    }
+    ctx.replicate_verbatim();
     super::JOINED.incr();
-    if pooled {
+    if plan.pooled {
         super::POOLED.incr();
     } else {
         super::CAPPED.incr();
@@ -471,110 +521,98 @@ pub fn luckybag_join(ctx: &Context, c: &mut Args) -> RedisResult {
     util::notify_static(ctx, c"hotpath.luckybag.join", base_arg);
     Ok(RedisValue::Array(vec![
         RedisValue::Integer(1),
-        RedisValue::Integer(pooled as i64),
-        RedisValue::Integer(participants),
+        RedisValue::Integer(plan.pooled as i64),
+        RedisValue::Integer(plan.participants),
     ]))
 }
 
-/// Replicates the client's JOIN with `SCORE <r>` appended, in one
-/// `RM_Replicate` that makes the two extra arguments itself (no vector or
-/// strings built here: this runs on every new participant).
-fn replicate_with_score(ctx: &Context, args: &[RedisString], r: u32) {
-    static SCORE: Field = Field::new(c"SCORE");
-    let r = int_string(ctx, i64::from(r));
-    replicate::client_command_with(ctx, args, &[SCORE.string(), r.inner]);
+/// What a user's write (TASK, LEAVE, ENTER) opens and reads: the user's
+/// shard of the pool (type checked, the bag open), and the `restore` and
+/// `seed` values of `B:meta`.
+struct UserWrite {
+    cand: Key,
+    restore: Option<RedisString>,
+    seed: Option<RedisString>,
 }
 
-/// LUCKYBAG.TASK B user → 1 if a pending user now has a random score
-pub fn luckybag_task(ctx: &Context, c: &mut Args) -> RedisResult {
-    let (base_arg, user, declared) = base_user_spread(c)?;
-    let base = base_arg.as_slice();
+/// Opens what TASK, LEAVE and ENTER touch, in the error order of the
+/// family: `B:meta`'s type, `shards` and `state`, the pool's type.
+fn open_user_write(
+    ctx: &Context,
+    base: &[u8],
+    user: &RedisString,
+    declared: Option<u32>,
+) -> Result<UserWrite, RedisError> {
     util::require_hash_tag(ctx, FAMILY, base)?;
     let meta = find_meta(ctx, base, true)?;
     spread_of(ctx, base, declared, meta.as_ref(), Some(user.as_slice()))?;
     let meta = meta.ok_or_else(|| ferr(model::ERR_NO_BAG))?;
-    let [shards, state] = meta.hget_fields([&F_SHARDS, &F_STATE]);
+    let [shards, state, restore, seed] =
+        meta.hget_fields([&F_SHARDS, &F_STATE, &F_RESTORE, &F_SEED]);
     let shards = scope(base, &shards, &state)?;
-    let name = cand_name(base, model::shard_of(user.as_slice(), shards));
-    let cand = Key::open(ctx, &name, true);
+    let cand = cand_key(ctx, base, model::shard_of(user.as_slice(), shards), true);
     cand.check(KeyType::ZSet)?;
-    if cand.zscore_arg(user) != Some(model::PENDING_SCORE) {
+    Ok(UserWrite {
+        cand,
+        restore,
+        seed,
+    })
+}
+
+/// LUCKYBAG.TASK B user → 1 if a pending user now has its score
+pub fn luckybag_task(ctx: &Context, c: &mut Args) -> RedisResult {
+    let (base_arg, user, declared) = base_user_spread(c)?;
+    let base = base_arg.as_slice();
+    let w = open_user_write(ctx, base, user, declared)?;
+    let seed = seed_of(base, &w.seed)?;
+    let plan = model::plan_task(w.cand.zscore_arg(user), || {
+        keyed_score(seed, user.as_slice())
+    });
+    let Some(score) = plan else {
         return Ok(RedisValue::Integer(0));
-    }
-    let score = model::random_score(&mut thread_rng());
-    cand.zadd_flags_arg(user, score, zadd::XX);
-    drop((cand, meta));
-    let s = model::format_score(score);
-    ctx.replicate("ZADD", &[&name[..], s.as_bytes(), user.as_slice()]);
+    };
+    w.cand.zadd_flags_arg(user, score, zadd::XX);
+    drop(w);
+    ctx.replicate_verbatim();
     super::TASKS_DONE.incr();
     util::notify_static(ctx, c"hotpath.luckybag.task", base_arg);
     Ok(RedisValue::Integer(1))
 }
 
-/// LUCKYBAG.LEAVE B user → 1 if the user's score was kept and set to -1
+/// LUCKYBAG.LEAVE B user → 1 if the user is now out of the room (-1)
 pub fn luckybag_leave(ctx: &Context, c: &mut Args) -> RedisResult {
     let (base_arg, user, declared) = base_user_spread(c)?;
     let base = base_arg.as_slice();
-    util::require_hash_tag(ctx, FAMILY, base)?;
-    let meta = find_meta(ctx, base, true)?;
-    spread_of(ctx, base, declared, meta.as_ref(), Some(user.as_slice()))?;
-    let meta = meta.ok_or_else(|| ferr(model::ERR_NO_BAG))?;
-    let [shards, state, restore] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_RESTORE]);
-    let shards = scope(base, &shards, &state)?;
-    let cand = cand_key(ctx, base, model::shard_of(user.as_slice(), shards), true);
-    cand.check(KeyType::ZSet)?;
-    let stored = Key::derived_hot(ctx, base, "stored", true);
-    let stored_existed = stored.check(KeyType::Hash)?;
-    let restore = meta_value(base, &F_RESTORE, &restore, parse::restore)?;
-    let score = match cand.zscore_arg(user) {
-        Some(s) if s != model::AWAY_SCORE && s != model::CAPPED_SCORE => s,
-        _ => return Ok(RedisValue::Integer(0)),
+    let w = open_user_write(ctx, base, user, declared)?;
+    // LEAVE needs no score, but a bag without a seed could not give it
+    // back: such a bag takes no writes but DRAW.
+    seed_of(base, &w.seed)?;
+    let Some(away) = model::plan_leave(w.cand.zscore_arg(user)) else {
+        return Ok(RedisValue::Integer(0));
     };
-    if restore {
-        stored.hput_arg(user, model::format_score(score).as_bytes());
-        if !stored_existed {
-            adopt_expiry(&meta, &stored);
-        }
-    }
-    cand.zadd_flags_arg(user, model::AWAY_SCORE, zadd::XX);
-    drop((cand, stored, meta));
+    w.cand.zadd_flags_arg(user, away, zadd::XX);
+    drop(w);
     ctx.replicate_verbatim();
     super::LEFT.incr();
     util::notify_static(ctx, c"hotpath.luckybag.leave", base_arg);
     Ok(RedisValue::Integer(1))
 }
 
-/// LUCKYBAG.ENTER B user → 1 if the kept score was restored (RESTORE YES)
+/// LUCKYBAG.ENTER B user → 1 if the user's score is back (RESTORE YES)
 pub fn luckybag_enter(ctx: &Context, c: &mut Args) -> RedisResult {
     let (base_arg, user, declared) = base_user_spread(c)?;
     let base = base_arg.as_slice();
-    util::require_hash_tag(ctx, FAMILY, base)?;
-    let meta = find_meta(ctx, base, true)?;
-    spread_of(ctx, base, declared, meta.as_ref(), Some(user.as_slice()))?;
-    let meta = meta.ok_or_else(|| ferr(model::ERR_NO_BAG))?;
-    let [shards, state, restore] = meta.hget_fields([&F_SHARDS, &F_STATE, &F_RESTORE]);
-    let shards = scope(base, &shards, &state)?;
-    let cand = cand_key(ctx, base, model::shard_of(user.as_slice(), shards), true);
-    cand.check(KeyType::ZSet)?;
-    let stored = Key::derived_hot(ctx, base, "stored", true);
-    stored.check(KeyType::Hash)?;
-    let restore = meta_value(base, &F_RESTORE, &restore, parse::restore)?;
-    if !restore || cand.zscore_arg(user) != Some(model::AWAY_SCORE) {
-        return Ok(RedisValue::Integer(0));
-    }
-    let Some(kept) = stored.hget_arg(HashField::Arg(user)) else {
+    let w = open_user_write(ctx, base, user, declared)?;
+    let restore = meta_value(base, &F_RESTORE, &w.restore, parse::restore)?;
+    let seed = seed_of(base, &w.seed)?;
+    let plan = model::plan_enter(restore, w.cand.zscore_arg(user), || {
+        keyed_score(seed, user.as_slice())
+    });
+    let Some(score) = plan else {
         return Ok(RedisValue::Integer(0));
     };
-    let score = parse::kept_score(kept.as_slice()).ok_or_else(|| {
-        error::corrupt(
-            FAMILY,
-            &derived_name(base, "stored"),
-            Some(&error::key_text(user.as_slice())),
-        )
-    })?;
-    cand.zadd_flags_arg(user, score, zadd::XX);
-    stored.hdel_arg(user);
-    drop((cand, stored, meta));
+    w.cand.zadd_flags_arg(user, score, zadd::XX);
+    drop(w);
     ctx.replicate_verbatim();
     super::RESTORED.incr();
     util::notify_static(ctx, c"hotpath.luckybag.enter", base_arg);
@@ -802,6 +840,11 @@ pub fn luckybag_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 // 5. PUBLISH on every shard stores the shard's own winners, so that each
 //    user's RESULT is read from the node owning that user's shard.
 
+/// Occurs when a winner list's score is not a score from 0 to 1 as
+/// replies print it.
+const ERR_WINNER_SCORE: &str =
+    "winner scores must be scores from 0 to 1 as replies print them (17 significant digits)";
+
 /// Longest draw lease: a day.
 const MAX_LEASE_MS: i64 = 86_400_000;
 /// Default draw lease.
@@ -834,14 +877,13 @@ fn draw_shard(
 
 /// Parses a winner list `user score …` (scores with six decimals, as
 /// replies give them) and checks it against WINNERS.
-fn winner_list(args: &[RedisString], winners: i64) -> Result<Vec<(&[u8], u32)>, RedisError> {
+fn winner_list(args: &[RedisString], winners: i64) -> Result<Vec<(&[u8], f64)>, RedisError> {
     if !args.len().is_multiple_of(2) {
         return Err(error::syntax());
     }
     let mut list = Vec::with_capacity(args.len() / 2);
     for pair in args.chunks(2) {
-        let r = model::parse_score_r(pair[1].as_slice())
-            .ok_or_else(|| ferr("winner scores must be six-decimal scores from 0 to 1"))?;
+        let r = model::parse_score(pair[1].as_slice()).ok_or_else(|| ferr(ERR_WINNER_SCORE))?;
         list.push((pair[0].as_slice(), r));
     }
     model::check_winner_list(&list, winners as usize).map_err(ferr)?;
@@ -850,14 +892,11 @@ fn winner_list(args: &[RedisString], winners: i64) -> Result<Vec<(&[u8], u32)>, 
 
 /// Reads a stored winner list (`B:winners` or `B:allwinners`) as the draw
 /// orders it, for comparing a repeated step.
-fn stored_list(key: &Key, max: usize) -> Vec<(Vec<u8>, u32)> {
-    key.zrange_desc(0, max)
-        .into_iter()
-        .map(|(u, s)| (u, (s * f64::from(model::SCALE)).round() as u32))
-        .collect()
+fn stored_list(key: &Key, max: usize) -> Vec<(Vec<u8>, f64)> {
+    key.zrange_desc(0, max).into_iter().collect()
 }
 
-fn same_list(stored: &[(Vec<u8>, u32)], given: &[(&[u8], u32)]) -> bool {
+fn same_list(stored: &[(Vec<u8>, f64)], given: &[(&[u8], f64)]) -> bool {
     stored.len() == given.len()
         && stored
             .iter()
@@ -867,11 +906,11 @@ fn same_list(stored: &[(Vec<u8>, u32)], given: &[(&[u8], u32)]) -> bool {
 
 /// Writes a winner list into a sorted set (replaced whole), with the bag's
 /// expiry.
-fn write_list(ctx: &Context, meta: &Key, key: &Key, list: &[(&[u8], u32)]) {
+fn write_list(ctx: &Context, meta: &Key, key: &Key, list: &[(&[u8], f64)]) {
     key.delete();
     for (u, r) in list {
         let u = RedisString::create_from_slice(ctx.ctx, u);
-        key.zadd_flags_arg(&u, model::score_of(*r), 0);
+        key.zadd_flags_arg(&u, *r, 0);
     }
     if !list.is_empty() {
         adopt_expiry(meta, key);
@@ -923,7 +962,7 @@ pub fn luckybag_drawbegin(ctx: &Context, args: Vec<RedisString>) -> RedisResult 
             let mut out = vec![util::bulk("drawn"), RedisValue::Integer(winners)];
             for (u, r) in list {
                 out.push(util::bulk(u));
-                out.push(util::bulk(model::format_score(model::score_of(r))));
+                out.push(util::bulk(model::format_score(r)));
             }
             return Ok(RedisValue::Array(out));
         }
@@ -1140,8 +1179,7 @@ pub fn luckybag_publish(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // shard's own (so it is a winner list itself), and ranking last.
     let last = match last_arg {
         Some((u, r)) => {
-            let r = model::parse_score_r(r.as_slice())
-                .ok_or_else(|| ferr("winner scores must be six-decimal scores from 0 to 1"))?;
+            let r = model::parse_score(r.as_slice()).ok_or_else(|| ferr(ERR_WINNER_SCORE))?;
             let last = (u.as_slice(), r);
             let mut with_last = list.clone();
             if with_last.last() != Some(&last) {
@@ -1157,12 +1195,12 @@ pub fn luckybag_publish(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         let cand = Key::open(ctx, &cand_name(base, model::shard_of(u, shards)), false);
         cand.check(KeyType::ZSet)?;
         let score = cand.zscore(u);
-        if score.map(|s| (s * f64::from(model::SCALE)).round()) != Some(f64::from(*r)) {
+        if score != Some(*r) {
             return Err(ferr(&format!(
                 "'{}' is not a candidate of '{}' with score {}",
                 error::key_text(u),
                 error::key_text(base),
-                model::format_score(model::score_of(*r))
+                model::format_score(*r)
             )));
         }
     }
@@ -1198,8 +1236,8 @@ fn check_true_top(
     ctx: &Context,
     base: &[u8],
     shards: u64,
-    list: &[(&[u8], u32)],
-    last: Option<(&[u8], u32)>,
+    list: &[(&[u8], f64)],
+    last: Option<(&[u8], f64)>,
 ) -> Result<(), RedisError> {
     let mut pools = Vec::with_capacity(shards as usize);
     for s in 0..shards {
@@ -1209,13 +1247,13 @@ fn check_true_top(
     }
     let top = top_candidates(&pools, list.len() + 1);
     drop(pools);
-    let top: Vec<(&[u8], u32)> = top
+    let top: Vec<(&[u8], f64)> = top
         .iter()
-        .map(|Candidate(u, s)| (u.as_slice(), (s * f64::from(model::SCALE)).round() as u32))
+        .map(|Candidate(u, s)| (u.as_slice(), *s))
         .collect();
     model::check_true_top(list, &top, last).map_err(|e| {
-        let score = |r: u32| model::format_score(model::score_of(r));
-        let (u, s, k) = (error::key_text(&e.user), score(e.r), error::key_text(base));
+        let score = model::format_score;
+        let (u, s, k) = (error::key_text(&e.user), score(e.score), error::key_text(base));
         ferr(&match &e.above {
             Some((w, r)) => format!(
                 "not the true top: '{u}' with score {s} of '{k}' is not a winner but does not rank after '{}' with score {}",

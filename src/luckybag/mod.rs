@@ -10,24 +10,26 @@
 //!
 //! | key | type | holds |
 //! |---|---|---|
-//! | `B:meta` | Hash | `winners`, `shards`, `poolcap`, `highscore`, `restore` (`yes`/`no`), `state` (`open`/`drawn`), `latepooled` |
+//! | `B:meta` | Hash | `winners`, `shards`, `poolcap`, `seed`, `highscore`, `restore` (`yes`/`no`), `state` (`open`/`drawn`), `latepooled` |
 //! | `B:cand:<s>` | Sorted Set | every participant of shard `s`: user → score (the dedup and the candidate pool) |
-//! | `B:stored` | Hash | user → score kept while the user is out of the room |
 //! | `B:count` | String | number of participants |
 //! | `B:winners` | Sorted Set | user → score, written by `DRAW` |
 //!
 //! `s = user & (SHARDS − 1)` for integer ids and the low bits of the
-//! 32-bit FNV-1a hash of the id otherwise. A pool score is `r / 1000000`
-//! (`r` uniform in `0 … 999999` from a CSPRNG), `-2` while the user's task
-//! is pending, `-1` while the user is out of the room, and `-3` for a
-//! participant who joined past the pool cap without a high enough score
-//! (counted, never drawn). Every key of a bag expires at `B:meta`'s
+//! 32-bit FNV-1a hash of the id otherwise. A pool score is the keyed
+//! score `k / 2^52`, `k` the first 52 bits of HMAC-SHA1(the bag's seed,
+//! user) ([`keyed`]; the seed comes from the OS's CSPRNG at CREATE), `-2`
+//! while the user's task is pending, `-1` while the user is out of the
+//! room (`-1.5` with the task pending), and `-3` for a participant who
+//! joined past the pool cap without a high enough score (counted, never
+//! drawn). Every key of a bag expires at `B:meta`'s
 //! absolute expiry, set once when the key is created.
 //!
 //! Commands: `LUCKYBAG.CREATE`, `JOIN`, `TASK`, `LEAVE`, `ENTER`, `DRAW`,
 //! `RESULT`, `INFO` (see `docs/luckybag.md`).
 
 pub mod commands;
+pub mod keyed;
 pub mod model;
 
 use crate::registry::{CommandSpec, Keys};
@@ -77,15 +79,15 @@ pub const COMMANDS: &[CommandSpec] = &[
     crate::command! {
         name: "luckybag.create", handler: luckybag_create, flags: "write deny-oom", arity: -4,
         keys: BASE, acl: "write",
-        summary: "Creates a lucky bag with its rules: WINNERS, SHARDS, POOLCAP, HIGHSCORE, RESTORE, TTL",
+        summary: "Creates a lucky bag with its rules: WINNERS, SHARDS, POOLCAP, HIGHSCORE, RESTORE, TTL, and its seed",
         complexity: "O(S) with S shards (it checks that no key of an earlier bag is left)",
-        syntax: "key WINNERS winners [SHARDS shards] [POOLCAP poolcap] [HIGHSCORE score] [RESTORE YES|NO] [TTL seconds] [SPREAD n]",
+        syntax: "key WINNERS winners [SHARDS shards] [POOLCAP poolcap] [HIGHSCORE score] [RESTORE YES|NO] [TTL seconds] [SEED seed] [NOW unix-ms] [SPREAD n]",
         reply: "OK"
     },
     crate::borrowed_command! {
         name: "luckybag.join", handler: luckybag_join, flags: "write deny-oom fast", arity: -3,
         keys: BASE, acl: "write fast",
-        summary: "Counts a participant once and gives it a random score in its shard's candidate pool",
+        summary: "Counts a participant once and gives it its keyed score in its shard's candidate pool",
         complexity: "O(log N) with N the participants of the user's shard",
         syntax: "key user [TASK DONE|PENDING] [SPREAD n]",
         reply: "array [new, pooled, participants]"
@@ -93,7 +95,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     crate::borrowed_command! {
         name: "luckybag.task", handler: luckybag_task, flags: "write deny-oom fast", arity: -3,
         keys: BASE, acl: "write fast",
-        summary: "Gives a user whose task was pending a random score",
+        summary: "Gives a user whose task was pending its keyed score",
         complexity: "O(log N)",
         syntax: "key user [SPREAD n]",
         reply: "integer"
@@ -101,7 +103,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     crate::borrowed_command! {
         name: "luckybag.leave", handler: luckybag_leave, flags: "write deny-oom fast", arity: -3,
         keys: BASE, acl: "write fast",
-        summary: "Keeps a user's score aside and sets it to -1 while the user is out of the room",
+        summary: "Sets a user's score to -1 (-1.5 with the task pending) while the user is out of the room",
         complexity: "O(log N)",
         syntax: "key user [SPREAD n]",
         reply: "integer"
@@ -109,7 +111,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     crate::borrowed_command! {
         name: "luckybag.enter", handler: luckybag_enter, flags: "write deny-oom fast", arity: -3,
         keys: BASE, acl: "write fast",
-        summary: "Restores the score kept when the user left the room (RESTORE YES)",
+        summary: "Gives a user back its score when it returns to the room (RESTORE YES)",
         complexity: "O(log N)",
         syntax: "key user [SPREAD n]",
         reply: "integer"

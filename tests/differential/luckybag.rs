@@ -1,6 +1,7 @@
 //! LUCKYBAG in the differential test: bags with one to three shards, pool
-//! caps and high scores, joins (a drawn score: unpinned, copied from the
-//! module; TASK PENDING: pinned), tasks, leaves and re-entries, draws,
+//! caps and high scores, joins and tasks (keyed scores: every CREATE gives
+//! a SEED, so module and twin give every user the same score, pinned),
+//! leaves and re-entries, draws,
 //! results, reads, malformed arguments, calls with no key, and faults in
 //! every key of a bag, one or two at a time (issue 16's error order:
 //! every type check before any value check, on both sides). LUCKYBAG
@@ -26,8 +27,9 @@ const KEYS: usize = 4;
 pub struct Luckybag {
     /// The NOW of the spread bag's draw steps.
     now: i64,
-    /// The last FREEZE reply of each shard of the spread bag: (user, r).
-    frozen: [Vec<(String, u32)>; 2],
+    /// The last FREEZE reply of each shard of the spread bag: (user,
+    /// score, the score's text).
+    frozen: [Vec<(String, f64, String)>; 2],
 }
 
 /// The spread bag's base key; it has two shards and three prizes.
@@ -47,9 +49,9 @@ fn shard_of(user: &str) -> u32 {
     hotpath_client::routing::shard_of(user.as_bytes(), 2)
 }
 
-fn r_text(r: u32) -> String {
-    format!("{}.{:06}", r / 1_000_000, r % 1_000_000)
-}
+/// The seeds of the bags: CREATE draws one from the OS otherwise, and the
+/// twin from the clock (module and twin must give the same scores).
+const SEEDS: [&str; 2] = ["differential-seed-0", "differential-seed-1"];
 
 fn key(k: usize) -> String {
     if k == 3 {
@@ -88,17 +90,13 @@ impl Family for Luckybag {
             .filter_map(|p| {
                 let u = String::from_utf8_lossy(p[0].bytes()?).into_owned();
                 let t = String::from_utf8_lossy(p.get(1)?.bytes()?).into_owned();
-                let (a, b) = t.split_once('.')?;
-                Some((
-                    u,
-                    a.parse::<u32>().ok()? * 1_000_000 + b.parse::<u32>().ok()?,
-                ))
+                Some((u, t.parse::<f64>().ok()?, t))
             })
             .collect();
     }
 
     fn keys_of(&self, base: &str) -> Vec<String> {
-        let mut v: Vec<String> = ["meta", "stored", "count", "winners"]
+        let mut v: Vec<String> = ["meta", "count", "winners"]
             .iter()
             .map(|x| format!("{base}:{x}"))
             .collect();
@@ -122,6 +120,8 @@ impl Family for Luckybag {
                     hset("state", "x"),
                     hset("latepooled", "-1"),
                     hset("restore", "maybe"),
+                    hset("seed", "short"),
+                    vec![vec![s("HDEL"), k("meta"), s("seed")]],
                     // A shard's record edited or deleted by hand, and its
                     // draw's fields.
                     hset("spread", "x"),
@@ -145,11 +145,6 @@ impl Family for Luckybag {
                     vec![vec![s("SET"), k("count"), s("-1")]],
                     vec![vec![s("SET"), k("count"), s("9223372036854775807")]],
                 ],
-            },
-            Target {
-                key: k("stored"),
-                wrong_types: vec!["string"],
-                garbage: vec![vec![vec![s("HSET"), k("stored"), s("u1"), s("x")]]],
             },
             Target {
                 key: k("winners"),
@@ -183,6 +178,7 @@ impl Family for Luckybag {
             if rng.gen_bool(0.4) {
                 rest.extend([s("RESTORE"), s(*pick(rng, &["YES", "no"]))]);
             }
+            rest.extend([s("SEED"), s(*pick(rng, &SEEDS))]);
             let c = Call::owned("LUCKYBAG.CREATE", &b, rest);
             if rng.gen_bool(0.2) {
                 let mut c = c;
@@ -198,14 +194,9 @@ impl Family for Luckybag {
             } else if rng.gen_bool(0.3) {
                 rest.extend([s("TASK"), s("DONE")]);
             }
-            let c = Call::owned("LUCKYBAG.JOIN", &b, rest);
-            if pending {
-                c
-            } else {
-                c.unpinned()
-            }
+            Call::owned("LUCKYBAG.JOIN", &b, rest)
         } else if op < 50 {
-            Call::owned("LUCKYBAG.TASK", &b, vec![user]).unpinned()
+            Call::owned("LUCKYBAG.TASK", &b, vec![user])
         } else if op < 58 {
             Call::owned("LUCKYBAG.LEAVE", &b, vec![user])
         } else if op < 66 {
@@ -260,10 +251,10 @@ impl Family for Luckybag {
 
 impl Luckybag {
     /// The merge of the frozen lists: the top WINNERS, in the draw's order.
-    fn merged(&self) -> Vec<(String, u32)> {
-        let mut all: Vec<(String, u32)> = self.frozen.iter().flatten().cloned().collect();
+    fn merged(&self) -> Vec<(String, f64, String)> {
+        let mut all: Vec<(String, f64, String)> = self.frozen.iter().flatten().cloned().collect();
         all.sort_by(|a, b| {
-            b.1.cmp(&a.1)
+            b.1.total_cmp(&a.1)
                 .then_with(|| b.0.as_bytes().cmp(a.0.as_bytes()))
         });
         all.truncate(SPREAD_WINNERS);
@@ -298,11 +289,12 @@ impl Luckybag {
                     s(*pick(rng, &["9223372036854775807", "7", "1000"])),
                 ]);
             }
+            r.extend([s("SEED"), s(SEEDS[i as usize])]);
             ("LUCKYBAG.CREATE", r, true)
         } else if op < 40 {
-            ("LUCKYBAG.JOIN", vec![user(rng)], false)
+            ("LUCKYBAG.JOIN", vec![user(rng)], true)
         } else if op < 45 {
-            ("LUCKYBAG.TASK", vec![user(rng)], false)
+            ("LUCKYBAG.TASK", vec![user(rng)], true)
         } else if op < 50 {
             ("LUCKYBAG.LEAVE", vec![user(rng)], true)
         } else if op < 55 {
@@ -321,28 +313,25 @@ impl Luckybag {
         } else if op < 82 {
             let tok = s(*pick(rng, &["A", "A", "B"]));
             let mut r = vec![tok];
-            for (u, sc) in self.merged() {
-                r.extend([u, r_text(sc)]);
+            for (u, _, t) in self.merged() {
+                r.extend([u, t]);
             }
             return Call::owned("LUCKYBAG.COMMIT", &shard(0), [r, sp].concat());
         } else if op < 92 {
             let merged = self.merged();
-            let mut list: Vec<(String, u32)> = merged
+            let mut list: Vec<(String, f64, String)> = merged
                 .iter()
-                .filter(|(u, _)| shard_of(u) == i)
+                .filter(|(u, _, _)| shard_of(u) == i)
                 .cloned()
                 .collect();
             if rng.gen_bool(0.15) && !list.is_empty() {
                 // A forged part: the shard's best left out.
                 list.remove(0);
             }
-            let mut r: Vec<String> = list
-                .into_iter()
-                .flat_map(|(u, sc)| [u, r_text(sc)])
-                .collect();
+            let mut r: Vec<String> = list.into_iter().flat_map(|(u, _, t)| [u, t]).collect();
             if merged.len() == SPREAD_WINNERS && rng.gen_bool(0.9) {
-                let (u, sc) = merged.last().unwrap().clone();
-                r.extend([s("LAST"), u, r_text(sc)]);
+                let (u, _, t) = merged.last().unwrap().clone();
+                r.extend([s("LAST"), u, t]);
             }
             if rng.gen_bool(0.3) {
                 r.push(s("VERIFY"));
@@ -382,13 +371,17 @@ impl Luckybag {
             Call::new(
                 "LUCKYBAG.CREATE",
                 a,
-                &["WINNERS", "1", "SHARDS", "1", "POOLCAP", "1"],
+                &[
+                    "WINNERS", "1", "SHARDS", "1", "POOLCAP", "1", "SEED", SEEDS[0],
+                ],
             ),
             Call::new("LUCKYBAG.JOIN", a, &["u1", "TASK", "PENDING"]),
             Call::new(
                 "LUCKYBAG.CREATE",
                 b,
-                &["WINNERS", "2", "SHARDS", "2", "RESTORE", "YES"],
+                &[
+                    "WINNERS", "2", "SHARDS", "2", "RESTORE", "YES", "SEED", SEEDS[1],
+                ],
             ),
             Call::new("LUCKYBAG.JOIN", b, &["u2", "TASK", "PENDING"]),
         ];
@@ -403,7 +396,7 @@ impl Luckybag {
                 Call::new("LUCKYBAG.RESULT", k, &["u1"]),
                 Call::new("LUCKYBAG.DRAW", k, &[]),
                 Call::new("LUCKYBAG.RESULT", k, &["u1"]),
-                Call::new("LUCKYBAG.CREATE", k, &["WINNERS", "1"]),
+                Call::new("LUCKYBAG.CREATE", k, &["WINNERS", "1", "SEED", SEEDS[0]]),
             ]);
         }
         (setup, probes)

@@ -334,7 +334,8 @@ class Families:
         self.assertEqual(bag.result(1001), "PENDING")
         won = bag.draw()
         self.assertEqual(sorted(w.user for w in won), ["1001", "alice"])
-        self.assertTrue(all(0 <= w.score <= 1 and len(w.score_text) == 8 for w in won))
+        # 17 significant digits: the text is the exact score.
+        self.assertTrue(all(0 <= w.score <= 1 and repr(float(w.score_text)) == repr(w.score) for w in won))
         self.assertEqual([w.score for w in won], sorted((w.score for w in won), reverse=True))
         self.assertEqual(bag.draw(), won)
         self.assertEqual(bag.result("alice"), "WON")
@@ -436,7 +437,7 @@ class Families:
             bag.draw(token="second", replicas=self.replicas)
         won = bag.draw(token="first", replicas=self.replicas)
         self.assertEqual(len(won), 5)
-        keys = [(w.score_text, w.user.encode()) for w in won]
+        keys = [(w.score, w.user.encode()) for w in won]
         self.assertEqual(keys, sorted(keys, reverse=True))
         self.assertEqual(bag.draw(replicas=self.replicas), won)
         self.assertEqual(bag.info().state, "drawn")

@@ -392,8 +392,8 @@ pub struct Join {
     pub participants: i64,
 }
 
-/// A winner of `LUCKYBAG.DRAW`; `score_text` is the server's six-decimal
-/// text (exact), `score` its value.
+/// A winner of `LUCKYBAG.DRAW`; `score_text` is the server's text (17
+/// significant digits, exact), `score` its value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Winner {
     pub user: String,

@@ -940,21 +940,22 @@ pub struct SpreadBagInfo {
     pub per_shard: Vec<BagInfo>,
 }
 
-/// A candidate of a shard's freeze: user, `r` = score × 1,000,000, the
-/// score's text.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A candidate of a shard's freeze: user, score, the score's text (as
+/// the server printed it, 17 significant digits: exact).
+#[derive(Clone, Debug, PartialEq)]
 struct Candidate {
     user: String,
-    r: u32,
+    r: f64,
     text: String,
 }
 
 impl Candidate {
     /// The draw's order: higher score first, then the byte-wise greater
     /// user (the order of the single-slot DRAW).
-    fn key(&self) -> (std::cmp::Reverse<u32>, std::cmp::Reverse<&[u8]>) {
+    fn key(&self) -> (std::cmp::Reverse<u64>, std::cmp::Reverse<&[u8]>) {
+        // Scores are in [0, 1]: their bit patterns order as they do.
         (
-            std::cmp::Reverse(self.r),
+            std::cmp::Reverse(self.r.to_bits()),
             std::cmp::Reverse(self.user.as_bytes()),
         )
     }
@@ -978,14 +979,10 @@ fn candidates(v: &Value) -> RedisResult<Vec<Candidate>> {
         .collect()
 }
 
-/// `0.123456` → 123456.
-fn parse_r(text: &str) -> Option<u32> {
-    let (int, frac) = text.split_once('.')?;
-    if int.len() != 1 || frac.len() != 6 {
-        return None;
-    }
-    let r = int.parse::<u32>().ok()? * 1_000_000 + frac.parse::<u32>().ok()?;
-    (r <= 1_000_000).then_some(r)
+/// A score as the server prints it (`0.12345678901234567`), from 0 to 1.
+fn parse_r(text: &str) -> Option<f64> {
+    let r: f64 = text.parse().ok()?;
+    (0.0..=1.0).contains(&r).then_some(r)
 }
 
 fn bad_reply(what: &str, v: &Value) -> RedisError {
@@ -1383,7 +1380,7 @@ fn winners_of(list: &[Candidate]) -> Vec<Winner> {
         .map(|c| Winner {
             user: c.user.clone(),
             score_text: c.text.clone(),
-            score: f64::from(c.r) / 1e6,
+            score: c.r,
         })
         .collect()
 }

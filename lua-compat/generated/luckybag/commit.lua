@@ -419,7 +419,7 @@ end
 -- ---- spread bags (docs/spread.md; luckybag/commands.rs) ----
 -- A spread bag's data keys besides B:meta (luckybag/commands.rs BAG):
 -- data in a shard without its record means the record was deleted.
-local BAG_DATA = {'count', 'stored', 'winners', 'cand:0'}
+local BAG_DATA = {'count', 'winners', 'cand:0'}
 -- The shard of a spread bag B is, from the declared SPREAD n and the
 -- record in B:meta (`meta`: its name when the bag exists): {n =, i =}, or
 -- nil for a single-slot bag, or nil and the error. With `user`, the user
@@ -466,13 +466,13 @@ local function draw_shard(B, declared, coordinator)
   end
   return sh, meta
 end
--- A score as the spread draw carries it (six decimals, 0 to 1) as r =
--- score x 1000000, or nil.
+local ERR_WINNER_SCORE = 'winner scores must be scores from 0 to 1 as replies print them (17 significant digits)'
+-- A score as the spread draw carries it (as replies print it, 0 to 1),
+-- or nil; another spelling of the same number is refused.
 local function score_r(v)
-  local a, b = string.match(v, '^(%d)%.(%d%d%d%d%d%d)$')
-  if not a then return nil end
-  local r = tonumber(a) * 1000000 + tonumber(b)
-  if r > 1000000 then return nil end
+  if #v == 0 or #v > 32 or string.find(v, '[^0-9%.e%+%-]') then return nil end
+  local r = tonumber(v)
+  if not r or r < 0 or r > 1 or string.format('%.17g', r) ~= v then return nil end
   return r
 end
 -- The draw's order on {user, r}: true when a ranks before b.
@@ -498,7 +498,7 @@ local function winner_list(argv, from, to, winners)
   local list = {}
   for k = from, to, 2 do
     local r = score_r(argv[k + 1])
-    if not r then return nil, ferr('winner scores must be six-decimal scores from 0 to 1') end
+    if not r then return nil, ferr(ERR_WINNER_SCORE) end
     list[#list + 1] = {argv[k], r}
   end
   local e = check_winner_list(list, winners)
@@ -509,7 +509,7 @@ end
 local function stored_list(key, max)
   local v = redis.call('ZREVRANGE', key, 0, max - 1, 'WITHSCORES')
   local out = {}
-  for k = 1, #v, 2 do out[#out + 1] = {v[k], math.floor(tonumber(v[k + 1]) * 1000000 + 0.5)} end
+  for k = 1, #v, 2 do out[#out + 1] = {v[k], tonumber(v[k + 1])} end
   return out
 end
 local function same_list(a, b)
@@ -519,8 +519,8 @@ local function same_list(a, b)
   end
   return true
 end
--- The text of r: six decimals.
-local function r_text(r) return string.format('%d.%06d', math.floor(r / 1000000), r % 1000000) end
+-- The text of a score: %.17g.
+local function r_text(r) return string.format('%.17g', r) end
 -- Replaces a winner list key whole, with the bag's expiry.
 local function write_list(meta, key, list)
   redis.call('DEL', key)

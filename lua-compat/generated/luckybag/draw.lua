@@ -413,11 +413,12 @@ local function adopt_expiry(meta, key)
   local at = redis.call('PEXPIRETIME', meta)
   if at > 0 then redis.call('PEXPIREAT', key, at) end
 end
-local function score_text(score) return string.format('%.6f', tonumber(score)) end
+-- A score as replies print it: C's %.17g, exact (luckybag/model.rs format_score).
+local function score_text(score) return string.format('%.17g', tonumber(score)) end
 -- ---- spread bags (docs/spread.md; luckybag/commands.rs) ----
 -- A spread bag's data keys besides B:meta (luckybag/commands.rs BAG):
 -- data in a shard without its record means the record was deleted.
-local BAG_DATA = {'count', 'stored', 'winners', 'cand:0'}
+local BAG_DATA = {'count', 'winners', 'cand:0'}
 -- The shard of a spread bag B is, from the declared SPREAD n and the
 -- record in B:meta (`meta`: its name when the bag exists): {n =, i =}, or
 -- nil for a single-slot bag, or nil and the error. With `user`, the user

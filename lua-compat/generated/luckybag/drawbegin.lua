@@ -423,7 +423,7 @@ end
 -- ---- spread bags (docs/spread.md; luckybag/commands.rs) ----
 -- A spread bag's data keys besides B:meta (luckybag/commands.rs BAG):
 -- data in a shard without its record means the record was deleted.
-local BAG_DATA = {'count', 'stored', 'winners', 'cand:0'}
+local BAG_DATA = {'count', 'winners', 'cand:0'}
 -- The shard of a spread bag B is, from the declared SPREAD n and the
 -- record in B:meta (`meta`: its name when the bag exists): {n =, i =}, or
 -- nil for a single-slot bag, or nil and the error. With `user`, the user
@@ -474,11 +474,11 @@ end
 local function stored_list(key, max)
   local v = redis.call('ZREVRANGE', key, 0, max - 1, 'WITHSCORES')
   local out = {}
-  for k = 1, #v, 2 do out[#out + 1] = {v[k], math.floor(tonumber(v[k + 1]) * 1000000 + 0.5)} end
+  for k = 1, #v, 2 do out[#out + 1] = {v[k], tonumber(v[k + 1])} end
   return out
 end
--- The text of r: six decimals.
-local function r_text(r) return string.format('%d.%06d', math.floor(r / 1000000), r % 1000000) end
+-- The text of a score: %.17g.
+local function r_text(r) return string.format('%.17g', r) end
 -- Decimal integer texts (canonical, possibly negative): a > b.
 local function int_text_gt(a, b)
   local na, nb = string.byte(a, 1) == 45, string.byte(b, 1) == 45

@@ -417,7 +417,7 @@ end
 -- ---- spread bags (docs/spread.md; luckybag/commands.rs) ----
 -- A spread bag's data keys besides B:meta (luckybag/commands.rs BAG):
 -- data in a shard without its record means the record was deleted.
-local BAG_DATA = {'count', 'stored', 'winners', 'cand:0'}
+local BAG_DATA = {'count', 'winners', 'cand:0'}
 -- The shard of a spread bag B is, from the declared SPREAD n and the
 -- record in B:meta (`meta`: its name when the bag exists): {n =, i =}, or
 -- nil for a single-slot bag, or nil and the error. With `user`, the user
@@ -468,8 +468,8 @@ end
 local function ranks_first(a, b)
   return a[2] > b[2] or (a[2] == b[2] and bytes_gt(a[1], b[1]))
 end
--- The text of r: six decimals.
-local function r_text(r) return string.format('%d.%06d', math.floor(r / 1000000), r % 1000000) end
+-- The text of a score: %.17g.
+local function r_text(r) return string.format('%.17g', r) end
 -- The best `n` eligible candidates (score 0 to 1) over a bag's internal
 -- pools, in the draw's order, as {{user, r}, ...}; every pool's type is
 -- checked first (nil and WRONGTYPE).
@@ -480,7 +480,7 @@ local function top_candidates(B, shards, n)
   local all = {}
   for s = 0, shards - 1 do
     local v = redis.call('ZREVRANGEBYSCORE', B .. ':cand:' .. s, 1, 0, 'WITHSCORES', 'LIMIT', 0, n)
-    for k = 1, #v, 2 do all[#all + 1] = {v[k], math.floor(tonumber(v[k + 1]) * 1000000 + 0.5)} end
+    for k = 1, #v, 2 do all[#all + 1] = {v[k], tonumber(v[k + 1])} end
   end
   table.sort(all, ranks_first)
   local out = {}

@@ -454,10 +454,37 @@ local function adopt_expiry(meta, key)
   local at = redis.call('PEXPIRETIME', meta)
   if at > 0 then redis.call('PEXPIREAT', key, at) end
 end
+-- The bag's keyed pool score of a user (luckybag/keyed.rs):
+-- HMAC-SHA1(key = seed, message = user), its first 52 bits over 2^52.
+local function hex_bytes(h)
+  return (string.gsub(h, '..', function(x) return string.char(tonumber(x, 16)) end))
+end
+local function keyed_score(seed, user)
+  local k = seed
+  if #k > 64 then k = hex_bytes(redis.sha1hex(k)) end
+  local ip, op = {}, {}
+  for i = 1, 64 do
+    local b = string.byte(k, i) or 0
+    ip[i] = string.char(bit.bxor(b, 0x36))
+    op[i] = string.char(bit.bxor(b, 0x5c))
+  end
+  local inner = hex_bytes(redis.sha1hex(table.concat(ip) .. user))
+  local mac = redis.sha1hex(table.concat(op) .. inner)
+  return tonumber(string.sub(mac, 1, 13), 16) / 4503599627370496
+end
+-- Scores sent to ZADD as exact text: Lua would print a number with 14 digits.
+local function zscore_arg(score) return string.format('%.17g', score) end
+-- The bag's seed (16 to 64 bytes), nil and the error otherwise: a bag
+-- created before keyed scores has none.
+local function seed_of(meta, v)
+  if not v then return nil, ferr('bag has no seed (created by an older hotpath): draw it, or create a new bag') end
+  if #v < 16 or #v > 64 then return nil, corrupt(meta, 'seed') end
+  return v
+end
 -- ---- spread bags (docs/spread.md; luckybag/commands.rs) ----
 -- A spread bag's data keys besides B:meta (luckybag/commands.rs BAG):
 -- data in a shard without its record means the record was deleted.
-local BAG_DATA = {'count', 'stored', 'winners', 'cand:0'}
+local BAG_DATA = {'count', 'winners', 'cand:0'}
 -- The shard of a spread bag B is, from the declared SPREAD n and the
 -- record in B:meta (`meta`: its name when the bag exists): {n =, i =}, or
 -- nil for a single-slot bag, or nil and the error. With `user`, the user
@@ -517,7 +544,7 @@ if e then return e end
 local _, se = bag_spread_of(B, declared, meta, user)
 if se then return se end
 if not meta then return ferr('no such bag') end
-local raw = read_meta(meta, {'shards', 'state', 'poolcap'})
+local raw = read_meta(meta, {'shards', 'state', 'poolcap', 'seed'})
 local shards, e1 = scope(meta, raw)
 if e1 then return e1 end
 -- Every type check before any other value check.
@@ -528,6 +555,8 @@ local ok2, count_existed = typed(count, 'string')
 if not ok2 then return redis.error_reply(WRONGTYPE) end
 local poolcap, e2 = meta_value(meta, raw, 'poolcap')
 if e2 then return e2 end
+local seed, e6 = seed_of(meta, raw.seed)
+if e6 then return e6 end
 local before = 0
 if count_existed then
   local n, e4, text = read_count(count)
@@ -537,7 +566,7 @@ if count_existed then
 end
 local participants = before + 1
 local score = -2
-if not pending then score = math.random(0, 999999) / 1000000 end
+if not pending then score = keyed_score(seed, user) end
 -- HIGHSCORE matters (and is read) only past the pool cap.
 local pooled = participants <= poolcap
 if not pooled then
@@ -556,7 +585,7 @@ end
 -- The pool is also the participant list: NX makes the insert the dedup.
 local kept = score
 if not pooled then kept = -3 end
-if redis.call('ZADD', cand, 'NX', kept, user) == 0 then
+if redis.call('ZADD', cand, 'NX', zscore_arg(kept), user) == 0 then
   local sc = redis.call('ZSCORE', cand, user)
   return {0, (tonumber(sc) ~= -3) and 1 or 0, before}
 end

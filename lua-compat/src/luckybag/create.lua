@@ -1,17 +1,19 @@
--- LUCKYBAG.CREATE key WINNERS winners [SHARDS shards] [POOLCAP poolcap] [HIGHSCORE score] [RESTORE YES|NO] [TTL seconds] [SPREAD n]
--- LUCKYBAG.CREATE B WINNERS n [SHARDS s] [POOLCAP c] [HIGHSCORE h] [RESTORE YES|NO] [TTL seconds]
+-- LUCKYBAG.CREATE key WINNERS winners [SHARDS shards] [POOLCAP poolcap] [HIGHSCORE score] [RESTORE YES|NO] [TTL seconds] [SEED seed] [NOW unix-ms] [SPREAD n]
+-- LUCKYBAG.CREATE B WINNERS n [SHARDS s] [POOLCAP c] [HIGHSCORE h] [RESTORE YES|NO] [TTL seconds] [SEED seed] [NOW unix-ms]
+-- Without SEED the twin makes one from the server's TIME and math.random:
+-- not from a CSPRNG (scripts have none): pass SEED from one.
 --@ keys 1
 
 local B = KEYS[1]
 if #ARGV < 2 then return arity('luckybag.create') end
 local winners, shards, poolcap, highscore, restore, ttl = nil, '16', '700000', '0.99', 'yes', 0
-local shards_given, declared = false, nil
+local shards_given, declared, seed, now = false, nil, nil, nil
 local i = 1
 while i <= #ARGV do
   local kw = string.upper(ARGV[i])
   local v = ARGV[i + 1]
   if kw ~= 'WINNERS' and kw ~= 'SHARDS' and kw ~= 'POOLCAP' and kw ~= 'HIGHSCORE'
-      and kw ~= 'RESTORE' and kw ~= 'TTL' and kw ~= 'SPREAD' then
+      and kw ~= 'RESTORE' and kw ~= 'TTL' and kw ~= 'SPREAD' and kw ~= 'SEED' and kw ~= 'NOW' then
     return syntax()
   end
   if v == nil then return syntax() end
@@ -19,6 +21,13 @@ while i <= #ARGV do
     local n, se = spread().spread_count('luckybag', v)
     if se then return se end
     declared = n
+  elseif kw == 'SEED' then
+    if #v < 16 or #v > 64 then return ferr('seed must be 16 to 64 bytes') end
+    seed = v
+  elseif kw == 'NOW' then
+    local n = toint(v)
+    if not n or n < 0 or n > 253402300799999 then return notint() end
+    now = n
   elseif kw == 'WINNERS' then
     local n = toint(v)
     if not n then return notint() end
@@ -83,6 +92,8 @@ if exists then
   for k = 1, 5 do
     if have[k] ~= want[k] then return ferr('bag already exists') end
   end
+  -- A seed given again must be the bag's; without one it keeps its own.
+  if seed and redis.call('HGET', meta, 'seed') ~= seed then return ferr('bag already exists') end
   return {ok = 'OK'}
 end
 -- Shard 0 shares its base key's slot: a single-slot bag under the base
@@ -95,19 +106,22 @@ if sh and sh.i == 0 then
   end
 end
 -- Keys left over from an earlier bag of the same name would be inherited.
-for _, s in ipairs({'count', 'stored', 'winners'}) do
+for _, s in ipairs({'count', 'winners'}) do
   if redis.call('EXISTS', B .. ':' .. s) == 1 then return ferr('bag already exists') end
 end
 for s = 0, tonumber(shards) - 1 do
   if redis.call('EXISTS', B .. ':cand:' .. s) == 1 then return ferr('bag already exists') end
 end
-redis.call('HSET', meta, 'shards', shards, 'state', 'open', 'poolcap', poolcap,
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+if not seed then
+  seed = string.sub(redis.sha1hex(B .. ':' .. now .. ':' .. math.random() .. ':' .. math.random()), 1, 32)
+end
+redis.call('HSET', meta, 'shards', shards, 'state', 'open', 'poolcap', poolcap, 'seed', seed,
   'highscore', highscore, 'restore', restore, 'winners', winners, 'latepooled', '0')
 if sh then redis.call('HSET', meta, 'spread', fmt(sh.n), 'shard', fmt(sh.i)) end
-if ttl > 0 then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('PEXPIREAT', meta, now + ttl * 1000)
-end
+if ttl > 0 then redis.call('PEXPIREAT', meta, now + ttl * 1000) end
 return {ok = 'OK'}
 

@@ -156,11 +156,41 @@ local function adopt_expiry(meta, key)
   local at = redis.call('PEXPIRETIME', meta)
   if at > 0 then redis.call('PEXPIREAT', key, at) end
 end
-local function score_text(score) return string.format('%.6f', tonumber(score)) end
+-- A score as replies print it: C's %.17g, exact (luckybag/model.rs format_score).
+local function score_text(score) return string.format('%.17g', tonumber(score)) end
+-- The bag's keyed pool score of a user (luckybag/keyed.rs):
+-- HMAC-SHA1(key = seed, message = user), its first 52 bits over 2^52.
+local function hex_bytes(h)
+  return (string.gsub(h, '..', function(x) return string.char(tonumber(x, 16)) end))
+end
+local function keyed_score(seed, user)
+  local k = seed
+  if #k > 64 then k = hex_bytes(redis.sha1hex(k)) end
+  local ip, op = {}, {}
+  for i = 1, 64 do
+    local b = string.byte(k, i) or 0
+    ip[i] = string.char(bit.bxor(b, 0x36))
+    op[i] = string.char(bit.bxor(b, 0x5c))
+  end
+  local inner = hex_bytes(redis.sha1hex(table.concat(ip) .. user))
+  local mac = redis.sha1hex(table.concat(op) .. inner)
+  return tonumber(string.sub(mac, 1, 13), 16) / 4503599627370496
+end
+-- Scores sent to ZADD as exact text: Lua would print a number with 14 digits.
+local function zscore_arg(score) return string.format('%.17g', score) end
+-- Score of a user out of the room with the task pending.
+local AWAY_PENDING = -1.5
+-- The bag's seed (16 to 64 bytes), nil and the error otherwise: a bag
+-- created before keyed scores has none.
+local function seed_of(meta, v)
+  if not v then return nil, ferr('bag has no seed (created by an older hotpath): draw it, or create a new bag') end
+  if #v < 16 or #v > 64 then return nil, corrupt(meta, 'seed') end
+  return v
+end
 -- ---- spread bags (docs/spread.md; luckybag/commands.rs) ----
 -- A spread bag's data keys besides B:meta (luckybag/commands.rs BAG):
 -- data in a shard without its record means the record was deleted.
-local BAG_DATA = {'count', 'stored', 'winners', 'cand:0'}
+local BAG_DATA = {'count', 'winners', 'cand:0'}
 -- The shard of a spread bag B is, from the declared SPREAD n and the
 -- record in B:meta (`meta`: its name when the bag exists): {n =, i =}, or
 -- nil for a single-slot bag, or nil and the error. With `user`, the user
@@ -243,13 +273,13 @@ local function draw_shard(B, declared, coordinator)
   end
   return sh, meta
 end
--- A score as the spread draw carries it (six decimals, 0 to 1) as r =
--- score x 1000000, or nil.
+local ERR_WINNER_SCORE = 'winner scores must be scores from 0 to 1 as replies print them (17 significant digits)'
+-- A score as the spread draw carries it (as replies print it, 0 to 1),
+-- or nil; another spelling of the same number is refused.
 local function score_r(v)
-  local a, b = string.match(v, '^(%d)%.(%d%d%d%d%d%d)$')
-  if not a then return nil end
-  local r = tonumber(a) * 1000000 + tonumber(b)
-  if r > 1000000 then return nil end
+  if #v == 0 or #v > 32 or string.find(v, '[^0-9%.e%+%-]') then return nil end
+  local r = tonumber(v)
+  if not r or r < 0 or r > 1 or string.format('%.17g', r) ~= v then return nil end
   return r
 end
 -- The draw's order on {user, r}: true when a ranks before b.
@@ -275,7 +305,7 @@ local function winner_list(argv, from, to, winners)
   local list = {}
   for k = from, to, 2 do
     local r = score_r(argv[k + 1])
-    if not r then return nil, ferr('winner scores must be six-decimal scores from 0 to 1') end
+    if not r then return nil, ferr(ERR_WINNER_SCORE) end
     list[#list + 1] = {argv[k], r}
   end
   local e = check_winner_list(list, winners)
@@ -286,7 +316,7 @@ end
 local function stored_list(key, max)
   local v = redis.call('ZREVRANGE', key, 0, max - 1, 'WITHSCORES')
   local out = {}
-  for k = 1, #v, 2 do out[#out + 1] = {v[k], math.floor(tonumber(v[k + 1]) * 1000000 + 0.5)} end
+  for k = 1, #v, 2 do out[#out + 1] = {v[k], tonumber(v[k + 1])} end
   return out
 end
 local function same_list(a, b)
@@ -296,8 +326,8 @@ local function same_list(a, b)
   end
   return true
 end
--- The text of r: six decimals.
-local function r_text(r) return string.format('%d.%06d', math.floor(r / 1000000), r % 1000000) end
+-- The text of a score: %.17g.
+local function r_text(r) return string.format('%.17g', r) end
 -- Replaces a winner list key whole, with the bag's expiry.
 local function write_list(meta, key, list)
   redis.call('DEL', key)
@@ -321,7 +351,7 @@ local function top_candidates(B, shards, n)
   local all = {}
   for s = 0, shards - 1 do
     local v = redis.call('ZREVRANGEBYSCORE', B .. ':cand:' .. s, 1, 0, 'WITHSCORES', 'LIMIT', 0, n)
-    for k = 1, #v, 2 do all[#all + 1] = {v[k], math.floor(tonumber(v[k + 1]) * 1000000 + 0.5)} end
+    for k = 1, #v, 2 do all[#all + 1] = {v[k], tonumber(v[k + 1])} end
   end
   table.sort(all, ranks_first)
   local out = {}

@@ -28,7 +28,7 @@ if e then return e end
 local _, se = bag_spread_of(B, declared, meta, user)
 if se then return se end
 if not meta then return ferr('no such bag') end
-local raw = read_meta(meta, {'shards', 'state', 'poolcap'})
+local raw = read_meta(meta, {'shards', 'state', 'poolcap', 'seed'})
 local shards, e1 = scope(meta, raw)
 if e1 then return e1 end
 -- Every type check before any other value check.
@@ -39,6 +39,8 @@ local ok2, count_existed = typed(count, 'string')
 if not ok2 then return redis.error_reply(WRONGTYPE) end
 local poolcap, e2 = meta_value(meta, raw, 'poolcap')
 if e2 then return e2 end
+local seed, e6 = seed_of(meta, raw.seed)
+if e6 then return e6 end
 local before = 0
 if count_existed then
   local n, e4, text = read_count(count)
@@ -48,7 +50,7 @@ if count_existed then
 end
 local participants = before + 1
 local score = -2
-if not pending then score = math.random(0, 999999) / 1000000 end
+if not pending then score = keyed_score(seed, user) end
 -- HIGHSCORE matters (and is read) only past the pool cap.
 local pooled = participants <= poolcap
 if not pooled then
@@ -67,7 +69,7 @@ end
 -- The pool is also the participant list: NX makes the insert the dedup.
 local kept = score
 if not pooled then kept = -3 end
-if redis.call('ZADD', cand, 'NX', kept, user) == 0 then
+if redis.call('ZADD', cand, 'NX', zscore_arg(kept), user) == 0 then
   local sc = redis.call('ZSCORE', cand, user)
   return {0, (tonumber(sc) ~= -3) and 1 or 0, before}
 end

@@ -41,7 +41,7 @@ if e4 then return e4 end
 -- LAST: a score, and ranking after (or being) the shard's last winner.
 if cut then
   local r = score_r(cut[2])
-  if not r then return ferr('winner scores must be six-decimal scores from 0 to 1') end
+  if not r then return ferr(ERR_WINNER_SCORE) end
   cut = {cut[1], r}
   local with = {}
   for k, w in ipairs(list) do with[k] = w end
@@ -56,7 +56,7 @@ for _, w in ipairs(list) do
   local cand = B .. ':cand:' .. shard_of(w[1], shards)
   if not typed(cand, 'zset') then return redis.error_reply(WRONGTYPE) end
   local sc = redis.call('ZSCORE', cand, w[1])
-  if not sc or math.floor(tonumber(sc) * 1000000 + 0.5) ~= w[2] then
+  if not sc or tonumber(sc) ~= w[2] then
     return ferr("'" .. key_text(w[1]) .. "' is not a candidate of '" .. key_text(B) .. "' with score " .. r_text(w[2]))
   end
 end

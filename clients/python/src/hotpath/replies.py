@@ -309,7 +309,7 @@ class Join:
 @dataclass(frozen=True)
 class Winner:
     user: str
-    #: The score as the server wrote it (six decimals, exact).
+    #: The score as the server wrote it (17 significant digits, exact).
     score_text: str
 
     @property

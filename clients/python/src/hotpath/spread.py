@@ -276,15 +276,18 @@ class SpreadLike(_Spread):
                                 sum(s.bytes for s in shards), shards)
 
 
-def _r(text: str) -> int:
-    """``0.123456`` → 123456 (the draw compares scores as integers)."""
-    whole, _, frac = text.partition(".")
-    if len(whole) != 1 or len(frac) != 6 or not (whole + frac).isdigit():
-        raise R.ReplyError(f"not a six-decimal score: {text!r}")
-    return int(whole) * 1_000_000 + int(frac)
+def _r(text: str) -> float:
+    """A score as the server prints it (17 significant digits: exact)."""
+    try:
+        r = float(text)
+    except ValueError:
+        raise R.ReplyError(f"not a score: {text!r}") from None
+    if not 0.0 <= r <= 1.0:
+        raise R.ReplyError(f"not a score from 0 to 1: {text!r}")
+    return r
 
 
-def _draw_key(w: R.Winner) -> Tuple[int, bytes]:
+def _draw_key(w: R.Winner) -> Tuple[float, bytes]:
     # The single-slot DRAW's order: higher score, then the byte-wise
     # greater user, first.
     return (_r(w.score_text), w.user.encode("utf-8", "surrogateescape"))
