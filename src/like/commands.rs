@@ -394,7 +394,7 @@ fn open_post(ctx: &Context, base: &[u8], range: u64) -> (Key, Key, bool) {
         if post.base != base {
             return open_post_plain(ctx, base, range);
         }
-        let count = Key::open_arg(ctx, &post.count, true);
+        let count = Key::open_kept(ctx, &post.count, true);
         let c = &mut hot.chunks[chunk_slot(h, range)];
         if !matches!(c, Some(e) if e.range == range && e.base == base) {
             let name = kept_name(StackName::new(base, b"bits:", Some(range)).as_slice());
@@ -416,7 +416,7 @@ fn open_post(ctx: &Context, base: &[u8], range: u64) -> (Key, Key, bool) {
             }
         }
         let chunk = match c {
-            Some(e) => Key::open_arg(ctx, &e.name, true),
+            Some(e) => Key::open_kept(ctx, &e.name, true),
             None => Key::open(
                 ctx,
                 StackName::new(base, b"bits:", Some(range)).as_slice(),
@@ -523,7 +523,7 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
     let (range, off) = model::locate(id);
     let (chunk, count, kept) = open_post(ctx, base, range);
     let has_chunk = chunk.check(KeyType::String)?;
-    count.check(KeyType::String)?;
+    let has_count = count.check(KeyType::String)?;
     if has_chunk && !kept {
         remember_post(base);
     }
@@ -536,7 +536,16 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
     if let Some(r) = &recent {
         r.check(KeyType::ZSet)?;
     }
-    let stored = stored_count(ctx, base, &count)?;
+    // The count's type is known: its bytes are read without another
+    // type lookup.
+    let stored = if has_count {
+        match model::parse_count(count.bytes()) {
+            Some(v) => Some(v),
+            None => return Err(corrupt_count(ctx, base)),
+        }
+    } else {
+        None
+    };
     let (old, set_expiry) = match stored {
         Some(v) => (v, None),
         None => {
@@ -558,8 +567,9 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
     let mut migrating = false;
     let mut set_added = false;
     let (was, liked, dirty) = if has_chunk {
-        // One read of the chunk gives its length and its bits.
-        let bytes = chunk.bytes();
+        // One access to the chunk gives its length and its bits, and is
+        // where the bit is written (marked as a change only then).
+        let bytes = chunk.bytes_for_write();
         migrating = match bytes.len() {
             CHUNK_BYTES => false,
             MIGRATING_BYTES => true,
@@ -591,7 +601,8 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
             count_error(ctx, base, model::next_count(old, want))?;
         }
         if want != bit {
-            model::set_bit(chunk.bytes_mut(0), off, want);
+            model::set_bit(bytes, off, want);
+            chunk.mark_modified();
         }
         (was, want, in_set || want != bit)
     } else {
