@@ -655,3 +655,41 @@ fn spread_twins_match_the_module() {
         twins_via(via, || spread_twins_match_the_module_once(100 + seed));
     }
 }
+
+/// A like that creates `B:set` again in a post with chunks, an expiry and
+/// a count of 0 (every liker unliked): the Set takes the post's expiry, as
+/// every key a write creates does. The module and the twin skipped it at
+/// count 0 (the write then reads the membership before writing, and that
+/// path did not record that the Set was created), leaving a `B:set`
+/// without a TTL in an expiring post.
+#[test]
+fn a_set_created_at_count_zero_takes_the_post_expiry() {
+    let s = server();
+    let mut c = s.conn();
+    let mut t = Twins::load(&mut c);
+    t.configure(&mut c, "4294967295", "512", "0");
+    let at = now_ms() + 3_600_000;
+    for (op, post) in [("add", "{z}"), ("toggle", "{y}"), ("add", "{w}")] {
+        // Count 0 but for {w} (count 3: the path that recorded it already).
+        let count = if post == "{w}" { "3" } else { "0" };
+        for side in ["m", "l"] {
+            let b = format!("{side}{post}");
+            run(&mut c, &["SETBIT", &format!("{b}:chunks"), "0", "1"]);
+            run(&mut c, &["SETRANGE", &format!("{b}:bits:0"), "7999", "\0"]);
+            run(&mut c, &["SET", &format!("{b}:count"), count]);
+            for k in ["chunks", "bits:0", "count"] {
+                run(&mut c, &["PEXPIREAT", &format!("{b}:{k}"), &at.to_string()]);
+            }
+        }
+        // Id 1,000 is in range 0's chunk; 100,000 in range 1, in set form.
+        let (m, l) = t.both(&mut c, op, &[post.to_string()], &["100000".into()]);
+        assert_eq!(m, l, "{op} {post}");
+        let want = if post == "{w}" { "[1, 4]" } else { "[1, 1]" };
+        assert_eq!(m, want, "{op} {post}");
+        for side in ["m", "l"] {
+            let set = format!("{side}{post}:set");
+            assert_eq!(int(&mut c, &["SCARD", &set]), 1, "{set}");
+            assert_eq!(int(&mut c, &["PEXPIRETIME", &set]), at, "{set} ({op})");
+        }
+    }
+}

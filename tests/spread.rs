@@ -1224,3 +1224,109 @@ fn poll_and_luckybag_shard_zero_whose_record_was_deleted_is_refused_as_corrupt()
         ],
     );
 }
+
+/// A bare hash tag (`{bm}`, `{42}`, `{06S}`) is never a shard key: a
+/// shard key's base is never empty. Before, such a key parsed as a shard
+/// key of the empty base whenever its tag was its own slot's tag (most 1-
+/// and 2-character tags are): every call on it looked for a shard record
+/// in its `:meta` (the `{bm}` cost), a stray `spread` field there made a
+/// post corrupt, `{06S}` (shard 0 of the empty base) was refused as a
+/// corrupt shard from its second write on, and CREATE made a shard of the
+/// empty base. In every family: the key is a single-slot entity, and
+/// CREATE … SPREAD n refuses it.
+#[test]
+fn a_bare_hash_tag_is_a_single_slot_key_in_every_family() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let k0 = String::from_utf8(routing::shard_key(b"", 1, 0)).unwrap();
+    let k1 = String::from_utf8(routing::shard_key(b"", 3, 1)).unwrap();
+    assert_eq!(k0, "{06S}");
+    type Scenario<'a> = (&'a str, Vec<Vec<&'a str>>, Vec<&'a str>, &'a str);
+    let families: Vec<Scenario> = vec![
+        (
+            "like",
+            vec![vec!["LIKE.ADD", "K", "1"], vec!["LIKE.ADD", "K", "2"]],
+            vec!["LIKE.COUNT", "K"],
+            "2",
+        ),
+        (
+            "rank",
+            vec![
+                vec!["RANK.ADD", "K", "x", "5"],
+                vec!["RANK.ADD", "K", "y", "6"],
+            ],
+            vec!["RANK.TOP", "K", "5"],
+            "[y, 6, x, 5]",
+        ),
+        (
+            "poll",
+            vec![
+                vec!["POLL.CREATE", "K"],
+                vec!["POLL.VOTE", "K", "v1", "a"],
+                vec!["POLL.VOTE", "K", "v2", "a"],
+            ],
+            vec!["POLL.TOP", "K"],
+            "[a, 2]",
+        ),
+        (
+            "luckybag",
+            vec![
+                vec!["LUCKYBAG.CREATE", "K", "WINNERS", "2"],
+                vec!["LUCKYBAG.JOIN", "K", "u1"],
+                vec!["LUCKYBAG.JOIN", "K", "u2"],
+            ],
+            vec!["LUCKYBAG.JOIN", "K", "u1"],
+            "[0, 1, 2]",
+        ),
+    ];
+    for (family, writes, read, want) in &families {
+        run(&mut c, &["FLUSHALL"]);
+        let upper = family.to_uppercase();
+        let create = format!("{upper}.CREATE");
+        for (k, n) in [(k0.as_str(), "1"), (k1.as_str(), "3"), ("{bm}", "7")] {
+            let mut args = vec![create.as_str(), k];
+            if *family == "luckybag" {
+                args.extend(["WINNERS", "2"]);
+            }
+            args.extend(["SPREAD", n]);
+            assert_eq!(
+                err(&mut c, &args),
+                format!(
+                    "ERR {family}: '{k}' is not a shard key of {n} shards (see docs/spread.md)"
+                ),
+                "{family} {k}"
+            );
+        }
+        assert!(
+            dump_keys(&mut c, "*").is_empty(),
+            "{family}: a refused CREATE wrote"
+        );
+        for k in [k0.as_str(), "{bm}", "{42}"] {
+            let with = |args: &Vec<&str>| -> Vec<String> {
+                args.iter()
+                    .map(|a| {
+                        if *a == "K" {
+                            k.to_string()
+                        } else {
+                            a.to_string()
+                        }
+                    })
+                    .collect()
+            };
+            for w in writes {
+                let a = with(w);
+                let a: Vec<&str> = a.iter().map(String::as_str).collect();
+                run(&mut c, &a);
+            }
+            let a = with(read);
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            assert_eq!(run(&mut c, &a), *want, "{family} {k}");
+        }
+    }
+    // A stray `spread` field in `{bm}:meta` is no shard record: the post
+    // never reads one.
+    run(&mut c, &["FLUSHALL"]);
+    run(&mut c, &["HSET", "{bm}:meta", "spread", "garbage"]);
+    assert_eq!(run(&mut c, &["LIKE.TOGGLE", "{bm}", "9"]), "[1, 1]");
+    assert_eq!(run(&mut c, &["LIKE.CHECK", "{bm}", "9", "8"]), "[1, 0]");
+}

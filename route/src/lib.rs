@@ -183,12 +183,20 @@ pub fn like_id_of(shard: u32, stored: u64, n: u32) -> Option<u64> {
 }
 
 /// Returns the tag and the base key of a shard key `{<tag>}<base>`, or
-/// `None` when `key` does not start with a tag of the table.
+/// `None` when `key` does not start with a tag of the table, or when the
+/// base would be empty: a base key is never empty, so a bare hash tag
+/// (`{bm}`, `{42}`: most short tags are their own slot's tag) is never a
+/// shard key, and a call on it never looks for a shard record.
 pub fn split_shard_key(key: &[u8]) -> Option<(&str, &[u8])> {
     let rest = key.strip_prefix(b"{")?;
-    let close = rest.iter().position(|&c| c == b'}')?;
-    let tag = std::str::from_utf8(&rest[..close]).ok()?;
+    // A tag of the table has 1 to [`MAX_TAG_LEN`] characters: a longer
+    // hash tag (`{user:42}x`) is told apart without hashing it.
+    let close = rest.iter().take(MAX_TAG_LEN + 1).position(|&c| c == b'}')?;
     let base = &rest[close + 1..];
+    if base.is_empty() {
+        return None;
+    }
+    let tag = std::str::from_utf8(&rest[..close]).ok()?;
     if tag.is_empty() || slot_tag(key_slot(tag.as_bytes())) != tag {
         return None;
     }
@@ -217,6 +225,9 @@ pub fn shard_index(key: &[u8], n: u32) -> Option<u32> {
 pub fn shard_base(key: &[u8]) -> Option<&[u8]> {
     split_shard_key(key).map(|(_, base)| base)
 }
+
+/// The longest tag of the slot-tag table (checked by a unit test).
+pub const MAX_TAG_LEN: usize = 3;
 
 /// The characters of slot tags, in the order the generator tries them.
 pub const TAG_ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -327,5 +338,6 @@ mod tests {
             assert_eq!(usize::from(key_slot(t.as_bytes())), slot);
         }
         assert_eq!((slot_tag(0), slot_tag(16383)), ("06S", "6ZJ"));
+        assert_eq!(table.iter().map(|t| t.len()).max(), Some(MAX_TAG_LEN));
     }
 }

@@ -37,7 +37,9 @@ pub use redis_module::KeyType;
 pub struct Key {
     ctx: *mut raw::RedisModuleCtx,
     ptr: *mut raw::RedisModuleKey,
-    name: RedisString,
+    /// Released on drop when `owns_name` (see [`Key::open_kept`]).
+    name: std::mem::ManuallyDrop<RedisString>,
+    owns_name: bool,
     modified: Cell<bool>,
 }
 
@@ -93,7 +95,8 @@ impl Key {
         Key {
             ctx: ctx.ctx,
             ptr,
-            name: s,
+            name: std::mem::ManuallyDrop::new(s),
+            owns_name: true,
             modified: Cell::new(false),
         }
     }
@@ -228,7 +231,31 @@ impl Key {
             ctx: ctx.ctx,
             ptr,
             // Retains the client's string (a reference count, no copy).
-            name: RedisString::new(std::ptr::NonNull::new(ctx.ctx), name.inner),
+            name: std::mem::ManuallyDrop::new(RedisString::new(
+                std::ptr::NonNull::new(ctx.ctx),
+                name.inner,
+            )),
+            owns_name: true,
+            modified: Cell::new(false),
+        }
+    }
+
+    /// Opens a key by a name the module keeps between commands (a hot
+    /// entity's kept names), without retaining the name for the handle:
+    /// `RM_OpenKey` holds its own reference to the name for as long as the
+    /// key is open (Redis 7+, Valkey), which covers the modified-key signal
+    /// on drop. Saves a retain and a release (about 100 instructions) per
+    /// key. For a key opened for writing (never a null handle); `name()`
+    /// of the handle is valid while `name` is.
+    pub fn open_kept(ctx: &Context, name: &RedisString, write: bool) -> Key {
+        let ptr = raw::open_key(ctx.ctx, name.inner, mode(write));
+        Key {
+            ctx: ctx.ctx,
+            ptr,
+            name: std::mem::ManuallyDrop::new(RedisString::from_redis_module_string(
+                ctx.ctx, name.inner,
+            )),
+            owns_name: false,
             modified: Cell::new(false),
         }
     }
@@ -304,6 +331,10 @@ impl Drop for Key {
         }
         if !self.ptr.is_null() {
             raw::close_key(self.ptr);
+        }
+        if self.owns_name {
+            // SAFETY: dropped once, here; never used after.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.name) };
         }
     }
 }

@@ -61,11 +61,34 @@ impl Key {
         unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) }
     }
 
+    /// Returns the bytes of a String the caller may change in place,
+    /// without marking the key as changed: a hot write reads the value and
+    /// changes it through one access, and calls [`Key::mark_modified`]
+    /// when it does change it. Empty when the key is missing or not a
+    /// String. (Access for writing may turn a shared or integer-encoded
+    /// value into a plain string of the same bytes, as `SETRANGE` does.)
+    /// The slice aliases the key's value, as [`Key::bytes_mut`]'s does:
+    /// use it before any other call that reads or changes the value.
+    #[allow(clippy::mut_from_ref)]
+    pub fn bytes_for_write(&self) -> &mut [u8] {
+        if self.ptr.is_null() {
+            return &mut [];
+        }
+        let mut len = 0usize;
+        let p = raw::string_dma(self.ptr, &mut len, raw::KeyMode::WRITE);
+        if p.is_null() || len == 0 {
+            return &mut [];
+        }
+        unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) }
+    }
+
     /// Returns the string's bytes for reading in place, without copying
     /// (empty when the key is missing or not a string). A bitmap read on
     /// the hot path must not copy megabytes.
     pub fn bytes(&self) -> &[u8] {
-        if self.kind() != KeyType::String {
+        // `RM_StringDMA` answers NULL for a key of another type and an
+        // empty buffer for a missing one: no type lookup needed first.
+        if self.ptr.is_null() {
             return &[];
         }
         let mut len = 0usize;

@@ -271,22 +271,70 @@ fn missing_count(
 
 // ---- writes ----
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Toggle,
-    Add,
-    Rem,
+use model::Op;
+
+/// The keyspace event of a write that changed the likes: named after the
+/// command, as in every family (a promotion raises no event of its own;
+/// `like_promoted` in INFO counts it).
+fn event(op: Op) -> &'static str {
+    match op {
+        Op::Toggle => "hotpath.like.toggle",
+        Op::Add => "hotpath.like.add",
+        Op::Rem => "hotpath.like.rem",
+    }
 }
 
-impl Op {
-    /// The keyspace event of a write that changed the likes: named after
-    /// the command, as in every family (a promotion raises no event of
-    /// its own; `like_promoted` in INFO counts it).
-    fn event(self) -> &'static str {
-        match self {
-            Op::Toggle => "hotpath.like.toggle",
-            Op::Add => "hotpath.like.add",
-            Op::Rem => "hotpath.like.rem",
+/// One user's like in a post, on the post's keys ([`model::LikeStore`]):
+/// the Set through `RedisModule_Call` (modules have no Set API), the bit
+/// in the chunk's bytes, accessed once.
+struct PostStore<'a> {
+    ctx: &'a Context,
+    base: &'a [u8],
+    user: &'a RedisString,
+    /// `B:set`, named on first use (kept with a hot post's names).
+    set_name: std::cell::OnceCell<RedisString>,
+    chunk: &'a Key,
+    bytes: &'a mut [u8],
+    off: u64,
+}
+
+impl PostStore<'_> {
+    fn set_name(&self) -> &RedisString {
+        self.set_name
+            .get_or_init(|| set_name_of(self.ctx, self.base))
+    }
+
+    fn member(&self, cmd: &CStr) -> Result<bool, RedisError> {
+        Ok(call2(self.ctx, cmd, self.set_name(), self.user)? == 1)
+    }
+}
+
+impl model::LikeStore for PostStore<'_> {
+    type Error = RedisError;
+
+    fn is_member(&mut self) -> Result<bool, RedisError> {
+        is_member(self.ctx, self.set_name(), self.user)
+    }
+
+    fn add_member(&mut self) -> Result<bool, RedisError> {
+        self.member(c"SADD")
+    }
+
+    fn remove_member(&mut self) -> Result<bool, RedisError> {
+        self.member(c"SREM")
+    }
+
+    fn set_bit(&mut self, value: bool) {
+        model::set_bit(self.bytes, self.off, value);
+        self.chunk.mark_modified();
+    }
+
+    fn count_error(&mut self, e: model::CountError) -> RedisError {
+        match e {
+            model::CountError::Overflow => {
+                error::overflow(FAMILY, &derived_name(self.base, "count"), None)
+            }
+            model::CountError::Corrupt => corrupt_count(self.ctx, self.base),
         }
     }
 }
@@ -394,7 +442,7 @@ fn open_post(ctx: &Context, base: &[u8], range: u64) -> (Key, Key, bool) {
         if post.base != base {
             return open_post_plain(ctx, base, range);
         }
-        let count = Key::open_arg(ctx, &post.count, true);
+        let count = Key::open_kept(ctx, &post.count, true);
         let c = &mut hot.chunks[chunk_slot(h, range)];
         if !matches!(c, Some(e) if e.range == range && e.base == base) {
             let name = kept_name(StackName::new(base, b"bits:", Some(range)).as_slice());
@@ -416,7 +464,7 @@ fn open_post(ctx: &Context, base: &[u8], range: u64) -> (Key, Key, bool) {
             }
         }
         let chunk = match c {
-            Some(e) => Key::open_arg(ctx, &e.name, true),
+            Some(e) => Key::open_kept(ctx, &e.name, true),
             None => Key::open(
                 ctx,
                 StackName::new(base, b"bits:", Some(range)).as_slice(),
@@ -523,7 +571,7 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
     let (range, off) = model::locate(id);
     let (chunk, count, kept) = open_post(ctx, base, range);
     let has_chunk = chunk.check(KeyType::String)?;
-    count.check(KeyType::String)?;
+    let has_count = count.check(KeyType::String)?;
     if has_chunk && !kept {
         remember_post(base);
     }
@@ -536,7 +584,16 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
     if let Some(r) = &recent {
         r.check(KeyType::ZSet)?;
     }
-    let stored = stored_count(ctx, base, &count)?;
+    // The count's type is known: its bytes are read without another
+    // type lookup.
+    let stored = if has_count {
+        match model::parse_count(count.bytes()) {
+            Some(v) => Some(v),
+            None => return Err(corrupt_count(ctx, base)),
+        }
+    } else {
+        None
+    };
     let (old, set_expiry) = match stored {
         Some(v) => (v, None),
         None => {
@@ -550,16 +607,14 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
         }
     };
 
-    // Apply the change: a bit of the chunk, or the Set.
-    let set_name = std::cell::OnceCell::new();
-    let set_name = || set_name.get_or_init(|| set_name_of(ctx, base));
-    let member =
-        |cmd: &CStr| -> Result<bool, RedisError> { Ok(call2(ctx, cmd, set_name(), user)? == 1) };
+    // Plan and apply the change through the post's store: a bit of the
+    // chunk, or the Set (model::like_write).
     let mut migrating = false;
-    let mut set_added = false;
-    let (was, liked, dirty) = if has_chunk {
-        // One read of the chunk gives its length and its bits.
-        let bytes = chunk.bytes();
+    let mut bytes: &mut [u8] = &mut [];
+    let form = if has_chunk {
+        // One access to the chunk gives its length and its bits, and is
+        // where the bit is written (marked as a change only then).
+        bytes = chunk.bytes_for_write();
         migrating = match bytes.len() {
             CHUNK_BYTES => false,
             MIGRATING_BYTES => true,
@@ -568,85 +623,31 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
                 return Err(error::corrupt(FAMILY, name.as_slice(), None));
             }
         };
-        let bit = model::get_bit(bytes, off);
-        // In a range being migrated the user may still be a member of the
-        // Set: SREM answers and moves the like to the bit at once. An
-        // unlike that would take a zero count below zero is refused first.
-        let in_set = if !bit && migrating {
-            if old == 0 && op != Op::Add && is_member(ctx, set_name(), user)? {
-                return Err(corrupt_count(ctx, base));
-            }
-            member(c"SREM")?
-        } else {
-            false
-        };
-        let was = bit || in_set;
-        let want = match op {
-            Op::Add => true,
-            Op::Rem => false,
-            Op::Toggle => !was,
-        };
-        if want != was {
-            // Nothing is written yet (a SREM that answered 0 removed nothing).
-            count_error(ctx, base, model::next_count(old, want))?;
+        model::Form::Bitmap {
+            bit: model::get_bit(bytes, off),
+            migrating,
         }
-        if want != bit {
-            model::set_bit(chunk.bytes_mut(0), off, want);
-        }
-        (was, want, in_set || want != bit)
     } else {
-        // A count at a limit needs to know the membership before writing.
-        let at_limit = (old == model::MAX_COUNT && op != Op::Rem) || (old == 0 && op != Op::Add);
-        let known = if at_limit {
-            Some(is_member(ctx, set_name(), user)?)
-        } else {
-            None
-        };
-        let want_of = |was: bool| match op {
-            Op::Add => true,
-            Op::Rem => false,
-            Op::Toggle => !was,
-        };
-        match known {
-            Some(was) => {
-                let want = want_of(was);
-                if was != want {
-                    count_error(ctx, base, model::next_count(old, want))?;
-                }
-                if was != want {
-                    member(if want { c"SADD" } else { c"SREM" })?;
-                }
-                (was, want, was != want)
-            }
-            None => match op {
-                Op::Add => {
-                    set_added = member(c"SADD")?;
-                    (!set_added, true, set_added)
-                }
-                Op::Rem => {
-                    let removed = member(c"SREM")?;
-                    (removed, false, removed)
-                }
-                Op::Toggle => {
-                    set_added = member(c"SADD")?;
-                    if !set_added {
-                        member(c"SREM")?;
-                    }
-                    (!set_added, set_added, true)
-                }
-            },
-        }
+        model::Form::Set
     };
+    let mut store = PostStore {
+        ctx,
+        base,
+        user,
+        set_name: std::cell::OnceCell::new(),
+        chunk: &chunk,
+        bytes,
+        off,
+    };
+    let model::Outcome {
+        was,
+        liked,
+        dirty,
+        set_added,
+        count: new,
+    } = model::like_write(&mut store, op, form, old)?;
+    drop(store);
     let changed = was != liked;
-    let new = if changed {
-        match model::next_count(old, liked) {
-            Ok(n) => n,
-            // Refused before anything was written (see the checks above).
-            Err(_) => return Err(RedisError::Str(error::INTERNAL)),
-        }
-    } else {
-        old
-    };
 
     if changed {
         if !has_chunk && new == 0 && !post_has_chunks(ctx, base) {
@@ -724,10 +725,10 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
     if changed {
         if liked {
             LIKES.incr();
-            util::notify(ctx, op.event(), base);
+            util::notify(ctx, event(op), base);
         } else {
             UNLIKES.incr();
-            util::notify(ctx, op.event(), base);
+            util::notify(ctx, event(op), base);
         }
     }
     if promoted {
@@ -738,18 +739,6 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
     // allocate a vector on every call.
     reply::ints(ctx, &[first as i64, new]);
     Ok(RedisValue::NoReply)
-}
-
-/// Turns a count that cannot change into its error (nothing written yet).
-fn count_error(
-    ctx: &Context,
-    base: &[u8],
-    next: Result<i64, model::CountError>,
-) -> Result<i64, RedisError> {
-    next.map_err(|e| match e {
-        model::CountError::Overflow => error::overflow(FAMILY, &derived_name(base, "count"), None),
-        model::CountError::Corrupt => corrupt_count(ctx, base),
-    })
 }
 
 /// Returns true when the post has a chunk index (some range in bitmap

@@ -387,6 +387,168 @@ pub fn recent_overflow(len: u64, cap: u64) -> u64 {
     len.saturating_sub(cap)
 }
 
+// ---- one user's like, in either form (the write's plan) ----
+
+/// A write command's change of one user's like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Toggle,
+    Add,
+    Rem,
+}
+
+impl Op {
+    /// Whether the user likes the post after the write, given before.
+    pub fn want(self, was: bool) -> bool {
+        match self {
+            Op::Add => true,
+            Op::Rem => false,
+            Op::Toggle => !was,
+        }
+    }
+}
+
+/// Where the user's like lives, as read before the write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// The user's range has a chunk: the user's bit, and whether the range
+    /// is being migrated (its likers may still be members of the Set).
+    Bitmap { bit: bool, migrating: bool },
+    /// The user's range is in set form.
+    Set,
+}
+
+/// The store of one user's like in one post: `B:set` (the user as a
+/// member) and the user's bit in its chunk. The command layer implements
+/// it on the post's keys; the unit tests on a plain struct.
+pub trait LikeStore {
+    type Error;
+    /// Returns whether the user is a member of the Set (a read).
+    fn is_member(&mut self) -> Result<bool, Self::Error>;
+    /// Adds the user to the Set: true when it was not a member.
+    fn add_member(&mut self) -> Result<bool, Self::Error>;
+    /// Removes the user from the Set: true when it was a member.
+    fn remove_member(&mut self) -> Result<bool, Self::Error>;
+    /// Sets or clears the user's bit (a post in bitmap form only).
+    fn set_bit(&mut self, value: bool);
+    /// The error of a count that cannot change.
+    fn count_error(&mut self, e: CountError) -> Self::Error;
+}
+
+/// What a write did to one user's like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// Whether the user liked the post before.
+    pub was: bool,
+    /// Whether the user likes it after.
+    pub liked: bool,
+    /// Whether a key changed (the write replicates then): a bit, or the Set.
+    pub dirty: bool,
+    /// Whether the Set gained the user (a Set created again takes the
+    /// post's expiry).
+    pub set_added: bool,
+    /// The count after the write.
+    pub count: i64,
+}
+
+/// Applies `op` for one user through `store`, from what was read: the
+/// form of the user's range and the count `old`. A count that cannot
+/// change (past [`MAX_COUNT`], below zero) is refused before anything is
+/// written: where the membership is not known, it is read first (a Set
+/// write answers it only once done).
+///
+/// - Bitmap form: the bit answers; in a range being migrated the user may
+///   still be a member of the Set, and `SREM` answers and moves the like
+///   to the bit at once (an unlike that would take a zero count below
+///   zero is refused first).
+/// - Set form: one `SADD` (ADD; a TOGGLE, then `SREM` when it answered 0)
+///   or `SREM` (REM) answers and writes, unless the count is at a limit.
+pub fn like_write<S: LikeStore>(
+    store: &mut S,
+    op: Op,
+    form: Form,
+    old: i64,
+) -> Result<Outcome, S::Error> {
+    let (was, liked, dirty, set_added) = match form {
+        Form::Bitmap { bit, migrating } => {
+            let in_set = if !bit && migrating {
+                if old == 0 && op != Op::Add && store.is_member()? {
+                    return Err(store.count_error(CountError::Corrupt));
+                }
+                store.remove_member()?
+            } else {
+                false
+            };
+            let was = bit || in_set;
+            let want = op.want(was);
+            if want != was {
+                // Nothing is written yet (a SREM that answered 0 removed
+                // nothing).
+                if let Err(e) = next_count(old, want) {
+                    return Err(store.count_error(e));
+                }
+            }
+            if want != bit {
+                store.set_bit(want);
+            }
+            (was, want, in_set || want != bit, false)
+        }
+        Form::Set => {
+            // A count at a limit needs the membership before writing.
+            let at_limit = (old == MAX_COUNT && op != Op::Rem) || (old == 0 && op != Op::Add);
+            if at_limit {
+                let was = store.is_member()?;
+                let want = op.want(was);
+                if was != want {
+                    if let Err(e) = next_count(old, want) {
+                        return Err(store.count_error(e));
+                    }
+                    if want {
+                        store.add_member()?;
+                    } else {
+                        store.remove_member()?;
+                    }
+                }
+                (was, want, was != want, was != want && want)
+            } else {
+                match op {
+                    Op::Add => {
+                        let added = store.add_member()?;
+                        (!added, true, added, added)
+                    }
+                    Op::Rem => {
+                        let removed = store.remove_member()?;
+                        (removed, false, removed, false)
+                    }
+                    Op::Toggle => {
+                        let added = store.add_member()?;
+                        if !added {
+                            store.remove_member()?;
+                        }
+                        (!added, added, true, added)
+                    }
+                }
+            }
+        }
+    };
+    let count = if was != liked {
+        // Refused above before anything was written, when it would fail.
+        match next_count(old, liked) {
+            Ok(n) => n,
+            Err(e) => return Err(store.count_error(e)),
+        }
+    } else {
+        old
+    };
+    Ok(Outcome {
+        was,
+        liked,
+        dirty,
+        set_added,
+        count,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -709,6 +871,130 @@ mod tests {
                 let held: u64 =
                     set.len() as u64 + chunks.values().map(|(c, _)| popcount(c)).sum::<u64>();
                 assert_eq!(held, reference.len() as u64, "a liker in both forms");
+            }
+        }
+    }
+
+    /// One user's like in memory: Set membership, the bit when the range
+    /// has a chunk, and every write, in order.
+    struct Mem {
+        member: bool,
+        bit: Option<bool>,
+        writes: Vec<&'static str>,
+    }
+
+    impl LikeStore for Mem {
+        type Error = CountError;
+        fn is_member(&mut self) -> Result<bool, CountError> {
+            Ok(self.member)
+        }
+        // A Set command that changes nothing (SADD of a member, SREM of
+        // none) writes nothing: Redis neither signals nor propagates it.
+        fn add_member(&mut self) -> Result<bool, CountError> {
+            let added = !std::mem::replace(&mut self.member, true);
+            if added {
+                self.writes.push("SADD");
+            }
+            Ok(added)
+        }
+        fn remove_member(&mut self) -> Result<bool, CountError> {
+            let removed = std::mem::replace(&mut self.member, false);
+            if removed {
+                self.writes.push("SREM");
+            }
+            Ok(removed)
+        }
+        fn set_bit(&mut self, value: bool) {
+            self.writes.push("SETBIT");
+            self.bit = Some(value);
+        }
+        fn count_error(&mut self, e: CountError) -> CountError {
+            e
+        }
+    }
+
+    /// Every op, in both forms (and a range being migrated with the user
+    /// still in the Set), from every count class: the outcome is the
+    /// like's definition, the store ends holding the like in one place
+    /// only, a refused write wrote nothing, and `dirty` says whether
+    /// anything was written.
+    #[test]
+    fn like_write_plans_every_op_in_both_forms() {
+        let ops = [Op::Toggle, Op::Add, Op::Rem];
+        // (member, bit, migrating)
+        let states = [
+            (false, None, false),
+            (true, None, false),
+            (false, Some(false), false),
+            (false, Some(true), false),
+            (false, Some(false), true),
+            (true, Some(false), true),
+            (false, Some(true), true),
+        ];
+        for op in ops {
+            for &(member, bit, migrating) in &states {
+                for old in [0, 1, 5, MAX_COUNT - 1, MAX_COUNT] {
+                    let mut m = Mem {
+                        member,
+                        bit,
+                        writes: Vec::new(),
+                    };
+                    let form = match bit {
+                        Some(b) => Form::Bitmap { bit: b, migrating },
+                        None => Form::Set,
+                    };
+                    let was = member || bit == Some(true);
+                    let want = op.want(was);
+                    let case = format!(
+                        "{op:?} member={member} bit={bit:?} migrating={migrating} old={old}"
+                    );
+                    let r = like_write(&mut m, op, form, old);
+                    let expect_err = if want == was {
+                        None
+                    } else if want && old == MAX_COUNT {
+                        Some(CountError::Overflow)
+                    } else if !want && old == 0 {
+                        Some(CountError::Corrupt)
+                    } else {
+                        None
+                    };
+                    match (r, expect_err) {
+                        (Err(e), Some(x)) => {
+                            assert_eq!(e, x, "{case}");
+                            assert!(m.writes.is_empty(), "{case}: wrote {:?}", m.writes);
+                            continue;
+                        }
+                        (Ok(o), None) => {
+                            assert_eq!((o.was, o.liked), (was, want), "{case}");
+                            let count = if was == want {
+                                old
+                            } else if want {
+                                old + 1
+                            } else {
+                                old - 1
+                            };
+                            assert_eq!(o.count, count, "{case}");
+                            let dirty = match bit {
+                                None => member != want,
+                                Some(b) => (!b && migrating && member) || want != b,
+                            };
+                            assert_eq!(o.dirty, dirty, "{case}: {:?}", m.writes);
+                            assert_eq!(o.set_added, bit.is_none() && !member && want, "{case}");
+                            // The like ends in one place: the bit when the
+                            // range has a chunk (a migrating range's Set
+                            // gives the user up), else the Set.
+                            match bit {
+                                Some(b) => {
+                                    assert_eq!(m.bit, Some(want), "{case}");
+                                    let left = if !b && migrating { false } else { member };
+                                    assert_eq!(m.member, left, "{case}");
+                                }
+                                None => assert_eq!(m.member, want, "{case}"),
+                            }
+                        }
+                        (r, x) => panic!("{case}: {r:?} expected error {x:?}"),
+                    }
+                }
             }
         }
     }

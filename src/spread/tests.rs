@@ -299,7 +299,7 @@ fn shared_test_vectors_hold() {
 
 #[test]
 fn shard_index_inverts_shard_key() {
-    for base in [&b"post:9"[..], b"post:{9}", b"", b"{06S}x", b"bag:live42"] {
+    for base in [&b"post:9"[..], b"post:{9}", b"{06S}x", b"bag:live42"] {
         for n in [1u32, 2, 3, 7, 16, 100, 1000, 1024] {
             for i in 0..n {
                 let key = shard_key(base, n, i);
@@ -394,7 +394,7 @@ fn only_spread_takes_nothing_else() {
 #[test]
 fn shard_zero_is_known_by_its_name_alone() {
     use super::shard::is_first_shard_key;
-    for base in [&b"post:9"[..], b"post:{9}", b"week:{7}", b"", b"{a}b"] {
+    for base in [&b"post:9"[..], b"post:{9}", b"week:{7}", b"{a}b"] {
         for n in [1, 2, 3, 7, 64, 1024] {
             assert!(is_first_shard_key(&shard_key(base, n, 0)), "{n}");
             if n > 1 {
@@ -406,6 +406,46 @@ fn shard_zero_is_known_by_its_name_alone() {
         assert!(!is_first_shard_key(key), "{}", String::from_utf8_lossy(key));
     }
     assert!(is_first_shard_key(b"{9}post:{9}"));
+}
+
+/// A bare hash tag is never a shard key (a base key is never empty), so a
+/// call on `{bm}` or `{42}` opens no `:meta` to look for a shard record.
+/// Most 1- and 2-character tags are their own slot's tag (`bm`, `42`, `7`):
+/// before, `{bm}` parsed as shard i of n of the empty base.
+#[test]
+fn a_bare_hash_tag_is_never_a_shard_key() {
+    use super::shard::{is_first_shard_key, looks_like_shard};
+    let tags = slot_tags();
+    // Every key `{T}` of a tag of the table, and the key of shard 0 of the
+    // empty base: none is a shard key, for any count.
+    let mut bare: Vec<Vec<u8>> = tags
+        .iter()
+        .step_by(97)
+        .map(|t| format!("{{{t}}}").into_bytes())
+        .collect();
+    bare.extend([b"{bm}".to_vec(), b"{42}".to_vec(), b"{7}".to_vec()]);
+    bare.push(shard_key(b"", 1, 0));
+    bare.push(shard_key(b"", 16, 5));
+    for k in &bare {
+        let text = String::from_utf8_lossy(k);
+        assert_eq!(
+            slot_tag(key_slot(&k[1..k.len() - 1])).len(),
+            k.len() - 2,
+            "{text}"
+        );
+        assert_eq!(split_shard_key(k), None, "{text}");
+        assert_eq!(shard_base(k), None, "{text}");
+        assert!(!looks_like_shard(k), "{text}");
+        assert!(!is_first_shard_key(k), "{text}");
+        for n in [1, 2, 3, 16, 1024] {
+            assert_eq!(shard_index(k, n), None, "{text} of {n}");
+        }
+    }
+    // `bm` is its own slot's tag, and with any base after it the key is
+    // still recognised as a shard key (the cost `{42}x` keeps: one lookup).
+    assert_eq!(slot_tag(key_slot(b"bm")), "bm");
+    assert_eq!(split_shard_key(b"{bm}x"), Some(("bm", &b"x"[..])));
+    assert!(looks_like_shard(b"{42}x"));
 }
 
 #[test]

@@ -494,11 +494,16 @@ impl Shards {
     /// The `n` shard keys of `base`.
     ///
     /// # Panics
-    /// Occurs when `n` is not from 1 to 1024.
+    /// Occurs when `n` is not from 1 to 1024, or when `base` is empty (a
+    /// bare hash tag is never a shard key: docs/spread.md).
     pub fn new(base: &str, n: u32) -> Shards {
         assert!(
             routing::valid_shards(i64::from(n)),
             "a spread entity has 1 to 1024 shards, not {n}"
+        );
+        assert!(
+            !base.is_empty(),
+            "a spread entity's base key must not be empty"
         );
         let keys = routing::shard_keys(base.as_bytes(), n)
             .into_iter()

@@ -104,12 +104,13 @@ local function spread()
     return '{' .. slot_tag(shard_slot(base, n, i)) .. '}' .. base
   end
   -- The tag and the base of a shard key {<tag>}<base> whose tag is the
-  -- table's tag of its own slot; nil for any other key.
+  -- table's tag of its own slot; nil for any other key. The base is never
+  -- empty: a bare hash tag ({bm}) is not a shard key.
   local function split_shard_key(k)
     if string.byte(k, 1) ~= 123 then return nil end
     local close = string.find(k, '}', 2, true)
     -- Every tag of the table has 1 to 3 characters.
-    if not close or close < 3 or close > 5 then return nil end
+    if not close or close < 3 or close > 5 or close == #k then return nil end
     local tag = string.sub(k, 2, close - 1)
     if slot_tag(crc16(tag) % 16384) ~= tag then return nil end
     return tag, string.sub(k, close + 1)
@@ -298,9 +299,10 @@ end
 local function looks_like_shard(k)
   if string.byte(k, 1) ~= 123 then return false end
   -- A table tag has 1 to 3 characters: longer `{…}` prefixes (a hash tag
-  -- such as `{user:42}`) are told apart without building the helpers.
+  -- such as `{user:42}`) and a bare tag (`{bm}`: the base is empty) are
+  -- told apart without building the helpers.
   local close = string.find(k, '}', 2, true)
-  if not close or close < 3 or close > 5 then return false end
+  if not close or close < 3 or close > 5 or close == #k then return false end
   return spread().split_shard_key(k) ~= nil
 end
 -- POLL helpers (lua-compat/src/poll/family.lua), those this script uses.

@@ -383,6 +383,8 @@ local function write(OP, CMD, keys, argv)
         local e = count_error(want)
         if e then return e end
         redis.call(want and 'SADD' or 'SREM', SET, u)
+        -- A Set created again takes the post's expiry (below).
+        set_added = want
       end
       liked, dirty = want, was ~= want
     elseif OP == 'add' then

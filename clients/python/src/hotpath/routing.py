@@ -180,12 +180,13 @@ def like_id_of(shard: int, stored: int, n: int) -> int:
 
 def split_shard_key(key: Bytes):
     """``(tag, base)`` of a shard key ``{<tag>}<base>`` whose tag is the
-    table's tag of its own slot, else ``None``."""
+    table's tag of its own slot, else ``None``. The base is never empty:
+    a bare hash tag (``{bm}``) is not a shard key."""
     k = _b(key)
     if not k.startswith(b"{"):
         return None
     c = k.find(b"}", 1)
-    if c <= 1:
+    if c <= 1 or c == len(k) - 1:
         return None
     tag = k[1:c]
     try:

@@ -48,6 +48,8 @@ class Shards:
         if not routing.valid_shards(n):
             raise ValueError(f"a spread entity has 1 to {routing.MAX_SHARDS} shards, not {n!r}")
         self.base = routing._b(base)
+        if not self.base:
+            raise ValueError("a spread entity's base key must not be empty")
         self.n = n
         self.keys: List[bytes] = routing.shard_keys(self.base, n)
 
