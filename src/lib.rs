@@ -24,6 +24,7 @@ pub mod reply;
 pub mod slices;
 pub mod spread;
 pub mod stats;
+pub mod stock;
 pub mod syntax;
 pub mod util;
 pub mod version;
@@ -88,6 +89,12 @@ pub const FAMILIES: &[Family] = &[
         commands: delayq::COMMANDS,
         counters: delayq::COUNTERS,
         entity: Some("DelayQueue"),
+    },
+    Family {
+        name: "stock",
+        commands: stock::COMMANDS,
+        counters: stock::COUNTERS,
+        entity: Some("Stock"),
     },
 ];
 
