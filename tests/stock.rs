@@ -657,7 +657,9 @@ fn client_batch(port: u16, id: usize, batch: usize, ops: usize, seed: u64) -> (i
     for i in 0..ops {
         match next(10) {
             0..=4 => {
-                let user = format!("u{}", next(120));
+                // New buyers each batch (the ones before have reached
+                // their limit), 120 of them sharing the batch's orders.
+                let user = format!("u{batch}-{}", next(120));
                 let order = format!("c{id}-b{batch}-{i}");
                 let qty = 1 + next(3) as i64;
                 let r: Vec<Value> = redis::cmd("STOCK.RESERVE")
@@ -723,7 +725,7 @@ fn soak_fifty_clients_never_oversell_and_leak_nothing() {
 fn fifty_clients(batches: usize, ops: usize) {
     let srv = Server::start();
     let mut c = srv.conn();
-    let (total, limit) = (600, 4);
+    let (mut total, limit) = (600, 4);
     run(
         &mut c,
         &["STOCK.CREATE", "flash", "600", "LIMIT", "4", "LEASE", "150"],
@@ -741,6 +743,10 @@ fn fifty_clients(batches: usize, ops: usize) {
             sold.fetch_add(s, Ordering::Relaxed);
         }
         check_invariants(&mut c, total, limit, sold.load(Ordering::Relaxed));
+        // More units for the next batch's buyers (a restock while
+        // reservations and lapsed leases are outstanding).
+        run(&mut c, &["STOCK.RESTOCK", "flash", "200"]);
+        total += 200;
     }
     // Every lease lapses; the next writes return every unit.
     thread::sleep(Duration::from_millis(200));
