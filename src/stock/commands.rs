@@ -747,16 +747,17 @@ pub fn stock_audit(ctx: &Context, c: &mut Args) -> RedisResult {
                 "ledger: {leases} leases for {live} reserved orders"
             ));
         }
-        let mut stored: Vec<(Vec<u8>, i64)> = Vec::new();
+        // Each user's stored count against what their orders hold (a
+        // user with orders but no count is compared with 0).
+        let mut stored: std::collections::HashMap<Vec<u8>, i64> = Default::default();
         l.users.scan_pairs(|u, v| {
-            stored.push((u.to_vec(), model::parse_held(v).unwrap_or(-1)));
+            stored.insert(u.to_vec(), model::parse_held(v).unwrap_or(-1));
             true
         });
         for (u, _) in &users {
-            if !stored.iter().any(|(s, _)| s == *u) {
-                stored.push(((*u).clone(), 0));
-            }
+            stored.entry((*u).clone()).or_insert(0);
         }
+        let mut stored: Vec<(Vec<u8>, i64)> = stored.into_iter().collect();
         stored.sort();
         for (u, n) in stored {
             let own = per_user.get(&u).copied().unwrap_or(0);

@@ -22,8 +22,11 @@ pub const DEFAULT_LEASE_MS: i64 = 900_000;
 /// The most lapsed leases one write returns, so that a backlog of unpaid
 /// orders never makes one call long.
 pub const MAX_RECLAIM: usize = 100;
-/// The most orders one AUDIT step asks `HSCAN` for.
-pub const MAX_AUDIT_COUNT: i64 = 1000;
+/// The most orders one AUDIT step asks `HSCAN` for: a step of 500 orders
+/// (each checked against its lease and its user) measured 0.3–0.8 ms,
+/// one of 1,000 up to 1.6 ms on a loaded machine, over the 1 ms every
+/// command keeps to.
+pub const MAX_AUDIT_COUNT: i64 = 500;
 /// AUDIT's step when COUNT is not given.
 pub const DEFAULT_AUDIT_COUNT: i64 = 100;
 
