@@ -25,6 +25,7 @@ pub mod reply;
 pub mod slices;
 pub mod spread;
 pub mod stats;
+pub mod stock;
 pub mod syntax;
 pub mod util;
 pub mod version;
@@ -95,6 +96,12 @@ pub const FAMILIES: &[Family] = &[
         commands: idem::COMMANDS,
         counters: idem::COUNTERS,
         entity: Some("Idem"),
+    },
+    Family {
+        name: "stock",
+        commands: stock::COMMANDS,
+        counters: stock::COUNTERS,
+        entity: Some("Stock"),
     },
 ];
 

@@ -86,6 +86,9 @@ pub fn leaf_kind(name: &str) -> Option<Kind> {
         // LOCK and DELAYQ: durations in ms, fencing tokens, receipts.
         "ttl-ms" | "ms" | "timeout-ms" | "lease-ms" | "base-ms" | "max-ms" | "token"
         | "receipt" | "fence" => Kind::Integer,
+        // STOCK: units, limits and HSCAN's cursor; orders are ids.
+        "total" | "per-user" | "cursor" => Kind::Integer,
+        "order" => Kind::String,
         _ => return None,
     })
 }

@@ -1,0 +1,798 @@
+//! STOCK's handlers: parse and validate everything, open and type-check
+//! the stock's keys, read the records a command needs and refuse corrupt
+//! ones, build the plan with the pure logic (model.rs), then write it,
+//! reply, replicate and raise the event.
+//!
+//! Replication: RESERVE, CONFIRM and RESTOCK read the clock (a lease's
+//! start, lapsed leases) and replicate themselves with the master's `NOW`
+//! made explicit (verbatim when the client gave it); CREATE likewise when
+//! it has a TTL; RELEASE replicates verbatim. Each one is deterministic
+//! given its arguments and the data, so replicas and the AOF re-run it to
+//! the same bytes. A call that wrote nothing replicates nothing.
+//!
+//! The sold-out fast path: RESERVE on a stock whose record begins `0:0:`
+//! (nothing available, nothing reserved) answers SOLDOUT after reading
+//! that one value, with no other key opened.
+
+use redis_module::{Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
+
+use super::model::{
+    self, Order, Reserve, RestockError, State, Stock, DEFAULT_AUDIT_COUNT, DEFAULT_LEASE_MS,
+    MAX_AUDIT_COUNT, MAX_INT, MAX_LEASE_MS, MAX_RECLAIM, MAX_TIME_MS, MAX_TTL_S,
+};
+use super::{
+    COUNT_CONFIRMED, COUNT_CREATED, COUNT_EXPIRED, COUNT_LIMITED, COUNT_RELEASED, COUNT_RESERVED,
+    COUNT_RESTOCKED, COUNT_SOLDOUT, FAMILY,
+};
+use crate::argv::{is, Args};
+use crate::error;
+use crate::keys::{derived, expire_at_if_unset, HashField, Key};
+use crate::reply;
+use crate::util;
+
+fn fail(msg: &str) -> RedisError {
+    error::family(FAMILY, msg)
+}
+
+/// Fails on an empty user or order id.
+fn non_empty(v: &[u8], what: &str) -> Result<(), RedisError> {
+    if v.is_empty() {
+        return Err(fail(&format!("{what} must not be empty")));
+    }
+    Ok(())
+}
+
+/// Reads a trailing `[NOW unix-ms]`.
+fn parse_now(c: &mut Args) -> Result<Option<i64>, RedisError> {
+    let mut now = None;
+    while !c.done() {
+        if !is(c.keyword()?, "NOW") {
+            return Err(error::syntax());
+        }
+        now = Some(c.option_i64(0, MAX_TIME_MS)?);
+    }
+    Ok(now)
+}
+
+/// Replicates the client's command with the `NOW` it used.
+fn replicate_now(ctx: &Context, args: &[RedisString], now: i64, had_now: bool) {
+    if had_now {
+        ctx.replicate_verbatim();
+    } else {
+        util::replicate_args_now(ctx, args, now);
+    }
+}
+
+/// `B`, opened and read.
+struct Head {
+    key: Key,
+    stock: Stock,
+}
+
+/// Opens `B` and parses its record.
+///
+/// Occurs as `WRONGTYPE` when `B` is not a String, `no such stock` when it
+/// is missing, and as corrupt data when it holds anything STOCK never
+/// writes.
+fn open_head(ctx: &Context, base: &RedisString, write: bool) -> Result<Head, RedisError> {
+    let key = Key::open_arg(ctx, base, write);
+    if !key.check(KeyType::String)? {
+        return Err(fail("no such stock"));
+    }
+    let stock =
+        Stock::parse(key.bytes()).ok_or_else(|| error::corrupt(FAMILY, base.as_slice(), None))?;
+    Ok(Head { key, stock })
+}
+
+/// The ledger keys of a stock, opened and type-checked.
+struct Ledger<'a> {
+    base: &'a RedisString,
+    orders: Key,
+    users: Key,
+    leases: Key,
+}
+
+impl<'a> Ledger<'a> {
+    /// Opens `B:orders`, `B:users` and `B:leases`.
+    ///
+    /// Occurs as `WRONGTYPE` when any holds another type than its own.
+    fn open(ctx: &Context, base: &'a RedisString, write: bool) -> Result<Ledger<'a>, RedisError> {
+        let b = base.as_slice();
+        let orders = Key::derived_hot(ctx, b, "orders", write);
+        let users = Key::derived_hot(ctx, b, "users", write);
+        let leases = Key::derived_hot(ctx, b, "leases", write);
+        orders.check(KeyType::Hash)?;
+        users.check(KeyType::Hash)?;
+        leases.check(KeyType::ZSet)?;
+        Ok(Ledger {
+            base,
+            orders,
+            users,
+            leases,
+        })
+    }
+
+    fn corrupt(&self, suffix: &str, field: &[u8]) -> RedisError {
+        let key = derived(self.base.as_slice(), suffix);
+        error::corrupt(FAMILY, &key, Some(&error::key_text(field)))
+    }
+
+    /// Returns the record of `order`, parsed, with where its user starts.
+    fn order(
+        &self,
+        order: &RedisString,
+    ) -> Result<Option<(RedisString, Order, usize)>, RedisError> {
+        match self.orders.hget_arg(HashField::Arg(order)) {
+            None => Ok(None),
+            Some(raw) => match Order::parse(raw.as_slice()) {
+                Some((o, at)) => Ok(Some((raw, o, at))),
+                None => Err(self.corrupt("orders", order.as_slice())),
+            },
+        }
+    }
+
+    /// Returns the units `user` holds (0 when the field is missing).
+    fn held(&self, user: &[u8]) -> Result<i64, RedisError> {
+        match self.users.hget(user) {
+            None => Ok(0),
+            Some(v) => model::parse_held(&v).ok_or_else(|| self.corrupt("users", user)),
+        }
+    }
+
+    /// Returns the units held by the user the client named (its string
+    /// used as the field, not copied: the hot path of a reservation).
+    fn held_arg(&self, user: &RedisString) -> Result<i64, RedisError> {
+        match self.users.hget_arg(HashField::Arg(user)) {
+            None => Ok(0),
+            Some(v) => model::parse_held(v.as_slice())
+                .ok_or_else(|| self.corrupt("users", user.as_slice())),
+        }
+    }
+
+    /// Reads up to [`MAX_RECLAIM`] lapsed leases (lease end at or before
+    /// `now`), oldest first, each checked against its order's record.
+    fn lapsed(&self, now: i64) -> Result<Vec<Lapsed>, RedisError> {
+        let mut out = Vec::new();
+        if self.leases.is_empty() {
+            return Ok(out);
+        }
+        for (id, score) in self
+            .leases
+            .zrange_strings(0, MAX_RECLAIM, f64::NEG_INFINITY, now as f64)
+        {
+            let bad = || self.corrupt("leases", id.as_slice());
+            let (rec, order, user_at) = self.order(&id)?.ok_or_else(bad)?;
+            if order.state != State::Reserved || order.lease_end as f64 != score {
+                return Err(bad());
+            }
+            out.push(Lapsed {
+                id,
+                rec,
+                order,
+                user_at,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Sets the stock's expiry on the ledger keys that have none (a key
+    /// created by this command).
+    fn expire(&self, expires: i64) {
+        if expires > 0 {
+            expire_at_if_unset(&self.orders, expires);
+            expire_at_if_unset(&self.users, expires);
+            expire_at_if_unset(&self.leases, expires);
+        }
+    }
+}
+
+/// A lapsed lease about to be returned.
+struct Lapsed {
+    id: RedisString,
+    rec: RedisString,
+    order: Order,
+    user_at: usize,
+}
+
+impl Lapsed {
+    fn user(&self) -> &[u8] {
+        &self.rec.as_slice()[self.user_at..]
+    }
+}
+
+/// Users' counts as a plan changes them: (user, count after).
+#[derive(Default)]
+struct Helds(Vec<(Vec<u8>, i64)>);
+
+impl Helds {
+    /// Returns the count of `user` in the plan, read from `B:users` the
+    /// first time.
+    fn get(&mut self, l: &Ledger, user: &[u8]) -> Result<i64, RedisError> {
+        if let Some((_, n)) = self.0.iter().find(|(u, _)| u == user) {
+            return Ok(*n);
+        }
+        let n = l.held(user)?;
+        self.0.push((user.to_vec(), n));
+        Ok(n)
+    }
+
+    fn set(&mut self, user: &[u8], n: i64) {
+        if let Some(e) = self.0.iter_mut().find(|(u, _)| u == user) {
+            e.1 = n;
+        }
+    }
+
+    /// Returns the count of `user` when the plan already holds it.
+    fn find(&self, user: &[u8]) -> Option<i64> {
+        self.0.iter().find(|(u, _)| u == user).map(|(_, n)| *n)
+    }
+
+    /// Takes `qty` units off `user`'s count; a count that would go below 0
+    /// does not match the ledger.
+    fn take(&mut self, l: &Ledger, user: &[u8], qty: i64) -> Result<(), RedisError> {
+        let n = self.get(l, user)?;
+        if n < qty {
+            return Err(l.corrupt("users", user));
+        }
+        self.set(user, n - qty);
+        Ok(())
+    }
+
+    /// Writes every count (a 0 removes the field).
+    fn write(&self, l: &Ledger) {
+        let mut b = itoa::Buffer::new();
+        for (user, n) in &self.0 {
+            if *n == 0 {
+                l.users.hdel(user);
+            } else {
+                l.users.hput(user, b.format(*n).as_bytes());
+            }
+        }
+    }
+}
+
+/// Plans the return of `lapsed` leases: the stock and users' counts after.
+fn plan_returns(
+    l: &Ledger,
+    head: &Head,
+    stock: &mut Stock,
+    lapsed: &[Lapsed],
+    helds: &mut Helds,
+) -> Result<(), RedisError> {
+    for x in lapsed {
+        stock
+            .give_back(x.order.qty)
+            .ok_or_else(|| error::corrupt(FAMILY, head.key.name().as_slice(), None))?;
+        helds.take(l, x.user(), x.order.qty)?;
+    }
+    Ok(())
+}
+
+/// Writes the return of `lapsed` leases (their orders to `E`).
+fn write_returns(l: &Ledger, lapsed: &[Lapsed], buf: &mut Vec<u8>) {
+    for x in lapsed {
+        x.order.with(State::Expired).write(x.user(), buf);
+        l.orders.hput_arg(&x.id, buf);
+        l.leases.zrem_arg(&x.id);
+    }
+    COUNT_EXPIRED.add(lapsed.len() as u64);
+}
+
+/// Replies `[status, left, lease-end]`.
+fn reply_reserve(ctx: &Context, status: &[u8], left: i64, lease_end: i64) -> RedisResult {
+    reply::array(ctx, 3);
+    reply::bytes(ctx, status);
+    reply::int(ctx, left);
+    reply::int(ctx, lease_end);
+    Ok(RedisValue::NoReply)
+}
+
+/// STOCK.CREATE B total [LIMIT per-user] [LEASE lease-ms] [TTL seconds] [NOW unix-ms]
+///
+/// Creates the stock; replies OK.
+pub fn stock_create(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(3)?;
+    c.skip(1)?;
+    let total = c.next_i64(0, MAX_INT)?;
+    let (mut limit, mut lease, mut ttl, mut now) = (0, DEFAULT_LEASE_MS, None, None);
+    while !c.done() {
+        let k = c.keyword()?;
+        if is(k, "LIMIT") {
+            limit = c.option_i64(0, MAX_INT)?;
+        } else if is(k, "LEASE") {
+            lease = c.option_i64(1, MAX_LEASE_MS)?;
+        } else if is(k, "TTL") {
+            ttl = Some(c.option_i64(1, MAX_TTL_S)?);
+        } else if is(k, "NOW") {
+            now = Some(c.option_i64(0, MAX_TIME_MS)?);
+        } else {
+            return Err(error::syntax());
+        }
+    }
+    let args = c.all();
+    let base = &args[1];
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    let had_now = now.is_some();
+    let now = now.unwrap_or_else(util::now_ms);
+    let expires = ttl.map_or(0, |t| now + t * 1000);
+    let key = Key::open_arg(ctx, base, true);
+    if key.check(KeyType::String)? {
+        return Err(fail("already exists"));
+    }
+    // Leftovers of an earlier stock of this name would join the new one.
+    for suffix in ["orders", "users", "leases"] {
+        Key::derived(ctx, base.as_slice(), suffix, true).unlink();
+    }
+    key.write_in_place(&Stock::new(total, limit, lease, expires).format());
+    if expires > 0 {
+        key.set_abs_expire_ms(expires);
+    }
+    drop(key);
+    if ttl.is_some() {
+        replicate_now(ctx, args, now, had_now);
+    } else {
+        ctx.replicate_verbatim();
+    }
+    util::notify_static(ctx, c"hotpath.stock.create", base);
+    COUNT_CREATED.incr();
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// STOCK.RESERVE B user order quantity [NOW unix-ms]
+///
+/// Replies `[OK, left, lease-end]`, `[SOLDOUT, available, 0]` or
+/// `[LIMIT, available, 0]`; a known order gets its first reply again.
+pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(5)?;
+    c.skip(3)?;
+    let qty = c.next_i64(1, MAX_INT)?;
+    let now = parse_now(c)?;
+    let args = c.all();
+    let (base, user, order) = (&args[1], &args[2], &args[3]);
+    non_empty(user.as_slice(), "user")?;
+    non_empty(order.as_slice(), "order")?;
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    let key = Key::open_arg(ctx, base, true);
+    if !key.check(KeyType::String)? {
+        return Err(fail("no such stock"));
+    }
+    if model::finished(key.bytes()) {
+        COUNT_SOLDOUT.incr();
+        return reply_reserve(ctx, b"SOLDOUT", 0, 0);
+    }
+    let stock =
+        Stock::parse(key.bytes()).ok_or_else(|| error::corrupt(FAMILY, base.as_slice(), None))?;
+    let head = Head { key, stock };
+    let had_now = now.is_some();
+    let now = now.unwrap_or_else(util::now_ms);
+    let l = Ledger::open(ctx, base, true)?;
+    if let Some((rec, o, at)) = l.order(order)? {
+        if &rec.as_slice()[at..] != user.as_slice() || o.qty != qty {
+            return Err(fail("order exists with another user or quantity"));
+        }
+        return reply_reserve(ctx, b"OK", o.left, o.lease_end);
+    }
+    let lapsed = l.lapsed(now)?;
+    let mut next = head.stock;
+    let mut helds = Helds::default();
+    plan_returns(&l, &head, &mut next, &lapsed, &mut helds)?;
+    // The buyer's count: from the plan when a lapsed lease of theirs is
+    // being returned, else read with the client's string as the field.
+    let planned = helds.find(user.as_slice());
+    let held = match planned {
+        Some(n) => n,
+        None => l.held_arg(user)?,
+    };
+    let decision = model::reserve(&mut next, held, qty, now);
+    let mut buf = Vec::with_capacity(64);
+    write_returns(&l, &lapsed, &mut buf);
+    if let Reserve::Ok { left, lease_end } = decision {
+        if planned.is_some() {
+            helds.set(user.as_slice(), held + qty);
+        } else {
+            l.users
+                .hput_arg(user, itoa::Buffer::new().format(held + qty).as_bytes());
+        }
+        Order {
+            state: State::Reserved,
+            qty,
+            lease_end,
+            left,
+        }
+        .write(user.as_slice(), &mut buf);
+        l.orders.hput_arg(order, &buf);
+        l.leases.zadd_arg(order, lease_end as f64);
+    }
+    helds.write(&l);
+    let wrote = next != head.stock;
+    if wrote {
+        next.write(&mut buf);
+        head.key.write_in_place(&buf);
+        l.expire(next.expires);
+    }
+    drop(l);
+    drop(head);
+    if wrote {
+        replicate_now(ctx, args, now, had_now);
+        util::notify_static(ctx, c"hotpath.stock.reserve", base);
+    }
+    match decision {
+        Reserve::Ok { left, lease_end } => {
+            COUNT_RESERVED.incr();
+            reply_reserve(ctx, b"OK", left, lease_end)
+        }
+        Reserve::SoldOut { left } => {
+            COUNT_SOLDOUT.incr();
+            reply_reserve(ctx, b"SOLDOUT", left, 0)
+        }
+        Reserve::Limit { left } => {
+            COUNT_LIMITED.incr();
+            reply_reserve(ctx, b"LIMIT", left, 0)
+        }
+    }
+}
+
+/// STOCK.CONFIRM B order [NOW unix-ms]
+///
+/// Replies 1 when the reservation became a sale, 0 when it was already
+/// confirmed.
+pub fn stock_confirm(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(3)?;
+    c.skip(2)?;
+    let now = parse_now(c)?;
+    let args = c.all();
+    let (base, order) = (&args[1], &args[2]);
+    non_empty(order.as_slice(), "order")?;
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    let head = open_head(ctx, base, true)?;
+    let had_now = now.is_some();
+    let now = now.unwrap_or_else(util::now_ms);
+    let l = Ledger::open(ctx, base, true)?;
+    let Some((rec, o, at)) = l.order(order)? else {
+        return Err(fail("no such order"));
+    };
+    match model::confirm(&o, now) {
+        Ok(false) => return Ok(RedisValue::Integer(0)),
+        Err(model::ConfirmError::LeaseExpired) => return Err(fail("lease expired")),
+        Err(model::ConfirmError::Released) => return Err(fail("order released")),
+        Ok(true) => {}
+    }
+    if l.leases.zscore_arg(order) != Some(o.lease_end as f64) {
+        return Err(l.corrupt("orders", order.as_slice()));
+    }
+    let lapsed = l.lapsed(now)?;
+    let mut next = head.stock;
+    let mut helds = Helds::default();
+    plan_returns(&l, &head, &mut next, &lapsed, &mut helds)?;
+    next.sell(o.qty)
+        .ok_or_else(|| error::corrupt(FAMILY, base.as_slice(), None))?;
+    let mut buf = Vec::with_capacity(64);
+    write_returns(&l, &lapsed, &mut buf);
+    helds.write(&l);
+    o.with(State::Sold).write(&rec.as_slice()[at..], &mut buf);
+    l.orders.hput_arg(order, &buf);
+    l.leases.zrem_arg(order);
+    next.write(&mut buf);
+    head.key.write_in_place(&buf);
+    drop(rec);
+    drop(l);
+    drop(head);
+    replicate_now(ctx, args, now, had_now);
+    util::notify_static(ctx, c"hotpath.stock.confirm", base);
+    COUNT_CONFIRMED.incr();
+    Ok(RedisValue::Integer(1))
+}
+
+/// STOCK.RELEASE B order
+///
+/// Gives a reservation's units back: 1, or 0 when there is nothing to give
+/// back (unknown, released, lapsed and returned).
+pub fn stock_release(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(3)?;
+    c.skip(2)?;
+    c.expect_done()?;
+    let args = c.all();
+    let (base, order) = (&args[1], &args[2]);
+    non_empty(order.as_slice(), "order")?;
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    let head = open_head(ctx, base, true)?;
+    let l = Ledger::open(ctx, base, true)?;
+    let Some((rec, o, at)) = l.order(order)? else {
+        return Ok(RedisValue::Integer(0));
+    };
+    match o.state {
+        State::Sold => return Err(fail("order is confirmed")),
+        State::Released | State::Expired => return Ok(RedisValue::Integer(0)),
+        State::Reserved => {}
+    }
+    let user = &rec.as_slice()[at..];
+    let mut next = head.stock;
+    next.give_back(o.qty)
+        .ok_or_else(|| error::corrupt(FAMILY, base.as_slice(), None))?;
+    let mut helds = Helds::default();
+    helds.take(&l, user, o.qty)?;
+    let mut buf = Vec::with_capacity(64);
+    helds.write(&l);
+    o.with(State::Released).write(user, &mut buf);
+    l.orders.hput_arg(order, &buf);
+    l.leases.zrem_arg(order);
+    next.write(&mut buf);
+    head.key.write_in_place(&buf);
+    drop(rec);
+    drop(l);
+    drop(head);
+    ctx.replicate_verbatim();
+    util::notify_static(ctx, c"hotpath.stock.release", base);
+    COUNT_RELEASED.incr();
+    Ok(RedisValue::Integer(1))
+}
+
+/// STOCK.RESTOCK B delta [NOW unix-ms]
+///
+/// Returns lapsed leases, then adds `delta` units (or removes −delta
+/// available ones); replies the units available after.
+pub fn stock_restock(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(3)?;
+    c.skip(1)?;
+    let delta = c.next_i64(-MAX_INT, MAX_INT)?;
+    let now = parse_now(c)?;
+    let args = c.all();
+    let base = &args[1];
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    let head = open_head(ctx, base, true)?;
+    let had_now = now.is_some();
+    let now = now.unwrap_or_else(util::now_ms);
+    let l = Ledger::open(ctx, base, true)?;
+    let lapsed = l.lapsed(now)?;
+    let mut next = head.stock;
+    let mut helds = Helds::default();
+    plan_returns(&l, &head, &mut next, &lapsed, &mut helds)?;
+    match model::restock(&mut next, delta) {
+        Ok(()) => {}
+        Err(RestockError::NotEnough) => return Err(fail("not enough available units")),
+        Err(RestockError::Overflow) => return Err(error::overflow(FAMILY, base.as_slice(), None)),
+    }
+    let mut buf = Vec::with_capacity(64);
+    write_returns(&l, &lapsed, &mut buf);
+    helds.write(&l);
+    let wrote = next != head.stock;
+    if wrote {
+        next.write(&mut buf);
+        head.key.write_in_place(&buf);
+    }
+    drop(l);
+    drop(head);
+    if wrote {
+        replicate_now(ctx, args, now, had_now);
+        util::notify_static(ctx, c"hotpath.stock.restock", base);
+        if delta != 0 {
+            COUNT_RESTOCKED.incr();
+        }
+    }
+    Ok(RedisValue::Integer(next.available))
+}
+
+/// STOCK.INFO B
+///
+/// Replies the map `total, available, reserved, sold, limit, lease_ms,
+/// orders` (empty for an unknown stock).
+pub fn stock_info(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(2)?;
+    c.skip(1)?;
+    c.expect_done()?;
+    let base = c.string(1);
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    let key = Key::open_arg(ctx, base, false);
+    if !key.check(KeyType::String)? {
+        return Ok(util::map(ctx, Vec::new()));
+    }
+    let s =
+        Stock::parse(key.bytes()).ok_or_else(|| error::corrupt(FAMILY, base.as_slice(), None))?;
+    let orders = Key::derived_hot(ctx, base.as_slice(), "orders", false);
+    orders.check(KeyType::Hash)?;
+    let n = orders.len() as i64;
+    let names = [
+        "total",
+        "available",
+        "reserved",
+        "sold",
+        "limit",
+        "lease_ms",
+        "orders",
+    ];
+    let values = [
+        s.total,
+        s.available,
+        s.reserved,
+        s.sold,
+        s.limit,
+        s.lease_ms,
+        n,
+    ];
+    reply::map(ctx, names.len());
+    for (name, v) in names.iter().zip(values) {
+        reply::bytes(ctx, name.as_bytes());
+        reply::int(ctx, v);
+    }
+    Ok(RedisValue::NoReply)
+}
+
+/// STOCK.AUDIT B cursor [COUNT count]
+///
+/// Replies `[next-cursor, checked, problem, …]`.
+pub fn stock_audit(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(3)?;
+    c.skip(1)?;
+    let cursor = c.next_slice()?;
+    if !is_cursor(cursor) {
+        return Err(error::not_integer());
+    }
+    let mut count = DEFAULT_AUDIT_COUNT;
+    while !c.done() {
+        if !is(c.keyword()?, "COUNT") {
+            return Err(error::syntax());
+        }
+        count = c.option_i64(1, MAX_AUDIT_COUNT)?;
+    }
+    let base = c.string(1);
+    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    let head = open_head(ctx, base, false)?;
+    let s = head.stock;
+    drop(head);
+    let l = Ledger::open(ctx, base, false)?;
+    drop(l);
+    let mut problems: Vec<String> = Vec::new();
+    // A record the parser accepts satisfies the law; the checks stay
+    // explicit so that the audit says which part failed.
+    if s.available < 0 || s.reserved < 0 || s.sold < 0 {
+        problems.push("counts: negative".into());
+    }
+    if !s.conserved() {
+        problems.push("counts: available + reserved + sold != total".into());
+    }
+    // One HSCAN step over the orders, every key handle closed.
+    let orders_name = derived(base.as_slice(), "orders");
+    let count_s = count.to_string();
+    let step = ctx.call(
+        "HSCAN",
+        &[&orders_name[..], cursor, b"COUNT", count_s.as_bytes()][..],
+    )?;
+    let (next, flat) = match step {
+        RedisValue::Array(mut v) if v.len() == 2 => {
+            let items = v.pop().unwrap();
+            let next = v.pop().unwrap();
+            (value_bytes(&next), items)
+        }
+        _ => return Err(RedisError::Str(error::INTERNAL)),
+    };
+    let items = match flat {
+        RedisValue::Array(v) => v,
+        _ => Vec::new(),
+    };
+    let whole = cursor == b"0" && next == b"0";
+    let l = Ledger::open(ctx, base, false)?;
+    let mut checked = 0i64;
+    let (mut reserved, mut sold, mut live) = (0i64, 0i64, 0i64);
+    let mut per_user: std::collections::HashMap<Vec<u8>, i64> = Default::default();
+    for pair in items.chunks(2) {
+        let [id, rec] = pair else { continue };
+        let (id, rec) = (value_bytes(id), value_bytes(rec));
+        checked += 1;
+        let lease = l.leases.zscore(&id);
+        let Some((o, at)) = Order::parse(&rec) else {
+            problems.push(format!("order '{}': corrupt record", error::key_text(&id)));
+            continue;
+        };
+        let user = rec[at..].to_vec();
+        match o.state {
+            State::Reserved => {
+                reserved += o.qty;
+                live += 1;
+                *per_user.entry(user.clone()).or_default() += o.qty;
+                if lease != Some(o.lease_end as f64) {
+                    problems.push(format!(
+                        "order '{}': reserved without its lease",
+                        error::key_text(&id)
+                    ));
+                }
+            }
+            _ => {
+                if o.state == State::Sold {
+                    sold += o.qty;
+                    *per_user.entry(user.clone()).or_default() += o.qty;
+                }
+                if lease.is_some() {
+                    problems.push(format!(
+                        "order '{}': lease on an order not reserved",
+                        error::key_text(&id)
+                    ));
+                }
+            }
+        }
+        per_user.entry(user).or_default();
+    }
+    // Users of the orders checked: the limit.
+    let mut users: Vec<(&Vec<u8>, &i64)> = per_user.iter().collect();
+    users.sort();
+    for (user, _) in &users {
+        let held = l
+            .users
+            .hget(user)
+            .and_then(|v| model::parse_held(&v))
+            .unwrap_or(0);
+        if s.limit > 0 && held > s.limit {
+            problems.push(format!(
+                "user '{}': holds {held} over the limit {}",
+                error::key_text(user),
+                s.limit
+            ));
+        }
+    }
+    if whole {
+        if reserved != s.reserved {
+            problems.push(format!(
+                "ledger: reserved orders hold {reserved}, reserved is {}",
+                s.reserved
+            ));
+        }
+        if sold != s.sold {
+            problems.push(format!(
+                "ledger: confirmed orders hold {sold}, sold is {}",
+                s.sold
+            ));
+        }
+        let leases = l.leases.len() as i64;
+        if leases != live {
+            problems.push(format!(
+                "ledger: {leases} leases for {live} reserved orders"
+            ));
+        }
+        // Each user's stored count against what their orders hold (a
+        // user with orders but no count is compared with 0).
+        let mut stored: std::collections::HashMap<Vec<u8>, i64> = Default::default();
+        l.users.scan_pairs(|u, v| {
+            stored.insert(u.to_vec(), model::parse_held(v).unwrap_or(-1));
+            true
+        });
+        for (u, _) in &users {
+            stored.entry((*u).clone()).or_insert(0);
+        }
+        let mut stored: Vec<(Vec<u8>, i64)> = stored.into_iter().collect();
+        stored.sort();
+        for (u, n) in stored {
+            let own = per_user.get(&u).copied().unwrap_or(0);
+            if own != n {
+                problems.push(format!(
+                    "ledger: user '{}' holds {n}, orders hold {own}",
+                    error::key_text(&u)
+                ));
+            }
+        }
+    }
+    drop(l);
+    reply::array(ctx, 2 + problems.len());
+    reply::bytes(ctx, &next);
+    reply::int(ctx, checked);
+    for p in &problems {
+        reply::bytes(ctx, p.as_bytes());
+    }
+    Ok(RedisValue::NoReply)
+}
+
+/// Returns true for an `HSCAN` cursor: a decimal of the u64 range.
+fn is_cursor(v: &[u8]) -> bool {
+    !v.is_empty()
+        && v.iter().all(u8::is_ascii_digit)
+        && std::str::from_utf8(v).is_ok_and(|t| t.parse::<u64>().is_ok())
+}
+
+/// The bytes of a string element of a call's reply.
+fn value_bytes(v: &RedisValue) -> Vec<u8> {
+    match v {
+        RedisValue::SimpleString(s) | RedisValue::BulkString(s) => s.as_bytes().to_vec(),
+        RedisValue::StringBuffer(b) => b.clone(),
+        RedisValue::BulkRedisString(s) => s.as_slice().to_vec(),
+        RedisValue::Integer(n) => n.to_string().into_bytes(),
+        _ => Vec::new(),
+    }
+}
