@@ -6376,17 +6376,31 @@ end
 if s.available + s.reserved + s.sold ~= s.total then
   table.insert(problems, 'counts: available + reserved + sold != total')
 end
+-- Sums of quantities, exact past 2^53 (hand-edited records can hold
+-- quantities up to 2^53 - 1 each, and the module sums them in 64 bits):
+-- {hi, lo} = hi * 10^8 + lo, 0 <= lo < 10^8.
+local BASE = 100000000
+local function sum_add(a, q)
+  a[2] = a[2] + q % BASE
+  a[1] = a[1] + math.floor(q / BASE)
+  if a[2] >= BASE then a[1], a[2] = a[1] + 1, a[2] - BASE end
+end
+local function sum_is(a, n) return a[1] == math.floor(n / BASE) and a[2] == n % BASE end
+local function sum_text(a)
+  if a[1] == 0 then return fmt(a[2]) end
+  return fmt(a[1]) .. string.format('%08d', a[2])
+end
 local step = redis.call('HSCAN', B .. ':orders', cursor, 'COUNT', fmt(count))
 local cursor_next, items = step[1], step[2]
 local whole = cursor == '0' and cursor_next == '0'
-local checked, reserved, sold, live = 0, 0, 0, 0
+local checked, reserved, sold, live = 0, {0, 0}, {0, 0}, 0
 local per_user, users = {}, {}
 local function touch(u, q)
   if per_user[u] == nil then
-    per_user[u] = 0
+    per_user[u] = {0, 0}
     table.insert(users, u)
   end
-  per_user[u] = per_user[u] + q
+  sum_add(per_user[u], q)
 end
 for k = 1, #items, 2 do
   local id, rec = items[k], items[k + 1]
@@ -6396,7 +6410,7 @@ for k = 1, #items, 2 do
   if not o then
     table.insert(problems, "order '" .. key_text(id) .. "': corrupt record")
   elseif o.state == 'R' then
-    reserved = reserved + o.qty
+    sum_add(reserved, o.qty)
     live = live + 1
     touch(o.user, o.qty)
     if not lease or tonumber(lease) ~= o.lease_end then
@@ -6404,7 +6418,7 @@ for k = 1, #items, 2 do
     end
   else
     if o.state == 'S' then
-      sold = sold + o.qty
+      sum_add(sold, o.qty)
       touch(o.user, o.qty)
     else
       touch(o.user, 0)
@@ -6424,11 +6438,11 @@ for _, u in ipairs(users) do
   end
 end
 if whole then
-  if reserved ~= s.reserved then
-    table.insert(problems, 'ledger: reserved orders hold ' .. fmt(reserved) .. ', reserved is ' .. fmt(s.reserved))
+  if not sum_is(reserved, s.reserved) then
+    table.insert(problems, 'ledger: reserved orders hold ' .. sum_text(reserved) .. ', reserved is ' .. fmt(s.reserved))
   end
-  if sold ~= s.sold then
-    table.insert(problems, 'ledger: confirmed orders hold ' .. fmt(sold) .. ', sold is ' .. fmt(s.sold))
+  if not sum_is(sold, s.sold) then
+    table.insert(problems, 'ledger: confirmed orders hold ' .. sum_text(sold) .. ', sold is ' .. fmt(s.sold))
   end
   local leases = redis.call('ZCARD', B .. ':leases')
   if leases ~= live then
@@ -6448,9 +6462,10 @@ if whole then
   end
   table.sort(names, bytes_less)
   for _, u in ipairs(names) do
-    local own = per_user[u] or 0
-    if own ~= stored_n[u] then
-      table.insert(problems, "ledger: user '" .. key_text(u) .. "' holds " .. fmt(stored_n[u]) .. ', orders hold ' .. fmt(own))
+    local own = per_user[u] or {0, 0}
+    local n = stored_n[u]
+    if n < 0 or not sum_is(own, n) then
+      table.insert(problems, "ledger: user '" .. key_text(u) .. "' holds " .. fmt(n) .. ', orders hold ' .. sum_text(own))
     end
   end
 end
