@@ -10,7 +10,7 @@ entities is ``hotpath.routing`` (docs/spread.md).
 """
 from . import replies, routing, spread
 from .client import (Backend, DelayQueue, HotPath, Like, Lock, LuckyBag, ModuleBackend, Poll,
-                     Rank, Rate, RedPacket)
+                     Rank, Rate, RedPacket, Stock)
 from .spread import ShardError, Shards, SpreadLike, SpreadLuckyBag
 from .spread_rank import RankPosition, RankPositionEntry, ShardRankWrite, SpreadRank
 from .spread_poll import SpreadPoll, SpreadPollInfo, SpreadPollSync
@@ -19,5 +19,6 @@ from .replies import *  # noqa: F401,F403  (the reply dataclasses)
 
 __version__ = "0.1.0"
 __all__ = ["HotPath", "Backend", "ModuleBackend", "FunctionsBackend", "FallbackBackend", "Poll",
-           "Rank", "Like", "RedPacket", "LuckyBag", "Rate", "Lock", "DelayQueue", "replies",
+           "Rank", "Like", "RedPacket", "LuckyBag", "Rate", "Lock", "DelayQueue", "Stock",
+           "replies",
            "routing", "spread", "Shards", "ShardError", "SpreadLike", "SpreadLuckyBag"]
