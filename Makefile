@@ -8,7 +8,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 # Valkey run and the tests that run examples/quickstart.py all use it.
 export HOTPATH_PYTHON := $(CURDIR)/.venv/bin/python
 
-.PHONY: help deps build run test check bench lint fmt fuzz docker fresh-debian clean cluster-soak cluster-bench lua-gen lua-load differential
+.PHONY: help deps build run test check bench lint fmt fuzz docker fresh-debian clean cluster-soak stock-soak cluster-bench lua-gen lua-load differential
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -41,6 +41,9 @@ fuzz: build ## send 1,000,000 random commands to a real server (FUZZ_COMMANDS, F
 cluster-soak: build ## long cluster runs: repeated failovers and slot moves under load (3 masters + 3 replicas)
 	cargo test --release --test integration cluster_ha::soak_ -- --ignored --nocapture --test-threads=1
 	cargo test --release --test integration cluster_spread::soak_ -- --ignored --nocapture --test-threads=1
+
+stock-soak: build ## long STOCK run: 50 clients, 40 batches of random reserve/confirm/release with short leases, checked after each
+	cargo test --release --test integration stock::soak_ -- --ignored --nocapture
 
 cluster-bench: build ## fan-out measured client-side vs over the cluster bus (prototype in bench/busproto)
 	cargo build --release -p hotpath-busproto

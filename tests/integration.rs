@@ -48,6 +48,7 @@ mod reference;
 mod replication;
 mod smoke;
 mod spread;
+mod stock;
 
 /// Every `tests/*.rs` file is a module of this binary: with `autotests =
 /// false` in Cargo.toml, a file left out of the list above would never run.

@@ -1553,6 +1553,43 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         (vec!["DELAYQ.POLL", "dq", "1000", "NOW", later], true),
         (vec!["DELAYQ.ACK", "dq", "j1", "3000001"], true),
         (vec!["DELAYQ.ACK", "dq", "j1", "3000001"], false),
+        (
+            vec!["STOCK.CREATE", "st", "3", "LIMIT", "2", "LEASE", "1000"],
+            true,
+        ),
+        (vec!["STOCK.CREATE", "st", "3"], false),
+        (
+            vec!["STOCK.RESERVE", "st", "u1", "o1", "2", "NOW", now],
+            true,
+        ),
+        (
+            vec!["STOCK.RESERVE", "st", "u1", "o1", "2", "NOW", now],
+            false,
+        ), // the same reply
+        (
+            vec!["STOCK.RESERVE", "st", "u1", "o2", "1", "NOW", now],
+            false,
+        ), // LIMIT
+        (
+            vec!["STOCK.RESERVE", "st", "u2", "o3", "1", "NOW", now],
+            true,
+        ),
+        (
+            vec!["STOCK.RESERVE", "st", "u3", "o4", "1", "NOW", now],
+            false,
+        ), // SOLDOUT
+        (vec!["STOCK.CONFIRM", "st", "o1", "NOW", now], true),
+        (vec!["STOCK.CONFIRM", "st", "o1", "NOW", now], false),
+        (vec!["STOCK.RELEASE", "st", "o3"], true),
+        (vec!["STOCK.RELEASE", "st", "o3"], false),
+        (vec!["STOCK.RESTOCK", "st", "2", "NOW", now], true),
+        (vec!["STOCK.RESTOCK", "st", "0", "NOW", now], false),
+        (
+            vec!["STOCK.RESERVE", "st", "u2", "o5", "1", "NOW", now],
+            true,
+        ),
+        // o5's lease lapsed: a RESTOCK 0 returns it, and raises its event.
+        (vec!["STOCK.RESTOCK", "st", "0", "NOW", later], true),
     ];
     let mut covered = BTreeSet::new();
     for (args, changes) in &steps {
@@ -1625,6 +1662,8 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         vec!["LOCK.CHECK", "ls", "1", "NOW", now],
         vec!["DELAYQ.DEAD", "dq"],
         vec!["DELAYQ.INFO", "dq"],
+        vec!["STOCK.INFO", "st"],
+        vec!["STOCK.AUDIT", "st", "0"],
     ];
     for args in &reads {
         let (reply, seen) = ev.raised(args);

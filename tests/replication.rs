@@ -55,7 +55,45 @@ fn cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
     ];
     out.extend(family_cases());
     out.extend(lock_delayq_cases());
+    out.extend(stock_cases());
     out
+}
+
+/// STOCK: every write without `NOW`, so the master's instant (lease ends,
+/// lapsed leases returned) must reach the replica and the AOF; the TTL's
+/// one instant must too (the tests compare PEXPIRETIME as well).
+fn stock_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
+    let v = |lines: &[&str]| -> Vec<Vec<String>> {
+        lines
+            .iter()
+            .map(|l| l.split_whitespace().map(String::from).collect())
+            .collect()
+    };
+    vec![
+        (
+            "stock.create",
+            v(&[
+                "STOCK.CREATE r:{s1} 10 LIMIT 3 LEASE 60000 TTL 1000",
+                "STOCK.CREATE r:{s2} 4 LEASE 1",
+            ]),
+        ),
+        (
+            "stock.reserve",
+            v(&[
+                "STOCK.RESERVE r:{s1} u1 o1 2",
+                "STOCK.RESERVE r:{s1} u1 o2 2",
+                "STOCK.RESERVE r:{s1} u2 o3 1",
+                "STOCK.RESERVE r:{s2} u1 o1 3",
+                "STOCK.RESERVE r:{s2} u2 o2 4",
+            ]),
+        ),
+        ("stock.confirm", v(&["STOCK.CONFIRM r:{s1} o1"])),
+        ("stock.release", v(&["STOCK.RELEASE r:{s1} o3"])),
+        (
+            "stock.restock",
+            v(&["STOCK.RESTOCK r:{s1} 5", "STOCK.RESTOCK r:{s2} 0"]),
+        ),
+    ]
 }
 
 /// Cases of the other families (kept apart to merge cleanly).

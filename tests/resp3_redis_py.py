@@ -50,4 +50,12 @@ r2.execute_command("DELAYQ.ADD", "dq", "j1", "p", "NOW", NOW)
 dq = [b"jobs", 1, b"ready", 1, b"scheduled", 0, b"dead", 0]
 assert r2.execute_command("DELAYQ.INFO", "dq", "NOW", NOW) == dq
 assert r3.execute_command("DELAYQ.INFO", "dq", "NOW", NOW) == dict(zip(dq[0::2], dq[1::2]))
+# STOCK.INFO: a field map; STOCK.RESERVE stays the [status, left, lease-end] array.
+r2.execute_command("STOCK.CREATE", "st", 3, "LEASE", 1000)
+assert r3.execute_command("STOCK.RESERVE", "st", "u", "o1", 1, "NOW", NOW) == [b"OK", 2, NOW + 1000]
+assert r2.execute_command("STOCK.RESERVE", "st", "u", "o1", 1, "NOW", NOW) == [b"OK", 2, NOW + 1000]
+st = [b"total", 3, b"available", 2, b"reserved", 1, b"sold", 0, b"limit", 0, b"lease_ms", 1000, b"orders", 1]
+assert r2.execute_command("STOCK.INFO", "st") == st
+assert r3.execute_command("STOCK.INFO", "st") == dict(zip(st[0::2], st[1::2]))
+assert r3.execute_command("STOCK.INFO", "none") == {}
 print("resp3 ok")

@@ -139,6 +139,16 @@ impl<'a> Ledger<'a> {
         }
     }
 
+    /// Returns the units held by the user the client named (its string
+    /// used as the field, not copied: the hot path of a reservation).
+    fn held_arg(&self, user: &RedisString) -> Result<i64, RedisError> {
+        match self.users.hget_arg(HashField::Arg(user)) {
+            None => Ok(0),
+            Some(v) => model::parse_held(v.as_slice())
+                .ok_or_else(|| self.corrupt("users", user.as_slice())),
+        }
+    }
+
     /// Reads up to [`MAX_RECLAIM`] lapsed leases (lease end at or before
     /// `now`), oldest first, each checked against its order's record.
     fn lapsed(&self, now: i64) -> Result<Vec<Lapsed>, RedisError> {
@@ -210,6 +220,11 @@ impl Helds {
         if let Some(e) = self.0.iter_mut().find(|(u, _)| u == user) {
             e.1 = n;
         }
+    }
+
+    /// Returns the count of `user` when the plan already holds it.
+    fn find(&self, user: &[u8]) -> Option<i64> {
+        self.0.iter().find(|(u, _)| u == user).map(|(_, n)| *n)
     }
 
     /// Takes `qty` units off `user`'s count; a count that would go below 0
@@ -361,12 +376,23 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
     let mut next = head.stock;
     let mut helds = Helds::default();
     plan_returns(&l, &head, &mut next, &lapsed, &mut helds)?;
-    let held = helds.get(&l, user.as_slice())?;
+    // The buyer's count: from the plan when a lapsed lease of theirs is
+    // being returned, else read with the client's string as the field.
+    let planned = helds.find(user.as_slice());
+    let held = match planned {
+        Some(n) => n,
+        None => l.held_arg(user)?,
+    };
     let decision = model::reserve(&mut next, held, qty, now);
     let mut buf = Vec::with_capacity(64);
     write_returns(&l, &lapsed, &mut buf);
     if let Reserve::Ok { left, lease_end } = decision {
-        helds.set(user.as_slice(), held + qty);
+        if planned.is_some() {
+            helds.set(user.as_slice(), held + qty);
+        } else {
+            l.users
+                .hput_arg(user, itoa::Buffer::new().format(held + qty).as_bytes());
+        }
         Order {
             state: State::Reserved,
             qty,

@@ -1,0 +1,169 @@
+"""Instructions per call of STOCK.RESERVE against its native floor
+(HSETNX on the orders + DECRBY of the stock + HINCRBY of the user's count
++ ZADD of the lease, each measured alone), the seed-style seckill script
+(bench/seeds.py) and, for a sold-out stock, a bare GET; counted by
+valgrind's callgrind inside Redis's `call()`, all in the same server and
+run. Unlike timings, the counts do not depend on the machine's load:
+`python3 bench/stock_callgrind.py [libhotpath.so]` (needs valgrind; about
+a minute).
+
+Each row also reports, for the module command, how often per call it
+opened a key, went through `RedisModule_Call` and `RedisModule_Replicate`
+(callgrind's call counts of those API functions)."""
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import redis
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import SO, free_port  # noqa: E402
+from seeds import SECKILL_SEED, SECKILL_SEED_NO_STREAM  # noqa: E402
+
+N = 4000
+T0 = 1_700_000_000_000
+API = ["RM_OpenKey", "RM_Call", "RM_Replicate", "RM_ReplicateVerbatim"]
+
+
+def main():
+    so = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else SO
+    binary = os.environ.get("HOTPATH_SERVER", "redis-server")
+    out_dir = tempfile.mkdtemp(prefix="hotpath-callgrind-")
+    out = os.path.join(out_dir, "cg.out")
+    port = free_port()
+    srv = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--toggle-collect=call",
+         binary, "--port", str(port), "--save", "", "--dir", out_dir, "--loadmodule", so],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    r = redis.Redis(port=port)
+    for _ in range(600):
+        try:
+            r.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.1)
+
+    def phase(cmds):
+        """Runs cmds; returns (instructions per call, {api: calls per call})."""
+        subprocess.run(["callgrind_control", "-z", str(srv.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pipe = r.pipeline(transaction=False)
+        for c in cmds:
+            pipe.execute_command(*c)
+        for reply in pipe.execute(raise_on_error=False):
+            if isinstance(reply, Exception):
+                raise RuntimeError(f"{cmds[0]}: {reply}")
+        before = set(glob.glob(out + ".*"))
+        subprocess.run(["callgrind_control", "-d", str(srv.pid)], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        new = set()
+        for _ in range(200):
+            new = set(glob.glob(out + ".*")) - before
+            if new:
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)
+        path = new.pop()
+        text = subprocess.run(["callgrind_annotate", path], capture_output=True, text=True).stdout
+        total = int(re.search(r"([\d,]+) \(100.0%\)\s+PROGRAM TOTALS", text).group(1).replace(",", ""))
+        calls = {a: 0 for a in API}
+        # "calls=<n> <target>" lines follow "cfn=(id) name" lines.
+        names = {}
+        cfn = None
+        with open(path) as f:
+            for line in f:
+                m = re.match(r"(c?)fn=\((\d+)\)(?: (\S+))?", line)
+                if m:
+                    if m.group(3):
+                        names[m.group(2)] = m.group(3)
+                    if m.group(1):
+                        cfn = names.get(m.group(2))
+                    continue
+                m = re.match(r"calls=(\d+)", line)
+                if m and cfn in calls:
+                    calls[cfn] += int(m.group(1))
+        return total / len(cmds), {a: n / len(cmds) for a, n in calls.items()}
+
+    seed = r.script_load(SECKILL_SEED)
+    seed_ns = r.script_load(SECKILL_SEED_NO_STREAM)
+
+    def row(name, ours, others):
+        """ours: a function of the call index i giving one command;
+        others: [(label, [functions])], each list measured one by one and
+        added. Indices N … 2N−1 warm the structures up first."""
+        for fns in [[ours]] + [f for _, f in others]:
+            for fn in fns:
+                phase_free([fn(i) for i in range(N, 2 * N)])
+        o, api = phase([ours(i) for i in range(N)])
+        cols = []
+        for label, fns in others:
+            x = sum(phase([fn(i) for i in range(N)])[0] for fn in fns)
+            cols.append(f"{label} {x:,.0f} ({o / x:.2f}×)")
+        print(f"| {name} | {o:,.0f} | " + "; ".join(cols) + " | "
+              + " ".join(f"{k[3:]} {v:.2f}" for k, v in api.items() if v) + " |", flush=True)
+
+    def phase_free(cmds):
+        pipe = r.pipeline(transaction=False)
+        for c in cmds:
+            pipe.execute_command(*c)
+        pipe.execute(raise_on_error=True)
+
+    print("| command | module instr/call | compared with (instr/call, ratio module ÷ it) | API calls per call |")
+    print("|---|---:|---|---|")
+    big = 10 ** 12
+    r.execute_command("STOCK.CREATE", "sk", big, "LEASE", 900000)
+
+    def floor(p):
+        """The native floor on keys `p:*`: what a reservation changes."""
+        r.set(f"{p}:stock", big)
+        return [lambda i: ("HSETNX", f"{p}:orders", f"o{i}", f"R:1:{T0 + 900000}:{i}:u{i}"),
+                lambda i: ("DECRBY", f"{p}:stock", 1),
+                lambda i: ("HINCRBY", f"{p}:users", f"u{i}", 1),
+                lambda i: ("ZADD", f"{p}:leases", T0 + 900000, f"o{i}")]
+
+    def seed_call(p):
+        r.set(f"{p}:stock", big)
+        return lambda i: ("EVALSHA", seed, 3, f"{p}:stock", f"{p}:buyers", f"{p}:orders", f"u{i}", 1, f"o{i}")
+
+    r.set("t:stock", big)
+    seed_ns_call = lambda i: ("EVALSHA", seed_ns, 2, "t:stock", "t:buyers", f"u{i}", 1)
+    row("STOCK.RESERVE, new order",
+        lambda i: ("STOCK.RESERVE", "sk", f"u{i}", f"o{i}", 1),
+        [("floor HSETNX+DECRBY+HINCRBY+ZADD", floor("n")), ("seckill script", [seed_call("s")]),
+         ("seckill script without the stream", [seed_ns_call])])
+    row("STOCK.RESERVE, new order, NOW given",
+        lambda i: ("STOCK.RESERVE", "sk", f"v{i}", f"p{i}", 1, "NOW", T0 + i),
+        [("floor HSETNX+DECRBY+HINCRBY+ZADD", floor("m")), ("seckill script", [seed_call("q")])])
+    row("STOCK.RESERVE, repeated order (the first reply again)",
+        lambda i: ("STOCK.RESERVE", "sk", f"u{i}", f"o{i}", 1),
+        [("HGET of the order", [lambda i: ("HGET", "n:orders", f"o{i}")])])
+    # A finished sale: every unit sold, no lease alive.
+    r.execute_command("STOCK.CREATE", "done", 1)
+    r.execute_command("STOCK.RESERVE", "done", "a", "a1", 1)
+    r.execute_command("STOCK.CONFIRM", "done", "a1")
+    r.set("g:stock", 0)
+    r.set("h:stock", 0)
+    row("STOCK.RESERVE, sold out (finished sale)",
+        lambda i: ("STOCK.RESERVE", "done", f"u{i}", f"o{i}", 1),
+        [("GET", [lambda i: ("GET", "g:stock")]),
+         ("seckill script, sold out", [lambda i: ("EVALSHA", seed, 3, "h:stock", "h:buyers", "h:orders",
+                                                  f"u{i}", 1, f"o{i}")])])
+    # Sold out while leases are alive: the order is looked up (a retry
+    # must get its reply), then the earliest lease.
+    r.execute_command("STOCK.CREATE", "held", 1, "LEASE", 3_000_000_000_000)
+    r.execute_command("STOCK.RESERVE", "held", "a", "a1", 1)
+    row("STOCK.RESERVE, sold out, a lease alive",
+        lambda i: ("STOCK.RESERVE", "held", f"u{i}", f"o{i}", 1),
+        [("GET", [lambda i: ("GET", "g:stock")])])
+    try:
+        r.execute_command("SHUTDOWN", "NOSAVE")
+    except redis.ConnectionError:
+        pass
+    srv.wait()
+
+
+if __name__ == "__main__":
+    main()
