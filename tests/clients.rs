@@ -592,7 +592,7 @@ fn exercise<C: ConnectionLike>(con: &mut C, t: &str) {
         ]
     );
     // A lease on the server clock: 15 minutes (the default) from now.
-    let live = Stock::new(k("live"));
+    let live = Stock::new(k("sku-live"));
     assert!(live.create(con, 1, &StockOptions::default()).unwrap());
     let before = common::now_ms();
     let r = live.reserve(con, "carol", "o-9", 1).unwrap();

@@ -6654,8 +6654,22 @@ local s = copy_stock(head)
 local h = new_helds(B)
 local ok, pe = plan_returns(B, s, list, h)
 if not ok then return pe end
-local held, he = held_get(h, user)
-if not held then return he end
+-- The buyer's count: from the plan when a lapsed lease of theirs is being
+-- returned, else read from B:users (and written there, as the module does,
+-- before the plan's counts: the order decides whether B:users is emptied
+-- and made again, which keeps or drops its expiry).
+local planned = h.at[user] ~= nil
+local held
+if planned then
+  held = h.list[h.at[user]][2]
+else
+  held = 0
+  local v = redis.call('HGET', B .. ':users', user)
+  if v then
+    held = parse_held(v)
+    if not held then return corrupt(B .. ':users', user) end
+  end
+end
 -- SOLDOUT comes before LIMIT.
 local status, left, lease_end = 'OK', 0, 0
 if s.available < qty then
@@ -6669,7 +6683,11 @@ else
 end
 write_returns(B, list)
 if status == 'OK' then
-  held_set(h, user, held + qty)
+  if planned then
+    held_set(h, user, held + qty)
+  else
+    redis.call('HSET', B .. ':users', user, fmt(held + qty))
+  end
   local o = {qty = qty, lease_end = lease_end, left = left, user = user}
   redis.call('HSET', B .. ':orders', order, format_order(o, 'R'))
   redis.call('ZADD', B .. ':leases', fmt(lease_end), order)
