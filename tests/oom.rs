@@ -13,13 +13,14 @@ use common::*;
 
 /// The write commands registered without `denyoom`: each only frees
 /// memory or overwrites what is there.
-pub const FREEING: [&str; 6] = [
+pub const FREEING: [&str; 7] = [
     "delayq.ack",
     "lock.release",
     "poll.revoke",
     "rank.rem",
     "rate.reset",
     "redpacket.refund",
+    "stock.release",
 ];
 
 #[test]
@@ -145,6 +146,14 @@ fn workload(name: &str) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
                 let k = format!("{{rp{i}}}");
                 setup.push(v(&["REDPACKET.SPLIT", &k, "1000", "10"]));
                 calls.push(v(&["REDPACKET.REFUND", &k]));
+            }
+            "stock.release" => {
+                // The record is rewritten at its length (R to X), the
+                // lease and the buyer's count are removed.
+                let k = format!("{{st{i}}}");
+                setup.push(v(&["STOCK.CREATE", &k, "1"]));
+                setup.push(v(&["STOCK.RESERVE", &k, "u", "o", "1"]));
+                calls.push(v(&["STOCK.RELEASE", &k, "o"]));
             }
             _ => unreachable!("{name}"),
         }

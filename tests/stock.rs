@@ -775,6 +775,10 @@ fn fifty_clients(batches: usize, ops: usize) {
     assert_eq!(held.values().sum::<i64>(), s);
 }
 
+/// An acknowledged operation: the order, its user, `R` (reserved) or `S`
+/// (confirmed).
+type Acked = (String, String, &'static str);
+
 #[test]
 fn kill_9_under_appendfsync_always_loses_no_acknowledged_operation() {
     let mut srv = start_aof();
@@ -791,7 +795,7 @@ fn kill_9_under_appendfsync_always_loses_no_acknowledged_operation() {
             "600000",
         ],
     );
-    let acked: Arc<Mutex<Vec<(String, String, &'static str)>>> = Arc::default();
+    let acked: Arc<Mutex<Vec<Acked>>> = Arc::default();
     let port = srv.port;
     let writers: Vec<_> = (0..4)
         .map(|w| {
