@@ -378,3 +378,32 @@ fn lua_twins_read_the_clock_when_no_now_is_given() {
         }
     }
 }
+
+/// A lapsed buyer's unit goes to a new buyer at once: the stock record
+/// does not change, and the ledger keys keep (or lose) their expiry on
+/// both sides alike (the twin once emptied `B:users` before writing the
+/// new buyer, which dropped its expiry where the module's kept it).
+#[test]
+fn lua_twins_keep_the_ledger_expiries_as_the_module() {
+    for via in [Via::Script, Via::Function] {
+        let srv = Server::start();
+        let mut c = srv.conn();
+        let lua = KeyedTwins::load(&mut c, via, &SCRIPTS);
+        let t0 = now_ms();
+        let at = |d: i64| vec![s("NOW"), s(t0 + d)];
+        let mut create = vec![s(5), s("LEASE"), s(100), s("TTL"), s(3600)];
+        create.extend(at(0));
+        both(&mut c, &lua, "STOCK.CREATE", "x", &create, 0);
+        let mut r = vec![s("alice"), s("o1"), s(1)];
+        r.extend(at(0));
+        both(&mut c, &lua, "STOCK.RESERVE", "x", &r, 1);
+        compare(&mut c, 1, "first reservation");
+        let mut r = vec![s("bob"), s("o2"), s(1)];
+        r.extend(at(1000));
+        assert_eq!(
+            both(&mut c, &lua, "STOCK.RESERVE", "x", &r, 2),
+            format!("[OK, 4, {}]", t0 + 1100)
+        );
+        compare(&mut c, 2, "a lapsed unit to a new buyer");
+    }
+}
