@@ -559,6 +559,110 @@ fn exercise<C: ConnectionLike>(con: &mut C, t: &str) {
     assert_eq!(q.poll(con, 60000, None, Some(50)).unwrap(), vec![]);
     let e = q.add(con, "", b"p", &plain).unwrap_err();
     assert_eq!(error_text(&e), "ERR delayq: id must not be empty");
+
+    // STOCK
+    let st = Stock::new(k("sku"));
+    let st0 = st.at(NOW);
+    let res = |status, left, lease_end| Reservation {
+        status,
+        left,
+        lease_end,
+    };
+    assert_eq!(st.info(con).unwrap(), None);
+    let opts = StockOptions {
+        limit: Some(2),
+        lease_ms: Some(60000),
+        ..Default::default()
+    };
+    assert!(st0.create(con, 3, &opts).unwrap());
+    let e = st0.create(con, 3, &opts).unwrap_err();
+    assert_eq!(error_text(&e), "ERR stock: already exists");
+    assert_eq!(
+        st0.reserve(con, "alice", "o-1", 2).unwrap(),
+        res(ReserveStatus::Ok, 1, NOW + 60000)
+    );
+    // The same order: the same reply, no second reservation.
+    assert_eq!(
+        st.at(NOW + 1000).reserve(con, "alice", "o-1", 2).unwrap(),
+        res(ReserveStatus::Ok, 1, NOW + 60000)
+    );
+    assert_eq!(
+        st.at(NOW + 2000).reserve(con, "alice", "o-2", 1).unwrap(),
+        res(ReserveStatus::Limit, 1, 0)
+    );
+    assert_eq!(
+        st.at(NOW + 3000).reserve(con, "bob", "o-3", 2).unwrap(),
+        res(ReserveStatus::SoldOut, 1, 0)
+    );
+    assert_eq!(
+        st.at(NOW + 4000).reserve(con, "bob", "o-3", 1).unwrap(),
+        res(ReserveStatus::Ok, 0, NOW + 64000)
+    );
+    assert!(st.at(NOW + 10000).confirm(con, "o-1").unwrap());
+    assert!(!st.at(NOW + 11000).confirm(con, "o-1").unwrap());
+    let e = st.at(NOW + 100000).confirm(con, "o-3").unwrap_err();
+    assert_eq!(error_text(&e), "ERR stock: lease expired");
+    assert!(st.release(con, "o-3").unwrap());
+    assert!(!st.release(con, "o-3").unwrap());
+    let e = st.release(con, "o-1").unwrap_err();
+    assert_eq!(error_text(&e), "ERR stock: order is confirmed");
+    let st9 = st.at(NOW + 100000);
+    assert_eq!(st9.restock(con, 5).unwrap(), 6);
+    assert_eq!(st9.restock(con, -2).unwrap(), 4);
+    let e = st9.restock(con, -7).unwrap_err();
+    assert_eq!(error_text(&e), "ERR stock: not enough available units");
+    assert_eq!(
+        st.info(con).unwrap(),
+        Some(StockInfo {
+            total: 6,
+            available: 4,
+            reserved: 0,
+            sold: 2,
+            limit: 2,
+            lease_ms: 60000,
+            orders: 2
+        })
+    );
+    assert_eq!(
+        st.audit(con, "0", None).unwrap(),
+        StockAudit {
+            cursor: "0".into(),
+            checked: 2,
+            problems: vec![]
+        }
+    );
+    assert_eq!(st.audit_all(con, Some(1)).unwrap(), Vec::<String>::new());
+    // A hand-edited ledger: the audit names what is wrong.
+    let users = format!("{}:users", k("sku"));
+    redis::cmd("HSET")
+        .arg(&users)
+        .arg("alice")
+        .arg("9")
+        .query::<i64>(con)
+        .unwrap();
+    assert_eq!(
+        st.audit_all(con, None).unwrap(),
+        vec![
+            "user 'alice': holds 9 over the limit 2".to_string(),
+            "ledger: user 'alice' holds 9, orders hold 2".to_string()
+        ]
+    );
+    // A lease on the server clock: 15 minutes (the default) from now.
+    let live = Stock::new(k("sku-live"));
+    assert!(live.create(con, 1, &StockOptions::default()).unwrap());
+    let before = common::now_ms();
+    let r = live.reserve(con, "carol", "o-9", 1).unwrap();
+    assert_eq!((r.status, r.left), (ReserveStatus::Ok, 0));
+    assert!(
+        (before + 900_000..before + 960_000).contains(&r.lease_end),
+        "{r:?}"
+    );
+    assert_eq!(
+        live.reserve(con, "dave", "o-10", 1).unwrap(),
+        res(ReserveStatus::SoldOut, 0, 0)
+    );
+    let e = live.reserve(con, "", "o-11", 1).unwrap_err();
+    assert_eq!(error_text(&e), "ERR stock: user must not be empty");
 }
 
 /// The clients' LIKE tests read recent likers, which LIKE records only on

@@ -34,6 +34,8 @@ mod rank;
 mod rate;
 #[path = "differential/redpacket.rs"]
 mod redpacket;
+#[path = "differential/stock.rs"]
+mod stock;
 
 use harness::{random, seed_or, sweep, Family, Stats};
 
@@ -276,4 +278,16 @@ fn campaign() {
     report::<poll::Poll>("campaign", Some(seed + 6), &st);
     let st = random::<rank::Rank>(seed.wrapping_add(7), calls);
     report::<rank::Rank>("campaign", Some(seed + 7), &st);
+    let st = random::<stock::Stock>(seed.wrapping_add(8), calls);
+    report::<stock::Stock>("campaign", Some(seed + 8), &st);
+}
+
+#[test]
+fn stock_random_calls() {
+    stream::<stock::Stock>(26_001);
+}
+
+#[test]
+fn stock_every_fault_and_pair() {
+    faults::<stock::Stock>();
 }

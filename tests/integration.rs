@@ -35,6 +35,7 @@ mod lua_parity_poll;
 mod lua_parity_rank;
 mod lua_parity_rate;
 mod lua_parity_redpacket;
+mod lua_parity_stock;
 mod luckybag;
 mod migration;
 mod module;

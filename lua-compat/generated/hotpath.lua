@@ -81,6 +81,13 @@
 --   hotpath_redpacket_info      REDPACKET.INFO  (no-writes: FCALL_RO)
 --   hotpath_redpacket_refund    REDPACKET.REFUND
 --   hotpath_redpacket_split     REDPACKET.SPLIT
+--   hotpath_stock_audit         STOCK.AUDIT  (no-writes: FCALL_RO)
+--   hotpath_stock_confirm       STOCK.CONFIRM
+--   hotpath_stock_create        STOCK.CREATE
+--   hotpath_stock_info          STOCK.INFO  (no-writes: FCALL_RO)
+--   hotpath_stock_release       STOCK.RELEASE
+--   hotpath_stock_reserve       STOCK.RESERVE
+--   hotpath_stock_restock       STOCK.RESTOCK
 
 -- Shared helpers (lua-compat/src/shared.lua).
 -- Redis's own error texts, as the module words them.
@@ -6518,4 +6525,593 @@ return count
 end
 redis.register_function{function_name = 'hotpath_redpacket_split', callback = redpacket_split,
   description = 'REDPACKET.SPLIT key total-cents count [MODE RANDOM|EQUAL] [TTL seconds] [NOW unix-ms]'}
+end
+
+do -- STOCK (lua-compat/src/stock/)
+local MAX_INT = 9007199254740991
+local MAX_TIME = 253402300799999
+local MAX_LEASE = 3153600000000
+local MAX_TTL = 3153600000
+local DEFAULT_LEASE = 900000
+local MAX_RECLAIM = 100
+local MAX_AUDIT_COUNT = 1000
+local DEFAULT_AUDIT_COUNT = 100
+local function stored(s) return arg_int(s, 0, MAX_INT) end
+local function corrupt(k, field) return data_error('stock', 'corrupt data', k, field) end
+local function fail(what) return redis.error_reply('ERR stock: ' .. what) end
+-- Reads a trailing [NOW unix-ms] from argv[i...]; nil, error on bad input.
+local function parse_now(argv, i)
+  local now = false
+  while i <= #argv do
+    if string.upper(argv[i]) ~= 'NOW' or i + 1 > #argv then return nil, redis.error_reply(SYNTAX) end
+    now = arg_int(argv[i + 1], 0, MAX_TIME)
+    if not now then return nil, redis.error_reply(NOTINT) end
+    i = i + 2
+  end
+  return now
+end
+-- The stock record, the value of B:
+-- '<available>:<reserved>:<sold>:<total>:<limit>:<lease-ms>:<expires>'; nil
+-- for anything STOCK never writes (the law broken included). The sum is
+-- exact: the counts are at most 2^53 - 1, and a sum past 2^53 rounds to
+-- 2^53 or more, above any total.
+local function parse_stock(v)
+  local a, r, s, t, l, m, e = string.match(v, '^([^:]*):([^:]*):([^:]*):([^:]*):([^:]*):([^:]*):([^:]*)$')
+  if not a then return nil end
+  local st = {available = stored(a), reserved = stored(r), sold = stored(s), total = stored(t),
+    limit = stored(l), lease = stored(m), expires = stored(e)}
+  for _, f in ipairs({'available', 'reserved', 'sold', 'total', 'limit', 'lease', 'expires'}) do
+    if not st[f] then return nil end
+  end
+  if st.available + st.reserved + st.sold ~= st.total then return nil end
+  if st.lease < 1 or st.lease > MAX_LEASE then return nil end
+  return st
+end
+local function format_stock(s)
+  return fmt(s.available) .. ':' .. fmt(s.reserved) .. ':' .. fmt(s.sold) .. ':' .. fmt(s.total)
+    .. ':' .. fmt(s.limit) .. ':' .. fmt(s.lease) .. ':' .. fmt(s.expires)
+end
+local function same_stock(a, b)
+  return a.available == b.available and a.reserved == b.reserved and a.sold == b.sold
+    and a.total == b.total and a.limit == b.limit and a.lease == b.lease and a.expires == b.expires
+end
+local function copy_stock(s)
+  return {available = s.available, reserved = s.reserved, sold = s.sold, total = s.total,
+    limit = s.limit, lease = s.lease, expires = s.expires}
+end
+-- The sold-out fast path: the value begins '0:0:' (nothing available,
+-- nothing reserved).
+local function finished(v) return #v > 4 and string.sub(v, 1, 4) == '0:0:' end
+-- Writes B, keeping its expiry.
+local function write_stock(B, s) redis.call('SET', B, format_stock(s), 'KEEPTTL') end
+-- An order record, a field of B:orders:
+-- '<state>:<quantity>:<lease-end>:<left>:<user>'; nil for anything STOCK
+-- never writes.
+local function parse_order(v)
+  local st, q, e, l, u = string.match(v, '^([RSXE]):([^:]*):([^:]*):([^:]*):(.+)$')
+  if not st then return nil end
+  local o = {state = st, qty = stored(q), lease_end = stored(e), left = stored(l), user = u}
+  if not (o.qty and o.lease_end and o.left) or o.qty < 1 then return nil end
+  return o
+end
+local function format_order(o, state)
+  return state .. ':' .. fmt(o.qty) .. ':' .. fmt(o.lease_end) .. ':' .. fmt(o.left) .. ':' .. o.user
+end
+-- A user's count in B:users: a positive canonical integer, or nil.
+local function parse_held(v)
+  local n = stored(v)
+  if n and n > 0 then return n end
+  return nil
+end
+-- Opens B: the stock, or nil and an error reply.
+local function open_head(B)
+  local t = redis.call('TYPE', B).ok
+  if t == 'none' then return nil, fail('no such stock') end
+  if t ~= 'string' then return nil, redis.error_reply(WRONGTYPE) end
+  local s = parse_stock(redis.call('GET', B))
+  if not s then return nil, corrupt(B) end
+  return s
+end
+-- Checks the types of B:orders, B:users and B:leases; an error reply or nil.
+local function check_ledger(B)
+  for _, p in ipairs({{'orders', 'hash'}, {'users', 'hash'}, {'leases', 'zset'}}) do
+    local t = redis.call('TYPE', B .. ':' .. p[1]).ok
+    if t ~= 'none' and t ~= p[2] then return redis.error_reply(WRONGTYPE) end
+  end
+  return nil
+end
+-- The record of order: false when missing, or nil and an error reply.
+local function get_order(B, id)
+  local v = redis.call('HGET', B .. ':orders', id)
+  if not v then return false end
+  local o = parse_order(v)
+  if not o then return nil, corrupt(B .. ':orders', id) end
+  return o
+end
+-- Users' counts as a plan changes them, in the order first read.
+local function new_helds(B) return {B = B, list = {}, at = {}} end
+local function held_get(h, user)
+  local i = h.at[user]
+  if i then return h.list[i][2] end
+  local n = 0
+  local v = redis.call('HGET', h.B .. ':users', user)
+  if v then
+    n = parse_held(v)
+    if not n then return nil, corrupt(h.B .. ':users', user) end
+  end
+  table.insert(h.list, {user, n})
+  h.at[user] = #h.list
+  return n
+end
+local function held_set(h, user, n)
+  local i = h.at[user]
+  if i then h.list[i][2] = n end
+end
+-- Takes qty units off user's count; a count below qty does not match the
+-- ledger.
+local function held_take(h, user, qty)
+  local n, e = held_get(h, user)
+  if not n then return nil, e end
+  if n < qty then return nil, corrupt(h.B .. ':users', user) end
+  held_set(h, user, n - qty)
+  return true
+end
+-- Writes every count (a 0 removes the field).
+local function held_write(h)
+  for _, p in ipairs(h.list) do
+    if p[2] == 0 then
+      redis.call('HDEL', h.B .. ':users', p[1])
+    else
+      redis.call('HSET', h.B .. ':users', p[1], fmt(p[2]))
+    end
+  end
+end
+-- Up to MAX_RECLAIM lapsed leases (lease end at or before now), oldest
+-- first, each checked against its order's record: {id, order} pairs, or
+-- nil and an error reply.
+local function lapsed(B, now)
+  local out = {}
+  local r = redis.call('ZRANGEBYSCORE', B .. ':leases', '-inf', fmt(now), 'WITHSCORES', 'LIMIT', 0, MAX_RECLAIM)
+  for i = 1, #r, 2 do
+    local id, score = r[i], tonumber(r[i + 1])
+    local o, e = get_order(B, id)
+    if o == nil then return nil, e end
+    if not o or o.state ~= 'R' or o.lease_end ~= score then return nil, corrupt(B .. ':leases', id) end
+    table.insert(out, {id, o})
+  end
+  return out
+end
+-- Plans the return of lapsed leases into s and h; true, or nil and an error.
+local function plan_returns(B, s, list, h)
+  for _, x in ipairs(list) do
+    local q = x[2].qty
+    if s.reserved < q then return nil, corrupt(B) end
+    s.reserved = s.reserved - q
+    s.available = s.available + q
+    local ok, e = held_take(h, x[2].user, q)
+    if not ok then return nil, e end
+  end
+  return true
+end
+-- Writes the return of lapsed leases (their orders to E).
+local function write_returns(B, list)
+  for _, x in ipairs(list) do
+    redis.call('HSET', B .. ':orders', x[1], format_order(x[2], 'E'))
+    redis.call('ZREM', B .. ':leases', x[1])
+  end
+end
+-- Gives the ledger keys that have no expiry the stock's (a key this call
+-- created).
+local function expire_ledger(B, expires)
+  if expires <= 0 then return end
+  for _, sfx in ipairs({'orders', 'users', 'leases'}) do
+    if redis.call('PTTL', B .. ':' .. sfx) == -1 then
+      redis.call('PEXPIREAT', B .. ':' .. sfx, fmt(expires))
+    end
+  end
+end
+-- Byte order of two strings (Lua's < follows the locale's collation).
+local function bytes_less(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+-- STOCK.AUDIT (lua-compat/src/stock/audit.lua)
+local function stock_audit(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('stock.audit') end
+local B = KEYS[1]
+if #ARGV < 1 then
+  return redis.error_reply("ERR wrong number of arguments for 'stock.audit' command")
+end
+local cursor = ARGV[1]
+-- An HSCAN cursor: decimal digits of a value in the u64 range.
+if not string.match(cursor, '^%d+$') then return redis.error_reply(NOTINT) end
+local digits = string.gsub(cursor, '^0+', '')
+if #digits > 20 or (#digits == 20 and digits > '18446744073709551615') then
+  return redis.error_reply(NOTINT)
+end
+local count = DEFAULT_AUDIT_COUNT
+local i = 2
+while i <= #ARGV do
+  if string.upper(ARGV[i]) ~= 'COUNT' or i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+  count = arg_int(ARGV[i + 1], 1, MAX_AUDIT_COUNT)
+  if not count then return redis.error_reply(NOTINT) end
+  i = i + 2
+end
+local s, he = open_head(B)
+if not s then return he end
+local e = check_ledger(B)
+if e then return e end
+local problems = {}
+-- A record the parser accepts satisfies the law; the checks stay explicit
+-- so that the audit says which part failed.
+if s.available < 0 or s.reserved < 0 or s.sold < 0 then
+  table.insert(problems, 'counts: negative')
+end
+if s.available + s.reserved + s.sold ~= s.total then
+  table.insert(problems, 'counts: available + reserved + sold != total')
+end
+-- Sums of quantities, exact past 2^53 (hand-edited records can hold
+-- quantities up to 2^53 - 1 each, and the module sums them in 64 bits):
+-- {hi, lo} = hi * 10^8 + lo, 0 <= lo < 10^8.
+local BASE = 100000000
+local function sum_add(a, q)
+  a[2] = a[2] + q % BASE
+  a[1] = a[1] + math.floor(q / BASE)
+  if a[2] >= BASE then a[1], a[2] = a[1] + 1, a[2] - BASE end
+end
+local function sum_is(a, n) return a[1] == math.floor(n / BASE) and a[2] == n % BASE end
+local function sum_text(a)
+  if a[1] == 0 then return fmt(a[2]) end
+  return fmt(a[1]) .. string.format('%08d', a[2])
+end
+local step = redis.call('HSCAN', B .. ':orders', cursor, 'COUNT', fmt(count))
+local cursor_next, items = step[1], step[2]
+local whole = cursor == '0' and cursor_next == '0'
+local checked, reserved, sold, live = 0, {0, 0}, {0, 0}, 0
+local per_user, users = {}, {}
+local function touch(u, q)
+  if per_user[u] == nil then
+    per_user[u] = {0, 0}
+    table.insert(users, u)
+  end
+  sum_add(per_user[u], q)
+end
+for k = 1, #items, 2 do
+  local id, rec = items[k], items[k + 1]
+  checked = checked + 1
+  local lease = redis.call('ZSCORE', B .. ':leases', id)
+  local o = parse_order(rec)
+  if not o then
+    table.insert(problems, "order '" .. key_text(id) .. "': corrupt record")
+  elseif o.state == 'R' then
+    sum_add(reserved, o.qty)
+    live = live + 1
+    touch(o.user, o.qty)
+    if not lease or tonumber(lease) ~= o.lease_end then
+      table.insert(problems, "order '" .. key_text(id) .. "': reserved without its lease")
+    end
+  else
+    if o.state == 'S' then
+      sum_add(sold, o.qty)
+      touch(o.user, o.qty)
+    else
+      touch(o.user, 0)
+    end
+    if lease then
+      table.insert(problems, "order '" .. key_text(id) .. "': lease on an order not reserved")
+    end
+  end
+end
+-- Users of the orders checked: the limit.
+table.sort(users, bytes_less)
+for _, u in ipairs(users) do
+  local v = redis.call('HGET', B .. ':users', u)
+  local held = (v and parse_held(v)) or 0
+  if s.limit > 0 and held > s.limit then
+    table.insert(problems, "user '" .. key_text(u) .. "': holds " .. fmt(held) .. ' over the limit ' .. fmt(s.limit))
+  end
+end
+if whole then
+  if not sum_is(reserved, s.reserved) then
+    table.insert(problems, 'ledger: reserved orders hold ' .. sum_text(reserved) .. ', reserved is ' .. fmt(s.reserved))
+  end
+  if not sum_is(sold, s.sold) then
+    table.insert(problems, 'ledger: confirmed orders hold ' .. sum_text(sold) .. ', sold is ' .. fmt(s.sold))
+  end
+  local leases = redis.call('ZCARD', B .. ':leases')
+  if leases ~= live then
+    table.insert(problems, 'ledger: ' .. fmt(leases) .. ' leases for ' .. fmt(live) .. ' reserved orders')
+  end
+  local kv = redis.call('HGETALL', B .. ':users')
+  local stored_n, names = {}, {}
+  for k = 1, #kv, 2 do
+    stored_n[kv[k]] = parse_held(kv[k + 1]) or -1
+    table.insert(names, kv[k])
+  end
+  for _, u in ipairs(users) do
+    if stored_n[u] == nil then
+      stored_n[u] = 0
+      table.insert(names, u)
+    end
+  end
+  table.sort(names, bytes_less)
+  for _, u in ipairs(names) do
+    local own = per_user[u] or {0, 0}
+    local n = stored_n[u]
+    if n < 0 or not sum_is(own, n) then
+      table.insert(problems, "ledger: user '" .. key_text(u) .. "' holds " .. fmt(n) .. ', orders hold ' .. sum_text(own))
+    end
+  end
+end
+local out = {cursor_next, checked}
+for _, p in ipairs(problems) do table.insert(out, p) end
+return out
+end
+redis.register_function{function_name = 'hotpath_stock_audit', callback = stock_audit, flags = {'no-writes'},
+  description = 'STOCK.AUDIT key cursor [COUNT count]'}
+
+-- STOCK.CONFIRM (lua-compat/src/stock/confirm.lua)
+local function stock_confirm(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('stock.confirm') end
+local B = KEYS[1]
+if #ARGV < 1 then
+  return redis.error_reply("ERR wrong number of arguments for 'stock.confirm' command")
+end
+local order = ARGV[1]
+local now, err = parse_now(ARGV, 2)
+if now == nil then return err end
+if order == '' then return fail('order must not be empty') end
+local head, he = open_head(B)
+if not head then return he end
+now = now or clock_ms()
+local e = check_ledger(B)
+if e then return e end
+local o, oe = get_order(B, order)
+if o == nil then return oe end
+if not o then return fail('no such order') end
+if o.state == 'S' then return 0 end
+if o.state == 'X' then return fail('order released') end
+if o.state == 'E' or now >= o.lease_end then return fail('lease expired') end
+local score = redis.call('ZSCORE', B .. ':leases', order)
+if not score or tonumber(score) ~= o.lease_end then return corrupt(B .. ':orders', order) end
+local list, le = lapsed(B, now)
+if not list then return le end
+local s = copy_stock(head)
+local h = new_helds(B)
+local ok, pe = plan_returns(B, s, list, h)
+if not ok then return pe end
+if s.reserved < o.qty then return corrupt(B) end
+s.reserved = s.reserved - o.qty
+s.sold = s.sold + o.qty
+write_returns(B, list)
+held_write(h)
+redis.call('HSET', B .. ':orders', order, format_order(o, 'S'))
+redis.call('ZREM', B .. ':leases', order)
+write_stock(B, s)
+return 1
+end
+redis.register_function{function_name = 'hotpath_stock_confirm', callback = stock_confirm,
+  description = 'STOCK.CONFIRM key order [NOW unix-ms]'}
+
+-- STOCK.CREATE (lua-compat/src/stock/create.lua)
+local function stock_create(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('stock.create') end
+local B = KEYS[1]
+if #ARGV < 1 then
+  return redis.error_reply("ERR wrong number of arguments for 'stock.create' command")
+end
+local total = arg_int(ARGV[1], 0, MAX_INT)
+if not total then return redis.error_reply(NOTINT) end
+local limit, lease, ttl, now = 0, DEFAULT_LEASE, nil, nil
+local i = 2
+while i <= #ARGV do
+  local kw = string.upper(ARGV[i])
+  local lo, hi
+  if kw == 'LIMIT' then lo, hi = 0, MAX_INT
+  elseif kw == 'LEASE' then lo, hi = 1, MAX_LEASE
+  elseif kw == 'TTL' then lo, hi = 1, MAX_TTL
+  elseif kw == 'NOW' then lo, hi = 0, MAX_TIME
+  else return redis.error_reply(SYNTAX) end
+  if i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+  local n = arg_int(ARGV[i + 1], lo, hi)
+  if not n then return redis.error_reply(NOTINT) end
+  if kw == 'LIMIT' then limit = n elseif kw == 'LEASE' then lease = n
+  elseif kw == 'TTL' then ttl = n else now = n end
+  i = i + 2
+end
+local t = redis.call('TYPE', B).ok
+if t == 'string' then return fail('already exists') end
+if t ~= 'none' then return redis.error_reply(WRONGTYPE) end
+now = now or clock_ms()
+local expires = 0
+if ttl then expires = now + ttl * 1000 end
+-- Leftovers of an earlier stock of this name would join the new one.
+redis.call('DEL', B .. ':orders', B .. ':users', B .. ':leases')
+redis.call('SET', B, format_stock({available = total, reserved = 0, sold = 0, total = total,
+  limit = limit, lease = lease, expires = expires}))
+if expires > 0 then redis.call('PEXPIREAT', B, fmt(expires)) end
+return {ok = 'OK'}
+end
+redis.register_function{function_name = 'hotpath_stock_create', callback = stock_create,
+  description = 'STOCK.CREATE key total [LIMIT per-user] [LEASE lease-ms] [TTL seconds] [NOW unix-ms]'}
+
+-- STOCK.INFO (lua-compat/src/stock/info.lua)
+local function stock_info(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('stock.info') end
+local B = KEYS[1]
+if #ARGV ~= 0 then
+  return redis.error_reply("ERR wrong number of arguments for 'stock.info' command")
+end
+local t = redis.call('TYPE', B).ok
+if t == 'none' then return {} end
+if t ~= 'string' then return redis.error_reply(WRONGTYPE) end
+local s = parse_stock(redis.call('GET', B))
+if not s then return corrupt(B) end
+local ot = redis.call('TYPE', B .. ':orders').ok
+if ot ~= 'none' and ot ~= 'hash' then return redis.error_reply(WRONGTYPE) end
+local n = redis.call('HLEN', B .. ':orders')
+return {'total', s.total, 'available', s.available, 'reserved', s.reserved, 'sold', s.sold,
+  'limit', s.limit, 'lease_ms', s.lease, 'orders', n}
+end
+redis.register_function{function_name = 'hotpath_stock_info', callback = stock_info, flags = {'no-writes'},
+  description = 'STOCK.INFO key'}
+
+-- STOCK.RELEASE (lua-compat/src/stock/release.lua)
+local function stock_release(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('stock.release') end
+local B = KEYS[1]
+if #ARGV ~= 1 then
+  return redis.error_reply("ERR wrong number of arguments for 'stock.release' command")
+end
+local order = ARGV[1]
+if order == '' then return fail('order must not be empty') end
+local head, he = open_head(B)
+if not head then return he end
+local e = check_ledger(B)
+if e then return e end
+local o, oe = get_order(B, order)
+if o == nil then return oe end
+if not o then return 0 end
+if o.state == 'S' then return fail('order is confirmed') end
+if o.state ~= 'R' then return 0 end
+local s = copy_stock(head)
+if s.reserved < o.qty then return corrupt(B) end
+s.reserved = s.reserved - o.qty
+s.available = s.available + o.qty
+local h = new_helds(B)
+local ok, te = held_take(h, o.user, o.qty)
+if not ok then return te end
+held_write(h)
+redis.call('HSET', B .. ':orders', order, format_order(o, 'X'))
+redis.call('ZREM', B .. ':leases', order)
+write_stock(B, s)
+return 1
+end
+redis.register_function{function_name = 'hotpath_stock_release', callback = stock_release, flags = {'allow-oom'},
+  description = 'STOCK.RELEASE key order'}
+
+-- STOCK.RESERVE (lua-compat/src/stock/reserve.lua)
+local function stock_reserve(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('stock.reserve') end
+local B = KEYS[1]
+if #ARGV < 3 then
+  return redis.error_reply("ERR wrong number of arguments for 'stock.reserve' command")
+end
+local user, order = ARGV[1], ARGV[2]
+local qty = arg_int(ARGV[3], 1, MAX_INT)
+if not qty then return redis.error_reply(NOTINT) end
+local now, err = parse_now(ARGV, 4)
+if now == nil then return err end
+if user == '' then return fail('user must not be empty') end
+if order == '' then return fail('order must not be empty') end
+local t = redis.call('TYPE', B).ok
+if t == 'none' then return fail('no such stock') end
+if t ~= 'string' then return redis.error_reply(WRONGTYPE) end
+local raw = redis.call('GET', B)
+if finished(raw) then return {'SOLDOUT', 0, 0} end
+local head = parse_stock(raw)
+if not head then return corrupt(B) end
+now = now or clock_ms()
+local e = check_ledger(B)
+if e then return e end
+local known, oe = get_order(B, order)
+if known == nil then return oe end
+if known then
+  if known.user ~= user or known.qty ~= qty then
+    return fail('order exists with another user or quantity')
+  end
+  return {'OK', known.left, known.lease_end}
+end
+local list, le = lapsed(B, now)
+if not list then return le end
+local s = copy_stock(head)
+local h = new_helds(B)
+local ok, pe = plan_returns(B, s, list, h)
+if not ok then return pe end
+-- The buyer's count: from the plan when a lapsed lease of theirs is being
+-- returned, else read from B:users (and written there, as the module does,
+-- before the plan's counts: the order decides whether B:users is emptied
+-- and made again, which keeps or drops its expiry).
+local planned = h.at[user] ~= nil
+local held
+if planned then
+  held = h.list[h.at[user]][2]
+else
+  held = 0
+  local v = redis.call('HGET', B .. ':users', user)
+  if v then
+    held = parse_held(v)
+    if not held then return corrupt(B .. ':users', user) end
+  end
+end
+-- SOLDOUT comes before LIMIT.
+local status, left, lease_end = 'OK', 0, 0
+if s.available < qty then
+  status, left = 'SOLDOUT', s.available
+elseif s.limit > 0 and held + qty > s.limit then
+  status, left = 'LIMIT', s.available
+else
+  s.available = s.available - qty
+  s.reserved = s.reserved + qty
+  left, lease_end = s.available, now + s.lease
+end
+write_returns(B, list)
+if status == 'OK' then
+  if planned then
+    held_set(h, user, held + qty)
+  else
+    redis.call('HSET', B .. ':users', user, fmt(held + qty))
+  end
+  local o = {qty = qty, lease_end = lease_end, left = left, user = user}
+  redis.call('HSET', B .. ':orders', order, format_order(o, 'R'))
+  redis.call('ZADD', B .. ':leases', fmt(lease_end), order)
+end
+held_write(h)
+if not same_stock(s, head) then
+  write_stock(B, s)
+  expire_ledger(B, s.expires)
+end
+return {status, left, lease_end}
+end
+redis.register_function{function_name = 'hotpath_stock_reserve', callback = stock_reserve,
+  description = 'STOCK.RESERVE key user order quantity [NOW unix-ms]'}
+
+-- STOCK.RESTOCK (lua-compat/src/stock/restock.lua)
+local function stock_restock(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('stock.restock') end
+local B = KEYS[1]
+if #ARGV < 1 then
+  return redis.error_reply("ERR wrong number of arguments for 'stock.restock' command")
+end
+local delta = arg_int(ARGV[1], -MAX_INT, MAX_INT)
+if not delta then return redis.error_reply(NOTINT) end
+local now, err = parse_now(ARGV, 2)
+if now == nil then return err end
+local head, he = open_head(B)
+if not head then return he end
+now = now or clock_ms()
+local e = check_ledger(B)
+if e then return e end
+local list, le = lapsed(B, now)
+if not list then return le end
+local s = copy_stock(head)
+local h = new_helds(B)
+local ok, pe = plan_returns(B, s, list, h)
+if not ok then return pe end
+if delta < 0 and s.available < -delta then return fail('not enough available units') end
+if delta > 0 and s.total > MAX_INT - delta then return data_error('stock', 'integer overflow', B) end
+s.available = s.available + delta
+s.total = s.total + delta
+write_returns(B, list)
+held_write(h)
+if not same_stock(s, head) then write_stock(B, s) end
+return s.available
+end
+redis.register_function{function_name = 'hotpath_stock_restock', callback = stock_restock,
+  description = 'STOCK.RESTOCK key delta [NOW unix-ms]'}
 end

@@ -554,6 +554,54 @@ class Families:
             other.begin("", 1000)
 
 
+    def test_stock(self):
+        st = self.hp.stock(self.k("sku"))
+        self.assertIsNone(st.info())
+        self.assertTrue(st.create(3, limit=2, lease_ms=60000, now=NOW))
+        with self.assertRaisesRegex(redis.ResponseError, "stock: already exists"):
+            st.create(3)
+        self.assertEqual(st.reserve("alice", "o-1", 2, now=NOW),
+                         R.Reservation("OK", 1, NOW + 60000))
+        # The same order gets the same reply again, and no second unit.
+        self.assertEqual(st.reserve("alice", "o-1", 2, now=NOW + 1000),
+                         R.Reservation("OK", 1, NOW + 60000))
+        self.assertEqual(st.reserve("alice", "o-2", 1, now=NOW + 2000), R.Reservation("LIMIT", 1, 0))
+        self.assertEqual(st.reserve("bob", "o-3", 2, now=NOW + 3000), R.Reservation("SOLDOUT", 1, 0))
+        r = st.reserve("bob", "o-3", now=NOW + 4000)
+        self.assertTrue(r.ok)
+        self.assertEqual(r, R.Reservation("OK", 0, NOW + 64000))
+        self.assertTrue(st.confirm("o-1", now=NOW + 10000))
+        self.assertFalse(st.confirm("o-1", now=NOW + 11000))
+        with self.assertRaisesRegex(redis.ResponseError, "stock: lease expired"):
+            st.confirm("o-3", now=NOW + 100000)
+        self.assertTrue(st.release("o-3"))
+        self.assertFalse(st.release("o-3"))
+        with self.assertRaisesRegex(redis.ResponseError, "stock: order is confirmed"):
+            st.release("o-1")
+        self.assertEqual(st.restock(5, now=NOW + 100000), 6)
+        self.assertEqual(st.restock(-2, now=NOW + 100000), 4)
+        with self.assertRaisesRegex(redis.ResponseError, "stock: not enough available units"):
+            st.restock(-7, now=NOW + 100000)
+        self.assertEqual(st.info(), R.StockInfo(total=6, available=4, reserved=0, sold=2, limit=2,
+                                                lease_ms=60000, orders=2))
+        self.assertEqual(st.audit(), R.StockAudit("0", 2, []))
+        self.assertEqual(st.audit_all(count=1), [])
+        # A hand-edited ledger: the audit names what is wrong.
+        self.r.hset(self.k("sku") + ":users", "alice", "9")
+        self.assertEqual(st.audit_all(), ["user 'alice': holds 9 over the limit 2",
+                                          "ledger: user 'alice' holds 9, orders hold 2"])
+        # A lease on the server clock (no NOW): a minute from now.
+        live = self.hp.stock(self.k("live"))
+        self.assertTrue(live.create(1))
+        before = int(time.time() * 1000)
+        r = live.reserve("carol", "o-9")
+        self.assertEqual((r.status, r.left), ("OK", 0))
+        self.assertTrue(before + 900000 <= r.lease_end <= before + 960000, r)
+        self.assertEqual(live.reserve("dave", "o-10"), R.Reservation("SOLDOUT", 0, 0))
+        with self.assertRaisesRegex(redis.ResponseError, "stock: user must not be empty"):
+            live.reserve("", "o-11")
+
+
 @unittest.skipUnless(os.environ.get("HOTPATH_URL"), "HOTPATH_URL not set")
 class OnOneServer(Families, unittest.TestCase):
     @classmethod

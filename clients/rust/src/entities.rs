@@ -156,6 +156,10 @@ entity!(
     /// stored result replayed (docs/reference/idem.md).
     Idem
 );
+entity!(
+    /// Flash-sale stock that never oversells (docs/stock.md).
+    Stock
+);
 
 /// Options of `POLL.CREATE`.
 #[derive(Clone, Debug, Default)]
@@ -971,5 +975,116 @@ impl Idem {
     pub fn get<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<Option<IdemRecord>> {
         let c = self.call("IDEM.GET").opt("NOW", self.now);
         r::idem_record(&c.run(self.backend, con)?)
+    }
+}
+
+/// Options of `STOCK.CREATE` besides the total.
+#[derive(Clone, Debug, Default)]
+pub struct StockOptions {
+    /// The most units one user may hold, reserved and sold together
+    /// (default 0: no limit).
+    pub limit: Option<i64>,
+    /// A reservation's lease in ms (default 900000).
+    pub lease_ms: Option<i64>,
+    /// Every key of the stock expires this many seconds after `NOW`.
+    pub ttl: Option<i64>,
+}
+
+impl Stock {
+    fn call(&self, name: &'static str) -> Call {
+        Call::new(name, &self.key)
+    }
+
+    /// `STOCK.CREATE`: a stock of `total` units.
+    pub fn create<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        total: i64,
+        o: &StockOptions,
+    ) -> RedisResult<bool> {
+        let c = self
+            .call("STOCK.CREATE")
+            .arg(total)
+            .opt("LIMIT", o.limit)
+            .opt("LEASE", o.lease_ms)
+            .opt("TTL", o.ttl)
+            .opt("NOW", self.now);
+        r::ok(&c.run(self.backend, con)?)
+    }
+
+    /// `STOCK.RESERVE`: reserves `quantity` units for `order` under a
+    /// lease (OK, SOLDOUT or LIMIT); the same order gets the same reply
+    /// again.
+    pub fn reserve<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        user: &str,
+        order: &str,
+        quantity: i64,
+    ) -> RedisResult<Reservation> {
+        let c = self
+            .call("STOCK.RESERVE")
+            .arg(user)
+            .arg(order)
+            .arg(quantity)
+            .opt("NOW", self.now);
+        r::reservation(&c.run(self.backend, con)?)
+    }
+
+    /// `STOCK.CONFIRM`: true when the reservation became a sale, false when
+    /// the order was already confirmed (after its lease: the server's
+    /// error).
+    pub fn confirm<C: ConnectionLike>(&self, con: &mut C, order: &str) -> RedisResult<bool> {
+        let c = self.call("STOCK.CONFIRM").arg(order).opt("NOW", self.now);
+        Ok(int(&c.run(self.backend, con)?)? == 1)
+    }
+
+    /// `STOCK.RELEASE`: true when the order's units went back.
+    pub fn release<C: ConnectionLike>(&self, con: &mut C, order: &str) -> RedisResult<bool> {
+        let c = self.call("STOCK.RELEASE").arg(order);
+        Ok(int(&c.run(self.backend, con)?)? == 1)
+    }
+
+    /// `STOCK.RESTOCK`: adds `delta` units (removes available ones when
+    /// negative); the units available after.
+    pub fn restock<C: ConnectionLike>(&self, con: &mut C, delta: i64) -> RedisResult<i64> {
+        let c = self.call("STOCK.RESTOCK").arg(delta).opt("NOW", self.now);
+        int(&c.run(self.backend, con)?)
+    }
+
+    /// `STOCK.INFO`: the counts, or None for an unknown stock.
+    pub fn info<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<Option<StockInfo>> {
+        let c = self.call("STOCK.INFO");
+        r::stock_info(&c.run(self.backend, con)?)
+    }
+
+    /// `STOCK.AUDIT`: one step from `cursor` ("0" to start).
+    pub fn audit<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        cursor: &str,
+        count: Option<i64>,
+    ) -> RedisResult<StockAudit> {
+        let c = self.call("STOCK.AUDIT").arg(cursor).opt("COUNT", count);
+        r::stock_audit(&c.run(self.backend, con)?)
+    }
+
+    /// Every `STOCK.AUDIT` step from cursor 0 until the walk is over: the
+    /// problems found.
+    pub fn audit_all<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        count: Option<i64>,
+    ) -> RedisResult<Vec<String>> {
+        let mut problems = Vec::new();
+        let mut cursor = "0".to_string();
+        loop {
+            let step = self.audit(con, &cursor, count)?;
+            problems.extend(step.problems);
+            cursor = step.cursor;
+            if cursor == "0" {
+                return Ok(problems);
+            }
+        }
     }
 }

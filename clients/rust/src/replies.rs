@@ -748,3 +748,89 @@ pub(crate) fn ints(v: &Value) -> RedisResult<Vec<i64>> {
 pub(crate) fn texts(v: &Value) -> RedisResult<Vec<String>> {
     array(v)?.iter().map(text).collect()
 }
+
+/// `STOCK.RESERVE`'s status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReserveStatus {
+    /// Reserved.
+    Ok,
+    /// Fewer units available than asked for.
+    SoldOut,
+    /// The user would hold more than the stock's limit.
+    Limit,
+}
+
+/// `STOCK.RESERVE`: the status, the units available after it (OK) or now
+/// (refused), and the instant (unix ms) the lease ends (0 when refused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reservation {
+    pub status: ReserveStatus,
+    pub left: i64,
+    pub lease_end: i64,
+}
+
+/// `STOCK.INFO`: `available + reserved + sold == total` (a lapsed lease
+/// not yet returned counts as reserved), the per-user limit (0: none), the
+/// lease and the orders recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StockInfo {
+    pub total: i64,
+    pub available: i64,
+    pub reserved: i64,
+    pub sold: i64,
+    pub limit: i64,
+    pub lease_ms: i64,
+    pub orders: i64,
+}
+
+/// One `STOCK.AUDIT` step: the cursor to pass next ("0": the walk is
+/// over), the orders checked and the problems found (none: consistent).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StockAudit {
+    pub cursor: String,
+    pub checked: i64,
+    pub problems: Vec<String>,
+}
+
+pub(crate) fn reservation(v: &Value) -> RedisResult<Reservation> {
+    let a = exact(v, 3)?;
+    let status = match text(&a[0])?.as_str() {
+        "OK" => ReserveStatus::Ok,
+        "SOLDOUT" => ReserveStatus::SoldOut,
+        "LIMIT" => ReserveStatus::Limit,
+        _ => return Err(bad("STOCK.RESERVE", v)),
+    };
+    Ok(Reservation {
+        status,
+        left: int(&a[1])?,
+        lease_end: int(&a[2])?,
+    })
+}
+
+pub(crate) fn stock_info(v: &Value) -> RedisResult<Option<StockInfo>> {
+    let m = pairs(v)?;
+    if m.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(StockInfo {
+        total: int(field(&m, "total")?)?,
+        available: int(field(&m, "available")?)?,
+        reserved: int(field(&m, "reserved")?)?,
+        sold: int(field(&m, "sold")?)?,
+        limit: int(field(&m, "limit")?)?,
+        lease_ms: int(field(&m, "lease_ms")?)?,
+        orders: int(field(&m, "orders")?)?,
+    }))
+}
+
+pub(crate) fn stock_audit(v: &Value) -> RedisResult<StockAudit> {
+    let a = array(v)?;
+    if a.len() < 2 {
+        return Err(bad("STOCK.AUDIT", v));
+    }
+    Ok(StockAudit {
+        cursor: text(&a[0])?,
+        checked: int(&a[1])?,
+        problems: a[2..].iter().map(text).collect::<RedisResult<_>>()?,
+    })
+}

@@ -10,7 +10,7 @@ entities is ``hotpath.routing`` (docs/spread.md).
 """
 from . import errors, replies, routing, spread
 from .client import (Backend, DelayQueue, HotPath, Idem, Like, Lock, LuckyBag, ModuleBackend,
-                     Poll, Rank, Rate, RedPacket)
+                     Poll, Rank, Rate, RedPacket, Stock)
 from .spread import ShardError, Shards, SpreadLike, SpreadLuckyBag
 from .spread_rank import RankPosition, RankPositionEntry, ShardRankWrite, SpreadRank
 from .spread_poll import SpreadPoll, SpreadPollInfo, SpreadPollSync
@@ -20,4 +20,5 @@ from .replies import *  # noqa: F401,F403  (the reply dataclasses)
 __version__ = "2.0.0"
 __all__ = ["errors", "HotPath", "Backend", "ModuleBackend", "FunctionsBackend", "FallbackBackend",
            "Poll", "Rank", "Like", "RedPacket", "LuckyBag", "Rate", "Lock", "DelayQueue", "Idem",
-           "replies", "routing", "spread", "Shards", "ShardError", "SpreadLike", "SpreadLuckyBag"]
+           "Stock", "replies", "routing", "spread", "Shards", "ShardError", "SpreadLike",
+           "SpreadLuckyBag"]

@@ -569,6 +569,72 @@ class DelayQueue(_Entity):
         return R.queue_info(self._call("INFO", *a))
 
 
+class Stock(_Entity):
+    """Flash-sale stock that never oversells (docs/stock.md)."""
+    family = "STOCK"
+
+    def create(self, total: int, limit: Optional[int] = None, lease_ms: Optional[int] = None,
+               ttl: Optional[int] = None, now: Optional[int] = None) -> bool:
+        """``total`` units; ``limit`` per user (reserved and sold together),
+        ``lease_ms`` a reservation's lease, ``ttl`` seconds from ``now``."""
+        a: List[Arg] = [total]
+        _opt(a, "LIMIT", limit)
+        _opt(a, "LEASE", lease_ms)
+        _opt(a, "TTL", ttl)
+        _opt(a, "NOW", now)
+        return R.ok(self._call("CREATE", *a))
+
+    def reserve(self, user: Arg, order: Arg, quantity: int = 1,
+                now: Optional[int] = None) -> R.Reservation:
+        """Reserves ``quantity`` units for ``order`` under a lease: OK,
+        SOLDOUT or LIMIT; the same order gets the same reply again."""
+        a: List[Arg] = [user, order, quantity]
+        _opt(a, "NOW", now)
+        return R.reservation(self._call("RESERVE", *a))
+
+    def confirm(self, order: Arg, now: Optional[int] = None) -> bool:
+        """True when the reservation became a sale, False when the order was
+        already confirmed (after its lease: the server's error)."""
+        a: List[Arg] = [order]
+        _opt(a, "NOW", now)
+        return bool(R.integer(self._call("CONFIRM", *a)))
+
+    def release(self, order: Arg) -> bool:
+        """True when the order's units went back, False when there was
+        nothing to give back."""
+        return bool(R.integer(self._call("RELEASE", order)))
+
+    def restock(self, delta: int, now: Optional[int] = None) -> int:
+        """Adds ``delta`` units (removes available ones when negative);
+        the units available after."""
+        a: List[Arg] = [delta]
+        _opt(a, "NOW", now)
+        return R.integer(self._call("RESTOCK", *a))
+
+    def info(self) -> Optional[R.StockInfo]:
+        """The counts; None for an unknown stock."""
+        return R.stock_info(self._call("INFO"))
+
+    def audit(self, cursor: Arg = 0, count: Optional[int] = None) -> R.StockAudit:
+        """One audit step from ``cursor``."""
+        a: List[Arg] = [cursor]
+        _opt(a, "COUNT", count)
+        return R.stock_audit(self._call("AUDIT", *a))
+
+    def audit_all(self, count: Optional[int] = None) -> List[str]:
+        """Every audit step, from cursor 0 until the walk is over: the
+        problems found (the ledger's sums are checked when one step reads
+        the whole ledger)."""
+        problems: List[str] = []
+        cursor = "0"
+        while True:
+            step = self.audit(cursor, count)
+            problems += step.problems
+            cursor = step.cursor
+            if cursor == "0":
+                return problems
+
+
 class HotPath:
     """Entry point: ``hp = HotPath(redis.Redis(...))`` or
     ``HotPath(redis.RedisCluster(...))``; ``backend`` replaces the default
@@ -637,6 +703,9 @@ class HotPath:
 
     def idem(self, key: Key) -> Idem:
         return Idem(self.backend, key)
+
+    def stock(self, key: Key) -> Stock:
+        return Stock(self.backend, key)
 
     def rate_multi(self, rules: Iterable[Tuple[Key, int, int]], cost: Optional[int] = None,
                    peek: bool = False, now: Optional[int] = None) -> R.RateResult:

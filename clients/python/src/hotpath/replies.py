@@ -582,4 +582,67 @@ def flags(v: Any) -> List[bool]:
     return [bool(integer(x)) for x in array(v)]
 
 
+@dataclass
+class Reservation:
+    """STOCK.RESERVE: ``status`` is ``"OK"``, ``"SOLDOUT"`` or ``"LIMIT"``;
+    ``left`` the units available after it (OK) or now (refused);
+    ``lease_end`` the instant (unix ms) the reservation's lease ends, 0 when
+    refused. The same order id gets the same reply again."""
+    status: str
+    left: int
+    lease_end: int
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "OK"
+
+
+def reservation(v: Any) -> Reservation:
+    a = array(v, 3)
+    status = text(a[0])
+    if status not in ("OK", "SOLDOUT", "LIMIT"):
+        raise ReplyError(f"STOCK.RESERVE: {v!r}")
+    return Reservation(status, integer(a[1]), integer(a[2]))
+
+
+@dataclass
+class StockInfo:
+    """STOCK.INFO: ``available + reserved + sold == total`` (a lapsed lease
+    not yet returned counts as reserved); ``limit`` per user (0: none),
+    ``lease_ms`` and the ``orders`` recorded."""
+    total: int
+    available: int
+    reserved: int
+    sold: int
+    limit: int
+    lease_ms: int
+    orders: int
+
+
+def stock_info(v: Any) -> Optional[StockInfo]:
+    """None for an unknown stock (an empty reply)."""
+    f = fields(v)
+    if not f:
+        return None
+    return StockInfo(*(integer(f[n]) for n in
+                       ("total", "available", "reserved", "sold", "limit", "lease_ms", "orders")))
+
+
+@dataclass
+class StockAudit:
+    """One STOCK.AUDIT step: the ``cursor`` to pass next ("0": the walk is
+    over), the orders ``checked`` and the ``problems`` found (none: the
+    stock is consistent)."""
+    cursor: str
+    checked: int
+    problems: List[str]
+
+
+def stock_audit(v: Any) -> StockAudit:
+    a = array(v)
+    if len(a) < 2:
+        raise ReplyError(f"STOCK.AUDIT: {v!r}")
+    return StockAudit(text(a[0]), integer(a[1]), [text(x) for x in a[2:]])
+
+
 __all__: Sequence[str] = [n for n in dir() if not n.startswith("_")]

@@ -1,0 +1,23 @@
+-- STOCK.INFO key
+-- KEYS[1] = B; ARGV = nothing.
+-- Reply: {total, n, available, n, reserved, n, sold, n, limit, n, lease_ms,
+-- n, orders, n}, or {} for an unknown stock (the module's RESP3 map is an
+-- array here: a script's reply has no map).
+-- Same replies, errors and stored data as the module (lua-compat/docs/stock.md).
+--@ keys 1
+--@ flags no-writes
+
+local B = KEYS[1]
+if #ARGV ~= 0 then
+  return redis.error_reply("ERR wrong number of arguments for 'stock.info' command")
+end
+local t = redis.call('TYPE', B).ok
+if t == 'none' then return {} end
+if t ~= 'string' then return redis.error_reply(WRONGTYPE) end
+local s = parse_stock(redis.call('GET', B))
+if not s then return corrupt(B) end
+local ot = redis.call('TYPE', B .. ':orders').ok
+if ot ~= 'none' and ot ~= 'hash' then return redis.error_reply(WRONGTYPE) end
+local n = redis.call('HLEN', B .. ':orders')
+return {'total', s.total, 'available', s.available, 'reserved', s.reserved, 'sold', s.sold,
+  'limit', s.limit, 'lease_ms', s.lease, 'orders', n}

@@ -1,0 +1,87 @@
+-- STOCK.RESERVE key user order quantity [NOW unix-ms]
+-- KEYS[1] = B; ARGV = user order quantity [NOW unix-ms], exactly as the command.
+-- Reply: {status, left, lease-end}: {'OK', left, lease-end},
+-- {'SOLDOUT', available, 0} or {'LIMIT', available, 0}; a known order gets
+-- its first reply again.
+-- Same replies, errors and stored data as the module (lua-compat/docs/stock.md).
+--@ keys 1
+
+local B = KEYS[1]
+if #ARGV < 3 then
+  return redis.error_reply("ERR wrong number of arguments for 'stock.reserve' command")
+end
+local user, order = ARGV[1], ARGV[2]
+local qty = arg_int(ARGV[3], 1, MAX_INT)
+if not qty then return redis.error_reply(NOTINT) end
+local now, err = parse_now(ARGV, 4)
+if now == nil then return err end
+if user == '' then return fail('user must not be empty') end
+if order == '' then return fail('order must not be empty') end
+local t = redis.call('TYPE', B).ok
+if t == 'none' then return fail('no such stock') end
+if t ~= 'string' then return redis.error_reply(WRONGTYPE) end
+local raw = redis.call('GET', B)
+if finished(raw) then return {'SOLDOUT', 0, 0} end
+local head = parse_stock(raw)
+if not head then return corrupt(B) end
+now = now or clock_ms()
+local e = check_ledger(B)
+if e then return e end
+local known, oe = get_order(B, order)
+if known == nil then return oe end
+if known then
+  if known.user ~= user or known.qty ~= qty then
+    return fail('order exists with another user or quantity')
+  end
+  return {'OK', known.left, known.lease_end}
+end
+local list, le = lapsed(B, now)
+if not list then return le end
+local s = copy_stock(head)
+local h = new_helds(B)
+local ok, pe = plan_returns(B, s, list, h)
+if not ok then return pe end
+-- The buyer's count: from the plan when a lapsed lease of theirs is being
+-- returned, else read from B:users (and written there, as the module does,
+-- before the plan's counts: the order decides whether B:users is emptied
+-- and made again, which keeps or drops its expiry).
+local planned = h.at[user] ~= nil
+local held
+if planned then
+  held = h.list[h.at[user]][2]
+else
+  held = 0
+  local v = redis.call('HGET', B .. ':users', user)
+  if v then
+    held = parse_held(v)
+    if not held then return corrupt(B .. ':users', user) end
+  end
+end
+-- SOLDOUT comes before LIMIT.
+local status, left, lease_end = 'OK', 0, 0
+if s.available < qty then
+  status, left = 'SOLDOUT', s.available
+elseif s.limit > 0 and held + qty > s.limit then
+  status, left = 'LIMIT', s.available
+else
+  s.available = s.available - qty
+  s.reserved = s.reserved + qty
+  left, lease_end = s.available, now + s.lease
+end
+write_returns(B, list)
+if status == 'OK' then
+  if planned then
+    held_set(h, user, held + qty)
+  else
+    redis.call('HSET', B .. ':users', user, fmt(held + qty))
+  end
+  local o = {qty = qty, lease_end = lease_end, left = left, user = user}
+  redis.call('HSET', B .. ':orders', order, format_order(o, 'R'))
+  redis.call('ZADD', B .. ':leases', fmt(lease_end), order)
+end
+held_write(h)
+if not same_stock(s, head) then
+  write_stock(B, s)
+  expire_ledger(B, s.expires)
+end
+return {status, left, lease_end}
