@@ -979,6 +979,38 @@ fn replica_aof_and_rdb_end_byte_identical_with_one_expiry_instant() {
     assert_rdb_reload_equal(&pair.master);
 }
 
+/// A lapsed lease returned and a new reservation of the same quantity in
+/// one RESERVE leave the counts as they were, yet the ledger changed: the
+/// call is a write all the same. It was neither replicated (the replica
+/// kept the old ledger) nor given the stock's expiry on `B:leases`, which
+/// the ZREM emptied and the ZADD made again (found by the twins' parity
+/// test).
+#[test]
+fn a_lapse_taken_over_at_once_is_replicated_and_keeps_the_expiry() {
+    let pair = Pair::start();
+    let mut m = pair.master.conn();
+    run(
+        &mut m,
+        &["STOCK.CREATE", "x", "5", "LEASE", "100", "TTL", "3600"],
+    );
+    now(&mut m, &["STOCK.RESERVE", "x", "alice", "o1", "1"], 0);
+    let before = counts(&mut m, "x");
+    assert_eq!(
+        now(&mut m, &["STOCK.RESERVE", "x", "bob", "o2", "1"], 1000),
+        format!("[OK, 4, {}]", at(1100))
+    );
+    // The counts are unchanged: o1's unit went back and o2 took one.
+    assert_eq!(counts(&mut m, "x"), before);
+    let expires = int(&mut m, &["PEXPIRETIME", "x"]);
+    assert!(expires > 0);
+    for k in ["x:orders", "x:users", "x:leases"] {
+        assert_eq!(int(&mut m, &["PEXPIRETIME", k]), expires, "{k}");
+    }
+    pair.assert_equal();
+    let mut r = pair.replica.conn();
+    assert_eq!(run(&mut r, &["ZRANGE", "x:leases", "0", "-1"]), "[o2]");
+}
+
 #[test]
 fn stall_no_command_blocks_the_server_over_a_millisecond() {
     let slow = persistent_stalls(stall_run);

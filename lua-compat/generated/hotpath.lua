@@ -6534,7 +6534,7 @@ local MAX_LEASE = 3153600000000
 local MAX_TTL = 3153600000
 local DEFAULT_LEASE = 900000
 local MAX_RECLAIM = 100
-local MAX_AUDIT_COUNT = 1000
+local MAX_AUDIT_COUNT = 500
 local DEFAULT_AUDIT_COUNT = 100
 local function stored(s) return arg_int(s, 0, MAX_INT) end
 local function corrupt(k, field) return data_error('stock', 'corrupt data', k, field) end
@@ -7074,6 +7074,11 @@ end
 held_write(h)
 if not same_stock(s, head) then
   write_stock(B, s)
+end
+-- A lapsed lease returned and a new one of the same quantity leave the
+-- counts as they were, yet the ledger changed (and B:leases was emptied
+-- and made again): give its keys the stock's expiry all the same.
+if not same_stock(s, head) or #list > 0 or status == 'OK' then
   expire_ledger(B, s.expires)
 end
 return {status, left, lease_end}

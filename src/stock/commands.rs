@@ -404,10 +404,17 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
         l.leases.zadd_arg(order, lease_end as f64);
     }
     helds.write(&l);
-    let wrote = next != head.stock;
-    if wrote {
+    // A lapsed lease returned and a new one of the same quantity leave the
+    // counts as they were, yet the ledger changed: it is a write all the
+    // same (replicated, notified, its keys given the stock's expiry, since
+    // emptying B:leases deleted it and the ZADD made it again).
+    let stock_changed = next != head.stock;
+    let wrote = stock_changed || !lapsed.is_empty() || matches!(decision, Reserve::Ok { .. });
+    if stock_changed {
         next.write(&mut buf);
         head.key.write_in_place(&buf);
+    }
+    if wrote {
         l.expire(next.expires);
     }
     drop(l);

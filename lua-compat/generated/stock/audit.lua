@@ -55,7 +55,7 @@ end
 -- STOCK helpers (lua-compat/src/stock/family.lua), those this script uses.
 local MAX_INT = 9007199254740991
 local MAX_LEASE = 3153600000000
-local MAX_AUDIT_COUNT = 1000
+local MAX_AUDIT_COUNT = 500
 local DEFAULT_AUDIT_COUNT = 100
 local function stored(s) return arg_int(s, 0, MAX_INT) end
 local function corrupt(k, field) return data_error('stock', 'corrupt data', k, field) end

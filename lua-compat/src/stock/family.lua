@@ -4,7 +4,7 @@ local MAX_LEASE = 3153600000000
 local MAX_TTL = 3153600000
 local DEFAULT_LEASE = 900000
 local MAX_RECLAIM = 100
-local MAX_AUDIT_COUNT = 1000
+local MAX_AUDIT_COUNT = 500
 local DEFAULT_AUDIT_COUNT = 100
 local function stored(s) return arg_int(s, 0, MAX_INT) end
 local function corrupt(k, field) return data_error('stock', 'corrupt data', k, field) end

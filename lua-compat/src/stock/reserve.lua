@@ -82,6 +82,11 @@ end
 held_write(h)
 if not same_stock(s, head) then
   write_stock(B, s)
+end
+-- A lapsed lease returned and a new one of the same quantity leave the
+-- counts as they were, yet the ledger changed (and B:leases was emptied
+-- and made again): give its keys the stock's expiry all the same.
+if not same_stock(s, head) or #list > 0 or status == 'OK' then
   expire_ledger(B, s.expires)
 end
 return {status, left, lease_end}
