@@ -1553,6 +1553,30 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         (vec!["DELAYQ.POLL", "dq", "1000", "NOW", later], true),
         (vec!["DELAYQ.ACK", "dq", "j1", "3000001"], true),
         (vec!["DELAYQ.ACK", "dq", "j1", "3000001"], false),
+        (vec!["DELAYQ.ADD", "dq", "j2", "p", "NOW", later], true),
+        (vec!["DELAYQ.CANCEL", "dq", "j2", "NOW", later], true),
+        (vec!["DELAYQ.CANCEL", "dq", "j2", "NOW", later], false),
+        (
+            vec!["DELAYQ.ADD", "dq", "j3", "p", "ATTEMPTS", "1", "NOW", later],
+            true,
+        ),
+        (vec!["DELAYQ.POLL", "dq", "1000", "NOW", later], true),
+        (
+            vec!["DELAYQ.NACK", "dq", "j3", "5000001", "NOW", later],
+            true,
+        ), // dead letter
+        (
+            vec!["DELAYQ.PURGE", "dq", "MAXAGE", "100000", "NOW", later],
+            false,
+        ),
+        (
+            vec!["DELAYQ.PURGE", "dq", "MAXLEN", "0", "NOW", later],
+            true,
+        ),
+        (
+            vec!["DELAYQ.PURGE", "dq", "MAXLEN", "0", "NOW", later],
+            false,
+        ),
     ];
     let mut covered = BTreeSet::new();
     for (args, changes) in &steps {
@@ -1625,6 +1649,7 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         vec!["LOCK.CHECK", "ls", "1", "NOW", now],
         vec!["DELAYQ.DEAD", "dq"],
         vec!["DELAYQ.INFO", "dq"],
+        vec!["DELAYQ.PEEK", "dq"],
     ];
     for args in &reads {
         let (reply, seen) = ev.raised(args);
