@@ -45,6 +45,7 @@ mod readme;
 mod redpacket;
 mod reference;
 mod replication;
+mod sliced_retry;
 mod smoke;
 mod spread;
 
