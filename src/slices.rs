@@ -16,7 +16,7 @@
 //! a master), the job runs to its end at once, as a large native command
 //! would.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::ffi::CStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
@@ -59,6 +59,13 @@ pub trait Job: 'static {
     /// Does the work that needs no data (merging, sorting), without the
     /// server lock; called before every slice.
     fn compute(&mut self) {}
+
+    /// Returns the job's claim on the key it works on, if it holds one:
+    /// clients that attached to the job there ([`claim_or_attach`]) get
+    /// its reply too.
+    fn claim(&self) -> Option<&Claim> {
+        None
+    }
 
     /// Returns the latency-monitor event of the job's slices, e.g.
     /// `hotpath-rank-merge`: a slice that runs over
@@ -182,7 +189,16 @@ pub fn run(ctx: &Context, mut job: Box<dyn Job>) -> RedisResult {
     // One context for both the slices (under the lock; it keeps the
     // client's database) and the reply (which needs no lock).
     let tsc = unsafe { raw::RedisModule_GetThreadSafeContext.unwrap()(bc) };
-    let worker = Worker { job, bc, tsc };
+    // Clients that attach to the job later wait on its claim's list, which
+    // the worker answers at the end, also when the job drops its claim
+    // before it ends (POLL.SYNC does, once the snapshot is frozen).
+    let waiters = job.claim().map(|c| c.attached.clone());
+    let worker = Worker {
+        job,
+        bc,
+        tsc,
+        waiters,
+    };
     std::thread::Builder::new()
         .name("hotpath-job".into())
         .spawn(move || worker.run())
@@ -195,6 +211,7 @@ struct Worker {
     job: Box<dyn Job>,
     bc: *mut raw::RedisModuleBlockedClient,
     tsc: *mut raw::RedisModuleCtx,
+    waiters: Option<Waiters>,
 }
 
 // Safety: the job's Redis objects and the contexts are used only under
@@ -237,17 +254,56 @@ impl Worker {
                 Err(_) => break Err(RedisError::Str(error::INTERNAL)),
             }
         };
+        // Clients that attached to the job (a retry of the same command)
+        // get the same reply. The key is released first, under the lock,
+        // so that no client attaches to a job that has its reply: a
+        // command from now on starts a new job.
+        self.lock();
+        let attached = take(&self.waiters);
+        if let Some(w) = &self.waiters {
+            release(w);
+        }
+        self.unlock();
+        answer(attached, &reply);
         // A long reply is built here, without the lock: Redis appends it to
         // the client's output in one move when the client is unblocked.
         ctx.reply(reply);
         // The job's Redis objects go under the lock.
         self.lock();
-        let Worker { job, bc, tsc } = self;
+        let Worker { job, bc, tsc, .. } = self;
         drop(job);
         unsafe {
             raw::RedisModule_ThreadSafeContextUnlock.unwrap()(tsc);
             raw::RedisModule_FreeThreadSafeContext.unwrap()(tsc);
             raw::RedisModule_UnblockClient.unwrap()(bc, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The clients attached to a job.
+type Waiters = std::sync::Arc<Mutex<Vec<Attached>>>;
+
+/// Takes the clients attached so far (called under the server lock, which
+/// attaching also holds).
+fn take(w: &Option<Waiters>) -> Vec<Attached> {
+    match w {
+        Some(w) => std::mem::take(&mut *w.lock().unwrap_or_else(|p| p.into_inner())),
+        None => Vec::new(),
+    }
+}
+
+/// Gives `reply` to clients attached to a job, and unblocks them.
+fn answer(attached: Vec<Attached>, reply: &RedisResult) {
+    for other in attached {
+        let r = match reply {
+            Ok(v) => Ok(v.clone()),
+            Err(e) => Err(RedisError::String(e.to_string())),
+        };
+        unsafe {
+            let octx = raw::RedisModule_GetThreadSafeContext.unwrap()(other.0);
+            Context::new(octx).reply(r);
+            raw::RedisModule_FreeThreadSafeContext.unwrap()(octx);
+            raw::RedisModule_UnblockClient.unwrap()(other.0, std::ptr::null_mut());
         }
     }
 }
@@ -325,32 +381,111 @@ pub fn mark_work_in_progress(ctx: &Context, key: &crate::keys::Key, name: &[u8])
     ctx.replicate("PEXPIREAT", &[name, at.as_bytes()]);
 }
 
-/// The keys a job is working on.
-static BUSY: Mutex<Option<HashSet<DbKey>>> = Mutex::new(None);
+/// A client blocked on a job it attached to.
+struct Attached(*mut raw::RedisModuleBlockedClient);
+
+// Safety: a blocked client handle may be replied to and unblocked from
+// any thread.
+unsafe impl Send for Attached {}
+
+/// A key a job works on: the request that started the job, and the
+/// clients that attached to it since.
+struct Busy {
+    request: Vec<u8>,
+    attached: Waiters,
+}
+
+/// The keys jobs are working on.
+static BUSY: Mutex<Option<HashMap<DbKey, Busy>>> = Mutex::new(None);
 
 /// A key a job works on until it drops this claim.
 pub struct Claim {
     key: DbKey,
+    attached: Waiters,
 }
 
 /// Claims `key` in the client's database for a job; `busy` is the error
 /// when another job holds it.
 pub fn claim(ctx: &Context, key: &[u8], busy: RedisError) -> Result<Claim, RedisError> {
+    match claim_or_attach(ctx, key, None, busy)? {
+        Some(c) => Ok(c),
+        None => unreachable!("attaches only with a request"),
+    }
+}
+
+/// Returns the request of a command, its arguments (the command name
+/// included, as the client sent them): a retry of the same command has
+/// the same request.
+pub fn request_of(args: &[redis_module::RedisString]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for a in args {
+        let b = a.as_slice();
+        out.extend_from_slice(&(b.len() as u64).to_le_bytes());
+        out.extend_from_slice(b);
+    }
+    out
+}
+
+/// Claims `key` like [`claim`]; when a job already holds it for the same
+/// `request` (a client retrying a command whose reply it gave up waiting
+/// for), blocks this client until that job ends and gives it the job's
+/// reply: `None`, and the command replies nothing now. Another request on
+/// a busy key, or a client that cannot block, gets `busy`.
+pub fn claim_or_attach(
+    ctx: &Context,
+    key: &[u8],
+    request: Option<&[u8]>,
+    busy: RedisError,
+) -> Result<Option<Claim>, RedisError> {
     let db = unsafe { raw::RedisModule_GetSelectedDb.unwrap()(ctx.ctx) };
     let k = (db, key.to_vec());
-    let mut set = BUSY.lock().unwrap_or_else(|p| p.into_inner());
-    if set.get_or_insert_with(HashSet::new).insert(k.clone()) {
-        Ok(Claim { key: k })
-    } else {
-        Err(busy)
+    let mut map = BUSY.lock().unwrap_or_else(|p| p.into_inner());
+    let map = map.get_or_insert_with(HashMap::new);
+    match map.get_mut(&k) {
+        None => {
+            let attached = Waiters::default();
+            map.insert(
+                k.clone(),
+                Busy {
+                    request: request.map(<[u8]>::to_vec).unwrap_or_default(),
+                    attached: attached.clone(),
+                },
+            );
+            Ok(Some(Claim { key: k, attached }))
+        }
+        Some(b) if request.is_some_and(|r| r == b.request) && can_block(ctx) => {
+            let bc = unsafe { raw::RedisModule_BlockClient.unwrap()(ctx.ctx, None, None, None, 0) };
+            b.attached
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(Attached(bc));
+            Ok(None)
+        }
+        Some(_) => Err(busy),
+    }
+}
+
+/// Releases the key whose claim has the list `w`, if it is still claimed
+/// (a job's worker releases it before the job drops its claim).
+fn release(w: &Waiters) {
+    let mut map = BUSY.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(map) = map.as_mut() {
+        map.retain(|_, b| !std::sync::Arc::ptr_eq(&b.attached, w));
     }
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        let mut set = BUSY.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(set) = set.as_mut() {
-            set.remove(&self.key);
+        // The key may have been released already, and claimed since by
+        // another job: only this claim's entry goes.
+        let mut map = BUSY.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(map) = map.as_mut() {
+            if map
+                .get(&self.key)
+                .is_some_and(|b| std::sync::Arc::ptr_eq(&b.attached, &self.attached))
+            {
+                map.remove(&self.key);
+            }
         }
     }
 }

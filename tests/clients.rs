@@ -550,6 +550,21 @@ fn exercise<C: ConnectionLike>(con: &mut C, t: &str) {
     assert_eq!(q7.redrive(con, None, Some("j2")).unwrap(), 1);
     assert_eq!(q7.redrive(con, Some(5), None).unwrap(), 0);
     assert_eq!(q7.info(con).unwrap(), qi(1, 1, 0, 0));
+    assert_eq!(
+        q7.peek(con, None, None).unwrap(),
+        vec![ScheduledJob {
+            id: "j2".into(),
+            payload: b"p2".to_vec(),
+            attempts: 0,
+            at_ms: NOW + 7000,
+            leased: false
+        }]
+    );
+    assert_eq!(q7.peek(con, None, Some("j1")).unwrap(), vec![]);
+    assert!(q7.add(con, "j3", b"p3", &plain).unwrap());
+    assert_eq!(q7.peek(con, Some(5), None).unwrap().len(), 2);
+    assert!(q7.cancel(con, "j3", false).unwrap());
+    assert!(!q7.cancel(con, "j3", false).unwrap());
     // On the server clock: the re-driven job is ready; then nothing is,
     // and a poll that waits 50 ms answers empty.
     assert_eq!(
@@ -663,6 +678,25 @@ fn exercise<C: ConnectionLike>(con: &mut C, t: &str) {
     );
     let e = live.reserve(con, "", "o-11", 1).unwrap_err();
     assert_eq!(error_text(&e), "ERR stock: user must not be empty");
+    // A dead letter purged; a job under a running lease (j2, leased on the
+    // server clock) cancelled only with `force`.
+    let q8 = q.at(NOW + 8000);
+    let last = JobOptions {
+        attempts: Some(1),
+        ..Default::default()
+    };
+    assert!(q8.add(con, "j5", b"p5", &last).unwrap());
+    assert_eq!(
+        q8.poll(con, 1000, Some(10), None).unwrap(),
+        vec![job("j5", "p5", 1, 5000001)]
+    );
+    assert_eq!(q8.nack(con, "j5", 5000001, None).unwrap(), Nack::Dead);
+    assert_eq!(q8.purge(con, None, Some(1000)).unwrap(), 0);
+    assert_eq!(q8.purge(con, Some(0), None).unwrap(), 1);
+    let e = q8.cancel(con, "j2", false).unwrap_err();
+    assert_eq!(error_text(&e), "ERR delayq: job is leased");
+    assert!(q8.cancel(con, "j2", true).unwrap());
+    assert_eq!(q8.info(con).unwrap(), qi(0, 0, 0, 0));
 }
 
 /// The clients' LIKE tests read recent likers, which LIKE records only on

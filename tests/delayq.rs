@@ -300,6 +300,7 @@ fn bad_input_is_refused_and_nothing_is_written() {
     let before = dump_keys(&mut c, "*");
     let arity = |n: &str| format!("ERR<ERR wrong number of arguments for '{n}' command>");
     let big = "x".repeat(1_048_577);
+    let t10 = at(10);
     let cases: Vec<(Vec<&str>, String)> = vec![
         (vec!["DELAYQ.ADD", "q", "a"], arity("delayq.add")),
         (vec!["DELAYQ.POLL", "q"], arity("delayq.poll")),
@@ -415,6 +416,71 @@ fn bad_input_is_refused_and_nothing_is_written() {
         (vec!["DELAYQ.ACK", "w", "a", "1000001"], WRONGTYPE.into()),
         (vec!["DELAYQ.REDRIVE", "w4"], WRONGTYPE.into()),
         (vec!["DELAYQ.DEAD", "w3"], WRONGTYPE.into()),
+        (vec!["DELAYQ.CANCEL", "q"], arity("delayq.cancel")),
+        (
+            vec!["DELAYQ.CANCEL", "q", ""],
+            "ERR<ERR delayq: id must not be empty>".into(),
+        ),
+        (vec!["DELAYQ.CANCEL", "q", "a", "NOW", "x"], NOTINT.into()),
+        (vec!["DELAYQ.CANCEL", "q", "a", "NOW"], SYNTAX.into()),
+        (
+            vec!["DELAYQ.CANCEL", "q", "a", "FORCE", "FORCE"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["DELAYQ.CANCEL", "q", "a", "NOW", "1", "NOW", "2"],
+            SYNTAX.into(),
+        ),
+        (vec!["DELAYQ.CANCEL", "q", "a", "LATER"], SYNTAX.into()),
+        // `a` is leased until T0 + 1000.
+        (
+            vec!["DELAYQ.CANCEL", "q", "a", "NOW", &t10],
+            "ERR<ERR delayq: job is leased>".into(),
+        ),
+        (vec!["DELAYQ.CANCEL", "w", "a"], WRONGTYPE.into()),
+        (vec!["DELAYQ.CANCEL", "w2", "a"], WRONGTYPE.into()),
+        (vec!["DELAYQ.CANCEL", "w3", "a"], WRONGTYPE.into()),
+        (vec!["DELAYQ.PEEK"], arity("delayq.peek")),
+        (vec!["DELAYQ.PEEK", "q", "COUNT", "0"], NOTINT.into()),
+        (vec!["DELAYQ.PEEK", "q", "COUNT", "101"], NOTINT.into()),
+        (vec!["DELAYQ.PEEK", "q", "COUNT"], SYNTAX.into()),
+        (
+            vec!["DELAYQ.PEEK", "q", "COUNT", "1", "COUNT", "2"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["DELAYQ.PEEK", "q", "COUNT", "1", "ID", "a"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["DELAYQ.PEEK", "q", "ID", "a", "COUNT", "1"],
+            SYNTAX.into(),
+        ),
+        (
+            vec!["DELAYQ.PEEK", "q", "ID", ""],
+            "ERR<ERR delayq: id must not be empty>".into(),
+        ),
+        (vec!["DELAYQ.PEEK", "w"], WRONGTYPE.into()),
+        (vec!["DELAYQ.PEEK", "w2", "ID", "a"], WRONGTYPE.into()),
+        (vec!["DELAYQ.PURGE"], arity("delayq.purge")),
+        (vec!["DELAYQ.PURGE", "q"], SYNTAX.into()),
+        (vec!["DELAYQ.PURGE", "q", "NOW", "5"], SYNTAX.into()),
+        (vec!["DELAYQ.PURGE", "q", "MAXLEN", "-1"], NOTINT.into()),
+        (
+            vec!["DELAYQ.PURGE", "q", "MAXLEN", "9007199254740992"],
+            NOTINT.into(),
+        ),
+        (
+            vec!["DELAYQ.PURGE", "q", "MAXAGE", "3153600000001"],
+            NOTINT.into(),
+        ),
+        (vec!["DELAYQ.PURGE", "q", "MAXAGE"], SYNTAX.into()),
+        (
+            vec!["DELAYQ.PURGE", "q", "MAXLEN", "1", "MAXLEN", "2"],
+            SYNTAX.into(),
+        ),
+        (vec!["DELAYQ.PURGE", "w3", "MAXLEN", "0"], WRONGTYPE.into()),
+        (vec!["DELAYQ.PURGE", "w", "MAXLEN", "0"], WRONGTYPE.into()),
     ];
     for (args, want) in &cases {
         assert_eq!(&run(&mut c, args), want, "{:?}", &args[..args.len().min(5)]);
@@ -822,6 +888,14 @@ fn workload(c: &mut Connection) {
         vec!["DELAYQ.POLL", "w", "30000"],
         vec!["DELAYQ.EXTEND", "w", "b", "5000001", "90000"],
         vec!["DELAYQ.REDRIVE", "w"],
+        vec!["DELAYQ.ADD", "w", "e", "pe", "DELAY", "60000"],
+        vec!["DELAYQ.ADD", "w", "f", "pf", "ATTEMPTS", "1"],
+        vec!["DELAYQ.CANCEL", "w", "e"],
+        vec!["DELAYQ.POLL", "w", "60000", "COUNT", "3"],
+        vec!["DELAYQ.CANCEL", "w", "b", "FORCE"],
+        vec!["DELAYQ.NACK", "w", "f", "8000001"],
+        vec!["DELAYQ.PURGE", "w", "MAXAGE", "60000"],
+        vec!["DELAYQ.PURGE", "w", "MAXLEN", "0"],
     ] {
         cmd(c, &args).unwrap();
     }
@@ -846,7 +920,8 @@ fn replica_aof_and_rdb_end_byte_identical() {
     let mut a = aof.conn();
     workload(&mut m);
     workload(&mut a);
-    assert_eq!(run(&mut m, &["ZCARD", "w:due"]), "3");
+    assert_eq!(run(&mut m, &["ZCARD", "w:due"]), "2");
+    assert_eq!(run(&mut m, &["HKEYS", "w:jobs"]), "[c, d]");
     pair.assert_equal();
     let mut r = pair.replica.conn();
     assert_eq!(expiry_times(&mut m), expiry_times(&mut r));
@@ -938,6 +1013,9 @@ fn stall_run() -> Vec<String> {
     run(&mut c, &["DELAYQ.INFO", "big"]);
     run(&mut c, &["DELAYQ.DEAD", "big", "COUNT", "100"]);
     run(&mut c, &["DELAYQ.REDRIVE", "big", "COUNT", "100"]);
+    run(&mut c, &["DELAYQ.PEEK", "big", "COUNT", "100"]);
+    let purged = run(&mut c, &["DELAYQ.PURGE", "big", "MAXLEN", "0"]);
+    assert_eq!(purged, "100");
     slow_commands(&mut c, "delayq.")
 }
 
@@ -1029,4 +1107,283 @@ fn an_extend_that_shortens_the_lease_wakes_a_blocked_poll_at_the_new_end() {
         waited >= Duration::from_millis(80) && waited < Duration::from_millis(600),
         "served {waited:?} after the extend"
     );
+}
+
+/// Keyspace events of `key` raised while `f` runs (named without the
+/// `hotpath.delayq.` prefix).
+fn events_of(srv: &Server, key: &str, n: usize, f: impl FnOnce()) -> Vec<String> {
+    let mut sub = srv.conn();
+    let mut ps = sub.as_pubsub();
+    ps.psubscribe(format!("__keyspace@0__:{key}")).unwrap();
+    f();
+    ps.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut events = Vec::new();
+    while let Ok(msg) = ps.get_message() {
+        let e: String = msg.get_payload().unwrap();
+        events.push(e.trim_start_matches("hotpath.delayq.").to_string());
+        if events.len() > n {
+            break;
+        }
+    }
+    events
+}
+
+#[test]
+fn cancel_removes_waiting_expired_and_dead_jobs_and_a_running_lease_only_with_force() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    run(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KA"]);
+    now(
+        &mut c,
+        &["DELAYQ.ADD", "q", "wait", "pw", "DELAY", "5000"],
+        0,
+    );
+    now(&mut c, &["DELAYQ.ADD", "q", "held", "ph"], 0);
+    now(
+        &mut c,
+        &["DELAYQ.ADD", "q", "gone", "pg", "ATTEMPTS", "1"],
+        1,
+    );
+    now(&mut c, &["DELAYQ.ADD", "q", "other", "po"], 2);
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "1000", "COUNT", "2"], 10),
+        "[held, ph, 1, 2000001, gone, pg, 1, 3000001]"
+    );
+    assert_eq!(
+        now(&mut c, &["DELAYQ.NACK", "q", "gone", "3000001"], 20),
+        "2"
+    );
+    let events = events_of(&srv, "q", 5, || {
+        let mut c = srv.conn();
+        // A waiting job, and one with no such id.
+        assert_eq!(now(&mut c, &["DELAYQ.CANCEL", "q", "wait"], 30), "1");
+        assert_eq!(now(&mut c, &["DELAYQ.CANCEL", "q", "wait"], 30), "0");
+        assert_eq!(now(&mut c, &["DELAYQ.CANCEL", "q", "nope"], 30), "0");
+        // A dead letter.
+        assert_eq!(now(&mut c, &["DELAYQ.CANCEL", "q", "gone"], 30), "1");
+        // A running lease: refused without FORCE, nothing written.
+        let before = dump_keys(&mut c, "*");
+        assert_eq!(
+            now(&mut c, &["DELAYQ.CANCEL", "q", "held"], 1009),
+            "ERR<ERR delayq: job is leased>"
+        );
+        assert_eq!(dump_keys(&mut c, "*"), before);
+        // Once the lease ran out, the job is ready again: no FORCE needed.
+        assert_eq!(now(&mut c, &["DELAYQ.CANCEL", "q", "held"], 1010), "1");
+    });
+    assert_eq!(events, ["cancel", "cancel", "cancel"]);
+    assert_eq!(int(&mut c, &["HLEN", "q:jobs"]), 1);
+    assert_eq!(int(&mut c, &["ZCARD", "q:due"]), 1);
+    assert_eq!(int(&mut c, &["EXISTS", "q:dead"]), 0);
+    // FORCE takes a running lease: the holder's receipt is stale.
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "60000"], 2000),
+        "[other, po, 1, 4000001]"
+    );
+    assert_eq!(
+        now(&mut c, &["DELAYQ.CANCEL", "q", "other", "force"], 2001),
+        "1"
+    );
+    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "other", "4000001"]), "0");
+    assert_eq!(
+        now(
+            &mut c,
+            &["DELAYQ.EXTEND", "q", "other", "4000001", "100"],
+            2002
+        ),
+        "0"
+    );
+    assert_eq!(
+        now(&mut c, &["DELAYQ.NACK", "q", "other", "4000001"], 2002),
+        "0"
+    );
+    assert_eq!(int(&mut c, &["EXISTS", "q:jobs", "q:due", "q:dead"]), 0);
+    // The same id added again starts over, with a new generation.
+    assert_eq!(now(&mut c, &["DELAYQ.ADD", "q", "other", "p2"], 3000), "1");
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "60000"], 3000),
+        "[other, p2, 1, 5000001]"
+    );
+    let info: String = redis::cmd("INFO").arg("hotpath").query(&mut c).unwrap();
+    assert!(info.contains("delayq_cancelled:4"), "{info}");
+    // A corrupt lease end is refused, not read as running or not.
+    run(&mut c, &["ZADD", "q:due", "1.5", "other"]);
+    assert_eq!(
+        now(&mut c, &["DELAYQ.CANCEL", "q", "other", "FORCE"], 3001),
+        "ERR<ERR delayq: corrupt data in 'q:due' field 'other'>"
+    );
+    run(&mut c, &["HSET", "q:jobs", "bad", "junk"]);
+    assert_eq!(
+        now(&mut c, &["DELAYQ.CANCEL", "q", "bad"], 3001),
+        "ERR<ERR delayq: corrupt data in 'q:jobs' field 'bad'>"
+    );
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "bad"]), "junk");
+}
+
+#[test]
+fn peek_lists_the_line_earliest_first_bounded_by_count() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    assert_eq!(run(&mut c, &["DELAYQ.PEEK", "q"]), "[]");
+    for i in 0..150 {
+        let id = format!("j{i:03}");
+        now(
+            &mut c,
+            &["DELAYQ.ADD", "q", &id, "p", "DELAY", "1000"],
+            150 - i,
+        );
+    }
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "5000"], 1149),
+        "[j149, p, 1, 150000001]"
+    );
+    let t = |ms: i64| at(ms);
+    // Default 10, earliest first; the leased job is scored at its lease end.
+    let first = run(&mut c, &["DELAYQ.PEEK", "q"]);
+    assert_eq!(first.matches(", ").count() + 1, 50);
+    assert!(
+        first.starts_with(&format!(
+            "[j148, p, 0, {}, 0, j147, p, 0, {}, 0,",
+            t(1002),
+            t(1003)
+        )),
+        "{first}"
+    );
+    let all = run(&mut c, &["DELAYQ.PEEK", "q", "COUNT", "100"]);
+    assert_eq!(all.matches(", ").count() + 1, 500);
+    assert!(
+        all.ends_with(&format!("j049, p, 0, {}, 0]", t(1101))),
+        "{all}"
+    );
+    // One by id, wherever it stands in line; nothing for a job not in line.
+    assert_eq!(
+        run(&mut c, &["DELAYQ.PEEK", "q", "ID", "j149"]),
+        format!("[j149, p, 1, {}, 1]", t(6149))
+    );
+    assert_eq!(run(&mut c, &["DELAYQ.PEEK", "q", "ID", "none"]), "[]");
+    // A dead letter is not in line.
+    run(
+        &mut c,
+        &["DELAYQ.ADD", "q", "d", "pd", "ATTEMPTS", "1", "NOW", &t(0)],
+    );
+    now(&mut c, &["DELAYQ.POLL", "q", "5000"], 0);
+    now(&mut c, &["DELAYQ.NACK", "q", "d", "151000001"], 0);
+    assert_eq!(run(&mut c, &["DELAYQ.PEEK", "q", "ID", "d"]), "[]");
+    // Corrupt records and scores are refused.
+    run(&mut c, &["HSET", "q:jobs", "j148", "junk"]);
+    assert_eq!(
+        run(&mut c, &["DELAYQ.PEEK", "q", "COUNT", "1"]),
+        "ERR<ERR delayq: corrupt data in 'q:jobs' field 'j148'>"
+    );
+    run(&mut c, &["ZADD", "q:due", "inf", "j000"]);
+    assert_eq!(
+        run(&mut c, &["DELAYQ.PEEK", "q", "ID", "j000"]),
+        "ERR<ERR delayq: corrupt data in 'q:due' field 'j000'>"
+    );
+}
+
+#[test]
+fn purge_keeps_dead_letters_within_maxlen_and_maxage_in_steps_of_100() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    run(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KA"]);
+    let mut pipe = redis::pipe();
+    for i in 0..250 {
+        let id = format!("x{i:03}");
+        pipe.cmd("HSET").arg("q:jobs").arg(&id).arg("1:1:1:0:p");
+        pipe.cmd("ZADD").arg("q:dead").arg(T0 + i).arg(&id);
+    }
+    pipe.cmd("HSET").arg("q:jobs").arg("live").arg("2:0:5:0:p");
+    pipe.cmd("ZADD").arg("q:due").arg(T0).arg("live");
+    pipe.query::<()>(&mut c).unwrap();
+    let mut events = Vec::new();
+    events.extend(events_of(&srv, "q", 3, || {
+        let mut c = srv.conn();
+        // Nothing to do: no event, nothing written.
+        assert_eq!(run(&mut c, &["DELAYQ.PURGE", "q", "MAXLEN", "250"]), "0");
+        // MAXLEN 20: 230 to go, 100 per call.
+        assert_eq!(run(&mut c, &["DELAYQ.PURGE", "q", "MAXLEN", "20"]), "100");
+        assert_eq!(run(&mut c, &["DELAYQ.PURGE", "q", "MAXLEN", "20"]), "100");
+        assert_eq!(run(&mut c, &["DELAYQ.PURGE", "q", "MAXLEN", "20"]), "30");
+    }));
+    assert_eq!(events, ["purge", "purge", "purge"]);
+    assert_eq!(int(&mut c, &["ZCARD", "q:dead"]), 20);
+    // The oldest went, record and all; the newest stay.
+    assert_eq!(int(&mut c, &["HEXISTS", "q:jobs", "x229"]), 0);
+    assert_eq!(int(&mut c, &["HEXISTS", "q:jobs", "x230"]), 1);
+    assert_eq!(run(&mut c, &["ZRANGE", "q:dead", "0", "0"]), "[x230]");
+    // MAXAGE 10 at T0+249: dead at T0+230..238 are older than 10 ms.
+    assert_eq!(
+        now(&mut c, &["DELAYQ.PURGE", "q", "MAXAGE", "10"], 249),
+        "9"
+    );
+    // Either limit removes: MAXLEN 5 with a MAXAGE nothing exceeds.
+    assert_eq!(
+        now(
+            &mut c,
+            &["DELAYQ.PURGE", "q", "MAXAGE", "1000", "MAXLEN", "5"],
+            259
+        ),
+        "6"
+    );
+    assert_eq!(
+        run(&mut c, &["ZRANGE", "q:dead", "0", "-1"]),
+        "[x245, x246, x247, x248, x249]"
+    );
+    // The line is never touched.
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "live"]), "2:0:5:0:p");
+    let info: String = redis::cmd("INFO").arg("hotpath").query(&mut c).unwrap();
+    assert!(info.contains("delayq_purged:245"), "{info}");
+    // A dead letter without its record, or with a hand-set score, is
+    // refused before anything is removed.
+    run(&mut c, &["HDEL", "q:jobs", "x246"]);
+    let before = dump_keys(&mut c, "*");
+    assert_eq!(
+        run(&mut c, &["DELAYQ.PURGE", "q", "MAXLEN", "0"]),
+        "ERR<ERR delayq: corrupt data in 'q:jobs' field 'x246'>"
+    );
+    assert_eq!(dump_keys(&mut c, "*"), before);
+    run(&mut c, &["HSET", "q:jobs", "x246", "1:1:1:0:p"]);
+    run(&mut c, &["ZADD", "q:dead", "1e300", "x249"]);
+    let before2 = dump_keys(&mut c, "*");
+    assert_eq!(
+        run(&mut c, &["DELAYQ.PURGE", "q", "MAXLEN", "0"]),
+        "ERR<ERR delayq: corrupt data in 'q:dead' field 'x249'>"
+    );
+    assert_eq!(dump_keys(&mut c, "*"), before2);
+}
+
+#[test]
+fn a_cancelled_job_is_never_handed_to_a_blocked_poll() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    run(&mut c, &["DELAYQ.ADD", "b", "soon", "p1", "DELAY", "300"]);
+    let w = blocked(&srv, strs(&["DELAYQ.POLL", "b", "60000", "BLOCK", "10000"]));
+    wait_blocked(&mut c, 1);
+    assert_eq!(run(&mut c, &["DELAYQ.CANCEL", "b", "soon"]), "1");
+    // The timer armed for `soon` fires and finds nothing: still waiting.
+    thread::sleep(Duration::from_millis(600));
+    wait_blocked(&mut c, 1);
+    assert!(!w.is_finished(), "served a cancelled job");
+    // A leased job cancelled with FORCE is not served when its lease would
+    // have ended either.
+    run(&mut c, &["DELAYQ.ADD", "b2", "held", "p"]);
+    assert_eq!(
+        run(&mut c, &["DELAYQ.POLL", "b2", "300"]),
+        "[held, p, 1, 1000001]"
+    );
+    let w2 = blocked(
+        &srv,
+        strs(&["DELAYQ.POLL", "b2", "60000", "BLOCK", "10000"]),
+    );
+    wait_blocked(&mut c, 2);
+    assert_eq!(run(&mut c, &["DELAYQ.CANCEL", "b2", "held", "FORCE"]), "1");
+    thread::sleep(Duration::from_millis(600));
+    assert!(!w2.is_finished(), "served a cancelled job");
+    // The next job added goes to the waiters, first come first served.
+    assert_eq!(run(&mut c, &["DELAYQ.ADD", "b", "next", "p2"]), "1");
+    assert_eq!(w.join().unwrap().0, "[next, p2, 1, 2000001]");
+    assert_eq!(run(&mut c, &["DELAYQ.ADD", "b2", "next", "p3"]), "1");
+    assert_eq!(w2.join().unwrap().0, "[next, p3, 1, 2000001]");
 }

@@ -50,6 +50,7 @@ mod readme;
 mod redpacket;
 mod reference;
 mod replication;
+mod sliced_retry;
 mod smoke;
 mod spread;
 mod stock;

@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 use common::*;
 
 const T0: i64 = 1_764_720_000_000;
-const SCRIPTS: [(&str, &str); 8] = [
+const SCRIPTS: [(&str, &str); 11] = [
     ("DELAYQ.ADD", "delayq/add.lua"),
     ("DELAYQ.POLL", "delayq/poll.lua"),
     ("DELAYQ.ACK", "delayq/ack.lua"),
@@ -26,6 +26,9 @@ const SCRIPTS: [(&str, &str); 8] = [
     ("DELAYQ.DEAD", "delayq/dead.lua"),
     ("DELAYQ.REDRIVE", "delayq/redrive.lua"),
     ("DELAYQ.INFO", "delayq/info.lua"),
+    ("DELAYQ.CANCEL", "delayq/cancel.lua"),
+    ("DELAYQ.PEEK", "delayq/peek.lua"),
+    ("DELAYQ.PURGE", "delayq/purge.lua"),
 ];
 
 /// Runs one command both ways, asserts equal replies, returns the reply.
@@ -80,8 +83,32 @@ fn random_stream(seed: u64, steps: usize, via: Via) {
         let key = s(rng.gen_range(0..3));
         let id = format!("j{}", rng.gen_range(0..8));
         let n = s("NOW");
-        let op = rng.gen_range(0..100);
-        let (cmd, rest): (&str, Vec<String>) = if op < 25 {
+        let op = rng.gen_range(0..112);
+        let (cmd, rest): (&str, Vec<String>) = if op >= 108 {
+            let mut rest = Vec::new();
+            if rng.gen_bool(0.6) {
+                rest.extend([s("MAXLEN"), s(rng.gen_range(0..4))]);
+            }
+            if rest.is_empty() || rng.gen_bool(0.4) {
+                rest.extend([s("MAXAGE"), s(rng.gen_range(0..4000))]);
+            }
+            rest.extend([n, s(now)]);
+            ("DELAYQ.PURGE", rest)
+        } else if op >= 104 {
+            let rest = match rng.gen_range(0..3) {
+                0 => vec![s("COUNT"), s(rng.gen_range(1..5))],
+                1 => vec![s("ID"), id],
+                _ => vec![],
+            };
+            ("DELAYQ.PEEK", rest)
+        } else if op >= 100 {
+            let mut rest = vec![id];
+            if rng.gen_bool(0.3) {
+                rest.push(s("force"));
+            }
+            rest.extend([n, s(now)]);
+            ("DELAYQ.CANCEL", rest)
+        } else if op < 25 {
             let payload = ["p", "", "a:b:c", "{\"x\":1}", "\u{e9}\u{0}z"][rng.gen_range(0..5)];
             let mut rest = vec![id, s(payload)];
             match rng.gen_range(0..4) {
@@ -188,6 +215,24 @@ fn random_stream(seed: u64, steps: usize, via: Via) {
                 ("DELAYQ.REDRIVE", &["ID", ""]),
                 ("DELAYQ.REDRIVE", &["ID", "a", "COUNT", "2"]),
                 ("DELAYQ.INFO", &["NOW", "-1"]),
+                ("DELAYQ.CANCEL", &[]),
+                ("DELAYQ.CANCEL", &[""]),
+                ("DELAYQ.CANCEL", &["a", "FORCE", "FORCE"]),
+                ("DELAYQ.CANCEL", &["a", "NOW"]),
+                ("DELAYQ.CANCEL", &["a", "NOW", "x"]),
+                ("DELAYQ.CANCEL", &["a", "LATER"]),
+                ("DELAYQ.PEEK", &["COUNT", "0"]),
+                ("DELAYQ.PEEK", &["COUNT", "101"]),
+                ("DELAYQ.PEEK", &["COUNT", "2", "COUNT", "3"]),
+                ("DELAYQ.PEEK", &["COUNT", "2", "ID", "a"]),
+                ("DELAYQ.PEEK", &["ID", ""]),
+                ("DELAYQ.PEEK", &["ID"]),
+                ("DELAYQ.PURGE", &[]),
+                ("DELAYQ.PURGE", &["NOW", "5"]),
+                ("DELAYQ.PURGE", &["MAXLEN", "-1"]),
+                ("DELAYQ.PURGE", &["MAXAGE", "3153600000001"]),
+                ("DELAYQ.PURGE", &["MAXLEN", "1", "MAXLEN", "2"]),
+                ("DELAYQ.PURGE", &["MAXLEN"]),
             ];
             let (cmd, args) = bad[rng.gen_range(0..bad.len())];
             (cmd, args.iter().map(s).collect())
@@ -202,6 +247,9 @@ fn random_stream(seed: u64, steps: usize, via: Via) {
                 &["SET", "K:seq", "9007199254"],
                 &["SET", "K:seq", "99999999999999999999"],
                 &["SET", "K:dead", "x"],
+                &["ZADD", "K:dead", "1.5", "j4"],
+                &["ZADD", "K:due", "1e300", "j5"],
+                &["ZADD", "K:dead", "7", "orphan"],
                 &["DEL", "K:jobs", "K:due", "K:dead", "K:seq"],
             ];
             let e = if rng.gen_bool(0.5) {

@@ -13,8 +13,10 @@ use common::*;
 
 /// The write commands registered without `denyoom`: each only frees
 /// memory or overwrites what is there.
-pub const FREEING: [&str; 7] = [
+pub const FREEING: [&str; 9] = [
     "delayq.ack",
+    "delayq.cancel",
+    "delayq.purge",
     "lock.release",
     "poll.revoke",
     "rank.rem",
@@ -129,6 +131,17 @@ fn workload(name: &str) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
                 // The i-th job added has generation i + 1, attempt 1.
                 let receipt = ((i.parse::<i64>().unwrap() + 1) * 1_000_000 + 1).to_string();
                 calls.push(v(&["DELAYQ.ACK", "{q}", &i, &receipt]));
+            }
+            "delayq.cancel" => {
+                setup.push(v(&["DELAYQ.ADD", "{qc}", &i, "payload", "DELAY", "60000"]));
+                calls.push(v(&["DELAYQ.CANCEL", "{qc}", &i]));
+            }
+            "delayq.purge" => {
+                // A queue per call, each with one dead letter.
+                setup.push(v(&["DELAYQ.ADD", &k, "j", "payload", "ATTEMPTS", "1"]));
+                setup.push(v(&["DELAYQ.POLL", &k, "60000"]));
+                setup.push(v(&["DELAYQ.NACK", &k, "j", "1000001"]));
+                calls.push(v(&["DELAYQ.PURGE", &k, "MAXLEN", "0"]));
             }
             "poll.revoke" => {
                 setup.push(v(&["POLL.VOTE", "{v}", &i, "candidate"]));

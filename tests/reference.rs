@@ -1615,6 +1615,30 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         ),
         // o5's lease lapsed: a RESTOCK 0 returns it, and raises its event.
         (vec!["STOCK.RESTOCK", "st", "0", "NOW", later], true),
+        (vec!["DELAYQ.ADD", "dq", "j2", "p", "NOW", later], true),
+        (vec!["DELAYQ.CANCEL", "dq", "j2", "NOW", later], true),
+        (vec!["DELAYQ.CANCEL", "dq", "j2", "NOW", later], false),
+        (
+            vec!["DELAYQ.ADD", "dq", "j3", "p", "ATTEMPTS", "1", "NOW", later],
+            true,
+        ),
+        (vec!["DELAYQ.POLL", "dq", "1000", "NOW", later], true),
+        (
+            vec!["DELAYQ.NACK", "dq", "j3", "5000001", "NOW", later],
+            true,
+        ), // dead letter
+        (
+            vec!["DELAYQ.PURGE", "dq", "MAXAGE", "100000", "NOW", later],
+            false,
+        ),
+        (
+            vec!["DELAYQ.PURGE", "dq", "MAXLEN", "0", "NOW", later],
+            true,
+        ),
+        (
+            vec!["DELAYQ.PURGE", "dq", "MAXLEN", "0", "NOW", later],
+            false,
+        ),
     ];
     let mut covered = BTreeSet::new();
     for (args, changes) in &steps {
@@ -1690,6 +1714,7 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         vec!["IDEM.GET", "ik", "NOW", inow],
         vec!["STOCK.INFO", "st"],
         vec!["STOCK.AUDIT", "st", "0"],
+        vec!["DELAYQ.PEEK", "dq"],
     ];
     for args in &reads {
         let (reply, seen) = ev.raised(args);

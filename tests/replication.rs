@@ -394,6 +394,23 @@ fn lock_delayq_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
             ]),
         ),
         ("idem.abort", v(&["IDEM.ABORT r:i3 1893456000000"])),
+        (
+            "delayq.cancel",
+            v(&[
+                "DELAYQ.ADD r:q1 f pf DELAY 60000",
+                "DELAYQ.CANCEL r:q1 f",
+                "DELAYQ.CANCEL r:q1 e FORCE",
+            ]),
+        ),
+        (
+            "delayq.purge",
+            v(&[
+                "DELAYQ.ADD r:q1 g pg ATTEMPTS 1",
+                "DELAYQ.POLL r:q1 60000 COUNT 10",
+                "DELAYQ.NACK r:q1 g 8000001",
+                "DELAYQ.PURGE r:q1 MAXLEN 0",
+            ]),
+        ),
     ]
 }
 

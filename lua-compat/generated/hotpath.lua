@@ -14,11 +14,14 @@
 -- Functions:
 --   hotpath_delayq_ack          DELAYQ.ACK
 --   hotpath_delayq_add          DELAYQ.ADD
+--   hotpath_delayq_cancel       DELAYQ.CANCEL
 --   hotpath_delayq_dead         DELAYQ.DEAD  (no-writes: FCALL_RO)
 --   hotpath_delayq_extend       DELAYQ.EXTEND
 --   hotpath_delayq_info         DELAYQ.INFO  (no-writes: FCALL_RO)
 --   hotpath_delayq_nack         DELAYQ.NACK
+--   hotpath_delayq_peek         DELAYQ.PEEK  (no-writes: FCALL_RO)
 --   hotpath_delayq_poll         DELAYQ.POLL
+--   hotpath_delayq_purge        DELAYQ.PURGE
 --   hotpath_delayq_redrive      DELAYQ.REDRIVE
 --   hotpath_idem_abort          IDEM.ABORT
 --   hotpath_idem_begin          IDEM.BEGIN
@@ -574,6 +577,53 @@ end
 redis.register_function{function_name = 'hotpath_delayq_add', callback = delayq_add,
   description = 'DELAYQ.ADD key id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [REPLACE] [NOW unix-ms]'}
 
+-- DELAYQ.CANCEL (lua-compat/src/delayq/cancel.lua)
+local function delayq_cancel(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('delayq.cancel') end
+local B = KEYS[1]
+if #ARGV < 1 then
+  return redis.error_reply("ERR wrong number of arguments for 'delayq.cancel' command")
+end
+local id = ARGV[1]
+if id == '' then return redis.error_reply('ERR delayq: id must not be empty') end
+local force, now = false, nil
+local i = 2
+while i <= #ARGV do
+  local kw = string.upper(ARGV[i])
+  if kw == 'FORCE' and not force then
+    force = true
+    i = i + 1
+  elseif kw == 'NOW' and not now then
+    if i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+    now = arg_int(ARGV[i + 1], 0, MAX_TIME)
+    if not now then return redis.error_reply(NOTINT) end
+    i = i + 2
+  else
+    return redis.error_reply(SYNTAX)
+  end
+end
+now = now or clock_ms()
+local e = check_types(B, {{'jobs', 'hash'}, {'due', 'zset'}, {'dead', 'zset'}})
+if e then return e end
+local j, err = get_job(B, id)
+if j == nil then return err end
+if not j then return 0 end
+if j.leased == 1 then
+  local s = redis.call('ZSCORE', B .. ':due', id)
+  if s then
+    local due = instant(s)
+    if not due then return corrupt(B .. ':due', id) end
+    if due > now and not force then return redis.error_reply('ERR delayq: job is leased') end
+  end
+end
+redis.call('HDEL', B .. ':jobs', id)
+redis.call('ZREM', B .. ':due', id)
+redis.call('ZREM', B .. ':dead', id)
+return 1
+end
+redis.register_function{function_name = 'hotpath_delayq_cancel', callback = delayq_cancel, flags = {'allow-oom'},
+  description = 'DELAYQ.CANCEL key id [FORCE] [NOW unix-ms]'}
+
 -- DELAYQ.DEAD (lua-compat/src/delayq/dead.lua)
 local function delayq_dead(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('delayq.dead') end
@@ -711,6 +761,60 @@ end
 redis.register_function{function_name = 'hotpath_delayq_nack', callback = delayq_nack,
   description = 'DELAYQ.NACK key id receipt [DELAY ms | BACKOFF base-ms max-ms] [NOW unix-ms]'}
 
+-- DELAYQ.PEEK (lua-compat/src/delayq/peek.lua)
+local function delayq_peek(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('delayq.peek') end
+local B = KEYS[1]
+local count, one = nil, nil
+local i = 1
+while i <= #ARGV do
+  local kw = string.upper(ARGV[i])
+  if kw == 'COUNT' and not one and not count then
+    if i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+    count = arg_int(ARGV[i + 1], 1, MAX_COUNT)
+    if not count then return redis.error_reply(NOTINT) end
+  elseif kw == 'ID' and not count and not one then
+    if i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+    one = ARGV[i + 1]
+    if one == '' then return redis.error_reply('ERR delayq: id must not be empty') end
+  else
+    return redis.error_reply(SYNTAX)
+  end
+  i = i + 2
+end
+local e = check_types(B, {{'jobs', 'hash'}, {'due', 'zset'}})
+if e then return e end
+local listed = {}
+if one then
+  local s = redis.call('ZSCORE', B .. ':due', one)
+  if s then
+    local at = instant(s)
+    if not at then return corrupt(B .. ':due', one) end
+    listed = {{one, at}}
+  end
+else
+  local got = redis.call('ZRANGE', B .. ':due', 0, (count or 10) - 1, 'WITHSCORES')
+  for k = 1, #got, 2 do
+    local at = instant(got[k + 1])
+    if not at then return corrupt(B .. ':due', got[k]) end
+    table.insert(listed, {got[k], at})
+  end
+end
+local out = {}
+for _, p in ipairs(listed) do
+  local j, err = listed_job(B, p[1])
+  if not j then return err end
+  table.insert(out, p[1])
+  table.insert(out, j.payload)
+  table.insert(out, j.attempt)
+  table.insert(out, p[2])
+  table.insert(out, j.leased)
+end
+return out
+end
+redis.register_function{function_name = 'hotpath_delayq_peek', callback = delayq_peek, flags = {'no-writes'},
+  description = 'DELAYQ.PEEK key [COUNT n | ID id]'}
+
 -- DELAYQ.POLL (lua-compat/src/delayq/poll.lua)
 local function delayq_poll(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('delayq.poll') end
@@ -786,6 +890,61 @@ return out
 end
 redis.register_function{function_name = 'hotpath_delayq_poll', callback = delayq_poll,
   description = 'DELAYQ.POLL key lease-ms [COUNT n] [BLOCK timeout-ms] [NOW unix-ms]'}
+
+-- DELAYQ.PURGE (lua-compat/src/delayq/purge.lua)
+local function delayq_purge(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('delayq.purge') end
+local B = KEYS[1]
+local max_len, max_age, now = nil, nil, nil
+local i = 1
+while i <= #ARGV do
+  local kw = string.upper(ARGV[i])
+  local lo, hi
+  if kw == 'MAXLEN' and not max_len then lo, hi = 0, MAX_INT
+  elseif kw == 'MAXAGE' and not max_age then lo, hi = 0, MAX_DELAY
+  elseif kw == 'NOW' and not now then lo, hi = 0, MAX_TIME
+  else return redis.error_reply(SYNTAX) end
+  if i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+  local n = arg_int(ARGV[i + 1], lo, hi)
+  if not n then return redis.error_reply(NOTINT) end
+  if kw == 'MAXLEN' then max_len = n elseif kw == 'MAXAGE' then max_age = n else now = n end
+  i = i + 2
+end
+if not max_len and not max_age then return redis.error_reply(SYNTAX) end
+now = now or clock_ms()
+local e = check_types(B, {{'jobs', 'hash'}, {'due', 'zset'}, {'dead', 'zset'}})
+if e then return e end
+local dead = B .. ':dead'
+local total = redis.call('ZCARD', dead)
+local got = redis.call('ZRANGE', dead, 0, MAX_COUNT - 1, 'WITHSCORES')
+local ids, ats = {}, {}
+for k = 1, #got, 2 do
+  local at = instant(got[k + 1])
+  if not at then return corrupt(dead, got[k]) end
+  table.insert(ids, got[k])
+  table.insert(ats, at)
+end
+-- The oldest go while more than MAXLEN would stay or they are older than
+-- MAXAGE; the first that meets neither limit stops the purge.
+local n = 0
+for k = 1, #ids do
+  local too_many = max_len and (total - (k - 1)) > max_len
+  local too_old = max_age and (now - ats[k]) > max_age
+  if not (too_many or too_old) then break end
+  n = k
+end
+for k = 1, n do
+  local j, err = listed_job(B, ids[k])
+  if not j then return err end
+end
+for k = 1, n do
+  redis.call('HDEL', B .. ':jobs', ids[k])
+  redis.call('ZREM', dead, ids[k])
+end
+return n
+end
+redis.register_function{function_name = 'hotpath_delayq_purge', callback = delayq_purge, flags = {'allow-oom'},
+  description = 'DELAYQ.PURGE key [MAXLEN n] [MAXAGE ms] [NOW unix-ms]'}
 
 -- DELAYQ.REDRIVE (lua-compat/src/delayq/redrive.lua)
 local function delayq_redrive(KEYS, ARGV)

@@ -17,12 +17,12 @@
 use redis_module::{Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::model::{
-    Header, Retry, DEFAULT_ATTEMPTS, MAX_ATTEMPTS, MAX_COUNT, MAX_DELAY_MS, MAX_EXAMINE,
-    MAX_GENERATION, MAX_PAYLOAD, MAX_TIME_MS,
+    lease_running, purge_count, Header, Retry, DEFAULT_ATTEMPTS, MAX_ATTEMPTS, MAX_COUNT,
+    MAX_DELAY_MS, MAX_EXAMINE, MAX_GENERATION, MAX_INT, MAX_PAYLOAD, MAX_PURGE, MAX_TIME_MS,
 };
 use super::{
-    COUNT_ACKED, COUNT_ADDED, COUNT_DEAD, COUNT_DELIVERED, COUNT_DUPLICATES, COUNT_NACKED,
-    COUNT_REDRIVEN, COUNT_WAITS, FAMILY,
+    COUNT_ACKED, COUNT_ADDED, COUNT_CANCELLED, COUNT_DEAD, COUNT_DELIVERED, COUNT_DUPLICATES,
+    COUNT_NACKED, COUNT_PURGED, COUNT_REDRIVEN, COUNT_WAITS, FAMILY,
 };
 use crate::args::parse_i64_plain;
 use crate::argv::{is, Args};
@@ -541,7 +541,7 @@ pub fn delayq_add(ctx: &Context, c: &mut Args) -> RedisResult {
             COUNT_DUPLICATES.incr();
             return Ok(RedisValue::Integer(0));
         }
-        if old.head.leased && q.due_at(id)?.is_some_and(|t| t > now) {
+        if old.head.leased && lease_running(&old.head, q.due_at(id)?, now) {
             return Err(fail("job is leased"));
         }
     }
@@ -909,6 +909,189 @@ pub fn delayq_redrive(ctx: &Context, c: &mut Args) -> RedisResult {
         job_in_line(ctx, base, now, now);
     }
     Ok(RedisValue::Integer(ids.len() as i64))
+}
+
+/// DELAYQ.CANCEL B id [FORCE] [NOW unix-ms]
+///
+/// Removes the job `id` wherever it is (waiting, ready, its lease run
+/// out, a dead letter) and replies 1, or 0 when there is no such job. A
+/// job held by a running lease is refused (`job is leased`) unless FORCE:
+/// its holder acks it with its receipt; FORCE removes it anyway and the
+/// holder's receipt goes stale.
+pub fn delayq_cancel(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(3)?;
+    c.skip(2)?;
+    check_id(c.arg(2))?;
+    let (mut force, mut now) = (false, None);
+    while !c.done() {
+        let k = c.keyword()?;
+        if is(k, "FORCE") && !force {
+            force = true;
+        } else if is(k, "NOW") && now.is_none() {
+            now = Some(c.option_i64(0, MAX_TIME_MS)?);
+        } else {
+            return Err(error::syntax());
+        }
+    }
+    let args = c.all();
+    let (base, id) = (&args[1], &args[2]);
+    require_hash_tag(ctx, base.as_slice())?;
+    let had_now = now.is_some();
+    let now = now.unwrap_or_else(util::now_ms);
+    let q = Queue::open(
+        ctx,
+        base,
+        true,
+        Needs {
+            dead: true,
+            seq: false,
+        },
+    )?;
+    let Some(rec) = q.job(id)? else {
+        return Ok(RedisValue::Integer(0));
+    };
+    if rec.head.leased && lease_running(&rec.head, q.due_at(id)?, now) && !force {
+        return Err(fail("job is leased"));
+    }
+    drop(rec);
+    q.jobs.hdel_arg(id);
+    q.due.zrem_arg(id);
+    q.dead().zrem_arg(id);
+    drop(q);
+    util::replicate_with_now(ctx, args, now, had_now);
+    util::notify_static(ctx, c"hotpath.delayq.cancel", base);
+    COUNT_CANCELLED.incr();
+    Ok(RedisValue::Integer(1))
+}
+
+/// DELAYQ.PEEK B [COUNT n | ID id]
+///
+/// Replies `[id, payload, attempt, at-ms, leased, …]` for up to `n` jobs in
+/// line (default 10), the earliest `at` first, or for the one job `id`
+/// (nothing when it is not in line): `at` is its `B:due` score (due time,
+/// or lease end while `leased` is 1). Changes nothing.
+pub fn delayq_peek(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(2)?;
+    c.skip(1)?;
+    let (mut count, mut one): (Option<usize>, Option<usize>) = (None, None);
+    while !c.done() {
+        let k = c.keyword()?;
+        if is(k, "COUNT") && one.is_none() && count.is_none() {
+            count = Some(c.option_i64(1, MAX_COUNT)? as usize);
+        } else if is(k, "ID") && count.is_none() && one.is_none() {
+            check_id(c.option_bytes()?)?;
+            one = Some(c.position() - 1);
+        } else {
+            return Err(error::syntax());
+        }
+    }
+    let args = c.all();
+    let base = &args[1];
+    require_hash_tag(ctx, base.as_slice())?;
+    let q = Queue::open(
+        ctx,
+        base,
+        false,
+        Needs {
+            dead: false,
+            seq: false,
+        },
+    )?;
+    let listed: Vec<(RedisString, i64)> = match one {
+        Some(i) => {
+            let id = &args[i];
+            match q.due_at(id)? {
+                Some(at) => vec![(id.safe_clone(ctx), at)],
+                None => Vec::new(),
+            }
+        }
+        None => {
+            let got =
+                q.due
+                    .zrange_strings(0, count.unwrap_or(10), f64::NEG_INFINITY, f64::INFINITY);
+            let mut out = Vec::with_capacity(got.len());
+            for (id, score) in got {
+                let at = q.instant("due", id.as_slice(), score)?;
+                out.push((id, at));
+            }
+            out
+        }
+    };
+    let mut out = Vec::with_capacity(listed.len() * 5);
+    for (id, at) in &listed {
+        let rec = q.listed_job(id)?;
+        out.push(util::bulk(id.as_slice()));
+        out.push(util::bulk(rec.payload()));
+        out.push(RedisValue::Integer(rec.head.attempt));
+        out.push(RedisValue::Integer(*at));
+        out.push(RedisValue::Integer(rec.head.leased as i64));
+    }
+    Ok(RedisValue::Array(out))
+}
+
+/// DELAYQ.PURGE B [MAXLEN n] [MAXAGE ms] [NOW unix-ms]
+///
+/// Removes the oldest dead letters (record and entry) while more than
+/// `MAXLEN` are kept or the oldest went dead more than `MAXAGE` ms before
+/// now, at most 100 per call; replies how many.
+pub fn delayq_purge(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(2)?;
+    c.skip(1)?;
+    let (mut max_len, mut max_age, mut now) = (None, None, None);
+    while !c.done() {
+        let k = c.keyword()?;
+        if is(k, "MAXLEN") && max_len.is_none() {
+            max_len = Some(c.option_i64(0, MAX_INT)?);
+        } else if is(k, "MAXAGE") && max_age.is_none() {
+            max_age = Some(c.option_i64(0, MAX_DELAY_MS)?);
+        } else if is(k, "NOW") && now.is_none() {
+            now = Some(c.option_i64(0, MAX_TIME_MS)?);
+        } else {
+            return Err(error::syntax());
+        }
+    }
+    if max_len.is_none() && max_age.is_none() {
+        return Err(error::syntax());
+    }
+    let args = c.all();
+    let base = &args[1];
+    require_hash_tag(ctx, base.as_slice())?;
+    let had_now = now.is_some();
+    let now = now.unwrap_or_else(util::now_ms);
+    let q = Queue::open(
+        ctx,
+        base,
+        true,
+        Needs {
+            dead: true,
+            seq: false,
+        },
+    )?;
+    let total = q.dead().len();
+    let oldest = q
+        .dead()
+        .zrange_strings(0, MAX_PURGE, f64::NEG_INFINITY, f64::INFINITY);
+    let mut ats = Vec::with_capacity(oldest.len());
+    for (id, score) in &oldest {
+        ats.push(q.instant("dead", id.as_slice(), *score)?);
+    }
+    let n = purge_count(total, &ats, max_len, max_age, now);
+    // Every record removed must be there (an id listed without its record
+    // is corrupt), checked before the first write.
+    for (id, _) in &oldest[..n] {
+        q.listed_job(id)?;
+    }
+    for (id, _) in &oldest[..n] {
+        q.jobs.hdel_arg(id);
+        q.dead().zrem_arg(id);
+    }
+    drop(q);
+    if n > 0 {
+        util::replicate_with_now(ctx, args, now, had_now);
+        util::notify_static(ctx, c"hotpath.delayq.purge", base);
+        COUNT_PURGED.add(n as u64);
+    }
+    Ok(RedisValue::Integer(n as i64))
 }
 
 /// DELAYQ.INFO B [NOW unix-ms]

@@ -25,6 +25,9 @@
 //! - `DELAYQ.DEAD B [COUNT n]`
 //! - `DELAYQ.REDRIVE B [COUNT n | ID id] [NOW unix-ms]`
 //! - `DELAYQ.INFO B [NOW unix-ms]`
+//! - `DELAYQ.CANCEL B id [FORCE] [NOW unix-ms]`
+//! - `DELAYQ.PEEK B [COUNT n | ID id]`
+//! - `DELAYQ.PURGE B [MAXLEN n] [MAXAGE ms] [NOW unix-ms]`
 
 pub mod commands;
 pub mod model;
@@ -49,6 +52,10 @@ pub static COUNT_NACKED: Counter = Counter::new("delayq_nacked");
 pub static COUNT_DEAD: Counter = Counter::new("delayq_dead");
 /// Dead letters put back in line.
 pub static COUNT_REDRIVEN: Counter = Counter::new("delayq_redriven");
+/// Jobs removed by DELAYQ.CANCEL.
+pub static COUNT_CANCELLED: Counter = Counter::new("delayq_cancelled");
+/// Dead letters removed by DELAYQ.PURGE.
+pub static COUNT_PURGED: Counter = Counter::new("delayq_purged");
 /// Consumers that blocked waiting for a job.
 pub static COUNT_WAITS: Counter = Counter::new("delayq_waits");
 
@@ -62,6 +69,8 @@ pub static COUNTERS: &[&Counter] = &[
     &COUNT_DEAD,
     &COUNT_REDRIVEN,
     &COUNT_WAITS,
+    &COUNT_CANCELLED,
+    &COUNT_PURGED,
 ];
 
 const B: Keys = Keys::Range { first: 1, last: 1 };
@@ -163,5 +172,41 @@ pub const COMMANDS: &[CommandSpec] = &[
         complexity: "O(log N)",
         syntax: "key [NOW unix-ms]",
         reply: "array [jobs, n, ready, n, scheduled, n, dead, n]"
+    },
+    crate::borrowed_command! {
+        name: "delayq.cancel",
+        handler: commands::delayq_cancel,
+        flags: "write fast",
+        arity: -3,
+        keys: B,
+        acl: "write fast",
+        summary: "Removes a job by id, waiting or dead (1), or 0 when there is none; a running lease only with FORCE",
+        complexity: "O(log N)",
+        syntax: "key id [FORCE] [NOW unix-ms]",
+        reply: "integer"
+    },
+    crate::borrowed_command! {
+        name: "delayq.peek",
+        handler: commands::delayq_peek,
+        flags: "readonly",
+        arity: -2,
+        keys: B,
+        acl: "read",
+        summary: "Lists the jobs in line, earliest first, or one by id: id, payload, attempt, at, leased",
+        complexity: "O(log N + C) for C listed",
+        syntax: "key [COUNT n | ID id]",
+        reply: "array [id, payload, attempt, at_ms, leased, …]"
+    },
+    crate::borrowed_command! {
+        name: "delayq.purge",
+        handler: commands::delayq_purge,
+        flags: "write",
+        arity: -2,
+        keys: B,
+        acl: "write",
+        summary: "Removes the oldest dead letters beyond MAXLEN or older than MAXAGE, at most 100 per call",
+        complexity: "O(C log N) for C removed",
+        syntax: "key [MAXLEN n] [MAXAGE ms] [NOW unix-ms]",
+        reply: "integer"
     },
 ];

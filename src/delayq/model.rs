@@ -166,6 +166,42 @@ impl Header {
     }
 }
 
+/// Returns true when a job is held by a running lease at `now`: its
+/// latest delivery was not given back and its `B:due` score (`due`, the
+/// lease end) is after `now`. REPLACE and CANCEL (without FORCE) refuse
+/// such a job; once the lease ran out it is ready again and they may.
+pub fn lease_running(head: &Header, due: Option<i64>, now: i64) -> bool {
+    head.leased && due.is_some_and(|t| t > now)
+}
+
+/// The most dead letters one DELAYQ.PURGE removes.
+pub const MAX_PURGE: usize = MAX_COUNT as usize;
+
+/// Returns how many of the oldest dead letters a purge removes: `total`
+/// dead letters, `oldest` the dead-at instants of the oldest ones (oldest
+/// first, at most [`MAX_PURGE`] looked at). One is removed while more than
+/// `max_len` would stay, or while it went dead more than `max_age` ms
+/// before `now`; the first that meets neither limit stops the purge (the
+/// later ones are younger).
+pub fn purge_count(
+    total: usize,
+    oldest: &[i64],
+    max_len: Option<i64>,
+    max_age: Option<i64>,
+    now: i64,
+) -> usize {
+    let mut n = 0;
+    for (i, at) in oldest.iter().take(MAX_PURGE).enumerate() {
+        let too_many = max_len.is_some_and(|m| (total - i) as i64 > m);
+        let too_old = max_age.is_some_and(|a| now - at > a);
+        if !(too_many || too_old) {
+            break;
+        }
+        n += 1;
+    }
+    n
+}
+
 /// How a nacked job waits before its next delivery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Retry {
@@ -309,5 +345,35 @@ mod tests {
         };
         assert_eq!(huge.wait(63), MAX_DELAY_MS);
         assert_eq!(Retry::Delay(7).wait(3), 7);
+    }
+
+    #[test]
+    fn a_running_lease_is_a_leased_job_scored_after_now() {
+        let h = Header::new(1, 3).delivered();
+        assert!(lease_running(&h, Some(101), 100));
+        assert!(!lease_running(&h, Some(100), 100));
+        assert!(!lease_running(&h, None, 100));
+        let back = Header { leased: false, ..h };
+        assert!(!lease_running(&back, Some(500), 100));
+        assert!(!lease_running(&Header::new(1, 3), Some(500), 100));
+    }
+
+    #[test]
+    fn a_purge_keeps_max_len_and_max_age_in_bounded_steps() {
+        let ats = [10, 20, 30, 40, 50];
+        // MAXLEN: the oldest beyond the newest 2.
+        assert_eq!(purge_count(5, &ats, Some(2), None, 0), 3);
+        assert_eq!(purge_count(5, &ats, Some(5), None, 0), 0);
+        assert_eq!(purge_count(5, &ats, Some(0), None, 0), 5);
+        // MAXAGE: dead more than 25 ms before 60 (at 10, 20, 30).
+        assert_eq!(purge_count(5, &ats, None, Some(25), 60), 3);
+        assert_eq!(purge_count(5, &ats, None, Some(30), 60), 2);
+        // Either limit removes.
+        assert_eq!(purge_count(5, &ats, Some(4), Some(35), 60), 2);
+        assert_eq!(purge_count(5, &ats, Some(1), Some(35), 60), 4);
+        // At most MAX_PURGE per call, whatever the limits.
+        let many: Vec<i64> = (0..300).collect();
+        assert_eq!(purge_count(1000, &many, Some(0), None, 0), MAX_PURGE);
+        assert_eq!(purge_count(0, &[], Some(0), Some(0), 0), 0);
     }
 }

@@ -1128,6 +1128,10 @@ impl SyncJob {
 }
 
 impl Job for SyncJob {
+    fn claim(&self) -> Option<&slices::Claim> {
+        self.claim.as_ref()
+    }
+
     fn step(&mut self, ctx: &Context, deadline: Instant) -> Step {
         if let Some(reply) = self.result.take() {
             return Step::Done(Ok(reply));
@@ -1174,6 +1178,7 @@ impl Job for SyncJob {
 /// POLL.SYNC B
 pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 2)?;
+    let request = slices::request_of(c.args());
     let declared = scope::only(FAMILY, c.args(), 2)?;
     let keys = base_of(ctx, &mut c)?;
     let meta = keys.open(ctx, "meta", false);
@@ -1216,11 +1221,17 @@ pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         let epoch = last
             .checked_add(1)
             .ok_or_else(|| error::overflow(FAMILY, &keys.name("meta"), Some("epoch")))?;
-        job.claim = Some(slices::claim(
+        // A retry of the same SYNC (a client whose timeout fired) waits
+        // for the running one and gets its reply.
+        job.claim = match slices::claim_or_attach(
             ctx,
             &keys.name("syncing"),
+            Some(&request),
             fail("SYNC of this poll is already running"),
-        )?);
+        )? {
+            Some(claim) => Some(claim),
+            None => return Ok(RedisValue::NoReply),
+        };
         job.epoch = epoch;
         // An old frozen copy is dropped in the background (UNLINK), so a
         // large one does not stall the server, here or on replicas.

@@ -1325,6 +1325,10 @@ impl MergeJob {
 }
 
 impl Job for MergeJob {
+    fn claim(&self) -> Option<&slices::Claim> {
+        Some(&self._claim)
+    }
+
     fn step(&mut self, ctx: &Context, deadline: Instant) -> Step {
         match self
             .error
@@ -1364,6 +1368,7 @@ impl Job for MergeJob {
 /// [NOW unix-ms]
 pub fn rank_merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut c = Cursor::new(args, 4)?;
+    let request = slices::request_of(c.args());
     let dest = c.next_bytes()?;
     let numkeys = c.next_i64(1, i64::MAX)?;
     if numkeys as u64 > c.remaining() as u64 {
@@ -1429,11 +1434,17 @@ pub fn rank_merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     drop((dest_meta, opened));
     let temp = derived(&dest, "merging");
-    let claim = slices::claim(
+    // A retry of the same MERGE (a client whose timeout fired) waits for
+    // the running one and gets its reply.
+    let Some(claim) = slices::claim_or_attach(
         ctx,
         &temp,
+        Some(&request),
         error::family(FAMILY, "a MERGE into this board is already running"),
-    )?;
+    )?
+    else {
+        return Ok(RedisValue::NoReply);
+    };
     // A temporary board left by an interrupted MERGE (a restart) goes first.
     if let RedisValue::Integer(1) = ctx.call("UNLINK", &[temp.as_slice()][..])? {
         ctx.replicate("UNLINK", &[temp.as_slice()]);

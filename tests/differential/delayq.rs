@@ -1,8 +1,8 @@
 //! DELAYQ in the differential test: adds (delays, due times, attempts,
 //! REPLACE), polls (BLOCK inside MULTI answers at once, as the twin
 //! always does), acks, nacks with delay and backoff, lease heartbeats,
-//! dead letters, re-drives, reads, malformed arguments, calls on the
-//! server clock, and faults in the four keys of a queue (`B:jobs`,
+//! dead letters, re-drives, cancels, peeks, purges, reads, malformed
+//! arguments, calls on the server clock, and faults in the four keys of a queue (`B:jobs`,
 //! `B:due`, `B:dead`, `B:seq`), one or two at a time. DELAYQ sets no
 //! expiry ([`Ttl::Exact`]).
 
@@ -134,8 +134,32 @@ impl Family for Delayq {
                 rest.extend([s("NOW"), s(n)]);
             }
         };
-        let op = rng.gen_range(0..100);
-        let mut call = if op < 25 {
+        let op = rng.gen_range(0..112);
+        let mut call = if op >= 108 {
+            let mut rest = Vec::new();
+            if rng.gen_bool(0.6) {
+                rest.extend([s("MAXLEN"), s(rng.gen_range(0..4))]);
+            }
+            if rest.is_empty() || rng.gen_bool(0.4) {
+                rest.extend([s("MAXAGE"), s(rng.gen_range(0..4000))]);
+            }
+            now(&mut rest, self.now);
+            Call::owned("DELAYQ.PURGE", &q, rest)
+        } else if op >= 104 {
+            let rest = match rng.gen_range(0..3) {
+                0 => vec![s("COUNT"), s(rng.gen_range(1..5))],
+                1 => vec![s("ID"), id],
+                _ => vec![],
+            };
+            Call::owned("DELAYQ.PEEK", &q, rest)
+        } else if op >= 100 {
+            let mut rest = vec![id];
+            if rng.gen_bool(0.3) {
+                rest.push(s("force"));
+            }
+            now(&mut rest, self.now);
+            Call::owned("DELAYQ.CANCEL", &q, rest)
+        } else if op < 25 {
             let payload = *pick(
                 rng,
                 &[
@@ -270,6 +294,16 @@ impl Family for Delayq {
                 ("DELAYQ.REDRIVE", &["COUNT"]),
                 ("DELAYQ.INFO", &["NOW", "-1"]),
                 ("DELAYQ.INFO", &["NOW", "1", "x"]),
+                ("DELAYQ.CANCEL", &[]),
+                ("DELAYQ.CANCEL", &[""]),
+                ("DELAYQ.CANCEL", &["a", "FORCE", "FORCE"]),
+                ("DELAYQ.CANCEL", &["a", "NOW", "x"]),
+                ("DELAYQ.PEEK", &["COUNT", "0"]),
+                ("DELAYQ.PEEK", &["COUNT", "1", "ID", "a"]),
+                ("DELAYQ.PEEK", &["ID", ""]),
+                ("DELAYQ.PURGE", &[]),
+                ("DELAYQ.PURGE", &["MAXLEN", "-1"]),
+                ("DELAYQ.PURGE", &["MAXAGE", "1", "MAXAGE", "2"]),
             ];
             if rng.gen_bool(0.05) {
                 let cmds = [
@@ -281,6 +315,9 @@ impl Family for Delayq {
                     "DELAYQ.DEAD",
                     "DELAYQ.REDRIVE",
                     "DELAYQ.INFO",
+                    "DELAYQ.CANCEL",
+                    "DELAYQ.PEEK",
+                    "DELAYQ.PURGE",
                 ];
                 let cmd = cmds[rng.gen_range(0..cmds.len())];
                 return Call::no_key(cmd);
@@ -349,6 +386,11 @@ impl Family for Delayq {
                 Call::new("DELAYQ.REDRIVE", q, &["NOW", &t(9100)]),
                 Call::new("DELAYQ.REDRIVE", q, &["ID", "j3", "NOW", &t(9100)]),
                 Call::new("DELAYQ.POLL", q, &["1000", "COUNT", "5", "NOW", &t(9200)]),
+                Call::new("DELAYQ.PEEK", q, &[]),
+                Call::new("DELAYQ.PEEK", q, &["ID", "j1"]),
+                Call::new("DELAYQ.CANCEL", q, &["j4", "NOW", &t(9300)]),
+                Call::new("DELAYQ.CANCEL", q, &["j1", "FORCE", "NOW", &t(9300)]),
+                Call::new("DELAYQ.PURGE", q, &["MAXLEN", "0", "NOW", &t(9300)]),
             ]);
         }
         (setup, probes)

@@ -518,12 +518,29 @@ class Families:
         self.assertEqual(q.redrive(id="j2", now=NOW + 7000), 1)
         self.assertEqual(q.redrive(count=5, now=NOW + 7000), 0)
         self.assertEqual(q.info(now=NOW + 7000), R.QueueInfo(1, 1, 0, 0))
+        self.assertEqual(q.peek(), [R.ScheduledJob("j2", "p2", 0, NOW + 7000, False)])
+        self.assertEqual(q.peek(id="j1"), [])
+        self.assertTrue(q.add("j3", "p3", now=NOW + 7000))
+        self.assertEqual(len(q.peek(count=5)), 2)
+        self.assertTrue(q.cancel("j3", now=NOW + 7000))
+        self.assertFalse(q.cancel("j3", now=NOW + 7000))
         # On the server clock: the re-driven job is ready; then nothing is,
         # and a poll that waits 50 ms answers empty.
         self.assertEqual(q.poll(60000), [R.Job("j2", "p2", 1, 3000001)])
         self.assertEqual(q.poll(60000, block=50), [])
         with self.assertRaisesRegex(redis.ResponseError, "delayq: id must not be empty"):
             q.add("", "p")
+        # A dead letter purged; a job under a running lease (j2, leased on
+        # the server clock) cancelled only with force.
+        self.assertTrue(q.add("j5", "p5", attempts=1, now=NOW + 8000))
+        self.assertEqual(q.poll(1000, count=10, now=NOW + 8000), [R.Job("j5", "p5", 1, 5000001)])
+        self.assertEqual(q.nack("j5", 5000001, now=NOW + 8000), R.Nack.DEAD)
+        self.assertEqual(q.purge(max_age_ms=1000, now=NOW + 8000), 0)
+        self.assertEqual(q.purge(max_len=0, now=NOW + 8000), 1)
+        with self.assertRaisesRegex(redis.ResponseError, "delayq: job is leased"):
+            q.cancel("j2", now=NOW + 8000)
+        self.assertTrue(q.cancel("j2", force=True, now=NOW + 8000))
+        self.assertEqual(q.info(now=NOW + 8000), R.QueueInfo(0, 0, 0, 0))
 
     def test_idem(self):
         # A NOW in 2030: records expire a TTL after it.

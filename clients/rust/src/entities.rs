@@ -922,6 +922,53 @@ impl DelayQueue {
         let c = self.call("DELAYQ.INFO").opt("NOW", self.now);
         r::queue_info(&c.run(self.backend, con)?)
     }
+
+    /// `DELAYQ.CANCEL`: true when the job was removed (waiting, ready or
+    /// dead), false when there is none. A job under a running lease is an
+    /// error (`job is leased`) unless `force`; its holder's receipt then
+    /// goes stale.
+    pub fn cancel<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        id: &str,
+        force: bool,
+    ) -> RedisResult<bool> {
+        let c = self
+            .call("DELAYQ.CANCEL")
+            .arg(id)
+            .flag("FORCE", force)
+            .opt("NOW", self.now);
+        Ok(int(&c.run(self.backend, con)?)? == 1)
+    }
+
+    /// `DELAYQ.PEEK`: the first `count` jobs in line (default 10, at most
+    /// 100), the earliest first, or the one `id`.
+    pub fn peek<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        count: Option<i64>,
+        id: Option<&str>,
+    ) -> RedisResult<Vec<ScheduledJob>> {
+        let c = self.call("DELAYQ.PEEK").opt("COUNT", count).opt("ID", id);
+        r::scheduled_jobs(&c.run(self.backend, con)?)
+    }
+
+    /// `DELAYQ.PURGE`: how many of the oldest dead letters were removed,
+    /// beyond `max_len` or older than `max_age_ms` (at least one of them);
+    /// at most 100 per call, so call again while it returns 100.
+    pub fn purge<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        max_len: Option<i64>,
+        max_age_ms: Option<i64>,
+    ) -> RedisResult<i64> {
+        let c = self
+            .call("DELAYQ.PURGE")
+            .opt("MAXLEN", max_len)
+            .opt("MAXAGE", max_age_ms)
+            .opt("NOW", self.now);
+        int(&c.run(self.backend, con)?)
+    }
 }
 
 impl Idem {

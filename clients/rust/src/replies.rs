@@ -678,6 +678,17 @@ pub struct DeadLetter {
     pub dead_at_ms: i64,
 }
 
+/// A job in line, from `DELAYQ.PEEK`: `at_ms` is its due time, or its
+/// lease end while `leased`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduledJob {
+    pub id: String,
+    pub payload: Vec<u8>,
+    pub attempts: i64,
+    pub at_ms: i64,
+    pub leased: bool,
+}
+
 /// `DELAYQ.INFO`: records kept (dead letters included), jobs that can be
 /// taken now, jobs waiting for their time or leased, dead letters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -717,6 +728,20 @@ pub(crate) fn dead_letters(v: &Value) -> RedisResult<Vec<DeadLetter>> {
                 payload: bytes(&g[1])?,
                 attempts: int(&g[2])?,
                 dead_at_ms: int(&g[3])?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn scheduled_jobs(v: &Value) -> RedisResult<Vec<ScheduledJob>> {
+    groups(v, 5)?
+        .map(|g| {
+            Ok(ScheduledJob {
+                id: text(&g[0])?,
+                payload: bytes(&g[1])?,
+                attempts: int(&g[2])?,
+                at_ms: int(&g[3])?,
+                leased: int(&g[4])? == 1,
             })
         })
         .collect()

@@ -568,6 +568,36 @@ class DelayQueue(_Entity):
         _opt(a, "NOW", now)
         return R.queue_info(self._call("INFO", *a))
 
+    def cancel(self, id: Arg, force: bool = False, now: Optional[int] = None) -> bool:
+        """True when the job was removed (waiting, ready or dead), False when
+        there is none. A job under a running lease raises ``job is leased``
+        unless ``force`` (its holder's receipt then goes stale)."""
+        a: List[Arg] = [id]
+        if force:
+            a.append("FORCE")
+        _opt(a, "NOW", now)
+        return bool(R.integer(self._call("CANCEL", *a)))
+
+    def peek(self, count: Optional[int] = None,
+             id: Optional[Arg] = None) -> List[R.ScheduledJob]:
+        """The first ``count`` jobs in line (default 10, at most 100), the
+        earliest first, or the one ``id``; changes nothing."""
+        a: List[Arg] = []
+        _opt(a, "COUNT", count)
+        _opt(a, "ID", id)
+        return R.scheduled_jobs(self._call("PEEK", *a))
+
+    def purge(self, max_len: Optional[int] = None, max_age_ms: Optional[int] = None,
+              now: Optional[int] = None) -> int:
+        """Dead letters removed, the oldest first, beyond ``max_len`` or older
+        than ``max_age_ms``: at most 100 per call (call again while it
+        returns 100)."""
+        a: List[Arg] = []
+        _opt(a, "MAXLEN", max_len)
+        _opt(a, "MAXAGE", max_age_ms)
+        _opt(a, "NOW", now)
+        return R.integer(self._call("PURGE", *a))
+
 
 class Stock(_Entity):
     """Flash-sale stock that never oversells (docs/stock.md)."""

@@ -523,6 +523,17 @@ class DeadLetter:
 
 
 @dataclass(frozen=True)
+class ScheduledJob:
+    """A job in line, from DELAYQ.PEEK: ``at_ms`` is its due time, or its
+    lease end while ``leased``."""
+    id: str
+    payload: str
+    attempts: int
+    at_ms: int
+    leased: bool
+
+
+@dataclass(frozen=True)
 class QueueInfo:
     """``jobs``: records kept (dead letters included); ``ready``: jobs that
     can be taken now; ``scheduled``: waiting for their time or leased;
@@ -546,6 +557,11 @@ def jobs(v: Any) -> List[Job]:
 
 def dead_letters(v: Any) -> List[DeadLetter]:
     return [DeadLetter(text(i), text(p), integer(a), integer(t)) for i, p, a, t in groups(v, 4)]
+
+
+def scheduled_jobs(v: Any) -> List[ScheduledJob]:
+    return [ScheduledJob(text(i), text(p), integer(a), integer(t), integer(l) == 1)
+            for i, p, a, t, l in groups(v, 5)]
 
 
 def queue_info(v: Any) -> QueueInfo:
