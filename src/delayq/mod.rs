@@ -183,7 +183,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Removes a job by id, waiting or dead (1), or 0 when there is none; a running lease only with FORCE",
         complexity: "O(log N)",
         syntax: "key id [FORCE] [NOW unix-ms]",
-        reply: "integer"
+        reply: "integer",
+        since: "2.0.0"
     },
     crate::borrowed_command! {
         name: "delayq.peek",
@@ -195,7 +196,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Lists the jobs in line, earliest first, or one by id: id, payload, attempt, at, leased",
         complexity: "O(log N + C) for C listed",
         syntax: "key [COUNT n | ID id]",
-        reply: "array [id, payload, attempt, at_ms, leased, …]"
+        reply: "array [id, payload, attempt, at_ms, leased, …]",
+        since: "2.0.0"
     },
     crate::borrowed_command! {
         name: "delayq.purge",
@@ -207,6 +209,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Removes the oldest dead letters beyond MAXLEN or older than MAXAGE, at most 100 per call",
         complexity: "O(C log N) for C removed",
         syntax: "key [MAXLEN n] [MAXAGE ms] [NOW unix-ms]",
-        reply: "integer"
+        reply: "integer",
+        since: "2.0.0"
     },
 ];

@@ -71,7 +71,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Begins a request under an idempotency key: NEW with a fence, RUNNING with the lease left, DONE with the stored result, or MISMATCH",
         complexity: "O(1)",
         syntax: "key fingerprint lease-ms [TTL seconds] [NOW unix-ms]",
-        reply: "array [status, value]"
+        reply: "array [status, value]",
+        since: "2.0.0"
     },
     crate::borrowed_command! {
         name: "idem.complete",
@@ -83,7 +84,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Stores the result of the request begun with this fence (1), or 0 when that exact result is stored already; a stale fence is refused",
         complexity: "O(1)",
         syntax: "key fence result [NOW unix-ms]",
-        reply: "integer"
+        reply: "integer",
+        since: "2.0.0"
     },
     crate::borrowed_command! {
         name: "idem.abort",
@@ -95,7 +97,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Gives up the request begun with this fence, so that the next BEGIN starts again (1), or changes nothing (0)",
         complexity: "O(1)",
         syntax: "key fence",
-        reply: "integer"
+        reply: "integer",
+        since: "2.0.0"
     },
     crate::borrowed_command! {
         name: "idem.get",
@@ -107,6 +110,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Replies a record's state, fingerprint, fence, lease left and result, or nil",
         complexity: "O(1)",
         syntax: "key [NOW unix-ms]",
-        reply: "array [state, fingerprint, fence, lease_ms, result]"
+        reply: "array [state, fingerprint, fence, lease_ms, result]",
+        since: "2.0.0"
     },
 ];

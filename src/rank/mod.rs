@@ -85,7 +85,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Subtracts from a member's points; the achievement time becomes now",
         complexity: "O(log(N))",
         syntax: "key member delta [NOW unix-ms] [SPREAD n]",
-        reply: "integer"
+        reply: "integer",
+        since: "2.0.0"
     },
     crate::command! {
         name: "rank.get", handler: commands::rank_get,

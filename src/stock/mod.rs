@@ -75,7 +75,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Creates a stock of total units, with a per-user limit, a reservation lease and an expiry",
         complexity: "O(1)",
         syntax: "key total [LIMIT per-user] [LEASE lease-ms] [TTL seconds] [NOW unix-ms]",
-        reply: "simple string"
+        reply: "simple string",
+        since: "2.0.0"
     },
     crate::borrowed_command! {
         name: "stock.reserve",
@@ -87,7 +88,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Reserves units for an order under a lease: OK, SOLDOUT or LIMIT; the same order gets the same reply again",
         complexity: "O(1), plus O(log N) per lapsed lease returned (at most 100)",
         syntax: "key user order quantity [NOW unix-ms]",
-        reply: "array [status, left, lease-end]"
+        reply: "array [status, left, lease-end]",
+        since: "2.0.0"
     },
     crate::borrowed_command! {
         name: "stock.confirm",
@@ -99,7 +101,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Turns a reservation whose lease is alive into a sale (1); 0 when already confirmed",
         complexity: "O(log N), plus O(log N) per lapsed lease returned (at most 100)",
         syntax: "key order [NOW unix-ms]",
-        reply: "integer"
+        reply: "integer",
+        since: "2.0.0"
     },
     crate::borrowed_command! {
         name: "stock.release",
@@ -111,7 +114,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Gives a reservation's units back to the stock (1); 0 when there is nothing to give back",
         complexity: "O(log N)",
         syntax: "key order",
-        reply: "integer"
+        reply: "integer",
+        since: "2.0.0"
     },
     crate::borrowed_command! {
         name: "stock.restock",
@@ -123,7 +127,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Adds units to the stock, or removes available units (a negative delta, never more than are available)",
         complexity: "O(1), plus O(log N) per lapsed lease returned (at most 100)",
         syntax: "key delta [NOW unix-ms]",
-        reply: "integer"
+        reply: "integer",
+        since: "2.0.0"
     },
     crate::borrowed_command! {
         name: "stock.info",
@@ -135,7 +140,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Replies the total, available, reserved and sold units of a stock, its limit, lease and orders",
         complexity: "O(1)",
         syntax: "key",
-        reply: "array [total, n, available, n, reserved, n, sold, n, limit, n, lease_ms, n, orders, n]"
+        reply: "array [total, n, available, n, reserved, n, sold, n, limit, n, lease_ms, n, orders, n]",
+        since: "2.0.0"
     },
     crate::borrowed_command! {
         name: "stock.audit",
@@ -147,6 +153,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Checks the conservation law and a slice of the order ledger in bounded steps; replies the next cursor and the problems found",
         complexity: "O(C) for the C orders checked (at most COUNT, or the whole ledger when it fits in one step)",
         syntax: "key cursor [COUNT count]",
-        reply: "array [cursor, checked, problem, …]"
+        reply: "array [cursor, checked, problem, …]",
+        since: "2.0.0"
     },
 ];
