@@ -78,6 +78,65 @@ pub fn client_command_with(ctx: &Context, args: &[RedisString], extra: &[Arg]) {
     }
 }
 
+/// Replicates a client's command that read the clock (issue 27, decision
+/// 1): verbatim when `verbatim` (the client gave `NOW`, or the effect did
+/// not depend on the clock: nearly free), else with the master's `NOW`
+/// appended ([`client_command_now`]). The one place every family decides
+/// this.
+#[inline]
+pub fn with_clock(ctx: &Context, args: &[RedisString], now: i64, verbatim: bool) {
+    if verbatim {
+        ctx.replicate_verbatim();
+    } else {
+        client_command_now(ctx, args, now);
+    }
+}
+
+/// Replicates the client's command with `NOW <now>` appended, with every
+/// argument built inside Redis (`RM_Replicate` format `vsl`: the client's
+/// strings, the string `NOW` made once, the integer): no string is created
+/// here.
+/// On a hot path this saves about two thousand instructions per call.
+pub fn client_command_now(ctx: &Context, args: &[RedisString], now: i64) {
+    thread_local! {
+        /// The argument `NOW`, made once (main thread only).
+        static NOW: RedisString = RedisString::create_from_slice(std::ptr::null_mut(), b"NOW");
+    }
+    let argv: smallvec::SmallVec<[*mut redis_module::raw::RedisModuleString; 8]> =
+        args[1..].iter().map(|a| a.inner).collect();
+    // A command name's string is an sds, which is always NUL-terminated.
+    let mut len = 0usize;
+    let name = redis_module::raw::string_ptr_len(args[0].inner, &mut len);
+    let now = now as std::os::raw::c_longlong;
+    let replicate = unsafe { redis_module::raw::RedisModule_Replicate.unwrap() };
+    NOW.with(|now_arg| unsafe {
+        if let [a, b, c] = argv[..] {
+            // Three arguments (POLL.VOTE): Redis sizes its argument vector
+            // from the format, so `v` would cost a reallocation.
+            replicate(
+                ctx.ctx,
+                name,
+                c"ssssl".as_ptr(),
+                a,
+                b,
+                c,
+                now_arg.inner,
+                now,
+            );
+        } else {
+            replicate(
+                ctx.ctx,
+                name,
+                c"vsl".as_ptr(),
+                argv.as_ptr(),
+                argv.len(),
+                now_arg.inner,
+                now,
+            );
+        }
+    });
+}
+
 /// Replicates `cmd args… NOW <now>` with `NOW` a C string and `now` an
 /// integer (format `vcl`): no string built here.
 #[inline]
@@ -91,6 +150,36 @@ pub fn command_now(ctx: &Context, cmd: &CStr, args: &[RedisString], now: i64) {
             c"vcl".as_ptr(),
             argv.as_ptr(),
             argv.len(),
+            c"NOW".as_ptr(),
+            now as c_longlong,
+        )
+    };
+}
+
+/// Replicates `cmd args… <kw> <v> NOW <now>` with the keyword a C string
+/// and the numbers integers (format `vclcl`): a command that read a config
+/// (`kw v`, e.g. `TTL`) and the clock, made explicit for replicas and the
+/// AOF.
+#[inline]
+pub fn command_kw_now(
+    ctx: &Context,
+    cmd: &CStr,
+    args: &[RedisString],
+    kw: &CStr,
+    v: i64,
+    now: i64,
+) {
+    let Some(f) = replicator() else { return };
+    let argv: smallvec::SmallVec<[Arg; 8]> = args.iter().map(|a| a.inner).collect();
+    unsafe {
+        f(
+            ctx.ctx,
+            cmd.as_ptr(),
+            c"vclcl".as_ptr(),
+            argv.as_ptr(),
+            argv.len(),
+            kw.as_ptr(),
+            v as c_longlong,
             c"NOW".as_ptr(),
             now as c_longlong,
         )

@@ -86,43 +86,6 @@ pub fn array(items: Vec<RedisValue>) -> RedisValue {
     RedisValue::Array(items)
 }
 
-/// Replicates the command the client sent, with `NOW <now>` appended when
-/// the client gave none, so that replicas and the AOF re-run it at the
-/// master's time.
-pub fn replicate_with_now(ctx: &Context, args: &[RedisString], now: i64, had_now: bool) {
-    if had_now {
-        ctx.replicate_verbatim();
-        return;
-    }
-    let now_v = now.to_string();
-    replicate_with_extra(ctx, args, &[b"NOW", now_v.as_bytes()]);
-}
-
-/// Replicates the client's command with `extra` arguments appended. The
-/// client's own argument strings are passed as they are (no copies): this
-/// runs on hot paths.
-pub fn replicate_with_extra(ctx: &Context, args: &[RedisString], extra: &[&[u8]]) {
-    let extra: Vec<RedisString> = extra
-        .iter()
-        .map(|e| RedisString::create_from_slice(ctx.ctx, e))
-        .collect();
-    let mut argv: Vec<*mut redis_module::raw::RedisModuleString> =
-        args[1..].iter().map(|a| a.inner).collect();
-    argv.extend(extra.iter().map(|e| e.inner));
-    // A command name's string is an sds, which is always NUL-terminated.
-    let mut len = 0usize;
-    let name = redis_module::raw::string_ptr_len(args[0].inner, &mut len);
-    unsafe {
-        redis_module::raw::RedisModule_Replicate.unwrap()(
-            ctx.ctx,
-            name,
-            c"v".as_ptr(),
-            argv.as_ptr(),
-            argv.len(),
-        );
-    }
-}
-
 /// Raises the keyspace event `event` (class "module") for a key the client
 /// sent, with the event name a C string constant: the crate's
 /// `notify_keyspace_event` allocates a C string for the name on each call.
@@ -236,50 +199,4 @@ pub fn record_ints(ctx: &Context, names: &[&str], values: &[i64]) -> RedisValue 
         }
     }
     RedisValue::NoReply
-}
-
-/// Replicates the client's command with `NOW <now>` appended, the way
-/// [`replicate_with_now`] does when the client gave no NOW, but with every
-/// argument built inside Redis (`RM_Replicate` format `vsl`: the client's
-/// strings, the string `NOW` made once, the integer): no string is created
-/// here.
-/// On a hot path this saves about two thousand instructions per call.
-pub fn replicate_args_now(ctx: &Context, args: &[RedisString], now: i64) {
-    thread_local! {
-        /// The argument `NOW`, made once (main thread only).
-        static NOW: RedisString = RedisString::create_from_slice(std::ptr::null_mut(), b"NOW");
-    }
-    let argv: smallvec::SmallVec<[*mut redis_module::raw::RedisModuleString; 8]> =
-        args[1..].iter().map(|a| a.inner).collect();
-    // A command name's string is an sds, which is always NUL-terminated.
-    let mut len = 0usize;
-    let name = redis_module::raw::string_ptr_len(args[0].inner, &mut len);
-    let now = now as std::os::raw::c_longlong;
-    let replicate = unsafe { redis_module::raw::RedisModule_Replicate.unwrap() };
-    NOW.with(|now_arg| unsafe {
-        if let [a, b, c] = argv[..] {
-            // Three arguments (POLL.VOTE): Redis sizes its argument vector
-            // from the format, so `v` would cost a reallocation.
-            replicate(
-                ctx.ctx,
-                name,
-                c"ssssl".as_ptr(),
-                a,
-                b,
-                c,
-                now_arg.inner,
-                now,
-            );
-        } else {
-            replicate(
-                ctx.ctx,
-                name,
-                c"vsl".as_ptr(),
-                argv.as_ptr(),
-                argv.len(),
-                now_arg.inner,
-                now,
-            );
-        }
-    });
 }

@@ -666,3 +666,69 @@ fn concurrent_workers_complete_each_key_exactly_once() {
         }
     }
 }
+
+/// IDEM's writes replicate themselves (issue 27, decision 1): BEGIN with
+/// the TTL and the NOW it used made explicit (the TTL may come from the
+/// `idem-ttl` config, which a replica may have set otherwise), COMPLETE
+/// with NOW appended, ABORT verbatim; no HSET or PEXPIREAT in the stream.
+/// The AOF replays to the same data and expiry.
+#[test]
+fn idem_writes_replicate_the_command_itself() {
+    let mut s = start_aof();
+    let mut c = s.conn();
+    let strs = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    run(&mut c, &["CONFIG", "SET", "hotpath.idem-ttl", "5000"]);
+    let t = at(0);
+    assert_eq!(
+        run(&mut c, &["IDEM.BEGIN", "k{1}", "fp", "30000", "NOW", &t]),
+        format!("[NEW, {t}]")
+    );
+    assert_eq!(run(&mut c, &["IDEM.COMPLETE", "k{1}", &t, "res"]), "1");
+    let r = run(&mut c, &["IDEM.BEGIN", "k{2}", "fp", "30000", "TTL", "60"]);
+    let fence = r
+        .trim_start_matches("[NEW, ")
+        .trim_end_matches(']')
+        .to_string();
+    assert_eq!(run(&mut c, &["IDEM.ABORT", "k{2}", &fence]), "1");
+    // Answers that write nothing replicate nothing.
+    run(&mut c, &["IDEM.BEGIN", "k{1}", "fp", "30000"]);
+    let cmds: Vec<Vec<String>> = aof_commands(&s)
+        .into_iter()
+        .filter(|c| !c[0].eq_ignore_ascii_case("CONFIG") && !c[0].eq_ignore_ascii_case("SELECT"))
+        .filter(|c| !c[0].eq_ignore_ascii_case("MULTI") && !c[0].eq_ignore_ascii_case("EXEC"))
+        .collect();
+    assert_eq!(cmds.len(), 4, "{cmds:?}");
+    assert_eq!(
+        cmds[0],
+        strs(&[
+            "IDEM.BEGIN",
+            "k{1}",
+            "fp",
+            "30000",
+            "TTL",
+            "5000",
+            "NOW",
+            &t
+        ])
+    );
+    assert_eq!(
+        cmds[1][..4],
+        strs(&["IDEM.COMPLETE", "k{1}", &t, "res"])[..]
+    );
+    assert_eq!(cmds[1][4], "NOW");
+    assert!(cmds[1][5].parse::<i64>().unwrap() > 1_700_000_000_000);
+    assert_eq!(
+        cmds[2][..6],
+        strs(&["IDEM.BEGIN", "k{2}", "fp", "30000", "TTL", "60"])[..]
+    );
+    assert_eq!(cmds[2][6], "NOW");
+    assert_eq!(*cmds[3], strs(&["IDEM.ABORT", "k{2}", &fence]));
+    let before = (pexpiretime(&mut c, "k{1}"), pexpiretime(&mut c, "k{2}"));
+    assert!(before.0 > 0 && before.1 > 0);
+    assert_aof_restart_equal(&mut s);
+    let mut c = s.conn();
+    assert_eq!(
+        (pexpiretime(&mut c, "k{1}"), pexpiretime(&mut c, "k{2}")),
+        before
+    );
+}

@@ -1322,40 +1322,6 @@ fn writes_raise_keyspace_events() {
     );
 }
 
-/// The commands an AOF holds, in order (every `appendonlydir/*.incr.aof`).
-fn aof_commands(s: &Server) -> Vec<Vec<String>> {
-    let dir = s.dir.join("appendonlydir");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".incr.aof"))
-        .collect();
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let bytes = std::fs::read(&f).unwrap();
-        let mut i = 0;
-        let line = |i: &mut usize| -> String {
-            let end = bytes[*i..].windows(2).position(|w| w == b"\r\n").unwrap() + *i;
-            let l = String::from_utf8_lossy(&bytes[*i..end]).into_owned();
-            *i = end + 2;
-            l
-        };
-        while i < bytes.len() {
-            let head = line(&mut i);
-            let n: usize = head.strip_prefix('*').expect("an array").parse().unwrap();
-            let mut cmd = Vec::new();
-            for _ in 0..n {
-                let len: usize = line(&mut i).strip_prefix('$').unwrap().parse().unwrap();
-                cmd.push(String::from_utf8_lossy(&bytes[i..i + len]).into_owned());
-                i += len + 2;
-            }
-            out.push(cmd);
-        }
-    }
-    out
-}
-
 /// RANK.ADD and RANK.INCR replicate themselves (issue 27, decision 1):
 /// verbatim when the client gave NOW or the board keeps no time, with the
 /// master's NOW appended otherwise; the effect (a ZADD) is no longer in

@@ -554,7 +554,7 @@ pub fn delayq_add(ctx: &Context, c: &mut Args) -> RedisResult {
         q.dead().zrem_arg(id);
     }
     drop(q);
-    util::replicate_with_now(ctx, args, now, had_now);
+    replicate::with_clock(ctx, args, now, had_now);
     util::notify_static(ctx, c"hotpath.delayq.add", base);
     COUNT_ADDED.incr();
     job_in_line(ctx, base, due_at, now);
@@ -731,7 +731,7 @@ pub fn delayq_nack(ctx: &Context, c: &mut Args) -> RedisResult {
         (1, at)
     };
     drop(q);
-    util::replicate_with_now(ctx, args, now, had_now);
+    replicate::with_clock(ctx, args, now, had_now);
     // One event per call, named after the command, whether the job went
     // back in line or to the dead letters (the reply tells which).
     util::notify_static(ctx, c"hotpath.delayq.nack", base);
@@ -771,7 +771,7 @@ pub fn delayq_extend(ctx: &Context, c: &mut Args) -> RedisResult {
         Some(rec) if rec.head.holds(receipt) && q.is_due(id) => {
             q.due.zadd_arg(id, (now + lease) as f64);
             drop(q);
-            util::replicate_with_now(ctx, args, now, had_now);
+            replicate::with_clock(ctx, args, now, had_now);
             util::notify_static(ctx, c"hotpath.delayq.extend", base);
             // An extend may shorten the lease: the job is then due sooner
             // than the timer of the consumers waiting on the queue.
@@ -903,7 +903,7 @@ pub fn delayq_redrive(ctx: &Context, c: &mut Args) -> RedisResult {
     drop(recs);
     drop(q);
     if !ids.is_empty() {
-        util::replicate_with_now(ctx, args, now, had_now);
+        replicate::with_clock(ctx, args, now, had_now);
         util::notify_static(ctx, c"hotpath.delayq.redrive", base);
         COUNT_REDRIVEN.add(ids.len() as u64);
         job_in_line(ctx, base, now, now);
@@ -958,7 +958,7 @@ pub fn delayq_cancel(ctx: &Context, c: &mut Args) -> RedisResult {
     q.due.zrem_arg(id);
     q.dead().zrem_arg(id);
     drop(q);
-    util::replicate_with_now(ctx, args, now, had_now);
+    replicate::with_clock(ctx, args, now, had_now);
     util::notify_static(ctx, c"hotpath.delayq.cancel", base);
     COUNT_CANCELLED.incr();
     Ok(RedisValue::Integer(1))
@@ -1087,7 +1087,7 @@ pub fn delayq_purge(ctx: &Context, c: &mut Args) -> RedisResult {
     }
     drop(q);
     if n > 0 {
-        util::replicate_with_now(ctx, args, now, had_now);
+        replicate::with_clock(ctx, args, now, had_now);
         util::notify_static(ctx, c"hotpath.delayq.purge", base);
         COUNT_PURGED.add(n as u64);
     }

@@ -1,10 +1,13 @@
 //! IDEM's handlers: parse and validate everything, open `B`, read the
 //! record, decide with the model, write, replicate what was written, reply.
 //!
-//! Replication: every write is replicated as its effect, `HSET B …` and
-//! `PEXPIREAT B <instant>`, with the instants the master used, so replicas
-//! and the AOF end byte-identical (expiry included) without a clock and
-//! without the module.
+//! Replication (decision 1 of issue 27): a write replicates the command
+//! itself, with what it read made explicit — BEGIN as `IDEM.BEGIN B fp
+//! lease-ms TTL <ttl> NOW <now>` (the TTL it used, which may come from the
+//! `idem-ttl` config, and the clock), COMPLETE as `IDEM.COMPLETE B fence
+//! result NOW <now>`, ABORT verbatim — so replicas and the AOF replay it
+//! with the module and end byte-identical, expiry included (one
+//! `RM_Replicate` per write instead of `HSET` and `PEXPIREAT`).
 
 use redis_module::{Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
 
@@ -16,7 +19,6 @@ use super::{
 use crate::argv::{is, Args};
 use crate::config;
 use crate::error;
-use crate::keys::call::Arg;
 use crate::keys::{int_string, Field, Key};
 use crate::replicate;
 use crate::util;
@@ -90,28 +92,16 @@ fn parse_now(c: &mut Args) -> Result<Option<i64>, RedisError> {
     Ok(now)
 }
 
-/// Writes `fields` to `B`, sets its expiry (when `expire_at` > 0), and
-/// replicates both as `HSET` and `PEXPIREAT`. Names are made once
-/// ([`Field`]) and values are the client's own strings where they can be:
-/// nothing is copied on the way to the Hash or the replication stream.
-fn write(
-    ctx: &Context,
-    key: &Key,
-    arg: &RedisString,
-    fields: &[(&Field, &RedisString)],
-    expire_at: i64,
-) {
-    let mut argv: smallvec::SmallVec<[Arg; 11]> = smallvec::SmallVec::new();
-    argv.push(arg.inner);
+/// Writes `fields` to `B` and sets its expiry (when `expire_at` > 0).
+/// Names are made once ([`Field`]) and values are the client's own
+/// strings where they can be: nothing is copied on the way to the Hash.
+/// The caller replicates the command.
+fn write(key: &Key, fields: &[(&Field, &RedisString)], expire_at: i64) {
     for (f, v) in fields {
         key.hput_field(f, v);
-        argv.push(f.string());
-        argv.push(v.inner);
     }
-    replicate::command(ctx, c"HSET", &argv);
     if expire_at > 0 {
         key.set_abs_expire_ms(expire_at);
-        replicate::pexpireat(ctx, arg, expire_at);
     }
 }
 
@@ -169,9 +159,7 @@ pub fn idem_begin(ctx: &Context, c: &mut Args) -> RedisResult {
             );
             let running = word(&W_RUNNING);
             write(
-                ctx,
                 &key,
-                arg,
                 &[
                     (&F_STATE, &running),
                     (&F_FP, &args[2]),
@@ -181,6 +169,7 @@ pub fn idem_begin(ctx: &Context, c: &mut Args) -> RedisResult {
                 ],
                 expire_at,
             );
+            replicate::command_kw_now(ctx, c"IDEM.BEGIN", &args[1..4], c"TTL", ttl, now);
             COUNT_BEGUN.incr();
             if rec.is_some_and(|r| r.state == State::Running) {
                 COUNT_TAKEN_OVER.incr();
@@ -226,13 +215,8 @@ pub fn idem_complete(ctx: &Context, c: &mut Args) -> RedisResult {
     match decided {
         Complete::Store { expire_at } => {
             let done = word(&W_DONE);
-            write(
-                ctx,
-                &key,
-                arg,
-                &[(&F_STATE, &done), (&F_RESULT, &args[3])],
-                expire_at,
-            );
+            write(&key, &[(&F_STATE, &done), (&F_RESULT, &args[3])], expire_at);
+            replicate::command_now(ctx, c"IDEM.COMPLETE", &args[1..4], now);
             COUNT_COMPLETED.incr();
             util::notify_static(ctx, c"hotpath.idem.complete", arg);
             Ok(RedisValue::Integer(1))
@@ -266,7 +250,8 @@ pub fn idem_abort(ctx: &Context, c: &mut Args) -> RedisResult {
     }
     // The expiry stays: the record keeps its fence until it expires.
     let aborted = word(&W_ABORTED);
-    write(ctx, &key, arg, &[(&F_STATE, &aborted)], 0);
+    write(&key, &[(&F_STATE, &aborted)], 0);
+    ctx.replicate_verbatim();
     COUNT_ABORTED.incr();
     util::notify_static(ctx, c"hotpath.idem.abort", arg);
     Ok(RedisValue::Integer(1))

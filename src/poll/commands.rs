@@ -18,7 +18,7 @@ use crate::keys::{derived, derived_name, Key, KeyType, ZScan};
 use crate::slices::{self, Job, Step};
 use crate::spread::{route, scope, shard};
 use crate::util::{self, bulk};
-use crate::{config, keys};
+use crate::{config, keys, replicate};
 
 const FAMILY: &str = "poll";
 
@@ -220,16 +220,6 @@ fn votes(score: f64, key: &[u8], cand: &[u8]) -> Result<i64, RedisError> {
     model::votes_of(score).ok_or_else(|| corrupt(key, cand))
 }
 
-/// Replicates a command that read the clock: verbatim when the client gave
-/// `NOW` (nearly free), else with the master's `NOW` appended.
-fn replicate_now(ctx: &Context, args: &[RedisString], now: i64, had_now: bool) {
-    if had_now {
-        ctx.replicate_verbatim();
-    } else {
-        util::replicate_args_now(ctx, args, now);
-    }
-}
-
 /// Gives a key the poll just created the poll's absolute expiry (none when
 /// 0). The same instant on the master, on replicas and in the AOF, since
 /// it comes from `B:meta`, never from a remaining time.
@@ -295,7 +285,7 @@ pub fn poll_create(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             expires,
         } => {
             apply_create(&meta, &board, &fields, &candidates, expires);
-            replicate_now(ctx, c.args(), now, had_now);
+            replicate::with_clock(ctx, c.args(), now, had_now);
             util::notify(ctx, "hotpath.poll.create", &keys.base);
         }
     }
@@ -547,7 +537,7 @@ pub fn poll_vote(ctx: &Context, c: &mut Args) -> RedisResult {
         expire_new(&board, rules.expires);
     }
     super::VOTES.incr();
-    replicate_now(ctx, c.all(), now, had_now);
+    replicate::with_clock(ctx, c.all(), now, had_now);
     util::notify_static(ctx, c"hotpath.poll.vote", c.string(1));
     Ok(ints(1))
 }
@@ -624,7 +614,7 @@ pub fn poll_revoke(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     if !taken.is_empty() {
         super::REVOKED.add(taken.len() as u64);
-        replicate_now(ctx, c.args(), now, had_now);
+        replicate::with_clock(ctx, c.args(), now, had_now);
         util::notify(ctx, "hotpath.poll.revoke", &keys.base);
     }
     Ok(ints(taken.len() as i64))

@@ -18,7 +18,7 @@ use crate::rank::model::{
 use crate::rank::{IMPORTED, KEPT, MERGES, REFUSED, REMOVED, UPDATES};
 use crate::slices::{self, Job, Step};
 use crate::spread::{route, scope, shard};
-use crate::{config, error, util};
+use crate::{config, error, replicate, util};
 
 const FAMILY: &str = "rank";
 
@@ -539,11 +539,7 @@ fn replicate_write(
     now: Option<i64>,
     used: i64,
 ) {
-    if now.is_some() || !layout.uses_time() {
-        ctx.replicate_verbatim();
-    } else {
-        util::replicate_args_now(ctx, all, used);
-    }
+    replicate::with_clock(ctx, all, used, now.is_some() || !layout.uses_time());
 }
 
 /// RANK.ADD B member points [GT|LT] [NOW unix-ms]

@@ -27,8 +27,8 @@ use super::{
 use crate::argv::{is, Args};
 use crate::error;
 use crate::keys::{derived, expire_at_if_unset, HashField, Key};
-use crate::reply;
 use crate::util;
+use crate::{replicate, reply};
 
 fn fail(msg: &str) -> RedisError {
     error::family(FAMILY, msg)
@@ -52,15 +52,6 @@ fn parse_now(c: &mut Args) -> Result<Option<i64>, RedisError> {
         now = Some(c.option_i64(0, MAX_TIME_MS)?);
     }
     Ok(now)
-}
-
-/// Replicates the client's command with the `NOW` it used.
-fn replicate_now(ctx: &Context, args: &[RedisString], now: i64, had_now: bool) {
-    if had_now {
-        ctx.replicate_verbatim();
-    } else {
-        util::replicate_args_now(ctx, args, now);
-    }
 }
 
 /// `B`, opened and read.
@@ -329,7 +320,7 @@ pub fn stock_create(ctx: &Context, c: &mut Args) -> RedisResult {
     }
     drop(key);
     if ttl.is_some() {
-        replicate_now(ctx, args, now, had_now);
+        replicate::with_clock(ctx, args, now, had_now);
     } else {
         ctx.replicate_verbatim();
     }
@@ -420,7 +411,7 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
     drop(l);
     drop(head);
     if wrote {
-        replicate_now(ctx, args, now, had_now);
+        replicate::with_clock(ctx, args, now, had_now);
         util::notify_static(ctx, c"hotpath.stock.reserve", base);
     }
     match decision {
@@ -484,7 +475,7 @@ pub fn stock_confirm(ctx: &Context, c: &mut Args) -> RedisResult {
     drop(rec);
     drop(l);
     drop(head);
-    replicate_now(ctx, args, now, had_now);
+    replicate::with_clock(ctx, args, now, had_now);
     util::notify_static(ctx, c"hotpath.stock.confirm", base);
     COUNT_CONFIRMED.incr();
     Ok(RedisValue::Integer(1))
@@ -570,7 +561,7 @@ pub fn stock_restock(ctx: &Context, c: &mut Args) -> RedisResult {
     drop(l);
     drop(head);
     if wrote {
-        replicate_now(ctx, args, now, had_now);
+        replicate::with_clock(ctx, args, now, had_now);
         util::notify_static(ctx, c"hotpath.stock.restock", base);
         if delta != 0 {
             COUNT_RESTOCKED.incr();
