@@ -119,6 +119,20 @@ impl<'a> Args<'a> {
         self.next_slice()
     }
 
+    /// Reads the rest of the arguments as a trailing `[NOW unix-ms]`, given
+    /// at most once (0 … `max`): the option of every command whose only
+    /// option is the clock. Anything else is a syntax error.
+    pub fn trailing_now(&mut self, max: i64) -> Result<Option<i64>, RedisError> {
+        let mut now = None;
+        while !self.done() {
+            if !is(self.keyword()?, "NOW") || now.is_some() {
+                return Err(error::syntax());
+            }
+            now = Some(self.option_i64(0, max)?);
+        }
+        Ok(now)
+    }
+
     /// Returns the value of an option as an `i64` within `[min, max]`; a
     /// missing value is a syntax error.
     pub fn option_i64(&mut self, min: i64, max: i64) -> Result<i64, RedisError> {

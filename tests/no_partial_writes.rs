@@ -403,6 +403,7 @@ const FAMILIES: &[Family] = &[
             &["STOCK.CONFIRM", "sk{9}", "o1", "NOW", T],
             &["STOCK.CONFIRM", "sk{1}", "o2", "NOW", "1900000070000"],
             &["STOCK.CONFIRM", "sk{1}", "", "NOW", T],
+            &["STOCK.CONFIRM", "sk{1}", "o2", "NOW", T, "NOW", T],
             &["STOCK.RELEASE", "sk{1}", "o1"],
             &["STOCK.RELEASE", "sk{9}", "o1"],
             &["STOCK.RELEASE", "sk{1}", ""],

@@ -6698,11 +6698,11 @@ local DEFAULT_AUDIT_COUNT = 100
 local function stored(s) return arg_int(s, 0, MAX_INT) end
 local function corrupt(k, field) return data_error('stock', 'corrupt data', k, field) end
 local function fail(what) return redis.error_reply('ERR stock: ' .. what) end
--- Reads a trailing [NOW unix-ms] from argv[i...]; nil, error on bad input.
+-- Reads a trailing [NOW unix-ms], given once, from argv[i...]; nil, error on bad input.
 local function parse_now(argv, i)
   local now = false
   while i <= #argv do
-    if string.upper(argv[i]) ~= 'NOW' or i + 1 > #argv then return nil, redis.error_reply(SYNTAX) end
+    if string.upper(argv[i]) ~= 'NOW' or i + 1 > #argv or now then return nil, redis.error_reply(SYNTAX) end
     now = arg_int(argv[i + 1], 0, MAX_TIME)
     if not now then return nil, redis.error_reply(NOTINT) end
     i = i + 2

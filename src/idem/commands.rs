@@ -80,18 +80,6 @@ fn open(ctx: &Context, arg: &RedisString, write: bool) -> Result<(Key, Read), Re
     Ok((key, Some((rec, result))))
 }
 
-/// Reads the trailing `[NOW unix-ms]`.
-fn parse_now(c: &mut Args) -> Result<Option<i64>, RedisError> {
-    let mut now = None;
-    while !c.done() {
-        if !is(c.keyword()?, "NOW") || now.is_some() {
-            return Err(error::syntax());
-        }
-        now = Some(c.option_i64(0, MAX_TIME_MS)?);
-    }
-    Ok(now)
-}
-
 /// Writes `fields` to `B` and sets its expiry (when `expire_at` > 0).
 /// Names are made once ([`Field`]) and values are the client's own
 /// strings where they can be: nothing is copied on the way to the Hash.
@@ -204,7 +192,7 @@ pub fn idem_complete(ctx: &Context, c: &mut Args) -> RedisResult {
     c.skip(1)?;
     let fence = c.next_i64(i64::MIN, i64::MAX)?;
     c.skip(1)?;
-    let now = parse_now(c)?.unwrap_or_else(util::now_ms);
+    let now = c.trailing_now(MAX_TIME_MS)?.unwrap_or_else(util::now_ms);
     let args = c.all();
     let (arg, result) = (&args[1], args[3].as_slice());
     let (key, read) = open(ctx, arg, true)?;
@@ -267,7 +255,7 @@ const GET_FIELDS: [&str; 5] = ["state", "fingerprint", "fence", "lease_ms", "res
 pub fn idem_get(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(2)?;
     c.skip(1)?;
-    let now = parse_now(c)?.unwrap_or_else(util::now_ms);
+    let now = c.trailing_now(MAX_TIME_MS)?.unwrap_or_else(util::now_ms);
     let (key, read) = open(ctx, c.string(1), false)?;
     drop(key);
     let Some((r, result)) = read else {

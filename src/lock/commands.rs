@@ -576,19 +576,6 @@ fn wake_at(end: Option<i64>, now: i64) -> i64 {
     }
 }
 
-/// Reads the trailing `[NOW unix-ms]`.
-fn parse_now(c: &mut Args) -> Result<Option<i64>, RedisError> {
-    let mut now = None;
-    while !c.done() {
-        // An option is given once (the reference repeats none).
-        if !is(c.keyword()?, "NOW") || now.is_some() {
-            return Err(error::syntax());
-        }
-        now = Some(c.option_i64(0, MAX_TIME_MS)?);
-    }
-    Ok(now)
-}
-
 /// Fails with `ERR lock: user must not be empty` for an empty owner.
 fn check_owner(owner: &[u8]) -> Result<(), RedisError> {
     if owner.is_empty() {
@@ -704,7 +691,7 @@ pub fn lock_release(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(3)?;
     c.skip(2)?;
     check_owner(c.arg(2))?;
-    let now_arg = parse_now(c)?;
+    let now_arg = c.trailing_now(MAX_TIME_MS)?;
     let flags = ctx.get_flags();
     let now = if replayed(&flags) {
         // Every stored hold reads as live.
@@ -745,7 +732,7 @@ pub fn lock_renew(ctx: &Context, c: &mut Args) -> RedisResult {
     c.skip(2)?;
     check_owner(c.arg(2))?;
     let ttl = c.next_i64(1, MAX_TTL_MS)?;
-    let now = parse_now(c)?.unwrap_or_else(util::now_ms);
+    let now = c.trailing_now(MAX_TIME_MS)?.unwrap_or_else(util::now_ms);
     let args = c.all();
     let (key, owner) = (&args[1], args[2].as_slice());
     let mut lock = Lock::open(ctx, key, true)?;
@@ -776,7 +763,7 @@ const HOLDER_FIELDS: [&str; 3] = ["token", "count", "ttl_ms"];
 pub fn lock_info(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(2)?;
     c.skip(1)?;
-    let now = parse_now(c)?.unwrap_or_else(util::now_ms);
+    let now = c.trailing_now(MAX_TIME_MS)?.unwrap_or_else(util::now_ms);
     let lock = Lock::open(ctx, c.string(1), false)?;
     let live = lock.live(now)?;
     drop(lock);
@@ -810,7 +797,7 @@ pub fn lock_check(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(3)?;
     c.skip(1)?;
     let token = c.next_i64(i64::MIN, i64::MAX)?;
-    let now = parse_now(c)?.unwrap_or_else(util::now_ms);
+    let now = c.trailing_now(MAX_TIME_MS)?.unwrap_or_else(util::now_ms);
     let lock = Lock::open(ctx, c.string(1), false)?;
     let ok = match &lock.kind {
         Kind::Free => false,

@@ -42,18 +42,6 @@ fn non_empty(v: &[u8], what: &str) -> Result<(), RedisError> {
     Ok(())
 }
 
-/// Reads a trailing `[NOW unix-ms]`.
-fn parse_now(c: &mut Args) -> Result<Option<i64>, RedisError> {
-    let mut now = None;
-    while !c.done() {
-        if !is(c.keyword()?, "NOW") {
-            return Err(error::syntax());
-        }
-        now = Some(c.option_i64(0, MAX_TIME_MS)?);
-    }
-    Ok(now)
-}
-
 /// `B`, opened and read.
 struct Head {
     key: Key,
@@ -337,7 +325,7 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(5)?;
     c.skip(3)?;
     let qty = c.next_i64(1, MAX_INT)?;
-    let now = parse_now(c)?;
+    let now = c.trailing_now(MAX_TIME_MS)?;
     let args = c.all();
     let (base, user, order) = (&args[1], &args[2], &args[3]);
     non_empty(user.as_slice(), "user")?;
@@ -437,7 +425,7 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
 pub fn stock_confirm(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(3)?;
     c.skip(2)?;
-    let now = parse_now(c)?;
+    let now = c.trailing_now(MAX_TIME_MS)?;
     let args = c.all();
     let (base, order) = (&args[1], &args[2]);
     non_empty(order.as_slice(), "order")?;
@@ -533,7 +521,7 @@ pub fn stock_restock(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(3)?;
     c.skip(1)?;
     let delta = c.next_i64(-MAX_INT, MAX_INT)?;
-    let now = parse_now(c)?;
+    let now = c.trailing_now(MAX_TIME_MS)?;
     let args = c.all();
     let base = &args[1];
     util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
