@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 from typing import (TYPE_CHECKING, Any, Awaitable, Callable, Dict, Generic, Iterable, List, Optional,
-                    Sequence, Tuple, TypeVar, Union, cast)
+                    Sequence, Tuple, TypeVar, Union, cast, overload)
 
 from redis.exceptions import ResponseError
 
@@ -407,6 +407,9 @@ class Poll(_Entity):
                candidates: Optional[Sequence[Arg]] = None, start: Optional[int] = None,
                end: Optional[int] = None, tz: Optional[int] = None,
                ttl: Optional[int] = None, now: Optional[int] = None) -> bool:
+        """Creates the poll with its rules (POLL.CREATE): ``mode`` ONCE, DAILY or
+        MULTI, ``maxvotes``, the ``candidates`` allowed, ``start``/``end``
+        (unix ms), ``tz`` (DAILY's day), ``ttl`` seconds. True (OK)."""
         a: List[Arg] = []
         _opt(a, "MODE", mode)
         _opt(a, "MAXVOTES", maxvotes)
@@ -426,30 +429,42 @@ class Poll(_Entity):
         return self._call("VOTE", R.boolean, *a)
 
     def revoke(self, user: Arg, candidate: Optional[Arg] = None, now: Optional[int] = None) -> int:
+        """Takes back the user's votes (only for ``candidate`` when given): the
+        number of votes taken back."""
         a: List[Arg] = [user] + ([candidate] if candidate is not None else [])
         _opt(a, "NOW", now)
         return self._call("REVOKE", R.integer, *a)
 
     def top(self, count: Optional[int] = None, offset: Optional[int] = None) -> List[R.PollEntry]:
+        """The candidates with the most votes, best first: ``count`` from
+        ``offset``."""
         a: List[Arg] = [count] if count is not None else []
         _opt(a, "OFFSET", offset)
         return self._call("TOP", R.poll_top, *a)
 
     def rank(self, candidate: Arg) -> Optional[R.PollRank]:
+        """The candidate's rank (0: first) and votes; None when it has none."""
         return self._call("RANK", R.poll_rank, candidate)
 
     def status(self, user: Arg, now: Optional[int] = None) -> List[str]:
+        """The candidates the user voted for (today's, for a DAILY poll)."""
         a: List[Arg] = [user]
         _opt(a, "NOW", now)
         return self._call("STATUS", R.texts, *a)
 
     def info(self) -> Optional[R.PollInfo]:
+        """The poll's rules and totals; a poll never created reads as MODE ONCE
+        with nothing in it."""
         return self._call("INFO", R.poll_info)
 
     def sync(self) -> R.PollSync:
+        """Freezes the vote changes since the last acknowledged write-back: the
+        same snapshot again until :meth:`syncack` acknowledges its epoch."""
         return self._call("SYNC", R.poll_sync)
 
     def syncack(self, epoch: int) -> bool:
+        """Acknowledges the snapshot of :meth:`sync`: True when ``epoch`` was the
+        pending one, False for a stale or unknown epoch."""
         return self._call("SYNCACK", R.boolean, epoch)
 
 
@@ -481,30 +496,42 @@ class Rank(_Entity):
         return self._call("ADD", R.integer, *a)
 
     def incr(self, member: Arg, delta: int, now: Optional[int] = None) -> int:
+        """Adds ``delta`` to the member's points (its achievement time becomes
+        now): the points now stored."""
         a: List[Arg] = [member, delta]
         _opt(a, "NOW", now)
         return self._call("INCR", R.integer, *a)
 
     def decr(self, member: Arg, delta: int, now: Optional[int] = None) -> int:
+        """Subtracts ``delta`` from the member's points (its achievement time
+        becomes now): the points now stored."""
         a: List[Arg] = [member, delta]
         _opt(a, "NOW", now)
         return self._call("DECR", R.integer, *a)
 
     def get(self, member: Arg) -> Optional[R.RankEntry]:
+        """The member's points, rank (0: first) and achievement time; None for
+        a member not on the board."""
         return self._call("GET", R.rank_get, member)
 
     def top(self, count: Optional[int] = None, offset: Optional[int] = None) -> List[R.RankMember]:
+        """The best members with their points, best first: ``count`` from
+        ``offset``."""
         a: List[Arg] = [count] if count is not None else []
         _opt(a, "OFFSET", offset)
         return self._call("TOP", R.rank_top, *a)
 
     def around(self, member: Arg, n: int) -> Optional[List[R.RankPlace]]:
+        """The places from ``n`` above to ``n`` below the member, with ranks and
+        points; None for a member not on the board."""
         return self._call("AROUND", R.rank_around, member, n)
 
     def rem(self, *members: Arg) -> int:
+        """Removes members: the number that were on the board."""
         return self._call("REM", R.integer, *members)
 
     def count(self) -> int:
+        """The number of members on the board."""
         return self._call("COUNT", R.integer)
 
 
@@ -513,16 +540,22 @@ class Like(_Entity):
     family = "LIKE"
 
     def toggle(self, user: int, now: Optional[int] = None) -> R.LikeToggle:
+        """Likes the post for the user, or takes the like back: ``liked`` (the
+        state after the call) and the post's count."""
         a: List[Arg] = [user]
         _opt(a, "NOW", now)
         return self._call("TOGGLE", R.like_toggle, *a)
 
     def add(self, user: int, now: Optional[int] = None) -> R.LikeChange:
+        """Records that the user likes the post (idempotent): ``changed`` and
+        the post's count."""
         a: List[Arg] = [user]
         _opt(a, "NOW", now)
         return self._call("ADD", R.like_change, *a)
 
     def rem(self, user: int) -> R.LikeChange:
+        """Takes the user's like back (idempotent): ``changed`` and the post's
+        count."""
         return self._call("REM", R.like_change, user)
 
     def check(self, *users: int) -> List[bool]:
@@ -530,12 +563,16 @@ class Like(_Entity):
         return self._call("CHECK", R.flags, *users)
 
     def count(self) -> int:
+        """The number of users who like the post."""
         return self._call("COUNT", R.integer)
 
     def recent(self, n: Optional[int] = None) -> List[R.Liker]:
+        """The latest likers with their unix ms, newest first (recorded only with
+        the ``like-recent`` config)."""
         return self._call("RECENT", R.like_recent, *([n] if n is not None else []))
 
     def info(self) -> R.LikeInfo:
+        """The post's encoding, like count and modelled bytes."""
         return self._call("INFO", R.like_info)
 
 
@@ -545,6 +582,9 @@ class RedPacket(_Entity):
 
     def split(self, total_cents: int, count: int, mode: Optional[str] = None,
               ttl: Optional[int] = None, now: Optional[int] = None) -> int:
+        """Splits ``total_cents`` once into ``count`` shares (``mode`` RANDOM,
+        the double-mean method and the default, or EQUAL) and opens the
+        packet: ``count``."""
         a: List[Arg] = [total_cents, count]
         _opt(a, "MODE", mode)
         _opt(a, "TTL", ttl)
@@ -552,19 +592,25 @@ class RedPacket(_Entity):
         return self._call("SPLIT", R.integer, *a)
 
     def grab(self, user: Arg, now: Optional[int] = None) -> R.Grab:
+        """Grabs one share for the user (at most one per user): its status
+        (OK, ALREADY, EMPTY, CLOSED or NOSUCH) and the cents won."""
         a: List[Arg] = [user]
         _opt(a, "NOW", now)
         return self._call("GRAB", R.grab, *a)
 
     def info(self, now: Optional[int] = None) -> Optional[R.PacketInfo]:
+        """The packet's total, count, what is left, state and expiry; None for
+        an unknown packet."""
         a: List[Arg] = []
         _opt(a, "NOW", now)
         return self._call("INFO", R.packet_info, *a)
 
     def grabbed(self) -> Dict[str, int]:
+        """Every user who grabbed a share, with the cents won."""
         return self._call("GRABBED", R.grabbed)
 
     def refund(self) -> int:
+        """Closes the packet: the cents left to the sender."""
         return self._call("REFUND", R.integer)
 
 
@@ -575,6 +621,9 @@ class LuckyBag(_Entity):
     def create(self, winners: int, shards: Optional[int] = None, poolcap: Optional[int] = None,
                highscore: Optional[str] = None, restore: Optional[bool] = None,
                ttl: Optional[int] = None) -> bool:
+        """Creates the bag with its rules: ``winners``, ``shards``, ``poolcap``,
+        ``highscore``, ``restore`` (a user back in the room gets its score
+        back), ``ttl`` seconds. True (OK)."""
         a: List[Arg] = ["WINNERS", winners]
         _opt(a, "SHARDS", shards)
         _opt(a, "POOLCAP", poolcap)
@@ -585,19 +634,29 @@ class LuckyBag(_Entity):
         return self._call("CREATE", R.ok, *a)
 
     def join(self, user: Arg, task_pending: bool = False) -> R.Join:
+        """Counts the user once and gives it its keyed score (a task pending:
+        -1.5 until :meth:`task`): ``new``, ``pooled`` and the participants."""
         a: List[Arg] = [user] + (["TASK", "PENDING"] if task_pending else [])
         return self._call("JOIN", R.join, *a)
 
     def task(self, user: Arg) -> bool:
+        """Gives a user whose task was pending its keyed score: True when it
+        was pending."""
         return self._call("TASK", R.boolean, user)
 
     def leave(self, user: Arg) -> bool:
+        """The user left the room: its score goes to -1 (-1.5 with the task
+        pending). True when it was set."""
         return self._call("LEAVE", R.boolean, user)
 
     def enter(self, user: Arg) -> bool:
+        """The user is back in the room (RESTORE YES): True when it has its
+        score back."""
         return self._call("ENTER", R.boolean, user)
 
     def draw(self) -> List[R.Winner]:
+        """Draws the winners (the top WINNERS scores over every shard) and
+        closes the bag; a second draw answers the same winners."""
         return self._call("DRAW", R.winners)
 
     def result(self, user: Arg) -> str:
@@ -605,6 +664,8 @@ class LuckyBag(_Entity):
         return self._call("RESULT", R.text, user)
 
     def info(self) -> Optional[R.BagInfo]:
+        """The bag's state, participants, pooled users, winners and shards; None
+        for an unknown bag."""
         return self._call("INFO", R.bag_info)
 
 
@@ -615,6 +676,9 @@ class Rate(_Entity):
     def check(self, limit: int, period_ms: int, algo: Optional[str] = None,
               burst: Optional[int] = None, cost: Optional[int] = None, peek: bool = False,
               now: Optional[int] = None) -> R.RateResult:
+        """Checks and consumes one request (``cost`` units) against ``limit``
+        per ``period_ms`` (``algo``: GCRA by default, FIXED, SLIDING, LOG or
+        BUCKET; ``peek``: consume nothing). ``allowed`` is the first field."""
         a: List[Arg] = [limit, period_ms]
         _opt(a, "ALGO", algo)
         _opt(a, "BURST", burst)
@@ -626,6 +690,8 @@ class Rate(_Entity):
 
     def throttle(self, max_burst: int, count: int, period_s: int,
                  quantity: Optional[int] = None, now: Optional[int] = None) -> R.Throttle:
+        """redis-cell's CL.THROTTLE, reply for reply: ``limited`` is its first
+        field (False when the request is allowed)."""
         a: List[Arg] = [max_burst, count, period_s]
         if quantity is not None:
             a.append(quantity)
@@ -633,6 +699,7 @@ class Rate(_Entity):
         return self._call("THROTTLE", R.throttle, *a)
 
     def reset(self) -> bool:
+        """Drops the limiter's state: True when there was some."""
         return self._call("RESET", R.boolean)
 
 
@@ -738,6 +805,8 @@ class DelayQueue(_Entity):
         return self._call("POLL", R.jobs, *a)
 
     def ack(self, id: Arg, receipt: int) -> bool:
+        """Removes the job delivered with ``receipt``: True, or False for a
+        stale receipt (nothing changed)."""
         return self._call("ACK", R.boolean, id, receipt)
 
     def nack(self, id: Arg, receipt: int, delay: Optional[int] = None,
@@ -751,11 +820,14 @@ class DelayQueue(_Entity):
         return self._call("NACK", R.nack, *a)
 
     def extend(self, id: Arg, receipt: int, lease_ms: int, now: Optional[int] = None) -> bool:
+        """Restarts the lease of the delivery with ``receipt`` for
+        ``lease_ms`` (a consumer's heartbeat): False for a stale receipt."""
         a: List[Arg] = [id, receipt, lease_ms]
         _opt(a, "NOW", now)
         return self._call("EXTEND", R.boolean, *a)
 
     def dead(self, count: Optional[int] = None) -> List[R.DeadLetter]:
+        """The oldest dead letters (``count``): id, payload, attempts, dead-at."""
         a: List[Arg] = []
         _opt(a, "COUNT", count)
         return self._call("DEAD", R.dead_letters, *a)
@@ -770,6 +842,7 @@ class DelayQueue(_Entity):
         return self._call("REDRIVE", R.integer, *a)
 
     def info(self, now: Optional[int] = None) -> R.QueueInfo:
+        """The queue's jobs, ready, scheduled and dead counts."""
         a: List[Arg] = []
         _opt(a, "NOW", now)
         return self._call("INFO", R.queue_info, *a)
@@ -953,6 +1026,12 @@ class HotPath:
             return AsyncPipeline(self, pipe, transaction)
         return Pipeline(self, pipe, transaction)
 
+    @overload
+    def poll(self, key: Key, spread: None = None) -> Poll: ...
+
+    @overload
+    def poll(self, key: Key, spread: int) -> "SpreadPoll": ...
+
     def poll(self, key: Key, spread: Optional[int] = None) -> Union[Poll, "SpreadPoll"]:
         """A poll; with ``spread=n``, the poll spread over ``n`` shards
         (docs/spread.md)."""
@@ -961,6 +1040,12 @@ class HotPath:
             return SpreadPoll(self._spread_backend(), key, spread).with_retry(self.retry)
         return Poll(self._runner, key)
 
+    @overload
+    def rank(self, key: Key, spread: None = None) -> Rank: ...
+
+    @overload
+    def rank(self, key: Key, spread: int) -> "SpreadRank": ...
+
     def rank(self, key: Key, spread: Optional[int] = None) -> Union[Rank, "SpreadRank"]:
         """A leaderboard; with ``spread=n``, the board spread over ``n``
         shards (docs/spread.md)."""
@@ -968,6 +1053,12 @@ class HotPath:
             from .spread_rank import SpreadRank
             return SpreadRank(self._spread_backend(), key, spread).with_retry(self.retry)
         return Rank(self._runner, key)
+
+    @overload
+    def like(self, key: Key, spread: None = None) -> Like: ...
+
+    @overload
+    def like(self, key: Key, spread: int) -> SpreadLike: ...
 
     def like(self, key: Key, spread: Optional[int] = None) -> Union[Like, SpreadLike]:
         """A post; with ``spread=n``, the post spread over ``n`` shards
@@ -984,6 +1075,12 @@ class HotPath:
     def redpacket(self, key: Key) -> RedPacket:
         """A red packet."""
         return RedPacket(self._runner, key)
+
+    @overload
+    def luckybag(self, key: Key, spread: None = None) -> LuckyBag: ...
+
+    @overload
+    def luckybag(self, key: Key, spread: int) -> SpreadLuckyBag: ...
 
     def luckybag(self, key: Key, spread: Optional[int] = None) -> Union[LuckyBag, SpreadLuckyBag]:
         """A lucky bag; with ``spread=n``, the bag spread over ``n`` shards
@@ -1146,3 +1243,11 @@ class AsyncPipeline(_PipelineBase):
             for i, r in zip(again, await self.client.execute(raise_on_error=False)):
                 res[i] = r
         return self._finish(cmds, res, raise_on_error)
+
+
+#: The public names (the rest is the package's own).
+__all__ = [
+    "HotPath", "Pipeline", "AsyncPipeline", "Poll", "Rank", "Like", "RedPacket", "LuckyBag",
+    "Rate", "Lock", "DelayQueue", "Idem", "Stock", "Backend", "ModuleBackend", "Cmd", "Key", "Arg",
+    "Call", "PARSE_OPTION",
+]

@@ -208,3 +208,10 @@ def default_backend(client: Any) -> Backend:
     """What ``HotPath(client)`` uses without a backend: the module, with
     the Functions library as its fallback."""
     return FallbackBackend(client)
+
+
+#: The public names (the rest is the package's own).
+__all__ = [
+    "FunctionsBackend", "FallbackBackend", "LIKE_DEFAULTS", "function_name", "twin_args",
+    "default_backend",
+]

@@ -233,3 +233,10 @@ def generate_slot_tags() -> List[str]:
                 missing -= 1
         length += 1
     return table
+
+
+#: The public names (``SLOT_TAGS`` too, computed on first use).
+__all__ = ["SLOTS", "MAX_SHARDS", "TAG_ALPHABET", "Bytes", "crc16", "hashed_part", "key_slot",
+           "slot_tags", "slot_tag", "valid_shards", "shard_slot", "shard_key", "shard_keys",
+           "parse_int_id", "fnv1a32", "shard_of", "like_slot_of", "like_id_of", "split_shard_key",
+           "shard_index", "generate_slot_tags"]

@@ -462,3 +462,10 @@ def spread_count(backend: Any, family: str, base: routing.Bytes) -> Optional[int
         return None
     f = R.fields(v)
     return R.integer(f["spread"]) if "spread" in f else None
+
+
+#: The public names (the rest is the package's own).
+__all__ = [
+    "ShardError", "NotDurableError", "Shards", "SpreadLike", "SpreadLuckyBag", "spread_count",
+    "WRITES",
+]

@@ -265,3 +265,9 @@ class SpreadRank(_Spread):
         start = rank - len(above)
         return [R.RankPlace(start + k, e.member, e.points)
                 for k, e in enumerate(above + [own.at] + below)]
+
+
+#: The public names (the rest is the package's own).
+__all__ = [
+    "SpreadRank", "RankPosition", "RankPositionEntry", "ShardRankWrite",
+]
