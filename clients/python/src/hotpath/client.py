@@ -319,9 +319,13 @@ class PipelineRunner(Runner):
     gives an error's class); :meth:`HotPath.pipeline` raises them typed."""
     mode = "pipeline"
 
-    def __init__(self, backend: Backend, pipe: Any):
+    def __init__(self, backend: Backend, pipe: Any, defer: bool = False):
         super().__init__(backend)
         self.pipe = pipe
+        #: Whether commands wait in :attr:`queued` until :meth:`send`
+        #: (:meth:`HotPath.pipeline`) instead of going on the pipeline at
+        #: once (``HotPath(r.pipeline())``).
+        self.defer = defer
         #: The commands queued since the last :meth:`take`.
         self.queued: List[Cmd[Any]] = []
 
@@ -332,15 +336,17 @@ class PipelineRunner(Runner):
             return
         self.pipe.set_response_callback(name, _callback(previous))
 
-    def queue(self, cmd: Cmd[Any]) -> None:
-        """Puts ``cmd`` on the pipeline (as the backend sends it)."""
+    def send(self, cmd: Cmd[Any]) -> None:
+        """Puts ``cmd`` on the redis-py pipeline, as the backend sends it
+        (the module's command, or ``FCALL`` of its twin), with its parser."""
         wire = self.backend.wire(cmd.command, cmd.argv, cmd.keys)
         self._hook(str(wire[0]))
         self.pipe.execute_command(*wire, **{PARSE_OPTION: _Parse(cmd.parse)})
-        self.queued.append(cmd)
 
     def run(self, cmd: Cmd[T]) -> T:
-        self.queue(cmd)
+        if not self.defer:
+            self.send(cmd)
+        self.queued.append(cmd)
         return cast(T, self.pipe)
 
     def take(self) -> List[Cmd[Any]]:
@@ -1140,26 +1146,25 @@ class HotPath:
 
 class _PipelineBase(HotPath):
     """What :class:`Pipeline` and :class:`AsyncPipeline` share: the entity
-    handles of :class:`HotPath`, whose methods queue their commands."""
+    handles of :class:`HotPath`, whose methods queue their commands; they
+    go on the redis-py pipeline when it is executed (so that the backend
+    in use, the module or the Functions library, is the one decided by
+    then)."""
 
     def __init__(self, parent: HotPath, pipe: Any, transaction: bool):
         super().__init__(pipe, backend=parent.backend, retry=parent.retry)
         self.transaction = transaction
-        self.runner = cast(PipelineRunner, self._runner)
+        self.runner = PipelineRunner(self.backend, pipe, defer=True)
+        self._runner = self.runner
 
     def __len__(self) -> int:
         return len(self.runner.queued)
 
-    def _finish(self, cmds: Sequence[Cmd[Any]], res: Sequence[Any],
-                raise_on_error: bool) -> List[Any]:
-        out = [typed(r) if isinstance(r, BaseException) else r for r in res]
-        if raise_on_error:
-            for r in out:
-                if isinstance(r, BaseException):
-                    raise r
-        return out
+    def _send(self, cmds: Sequence[Cmd[Any]]) -> None:
+        for c in cmds:
+            self.runner.send(c)
 
-    def _unknown(self, cmds: Sequence[Cmd[Any]], res: Sequence[Any]) -> List[int]:
+    def _unknown(self, res: Sequence[Any]) -> List[int]:
         """With the default backend, before any call decided: the commands
         the server did not know (it has no module), to send again to the
         Functions library; the backend decides for good."""
@@ -1167,6 +1172,15 @@ class _PipelineBase(HotPath):
         if not isinstance(self.backend, FallbackBackend) or self.backend.mode is not None:
             return []
         return self.backend._decide(res)
+
+    @staticmethod
+    def _finish(res: Sequence[Any], raise_on_error: bool) -> List[Any]:
+        out = [typed(r) if isinstance(r, BaseException) else r for r in res]
+        if raise_on_error:
+            for r in out:
+                if isinstance(r, BaseException):
+                    raise r
+        return out
 
 
 class Pipeline(_PipelineBase):
@@ -1183,29 +1197,30 @@ class Pipeline(_PipelineBase):
         self.runner.take()
         self.client.reset()
 
+    def _execute(self, cmds: Sequence[Cmd[Any]]) -> List[Any]:
+        self._send(cmds)
+        return list(self.client.execute(raise_on_error=False))
+
     def execute(self, raise_on_error: bool = True) -> List[Any]:
-        """Sends the queued commands; their parsed replies, in order."""
+        """Sends the queued commands; their parsed replies, in order. An
+        error reply is raised as its ``hotpath.errors`` class (the first
+        one; the other commands ran), or, with ``raise_on_error=False``,
+        put in the list in its place."""
         cmds = self.runner.take()
         try:
-            res = list(self.client.execute(raise_on_error=False))
+            res = self._execute(cmds)
         except ResponseError as e:
             # A transaction with a command the server does not know is
             # refused whole (EXECABORT): on a server without the module,
             # all of it again, to the library.
-            if not self._unknown(cmds, [e]):
+            if not self._unknown([e]):
                 raise typed(e) from None
-            for c in cmds:
-                self.runner.queue(c)
-            self.runner.take()
-            res = list(self.client.execute(raise_on_error=False))
-        again = self._unknown(cmds, res)
+            res = self._execute(cmds)
+        again = self._unknown(res)
         if again:
-            for i in again:
-                self.runner.queue(cmds[i])
-            self.runner.take()
-            for i, r in zip(again, self.client.execute(raise_on_error=False)):
+            for i, r in zip(again, self._execute([cmds[i] for i in again])):
                 res[i] = r
-        return self._finish(cmds, res, raise_on_error)
+        return self._finish(res, raise_on_error)
 
 
 class AsyncPipeline(_PipelineBase):
@@ -1223,26 +1238,31 @@ class AsyncPipeline(_PipelineBase):
         self.runner.take()
         await self.client.reset()
 
+    async def _execute(self, cmds: Sequence[Cmd[Any]]) -> List[Any]:
+        cluster = getattr(self.client, "cluster_client", None)
+        if cluster is not None and getattr(cluster, "_initialize", False):
+            # redis-py 8.1: an asyncio RedisCluster that queues a pipeline's
+            # command before its first connection cannot close afterwards
+            # ("Event loop is closed"); read the slot map first.
+            await cluster.initialize()
+        self._send(cmds)
+        return list(await self.client.execute(raise_on_error=False))
+
     async def execute(self, raise_on_error: bool = True) -> List[Any]:
-        """Sends the queued commands; their parsed replies, in order."""
+        """Sends the queued commands; their parsed replies, in order (as
+        :meth:`Pipeline.execute`)."""
         cmds = self.runner.take()
         try:
-            res = list(await self.client.execute(raise_on_error=False))
+            res = await self._execute(cmds)
         except ResponseError as e:
-            if not self._unknown(cmds, [e]):
+            if not self._unknown([e]):
                 raise typed(e) from None
-            for c in cmds:
-                self.runner.queue(c)
-            self.runner.take()
-            res = list(await self.client.execute(raise_on_error=False))
-        again = self._unknown(cmds, res)
+            res = await self._execute(cmds)
+        again = self._unknown(res)
         if again:
-            for i in again:
-                self.runner.queue(cmds[i])
-            self.runner.take()
-            for i, r in zip(again, await self.client.execute(raise_on_error=False)):
+            for i, r in zip(again, await self._execute([cmds[i] for i in again])):
                 res[i] = r
-        return self._finish(cmds, res, raise_on_error)
+        return self._finish(res, raise_on_error)
 
 
 #: The public names (the rest is the package's own).
