@@ -43,10 +43,12 @@ if [ "$tier" = full ]; then
   valkey=$(bash scripts/valkey-bin.sh) || exit 1
 fi
 
-# The Python client's types (mypy from requirements.txt, in the venv).
+# The Python client's types (mypy from requirements.txt, in the venv), and
+# the reply types its users see (clients/python/tests/typing_aio.py).
 if [ "$tier" != matrix ]; then
   step "mypy --strict clients/python/src/hotpath" \
-    "${HOTPATH_PYTHON:-.venv/bin/python}" -m mypy --strict --cache-dir target/mypy clients/python/src/hotpath
+    "${HOTPATH_PYTHON:-.venv/bin/python}" -m mypy --strict --cache-dir target/mypy \
+    clients/python/src/hotpath clients/python/tests/typing_aio.py
 fi
 
 if [ "$tier" = matrix ]; then

@@ -4,6 +4,9 @@ what is public, every public signature names only public types (issue
 and every public method of a handle has a docstring."""
 import collections.abc
 import inspect
+import os
+import subprocess
+import sys
 import typing
 import unittest
 
@@ -98,6 +101,25 @@ class PublicApi(unittest.TestCase):
         missing = [f"{c.__name__}.{n}" for c in handles for n, fn in _public_methods(c)
                    if not (fn.__doc__ or "").strip()]
         self.assertEqual(missing, [])
+
+    def test_the_asyncio_types_are_generated_from_the_handles(self):
+        tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "gen_aio.py")
+        out = subprocess.run([sys.executable, tool, "--check"], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        # One protocol method per public handle method.
+        for name in ("Poll", "Rank", "Like", "Stock", "DelayQueue"):
+            sync = {n for n, _ in _public_methods(getattr(hotpath, name))}
+            proto = {n for n in vars(getattr(hotpath.aio, "Async" + name))
+                     if not n.startswith("_") and n != "key"}
+            self.assertEqual(sync, proto, name)
+
+    def test_typed_accepts_asyncio_only(self):
+        import redis
+        import redis.asyncio
+        hp = hotpath.HotPath(redis.asyncio.Redis())
+        self.assertIs(hotpath.aio.typed(hp), hp)
+        with self.assertRaisesRegex(TypeError, "needs a HotPath over an asyncio client, not sync"):
+            hotpath.aio.typed(hotpath.HotPath(redis.Redis()))
 
 
 if __name__ == "__main__":

@@ -9,13 +9,14 @@ The same handles serve every kind of redis-py client (``HotPath``):
 ``redis.Redis`` and ``redis.RedisCluster`` (a method returns the parsed
 reply), ``redis.asyncio`` (``await hp.poll(k).vote(u, c)``) and pipelines
 (``HotPath(r.pipeline())`` queues, ``execute()`` returns parsed replies;
-``hp.pipeline()`` also raises typed errors).
+``hp.pipeline()`` also raises typed errors). ``hotpath.aio.typed(hp)``
+gives an asyncio HotPath its types (each method an awaitable).
 
 Replies are dataclasses (``hotpath.replies``), errors are classes per
 family and kind (``hotpath.errors``); the routing spec of spread entities
 is ``hotpath.routing`` (docs/spread.md). ``__all__`` lists what is public.
 """
-from . import errors, replies, retry, routing, spread
+from . import aio, errors, replies, retry, routing, spread
 from .client import (Arg, AsyncPipeline, Backend, Cmd, DelayQueue, HotPath, Idem, Key, Like, Lock,
                      LuckyBag, ModuleBackend, Pipeline, Poll, Rank, Rate, RedPacket, Stock)
 from .errors import HotPathError
@@ -40,6 +41,6 @@ __all__ = [
     "Backend", "ModuleBackend", "FunctionsBackend", "FallbackBackend", "Cmd", "Key", "Arg",
     "HotPathError",
     # modules
-    "errors", "replies", "retry", "routing", "spread",
+    "aio", "errors", "replies", "retry", "routing", "spread",
     *_replies,
 ]
