@@ -17,7 +17,11 @@ def sync_use(r: redis.Redis) -> None:
     toggled: hotpath.LikeToggle = hp.like("post").toggle(1)
     spread: hotpath.ShardLikeChange = hp.like("post", spread=4).toggle(1)
     wrong: hotpath.ShardLikeChange = hp.like("post").toggle(1)  # type: ignore[assignment]
-    print(counted, toggled, spread, wrong)
+    with hp.pipeline() as p:
+        p.rank("b").incr("alice", 5)
+        p.nosuch()  # type: ignore[attr-defined]
+        replies: List[object] = p.execute()
+    print(counted, toggled, spread, wrong, replies)
 
 
 async def async_use(r: redis.asyncio.Redis) -> None:

@@ -1010,7 +1010,7 @@ class HotPath:
     def _run(self, cmd: Cmd[T]) -> T:
         return self._runner.run(cmd)
 
-    def pipeline(self, transaction: bool = True) -> Any:
+    def pipeline(self, transaction: bool = True) -> "Pipeline":
         """A pipeline of hotpath commands on this client (a MULTI/EXEC
         transaction unless ``transaction=False``; on a cluster, a
         transaction's keys share one slot)::
@@ -1029,7 +1029,9 @@ class HotPath:
             raise TypeError("this HotPath is over a pipeline already")
         pipe = self.client.pipeline(transaction=transaction)
         if isinstance(self._runner, AsyncRunner):
-            return AsyncPipeline(self, pipe, transaction)
+            # Typed as the sync client's, as every method here is
+            # (hotpath.aio.AsyncHotPath.pipeline is AsyncPipeline).
+            return cast(Pipeline, AsyncPipeline(self, pipe, transaction))
         return Pipeline(self, pipe, transaction)
 
     @overload
