@@ -270,6 +270,12 @@ class Pipelines:
                 out = pipe.execute(raise_on_error=False)
             self.assertIsInstance(hotpath.errors.typed(out[0]), hotpath.errors.StockError)
 
+    def test_a_handle_made_from_a_backend_sends_at_once(self):
+        # How handles were made before runners: Poll(backend, key).
+        p = hotpath.Poll(hotpath.ModuleBackend(self.r), self.k("p"))
+        self.assertTrue(p.vote("u", "x", now=NOW))
+        self.assertEqual(p.top(), [R.PollEntry("x", 1)])
+
     def test_a_pipeline_of_a_pipeline_is_refused(self):
         with self.r.pipeline() as pipe:
             with self.assertRaisesRegex(TypeError, "over a pipeline already"):

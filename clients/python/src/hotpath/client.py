@@ -388,8 +388,9 @@ def _opt(argv: List[Arg], name: str, value: Optional[Arg]) -> None:
 class _Entity:
     family = ""
 
-    def __init__(self, runner: Runner, key: Key):
-        self._runner = runner
+    def __init__(self, runner: Union[Runner, Backend], key: Key):
+        # A Backend (how handles were made before runners): a sync one.
+        self._runner = SyncRunner(runner) if isinstance(runner, Backend) else runner
         self.key = key
 
     @property
