@@ -28,7 +28,7 @@ run: build ## start redis-server on PORT (default 6379) with the module loaded
 test: build ## the whole suite: unit, model, integration on redis-server 7 and valkey-server 9 (CI runs this)
 	@bash scripts/test.sh full
 
-check: deps ## the quick tier: unit and model tests, every reference page's examples (redis-server only)
+check: deps ## the quick tier: mypy --strict on the Python client, unit and model tests, every reference page's examples (redis-server only)
 	@bash scripts/test.sh check
 
 bench: build ## run the side-by-side benchmark (module vs Lua twin vs native)

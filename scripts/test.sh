@@ -11,7 +11,8 @@
 # afterwards, so that no other test's load preempts the server they measure.
 #
 # `make check` is the quick tier: scripts/test.sh check runs the unit tests
-# and the examples of every reference page, on redis-server only.
+# and the examples of every reference page, on redis-server only. Both
+# tiers run `mypy --strict` over the Python client first.
 # `make matrix SERVER=<binary>`: scripts/test.sh matrix <binary> runs the
 # integration tests once on that server (docs/operations.md, support matrix).
 set -uo pipefail
@@ -40,6 +41,14 @@ fi
 valkey=
 if [ "$tier" = full ]; then
   valkey=$(bash scripts/valkey-bin.sh) || exit 1
+fi
+
+# The Python client's types (mypy from requirements.txt, in the venv), and
+# the reply types its users see (clients/python/tests/typing_aio.py).
+if [ "$tier" != matrix ]; then
+  step "mypy --strict clients/python/src/hotpath" \
+    "${HOTPATH_PYTHON:-.venv/bin/python}" -m mypy --strict --cache-dir target/mypy \
+    clients/python/src/hotpath clients/python/tests/typing_aio.py
 fi
 
 if [ "$tier" = matrix ]; then

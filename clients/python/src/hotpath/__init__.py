@@ -1,24 +1,46 @@
-"""hotpath: a Python client for the hotpath Redis module.
+"""hotpath: a Python client for the hotpath Redis module, over redis-py.
 
 >>> import redis, hotpath
 >>> hp = hotpath.HotPath(redis.Redis())
 >>> hp.poll("poll:{42}").vote("user:1", "alice")
 True
 
-Replies are dataclasses (``hotpath.replies``); the routing spec of spread
-entities is ``hotpath.routing`` (docs/spread.md).
+The same handles serve every kind of redis-py client (``HotPath``):
+``redis.Redis`` and ``redis.RedisCluster`` (a method returns the parsed
+reply), ``redis.asyncio`` (``await hp.poll(k).vote(u, c)``) and pipelines
+(``HotPath(r.pipeline())`` queues, ``execute()`` returns parsed replies;
+``hp.pipeline()`` also raises typed errors). ``hotpath.aio.typed(hp)``
+gives an asyncio HotPath its types (each method an awaitable).
+
+Replies are dataclasses (``hotpath.replies``), errors are classes per
+family and kind (``hotpath.errors``); the routing spec of spread entities
+is ``hotpath.routing`` (docs/spread.md). ``__all__`` lists what is public.
 """
-from . import errors, replies, routing, spread
-from .client import (Backend, DelayQueue, HotPath, Idem, Like, Lock, LuckyBag, ModuleBackend,
-                     Poll, Rank, Rate, RedPacket, Stock)
-from .spread import ShardError, Shards, SpreadLike, SpreadLuckyBag
-from .spread_rank import RankPosition, RankPositionEntry, ShardRankWrite, SpreadRank
-from .spread_poll import SpreadPoll, SpreadPollInfo, SpreadPollSync
+from . import aio, errors, replies, retry, routing, spread
+from .client import (Arg, AsyncPipeline, Backend, Cmd, DelayQueue, HotPath, Idem, Key, Like, Lock,
+                     LuckyBag, ModuleBackend, Pipeline, Poll, Rank, Rate, RedPacket, Stock)
+from .errors import HotPathError
 from .fallback import FallbackBackend, FunctionsBackend
-from .replies import *  # noqa: F401,F403  (the reply dataclasses)
+from .replies import *  # noqa: F401,F403  (the reply types: replies.__all__)
+from .replies import __all__ as _replies
+from .retry import RetryPolicy
+from .spread import NotDurableError, ShardError, Shards, SpreadLike, SpreadLuckyBag
+from .spread_poll import SpreadPoll, SpreadPollInfo, SpreadPollSync
+from .spread_rank import RankPosition, RankPositionEntry, ShardRankWrite, SpreadRank
 
 __version__ = "2.0.0"
-__all__ = ["errors", "HotPath", "Backend", "ModuleBackend", "FunctionsBackend", "FallbackBackend",
-           "Poll", "Rank", "Like", "RedPacket", "LuckyBag", "Rate", "Lock", "DelayQueue", "Idem",
-           "Stock", "replies", "routing", "spread", "Shards", "ShardError", "SpreadLike",
-           "SpreadLuckyBag"]
+__all__ = [
+    # the entry point and what it gives
+    "HotPath", "Pipeline", "AsyncPipeline",
+    "Poll", "Rank", "Like", "RedPacket", "LuckyBag", "Rate", "Lock", "DelayQueue", "Idem", "Stock",
+    # spread entities (sync clients)
+    "SpreadPoll", "SpreadRank", "SpreadLike", "SpreadLuckyBag", "Shards", "ShardError",
+    "NotDurableError", "SpreadPollInfo", "SpreadPollSync", "RankPosition", "RankPositionEntry",
+    "ShardRankWrite", "RetryPolicy",
+    # backends (the module, the Functions library) and their seam
+    "Backend", "ModuleBackend", "FunctionsBackend", "FallbackBackend", "Cmd", "Key", "Arg",
+    "HotPathError",
+    # modules
+    "aio", "errors", "replies", "retry", "routing", "spread",
+    *_replies,
+]

@@ -14,7 +14,9 @@ over the shards through ``Backend.call_many``.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence, Tuple, Union
+import inspect
+from typing import (TYPE_CHECKING, Any, Awaitable, Callable, Dict, Generic, Iterable, List, Optional,
+                    Sequence, Tuple, TypeVar, Union, cast, overload)
 
 from redis.exceptions import ResponseError
 
@@ -32,6 +34,7 @@ Arg = Union[str, bytes, int, float]
 
 
 Call = Tuple[str, Sequence[Arg], Sequence[Key]]
+T = TypeVar("T")
 
 
 class Backend:
@@ -41,6 +44,15 @@ class Backend:
 
     def call(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
         raise NotImplementedError
+
+    async def acall(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
+        """:meth:`call` on an asyncio client."""
+        raise NotImplementedError
+
+    def wire(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> List[Arg]:
+        """The command as this backend sends it (what a pipeline queues):
+        the module's own by default."""
+        return [command, *argv]
 
     def call_many(self, calls: Sequence[Call]) -> List[Any]:
         """Runs several commands (the per-shard parts of a spread call) and
@@ -112,8 +124,8 @@ def pipeline_durable(client: Any, wires: Sequence[Sequence[Arg]], keys: Sequence
     replicas that acknowledged its node's writes (0 where it failed). A
     redirection (a slot moved meanwhile) comes back as that call's error,
     and the cluster's slot map is read again for the next attempt."""
-    groups: dict = {}
-    nodes: dict = {}
+    groups: Dict[Optional[str], List[int]] = {}
+    nodes: Dict[str, Any] = {}
     get_node = getattr(client, "get_node_from_key", None)
     out: List[Any] = [None] * len(wires)
     acks: List[int] = [0] * len(wires)
@@ -161,6 +173,9 @@ class ModuleBackend(Backend):
     def call(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
         return self.client.execute_command(command, *argv)
 
+    async def acall(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
+        return await self.client.execute_command(command, *argv)
+
     def call_many(self, calls: Sequence[Call]) -> List[Any]:
         """One pipeline (:func:`pipeline_many`)."""
         return pipeline_many(self.client, [self.wire(*c) for c in calls])
@@ -173,6 +188,198 @@ class ModuleBackend(Backend):
                                 [c[2][0] for c in calls], replicas, timeout_ms)
 
 
+# ---- The one place commands are sent ------------------------------------
+#
+# An entity handle describes each command as a :class:`Cmd`: the module
+# command, its arguments and keys, and the function that parses its reply.
+# The handle's *runner* decides what happens to it: a sync client sends it
+# and parses the reply; an asyncio client returns a coroutine that does;
+# a pipeline (or a MULTI/EXEC transaction) queues it, and its parser runs
+# when the pipeline's ``execute()`` reads the reply (a response callback).
+
+#: The option that carries a queued command's parser to redis-py's
+#: response callback (``execute_command(*wire, hotpath_parse=…)``).
+PARSE_OPTION = "hotpath_parse"
+
+
+class Cmd(Generic[T]):
+    """One hotpath command as a handle describes it: ``command`` (e.g.
+    ``"POLL.VOTE"``), ``argv`` (its arguments after the name), ``keys`` (the
+    Redis keys among them, for a Functions backend) and ``parse``, which
+    turns the server's reply into the handle's return value."""
+    __slots__ = ("command", "argv", "keys", "parse")
+
+    def __init__(self, command: str, argv: Sequence[Arg], keys: Sequence[Key],
+                 parse: Callable[[Any], T]):
+        self.command = command
+        self.argv = list(argv)
+        self.keys = list(keys)
+        self.parse = parse
+
+    def __repr__(self) -> str:
+        return f"Cmd({self.command!r}, {self.argv!r})"
+
+
+class Runner:
+    """Runs the commands of a :class:`HotPath`'s handles on its client,
+    through its :class:`Backend`: :class:`SyncRunner`, :class:`AsyncRunner`
+    or :class:`PipelineRunner`, chosen by the kind of client."""
+    mode = ""
+
+    def __init__(self, backend: Backend):
+        self.backend = backend
+
+    def run(self, cmd: Cmd[T]) -> T:
+        raise NotImplementedError
+
+
+class SyncRunner(Runner):
+    """``redis.Redis`` / ``redis.RedisCluster``: sends the command, returns
+    its parsed reply; an error reply raises its ``hotpath.errors`` class."""
+    mode = "sync"
+
+    def run(self, cmd: Cmd[T]) -> T:
+        try:
+            reply = self.backend.call(cmd.command, cmd.argv, cmd.keys)
+        except ResponseError as e:
+            raise typed(e) from None
+        return cmd.parse(reply)
+
+
+class AsyncRunner(Runner):
+    """``redis.asyncio.Redis`` / ``RedisCluster``: a handle's method returns
+    a coroutine; awaiting it gives the parsed reply (or raises the typed
+    error)."""
+    mode = "async"
+
+    def run(self, cmd: Cmd[T]) -> T:
+        return cast(T, self._run(cmd))
+
+    async def _run(self, cmd: Cmd[T]) -> T:
+        try:
+            reply = await self.backend.acall(cmd.command, cmd.argv, cmd.keys)
+        except ResponseError as e:
+            raise typed(e) from None
+        return cmd.parse(reply)
+
+
+class _Parse:
+    """A queued command's parser, handed to the response callback. Parses
+    once: a callback that redis-py applies a second time (a cluster
+    pipeline has two layers of callbacks) gets its own output back."""
+    __slots__ = ("parse", "out", "done")
+
+    def __init__(self, parse: Callable[[Any], Any]):
+        self.parse = parse
+        self.out: Any = None
+        self.done = False
+
+    def __call__(self, reply: Any) -> Any:
+        if self.done and reply is self.out:
+            return reply
+        self.out = self.parse(reply)
+        self.done = True
+        return self.out
+
+
+def _callback(previous: Optional[Callable[..., Any]]) -> Callable[..., Any]:
+    """The response callback hotpath installs for a command name on a
+    pipeline: parses the replies of the commands hotpath queued (they carry
+    :data:`PARSE_OPTION`), and leaves every other call of that name to the
+    callback it replaces (none, for the module's commands and ``FCALL``)."""
+    def callback(response: Any, **options: Any) -> Any:
+        parse = options.get(PARSE_OPTION)
+        if parse is not None:
+            # A cluster pipeline hands the callback an error reply too.
+            return response if isinstance(response, BaseException) else parse(response)
+        options.pop(PARSE_OPTION, None)
+        return previous(response, **options) if previous is not None else response
+
+    setattr(callback, "_hotpath", True)
+    return callback
+
+
+def _callbacks_of(pipe: Any) -> Any:
+    """The callback table the pipeline's ``execute()`` applies."""
+    for owner in (pipe, getattr(pipe, "cluster_client", None)):
+        for name in ("cluster_response_callbacks", "response_callbacks"):
+            table = getattr(owner, name, None)
+            if table is not None:
+                return table
+    return None
+
+
+class PipelineRunner(Runner):
+    """A redis-py pipeline (``r.pipeline()``, transaction or not; sync or
+    asyncio; ``Redis`` or ``RedisCluster``): a handle's method queues the
+    command and returns the pipeline; ``pipe.execute()`` returns each
+    reply parsed, as the sync method would (a response callback that
+    applies only to the commands hotpath queued). Error replies come back
+    as redis-py gives them from a pipeline (``hotpath.errors.typed(e)``
+    gives an error's class); :meth:`HotPath.pipeline` raises them typed."""
+    mode = "pipeline"
+
+    def __init__(self, backend: Backend, pipe: Any, defer: bool = False):
+        super().__init__(backend)
+        self.pipe = pipe
+        #: Whether commands wait in :attr:`queued` until :meth:`send`
+        #: (:meth:`HotPath.pipeline`) instead of going on the pipeline at
+        #: once (``HotPath(r.pipeline())``).
+        self.defer = defer
+        #: The commands queued since the last :meth:`take`.
+        self.queued: List[Cmd[Any]] = []
+
+    def _hook(self, name: str) -> None:
+        table = _callbacks_of(self.pipe)
+        previous = table.get(name) if table is not None else None
+        if previous is not None and getattr(previous, "_hotpath", False):
+            return
+        self.pipe.set_response_callback(name, _callback(previous))
+
+    def send(self, cmd: Cmd[Any]) -> None:
+        """Puts ``cmd`` on the redis-py pipeline, as the backend sends it
+        (the module's command, or ``FCALL`` of its twin), with its parser."""
+        wire = self.backend.wire(cmd.command, cmd.argv, cmd.keys)
+        self._hook(str(wire[0]))
+        self.pipe.execute_command(*wire, **{PARSE_OPTION: _Parse(cmd.parse)})
+
+    def run(self, cmd: Cmd[T]) -> T:
+        if not self.defer:
+            self.send(cmd)
+        self.queued.append(cmd)
+        return cast(T, self.pipe)
+
+    def take(self) -> List[Cmd[Any]]:
+        """The commands queued so far, forgetting them."""
+        out, self.queued = self.queued, []
+        return out
+
+
+def is_pipeline(client: Any) -> bool:
+    """Whether ``client`` is a redis-py pipeline (sync or asyncio, plain or
+    cluster)."""
+    from redis.asyncio.client import Pipeline as AsyncPipeline
+    from redis.asyncio.cluster import ClusterPipeline as AsyncClusterPipeline
+    from redis.client import Pipeline as SyncPipeline
+    from redis.cluster import ClusterPipeline as SyncClusterPipeline
+    return isinstance(client, (SyncPipeline, SyncClusterPipeline, AsyncPipeline,
+                               AsyncClusterPipeline))
+
+
+def is_async(client: Any) -> bool:
+    """Whether ``client``'s commands are coroutines (``redis.asyncio``)."""
+    return inspect.iscoroutinefunction(getattr(client, "execute_command", None))
+
+
+def runner_for(client: Any, backend: Backend) -> Runner:
+    """The runner of ``client``'s kind."""
+    if is_pipeline(client):
+        return PipelineRunner(backend, client)
+    if is_async(client):
+        return AsyncRunner(backend)
+    return SyncRunner(backend)
+
+
 def _opt(argv: List[Arg], name: str, value: Optional[Arg]) -> None:
     if value is not None:
         argv += [name, value]
@@ -181,15 +388,19 @@ def _opt(argv: List[Arg], name: str, value: Optional[Arg]) -> None:
 class _Entity:
     family = ""
 
-    def __init__(self, backend: Backend, key: Key):
-        self.backend = backend
+    def __init__(self, runner: Union[Runner, Backend], key: Key):
+        # A Backend (how handles were made before runners): a sync one.
+        self._runner = SyncRunner(runner) if isinstance(runner, Backend) else runner
         self.key = key
 
-    def _call(self, sub: str, *args: Arg) -> Any:
-        try:
-            return self.backend.call(f"{self.family}.{sub}", [self.key, *args], [self.key])
-        except ResponseError as e:
-            raise typed(e) from None
+    @property
+    def backend(self) -> Backend:
+        return self._runner.backend
+
+    def _call(self, sub: str, parse: Callable[[Any], T], *args: Arg) -> T:
+        """The family's command ``sub`` on this entity's key, run by the
+        handle's runner (sent, awaited or queued)."""
+        return self._runner.run(Cmd(f"{self.family}.{sub}", [self.key, *args], [self.key], parse))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.key!r})"
@@ -203,6 +414,9 @@ class Poll(_Entity):
                candidates: Optional[Sequence[Arg]] = None, start: Optional[int] = None,
                end: Optional[int] = None, tz: Optional[int] = None,
                ttl: Optional[int] = None, now: Optional[int] = None) -> bool:
+        """Creates the poll with its rules (POLL.CREATE): ``mode`` ONCE, DAILY or
+        MULTI, ``maxvotes``, the ``candidates`` allowed, ``start``/``end``
+        (unix ms), ``tz`` (DAILY's day), ``ttl`` seconds. True (OK)."""
         a: List[Arg] = []
         _opt(a, "MODE", mode)
         _opt(a, "MAXVOTES", maxvotes)
@@ -213,40 +427,52 @@ class Poll(_Entity):
         _opt(a, "TZ", tz)
         _opt(a, "TTL", ttl)
         _opt(a, "NOW", now)
-        return R.ok(self._call("CREATE", *a))
+        return self._call("CREATE", R.ok, *a)
 
     def vote(self, user: Arg, candidate: Arg, now: Optional[int] = None) -> bool:
         """True when the vote counted, False for a duplicate."""
         a: List[Arg] = [user, candidate]
         _opt(a, "NOW", now)
-        return bool(R.integer(self._call("VOTE", *a)))
+        return self._call("VOTE", R.boolean, *a)
 
     def revoke(self, user: Arg, candidate: Optional[Arg] = None, now: Optional[int] = None) -> int:
+        """Takes back the user's votes (only for ``candidate`` when given): the
+        number of votes taken back."""
         a: List[Arg] = [user] + ([candidate] if candidate is not None else [])
         _opt(a, "NOW", now)
-        return R.integer(self._call("REVOKE", *a))
+        return self._call("REVOKE", R.integer, *a)
 
     def top(self, count: Optional[int] = None, offset: Optional[int] = None) -> List[R.PollEntry]:
+        """The candidates with the most votes, best first: ``count`` from
+        ``offset``."""
         a: List[Arg] = [count] if count is not None else []
         _opt(a, "OFFSET", offset)
-        return R.poll_top(self._call("TOP", *a))
+        return self._call("TOP", R.poll_top, *a)
 
     def rank(self, candidate: Arg) -> Optional[R.PollRank]:
-        return R.poll_rank(self._call("RANK", candidate))
+        """The candidate's rank (0: first) and votes; None when it has none."""
+        return self._call("RANK", R.poll_rank, candidate)
 
     def status(self, user: Arg, now: Optional[int] = None) -> List[str]:
+        """The candidates the user voted for (today's, for a DAILY poll)."""
         a: List[Arg] = [user]
         _opt(a, "NOW", now)
-        return R.texts(self._call("STATUS", *a))
+        return self._call("STATUS", R.texts, *a)
 
     def info(self) -> Optional[R.PollInfo]:
-        return R.poll_info(self._call("INFO"))
+        """The poll's rules and totals; a poll never created reads as MODE ONCE
+        with nothing in it."""
+        return self._call("INFO", R.poll_info)
 
     def sync(self) -> R.PollSync:
-        return R.poll_sync(self._call("SYNC"))
+        """Freezes the vote changes since the last acknowledged write-back: the
+        same snapshot again until :meth:`syncack` acknowledges its epoch."""
+        return self._call("SYNC", R.poll_sync)
 
     def syncack(self, epoch: int) -> bool:
-        return bool(R.integer(self._call("SYNCACK", epoch)))
+        """Acknowledges the snapshot of :meth:`sync`: True when ``epoch`` was the
+        pending one, False for a stale or unknown epoch."""
+        return self._call("SYNCACK", R.boolean, epoch)
 
 
 class Rank(_Entity):
@@ -267,41 +493,53 @@ class Rank(_Entity):
         _opt(a, "EPOCH", epoch)
         _opt(a, "TTL", ttl)
         _opt(a, "NOW", now)
-        return R.ok(self._call("CREATE", *a))
+        return self._call("CREATE", R.ok, *a)
 
     def add(self, member: Arg, points: int, gt: bool = False, lt: bool = False,
             now: Optional[int] = None) -> int:
         """The member's points now stored."""
         a: List[Arg] = [member, points] + (["GT"] if gt else []) + (["LT"] if lt else [])
         _opt(a, "NOW", now)
-        return R.integer(self._call("ADD", *a))
+        return self._call("ADD", R.integer, *a)
 
     def incr(self, member: Arg, delta: int, now: Optional[int] = None) -> int:
+        """Adds ``delta`` to the member's points (its achievement time becomes
+        now): the points now stored."""
         a: List[Arg] = [member, delta]
         _opt(a, "NOW", now)
-        return R.integer(self._call("INCR", *a))
+        return self._call("INCR", R.integer, *a)
 
     def decr(self, member: Arg, delta: int, now: Optional[int] = None) -> int:
+        """Subtracts ``delta`` from the member's points (its achievement time
+        becomes now): the points now stored."""
         a: List[Arg] = [member, delta]
         _opt(a, "NOW", now)
-        return R.integer(self._call("DECR", *a))
+        return self._call("DECR", R.integer, *a)
 
     def get(self, member: Arg) -> Optional[R.RankEntry]:
-        return R.rank_get(self._call("GET", member))
+        """The member's points, rank (0: first) and achievement time; None for
+        a member not on the board."""
+        return self._call("GET", R.rank_get, member)
 
     def top(self, count: Optional[int] = None, offset: Optional[int] = None) -> List[R.RankMember]:
+        """The best members with their points, best first: ``count`` from
+        ``offset``."""
         a: List[Arg] = [count] if count is not None else []
         _opt(a, "OFFSET", offset)
-        return R.rank_top(self._call("TOP", *a))
+        return self._call("TOP", R.rank_top, *a)
 
     def around(self, member: Arg, n: int) -> Optional[List[R.RankPlace]]:
-        return R.rank_around(self._call("AROUND", member, n))
+        """The places from ``n`` above to ``n`` below the member, with ranks and
+        points; None for a member not on the board."""
+        return self._call("AROUND", R.rank_around, member, n)
 
     def rem(self, *members: Arg) -> int:
-        return R.integer(self._call("REM", *members))
+        """Removes members: the number that were on the board."""
+        return self._call("REM", R.integer, *members)
 
     def count(self) -> int:
-        return R.integer(self._call("COUNT"))
+        """The number of members on the board."""
+        return self._call("COUNT", R.integer)
 
 
 class Like(_Entity):
@@ -309,30 +547,40 @@ class Like(_Entity):
     family = "LIKE"
 
     def toggle(self, user: int, now: Optional[int] = None) -> R.LikeToggle:
+        """Likes the post for the user, or takes the like back: ``liked`` (the
+        state after the call) and the post's count."""
         a: List[Arg] = [user]
         _opt(a, "NOW", now)
-        return R.like_toggle(self._call("TOGGLE", *a))
+        return self._call("TOGGLE", R.like_toggle, *a)
 
     def add(self, user: int, now: Optional[int] = None) -> R.LikeChange:
+        """Records that the user likes the post (idempotent): ``changed`` and
+        the post's count."""
         a: List[Arg] = [user]
         _opt(a, "NOW", now)
-        return R.like_change(self._call("ADD", *a))
+        return self._call("ADD", R.like_change, *a)
 
     def rem(self, user: int) -> R.LikeChange:
-        return R.like_change(self._call("REM", user))
+        """Takes the user's like back (idempotent): ``changed`` and the post's
+        count."""
+        return self._call("REM", R.like_change, user)
 
     def check(self, *users: int) -> List[bool]:
         """One flag per user, in order."""
-        return R.flags(self._call("CHECK", *users))
+        return self._call("CHECK", R.flags, *users)
 
     def count(self) -> int:
-        return R.integer(self._call("COUNT"))
+        """The number of users who like the post."""
+        return self._call("COUNT", R.integer)
 
     def recent(self, n: Optional[int] = None) -> List[R.Liker]:
-        return R.like_recent(self._call("RECENT", *([n] if n is not None else [])))
+        """The latest likers with their unix ms, newest first (recorded only with
+        the ``like-recent`` config)."""
+        return self._call("RECENT", R.like_recent, *([n] if n is not None else []))
 
     def info(self) -> R.LikeInfo:
-        return R.like_info(self._call("INFO"))
+        """The post's encoding, like count and modelled bytes."""
+        return self._call("INFO", R.like_info)
 
 
 class RedPacket(_Entity):
@@ -341,27 +589,36 @@ class RedPacket(_Entity):
 
     def split(self, total_cents: int, count: int, mode: Optional[str] = None,
               ttl: Optional[int] = None, now: Optional[int] = None) -> int:
+        """Splits ``total_cents`` once into ``count`` shares (``mode`` RANDOM,
+        the double-mean method and the default, or EQUAL) and opens the
+        packet: ``count``."""
         a: List[Arg] = [total_cents, count]
         _opt(a, "MODE", mode)
         _opt(a, "TTL", ttl)
         _opt(a, "NOW", now)
-        return R.integer(self._call("SPLIT", *a))
+        return self._call("SPLIT", R.integer, *a)
 
     def grab(self, user: Arg, now: Optional[int] = None) -> R.Grab:
+        """Grabs one share for the user (at most one per user): its status
+        (OK, ALREADY, EMPTY, CLOSED or NOSUCH) and the cents won."""
         a: List[Arg] = [user]
         _opt(a, "NOW", now)
-        return R.grab(self._call("GRAB", *a))
+        return self._call("GRAB", R.grab, *a)
 
     def info(self, now: Optional[int] = None) -> Optional[R.PacketInfo]:
+        """The packet's total, count, what is left, state and expiry; None for
+        an unknown packet."""
         a: List[Arg] = []
         _opt(a, "NOW", now)
-        return R.packet_info(self._call("INFO", *a))
+        return self._call("INFO", R.packet_info, *a)
 
-    def grabbed(self) -> dict:
-        return R.grabbed(self._call("GRABBED"))
+    def grabbed(self) -> Dict[str, int]:
+        """Every user who grabbed a share, with the cents won."""
+        return self._call("GRABBED", R.grabbed)
 
     def refund(self) -> int:
-        return R.integer(self._call("REFUND"))
+        """Closes the packet: the cents left to the sender."""
+        return self._call("REFUND", R.integer)
 
 
 class LuckyBag(_Entity):
@@ -371,6 +628,9 @@ class LuckyBag(_Entity):
     def create(self, winners: int, shards: Optional[int] = None, poolcap: Optional[int] = None,
                highscore: Optional[str] = None, restore: Optional[bool] = None,
                ttl: Optional[int] = None) -> bool:
+        """Creates the bag with its rules: ``winners``, ``shards``, ``poolcap``,
+        ``highscore``, ``restore`` (a user back in the room gets its score
+        back), ``ttl`` seconds. True (OK)."""
         a: List[Arg] = ["WINNERS", winners]
         _opt(a, "SHARDS", shards)
         _opt(a, "POOLCAP", poolcap)
@@ -378,30 +638,42 @@ class LuckyBag(_Entity):
         if restore is not None:
             a += ["RESTORE", "YES" if restore else "NO"]
         _opt(a, "TTL", ttl)
-        return R.ok(self._call("CREATE", *a))
+        return self._call("CREATE", R.ok, *a)
 
     def join(self, user: Arg, task_pending: bool = False) -> R.Join:
+        """Counts the user once and gives it its keyed score (a task pending:
+        -1.5 until :meth:`task`): ``new``, ``pooled`` and the participants."""
         a: List[Arg] = [user] + (["TASK", "PENDING"] if task_pending else [])
-        return R.join(self._call("JOIN", *a))
+        return self._call("JOIN", R.join, *a)
 
     def task(self, user: Arg) -> bool:
-        return bool(R.integer(self._call("TASK", user)))
+        """Gives a user whose task was pending its keyed score: True when it
+        was pending."""
+        return self._call("TASK", R.boolean, user)
 
     def leave(self, user: Arg) -> bool:
-        return bool(R.integer(self._call("LEAVE", user)))
+        """The user left the room: its score goes to -1 (-1.5 with the task
+        pending). True when it was set."""
+        return self._call("LEAVE", R.boolean, user)
 
     def enter(self, user: Arg) -> bool:
-        return bool(R.integer(self._call("ENTER", user)))
+        """The user is back in the room (RESTORE YES): True when it has its
+        score back."""
+        return self._call("ENTER", R.boolean, user)
 
     def draw(self) -> List[R.Winner]:
-        return R.winners(self._call("DRAW"))
+        """Draws the winners (the top WINNERS scores over every shard) and
+        closes the bag; a second draw answers the same winners."""
+        return self._call("DRAW", R.winners)
 
     def result(self, user: Arg) -> str:
         """PENDING, WON, LOST or ABSENT."""
-        return R.text(self._call("RESULT", user))
+        return self._call("RESULT", R.text, user)
 
     def info(self) -> Optional[R.BagInfo]:
-        return R.bag_info(self._call("INFO"))
+        """The bag's state, participants, pooled users, winners and shards; None
+        for an unknown bag."""
+        return self._call("INFO", R.bag_info)
 
 
 class Rate(_Entity):
@@ -411,6 +683,9 @@ class Rate(_Entity):
     def check(self, limit: int, period_ms: int, algo: Optional[str] = None,
               burst: Optional[int] = None, cost: Optional[int] = None, peek: bool = False,
               now: Optional[int] = None) -> R.RateResult:
+        """Checks and consumes one request (``cost`` units) against ``limit``
+        per ``period_ms`` (``algo``: GCRA by default, FIXED, SLIDING, LOG or
+        BUCKET; ``peek``: consume nothing). ``allowed`` is the first field."""
         a: List[Arg] = [limit, period_ms]
         _opt(a, "ALGO", algo)
         _opt(a, "BURST", burst)
@@ -418,16 +693,21 @@ class Rate(_Entity):
         if peek:
             a.append("PEEK")
         _opt(a, "NOW", now)
-        return R.rate(self._call("CHECK", *a))
+        return self._call("CHECK", R.rate, *a)
 
     def throttle(self, max_burst: int, count: int, period_s: int,
                  quantity: Optional[int] = None, now: Optional[int] = None) -> R.Throttle:
-        a: List[Arg] = [max_burst, count, period_s] + ([quantity] if quantity is not None else [])
+        """redis-cell's CL.THROTTLE, reply for reply: ``limited`` is its first
+        field (False when the request is allowed)."""
+        a: List[Arg] = [max_burst, count, period_s]
+        if quantity is not None:
+            a.append(quantity)
         _opt(a, "NOW", now)
-        return R.throttle(self._call("THROTTLE", *a))
+        return self._call("THROTTLE", R.throttle, *a)
 
     def reset(self) -> bool:
-        return bool(R.integer(self._call("RESET")))
+        """Drops the limiter's state: True when there was some."""
+        return self._call("RESET", R.boolean)
 
 
 class Lock(_Entity):
@@ -444,31 +724,31 @@ class Lock(_Entity):
         _opt(a, "MAXHOLD", maxhold)
         _opt(a, "BLOCK", block)
         _opt(a, "NOW", now)
-        return R.token(self._call("ACQUIRE", *a))
+        return self._call("ACQUIRE", R.token, *a)
 
     def release(self, owner: Arg, now: Optional[int] = None) -> bool:
         """True when ``owner`` held a live lease (one acquisition undone)."""
         a: List[Arg] = [owner]
         _opt(a, "NOW", now)
-        return bool(R.integer(self._call("RELEASE", *a)))
+        return self._call("RELEASE", R.boolean, *a)
 
     def renew(self, owner: Arg, ttl_ms: int, now: Optional[int] = None) -> int:
         """The ms left in the renewed lease; 0 when ``owner`` holds none."""
         a: List[Arg] = [owner, ttl_ms]
         _opt(a, "NOW", now)
-        return R.integer(self._call("RENEW", *a))
+        return self._call("RENEW", R.integer, *a)
 
     def info(self, now: Optional[int] = None) -> List[R.LockHolder]:
         """The live holders, by token; empty when the lock is free."""
         a: List[Arg] = []
         _opt(a, "NOW", now)
-        return R.lock_info(self._call("INFO", *a))
+        return self._call("INFO", R.lock_info, *a)
 
     def check(self, token: int, now: Optional[int] = None) -> bool:
         """True when ``token`` belongs to a live hold."""
         a: List[Arg] = [token]
         _opt(a, "NOW", now)
-        return bool(R.integer(self._call("CHECK", *a)))
+        return self._call("CHECK", R.boolean, *a)
 
 
 class Idem(_Entity):
@@ -483,7 +763,7 @@ class Idem(_Entity):
         a: List[Arg] = [fingerprint, lease_ms]
         _opt(a, "TTL", ttl)
         _opt(a, "NOW", now)
-        return R.idem_begin(self._call("BEGIN", *a))
+        return self._call("BEGIN", R.idem_begin, *a)
 
     def complete(self, fence: int, result: Arg, now: Optional[int] = None) -> bool:
         """True when the result was stored, False when this fence's equal
@@ -491,17 +771,17 @@ class Idem(_Entity):
         the server's error."""
         a: List[Arg] = [fence, result]
         _opt(a, "NOW", now)
-        return bool(R.integer(self._call("COMPLETE", *a)))
+        return self._call("COMPLETE", R.boolean, *a)
 
     def abort(self, fence: int) -> bool:
         """True when the record begun with ``fence`` was given up."""
-        return bool(R.integer(self._call("ABORT", fence)))
+        return self._call("ABORT", R.boolean, fence)
 
     def get(self, now: Optional[int] = None) -> Optional[R.IdemRecord]:
         """The record, or None."""
         a: List[Arg] = []
         _opt(a, "NOW", now)
-        return R.idem_record(self._call("GET", *a))
+        return self._call("GET", R.idem_record, *a)
 
 
 class DelayQueue(_Entity):
@@ -519,7 +799,7 @@ class DelayQueue(_Entity):
         if replace:
             a.append("REPLACE")
         _opt(a, "NOW", now)
-        return bool(R.integer(self._call("ADD", *a)))
+        return self._call("ADD", R.boolean, *a)
 
     def poll(self, lease_ms: int, count: Optional[int] = None, block: Optional[int] = None,
              now: Optional[int] = None) -> List[R.Job]:
@@ -529,10 +809,12 @@ class DelayQueue(_Entity):
         _opt(a, "COUNT", count)
         _opt(a, "BLOCK", block)
         _opt(a, "NOW", now)
-        return R.jobs(self._call("POLL", *a))
+        return self._call("POLL", R.jobs, *a)
 
     def ack(self, id: Arg, receipt: int) -> bool:
-        return bool(R.integer(self._call("ACK", id, receipt)))
+        """Removes the job delivered with ``receipt``: True, or False for a
+        stale receipt (nothing changed)."""
+        return self._call("ACK", R.boolean, id, receipt)
 
     def nack(self, id: Arg, receipt: int, delay: Optional[int] = None,
              backoff: Optional[Tuple[int, int]] = None, now: Optional[int] = None) -> R.Nack:
@@ -542,17 +824,20 @@ class DelayQueue(_Entity):
         if backoff is not None:
             a += ["BACKOFF", backoff[0], backoff[1]]
         _opt(a, "NOW", now)
-        return R.nack(self._call("NACK", *a))
+        return self._call("NACK", R.nack, *a)
 
     def extend(self, id: Arg, receipt: int, lease_ms: int, now: Optional[int] = None) -> bool:
+        """Restarts the lease of the delivery with ``receipt`` for
+        ``lease_ms`` (a consumer's heartbeat): False for a stale receipt."""
         a: List[Arg] = [id, receipt, lease_ms]
         _opt(a, "NOW", now)
-        return bool(R.integer(self._call("EXTEND", *a)))
+        return self._call("EXTEND", R.boolean, *a)
 
     def dead(self, count: Optional[int] = None) -> List[R.DeadLetter]:
+        """The oldest dead letters (``count``): id, payload, attempts, dead-at."""
         a: List[Arg] = []
         _opt(a, "COUNT", count)
-        return R.dead_letters(self._call("DEAD", *a))
+        return self._call("DEAD", R.dead_letters, *a)
 
     def redrive(self, count: Optional[int] = None, id: Optional[Arg] = None,
                 now: Optional[int] = None) -> int:
@@ -561,12 +846,13 @@ class DelayQueue(_Entity):
         _opt(a, "COUNT", count)
         _opt(a, "ID", id)
         _opt(a, "NOW", now)
-        return R.integer(self._call("REDRIVE", *a))
+        return self._call("REDRIVE", R.integer, *a)
 
     def info(self, now: Optional[int] = None) -> R.QueueInfo:
+        """The queue's jobs, ready, scheduled and dead counts."""
         a: List[Arg] = []
         _opt(a, "NOW", now)
-        return R.queue_info(self._call("INFO", *a))
+        return self._call("INFO", R.queue_info, *a)
 
     def cancel(self, id: Arg, force: bool = False, now: Optional[int] = None) -> bool:
         """True when the job was removed (waiting, ready or dead), False when
@@ -576,7 +862,7 @@ class DelayQueue(_Entity):
         if force:
             a.append("FORCE")
         _opt(a, "NOW", now)
-        return bool(R.integer(self._call("CANCEL", *a)))
+        return self._call("CANCEL", R.boolean, *a)
 
     def peek(self, count: Optional[int] = None,
              id: Optional[Arg] = None) -> List[R.ScheduledJob]:
@@ -585,7 +871,7 @@ class DelayQueue(_Entity):
         a: List[Arg] = []
         _opt(a, "COUNT", count)
         _opt(a, "ID", id)
-        return R.scheduled_jobs(self._call("PEEK", *a))
+        return self._call("PEEK", R.scheduled_jobs, *a)
 
     def purge(self, max_len: Optional[int] = None, max_age_ms: Optional[int] = None,
               now: Optional[int] = None) -> int:
@@ -596,7 +882,7 @@ class DelayQueue(_Entity):
         _opt(a, "MAXLEN", max_len)
         _opt(a, "MAXAGE", max_age_ms)
         _opt(a, "NOW", now)
-        return R.integer(self._call("PURGE", *a))
+        return self._call("PURGE", R.integer, *a)
 
 
 class Stock(_Entity):
@@ -612,7 +898,7 @@ class Stock(_Entity):
         _opt(a, "LEASE", lease_ms)
         _opt(a, "TTL", ttl)
         _opt(a, "NOW", now)
-        return R.ok(self._call("CREATE", *a))
+        return self._call("CREATE", R.ok, *a)
 
     def reserve(self, user: Arg, order: Arg, quantity: int = 1,
                 now: Optional[int] = None) -> R.Reservation:
@@ -620,41 +906,46 @@ class Stock(_Entity):
         SOLDOUT or LIMIT; the same order gets the same reply again."""
         a: List[Arg] = [user, order, quantity]
         _opt(a, "NOW", now)
-        return R.reservation(self._call("RESERVE", *a))
+        return self._call("RESERVE", R.reservation, *a)
 
     def confirm(self, order: Arg, now: Optional[int] = None) -> bool:
         """True when the reservation became a sale, False when the order was
         already confirmed (after its lease: the server's error)."""
         a: List[Arg] = [order]
         _opt(a, "NOW", now)
-        return bool(R.integer(self._call("CONFIRM", *a)))
+        return self._call("CONFIRM", R.boolean, *a)
 
     def release(self, order: Arg) -> bool:
         """True when the order's units went back, False when there was
         nothing to give back."""
-        return bool(R.integer(self._call("RELEASE", order)))
+        return self._call("RELEASE", R.boolean, order)
 
     def restock(self, delta: int, now: Optional[int] = None) -> int:
         """Adds ``delta`` units (removes available ones when negative);
         the units available after."""
         a: List[Arg] = [delta]
         _opt(a, "NOW", now)
-        return R.integer(self._call("RESTOCK", *a))
+        return self._call("RESTOCK", R.integer, *a)
 
     def info(self) -> Optional[R.StockInfo]:
         """The counts; None for an unknown stock."""
-        return R.stock_info(self._call("INFO"))
+        return self._call("INFO", R.stock_info)
 
     def audit(self, cursor: Arg = 0, count: Optional[int] = None) -> R.StockAudit:
         """One audit step from ``cursor``."""
         a: List[Arg] = [cursor]
         _opt(a, "COUNT", count)
-        return R.stock_audit(self._call("AUDIT", *a))
+        return self._call("AUDIT", R.stock_audit, *a)
 
     def audit_all(self, count: Optional[int] = None) -> List[str]:
         """Every audit step, from cursor 0 until the walk is over: the
         problems found (the ledger's sums are checked when one step reads
-        the whole ledger)."""
+        the whole ledger). On an asyncio client, a coroutine; not in a
+        pipeline (each step needs the cursor of the one before)."""
+        if isinstance(self._runner, AsyncRunner):
+            return cast(List[str], self._audit_all_async(count))
+        if not isinstance(self._runner, SyncRunner):
+            raise TypeError("audit_all needs a client, not a pipeline: queue audit() steps")
         problems: List[str] = []
         cursor = "0"
         while True:
@@ -664,13 +955,33 @@ class Stock(_Entity):
             if cursor == "0":
                 return problems
 
+    async def _audit_all_async(self, count: Optional[int]) -> List[str]:
+        problems: List[str] = []
+        cursor = "0"
+        while True:
+            step = await cast(Awaitable[R.StockAudit], self.audit(cursor, count))
+            problems += step.problems
+            cursor = step.cursor
+            if cursor == "0":
+                return problems
+
 
 class HotPath:
-    """Entry point: ``hp = HotPath(redis.Redis(...))`` or
-    ``HotPath(redis.RedisCluster(...))``; ``backend`` replaces the default
-    (the module, falling back to the Functions library on servers without
-    it: ``hotpath.fallback``); ``retry`` is the retry policy of the spread
-    handles (``hotpath.retry``: 10 s by default)."""
+    """The entry point, over any redis-py client:
+
+    * ``HotPath(redis.Redis(...))`` or ``HotPath(redis.RedisCluster(...))``:
+      each handle method sends its command and returns the parsed reply;
+    * ``HotPath(redis.asyncio.Redis(...))`` (or its ``RedisCluster``): each
+      method returns a coroutine, ``await hp.poll(k).vote(u, c)``;
+    * ``HotPath(r.pipeline())`` (transaction or not, sync or asyncio): each
+      method queues its command; the pipeline's ``execute()`` returns the
+      parsed replies. :meth:`pipeline` is the same with typed errors.
+
+    ``backend`` replaces the default (the module, falling back to the
+    Functions library on servers without it: ``hotpath.fallback``);
+    ``retry`` is the retry policy of the spread handles (``hotpath.retry``:
+    10 s by default). Spread handles (``spread=n``) need a sync client.
+    """
 
     def __init__(self, client: Any, backend: Optional[Backend] = None,
                  retry: Optional["RetryPolicy"] = None):
@@ -683,59 +994,129 @@ class HotPath:
             from .fallback import default_backend
             backend = default_backend(client)
         self.backend = backend
+        self._runner = runner_for(client, backend)
+
+    @property
+    def mode(self) -> str:
+        """``"sync"``, ``"async"`` or ``"pipeline"``: what a handle method
+        does with its command (sends it, returns a coroutine, queues it)."""
+        return self._runner.mode
+
+    def _spread_backend(self) -> Backend:
+        if not isinstance(self._runner, SyncRunner):
+            raise TypeError("spread handles need a sync client (redis.Redis or redis.RedisCluster), "
+                            f"not a {self.mode} one")
+        return self.backend
+
+    def _run(self, cmd: Cmd[T]) -> T:
+        return self._runner.run(cmd)
+
+    def pipeline(self, transaction: bool = True) -> "Pipeline":
+        """A pipeline of hotpath commands on this client (a MULTI/EXEC
+        transaction unless ``transaction=False``; on a cluster, a
+        transaction's keys share one slot)::
+
+            with hp.pipeline() as p:
+                p.rank("board").incr("alice", 5)
+                p.poll("poll:{42}").vote("user:1", "alice")
+                points, counted = p.execute()
+
+        ``execute()`` returns the parsed replies in order and raises the
+        first error reply as its ``hotpath.errors`` class
+        (``raise_on_error=False``: the errors in the list instead). On an
+        asyncio client it is :class:`AsyncPipeline`: ``async with``,
+        ``await p.execute()``."""
+        if isinstance(self._runner, PipelineRunner):
+            raise TypeError("this HotPath is over a pipeline already")
+        pipe = self.client.pipeline(transaction=transaction)
+        if isinstance(self._runner, AsyncRunner):
+            # Typed as the sync client's, as every method here is
+            # (hotpath.aio.AsyncHotPath.pipeline is AsyncPipeline).
+            return cast(Pipeline, AsyncPipeline(self, pipe, transaction))
+        return Pipeline(self, pipe, transaction)
+
+    @overload
+    def poll(self, key: Key, spread: None = None) -> Poll: ...
+
+    @overload
+    def poll(self, key: Key, spread: int) -> "SpreadPoll": ...
 
     def poll(self, key: Key, spread: Optional[int] = None) -> Union[Poll, "SpreadPoll"]:
         """A poll; with ``spread=n``, the poll spread over ``n`` shards
         (docs/spread.md)."""
         if spread is not None:
             from .spread_poll import SpreadPoll
-            return SpreadPoll(self.backend, key, spread).with_retry(self.retry)
-        return Poll(self.backend, key)
+            return SpreadPoll(self._spread_backend(), key, spread).with_retry(self.retry)
+        return Poll(self._runner, key)
+
+    @overload
+    def rank(self, key: Key, spread: None = None) -> Rank: ...
+
+    @overload
+    def rank(self, key: Key, spread: int) -> "SpreadRank": ...
 
     def rank(self, key: Key, spread: Optional[int] = None) -> Union[Rank, "SpreadRank"]:
         """A leaderboard; with ``spread=n``, the board spread over ``n``
         shards (docs/spread.md)."""
         if spread is not None:
             from .spread_rank import SpreadRank
-            return SpreadRank(self.backend, key, spread).with_retry(self.retry)
-        return Rank(self.backend, key)
+            return SpreadRank(self._spread_backend(), key, spread).with_retry(self.retry)
+        return Rank(self._runner, key)
 
-    def like(self, key: Key, spread: Optional[int] = None) -> Union[Like, "SpreadLike"]:
+    @overload
+    def like(self, key: Key, spread: None = None) -> Like: ...
+
+    @overload
+    def like(self, key: Key, spread: int) -> SpreadLike: ...
+
+    def like(self, key: Key, spread: Optional[int] = None) -> Union[Like, SpreadLike]:
         """A post; with ``spread=n``, the post spread over ``n`` shards
         (docs/spread.md)."""
         if spread is not None:
-            return SpreadLike(self.backend, key, spread).with_retry(self.retry)
-        return Like(self.backend, key)
+            return SpreadLike(self._spread_backend(), key, spread).with_retry(self.retry)
+        return Like(self._runner, key)
 
     def spread_count(self, family: str, key: Key) -> Optional[int]:
         """The shard count of the spread entity ``key`` of ``family``
         (``"LIKE"``, …), read from its shard 0; None when it is not spread."""
-        return spread_count(self.backend, family, key)
+        return spread_count(self._spread_backend(), family, key)
 
     def redpacket(self, key: Key) -> RedPacket:
-        return RedPacket(self.backend, key)
+        """A red packet."""
+        return RedPacket(self._runner, key)
 
-    def luckybag(self, key: Key, spread: Optional[int] = None) -> Union[LuckyBag, "SpreadLuckyBag"]:
+    @overload
+    def luckybag(self, key: Key, spread: None = None) -> LuckyBag: ...
+
+    @overload
+    def luckybag(self, key: Key, spread: int) -> SpreadLuckyBag: ...
+
+    def luckybag(self, key: Key, spread: Optional[int] = None) -> Union[LuckyBag, SpreadLuckyBag]:
         """A lucky bag; with ``spread=n``, the bag spread over ``n`` shards
         (docs/spread.md)."""
         if spread is not None:
-            return SpreadLuckyBag(self.backend, key, spread).with_retry(self.retry)
-        return LuckyBag(self.backend, key)
+            return SpreadLuckyBag(self._spread_backend(), key, spread).with_retry(self.retry)
+        return LuckyBag(self._runner, key)
 
     def rate(self, key: Key) -> Rate:
-        return Rate(self.backend, key)
+        """A rate limiter (the key is the limiter)."""
+        return Rate(self._runner, key)
 
     def lock(self, key: Key) -> Lock:
-        return Lock(self.backend, key)
+        """A lock or semaphore with fencing tokens."""
+        return Lock(self._runner, key)
 
     def delayq(self, key: Key) -> DelayQueue:
-        return DelayQueue(self.backend, key)
+        """A delay queue."""
+        return DelayQueue(self._runner, key)
 
     def idem(self, key: Key) -> Idem:
-        return Idem(self.backend, key)
+        """An idempotency key."""
+        return Idem(self._runner, key)
 
     def stock(self, key: Key) -> Stock:
-        return Stock(self.backend, key)
+        """Flash-sale stock."""
+        return Stock(self._runner, key)
 
     def rate_multi(self, rules: Iterable[Tuple[Key, int, int]], cost: Optional[int] = None,
                    peek: bool = False, now: Optional[int] = None) -> R.RateResult:
@@ -750,7 +1131,7 @@ class HotPath:
         if peek:
             a.append("PEEK")
         _opt(a, "NOW", now)
-        return R.rate(self.backend.call("RATE.MULTI", a, keys))
+        return self._run(Cmd("RATE.MULTI", a, keys, R.rate))
 
     def rank_merge(self, dest: Key, sources: Sequence[Key], aggregate: Optional[str] = None,
                    ttl: Optional[int] = None, now: Optional[int] = None) -> int:
@@ -759,8 +1140,137 @@ class HotPath:
         _opt(a, "AGGREGATE", aggregate)
         _opt(a, "TTL", ttl)
         _opt(a, "NOW", now)
-        return R.integer(self.backend.call("RANK.MERGE", a, [dest, *sources]))
+        return self._run(Cmd("RANK.MERGE", a, [dest, *sources], R.integer))
 
     def like_common(self, a: Key, b: Key) -> List[int]:
         """LIKE.COMMON: users who like both (one slot on a cluster)."""
-        return R.ints(self.backend.call("LIKE.COMMON", [a, b], [a, b]))
+        return self._run(Cmd("LIKE.COMMON", [a, b], [a, b], R.ints))
+
+
+class _PipelineBase(HotPath):
+    """What :class:`Pipeline` and :class:`AsyncPipeline` share: the entity
+    handles of :class:`HotPath`, whose methods queue their commands; they
+    go on the redis-py pipeline when it is executed (so that the backend
+    in use, the module or the Functions library, is the one decided by
+    then)."""
+
+    def __init__(self, parent: HotPath, pipe: Any, transaction: bool):
+        super().__init__(pipe, backend=parent.backend, retry=parent.retry)
+        self.transaction = transaction
+        self.runner = PipelineRunner(self.backend, pipe, defer=True)
+        self._runner = self.runner
+
+    def __len__(self) -> int:
+        return len(self.runner.queued)
+
+    def _send(self, cmds: Sequence[Cmd[Any]]) -> None:
+        for c in cmds:
+            self.runner.send(c)
+
+    def _unknown(self, res: Sequence[Any]) -> List[int]:
+        """With the default backend, before any call decided: the commands
+        the server did not know (it has no module), to send again to the
+        Functions library; the backend decides for good."""
+        from .fallback import FallbackBackend
+        if not isinstance(self.backend, FallbackBackend) or self.backend.mode is not None:
+            return []
+        return self.backend._decide(res)
+
+    @staticmethod
+    def _finish(res: Sequence[Any], raise_on_error: bool) -> List[Any]:
+        out = [typed(r) if isinstance(r, BaseException) else r for r in res]
+        if raise_on_error:
+            for r in out:
+                if isinstance(r, BaseException):
+                    raise r
+        return out
+
+
+class Pipeline(_PipelineBase):
+    """:meth:`HotPath.pipeline` on a sync client."""
+
+    def __enter__(self) -> "Pipeline":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forgets the queued commands."""
+        self.runner.take()
+        self.client.reset()
+
+    def _execute(self, cmds: Sequence[Cmd[Any]]) -> List[Any]:
+        self._send(cmds)
+        return list(self.client.execute(raise_on_error=False))
+
+    def execute(self, raise_on_error: bool = True) -> List[Any]:
+        """Sends the queued commands; their parsed replies, in order. An
+        error reply is raised as its ``hotpath.errors`` class (the first
+        one; the other commands ran), or, with ``raise_on_error=False``,
+        put in the list in its place."""
+        cmds = self.runner.take()
+        try:
+            res = self._execute(cmds)
+        except ResponseError as e:
+            # A transaction with a command the server does not know is
+            # refused whole (EXECABORT): on a server without the module,
+            # all of it again, to the library.
+            if not self._unknown([e]):
+                raise typed(e) from None
+            res = self._execute(cmds)
+        again = self._unknown(res)
+        if again:
+            for i, r in zip(again, self._execute([cmds[i] for i in again])):
+                res[i] = r
+        return self._finish(res, raise_on_error)
+
+
+class AsyncPipeline(_PipelineBase):
+    """:meth:`HotPath.pipeline` on an asyncio client: ``async with``,
+    ``await p.execute()``."""
+
+    async def __aenter__(self) -> "AsyncPipeline":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.reset()
+
+    async def reset(self) -> None:
+        """Forgets the queued commands."""
+        self.runner.take()
+        await self.client.reset()
+
+    async def _execute(self, cmds: Sequence[Cmd[Any]]) -> List[Any]:
+        cluster = getattr(self.client, "cluster_client", None)
+        if cluster is not None and getattr(cluster, "_initialize", False):
+            # redis-py 8.1: an asyncio RedisCluster that queues a pipeline's
+            # command before its first connection cannot close afterwards
+            # ("Event loop is closed"); read the slot map first.
+            await cluster.initialize()
+        self._send(cmds)
+        return list(await self.client.execute(raise_on_error=False))
+
+    async def execute(self, raise_on_error: bool = True) -> List[Any]:
+        """Sends the queued commands; their parsed replies, in order (as
+        :meth:`Pipeline.execute`)."""
+        cmds = self.runner.take()
+        try:
+            res = await self._execute(cmds)
+        except ResponseError as e:
+            if not self._unknown([e]):
+                raise typed(e) from None
+            res = await self._execute(cmds)
+        again = self._unknown(res)
+        if again:
+            for i, r in zip(again, await self._execute([cmds[i] for i in again])):
+                res[i] = r
+        return self._finish(res, raise_on_error)
+
+
+#: The public names (the rest is the package's own).
+__all__ = [
+    "HotPath", "Pipeline", "AsyncPipeline", "Poll", "Rank", "Like", "RedPacket", "LuckyBag",
+    "Rate", "Lock", "DelayQueue", "Idem", "Stock", "Backend", "ModuleBackend", "Cmd", "Key", "Arg",
+    "Call", "PARSE_OPTION",
+]

@@ -187,3 +187,12 @@ def typed(e: BaseException) -> BaseException:
     out.__cause__ = e.__cause__
     out.__traceback__ = e.__traceback__
     return out
+
+
+#: The public names (the rest is the package's own).
+__all__ = [
+    "HotPathError", "PollError", "RankError", "LikeError", "RedPacketError", "LuckyBagError",
+    "RateError", "LockError", "DelayQError", "StockError", "IdemError", "CorruptData",
+    "IntegerOverflow", "WrongShard", "SpreadBaseKey", "LimitReached", "VoteLimitReached",
+    "NotFound", "ImportRunning", "FAMILIES", "KINDS", "error_class", "typed",
+]

@@ -14,6 +14,7 @@ errors and the same data, so the entity handles do not change.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, List, Optional, Sequence, Tuple
 
 from .client import (Arg, Backend, Call, Key, ModuleBackend, pipeline_durable,
@@ -35,7 +36,7 @@ def _same(a: Any, b: Any) -> bool:
         a = a.encode()
     if isinstance(b, str):
         b = b.encode()
-    return a == b
+    return bool(a == b)
 
 
 def twin_args(command: str, argv: Sequence[Arg], keys: Sequence[Key],
@@ -83,6 +84,13 @@ class FunctionsBackend(Backend):
             return self.client.execute_command(*fcall, target_nodes=node)
         return self.client.execute_command(*fcall)
 
+    async def acall(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
+        fcall = self.wire(command, argv, keys)
+        if keys and hasattr(self.client, "get_node_from_key"):
+            node = self.client.get_node_from_key(keys[0])
+            return await self.client.execute_command(*fcall, target_nodes=node)
+        return await self.client.execute_command(*fcall)
+
     def call_many(self, calls: Sequence[Call]) -> List[Any]:
         """One pipeline of ``FCALL``s (routed by their first key on a
         cluster, one pipeline per node)."""
@@ -96,8 +104,15 @@ class FunctionsBackend(Backend):
                                 [c[2][0] for c in calls], replicas, timeout_ms)
 
 
+#: "unknown command", as the server says it, or as redis-py reports it
+#: from a pipeline ("Command # 1 (…) of pipeline caused error: …"; the
+#: asyncio client quotes the message as a tuple).
+_UNKNOWN = re.compile(r"^(command # \d+ \(.*\) of pipeline caused error: \(?['\"]?)?unknown command",
+                      re.IGNORECASE | re.DOTALL)
+
+
 def _unknown_command(err: Any) -> bool:
-    return isinstance(err, Exception) and str(err).lower().startswith("unknown command")
+    return isinstance(err, Exception) and _UNKNOWN.match(str(err)) is not None
 
 
 class FallbackBackend(Backend):
@@ -125,6 +140,28 @@ class FallbackBackend(Backend):
             raise
         self.mode = "module"
         return reply
+
+    async def acall(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
+        if self.mode == "functions":
+            return await self.functions.acall(command, argv, keys)
+        try:
+            reply = await self.module.acall(command, argv, keys)
+        except Exception as e:  # redis.ResponseError, without importing redis here
+            if self.mode is None and _unknown_command(e):
+                self.mode = "functions"
+                return await self.functions.acall(command, argv, keys)
+            raise
+        self.mode = "module"
+        return reply
+
+    def wire(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> List[Arg]:
+        """The command as the backend in use sends it: the module's until
+        the server said it has no module (a pipeline queued before any call
+        decided sends the module's; :class:`hotpath.Pipeline` sends those
+        the server did not know again, to the library)."""
+        if self.mode == "functions":
+            return self.functions.wire(command, argv, keys)
+        return self.module.wire(command, argv, keys)
 
     def _decide(self, results: Sequence[Any]) -> List[int]:
         """After a first batch on the module: the positions to run again on
@@ -171,3 +208,10 @@ def default_backend(client: Any) -> Backend:
     """What ``HotPath(client)`` uses without a backend: the module, with
     the Functions library as its fallback."""
     return FallbackBackend(client)
+
+
+#: The public names (the rest is the package's own).
+__all__ = [
+    "FunctionsBackend", "FallbackBackend", "LIKE_DEFAULTS", "function_name", "twin_args",
+    "default_backend",
+]

@@ -37,6 +37,11 @@ def integer(v: Any) -> int:
     raise ReplyError(f"expected an integer, got {v!r}")
 
 
+def boolean(v: Any) -> bool:
+    """An integer reply read as a flag (0: False)."""
+    return bool(integer(v))
+
+
 def ok(v: Any) -> bool:
     if v is True or v in (b"OK", "OK"):
         return True
@@ -661,4 +666,10 @@ def stock_audit(v: Any) -> StockAudit:
     return StockAudit(text(a[0]), integer(a[1]), [text(x) for x in a[2:]])
 
 
-__all__: Sequence[str] = [n for n in dir() if not n.startswith("_")]
+#: The public names: the reply types (the parsers are the client's own).
+__all__ = ["ReplyError", "PollEntry", "PollRank", "PollInfo", "PollSync", "RankMember",
+           "RankPlace", "RankEntry", "LikeChange", "LikeToggle", "Liker", "LikeInfo",
+           "SpreadLikeInfo", "ShardLikeChange", "Grab", "PacketInfo", "Join", "Winner", "BagInfo",
+           "ShardJoin", "SpreadBagInfo", "RateResult", "Throttle", "LockHolder", "IdemBegin",
+           "IdemRecord", "Job", "DeadLetter", "ScheduledJob", "QueueInfo", "Nack", "Reservation",
+           "StockInfo", "StockAudit"]

@@ -151,3 +151,10 @@ def _outcome(fn: Callable[[], Any]) -> Any:
 DEFAULT = RetryPolicy()
 #: No retry at all (the cluster client's own retries only).
 NEVER = RetryPolicy(deadline_ms=0)
+
+
+#: The public names (the rest is the package's own).
+__all__ = [
+    "RetryPolicy", "DEFAULT", "NEVER", "NOT_APPLIED", "UNKNOWN", "RESEND_UNSAFE", "classify",
+    "retryable",
+]

@@ -137,7 +137,7 @@ def shard_keys(base: Bytes, n: int) -> List[bytes]:
 _INT = re.compile(rb"-?(0|[1-9][0-9]*)\Z")
 
 
-def parse_int_id(user: Bytes):
+def parse_int_id(user: Bytes) -> Optional[int]:
     """The id as an integer when Redis would read it as one (optional ``-``,
     no leading zero, no ``-0``, signed 64-bit range), else ``None``."""
     b = _b(user)
@@ -178,7 +178,7 @@ def like_id_of(shard: int, stored: int, n: int) -> int:
     return stored * n + shard
 
 
-def split_shard_key(key: Bytes):
+def split_shard_key(key: Bytes) -> Optional[Tuple[str, bytes]]:
     """``(tag, base)`` of a shard key ``{<tag>}<base>`` whose tag is the
     table's tag of its own slot, else ``None``. The base is never empty:
     a bare hash tag (``{bm}``) is not a shard key."""
@@ -198,7 +198,7 @@ def split_shard_key(key: Bytes):
     return t, k[c + 1:]
 
 
-def shard_index(key: Bytes, n: int):
+def shard_index(key: Bytes, n: int) -> Optional[int]:
     """``i`` when ``key`` is the key of shard ``i`` of ``n`` of its base,
     else ``None``."""
     if not valid_shards(n):
@@ -233,3 +233,10 @@ def generate_slot_tags() -> List[str]:
                 missing -= 1
         length += 1
     return table
+
+
+#: The public names (``SLOT_TAGS`` too, computed on first use).
+__all__ = ["SLOTS", "MAX_SHARDS", "TAG_ALPHABET", "Bytes", "crc16", "hashed_part", "key_slot",
+           "slot_tags", "slot_tag", "valid_shards", "shard_slot", "shard_key", "shard_keys",
+           "parse_int_id", "fnv1a32", "shard_of", "like_slot_of", "like_id_of", "split_shard_key",
+           "shard_index", "generate_slot_tags"]

@@ -163,9 +163,10 @@ class _Spread:
             res, ack = self.backend.call_many_durable([calls[i] for i in idx], replicas, wait_ms)
             for i, a in zip(idx, ack):
                 acks[i] = a
-            return res
+            return list(res)
 
-        return self.retry.run_many(step, [c[0] for c in calls]), acks
+        out: List[Any] = self.retry.run_many(step, [c[0] for c in calls])
+        return out, acks
 
     def _each(self, calls: Sequence[Tuple[int, str, Sequence[Arg]]]) -> List[Any]:
         """Commands on shards, all at once (one pipeline per node); each
@@ -238,7 +239,7 @@ class SpreadLike(_Spread):
 
     def check(self, *users: int) -> List[bool]:
         """One flag per user, in order: one LIKE.CHECK per shard asked."""
-        by_shard: dict = {}
+        by_shard: Dict[int, List[int]] = {}
         for pos, u in enumerate(users):
             by_shard.setdefault(self.shard_of(u), []).append(pos)
         order = sorted(by_shard)
@@ -461,3 +462,10 @@ def spread_count(backend: Any, family: str, base: routing.Bytes) -> Optional[int
         return None
     f = R.fields(v)
     return R.integer(f["spread"]) if "spread" in f else None
+
+
+#: The public names (the rest is the package's own).
+__all__ = [
+    "ShardError", "NotDurableError", "Shards", "SpreadLike", "SpreadLuckyBag", "spread_count",
+    "WRITES",
+]

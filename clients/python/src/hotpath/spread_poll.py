@@ -331,3 +331,9 @@ class SpreadPoll(_Spread):
         that shard's pending snapshot."""
         res = self._each([(i, "SYNCACK", [e]) for i, e in enumerate(sync.epochs)])
         return [bool(R.integer(v)) for v in _raise_first(self.shards.keys, res)]
+
+
+#: The public names (the rest is the package's own).
+__all__ = [
+    "SpreadPoll", "SpreadPollInfo", "SpreadPollSync", "PAGE_MAX", "FIRST_PAGE",
+]

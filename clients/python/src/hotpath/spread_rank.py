@@ -152,7 +152,8 @@ class SpreadRank(_Spread):
         if own.at is None:
             raise R.ReplyError("RANK.POSITION MEMBER without its entry")
         others = [i for i in range(self.n) if i != own_i]
-        calls = [(i, "POSITION", [count, "AT", own.at.score, own.at.member]) for i in others]
+        calls: List[Tuple[int, str, Sequence[Arg]]] = [
+            (i, "POSITION", [count, "AT", own.at.score, own.at.member]) for i in others]
         calls += list(extra)
         res = _raise_first([self.shards.keys[i] for i, _, _ in calls], self._each(calls))
         pos = []
@@ -264,3 +265,9 @@ class SpreadRank(_Spread):
         start = rank - len(above)
         return [R.RankPlace(start + k, e.member, e.points)
                 for k, e in enumerate(above + [own.at] + below)]
+
+
+#: The public names (the rest is the package's own).
+__all__ = [
+    "SpreadRank", "RankPosition", "RankPositionEntry", "ShardRankWrite",
+]
