@@ -911,11 +911,43 @@ fn python_package_builds_and_imports_from_its_wheel() {
 struct Recording {
     inner: redis::cluster::ClusterConnection,
     packed: Vec<Vec<u8>>,
+    /// What each request was, how long it took and how it ended (printed
+    /// when a timing assertion fails).
+    trace: Vec<String>,
+}
+
+impl Recording {
+    fn new(inner: redis::cluster::ClusterConnection) -> Recording {
+        Recording {
+            inner,
+            packed: Vec::new(),
+            trace: Vec::new(),
+        }
+    }
+
+    fn note<T: std::fmt::Debug>(
+        &mut self,
+        what: &[u8],
+        t0: std::time::Instant,
+        r: &RedisResult<T>,
+    ) {
+        let head: String =
+            String::from_utf8_lossy(&what[..what.len().min(80)]).replace("\r\n", " ");
+        let outcome = match r {
+            Ok(v) => format!("{v:?}").chars().take(120).collect::<String>(),
+            Err(e) => format!("ERR {e}"),
+        };
+        self.trace
+            .push(format!("{:?} {head} -> {outcome}", t0.elapsed()));
+    }
 }
 
 impl ConnectionLike for Recording {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
-        self.inner.req_packed_command(cmd)
+        let t0 = std::time::Instant::now();
+        let r = self.inner.req_packed_command(cmd);
+        self.note(cmd, t0, &r);
+        r
     }
     fn req_packed_commands(
         &mut self,
@@ -924,10 +956,16 @@ impl ConnectionLike for Recording {
         count: usize,
     ) -> RedisResult<Vec<Value>> {
         self.packed.push(cmd.to_vec());
-        self.inner.req_packed_commands(cmd, offset, count)
+        let t0 = std::time::Instant::now();
+        let r = self.inner.req_packed_commands(cmd, offset, count);
+        self.note(cmd, t0, &r);
+        r
     }
     fn req_command(&mut self, cmd: &redis::Cmd) -> RedisResult<Value> {
-        self.inner.req_command(cmd)
+        let t0 = std::time::Instant::now();
+        let r = self.inner.req_command(cmd);
+        self.note(&cmd.get_packed_command(), t0, &r);
+        r
     }
     fn get_db(&self) -> i64 {
         self.inner.get_db()
@@ -1073,10 +1111,7 @@ fn rust_client_under_durability_and_topology_change() {
 
     // 1. Durability, through the module backend and the default one.
     for (t, backend) in [("m", Backend::Module), ("f", Backend::default())] {
-        let mut c = Recording {
-            inner: cl.client(),
-            packed: Vec::new(),
-        };
+        let mut c = Recording::new(cl.client());
         let bag = SpreadLuckyBag::new(&format!("bag:{t}"), 16).with_backend(backend);
         assert!(bag.create(&mut c, 10, &BagOptions::default()).unwrap());
         for u in 0..300 {
@@ -1089,6 +1124,7 @@ fn rust_client_under_durability_and_topology_change() {
         let sleepers: Vec<_> = held.iter().map(|&r| hold_back(&cl, r, "3")).collect();
         until_unacked(&cl, owner, &k0);
         c.packed.clear();
+        c.trace.clear();
         let quick = DrawOptions {
             token: Some("t".into()),
             replicas: 1,
@@ -1100,9 +1136,10 @@ fn rust_client_under_durability_and_topology_change() {
             Err(e) => e,
             Ok(w) => panic!(
                 "{t}: the draw committed with replicas {held:?} of master {owner} (shard {k0}) \
-                 held back, after {:?}: {} winners",
+                 held back, after {:?}: {} winners; requests:\n{}",
                 t0.elapsed(),
-                w.len()
+                w.len(),
+                c.trace.join("\n")
             ),
         };
         let took = t0.elapsed();
@@ -1114,7 +1151,8 @@ fn rust_client_under_durability_and_topology_change() {
         );
         assert!(
             took >= Duration::from_millis(300) && took < Duration::from_millis(1300),
-            "{took:?}"
+            "{took:?}; requests:\n{}",
+            c.trace.join("\n")
         );
         // The freezes went out as one pipeline per master, each ending in
         // WAIT on the connection of its writes.

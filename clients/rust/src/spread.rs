@@ -178,7 +178,7 @@ pub fn durable_per_node<C: ConnectionLike>(
     timeout_ms: u64,
 ) -> Vec<(RedisResult<Value>, i64)> {
     let owners = if calls.len() > 1 {
-        slot_owners(con)
+        slot_owners(con, &calls[0].0)
     } else {
         None
     };
@@ -194,9 +194,16 @@ pub fn durable_per_node<C: ConnectionLike>(
 }
 
 /// `(first slot, last slot, "host:port")` of every master, from `CLUSTER
-/// SLOTS`; `None` when it cannot be read.
-fn slot_owners<C: ConnectionLike>(con: &mut C) -> Option<Vec<(u16, u16, String)>> {
-    let v: Value = redis::cmd("CLUSTER").arg("SLOTS").query(con).ok()?;
+/// SLOTS`; `None` when it cannot be read. It is asked of the master of
+/// `key`, in a packed pipeline led by a read of `key` (which the cluster
+/// client routes there): the client sends a keyless command to a random
+/// node, a replica among them, and a replica that is stalled held the
+/// durable write back until it woke — when the write then passed its
+/// `WAIT` as if no replica had been held back.
+fn slot_owners<C: ConnectionLike>(con: &mut C, key: &str) -> Option<Vec<(u16, u16, String)>> {
+    let mut packed = redis::cmd("EXISTS").arg(key).get_packed_command();
+    packed.extend(redis::cmd("CLUSTER").arg("SLOTS").get_packed_command());
+    let v = con.req_packed_commands(&packed, 1, 1).ok()?.pop()?;
     let Value::Array(ranges) = v else {
         return None;
     };
