@@ -10,6 +10,7 @@
 
 mod common;
 
+mod aof_replay;
 mod clients;
 mod clients_fallback;
 mod cluster;

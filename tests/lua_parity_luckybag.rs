@@ -17,9 +17,6 @@ use rand::{Rng, SeedableRng};
 
 use common::*;
 
-const CMDS: [&str; 8] = [
-    "create", "join", "task", "leave", "enter", "draw", "result", "info",
-];
 const USERS: [&str; 16] = [
     "1",
     "2",
@@ -39,40 +36,39 @@ const USERS: [&str; 16] = [
     "9223372036854775807",
 ];
 
-struct Twins {
+/// The module's bag `m{tag}` and the twins' bag `l{tag}` on one server,
+/// the family's twins loaded through the parity harness
+/// ([`Twins::here`]: EVALSHA or FCALL, as [`twins_via`] says).
+struct Sides {
     c: Connection,
-    sha: HashMap<&'static str, String>,
+    twins: Twins,
+    tag: String,
     m: String,
     l: String,
 }
 
-impl Twins {
-    fn new(s: &Server, tag: u32) -> Twins {
+impl Sides {
+    fn new(s: &Server, tag: u32) -> Sides {
         let mut c = s.conn();
-        let sha = CMDS
-            .iter()
-            .map(|n| (*n, load_twin(&mut c, &format!("luckybag/{n}.lua"))))
-            .collect();
-        Twins {
+        let twins = Twins::here(&mut c, "luckybag");
+        let tag = tag.to_string();
+        let (m, l) = common::twins::mirror(&tag);
+        Sides {
             c,
-            sha,
-            m: format!("m{{{tag}}}"),
-            l: format!("l{{{tag}}}"),
+            twins,
+            tag,
+            m,
+            l,
         }
     }
 
-    /// Runs one command both ways; asserts identical replies.
+    /// Runs one command both ways; asserts identical replies (error lines
+    /// name the key: the module's base is read as the twin's).
     fn both(&mut self, cmd: &'static str, args: &[&str]) -> String {
-        let mut margs = vec![format!("LUCKYBAG.{}", cmd.to_uppercase()), self.m.clone()];
-        margs.extend(args.iter().map(|s| s.to_string()));
-        let margs: Vec<&str> = margs.iter().map(String::as_str).collect();
-        let ours = run(&mut self.c, &margs);
-        let mut largs = vec![self.l.as_str()];
-        largs.extend_from_slice(args);
-        // Error lines name the key: the twin's base stands for the module's.
-        let twin =
-            show(&call_twin(&mut self.c, &self.sha[cmd], 1, &largs)).replace(&self.l, &self.m);
-        assert_eq!(ours, twin, "{cmd} {args:?}");
+        let name = format!("LUCKYBAG.{}", cmd.to_uppercase());
+        let ours = self
+            .twins
+            .assert_both(&mut self.c, cmd, &name, &[&self.tag], args);
         if cmd == "create" {
             let (m, l) = (self.m.clone(), self.l.clone());
             sync_seed(&mut self.c, &mut None, &m, &l);
@@ -201,7 +197,7 @@ fn create_args(rng: &mut StdRng) -> Vec<String> {
 fn sequence(seed: u64, steps: usize) -> HashMap<String, usize> {
     let mut seen: HashMap<String, usize> = HashMap::new();
     let s = Server::start();
-    let mut t = Twins::new(&s, seed as u32);
+    let mut t = Sides::new(&s, seed as u32);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut broken: Option<String> = None;
     for step in 0..steps {
@@ -344,7 +340,7 @@ fn random_sequences_match_the_lua_twins_once() {
 /// the same error, and write nothing.
 fn twins_refuse_corrupt_data_alike_once() {
     let s = Server::start();
-    let mut t = Twins::new(&s, 7);
+    let mut t = Sides::new(&s, 7);
     let edits: Vec<(Vec<&str>, &str, Vec<&str>)> = vec![
         (vec!["HSET", "shards", "12"], ":meta", vec!["join", "9"]),
         (vec!["HSET", "shards", "x"], ":meta", vec!["task", "3"]),
@@ -382,6 +378,34 @@ fn twins_refuse_corrupt_data_alike_once() {
         (vec!["HDEL", "seed"], ":meta", vec!["leave", "5"]),
     ];
     for (edit, suffix, command) in edits {
+        t.fresh_bag();
+        t.raw_both(&edit, suffix);
+        t.assert_same_data("edit");
+        let reply = t.both(command[0], &command[1..]);
+        assert!(
+            reply.starts_with("ERR<ERR luckybag: "),
+            "{edit:?} {command:?}: {reply}"
+        );
+        t.assert_same_data(&format!("{edit:?} then {command:?}"));
+    }
+    // A repeated join past the cap stops once it finds the user, before
+    // HIGHSCORE and `latepooled` (which only a first join reads): both
+    // sides answer it and write nothing; a first join is refused alike.
+    t.fresh_bag();
+    t.raw_both(&["HSET", "highscore", "2", "latepooled", "x"], ":meta");
+    t.assert_same_data("edit");
+    assert_eq!(t.both("join", &["5"]), "[0, 1, 3]");
+    assert!(t
+        .both("join", &["9"])
+        .starts_with("ERR<ERR luckybag: corrupt"));
+    t.assert_same_data("repeated join past the cap");
+}
+
+impl Sides {
+    /// Deletes both bags and makes them again: 4 shards, POOLCAP 3,
+    /// HIGHSCORE 0; user 5 pooled, 6 out of the room, 3 pending.
+    fn fresh_bag(&mut self) {
+        let t = self;
         for base in [t.m.clone(), t.l.clone()] {
             let ks: Vec<String> = redis::cmd("KEYS")
                 .arg(format!("{base}*"))
@@ -408,20 +432,12 @@ fn twins_refuse_corrupt_data_alike_once() {
         t.both("join", &["6"]);
         t.both("join", &["3", "TASK", "PENDING"]);
         t.both("leave", &["6"]);
-        t.raw_both(&edit, suffix);
-        t.assert_same_data("edit");
-        let reply = t.both(command[0], &command[1..]);
-        assert!(
-            reply.starts_with("ERR<ERR luckybag: "),
-            "{edit:?} {command:?}: {reply}"
-        );
-        t.assert_same_data(&format!("{edit:?} then {command:?}"));
     }
 }
 
 fn draw_matches_the_twin_on_identical_pools_once() {
     let s = Server::start();
-    let mut t = Twins::new(&s, 99);
+    let mut t = Sides::new(&s, 99);
     t.both("create", &["WINNERS", "40", "SHARDS", "16"]);
     let mut rng = StdRng::seed_from_u64(5);
     for u in 0..500 {
@@ -498,25 +514,10 @@ fn draw_matches_the_twin_on_identical_pools() {
 
 use hotpath_client::routing;
 
-const SPREAD_CMDS: [&str; 12] = [
-    "create",
-    "join",
-    "task",
-    "leave",
-    "enter",
-    "result",
-    "info",
-    "draw",
-    "drawbegin",
-    "freeze",
-    "commit",
-    "publish",
-];
-
 struct SpreadSides {
     m: Connection,
     l: Connection,
-    twins: HashMap<&'static str, String>,
+    twins: Twins,
     seen: Vec<String>,
 }
 
@@ -525,10 +526,7 @@ impl SpreadSides {
         let m = s.conn();
         let mut l = s.conn();
         run(&mut l, &["SELECT", "1"]);
-        let twins = SPREAD_CMDS
-            .iter()
-            .map(|n| (*n, load_twin(&mut l, &format!("luckybag/{n}.lua"))))
-            .collect();
+        let twins = Twins::here(&mut l, "luckybag");
         SpreadSides {
             m,
             l,
@@ -544,7 +542,8 @@ impl SpreadSides {
         let ours = run(&mut self.m, &mrefs);
         let mut largs: Vec<String> = vec![key.into()];
         largs.extend(args.iter().cloned());
-        let theirs = show(&call_twin(&mut self.l, &self.twins[cmd], 1, &largs));
+        let name = format!("LUCKYBAG.{cmd}");
+        let theirs = show(&self.twins.call_keys(&mut self.l, &name, 1, &largs));
         assert_eq!(ours, theirs, "{cmd} {key} {args:?}");
         if cmd == "create" {
             sync_seed(&mut self.m, &mut Some(&mut self.l), key, key);
@@ -970,18 +969,13 @@ fn spread_twins_replicate_exactly() {
     }
     let pair = Pair { master, replica };
     let mut c = pair.master.conn();
-    load_library(&mut c);
+    let twins = Twins::of(&mut c, Via::Function, "luckybag");
     let n = 2u32;
     let keys = bag_shard_keys("rbag:{r}", n);
     let f = |c: &mut Connection, cmd: &str, key: &str, args: &[&str]| -> String {
         let mut a: Vec<&str> = vec![key];
         a.extend_from_slice(args);
-        show(&call_twin(
-            c,
-            &format!("fcall:hotpath_luckybag_{cmd}"),
-            1,
-            &a,
-        ))
+        show(&twins.call(c, &format!("LUCKYBAG.{cmd}"), &a))
     };
     for k in &keys {
         assert_eq!(

@@ -1445,6 +1445,24 @@ fn corrupt_data_is_named_and_nothing_is_written() {
         assert_eq!(keys(&mut c), before, "{edit:?} then {command:?} wrote");
         assert_eq!(s.digest(), digest, "{edit:?} then {command:?} wrote");
     }
+    // A repeated join stops once it finds the user (before its keyed
+    // score): past the cap it reads neither HIGHSCORE nor `latepooled`,
+    // which only a first join needs, and writes nothing. A first join is
+    // still refused.
+    fresh(&mut c);
+    assert_eq!(join(&mut c, "b", "9"), (1, 1, 4));
+    run(
+        &mut c,
+        &["HSET", "b:meta", "highscore", "2", "latepooled", "x"],
+    );
+    let before = keys(&mut c);
+    let digest = s.digest();
+    assert_eq!(join(&mut c, "b", "9"), (0, 1, 4));
+    assert_eq!(
+        err(&mut c, &["LUCKYBAG.JOIN", "b", "10"]),
+        meta("highscore")
+    );
+    assert_eq!((keys(&mut c), s.digest()), (before, digest));
     // Every type check comes before any value check: a corrupt count and a
     // wrong-typed shard key give WRONGTYPE.
     fresh(&mut c);

@@ -9,8 +9,9 @@ use crate::common;
 
 use common::*;
 
-/// The write commands and the workload that exercises each.
-fn cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
+/// The write commands and the workload that exercises each (also each
+/// family's workload in tests/aof_replay.rs).
+pub(crate) fn cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
     let v = |lines: &[&str]| -> Vec<Vec<String>> {
         lines
             .iter()
@@ -430,7 +431,7 @@ fn write_commands(c: &mut Connection) -> Vec<String> {
     w
 }
 
-fn apply(c: &mut Connection, name: &str, lines: &[Vec<String>]) {
+pub(crate) fn apply(c: &mut Connection, name: &str, lines: &[Vec<String>]) {
     let mut ok = 0;
     for l in lines {
         let args: Vec<&str> = l.iter().map(|s| s.as_str()).collect();

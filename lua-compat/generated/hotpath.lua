@@ -3475,6 +3475,10 @@ if count_existed then
   if n == MAX_COUNT then return overflow(count) end
   before = n
 end
+-- The user is looked up before its score is computed: a duplicate needs
+-- no HMAC (nor HIGHSCORE or latepooled) and writes nothing.
+local sc = redis.call('ZSCORE', cand, user)
+if sc then return {0, (tonumber(sc) ~= -3) and 1 or 0, before} end
 local participants = before + 1
 local score = -2
 if not pending then score = keyed_score(seed, user) end
@@ -3493,13 +3497,10 @@ if late then
   if e5 then return e5 end
   if lraw.latepooled == '9007199254740991' then return overflow(meta, 'latepooled') end
 end
--- The pool is also the participant list: NX makes the insert the dedup.
+-- The pool is also the participant list (the user is not in it).
 local kept = score
 if not pooled then kept = -3 end
-if redis.call('ZADD', cand, 'NX', zscore_arg(kept), user) == 0 then
-  local sc = redis.call('ZSCORE', cand, user)
-  return {0, (tonumber(sc) ~= -3) and 1 or 0, before}
-end
+redis.call('ZADD', cand, 'NX', zscore_arg(kept), user)
 if not cand_existed then adopt_expiry(meta, cand) end
 local n = redis.call('INCR', count)
 if not count_existed then adopt_expiry(meta, count) end

@@ -4,9 +4,9 @@
 //!
 //! Cost: the hot writes (JOIN, LEAVE, ENTER) use the low-level key API
 //! only, with the client's own strings for the user (no copies): JOIN is
-//! one `ZsetAdd NX` (the dedup and the pool insert in one lookup), one
-//! in-place write of `B:count` and one read of four `B:meta` fields in a
-//! single `HashGet`. Expiries are set once, when a key is created, from
+//! one lookup of the user (a duplicate stops there, with no keyed score
+//! computed), one `ZsetAdd`, one in-place write of `B:count` and one read
+//! of four `B:meta` fields in a single `HashGet`. Expiries are set once, when a key is created, from
 //! `B:meta`'s absolute expiry.
 //!
 //! Each write parses every argument, opens and type-checks its keys,
@@ -461,6 +461,24 @@ pub fn luckybag_join(ctx: &Context, c: &mut Args) -> RedisResult {
     } else {
         0
     };
+    let refused = |r: Refusal| match r {
+        Refusal::Corrupt(f) => error::corrupt(FAMILY, &derived_name(base, "meta"), Some(f)),
+        Refusal::CountOverflow => error::overflow(FAMILY, &count_name(), None),
+        Refusal::LateOverflow => {
+            error::overflow(FAMILY, &derived_name(base, "meta"), Some(field::LATEPOOLED))
+        }
+    };
+    // The user is looked up before its score is computed: a duplicate
+    // needs no HMAC and writes nothing.
+    if let Some(existing) = cand.zscore_arg(user) {
+        let pooled = model::plan_duplicate(before, existing).map_err(refused)?;
+        super::DUPLICATES.incr();
+        return Ok(RedisValue::Array(vec![
+            RedisValue::Integer(0),
+            RedisValue::Integer(pooled as i64),
+            RedisValue::Integer(before),
+        ]));
+    }
     let score = if pending {
         model::PENDING_SCORE
     } else {
@@ -480,24 +498,10 @@ pub fn luckybag_join(ctx: &Context, c: &mut Args) -> RedisResult {
             v.as_ref().and_then(|v| parse::latepooled(v.as_slice()))
         },
     )
-    .map_err(|r| match r {
-        Refusal::Corrupt(f) => error::corrupt(FAMILY, &derived_name(base, "meta"), Some(f)),
-        Refusal::CountOverflow => error::overflow(FAMILY, &count_name(), None),
-        Refusal::LateOverflow => {
-            error::overflow(FAMILY, &derived_name(base, "meta"), Some(field::LATEPOOLED))
-        }
-    })?;
+    .map_err(refused)?;
 
-    // The pool is also the participant list: NX makes the insert the dedup.
-    if cand.zadd_flags_arg(user, plan.kept, zadd::NX) & zadd::ADDED == 0 {
-        super::DUPLICATES.incr();
-        let pooled = cand.zscore_arg(user) != Some(model::CAPPED_SCORE);
-        return Ok(RedisValue::Array(vec![
-            RedisValue::Integer(0),
-            RedisValue::Integer(pooled as i64),
-            RedisValue::Integer(before),
-        ]));
-    }
+    // The pool is also the participant list (the user is not in it).
+    cand.zadd_flags_arg(user, plan.kept, zadd::NX);
     if !cand_existed {
         adopt_expiry(&meta, &cand);
     }

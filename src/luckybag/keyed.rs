@@ -3,136 +3,48 @@
 //! as an integer `k`, and the score `k / 2^52` (exact in a double, in
 //! `[0, 1)`). The Lua twins compute the same with `redis.sha1hex`.
 //!
-//! SHA-1 is written here (about 60 lines, checked against the FIPS 180 and
-//! RFC 2202 vectors) rather than taken from a crate: the HMAC keeps the
-//! state after the key's inner and outer pad blocks, so a score costs two
-//! SHA-1 compressions for a user id of up to 55 bytes, not four.
+//! SHA-1 and HMAC are RustCrypto's `sha1` and `hmac` crates: a
+//! well-kept, audited implementation (with the CPU's SHA extensions where
+//! it has them, detected at run time) rather than one of our own.
+//! [`Hmac`] keeps the state after the key's inner and outer pad blocks,
+//! so a score costs two SHA-1 compressions for a user id of up to 55
+//! bytes, not four.
+
+use hmac::Mac;
+use sha1::{Digest, Sha1};
 
 /// Number of bits of a score: `k < 2^52`.
 pub const SCORE_BITS: u32 = 52;
 /// `2^52` as a double: a score is `k / SCORE_DENOM`.
 pub const SCORE_DENOM: f64 = (1u64 << SCORE_BITS) as f64;
 
-const IV: [u32; 5] = [
-    0x6745_2301,
-    0xEFCD_AB89,
-    0x98BA_DCFE,
-    0x1032_5476,
-    0xC3D2_E1F0,
-];
-
-/// Runs the SHA-1 compression function over one 64-byte block. The
-/// message schedule lives in a 16-word ring, and each of the four
-/// 20-round stages is a loop of its own (its function and constant fixed),
-/// which the compiler unrolls: about half the instructions of one loop
-/// over 80 rounds with a `match` inside.
-fn compress(h: &mut [u32; 5], block: &[u8]) {
-    debug_assert_eq!(block.len(), 64);
-    let mut w = [0u32; 16];
-    for (i, c) in block.chunks_exact(4).enumerate() {
-        w[i] = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-    }
-    let [mut a, mut b, mut c, mut d, mut e] = *h;
-    macro_rules! stage {
-        ($range:expr, $k:expr, $f:expr) => {
-            for i in $range {
-                let wi = if i < 16 {
-                    w[i]
-                } else {
-                    let x = (w[(i + 13) & 15] ^ w[(i + 8) & 15] ^ w[(i + 2) & 15] ^ w[i & 15])
-                        .rotate_left(1);
-                    w[i & 15] = x;
-                    x
-                };
-                let t = a
-                    .rotate_left(5)
-                    .wrapping_add($f(b, c, d))
-                    .wrapping_add(e)
-                    .wrapping_add($k)
-                    .wrapping_add(wi);
-                e = d;
-                d = c;
-                c = b.rotate_left(30);
-                b = a;
-                a = t;
-            }
-        };
-    }
-    stage!(0..20, 0x5A82_7999u32, |b: u32, c: u32, d: u32| (b & c)
-        | (!b & d));
-    stage!(20..40, 0x6ED9_EBA1u32, |b: u32, c: u32, d: u32| b ^ c ^ d);
-    stage!(40..60, 0x8F1B_BCDCu32, |b: u32, c: u32, d: u32| (b & c)
-        | (b & d)
-        | (c & d));
-    stage!(60..80, 0xCA62_C1D6u32, |b: u32, c: u32, d: u32| b ^ c ^ d);
-    for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
-        *x = x.wrapping_add(y);
-    }
-}
-
-/// Finishes a SHA-1 whose state `h` has absorbed `done` bytes (a multiple
-/// of 64) and continues with `rest`; returns the digest.
-fn finish(mut h: [u32; 5], done: u64, rest: &[u8]) -> [u8; 20] {
-    let mut blocks = rest.chunks_exact(64);
-    for b in &mut blocks {
-        compress(&mut h, b);
-    }
-    let tail = blocks.remainder();
-    let bits = (done + rest.len() as u64) * 8;
-    let mut last = [0u8; 128];
-    last[..tail.len()].copy_from_slice(tail);
-    last[tail.len()] = 0x80;
-    let len = if tail.len() < 56 { 64 } else { 128 };
-    last[len - 8..len].copy_from_slice(&bits.to_be_bytes());
-    for b in last[..len].chunks_exact(64) {
-        compress(&mut h, b);
-    }
-    let mut out = [0u8; 20];
-    for (o, x) in out.chunks_exact_mut(4).zip(h) {
-        o.copy_from_slice(&x.to_be_bytes());
-    }
-    out
-}
-
 /// Returns SHA-1 of `data`.
 pub fn sha1(data: &[u8]) -> [u8; 20] {
-    finish(IV, 0, data)
+    Sha1::digest(data).into()
 }
 
 /// HMAC-SHA1 with a fixed key: the states after the inner and outer pad
-/// blocks, computed once per key.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// blocks, computed once per key; each MAC starts from a copy of them.
+#[derive(Clone, Debug)]
 pub struct Hmac {
-    inner: [u32; 5],
-    outer: [u32; 5],
+    keyed: hmac::Hmac<Sha1>,
 }
 
 impl Hmac {
     /// Prepares HMAC-SHA1 with `key` (RFC 2104: a key longer than 64 bytes
     /// is replaced by its SHA-1).
     pub fn new(key: &[u8]) -> Hmac {
-        let mut k = [0u8; 64];
-        if key.len() > 64 {
-            k[..20].copy_from_slice(&sha1(key));
-        } else {
-            k[..key.len()].copy_from_slice(key);
-        }
-        let pad = |x: u8| {
-            let mut h = IV;
-            let block: Vec<u8> = k.iter().map(|b| b ^ x).collect();
-            compress(&mut h, &block);
-            h
-        };
-        Hmac {
-            inner: pad(0x36),
-            outer: pad(0x5c),
-        }
+        // HMAC takes a key of any length: `new_from_slice` cannot fail.
+        let keyed = <hmac::Hmac<Sha1> as Mac>::new_from_slice(key)
+            .unwrap_or_else(|_| unreachable!("HMAC accepts keys of any length"));
+        Hmac { keyed }
     }
 
     /// Returns HMAC-SHA1(key, `msg`).
     pub fn mac(&self, msg: &[u8]) -> [u8; 20] {
-        let inner = finish(self.inner, 64, msg);
-        finish(self.outer, 64, &inner)
+        let mut m = self.keyed.clone();
+        m.update(msg);
+        m.finalize().into_bytes().into()
     }
 
     /// Returns the pool score of `user`: the MAC's first 52 bits over
@@ -187,11 +99,6 @@ mod tests {
             hex(&sha1(&vec![b'a'; 1_000_000])),
             "34aa973cd4c4daa4f61eeb2bdbad27316534016f"
         );
-        // Every tail length around the padding boundary (55, 56, 63, 64).
-        for n in 50..70 {
-            let d = sha1(&vec![b'x'; n]);
-            assert_eq!(d.len(), 20);
-        }
     }
 
     #[test]
@@ -227,6 +134,40 @@ mod tests {
             hex(&Hmac::new(&key).mac(&long)),
             "4c9007f4026250c6bc8414f9bf50c86c2d7235da"
         );
+    }
+
+    /// HMAC as RFC 2104 defines it, from [`sha1`] alone.
+    fn hmac_by_definition(key: &[u8], msg: &[u8]) -> [u8; 20] {
+        let mut k = [0u8; 64];
+        if key.len() > 64 {
+            k[..20].copy_from_slice(&sha1(key));
+        } else {
+            k[..key.len()].copy_from_slice(key);
+        }
+        let mut inner: Vec<u8> = k.iter().map(|b| b ^ 0x36).collect();
+        inner.extend_from_slice(msg);
+        let mut outer: Vec<u8> = k.iter().map(|b| b ^ 0x5c).collect();
+        outer.extend_from_slice(&sha1(&inner));
+        sha1(&outer)
+    }
+
+    #[test]
+    fn the_kept_pad_state_gives_the_hmac_of_every_length() {
+        // Every message length around the padding boundaries (55, 56, 63,
+        // 64, 119, 120, 128), keys shorter and longer than a block, and one
+        // `Hmac` used many times (each MAC starts from the kept state).
+        for key_len in [16, 32, 64, 65, 100] {
+            let key: Vec<u8> = (0..key_len).map(|i| i as u8).collect();
+            let h = Hmac::new(&key);
+            for n in 0..140 {
+                let msg: Vec<u8> = (0..n).map(|i| (i * 7) as u8).collect();
+                assert_eq!(
+                    h.mac(&msg),
+                    hmac_by_definition(&key, &msg),
+                    "key {key_len}, msg {n}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -609,9 +609,9 @@ pub struct JoinPlan {
 /// Plans a first JOIN: `before` participants, the pool cap, the user's
 /// `score` (its keyed score, or −2 with the task pending). `highscore`
 /// and `latepooled` read those `B:meta` fields (`None`: corrupt) and are
-/// called only past the cap, as the command reads them only then. The
-/// dedup is the pool insert itself (`ZADD NX`), so a duplicate is found
-/// when the plan is applied, and then nothing is written.
+/// called only past the cap, as the command reads them only then. A
+/// user already in the pool is answered by [`plan_duplicate`] instead,
+/// before the score is computed.
 pub fn plan_join(
     before: i64,
     poolcap: i64,
@@ -642,6 +642,19 @@ pub fn plan_join(
         participants,
         latepooled,
     })
+}
+
+/// Answers a JOIN of a user already in its shard's pool, with pool score
+/// `existing`: nothing is written, and the reply says whether the user
+/// counts as pooled (every score but −3). A duplicate is refused where
+/// any JOIN is (a `B:count` at the bound too), but it needs neither the
+/// keyed score nor HIGHSCORE or `latepooled`: the command looks the user
+/// up before computing the score, so a duplicate costs one lookup.
+pub fn plan_duplicate(before: i64, existing: f64) -> Result<bool, Refusal> {
+    if before >= MAX_COUNT {
+        return Err(Refusal::CountOverflow);
+    }
+    Ok(existing != CAPPED_SCORE)
 }
 
 /// Plans TASK: a user whose pool score is −2 (pending, in the room) gets
@@ -930,6 +943,16 @@ mod tests {
             plan_join(MAX_COUNT, i64::MAX, 0.5, never, never_late),
             Err(Refusal::CountOverflow)
         );
+    }
+
+    #[test]
+    fn a_duplicate_join_is_pooled_unless_capped_and_refused_at_the_count_bound() {
+        for s in [0.0, 0.5, PENDING_SCORE, AWAY_SCORE, AWAY_PENDING_SCORE] {
+            assert_eq!(plan_duplicate(7, s), Ok(true), "{s}");
+        }
+        assert_eq!(plan_duplicate(7, CAPPED_SCORE), Ok(false));
+        assert_eq!(plan_duplicate(MAX_COUNT - 1, 0.5), Ok(true));
+        assert_eq!(plan_duplicate(MAX_COUNT, 0.5), Err(Refusal::CountOverflow));
     }
 
     #[test]
