@@ -17,12 +17,12 @@
 use redis_module::{Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::model::{
-    lease_running, purge_count, Header, Retry, DEFAULT_ATTEMPTS, MAX_ATTEMPTS, MAX_COUNT,
+    lease_running, purge_count, Due, Header, Retry, DEFAULT_ATTEMPTS, MAX_ATTEMPTS, MAX_COUNT,
     MAX_DELAY_MS, MAX_EXAMINE, MAX_GENERATION, MAX_INT, MAX_PAYLOAD, MAX_PURGE, MAX_TIME_MS,
 };
 use super::{
     COUNT_ACKED, COUNT_ADDED, COUNT_CANCELLED, COUNT_DEAD, COUNT_DELIVERED, COUNT_DUPLICATES,
-    COUNT_NACKED, COUNT_PURGED, COUNT_REDRIVEN, COUNT_WAITS, FAMILY,
+    COUNT_LOST, COUNT_LOST_DEAD, COUNT_NACKED, COUNT_PURGED, COUNT_REDRIVEN, COUNT_WAITS, FAMILY,
 };
 use crate::args::parse_i64_plain;
 use crate::argv::{is, Args};
@@ -293,14 +293,16 @@ impl Taken {
 }
 
 /// Takes up to `count` due jobs, each leased for `lease` ms, and moves the
-/// exhausted ones met on the way to the dead letters (at the instant their
-/// last lease ended). Everything is read and checked before the first
-/// write.
+/// jobs met on the way that have no delivery left (attempts used up, or
+/// more lost leases than their `LOSTMAX`) to the dead letters, at the
+/// instant their last lease ended. Everything is read and checked before
+/// the first write.
 fn take(q: &Queue, lease: i64, count: usize, now: i64) -> Result<Taken, RedisError> {
     let mut out = Taken::default();
-    let mut exhausted: Vec<(RedisString, Record, f64)> = Vec::new();
+    let mut dead: Vec<(RedisString, Record, Header, f64)> = Vec::new();
+    let mut lost = 0u64;
     // Due entries are read in batches: the first is what is wanted, each
-    // later one (only when exhausted jobs were met) twice the last, so a
+    // later one (only when dead letters were met) twice the last, so a
     // long run of dead letters costs O(k log k), not O(k^2).
     let mut offset = 0usize;
     let mut batch_len = count;
@@ -314,13 +316,15 @@ fn take(q: &Queue, lease: i64, count: usize, now: i64) -> Result<Taken, RedisErr
             offset += 1;
             q.instant("due", id.as_slice(), score)?;
             let rec = q.listed_job(&id)?;
-            if rec.head.exhausted() {
-                exhausted.push((id, rec, score));
-            } else {
-                let head = rec.head.delivered();
-                out.delivered.push(Delivery { id, rec, head });
-                if out.delivered.len() == count {
-                    break 'scan;
+            // Still leased while due: its lease ran out.
+            lost += rec.head.leased as u64;
+            match rec.head.on_due() {
+                Due::Dead(head) => dead.push((id, rec, head, score)),
+                Due::Deliver(head) => {
+                    out.delivered.push(Delivery { id, rec, head });
+                    if out.delivered.len() == count {
+                        break 'scan;
+                    }
                 }
             }
         }
@@ -330,16 +334,12 @@ fn take(q: &Queue, lease: i64, count: usize, now: i64) -> Result<Taken, RedisErr
         batch_len = batch_len.saturating_mul(2);
     }
     let mut buf = Vec::new();
-    for (id, rec, at) in &exhausted {
-        let head = Header {
-            leased: false,
-            ..rec.head
-        };
-        rec.store(q, id, head, &mut buf);
+    for (id, rec, head, at) in &dead {
+        rec.store(q, id, *head, &mut buf);
         q.due.zrem_arg(id);
         q.dead().zadd_arg(id, *at);
     }
-    out.dead = exhausted.len();
+    out.dead = dead.len();
     let until = (now + lease) as f64;
     for d in &out.delivered {
         d.rec.store(q, &d.id, d.head, &mut buf);
@@ -347,6 +347,8 @@ fn take(q: &Queue, lease: i64, count: usize, now: i64) -> Result<Taken, RedisErr
     }
     COUNT_DELIVERED.add(out.delivered.len() as u64);
     COUNT_DEAD.add(out.dead as u64);
+    COUNT_LOST.add(lost);
+    COUNT_LOST_DEAD.add(dead.iter().filter(|d| d.2.lost_too_often()).count() as u64);
     Ok(out)
 }
 
@@ -491,7 +493,7 @@ fn parse_now(c: &mut Args) -> Result<Option<i64>, RedisError> {
     Ok(now)
 }
 
-/// DELAYQ.ADD B id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [REPLACE] [NOW unix-ms]
+/// DELAYQ.ADD B id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [LOSTMAX n] [REPLACE] [NOW unix-ms]
 ///
 /// Replies 1 when the job was added (or replaced), 0 when a job with this
 /// id exists and REPLACE was not given (nothing changes).
@@ -501,6 +503,7 @@ pub fn delayq_add(ctx: &Context, c: &mut Args) -> RedisResult {
     check_id(c.arg(2))?;
     let (mut delay, mut at, mut attempts, mut replace, mut now) =
         (None, None, DEFAULT_ATTEMPTS, false, None);
+    let mut lost_max = None;
     while !c.done() {
         let k = c.keyword()?;
         if is(k, "DELAY") && at.is_none() {
@@ -509,6 +512,8 @@ pub fn delayq_add(ctx: &Context, c: &mut Args) -> RedisResult {
             at = Some(c.option_i64(0, MAX_TIME_MS)?);
         } else if is(k, "ATTEMPTS") {
             attempts = c.option_i64(1, MAX_ATTEMPTS)?;
+        } else if is(k, "LOSTMAX") {
+            lost_max = Some(c.option_i64(0, MAX_ATTEMPTS)?);
         } else if is(k, "REPLACE") {
             replace = true;
         } else if is(k, "NOW") {
@@ -548,7 +553,7 @@ pub fn delayq_add(ctx: &Context, c: &mut Args) -> RedisResult {
     let gen = q.generations(1)?;
     q.set_generation(gen);
     q.jobs
-        .hput_arg(id, &Header::new(gen, attempts).format(payload));
+        .hput_arg(id, &Header::new(gen, attempts, lost_max).format(payload));
     q.due.zadd_arg(id, due_at as f64);
     if old.is_some() {
         q.dead().zrem_arg(id);
@@ -889,12 +894,7 @@ pub fn delayq_redrive(ctx: &Context, c: &mut Args) -> RedisResult {
         let first = q.generations(ids.len() as i64)?;
         let mut buf = Vec::new();
         for (k, (id, rec)) in ids.iter().zip(&recs).enumerate() {
-            rec.store(
-                &q,
-                id,
-                Header::new(first + k as i64, rec.head.max),
-                &mut buf,
-            );
+            rec.store(&q, id, rec.head.restarted(first + k as i64), &mut buf);
             q.dead().zrem_arg(id);
             q.due.zadd_arg(id, now as f64);
         }

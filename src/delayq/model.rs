@@ -59,7 +59,11 @@ pub fn instant(score: f64) -> Option<i64> {
 }
 
 /// A job record's fields before its payload, as stored in `B:jobs`:
-/// `<generation>:<attempt>:<max>:<leased>:<payload>`.
+/// `<generation>:<attempt>:<max>:<leased>:<payload>`, or, for a job added
+/// with `LOSTMAX` (since 2.1.0),
+/// `<generation>:<attempt>:<max>:<leased>/<lost>/<lostmax>:<payload>`.
+/// The 2.0.0 form is what a job without a cap keeps, so records written
+/// before stay valid and read as no cap (and no count).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
     /// Set when the job's attempts started over (added, replaced, re-driven).
@@ -71,52 +75,102 @@ pub struct Header {
     /// True while the latest delivery may still be acked: set by a poll,
     /// cleared when the job is given back, dead-lettered or re-driven.
     pub leased: bool,
+    /// Leases of this generation that ran out without an ack or a nack
+    /// (counted only for a job with a cap).
+    pub lost: i64,
+    /// The most deliveries after a lost lease (`LOSTMAX`), if capped.
+    pub lost_max: Option<i64>,
+}
+
+/// What a poll does with a job it found due.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Due {
+    /// Deliver it: the header after the delivery.
+    Deliver(Header),
+    /// Move it to the dead letters: the header to store (not leased).
+    Dead(Header),
 }
 
 impl Header {
     /// Returns the header of a job not yet delivered.
-    pub fn new(gen: i64, max: i64) -> Header {
+    pub fn new(gen: i64, max: i64, lost_max: Option<i64>) -> Header {
         Header {
             gen,
             attempt: 0,
             max,
             leased: false,
+            lost: 0,
+            lost_max,
         }
     }
 
     /// Parses a stored record; returns the header and where the payload
     /// starts. None for anything the family never writes.
     pub fn parse(v: &[u8]) -> Option<(Header, usize)> {
-        // Four canonical non-negative integers, each followed by ':'
-        // (hand-rolled: this runs for every job a command touches).
-        let mut nums = [0i64; 4];
-        let mut i = 0;
-        for slot in nums.iter_mut() {
-            let start = i;
+        // Canonical non-negative integers, each followed by ':' (or, after
+        // `leased`, by '/' for the lost-lease fields); hand-rolled: this
+        // runs for every job a command touches.
+        fn num(v: &[u8], i: &mut usize) -> Option<(i64, u8)> {
+            let start = *i;
             let mut n: i64 = 0;
-            while i < v.len() && v[i].is_ascii_digit() && i - start < 16 {
-                n = n * 10 + i64::from(v[i] - b'0');
-                i += 1;
+            while *i < v.len() && v[*i].is_ascii_digit() && *i - start < 16 {
+                n = n * 10 + i64::from(v[*i] - b'0');
+                *i += 1;
             }
-            let digits = i - start;
-            if digits == 0 || (digits > 1 && v[start] == b'0') || v.get(i) != Some(&b':') {
+            let digits = *i - start;
+            let end = *v.get(*i)?;
+            if digits == 0 || (digits > 1 && v[start] == b'0') {
+                return None;
+            }
+            *i += 1;
+            Some((n, end))
+        }
+        let mut i = 0;
+        let mut nums = [0i64; 4];
+        let mut end = b':';
+        for (k, slot) in nums.iter_mut().enumerate() {
+            let (n, e) = num(v, &mut i)?;
+            if e != b':' && !(k == 3 && e == b'/') {
                 return None;
             }
             *slot = n;
-            i += 1;
+            end = e;
         }
         let [gen, attempt, max, leased] = nums;
+        let (lost, lost_max) = if end == b'/' {
+            let (lost, e) = num(v, &mut i)?;
+            let (cap, e2) = num(v, &mut i)?;
+            if e != b'/' || e2 != b':' {
+                return None;
+            }
+            (lost, Some(cap))
+        } else {
+            (0, None)
+        };
         let h = Header {
             gen,
             attempt,
             max,
             leased: leased == 1,
+            lost,
+            lost_max,
+        };
+        let lost_ok = match lost_max {
+            None => true,
+            // A count past the cap is a dead letter's: never leased.
+            Some(cap) => {
+                cap <= MAX_ATTEMPTS
+                    && lost <= attempt
+                    && lost <= cap + 1
+                    && (lost <= cap || leased == 0)
+            }
         };
         let valid = (1..=MAX_GENERATION).contains(&gen)
             && (1..=MAX_ATTEMPTS).contains(&max)
             && attempt <= max
             && leased <= 1
-            && (attempt > 0 || leased == 0);
+            && (attempt > 0 || leased == 0)
+            && lost_ok;
         valid.then_some((h, i))
     }
 
@@ -127,6 +181,14 @@ impl Header {
         let mut b = itoa::Buffer::new();
         for v in [self.gen, self.attempt, self.max, self.leased as i64] {
             out.extend_from_slice(b.format(v).as_bytes());
+            out.push(b':');
+        }
+        if let Some(cap) = self.lost_max {
+            out.pop();
+            for v in [self.lost, cap] {
+                out.push(b'/');
+                out.extend_from_slice(b.format(v).as_bytes());
+            }
             out.push(b':');
         }
         out.extend_from_slice(payload);
@@ -156,12 +218,40 @@ impl Header {
         self.attempt >= self.max
     }
 
+    /// Returns true when the job lost more leases than its cap allows: it
+    /// went (or goes) to the dead letters for that reason.
+    pub fn lost_too_often(&self) -> bool {
+        self.lost_max.is_some_and(|cap| self.lost > cap)
+    }
+
     /// Returns the header after one more delivery.
     pub fn delivered(self) -> Header {
         Header {
             attempt: self.attempt + 1,
             leased: true,
             ..self
+        }
+    }
+
+    /// Returns the header of the same job started over (re-driven) in
+    /// generation `gen`: no delivery, no lost lease, the same caps.
+    pub fn restarted(self, gen: i64) -> Header {
+        Header::new(gen, self.max, self.lost_max)
+    }
+
+    /// Decides what a poll does with this job, found due. A job still
+    /// marked leased lost its lease (it ran out without an ack or a nack):
+    /// with a cap, that is counted, and a count past the cap sends the job
+    /// to the dead letters as its last attempt does; else it is delivered.
+    pub fn on_due(self) -> Due {
+        let mut h = self;
+        if h.leased && h.lost_max.is_some() {
+            h.lost += 1;
+        }
+        if h.exhausted() || h.lost_too_often() {
+            Due::Dead(Header { leased: false, ..h })
+        } else {
+            Due::Deliver(h.delivered())
         }
     }
 }
@@ -255,13 +345,28 @@ mod tests {
             attempt: 2,
             max: 5,
             leased: true,
+            lost: 0,
+            lost_max: None,
         };
         let v = h.format(b"a:b:\xff");
         assert_eq!(v, b"7:2:5:1:a:b:\xff");
         assert_eq!(Header::parse(&v), Some((h, 8)));
         assert_eq!(&v[8..], b"a:b:\xff");
-        assert_eq!(Header::new(3, 5).format(b""), b"3:0:5:0:");
-        assert_eq!(Header::parse(b"3:0:5:0:"), Some((Header::new(3, 5), 8)));
+        assert_eq!(Header::new(3, 5, None).format(b""), b"3:0:5:0:");
+        assert_eq!(
+            Header::parse(b"3:0:5:0:"),
+            Some((Header::new(3, 5, None), 8))
+        );
+        // A job with a lost-lease cap: leased/lost/lostmax.
+        let c = Header {
+            lost: 1,
+            lost_max: Some(2),
+            ..h
+        };
+        let v = c.format(b"a:b");
+        assert_eq!(v, b"7:2:5:1/1/2:a:b");
+        assert_eq!(Header::parse(&v), Some((c, 12)));
+        assert_eq!(Header::new(3, 5, Some(0)).format(b""), b"3:0:5:0/0/0:");
     }
 
     #[test]
@@ -279,6 +384,18 @@ mod tests {
             b"1:0:1000000:0:",
             b"x:0:3:0:",
             b"9007199254:0:3:0:",
+            // Lost-lease fields: only after `leased`, both, canonical, and
+            // a count that fits the deliveries and the cap.
+            b"1:0:3:0/0:",
+            b"1:0:3:0/0/:",
+            b"1:0:3:0/0/1/2:",
+            b"1:0/0/1:3:0:",
+            b"1:1:3:0/01/1:",
+            b"1:1:3:0/0/1000000:",
+            b"1:1:3:0/2/1:",
+            b"1:3:3:0/3/1:",
+            b"1:2:3:1/2/1:",
+            b"1:0:3:0/-1/1:",
         ] {
             assert_eq!(
                 Header::parse(bad),
@@ -291,7 +408,7 @@ mod tests {
 
     #[test]
     fn only_the_latest_leased_delivery_holds_the_job() {
-        let h = Header::new(12, 3);
+        let h = Header::new(12, 3, None);
         assert!(!h.holds(12_000_000));
         let d = h.delivered();
         assert_eq!(d.receipt(), 12_000_001);
@@ -307,14 +424,73 @@ mod tests {
         assert!(!nacked.holds(12_000_002));
         // The same id added again starts a new generation: old receipts
         // never match it.
-        assert!(!Header::new(13, 3).delivered().holds(12_000_001));
+        assert!(!Header::new(13, 3, None).delivered().holds(12_000_001));
     }
 
     #[test]
     fn a_job_is_exhausted_after_its_last_delivery() {
-        let h = Header::new(1, 2).delivered();
+        let h = Header::new(1, 2, None).delivered();
         assert!(!h.exhausted());
         assert!(h.delivered().exhausted());
+    }
+
+    #[test]
+    fn a_poll_delivers_or_dead_letters_a_due_job() {
+        // No cap: the 2.0.0 rule, attempts alone decide, nothing counted.
+        let h = Header::new(1, 2, None);
+        let Due::Deliver(d1) = h.on_due() else {
+            panic!()
+        };
+        assert_eq!((d1.attempt, d1.leased, d1.lost), (1, true, 0));
+        let Due::Deliver(d2) = d1.on_due() else {
+            panic!()
+        };
+        assert_eq!((d2.attempt, d2.lost), (2, 0));
+        assert_eq!(
+            d2.on_due(),
+            Due::Dead(Header {
+                leased: false,
+                ..d2
+            })
+        );
+        // LOSTMAX 1: one delivery after a lost lease, the second lost lease
+        // is the end, attempts to spare; the record shows why.
+        let h = Header::new(1, 10, Some(1));
+        let Due::Deliver(d1) = h.on_due() else {
+            panic!()
+        };
+        assert_eq!(d1.lost, 0);
+        let Due::Deliver(d2) = d1.on_due() else {
+            panic!()
+        };
+        assert_eq!((d2.attempt, d2.lost), (2, 1));
+        let Due::Dead(dead) = d2.on_due() else {
+            panic!()
+        };
+        assert_eq!((dead.attempt, dead.lost, dead.leased), (2, 2, false));
+        assert!(dead.lost_too_often() && !dead.exhausted());
+        assert_eq!(dead.format(b"p"), b"1:2:10:0/2/1:p");
+        assert!(Header::parse(&dead.format(b"p")).is_some());
+        // A nacked job (not leased) due again is not a lost lease.
+        let back = Header {
+            leased: false,
+            ..d2
+        };
+        let Due::Deliver(d3) = back.on_due() else {
+            panic!()
+        };
+        assert_eq!((d3.attempt, d3.lost), (3, 1));
+        // LOSTMAX 0: the first lost lease dead-letters.
+        let once = Header::new(1, 5, Some(0)).delivered();
+        assert!(matches!(once.on_due(), Due::Dead(h) if h.lost == 1));
+        // The last attempt's lease lost: dead, the count says it was lost.
+        let last = Header::new(1, 1, Some(3)).delivered();
+        let Due::Dead(d) = last.on_due() else {
+            panic!()
+        };
+        assert!(d.exhausted() && !d.lost_too_often() && d.lost == 1);
+        // Re-driven: a new generation, count reset, caps kept.
+        assert_eq!(dead.restarted(9), Header::new(9, 10, Some(1)));
     }
 
     #[test]
@@ -324,6 +500,8 @@ mod tests {
             attempt: MAX_ATTEMPTS,
             max: MAX_ATTEMPTS,
             leased: true,
+            lost: 0,
+            lost_max: None,
         };
         assert!(top.receipt() <= MAX_INT);
     }
@@ -349,13 +527,13 @@ mod tests {
 
     #[test]
     fn a_running_lease_is_a_leased_job_scored_after_now() {
-        let h = Header::new(1, 3).delivered();
+        let h = Header::new(1, 3, None).delivered();
         assert!(lease_running(&h, Some(101), 100));
         assert!(!lease_running(&h, Some(100), 100));
         assert!(!lease_running(&h, None, 100));
         let back = Header { leased: false, ..h };
         assert!(!lease_running(&back, Some(500), 100));
-        assert!(!lease_running(&Header::new(1, 3), Some(500), 100));
+        assert!(!lease_running(&Header::new(1, 3, None), Some(500), 100));
     }
 
     #[test]
