@@ -1,6 +1,8 @@
 //! The pure logic of a delay queue: job records, receipts, the lease rule,
-//! retries with backoff and dead letters. Nothing here reads a clock or
-//! touches Redis; the handlers pass `now` (unix ms).
+//! lost leases, retries with backoff and dead letters, and the plan of each
+//! write command (given the state read: the writes and the reply, or a
+//! [`Refusal`]). Nothing here reads a clock or touches Redis; the handlers
+//! pass `now` (unix ms).
 //!
 //! One Sorted Set scores every pending job by the instant it can next be
 //! taken: its due time while it waits, the end of its lease while a
@@ -315,6 +317,300 @@ impl Retry {
     }
 }
 
+// ---------------------------------------------------------------------
+// Plans: given a command's parsed arguments and the state it read, what
+// it writes and replies, or why it refuses. The command layer words a
+// refusal (it knows the key names) and applies a plan only once it is
+// made, so nothing is written before every check passed.
+// ---------------------------------------------------------------------
+
+/// Why a plan refuses; the command layer turns it into the error text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// A `B:jobs` record DELAYQ never writes, or none for an id listed in
+    /// `B:due` or `B:dead` (`corrupt data in '<B>:jobs' field '<id>'`).
+    CorruptJob,
+    /// A `B:due` score that is not an instant DELAYQ writes.
+    CorruptDue,
+    /// A `B:dead` score that is not an instant DELAYQ writes.
+    CorruptDead,
+    /// `B:seq` is not a non-negative integer.
+    CorruptSeq,
+    /// The queue's generations ran out (`integer overflow in '<B>:seq'`).
+    SeqOverflow,
+    /// A consumer holds the job under a running lease (`job is leased`).
+    Leased,
+}
+
+/// Parses a job's stored record, if any: `Ok(None)` when there is none.
+pub fn job(record: Option<&[u8]>) -> Result<Option<(Header, usize)>, Refusal> {
+    match record {
+        None => Ok(None),
+        Some(v) => Header::parse(v).map(Some).ok_or(Refusal::CorruptJob),
+    }
+}
+
+/// Parses the record of an id listed in `B:due` or `B:dead`, which must
+/// exist.
+pub fn listed(record: Option<&[u8]>) -> Result<(Header, usize), Refusal> {
+    job(record)?.ok_or(Refusal::CorruptJob)
+}
+
+/// Returns the first of `n` new generations after `seq` (the stored
+/// `B:seq`, if any); the caller stores the last one used.
+pub fn generations(seq: Option<&[u8]>, n: i64) -> Result<i64, Refusal> {
+    let last = match seq {
+        None => 0,
+        Some(v) => crate::args::parse_i64_plain(v)
+            .filter(|v| *v >= 0)
+            .ok_or(Refusal::CorruptSeq)?,
+    };
+    if last > MAX_GENERATION - n {
+        return Err(Refusal::SeqOverflow);
+    }
+    Ok(last + 1)
+}
+
+/// Returns true when a job is held by a running lease at `now`, reading
+/// its `B:due` score (`due`, called only for a leased job).
+fn running(head: &Header, due: impl FnOnce() -> Option<f64>, now: i64) -> Result<bool, Refusal> {
+    if !head.leased {
+        return Ok(false);
+    }
+    let at = match due() {
+        None => None,
+        Some(score) => Some(instant(score).ok_or(Refusal::CorruptDue)?),
+    };
+    Ok(lease_running(head, at, now))
+}
+
+/// DELAYQ.ADD's parsed options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AddArgs {
+    /// The instant the job is due.
+    pub due_at: i64,
+    /// `ATTEMPTS`.
+    pub max: i64,
+    /// `LOSTMAX`.
+    pub lost_max: Option<i64>,
+    /// `REPLACE`.
+    pub replace: bool,
+    /// The instant that decides whether a lease runs.
+    pub now: i64,
+}
+
+/// What DELAYQ.ADD does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddPlan {
+    /// The id exists and REPLACE was not given: nothing changes (reply 0).
+    Duplicate,
+    /// Store `head` (new generation `head.gen`, also the new `B:seq`),
+    /// score the job at `due_at`; when it `replaced` a job, take it out of
+    /// the dead letters too (reply 1).
+    Add {
+        head: Header,
+        due_at: i64,
+        replaced: bool,
+    },
+}
+
+/// Plans DELAYQ.ADD from the job's record, its `B:due` score (read only
+/// to replace a leased job) and `B:seq`.
+pub fn plan_add(
+    a: &AddArgs,
+    record: Option<&[u8]>,
+    due: impl FnOnce() -> Option<f64>,
+    seq: Option<&[u8]>,
+) -> Result<AddPlan, Refusal> {
+    let old = job(record)?;
+    if let Some((head, _)) = &old {
+        if !a.replace {
+            return Ok(AddPlan::Duplicate);
+        }
+        if running(head, due, a.now)? {
+            return Err(Refusal::Leased);
+        }
+    }
+    let gen = generations(seq, 1)?;
+    Ok(AddPlan::Add {
+        head: Header::new(gen, a.max, a.lost_max),
+        due_at: a.due_at,
+        replaced: old.is_some(),
+    })
+}
+
+/// One job a poll takes or dead-letters: the caller's handle on it, the
+/// header to store, where its payload starts in the record read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Taken<I> {
+    pub id: I,
+    pub head: Header,
+    pub at: usize,
+}
+
+/// What one DELAYQ.POLL does, built one due entry at a time (the command
+/// layer reads them in batches, oldest due first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PollPlan<I> {
+    count: usize,
+    /// Jobs to lease (reply in this order), each rescored at the lease end.
+    pub deliver: Vec<Taken<I>>,
+    /// Jobs to move to the dead letters, each at its score (the instant
+    /// its last lease ended).
+    pub dead: Vec<(Taken<I>, i64)>,
+    /// Leases found run out (for the counter).
+    pub lost: u64,
+}
+
+impl<I> PollPlan<I> {
+    /// A plan that takes at most `count` jobs.
+    pub fn new(count: usize) -> PollPlan<I> {
+        PollPlan {
+            count,
+            deliver: Vec::new(),
+            dead: Vec::new(),
+            lost: 0,
+        }
+    }
+
+    /// Returns true when the plan has its `count` jobs.
+    pub fn full(&self) -> bool {
+        self.deliver.len() >= self.count
+    }
+
+    /// Takes the next due entry: `id` scored `score` in `B:due`, its
+    /// record as read. Refuses a score or record DELAYQ never writes.
+    pub fn see(&mut self, id: I, score: f64, record: Option<&[u8]>) -> Result<(), Refusal> {
+        let when = instant(score).ok_or(Refusal::CorruptDue)?;
+        let (head, at) = listed(record)?;
+        // Still leased while due: its lease ran out.
+        self.lost += head.leased as u64;
+        match head.on_due() {
+            Due::Dead(head) => self.dead.push((Taken { id, head, at }, when)),
+            Due::Deliver(head) => self.deliver.push(Taken { id, head, at }),
+        }
+        Ok(())
+    }
+
+    /// Jobs the plan sends to the dead letters for their lost leases.
+    pub fn lost_dead(&self) -> usize {
+        self.dead
+            .iter()
+            .filter(|(t, _)| t.head.lost_too_often())
+            .count()
+    }
+}
+
+/// Plans DELAYQ.ACK: true when `receipt` holds the job (remove it), false
+/// for a stale receipt or no job (nothing changes).
+pub fn plan_ack(record: Option<&[u8]>, receipt: i64) -> Result<bool, Refusal> {
+    Ok(job(record)?.is_some_and(|(h, _)| h.holds(receipt)))
+}
+
+/// What a NACK that holds the job does: store `head` (not leased) over
+/// the payload (from `payload_at` in the record read), then `next`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NackPlan {
+    pub head: Header,
+    pub payload_at: usize,
+    pub next: Next,
+}
+
+/// Where a nacked job goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Back in line, scored at this instant (reply 1).
+    Requeue(i64),
+    /// To the dead letters at now: that was its last attempt (reply 2).
+    Dead,
+}
+
+impl NackPlan {
+    /// The reply: 1 back in line, 2 dead.
+    pub fn reply(&self) -> i64 {
+        match self.next {
+            Next::Requeue(_) => 1,
+            Next::Dead => 2,
+        }
+    }
+}
+
+/// Plans DELAYQ.NACK; `None` for a stale receipt (reply 0).
+pub fn plan_nack(
+    record: Option<&[u8]>,
+    receipt: i64,
+    retry: Option<Retry>,
+    now: i64,
+) -> Result<Option<NackPlan>, Refusal> {
+    let Some((head, payload_at)) = job(record)?.filter(|(h, _)| h.holds(receipt)) else {
+        return Ok(None);
+    };
+    let head = Header {
+        leased: false,
+        ..head
+    };
+    let next = if head.exhausted() {
+        Next::Dead
+    } else {
+        Next::Requeue(now + retry.unwrap_or(Retry::Delay(0)).wait(head.attempt))
+    };
+    Ok(Some(NackPlan {
+        head,
+        payload_at,
+        next,
+    }))
+}
+
+/// Plans DELAYQ.EXTEND: the new lease end, or `None` for a stale receipt
+/// (`in_line`, whether the job is in `B:due`, is asked only when the
+/// receipt holds it).
+pub fn plan_extend(
+    record: Option<&[u8]>,
+    in_line: impl FnOnce() -> bool,
+    receipt: i64,
+    lease: i64,
+    now: i64,
+) -> Result<Option<i64>, Refusal> {
+    let holds = job(record)?.is_some_and(|(h, _)| h.holds(receipt));
+    Ok((holds && in_line()).then_some(now + lease))
+}
+
+/// Plans DELAYQ.CANCEL: true to remove the job (reply 1), false when there
+/// is none (reply 0); refuses a job under a running lease without FORCE.
+/// `due` (its `B:due` score) is read only for a leased job.
+pub fn plan_cancel(
+    record: Option<&[u8]>,
+    due: impl FnOnce() -> Option<f64>,
+    force: bool,
+    now: i64,
+) -> Result<bool, Refusal> {
+    let Some((head, _)) = job(record)? else {
+        return Ok(false);
+    };
+    if running(&head, due, now)? && !force {
+        return Err(Refusal::Leased);
+    }
+    Ok(true)
+}
+
+/// Plans DELAYQ.PURGE's count: `total` dead letters, `scores` the dead-at
+/// scores of the oldest (at most [`MAX_PURGE`]). Refuses a score DELAYQ
+/// never writes, with its index. The caller then checks that the first
+/// `n` have records ([`listed`]) before removing them.
+pub fn plan_purge(
+    total: usize,
+    scores: &[f64],
+    max_len: Option<i64>,
+    max_age: Option<i64>,
+    now: i64,
+) -> Result<usize, (Refusal, usize)> {
+    let mut ats = Vec::with_capacity(scores.len());
+    for (i, s) in scores.iter().enumerate() {
+        ats.push(instant(*s).ok_or((Refusal::CorruptDead, i))?);
+    }
+    Ok(purge_count(total, &ats, max_len, max_age, now))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -553,5 +849,180 @@ mod tests {
         let many: Vec<i64> = (0..300).collect();
         assert_eq!(purge_count(1000, &many, Some(0), None, 0), MAX_PURGE);
         assert_eq!(purge_count(0, &[], Some(0), Some(0), 0), 0);
+    }
+
+    #[test]
+    fn plans_refuse_what_delayq_never_writes_and_decide_the_rest() {
+        let rec = |h: Header| h.format(b"p");
+        let leased = rec(Header::new(3, 2, None).delivered());
+        let waiting = rec(Header::new(3, 2, None));
+        let never = || -> Option<f64> { panic!("read only for a leased job") };
+        // Records and seq.
+        assert_eq!(job(Some(b"junk")), Err(Refusal::CorruptJob));
+        assert_eq!(listed(None), Err(Refusal::CorruptJob));
+        assert_eq!(generations(None, 1), Ok(1));
+        assert_eq!(generations(Some(b"41"), 2), Ok(42));
+        for bad in [&b"x"[..], b"-1", b"01", b""] {
+            assert_eq!(generations(Some(bad), 1), Err(Refusal::CorruptSeq));
+        }
+        let top = MAX_GENERATION.to_string();
+        assert_eq!(
+            generations(Some(top.as_bytes()), 1),
+            Err(Refusal::SeqOverflow)
+        );
+        assert_eq!(
+            generations(Some(b"9223372036854775807"), 1),
+            Err(Refusal::SeqOverflow)
+        );
+        // ADD.
+        let a = AddArgs {
+            due_at: 50,
+            max: 4,
+            lost_max: Some(1),
+            replace: false,
+            now: 10,
+        };
+        let new = AddPlan::Add {
+            head: Header::new(8, 4, Some(1)),
+            due_at: 50,
+            replaced: false,
+        };
+        assert_eq!(plan_add(&a, None, never, Some(b"7")), Ok(new));
+        assert_eq!(
+            plan_add(&a, Some(&waiting), never, Some(b"x")),
+            Ok(AddPlan::Duplicate)
+        );
+        assert_eq!(
+            plan_add(&a, Some(b"1:0:0:0:"), never, None),
+            Err(Refusal::CorruptJob)
+        );
+        assert_eq!(
+            plan_add(&a, None, never, Some(b"x")),
+            Err(Refusal::CorruptSeq)
+        );
+        let r = AddArgs { replace: true, ..a };
+        assert_eq!(
+            plan_add(&r, Some(&leased), || Some(11.0), None),
+            Err(Refusal::Leased)
+        );
+        assert_eq!(
+            plan_add(&r, Some(&leased), || Some(1.5), None),
+            Err(Refusal::CorruptDue)
+        );
+        assert!(matches!(
+            plan_add(&r, Some(&leased), || Some(10.0), None),
+            Ok(AddPlan::Add { replaced: true, head, .. }) if head.gen == 1
+        ));
+        assert!(matches!(
+            plan_add(&r, Some(&waiting), never, Some(top.as_bytes())),
+            Err(Refusal::SeqOverflow)
+        ));
+        // POLL: deliveries, dead letters, refusals.
+        let mut p = PollPlan::new(2);
+        let spent = rec(Header::new(1, 1, None).delivered());
+        p.see("a", 5.0, Some(&spent)).unwrap();
+        assert!(!p.full());
+        p.see("b", 6.0, Some(&leased)).unwrap();
+        p.see("c", 7.0, Some(&waiting)).unwrap();
+        assert!(p.full());
+        assert_eq!(p.dead.len(), 1);
+        assert_eq!(p.dead[0].1, 5);
+        assert_eq!(p.dead[0].0.id, "a");
+        assert!(!p.dead[0].0.head.leased);
+        let ids: Vec<_> = p
+            .deliver
+            .iter()
+            .map(|t| (t.id, t.head.attempt, t.at))
+            .collect();
+        assert_eq!(ids, [("b", 2, 8), ("c", 1, 8)]);
+        assert_eq!((p.lost, p.lost_dead()), (2, 0));
+        let capped = rec(Header::new(1, 9, Some(0)).delivered());
+        let mut q = PollPlan::new(1);
+        q.see("d", 5.0, Some(&capped)).unwrap();
+        assert_eq!((q.deliver.len(), q.lost_dead()), (0, 1));
+        assert_eq!(q.see("e", 1.5, Some(&waiting)), Err(Refusal::CorruptDue));
+        assert_eq!(q.see("e", 1e300, Some(&waiting)), Err(Refusal::CorruptDue));
+        assert_eq!(q.see("e", 5.0, None), Err(Refusal::CorruptJob));
+        assert_eq!(q.see("e", 5.0, Some(b"junk")), Err(Refusal::CorruptJob));
+        // ACK.
+        assert_eq!(plan_ack(Some(&leased), 3_000_001), Ok(true));
+        assert_eq!(plan_ack(Some(&leased), 3_000_002), Ok(false));
+        assert_eq!(plan_ack(Some(&waiting), 3_000_000), Ok(false));
+        assert_eq!(plan_ack(None, 1), Ok(false));
+        assert_eq!(plan_ack(Some(b"junk"), 1), Err(Refusal::CorruptJob));
+        // NACK.
+        let backoff = Some(Retry::Backoff {
+            base: 100,
+            cap: 1000,
+        });
+        let back = Header::new(3, 2, None).delivered();
+        let requeue = plan_nack(Some(&leased), 3_000_001, backoff, 10).unwrap();
+        assert_eq!(
+            requeue,
+            Some(NackPlan {
+                head: Header {
+                    leased: false,
+                    ..back
+                },
+                payload_at: 8,
+                next: Next::Requeue(110)
+            })
+        );
+        assert_eq!(requeue.map(|p| p.reply()), Some(1));
+        let last = back.delivered();
+        let dead = plan_nack(Some(&rec(last)), 3_000_002, None, 10).unwrap();
+        assert_eq!(
+            dead.map(|p| (p.head.leased, p.next, p.reply())),
+            Some((false, Next::Dead, 2))
+        );
+        assert_eq!(plan_nack(Some(&leased), 1, None, 10), Ok(None));
+        assert_eq!(
+            plan_nack(Some(b"junk"), 1, None, 10),
+            Err(Refusal::CorruptJob)
+        );
+        // EXTEND: the line is asked only for a holding receipt.
+        let no = || -> bool { panic!("asked only when the receipt holds") };
+        assert_eq!(
+            plan_extend(Some(&leased), || true, 3_000_001, 5, 10),
+            Ok(Some(15))
+        );
+        assert_eq!(
+            plan_extend(Some(&leased), || false, 3_000_001, 5, 10),
+            Ok(None)
+        );
+        assert_eq!(plan_extend(Some(&leased), no, 7, 5, 10), Ok(None));
+        assert_eq!(
+            plan_extend(Some(b"junk"), no, 7, 5, 10),
+            Err(Refusal::CorruptJob)
+        );
+        // CANCEL.
+        assert_eq!(plan_cancel(None, never, false, 10), Ok(false));
+        assert_eq!(plan_cancel(Some(&waiting), never, false, 10), Ok(true));
+        assert_eq!(
+            plan_cancel(Some(&leased), || Some(11.0), false, 10),
+            Err(Refusal::Leased)
+        );
+        assert_eq!(
+            plan_cancel(Some(&leased), || Some(11.0), true, 10),
+            Ok(true)
+        );
+        assert_eq!(
+            plan_cancel(Some(&leased), || Some(10.0), false, 10),
+            Ok(true)
+        );
+        assert_eq!(
+            plan_cancel(Some(&leased), || Some(0.5), true, 10),
+            Err(Refusal::CorruptDue)
+        );
+        assert_eq!(
+            plan_cancel(Some(b"junk"), never, true, 10),
+            Err(Refusal::CorruptJob)
+        );
+        // PURGE.
+        assert_eq!(plan_purge(3, &[1.0, 2.0, 3.0], Some(1), None, 0), Ok(2));
+        assert_eq!(
+            plan_purge(3, &[1.0, -2.0, 3.0], Some(1), None, 0),
+            Err((Refusal::CorruptDead, 1))
+        );
     }
 }
