@@ -1,7 +1,7 @@
 //! DELAYQ's handlers: parse and validate everything, open and type-check
 //! the queue's keys, read what the command needs, hand it to the command's
 //! plan in model.rs (`plan_add`, `PollPlan`, `plan_ack`, `plan_nack`,
-//! `plan_extend`, `plan_cancel`, `plan_purge`), which checks every record
+//! `plan_extend`, `plan_cancel`, `plan_purge`, `plan_redrive`), which checks every record
 //! and decides the writes and the reply or refuses, then apply the plan,
 //! reply, replicate, serve waiting consumers. Nothing is written before
 //! the plan is made.
@@ -21,9 +21,9 @@
 use redis_module::{Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::model::{
-    self, plan_ack, plan_add, plan_cancel, plan_extend, plan_nack, plan_purge, AddArgs, AddPlan,
-    Header, Next, PollPlan, Refusal, Retry, DEFAULT_ATTEMPTS, MAX_ATTEMPTS, MAX_COUNT,
-    MAX_DELAY_MS, MAX_EXAMINE, MAX_INT, MAX_PAYLOAD, MAX_PURGE, MAX_TIME_MS,
+    self, plan_ack, plan_add, plan_cancel, plan_extend, plan_nack, plan_purge, plan_redrive,
+    AddArgs, AddPlan, Header, Next, PollPlan, Refusal, Retry, DEFAULT_ATTEMPTS, MAX_ATTEMPTS,
+    MAX_COUNT, MAX_DELAY_MS, MAX_EXAMINE, MAX_INT, MAX_PAYLOAD, MAX_PURGE, MAX_TIME_MS,
 };
 use super::{
     COUNT_ACKED, COUNT_ADDED, COUNT_CANCELLED, COUNT_DEAD, COUNT_DELIVERED, COUNT_DUPLICATES,
@@ -156,15 +156,6 @@ impl<'a> Queue<'a> {
             .ok_or_else(|| self.corrupt("jobs", Some(id.as_slice())))
     }
 
-    /// Takes `n` new generations from `B:seq`; returns the first.
-    ///
-    /// Occurs as a corrupt-data error when `B:seq` is not a non-negative
-    /// integer, and as an overflow error when the generations run out
-    /// (also for a count already past the last generation).
-    fn generations(&self, n: i64) -> Result<i64, RedisError> {
-        model::generations(self.seq(), n).map_err(|r| self.refuse(r, b""))
-    }
-
     /// Records that generations up to `last` were used.
     fn set_generation(&self, last: i64) {
         let s = self.seq.as_ref().expect("opened with seq");
@@ -255,12 +246,6 @@ struct Record {
 impl Record {
     fn payload(&self) -> &[u8] {
         &self.raw.as_slice()[self.at..]
-    }
-
-    /// Writes the record back to `B:jobs` with a new header.
-    fn store(&self, q: &Queue, id: &RedisString, head: Header, buf: &mut Vec<u8>) {
-        head.write(self.payload(), buf);
-        q.jobs.hput_arg(id, buf);
     }
 }
 
@@ -935,21 +920,26 @@ pub fn delayq_redrive(ctx: &Context, c: &mut Args) -> RedisResult {
             .map(|(id, _)| id)
             .collect(),
     };
-    let mut recs = Vec::with_capacity(ids.len());
-    for id in &ids {
-        recs.push(q.listed_job(id)?);
-    }
-    if !ids.is_empty() {
-        let first = q.generations(ids.len() as i64)?;
-        let mut buf = Vec::new();
-        for (k, (id, rec)) in ids.iter().zip(&recs).enumerate() {
-            rec.store(&q, id, rec.head.restarted(first + k as i64), &mut buf);
+    let raws: Vec<Option<RedisString>> = ids.iter().map(|id| q.record(id)).collect();
+    let recs: Vec<Option<&[u8]>> = raws.iter().map(bytes).collect();
+    let plan = plan_redrive(&recs, q.seq()).map_err(|(r, i)| {
+        let id = ids.get(i).map_or(&b""[..], |id| id.as_slice());
+        q.refuse(r, id)
+    })?;
+    let mut buf = Vec::new();
+    for ((id, raw), (head, at)) in ids.iter().zip(&raws).zip(&plan) {
+        if let Some(raw) = raw {
+            head.write(&raw.as_slice()[*at..], &mut buf);
+            q.jobs.hput_arg(id, &buf);
             q.dead().zrem_arg(id);
             q.due.zadd_arg(id, now as f64);
         }
-        q.set_generation(first + ids.len() as i64 - 1);
+    }
+    if let Some((last, _)) = plan.last() {
+        q.set_generation(last.gen);
     }
     drop(recs);
+    drop(raws);
     drop(q);
     if !ids.is_empty() {
         replicate::with_clock(ctx, args, now, had_now);

@@ -611,6 +611,31 @@ pub fn plan_purge(
     Ok(purge_count(total, &ats, max_len, max_age, now))
 }
 
+/// Plans DELAYQ.REDRIVE over the dead letters chosen (their records as
+/// read, in order): each goes back in line in a new generation, attempts
+/// and lost leases at 0, caps kept. Returns the header to store and where
+/// its payload starts, for each; the last generation is the new `B:seq`.
+/// Refuses a missing or junk record (with its index) before `B:seq` is
+/// looked at, then a junk or spent `B:seq` (index 0).
+pub fn plan_redrive(
+    records: &[Option<&[u8]>],
+    seq: Option<&[u8]>,
+) -> Result<Vec<(Header, usize)>, (Refusal, usize)> {
+    let mut heads = Vec::with_capacity(records.len());
+    for (i, r) in records.iter().enumerate() {
+        heads.push(listed(*r).map_err(|e| (e, i))?);
+    }
+    if heads.is_empty() {
+        return Ok(heads);
+    }
+    let first = generations(seq, heads.len() as i64).map_err(|e| (e, 0))?;
+    Ok(heads
+        .into_iter()
+        .enumerate()
+        .map(|(k, (h, at))| (h.restarted(first + k as i64), at))
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1023,6 +1048,48 @@ mod tests {
         assert_eq!(
             plan_purge(3, &[1.0, -2.0, 3.0], Some(1), None, 0),
             Err((Refusal::CorruptDead, 1))
+        );
+    }
+
+    #[test]
+    fn a_redrive_plan_restarts_each_in_its_own_generation() {
+        let dead = Header {
+            leased: false,
+            lost: 2,
+            ..Header::new(1, 9, Some(1)).delivered().delivered()
+        }
+        .format(b"p");
+        let spent = Header::new(2, 1, None).delivered();
+        let spent = Header {
+            leased: false,
+            ..spent
+        }
+        .format(b"");
+        let plan = plan_redrive(&[Some(&dead), Some(&spent)], Some(b"4")).unwrap();
+        assert_eq!(
+            plan,
+            [
+                (Header::new(5, 9, Some(1)), 12),
+                (Header::new(6, 1, None), 8)
+            ]
+        );
+        assert_eq!(plan_redrive(&[], Some(b"x")), Ok(vec![]));
+        assert_eq!(
+            plan_redrive(&[Some(&dead), None], Some(b"x")),
+            Err((Refusal::CorruptJob, 1))
+        );
+        assert_eq!(
+            plan_redrive(&[Some(&dead), Some(b"junk")], None),
+            Err((Refusal::CorruptJob, 1))
+        );
+        assert_eq!(
+            plan_redrive(&[Some(&dead)], Some(b"x")),
+            Err((Refusal::CorruptSeq, 0))
+        );
+        let top = MAX_GENERATION.to_string();
+        assert_eq!(
+            plan_redrive(&[Some(&dead)], Some(top.as_bytes())),
+            Err((Refusal::SeqOverflow, 0))
         );
     }
 }
