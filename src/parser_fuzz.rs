@@ -360,8 +360,13 @@ fn lock_and_delayq_states_parse_only_what_they_format() {
         }
         holds.add(h.is_some());
 
+        let lost = if rng.gen_bool(0.5) {
+            format!("/{}/{}", rng.gen_range(0..4), rng.gen_range(0..4))
+        } else {
+            String::new()
+        };
         let near = format!(
-            "{}:{}:{}:{}:{owner}",
+            "{}:{}:{}:{}{lost}:{owner}",
             rng.gen_range(0..1i64 << 34),
             rng.gen_range(0..4),
             rng.gen_range(0..5),

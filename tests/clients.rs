@@ -697,6 +697,26 @@ fn exercise<C: ConnectionLike>(con: &mut C, t: &str) {
     assert_eq!(error_text(&e), "ERR delayq: job is leased");
     assert!(q8.cancel(con, "j2", true).unwrap());
     assert_eq!(q8.info(con).unwrap(), qi(0, 0, 0, 0));
+    // lost_max 0: the first lost lease sends the job to the dead letters.
+    let fragile = JobOptions {
+        lost_max: Some(0),
+        ..Default::default()
+    };
+    assert!(q.at(NOW + 9000).add(con, "j6", b"p6", &fragile).unwrap());
+    assert_eq!(
+        q.at(NOW + 9000).poll(con, 100, None, None).unwrap(),
+        vec![job("j6", "p6", 1, 6000001)]
+    );
+    assert_eq!(q.at(NOW + 9200).poll(con, 100, None, None).unwrap(), vec![]);
+    assert_eq!(
+        q.dead(con, None).unwrap(),
+        vec![DeadLetter {
+            id: "j6".into(),
+            payload: b"p6".to_vec(),
+            attempts: 1,
+            dead_at_ms: NOW + 9100
+        }]
+    );
 }
 
 /// The clients' LIKE tests read recent likers, which LIKE records only on

@@ -288,6 +288,92 @@ fn redrive_takes_the_oldest_or_one_by_id_and_replace_is_explicit() {
 }
 
 #[test]
+fn lostmax_caps_redeliveries_after_lost_leases_apart_from_nacks() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    let add = [
+        "DELAYQ.ADD",
+        "q",
+        "j",
+        "p",
+        "ATTEMPTS",
+        "10",
+        "LOSTMAX",
+        "1",
+    ];
+    assert_eq!(now(&mut c, &add, 0), "1");
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "j"]), "1:0:10:0/0/1:p");
+    let poll = ["DELAYQ.POLL", "q", "100"];
+    assert_eq!(now(&mut c, &poll, 0), "[j, p, 1, 1000001]");
+    // A NACK gives the job back: not a lost lease.
+    let nack = ["DELAYQ.NACK", "q", "j", "1000001"];
+    assert_eq!(now(&mut c, &nack, 10), "1");
+    assert_eq!(now(&mut c, &poll, 10), "[j, p, 2, 1000002]");
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "j"]), "1:2:10:1/0/1:p");
+    // Its lease runs out: one delivery after a lost lease is allowed.
+    assert_eq!(now(&mut c, &poll, 200), "[j, p, 3, 1000003]");
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "j"]), "1:3:10:1/1/1:p");
+    // The second lost lease passes the cap: a dead letter at the lease
+    // end, with 7 attempts to spare; the record tells why (2 lost > 1).
+    assert_eq!(now(&mut c, &poll, 400), "[]");
+    assert_eq!(
+        run(&mut c, &["DELAYQ.DEAD", "q"]),
+        format!("[j, p, 3, {}]", T0 + 300)
+    );
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "j"]), "1:3:10:0/2/1:p");
+    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "j", "1000003"]), "0");
+    // Re-driven: the count starts over, the cap stays.
+    assert_eq!(now(&mut c, &["DELAYQ.REDRIVE", "q", "ID", "j"], 500), "1");
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "j"]), "2:0:10:0/0/1:p");
+    // LOSTMAX 0: the first lost lease is the end.
+    let add0 = ["DELAYQ.ADD", "q", "k", "p", "LOSTMAX", "0"];
+    assert_eq!(now(&mut c, &add0, 500), "1");
+    assert_eq!(
+        now(&mut c, &["DELAYQ.POLL", "q", "100", "COUNT", "5"], 500),
+        "[j, p, 1, 2000001, k, p, 1, 3000001]"
+    );
+    assert_eq!(run(&mut c, &["DELAYQ.ACK", "q", "j", "2000001"]), "1");
+    assert_eq!(run(&mut c, &["HEXISTS", "q:jobs", "j"]), "0");
+    assert_eq!(now(&mut c, &poll, 700), "[]");
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "k"]), "3:1:5:0/1/0:p");
+    assert_eq!(
+        run(&mut c, &["DELAYQ.DEAD", "q"]),
+        format!("[k, p, 1, {}]", T0 + 600)
+    );
+    // REPLACE starts over with this ADD's options: no cap, the 2.0.0 record.
+    let re = ["DELAYQ.ADD", "q", "k", "p2", "REPLACE"];
+    assert_eq!(now(&mut c, &re, 800), "1");
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "k"]), "4:0:5:0:p2");
+    assert_eq!(now(&mut c, &poll, 800), "[k, p2, 1, 4000001]");
+    assert_eq!(now(&mut c, &poll, 1000), "[k, p2, 2, 4000002]");
+    assert_eq!(run(&mut c, &["HGET", "q:jobs", "k"]), "4:2:5:1:p2");
+    // CANCEL, ACK and PURGE remove the record, count and all.
+    let add1 = ["DELAYQ.ADD", "q", "m", "p", "LOSTMAX", "3"];
+    assert_eq!(now(&mut c, &add1, 1000), "1");
+    assert_eq!(now(&mut c, &["DELAYQ.CANCEL", "q", "m"], 1000), "1");
+    assert_eq!(run(&mut c, &["HEXISTS", "q:jobs", "m"]), "0");
+    // Out of range, or no value: refused, nothing written.
+    let before = run(&mut c, &["DEBUG", "DIGEST"]);
+    for (bad, want) in [
+        (&["LOSTMAX", "-1"][..], NOTINT),
+        (&["LOSTMAX", "1000000"][..], NOTINT),
+        (&["LOSTMAX", "x"][..], NOTINT),
+        (&["LOSTMAX"][..], SYNTAX),
+    ] {
+        let mut a = vec!["DELAYQ.ADD", "q", "n", "p"];
+        a.extend_from_slice(bad);
+        assert_eq!(run(&mut c, &a), want, "{bad:?}");
+    }
+    assert_eq!(run(&mut c, &["DEBUG", "DIGEST"]), before);
+    // Lost leases found (j twice, k once, k again without a cap) and the
+    // jobs the cap sent to the dead letters (j, k).
+    let info: String = redis::cmd("INFO").arg("hotpath").query(&mut c).unwrap();
+    for want in ["delayq_lost:4", "delayq_lost_dead:2", "delayq_dead:2"] {
+        assert!(info.contains(&format!("{want}\r\n")), "{want}: {info}");
+    }
+}
+
+#[test]
 fn bad_input_is_refused_and_nothing_is_written() {
     let srv = Server::start();
     let mut c = srv.conn();

@@ -1,6 +1,6 @@
 //! The Lua twins of DELAYQ (the EVALSHA scripts and the Functions library,
 //! each test run both ways) against the module: random streams of adds
-//! (delays, due times, attempts, REPLACE), polls, acks, nacks with delay
+//! (delays, due times, attempts, lost-lease caps, REPLACE), polls, acks, nacks with delay
 //! and backoff, lease heartbeats, dead letters, re-drives, reads,
 //! malformed arguments and hand-edited records, sent to the module on
 //! queue `m{…}` and to the scripts on queue `l{…}`; every reply (key names
@@ -119,6 +119,9 @@ fn random_stream(seed: u64, steps: usize, via: Via) {
             if rng.gen_bool(0.4) {
                 rest.extend([s("ATTEMPTS"), s(rng.gen_range(1..4))]);
             }
+            if rng.gen_bool(0.4) {
+                rest.extend([s("LOSTMAX"), s(rng.gen_range(0..3))]);
+            }
             if rng.gen_bool(0.2) {
                 rest.push(s("replace"));
             }
@@ -195,6 +198,9 @@ fn random_stream(seed: u64, steps: usize, via: Via) {
                 ("DELAYQ.ADD", &["a", "p", "ATTEMPTS", "0"]),
                 ("DELAYQ.ADD", &["a", "p", "AT"]),
                 ("DELAYQ.ADD", &["a", "p", "SOON"]),
+                ("DELAYQ.ADD", &["a", "p", "LOSTMAX", "-1"]),
+                ("DELAYQ.ADD", &["a", "p", "LOSTMAX", "1000000"]),
+                ("DELAYQ.ADD", &["a", "p", "LOSTMAX"]),
                 ("DELAYQ.POLL", &["0"]),
                 ("DELAYQ.POLL", &["10", "COUNT", "101"]),
                 ("DELAYQ.POLL", &["10", "BLOCK"]),
@@ -241,6 +247,10 @@ fn random_stream(seed: u64, steps: usize, via: Via) {
                 &["HSET", "K:jobs", "j1", "junk"],
                 &["HSET", "K:jobs", "j2", "1:0:0:0:p"],
                 &["HSET", "K:jobs", "j3", "1:1:3:0:p"],
+                &["HSET", "K:jobs", "j1", "1:1:3:0/1/0:p"],
+                &["HSET", "K:jobs", "j2", "1:1:3:1/1/0:p"],
+                &["HSET", "K:jobs", "j3", "1:1:3:1/0/x:p"],
+                &["HSET", "K:jobs", "j4", "1:2:3:1/1/1:a/b:c"],
                 &["ZADD", "K:due", "5", "ghost"],
                 &["SET", "K:seq", "x"],
                 &["SET", "K:seq", "9007199253"],

@@ -1,6 +1,10 @@
 //! DELAYQ's handlers: parse and validate everything, open and type-check
-//! the queue's keys, read what the command needs, refuse corrupt records
-//! before writing, write, reply, replicate, serve waiting consumers.
+//! the queue's keys, read what the command needs, hand it to the command's
+//! plan in model.rs (`plan_add`, `PollPlan`, `plan_ack`, `plan_nack`,
+//! `plan_extend`, `plan_cancel`, `plan_purge`, `plan_redrive`), which checks every record
+//! and decides the writes and the reply or refuses, then apply the plan,
+//! reply, replicate, serve waiting consumers. Nothing is written before
+//! the plan is made.
 //!
 //! Job ids, members and records stay the Redis strings the client sent or
 //! the keys hold: they go from one key call to the next and into replies
@@ -17,14 +21,14 @@
 use redis_module::{Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::model::{
-    lease_running, purge_count, Header, Retry, DEFAULT_ATTEMPTS, MAX_ATTEMPTS, MAX_COUNT,
-    MAX_DELAY_MS, MAX_EXAMINE, MAX_GENERATION, MAX_INT, MAX_PAYLOAD, MAX_PURGE, MAX_TIME_MS,
+    self, plan_ack, plan_add, plan_cancel, plan_extend, plan_nack, plan_purge, plan_redrive,
+    AddArgs, AddPlan, Header, Next, PollPlan, Refusal, Retry, DEFAULT_ATTEMPTS, MAX_ATTEMPTS,
+    MAX_COUNT, MAX_DELAY_MS, MAX_EXAMINE, MAX_INT, MAX_PAYLOAD, MAX_PURGE, MAX_TIME_MS,
 };
 use super::{
     COUNT_ACKED, COUNT_ADDED, COUNT_CANCELLED, COUNT_DEAD, COUNT_DELIVERED, COUNT_DUPLICATES,
-    COUNT_NACKED, COUNT_PURGED, COUNT_REDRIVEN, COUNT_WAITS, FAMILY,
+    COUNT_LOST, COUNT_LOST_DEAD, COUNT_NACKED, COUNT_PURGED, COUNT_REDRIVEN, COUNT_WAITS, FAMILY,
 };
-use crate::args::parse_i64_plain;
 use crate::argv::{is, Args};
 use crate::blocking::{self, Waiting};
 use crate::error;
@@ -109,18 +113,40 @@ impl<'a> Queue<'a> {
         error::corrupt(FAMILY, &key, field.as_deref())
     }
 
+    /// Words a plan's refusal; `id` is the job it concerns.
+    fn refuse(&self, r: Refusal, id: &[u8]) -> RedisError {
+        match r {
+            Refusal::CorruptJob => self.corrupt("jobs", Some(id)),
+            Refusal::CorruptDue => self.corrupt("due", Some(id)),
+            Refusal::CorruptDead => self.corrupt("dead", Some(id)),
+            Refusal::CorruptSeq => self.corrupt("seq", None),
+            Refusal::SeqOverflow => error::overflow(FAMILY, &derived(self.name(), "seq"), None),
+            Refusal::Leased => fail("job is leased"),
+        }
+    }
+
+    /// Returns the stored record of `id`, as read.
+    fn record(&self, id: &RedisString) -> Option<RedisString> {
+        self.jobs.hget_arg(HashField::Arg(id))
+    }
+
+    /// Returns `B:seq` as stored, if it exists.
+    fn seq(&self) -> Option<&[u8]> {
+        let s = self.seq.as_ref().expect("opened with seq");
+        s.exists().then(|| s.bytes())
+    }
+
     /// Returns the record of `id` (the stored string) and its header.
     ///
     /// Occurs as a corrupt-data error when it holds anything DELAYQ never
     /// writes.
     fn job(&self, id: &RedisString) -> Result<Option<Record>, RedisError> {
-        match self.jobs.hget_arg(HashField::Arg(id)) {
-            None => Ok(None),
-            Some(raw) => match Header::parse(raw.as_slice()) {
-                Some((head, at)) => Ok(Some(Record { raw, head, at })),
-                None => Err(self.corrupt("jobs", Some(id.as_slice()))),
-            },
-        }
+        let Some(raw) = self.record(id) else {
+            return Ok(None);
+        };
+        let (head, at) =
+            model::listed(Some(raw.as_slice())).map_err(|r| self.refuse(r, id.as_slice()))?;
+        Ok(Some(Record { raw, head, at }))
     }
 
     /// Returns the record of a job listed in `B:due` or `B:dead`, which
@@ -128,26 +154,6 @@ impl<'a> Queue<'a> {
     fn listed_job(&self, id: &RedisString) -> Result<Record, RedisError> {
         self.job(id)?
             .ok_or_else(|| self.corrupt("jobs", Some(id.as_slice())))
-    }
-
-    /// Takes `n` new generations from `B:seq`; returns the first.
-    ///
-    /// Occurs as a corrupt-data error when `B:seq` is not a non-negative
-    /// integer, and as an overflow error when the generations run out
-    /// (also for a count already past the last generation).
-    fn generations(&self, n: i64) -> Result<i64, RedisError> {
-        let s = self.seq.as_ref().expect("opened with seq");
-        let last = if s.exists() {
-            parse_i64_plain(s.bytes())
-                .filter(|v| *v >= 0)
-                .ok_or_else(|| self.corrupt("seq", None))?
-        } else {
-            0
-        };
-        if last > MAX_GENERATION - n {
-            return Err(error::overflow(FAMILY, &derived(self.name(), "seq"), None));
-        }
-        Ok(last + 1)
     }
 
     /// Records that generations up to `last` were used.
@@ -241,19 +247,26 @@ impl Record {
     fn payload(&self) -> &[u8] {
         &self.raw.as_slice()[self.at..]
     }
+}
 
-    /// Writes the record back to `B:jobs` with a new header.
-    fn store(&self, q: &Queue, id: &RedisString, head: Header, buf: &mut Vec<u8>) {
-        head.write(self.payload(), buf);
-        q.jobs.hput_arg(id, buf);
+/// One delivery: the job id, its record as read, where its payload
+/// starts, and the header after delivery.
+struct Delivery {
+    id: RedisString,
+    raw: RedisString,
+    at: usize,
+    head: Header,
+}
+
+impl Delivery {
+    fn payload(&self) -> &[u8] {
+        &self.raw.as_slice()[self.at..]
     }
 }
 
-/// One delivery: the job id, its record and the header after delivery.
-struct Delivery {
-    id: RedisString,
-    rec: Record,
-    head: Header,
+/// Borrows a record as read.
+fn bytes(raw: &Option<RedisString>) -> Option<&[u8]> {
+    raw.as_ref().map(|r| r.as_slice())
 }
 
 /// What one poll took.
@@ -271,7 +284,7 @@ impl Taken {
         let mut out = Vec::with_capacity(self.delivered.len() * 4);
         for d in &self.delivered {
             out.push(util::bulk(d.id.as_slice()));
-            out.push(util::bulk(d.rec.payload()));
+            out.push(util::bulk(d.payload()));
             out.push(RedisValue::Integer(d.head.attempt));
             out.push(RedisValue::Integer(d.head.receipt()));
         }
@@ -284,7 +297,7 @@ impl Taken {
         reply::array(ctx, self.delivered.len() * 4);
         for d in &self.delivered {
             reply::string(ctx, &d.id);
-            reply::bytes(ctx, d.rec.payload());
+            reply::bytes(ctx, d.payload());
             reply::int(ctx, d.head.attempt);
             reply::int(ctx, d.head.receipt());
         }
@@ -293,18 +306,19 @@ impl Taken {
 }
 
 /// Takes up to `count` due jobs, each leased for `lease` ms, and moves the
-/// exhausted ones met on the way to the dead letters (at the instant their
-/// last lease ended). Everything is read and checked before the first
-/// write.
+/// jobs met on the way that have no delivery left (attempts used up, or
+/// more lost leases than their `LOSTMAX`) to the dead letters, at the
+/// instant their last lease ended: reads the due entries into a
+/// [`PollPlan`], which checks each, then applies it.
 fn take(q: &Queue, lease: i64, count: usize, now: i64) -> Result<Taken, RedisError> {
-    let mut out = Taken::default();
-    let mut exhausted: Vec<(RedisString, Record, f64)> = Vec::new();
+    let mut plan = PollPlan::new(count);
+    let mut read: Vec<Option<(RedisString, RedisString)>> = Vec::new();
     // Due entries are read in batches: the first is what is wanted, each
-    // later one (only when exhausted jobs were met) twice the last, so a
+    // later one (only when dead letters were met) twice the last, so a
     // long run of dead letters costs O(k log k), not O(k^2).
     let mut offset = 0usize;
     let mut batch_len = count;
-    'scan: while out.delivered.len() < count && offset < MAX_EXAMINE {
+    'scan: while !plan.full() && offset < MAX_EXAMINE {
         let want = batch_len.min(MAX_EXAMINE - offset);
         let batch = q
             .due
@@ -312,16 +326,13 @@ fn take(q: &Queue, lease: i64, count: usize, now: i64) -> Result<Taken, RedisErr
         let got = batch.len();
         for (id, score) in batch {
             offset += 1;
-            q.instant("due", id.as_slice(), score)?;
-            let rec = q.listed_job(&id)?;
-            if rec.head.exhausted() {
-                exhausted.push((id, rec, score));
-            } else {
-                let head = rec.head.delivered();
-                out.delivered.push(Delivery { id, rec, head });
-                if out.delivered.len() == count {
-                    break 'scan;
-                }
+            let raw = q.record(&id);
+            plan.see(read.len(), score, bytes(&raw))
+                .map_err(|r| q.refuse(r, id.as_slice()))?;
+            // A missing record was refused just above.
+            read.push(raw.map(|raw| (id, raw)));
+            if plan.full() {
+                break 'scan;
             }
         }
         if got < want {
@@ -330,23 +341,36 @@ fn take(q: &Queue, lease: i64, count: usize, now: i64) -> Result<Taken, RedisErr
         batch_len = batch_len.saturating_mul(2);
     }
     let mut buf = Vec::new();
-    for (id, rec, at) in &exhausted {
-        let head = Header {
-            leased: false,
-            ..rec.head
-        };
-        rec.store(q, id, head, &mut buf);
-        q.due.zrem_arg(id);
-        q.dead().zadd_arg(id, *at);
+    for (t, when) in &plan.dead {
+        if let Some((id, raw)) = &read[t.id] {
+            t.head.write(&raw.as_slice()[t.at..], &mut buf);
+            q.jobs.hput_arg(id, &buf);
+            q.due.zrem_arg(id);
+            q.dead().zadd_arg(id, *when as f64);
+        }
     }
-    out.dead = exhausted.len();
     let until = (now + lease) as f64;
-    for d in &out.delivered {
-        d.rec.store(q, &d.id, d.head, &mut buf);
-        q.due.zadd_arg(&d.id, until);
+    let mut out = Taken {
+        delivered: Vec::with_capacity(plan.deliver.len()),
+        dead: plan.dead.len(),
+    };
+    for t in &plan.deliver {
+        if let Some((id, raw)) = read[t.id].take() {
+            t.head.write(&raw.as_slice()[t.at..], &mut buf);
+            q.jobs.hput_arg(&id, &buf);
+            q.due.zadd_arg(&id, until);
+            out.delivered.push(Delivery {
+                id,
+                raw,
+                at: t.at,
+                head: t.head,
+            });
+        }
     }
     COUNT_DELIVERED.add(out.delivered.len() as u64);
     COUNT_DEAD.add(out.dead as u64);
+    COUNT_LOST.add(plan.lost);
+    COUNT_LOST_DEAD.add(plan.lost_dead() as u64);
     Ok(out)
 }
 
@@ -491,7 +515,7 @@ fn parse_now(c: &mut Args) -> Result<Option<i64>, RedisError> {
     Ok(now)
 }
 
-/// DELAYQ.ADD B id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [REPLACE] [NOW unix-ms]
+/// DELAYQ.ADD B id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [LOSTMAX n] [REPLACE] [NOW unix-ms]
 ///
 /// Replies 1 when the job was added (or replaced), 0 when a job with this
 /// id exists and REPLACE was not given (nothing changes).
@@ -501,6 +525,7 @@ pub fn delayq_add(ctx: &Context, c: &mut Args) -> RedisResult {
     check_id(c.arg(2))?;
     let (mut delay, mut at, mut attempts, mut replace, mut now) =
         (None, None, DEFAULT_ATTEMPTS, false, None);
+    let mut lost_max = None;
     while !c.done() {
         let k = c.keyword()?;
         if is(k, "DELAY") && at.is_none() {
@@ -509,6 +534,8 @@ pub fn delayq_add(ctx: &Context, c: &mut Args) -> RedisResult {
             at = Some(c.option_i64(0, MAX_TIME_MS)?);
         } else if is(k, "ATTEMPTS") {
             attempts = c.option_i64(1, MAX_ATTEMPTS)?;
+        } else if is(k, "LOSTMAX") {
+            lost_max = Some(c.option_i64(0, MAX_ATTEMPTS)?);
         } else if is(k, "REPLACE") {
             replace = true;
         } else if is(k, "NOW") {
@@ -535,22 +562,29 @@ pub fn delayq_add(ctx: &Context, c: &mut Args) -> RedisResult {
             seq: true,
         },
     )?;
-    let old = q.job(id)?;
-    if let Some(old) = &old {
-        if !replace {
-            COUNT_DUPLICATES.incr();
-            return Ok(RedisValue::Integer(0));
-        }
-        if old.head.leased && lease_running(&old.head, q.due_at(id)?, now) {
-            return Err(fail("job is leased"));
-        }
-    }
-    let gen = q.generations(1)?;
-    q.set_generation(gen);
-    q.jobs
-        .hput_arg(id, &Header::new(gen, attempts).format(payload));
+    let raw = q.record(id);
+    let a = AddArgs {
+        due_at,
+        max: attempts,
+        lost_max,
+        replace,
+        now,
+    };
+    let plan = plan_add(&a, bytes(&raw), || q.due.zscore_arg(id), q.seq())
+        .map_err(|r| q.refuse(r, id.as_slice()))?;
+    let AddPlan::Add {
+        head,
+        due_at,
+        replaced,
+    } = plan
+    else {
+        COUNT_DUPLICATES.incr();
+        return Ok(RedisValue::Integer(0));
+    };
+    q.set_generation(head.gen);
+    q.jobs.hput_arg(id, &head.format(payload));
     q.due.zadd_arg(id, due_at as f64);
-    if old.is_some() {
+    if replaced {
         q.dead().zrem_arg(id);
     }
     drop(q);
@@ -660,17 +694,17 @@ pub fn delayq_ack(ctx: &Context, c: &mut Args) -> RedisResult {
             seq: false,
         },
     )?;
-    match q.job(id)? {
-        Some(rec) if rec.head.holds(receipt) => {
-            q.jobs.hdel_arg(id);
-            q.due.zrem_arg(id);
-            ctx.replicate_verbatim();
-            util::notify_static(ctx, c"hotpath.delayq.ack", base);
-            COUNT_ACKED.incr();
-            Ok(RedisValue::Integer(1))
-        }
-        _ => Ok(RedisValue::Integer(0)),
+    let remove = plan_ack(bytes(&q.record(id)), receipt).map_err(|r| q.refuse(r, id.as_slice()))?;
+    if !remove {
+        return Ok(RedisValue::Integer(0));
     }
+    q.jobs.hdel_arg(id);
+    q.due.zrem_arg(id);
+    drop(q);
+    ctx.replicate_verbatim();
+    util::notify_static(ctx, c"hotpath.delayq.ack", base);
+    COUNT_ACKED.incr();
+    Ok(RedisValue::Integer(1))
 }
 
 /// DELAYQ.NACK B id receipt [DELAY ms | BACKOFF base-ms max-ms] [NOW unix-ms]
@@ -712,24 +746,27 @@ pub fn delayq_nack(ctx: &Context, c: &mut Args) -> RedisResult {
             seq: false,
         },
     )?;
-    let Some(rec) = q.job(id)?.filter(|r| r.head.holds(receipt)) else {
+    let raw = q.record(id);
+    let plan =
+        plan_nack(bytes(&raw), receipt, retry, now).map_err(|r| q.refuse(r, id.as_slice()))?;
+    let (Some(plan), Some(raw)) = (plan, raw) else {
         return Ok(RedisValue::Integer(0));
     };
-    let head = Header {
-        leased: false,
-        ..rec.head
+    q.jobs
+        .hput_arg(id, &plan.head.format(&raw.as_slice()[plan.payload_at..]));
+    let at = match plan.next {
+        Next::Dead => {
+            q.due.zrem_arg(id);
+            q.dead().zadd_arg(id, now as f64);
+            COUNT_DEAD.incr();
+            now
+        }
+        Next::Requeue(at) => {
+            q.due.zadd_arg(id, at as f64);
+            at
+        }
     };
-    rec.store(&q, id, head, &mut Vec::new());
-    let (reply, at) = if head.exhausted() {
-        q.due.zrem_arg(id);
-        q.dead().zadd_arg(id, now as f64);
-        COUNT_DEAD.incr();
-        (2, now)
-    } else {
-        let at = now + retry.unwrap_or(Retry::Delay(0)).wait(head.attempt);
-        q.due.zadd_arg(id, at as f64);
-        (1, at)
-    };
+    let reply = plan.reply();
     drop(q);
     replicate::with_clock(ctx, args, now, had_now);
     // One event per call, named after the command, whether the job went
@@ -767,9 +804,11 @@ pub fn delayq_extend(ctx: &Context, c: &mut Args) -> RedisResult {
             seq: false,
         },
     )?;
-    match q.job(id)? {
-        Some(rec) if rec.head.holds(receipt) && q.is_due(id) => {
-            q.due.zadd_arg(id, (now + lease) as f64);
+    let until = plan_extend(bytes(&q.record(id)), || q.is_due(id), receipt, lease, now)
+        .map_err(|r| q.refuse(r, id.as_slice()))?;
+    match until {
+        Some(until) => {
+            q.due.zadd_arg(id, until as f64);
             drop(q);
             replicate::with_clock(ctx, args, now, had_now);
             util::notify_static(ctx, c"hotpath.delayq.extend", base);
@@ -778,7 +817,7 @@ pub fn delayq_extend(ctx: &Context, c: &mut Args) -> RedisResult {
             job_in_line(ctx, base, now + lease, now);
             Ok(RedisValue::Integer(1))
         }
-        _ => Ok(RedisValue::Integer(0)),
+        None => Ok(RedisValue::Integer(0)),
     }
 }
 
@@ -881,26 +920,26 @@ pub fn delayq_redrive(ctx: &Context, c: &mut Args) -> RedisResult {
             .map(|(id, _)| id)
             .collect(),
     };
-    let mut recs = Vec::with_capacity(ids.len());
-    for id in &ids {
-        recs.push(q.listed_job(id)?);
-    }
-    if !ids.is_empty() {
-        let first = q.generations(ids.len() as i64)?;
-        let mut buf = Vec::new();
-        for (k, (id, rec)) in ids.iter().zip(&recs).enumerate() {
-            rec.store(
-                &q,
-                id,
-                Header::new(first + k as i64, rec.head.max),
-                &mut buf,
-            );
+    let raws: Vec<Option<RedisString>> = ids.iter().map(|id| q.record(id)).collect();
+    let recs: Vec<Option<&[u8]>> = raws.iter().map(bytes).collect();
+    let plan = plan_redrive(&recs, q.seq()).map_err(|(r, i)| {
+        let id = ids.get(i).map_or(&b""[..], |id| id.as_slice());
+        q.refuse(r, id)
+    })?;
+    let mut buf = Vec::new();
+    for ((id, raw), (head, at)) in ids.iter().zip(&raws).zip(&plan) {
+        if let Some(raw) = raw {
+            head.write(&raw.as_slice()[*at..], &mut buf);
+            q.jobs.hput_arg(id, &buf);
             q.dead().zrem_arg(id);
             q.due.zadd_arg(id, now as f64);
         }
-        q.set_generation(first + ids.len() as i64 - 1);
+    }
+    if let Some((last, _)) = plan.last() {
+        q.set_generation(last.gen);
     }
     drop(recs);
+    drop(raws);
     drop(q);
     if !ids.is_empty() {
         replicate::with_clock(ctx, args, now, had_now);
@@ -947,13 +986,11 @@ pub fn delayq_cancel(ctx: &Context, c: &mut Args) -> RedisResult {
             seq: false,
         },
     )?;
-    let Some(rec) = q.job(id)? else {
+    let remove = plan_cancel(bytes(&q.record(id)), || q.due.zscore_arg(id), force, now)
+        .map_err(|r| q.refuse(r, id.as_slice()))?;
+    if !remove {
         return Ok(RedisValue::Integer(0));
-    };
-    if rec.head.leased && lease_running(&rec.head, q.due_at(id)?, now) && !force {
-        return Err(fail("job is leased"));
     }
-    drop(rec);
     q.jobs.hdel_arg(id);
     q.due.zrem_arg(id);
     q.dead().zrem_arg(id);
@@ -1071,15 +1108,13 @@ pub fn delayq_purge(ctx: &Context, c: &mut Args) -> RedisResult {
     let oldest = q
         .dead()
         .zrange_strings(0, MAX_PURGE, f64::NEG_INFINITY, f64::INFINITY);
-    let mut ats = Vec::with_capacity(oldest.len());
-    for (id, score) in &oldest {
-        ats.push(q.instant("dead", id.as_slice(), *score)?);
-    }
-    let n = purge_count(total, &ats, max_len, max_age, now);
+    let scores: Vec<f64> = oldest.iter().map(|(_, s)| *s).collect();
+    let n = plan_purge(total, &scores, max_len, max_age, now)
+        .map_err(|(r, i)| q.refuse(r, oldest[i].0.as_slice()))?;
     // Every record removed must be there (an id listed without its record
     // is corrupt), checked before the first write.
     for (id, _) in &oldest[..n] {
-        q.listed_job(id)?;
+        model::listed(bytes(&q.record(id))).map_err(|r| q.refuse(r, id.as_slice()))?;
     }
     for (id, _) in &oldest[..n] {
         q.jobs.hdel_arg(id);

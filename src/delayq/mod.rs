@@ -8,7 +8,9 @@
 //! timer at the next due instant, never by polling.
 //!
 //! Keys of a queue `B` (public; on a cluster `B` needs a hash tag):
-//! - `B:jobs` Hash, id → `<generation>:<attempt>:<max>:<leased>:<payload>`;
+//! - `B:jobs` Hash, id → `<generation>:<attempt>:<max>:<leased>:<payload>`,
+//!   or `…:<leased>/<lost>/<lostmax>:<payload>` for a job added with
+//!   `LOSTMAX` (lost leases counted against that cap);
 //! - `B:due` Sorted Set, id → the instant (unix ms) the job can next be
 //!   taken: its due time while waiting, its lease end while held;
 //! - `B:dead` Sorted Set, id → the instant it went to the dead letters;
@@ -17,7 +19,7 @@
 //!   queue's whole life).
 //!
 //! Commands:
-//! - `DELAYQ.ADD B id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [REPLACE] [NOW unix-ms]`
+//! - `DELAYQ.ADD B id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [LOSTMAX n] [REPLACE] [NOW unix-ms]`
 //! - `DELAYQ.POLL B lease-ms [COUNT n] [BLOCK timeout-ms] [NOW unix-ms]`
 //! - `DELAYQ.ACK B id receipt`
 //! - `DELAYQ.NACK B id receipt [DELAY ms | BACKOFF base-ms max-ms] [NOW unix-ms]`
@@ -56,6 +58,11 @@ pub static COUNT_REDRIVEN: Counter = Counter::new("delayq_redriven");
 pub static COUNT_CANCELLED: Counter = Counter::new("delayq_cancelled");
 /// Dead letters removed by DELAYQ.PURGE.
 pub static COUNT_PURGED: Counter = Counter::new("delayq_purged");
+/// Leases that ran out without an ack or a nack, found by a poll.
+pub static COUNT_LOST: Counter = Counter::new("delayq_lost");
+/// Jobs moved to the dead letters for more lost leases than their
+/// `LOSTMAX` (also counted in `delayq_dead`).
+pub static COUNT_LOST_DEAD: Counter = Counter::new("delayq_lost_dead");
 /// Consumers that blocked waiting for a job.
 pub static COUNT_WAITS: Counter = Counter::new("delayq_waits");
 
@@ -71,6 +78,8 @@ pub static COUNTERS: &[&Counter] = &[
     &COUNT_WAITS,
     &COUNT_CANCELLED,
     &COUNT_PURGED,
+    &COUNT_LOST,
+    &COUNT_LOST_DEAD,
 ];
 
 const B: Keys = Keys::Range { first: 1, last: 1 };
@@ -86,7 +95,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Adds a job with a unique id, a payload and a due time; idempotent on the id unless REPLACE",
         complexity: "O(log N)",
-        syntax: "key id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [REPLACE] [NOW unix-ms]",
+        syntax: "key id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [LOSTMAX n] [REPLACE] [NOW unix-ms]",
         reply: "integer"
     },
     crate::borrowed_command! {

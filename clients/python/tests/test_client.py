@@ -541,6 +541,11 @@ class Families:
             q.cancel("j2", now=NOW + 8000)
         self.assertTrue(q.cancel("j2", force=True, now=NOW + 8000))
         self.assertEqual(q.info(now=NOW + 8000), R.QueueInfo(0, 0, 0, 0))
+        # lost_max=0: the first lost lease sends the job to the dead letters.
+        self.assertTrue(q.add("j6", "p6", lost_max=0, now=NOW + 9000))
+        self.assertEqual(q.poll(100, now=NOW + 9000), [R.Job("j6", "p6", 1, 6000001)])
+        self.assertEqual(q.poll(100, now=NOW + 9200), [])
+        self.assertEqual(q.dead(), [R.DeadLetter("j6", "p6", 1, NOW + 9100)])
 
     def test_idem(self):
         # A NOW in 2030: records expire a TTL after it.

@@ -794,6 +794,9 @@ pub struct JobOptions {
     pub at: Option<i64>,
     /// The most deliveries (default 5).
     pub attempts: Option<i64>,
+    /// The most deliveries after a lost lease (`LOSTMAX`, server 2.1.0;
+    /// default: no cap).
+    pub lost_max: Option<i64>,
     /// Start an existing job over instead of keeping it.
     pub replace: bool,
 }
@@ -827,6 +830,7 @@ impl DelayQueue {
             .opt("DELAY", o.delay)
             .opt("AT", o.at)
             .opt("ATTEMPTS", o.attempts)
+            .opt("LOSTMAX", o.lost_max)
             .flag("REPLACE", o.replace)
             .opt("NOW", self.now);
         Ok(int(&c.run(self.backend, con)?)? == 1)

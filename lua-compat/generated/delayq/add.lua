@@ -1,4 +1,4 @@
--- DELAYQ.ADD key id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [REPLACE] [NOW unix-ms]
+-- DELAYQ.ADD key id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [LOSTMAX n] [REPLACE] [NOW unix-ms]
 -- KEYS[1] = B; ARGV = id payload [options...], exactly as the command.
 -- Reply: 1 added (or replaced), 0 when the id exists and REPLACE was not given.
 -- Same replies, errors and stored data as the module (lua-compat/docs/delayq.md).
@@ -84,20 +84,34 @@ local function check_types(B, wanted)
   end
   return nil
 end
--- A job record: '<generation>:<attempt>:<max>:<leased>:<payload>'.
+-- A job record: '<generation>:<attempt>:<max>:<leased>:<payload>', or
+-- with a lost-lease cap (LOSTMAX) '...:<leased>/<lost>/<lostmax>:<payload>'.
 local function parse_job(v)
   local g, a, m, l, p = string.match(v, '^([^:]*):([^:]*):([^:]*):([^:]*):(.*)$')
   if not g then return nil end
-  local j = {gen = stored(g), attempt = stored(a), max = stored(m), leased = stored(l), payload = p}
+  local lost, cap = 0, nil
+  local l1, l2, l3 = string.match(l, '^([^/]*)/([^/]*)/([^/]*)$')
+  if l1 then
+    l, lost, cap = l1, stored(l2), stored(l3)
+    if not (lost and cap) or cap > MAX_ATTEMPTS then return nil end
+  end
+  local j = {gen = stored(g), attempt = stored(a), max = stored(m), leased = stored(l),
+    lost = lost, lostmax = cap, payload = p}
   if not (j.gen and j.attempt and j.max and j.leased) then return nil end
   if j.gen < 1 or j.gen > MAX_GENERATION or j.max < 1 or j.max > MAX_ATTEMPTS
       or j.attempt > j.max or j.leased > 1 or (j.attempt == 0 and j.leased == 1) then
     return nil
   end
+  -- A count past the cap is a dead letter's: never leased.
+  if cap and (lost > j.attempt or lost > cap + 1 or (lost > cap and j.leased == 1)) then
+    return nil
+  end
   return j
 end
 local function format_job(j)
-  return fmt(j.gen) .. ':' .. fmt(j.attempt) .. ':' .. fmt(j.max) .. ':' .. fmt(j.leased) .. ':' .. j.payload
+  local l = fmt(j.leased)
+  if j.lostmax then l = l .. '/' .. fmt(j.lost) .. '/' .. fmt(j.lostmax) end
+  return fmt(j.gen) .. ':' .. fmt(j.attempt) .. ':' .. fmt(j.max) .. ':' .. l .. ':' .. j.payload
 end
 -- Takes n new generations from B:seq: the first, or nil and an error reply.
 local function generations(B, n)
@@ -130,6 +144,7 @@ end
 local id, payload = ARGV[1], ARGV[2]
 if id == '' then return redis.error_reply('ERR delayq: id must not be empty') end
 local delay, at, attempts, replace, now = nil, nil, DEFAULT_ATTEMPTS, false, nil
+local lostmax = nil
 local i = 3
 while i <= #ARGV do
   local kw = string.upper(ARGV[i])
@@ -141,13 +156,15 @@ while i <= #ARGV do
     if kw == 'DELAY' and not at then lo, hi = 0, MAX_DELAY
     elseif kw == 'AT' and not delay then lo, hi = 0, MAX_TIME
     elseif kw == 'ATTEMPTS' then lo, hi = 1, MAX_ATTEMPTS
+    elseif kw == 'LOSTMAX' then lo, hi = 0, MAX_ATTEMPTS
     elseif kw == 'NOW' then lo, hi = 0, MAX_TIME
     else return redis.error_reply(SYNTAX) end
     if i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
     local n = arg_int(ARGV[i + 1], lo, hi)
     if not n then return redis.error_reply(NOTINT) end
     if kw == 'DELAY' then delay = n elseif kw == 'AT' then at = n
-    elseif kw == 'ATTEMPTS' then attempts = n else now = n end
+    elseif kw == 'ATTEMPTS' then attempts = n elseif kw == 'LOSTMAX' then lostmax = n
+    else now = n end
     i = i + 2
   end
 end
@@ -172,7 +189,8 @@ end
 local gen, gerr = generations(B, 1)
 if not gen then return gerr end
 redis.call('SET', B .. ':seq', fmt(gen))
-redis.call('HSET', B .. ':jobs', id, format_job({gen = gen, attempt = 0, max = attempts, leased = 0, payload = payload}))
+redis.call('HSET', B .. ':jobs', id, format_job({gen = gen, attempt = 0, max = attempts, leased = 0,
+  lost = 0, lostmax = lostmax, payload = payload}))
 redis.call('ZADD', B .. ':due', fmt(due_at), id)
 if old then redis.call('ZREM', B .. ':dead', id) end
 return 1

@@ -88,21 +88,37 @@ local function check_types(B, wanted)
   end
   return nil
 end
--- A job record: '<generation>:<attempt>:<max>:<leased>:<payload>'.
+-- A job record: '<generation>:<attempt>:<max>:<leased>:<payload>', or
+-- with a lost-lease cap (LOSTMAX) '...:<leased>/<lost>/<lostmax>:<payload>'.
 local function parse_job(v)
   local g, a, m, l, p = string.match(v, '^([^:]*):([^:]*):([^:]*):([^:]*):(.*)$')
   if not g then return nil end
-  local j = {gen = stored(g), attempt = stored(a), max = stored(m), leased = stored(l), payload = p}
+  local lost, cap = 0, nil
+  local l1, l2, l3 = string.match(l, '^([^/]*)/([^/]*)/([^/]*)$')
+  if l1 then
+    l, lost, cap = l1, stored(l2), stored(l3)
+    if not (lost and cap) or cap > MAX_ATTEMPTS then return nil end
+  end
+  local j = {gen = stored(g), attempt = stored(a), max = stored(m), leased = stored(l),
+    lost = lost, lostmax = cap, payload = p}
   if not (j.gen and j.attempt and j.max and j.leased) then return nil end
   if j.gen < 1 or j.gen > MAX_GENERATION or j.max < 1 or j.max > MAX_ATTEMPTS
       or j.attempt > j.max or j.leased > 1 or (j.attempt == 0 and j.leased == 1) then
     return nil
   end
+  -- A count past the cap is a dead letter's: never leased.
+  if cap and (lost > j.attempt or lost > cap + 1 or (lost > cap and j.leased == 1)) then
+    return nil
+  end
   return j
 end
 local function format_job(j)
-  return fmt(j.gen) .. ':' .. fmt(j.attempt) .. ':' .. fmt(j.max) .. ':' .. fmt(j.leased) .. ':' .. j.payload
+  local l = fmt(j.leased)
+  if j.lostmax then l = l .. '/' .. fmt(j.lost) .. '/' .. fmt(j.lostmax) end
+  return fmt(j.gen) .. ':' .. fmt(j.attempt) .. ':' .. fmt(j.max) .. ':' .. l .. ':' .. j.payload
 end
+-- True when the job lost more leases than its cap allows.
+local function lost_too_often(j) return j.lostmax ~= nil and j.lost > j.lostmax end
 local function receipt_of(j) return j.gen * RECEIPT_BASE + j.attempt end
 -- The record of id: a job, false when missing, or nil and an error reply.
 local function get_job(B, id)
@@ -160,7 +176,9 @@ while #deliver < count and offset < MAX_EXAMINE do
     if not at then return corrupt(due, id) end
     local j, err = listed_job(B, id)
     if not j then return err end
-    if j.attempt >= j.max then
+    -- Still leased while due: its lease ran out; counted against a cap.
+    if j.leased == 1 and j.lostmax then j.lost = j.lost + 1 end
+    if j.attempt >= j.max or lost_too_often(j) then
       table.insert(exhausted, {id, j, at})
     else
       table.insert(deliver, {id, j})

@@ -47,7 +47,9 @@ while #deliver < count and offset < MAX_EXAMINE do
     if not at then return corrupt(due, id) end
     local j, err = listed_job(B, id)
     if not j then return err end
-    if j.attempt >= j.max then
+    -- Still leased while due: its lease ran out; counted against a cap.
+    if j.leased == 1 and j.lostmax then j.lost = j.lost + 1 end
+    if j.attempt >= j.max or lost_too_often(j) then
       table.insert(exhausted, {id, j, at})
     else
       table.insert(deliver, {id, j})

@@ -48,6 +48,7 @@ if not first then return gerr end
 for k, id in ipairs(ids) do
   local j = jobs[k]
   j.gen, j.attempt, j.leased = first + k - 1, 0, 0
+  if j.lostmax then j.lost = 0 end
   redis.call('HSET', B .. ':jobs', id, format_job(j))
   redis.call('ZREM', dead, id)
   redis.call('ZADD', B .. ':due', fmt(now), id)

@@ -790,12 +790,15 @@ class DelayQueue(_Entity):
 
     def add(self, id: Arg, payload: Arg, delay: Optional[int] = None, at: Optional[int] = None,
             attempts: Optional[int] = None, replace: bool = False,
-            now: Optional[int] = None) -> bool:
-        """True when added (or replaced), False when ``id`` exists."""
+            now: Optional[int] = None, lost_max: Optional[int] = None) -> bool:
+        """True when added (or replaced), False when ``id`` exists.
+        ``lost_max``: the most deliveries after a lost lease (LOSTMAX, server
+        2.1.0)."""
         a: List[Arg] = [id, payload]
         _opt(a, "DELAY", delay)
         _opt(a, "AT", at)
         _opt(a, "ATTEMPTS", attempts)
+        _opt(a, "LOSTMAX", lost_max)
         if replace:
             a.append("REPLACE")
         _opt(a, "NOW", now)
