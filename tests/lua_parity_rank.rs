@@ -10,8 +10,9 @@ use rand::{Rng, SeedableRng};
 use common::*;
 
 const T0: i64 = 1_700_000_000_000;
-const SCRIPTS: [&str; 11] = [
+const SCRIPTS: [&str; 12] = [
     "create", "add", "incr", "decr", "get", "top", "around", "rem", "count", "merge", "import",
+    "position",
 ];
 
 /// The module's reply with its key names (`'m{…`) spelt as the twin's
@@ -189,6 +190,8 @@ fn lua_twins_match_the_module_once() {
     // refused): each kind must occur, or the random run tests nothing new.
     let mut seen = [0usize; 3];
     let mut seen_wide = 0;
+    // Wide boards merged into, imported and read by RANK.POSITION.
+    let mut seen_wide_new = [0usize; 3];
     for seed in 0..6u64 {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut clock = T0 + rng.gen_range(0..1_000_000);
@@ -206,7 +209,9 @@ fn lua_twins_match_the_module_once() {
             if rng.gen_range(0..60) == 0 {
                 m.clear();
             }
-            let (op, (got, want)) = match rng.gen_range(0..18) {
+            // The board a MERGE wrote (`b` for the other commands).
+            let mut written = b;
+            let (op, (got, want)) = match rng.gen_range(0..20) {
                 0 => {
                     if rng.gen_bool(0.5) {
                         // Start the board over, so that CREATE gets its chance.
@@ -376,12 +381,47 @@ fn lua_twins_match_the_module_once() {
                     if rng.gen_range(0..4) == 0 {
                         a.extend(["TIEBREAK".into(), pick(&mut rng, &["LATER", "NONE"]).into()]);
                     }
+                    if rng.gen_bool(0.5) {
+                        a.extend([
+                            "LAYOUT".into(),
+                            pick(&mut rng, &["WIDE", "wide", "PACKED", "x"]).into(),
+                        ]);
+                        if rng.gen_range(0..6) == 0 {
+                            a.extend(["UNIT".into(), "MS".into()]);
+                        }
+                    }
                     a.extend(now_opt(&mut rng, &mut clock));
                     ("import", twins.both(&mut c, "import", b, &a))
                 }
                 17 => {
                     let a = vec![m, pick(&mut rng, &members).into()];
                     ("rem", twins.both(&mut c, "rem", b, &a))
+                }
+                13 | 14 => {
+                    // RANK.POSITION: the top, a member, or a position (a
+                    // packed score and member, or on a wide board points
+                    // and a stored name).
+                    let count = pick(&mut rng, &["0", "1", "2", "5", "1001", "x"]).to_string();
+                    let mut a = vec![count];
+                    match rng.gen_range(0..3) {
+                        0 => a.extend(["MEMBER".into(), m]),
+                        1 => {
+                            let score = rng.gen_range(-20..40) * 10_000_000_000i64
+                                + rng.gen_range(0..2) * 9_999_999_999;
+                            let points = rng.gen_range(-20..40).to_string();
+                            let name = format!(
+                                "{:016}:{m}",
+                                9_999_999_999_999_999 - clock + rng.gen_range(0..9_000)
+                            );
+                            if rng.gen_bool(0.5) {
+                                a.extend(["AT".into(), points, name]);
+                            } else {
+                                a.extend(["AT".into(), score.to_string(), m]);
+                            }
+                        }
+                        _ => {}
+                    }
+                    ("position", twins.both(&mut c, "position", b, &a))
                 }
                 _ => {
                     let dest = board(&mut rng);
@@ -398,6 +438,7 @@ fn lua_twins_match_the_module_once() {
                         opts.extend(["TTL".into(), pick(&mut rng, &["100", "0"]).into()]);
                     }
                     opts.extend(now_opt(&mut rng, &mut clock));
+                    written = dest;
                     ("merge", twins.merge(&mut c, dest, &srcs, &opts))
                 }
             };
@@ -418,6 +459,19 @@ fn lua_twins_match_the_module_once() {
             {
                 seen_wide += 1;
             }
+            if matches!(op, "merge" | "import" | "position")
+                && !got.starts_with("ERR")
+                && got != "nil"
+            {
+                let layout = run(&mut c, &["HGET", &format!("l{{{written}}}:meta"), "layout"]);
+                if layout.contains("WIDE") {
+                    let k = ["merge", "import", "position"]
+                        .iter()
+                        .position(|o| *o == op)
+                        .unwrap();
+                    seen_wide_new[k] += 1;
+                }
+            }
             if step % 50 == 49 {
                 let (mdump, ldump) = (dump_keys(&mut c, "m{*"), dump_keys(&mut c, "l{*"));
                 assert_eq!(mdump, renamed(ldump), "seed {seed} step {step}");
@@ -435,6 +489,10 @@ fn lua_twins_match_the_module_once() {
     assert_eq!(ops, 3000);
     assert!(seen.iter().all(|&n| n >= 5), "{seen:?}");
     assert!(seen_wide >= 50, "wide boards written: {seen_wide}");
+    assert!(
+        seen_wide_new.iter().all(|&n| n >= 3),
+        "wide boards merged, imported, positioned: {seen_wide_new:?}"
+    );
 }
 
 /// [`lua_twins_match_the_module_once`] through the EVALSHA scripts, then through the
