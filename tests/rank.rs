@@ -1649,6 +1649,18 @@ fn wide_writes(c: &mut Connection) {
     run(c, &["RANK.ADD", "one", "a", "1"]);
     std::thread::sleep(std::time::Duration::from_millis(2));
     run(c, &["RANK.INCR", "one", "a", "1"]);
+    // A wide MERGE (its index renamed with the board, the meta's expiry
+    // on both) and a wide IMPORT at the server's clock, in three calls.
+    run(c, &["RANK.CREATE", "wm", "LAYOUT", "WIDE", "TTL", "800"]);
+    assert_eq!(int(c, &["RANK.MERGE", "wm", "2", "w", "v"]), 20);
+    run(c, &["ZADD", "g", "5", "a", "6", "b", "7", "c"]);
+    run(c, &["PEXPIRE", "g", "700000"]);
+    assert_eq!(
+        int(c, &["RANK.IMPORT", "g", "LAYOUT", "WIDE", "COUNT", "1"]),
+        2
+    );
+    assert_eq!(int(c, &["RANK.IMPORT", "g", "COUNT", "1"]), 1);
+    assert_eq!(int(c, &["RANK.IMPORT", "g"]), 0);
 }
 
 #[test]
@@ -1666,6 +1678,13 @@ fn wide_boards_end_identical_on_a_replica_and_after_aof_and_rdb() {
     assert!(at("one:meta") > 0);
     assert_eq!(at("one"), at("one:meta"));
     assert_eq!(at("one:time"), at("one:meta"));
+    for k in ["wm", "wm:time"] {
+        assert_eq!(at(k), at("wm:meta"), "{k}");
+    }
+    for k in ["g", "g:time"] {
+        assert_eq!(at(k), at("g:meta"), "{k}");
+    }
+    assert!(at("g:meta") > 0);
     let mut r = p.replica.conn();
     assert_eq!(expiries(&mut r), on_master);
     assert_eq!(
