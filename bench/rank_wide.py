@@ -1,7 +1,9 @@
 """RANK's LAYOUT WIDE against the packed layout (issue 27): memory per
-member, and instructions per call of INCR, ADD, GET and TOP counted by
-valgrind's callgrind inside Redis's `call()` (as
-bench/pollrank_callgrind.py does), on boards of 100,000 members.
+member, instructions per call of INCR, ADD, GET, TOP and POSITION counted
+by valgrind's callgrind inside Redis's `call()` (as
+bench/pollrank_callgrind.py does), on boards of 100,000 members, and the
+server CPU of a MERGE of two such boards and of an IMPORT of one (no
+valgrind: MERGE works in slices outside `call()`).
 
     python3 bench/rank_wide.py [libhotpath.so]
 
@@ -62,6 +64,62 @@ def memory(binary, so):
     return out
 
 
+def cpu(r):
+    i = r.info("cpu")
+    return i["used_cpu_user"] + i["used_cpu_sys"]
+
+
+def merge_import(binary, so):
+    """Server CPU seconds of RANK.MERGE (SUM) of two boards of M members
+    (half of them shared) and of RANK.IMPORT of a plain board of M members
+    (COUNT 1000 per call), packed against WIDE: best of three."""
+    d = tempfile.mkdtemp(prefix="hotpath-wide-merge-")
+    port = free_port()
+    srv = subprocess.Popen([binary, "--port", str(port), "--save", "", "--dir", d, "--loadmodule", so],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    r = redis.Redis(port=port, socket_timeout=300)
+    for _ in range(100):
+        try:
+            r.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.1)
+    rows = []
+    for name, opts in [("packed (default)", []), ("WIDE", ["LAYOUT", "WIDE"])]:
+        r.flushall()
+        for key, off in (("a", 0), ("b", M // 2)):
+            r.execute_command("RANK.CREATE", key, *opts, "NOW", T0)
+            pipe = r.pipeline(transaction=False)
+            for i in range(M):
+                pipe.execute_command("RANK.ADD", key, f"m{i + off}", i % 1000, "NOW", T0 + i)
+                if i % 5000 == 4999:
+                    pipe.execute()
+            pipe.execute()
+        r.execute_command("RANK.CREATE", "d", *opts, "NOW", T0)
+        merge = []
+        for _ in range(3):
+            c0 = cpu(r)
+            n = r.execute_command("RANK.MERGE", "d", 2, "a", "b")
+            merge.append(cpu(r) - c0)
+        assert n == M + M // 2, n
+        imp = []
+        for _ in range(3):
+            r.delete("g", "g:meta", "g:time", "g:import")
+            pipe = r.pipeline(transaction=False)
+            for start in range(0, M, 1000):
+                pipe.zadd("g", {f"m{i}": i % 1000 for i in range(start, start + 1000)})
+            pipe.execute()
+            c0 = cpu(r)
+            left = r.execute_command("RANK.IMPORT", "g", *opts, "COUNT", 1000, "NOW", T0)
+            while left:
+                left = r.execute_command("RANK.IMPORT", "g", "COUNT", 1000)
+            imp.append(cpu(r) - c0)
+        rows.append((name, min(merge), min(imp)))
+    srv.terminate()
+    srv.wait()
+    return rows
+
+
 def main():
     so = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else SO
     binary = os.environ.get("HOTPATH_SERVER", "redis-server")
@@ -70,6 +128,12 @@ def main():
     for name, per, keys in memory(binary, so):
         print(f"| {name} | {per:.1f} B | " + ", ".join(f"`{k}` {v / M:.1f} B/member" for k, v in keys.items()) + " |",
               flush=True)
+    print()
+    print(f"| layout | RANK.MERGE SUM, 2 × {M:,} → {M + M // 2:,} members, server CPU | "
+          f"RANK.IMPORT of {M:,} (COUNT 1000), server CPU |")
+    print("|---|---:|---:|")
+    for name, m, i in merge_import(binary, so):
+        print(f"| {name} | {m:.2f} s | {i:.2f} s |", flush=True)
 
     out_dir = tempfile.mkdtemp(prefix="hotpath-callgrind-")
     out = os.path.join(out_dir, "cg.out")
@@ -118,6 +182,14 @@ def main():
         for start in range(0, M, 2000):
             run([("RANK.ADD", key, f"m{i}", i % 1000, "NOW", T0 + i) for i in range(start, start + 2000)])
     member = lambda i: f"m{(i * 7919) % M}"
+    # The position of each member as RANK.POSITION answers it: (score,
+    # member) on the packed board, (points, stored name) on the wide one.
+    at = {}
+    for key in ("p", "w"):
+        pipe = r.pipeline(transaction=False)
+        for i in range(2 * N):
+            pipe.execute_command("RANK.POSITION", key, 0, "MEMBER", member(i))
+        at[key] = [(e[1][2], e[1][0]) if key == "p" else (e[1][1], e[1][2]) for e in pipe.execute()]
     rows = [
         ("RANK.INCR", lambda k, i: ("RANK.INCR", k, member(i), 3, "NOW", T0 + M + i)),
         ("RANK.ADD new points", lambda k, i: ("RANK.ADD", k, member(i), 5000 + i, "NOW", T0 + 2 * M + i)),
@@ -125,6 +197,9 @@ def main():
         ("RANK.ADD GT, kept", lambda k, i: ("RANK.ADD", k, member(i), 0, "GT", "NOW", T0 + 4 * M + i)),
         ("RANK.GET", lambda k, i: ("RANK.GET", k, member(i))),
         ("RANK.TOP 10", lambda k, i: ("RANK.TOP", k, 10)),
+        ("RANK.POSITION 10 (the top)", lambda k, i: ("RANK.POSITION", k, 10)),
+        ("RANK.POSITION 10 MEMBER", lambda k, i: ("RANK.POSITION", k, 10, "MEMBER", member(i))),
+        ("RANK.POSITION 10 AT", lambda k, i: ("RANK.POSITION", k, 10, "AT", *at[k][i])),
     ]
     print()
     print("| command (100k board, NOW given) | packed instr/call | WIDE instr/call | WIDE ÷ packed |")

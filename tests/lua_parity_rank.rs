@@ -1,6 +1,8 @@
 //! The RANK Lua twins against the module: random operation sequences on
 //! boards `m{i}` (module) and `l{i}` (scripts) must give identical replies
-//! and identical data.
+//! and identical data. The twins are loaded and run through the one parity
+//! harness (tests/common/twins.rs), as EVALSHA scripts and as FCALL
+//! functions.
 
 use crate::common;
 
@@ -10,35 +12,19 @@ use rand::{Rng, SeedableRng};
 use common::*;
 
 const T0: i64 = 1_700_000_000_000;
-const SCRIPTS: [&str; 11] = [
-    "create", "add", "incr", "decr", "get", "top", "around", "rem", "count", "merge", "import",
-];
+/// RANK's twins (tests/common/twins.rs) with the two calls this file
+/// makes: a command on one board `m{b}` / `l{b}`, and MERGE, whose
+/// `numkeys` comes after its first key.
+struct RankTwins(Twins);
 
-/// The module's reply with its key names (`'m{…`) spelt as the twin's
-/// (`'l{…`), so that errors naming a key compare equal.
-fn as_twin(reply: String) -> String {
-    reply.replace("'m{", "'l{")
-}
-
-struct Twins {
-    shas: Vec<(String, String)>,
-}
-
-impl Twins {
-    fn load(c: &mut Connection) -> Twins {
-        let shas = SCRIPTS
-            .iter()
-            .map(|s| (s.to_string(), load_twin(c, &format!("rank/{s}.lua"))))
-            .collect();
-        Twins { shas }
-    }
-
-    fn sha(&self, name: &str) -> &str {
-        &self.shas.iter().find(|(n, _)| n == name).unwrap().1
+impl RankTwins {
+    /// Loads every RANK twin the way this test thread runs twins.
+    fn load(c: &mut Connection) -> RankTwins {
+        RankTwins(Twins::here(c, "rank"))
     }
 
     /// Runs `RANK.<name> m{board} args…` and its twin on `l{board}`;
-    /// returns both replies.
+    /// returns both replies (errors naming the key read alike).
     fn both(
         &self,
         c: &mut Connection,
@@ -46,16 +32,12 @@ impl Twins {
         board: usize,
         args: &[String],
     ) -> (String, String) {
-        let mb = format!("m{{{board}}}");
-        let lb = format!("l{{{board}}}");
-        let cmd_name = format!("RANK.{}", name.to_uppercase());
-        let mut m: Vec<&str> = vec![&cmd_name, &mb];
-        m.extend(args.iter().map(|s| s.as_str()));
-        let mut l: Vec<&str> = vec![&lb];
-        l.extend(args.iter().map(|s| s.as_str()));
-        (
-            as_twin(run(c, &m)),
-            show(&call_twin(c, self.sha(name), 1, &l)),
+        let rest: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.0.both(
+            c,
+            &format!("RANK.{}", name.to_uppercase()),
+            &[&board.to_string()],
+            &rest,
         )
     }
 
@@ -66,11 +48,12 @@ impl Twins {
         srcs: &[usize],
         opts: &[String],
     ) -> (String, String) {
-        let key = |p: &str, i: usize| format!("{p}{{{i}}}");
         let n = srcs.len().to_string();
-        let (md, ld) = (key("m", dest), key("l", dest));
-        let ms: Vec<String> = srcs.iter().map(|&i| key("m", i)).collect();
-        let ls: Vec<String> = srcs.iter().map(|&i| key("l", i)).collect();
+        let (md, ld) = common::twins::mirror(&dest.to_string());
+        let (ms, ls): (Vec<String>, Vec<String>) = srcs
+            .iter()
+            .map(|i| common::twins::mirror(&i.to_string()))
+            .unzip();
         let mut m: Vec<&str> = vec!["RANK.MERGE", &md, &n];
         m.extend(ms.iter().map(|s| s.as_str()));
         m.extend(opts.iter().map(|s| s.as_str()));
@@ -79,8 +62,8 @@ impl Twins {
         l.push(&n);
         l.extend(opts.iter().map(|s| s.as_str()));
         (
-            as_twin(run(c, &m)),
-            show(&call_twin(c, self.sha("merge"), 1 + srcs.len(), &l)),
+            run(c, &m).replace("'m{", "'l{"),
+            show(&self.0.call_keys(c, "RANK.MERGE", 1 + srcs.len(), &l)),
         )
     }
 }
@@ -177,7 +160,7 @@ fn renamed(dump: Vec<String>) -> Vec<String> {
 fn lua_twins_match_the_module_once() {
     let s = Server::start();
     let mut c = s.conn();
-    let twins = Twins::load(&mut c);
+    let twins = RankTwins::load(&mut c);
     // A key of another type, to hit WRONGTYPE on the board and its meta.
     for p in ["m", "l"] {
         run(&mut c, &["SET", &format!("{p}{{5}}:meta"), "x"]);
@@ -189,6 +172,8 @@ fn lua_twins_match_the_module_once() {
     // refused): each kind must occur, or the random run tests nothing new.
     let mut seen = [0usize; 3];
     let mut seen_wide = 0;
+    // Wide boards merged into, imported and read by RANK.POSITION.
+    let mut seen_wide_new = [0usize; 3];
     for seed in 0..6u64 {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut clock = T0 + rng.gen_range(0..1_000_000);
@@ -206,7 +191,9 @@ fn lua_twins_match_the_module_once() {
             if rng.gen_range(0..60) == 0 {
                 m.clear();
             }
-            let (op, (got, want)) = match rng.gen_range(0..18) {
+            // The board a MERGE wrote (`b` for the other commands).
+            let mut written = b;
+            let (op, (got, want)) = match rng.gen_range(0..20) {
                 0 => {
                     if rng.gen_bool(0.5) {
                         // Start the board over, so that CREATE gets its chance.
@@ -376,12 +363,47 @@ fn lua_twins_match_the_module_once() {
                     if rng.gen_range(0..4) == 0 {
                         a.extend(["TIEBREAK".into(), pick(&mut rng, &["LATER", "NONE"]).into()]);
                     }
+                    if rng.gen_bool(0.5) {
+                        a.extend([
+                            "LAYOUT".into(),
+                            pick(&mut rng, &["WIDE", "wide", "PACKED", "x"]).into(),
+                        ]);
+                        if rng.gen_range(0..6) == 0 {
+                            a.extend(["UNIT".into(), "MS".into()]);
+                        }
+                    }
                     a.extend(now_opt(&mut rng, &mut clock));
                     ("import", twins.both(&mut c, "import", b, &a))
                 }
                 17 => {
                     let a = vec![m, pick(&mut rng, &members).into()];
                     ("rem", twins.both(&mut c, "rem", b, &a))
+                }
+                13 | 14 => {
+                    // RANK.POSITION: the top, a member, or a position (a
+                    // packed score and member, or on a wide board points
+                    // and a stored name).
+                    let count = pick(&mut rng, &["0", "1", "2", "5", "1001", "x"]).to_string();
+                    let mut a = vec![count];
+                    match rng.gen_range(0..3) {
+                        0 => a.extend(["MEMBER".into(), m]),
+                        1 => {
+                            let score = rng.gen_range(-20..40) * 10_000_000_000i64
+                                + rng.gen_range(0..2) * 9_999_999_999;
+                            let points = rng.gen_range(-20..40).to_string();
+                            let name = format!(
+                                "{:016}:{m}",
+                                9_999_999_999_999_999 - clock + rng.gen_range(0..9_000)
+                            );
+                            if rng.gen_bool(0.5) {
+                                a.extend(["AT".into(), points, name]);
+                            } else {
+                                a.extend(["AT".into(), score.to_string(), m]);
+                            }
+                        }
+                        _ => {}
+                    }
+                    ("position", twins.both(&mut c, "position", b, &a))
                 }
                 _ => {
                     let dest = board(&mut rng);
@@ -398,6 +420,7 @@ fn lua_twins_match_the_module_once() {
                         opts.extend(["TTL".into(), pick(&mut rng, &["100", "0"]).into()]);
                     }
                     opts.extend(now_opt(&mut rng, &mut clock));
+                    written = dest;
                     ("merge", twins.merge(&mut c, dest, &srcs, &opts))
                 }
             };
@@ -418,6 +441,19 @@ fn lua_twins_match_the_module_once() {
             {
                 seen_wide += 1;
             }
+            if matches!(op, "merge" | "import" | "position")
+                && !got.starts_with("ERR")
+                && got != "nil"
+            {
+                let layout = run(&mut c, &["HGET", &format!("l{{{written}}}:meta"), "layout"]);
+                if layout.contains("WIDE") {
+                    let k = ["merge", "import", "position"]
+                        .iter()
+                        .position(|o| *o == op)
+                        .unwrap();
+                    seen_wide_new[k] += 1;
+                }
+            }
             if step % 50 == 49 {
                 let (mdump, ldump) = (dump_keys(&mut c, "m{*"), dump_keys(&mut c, "l{*"));
                 assert_eq!(mdump, renamed(ldump), "seed {seed} step {step}");
@@ -435,6 +471,10 @@ fn lua_twins_match_the_module_once() {
     assert_eq!(ops, 3000);
     assert!(seen.iter().all(|&n| n >= 5), "{seen:?}");
     assert!(seen_wide >= 50, "wide boards written: {seen_wide}");
+    assert!(
+        seen_wide_new.iter().all(|&n| n >= 3),
+        "wide boards merged, imported, positioned: {seen_wide_new:?}"
+    );
 }
 
 /// [`lua_twins_match_the_module_once`] through the EVALSHA scripts, then through the
@@ -449,18 +489,13 @@ fn lua_twins_match_the_module() {
 // ---- spread boards (docs/spread.md) ----
 
 use hotpath_client::routing;
-use std::collections::HashMap;
-
-const SPREAD_CMDS: [&str; 11] = [
-    "create", "add", "incr", "get", "top", "around", "rem", "count", "position", "merge", "import",
-];
 
 /// The module in database 0 and the twins in database 1 of one server,
 /// under the same keys (a shard key's tag is part of the contract).
 struct SpreadSides {
     m: Connection,
     l: Connection,
-    twins: HashMap<&'static str, String>,
+    twins: Twins,
     /// Every reply seen, for the coverage checks at the end.
     seen: Vec<String>,
 }
@@ -470,10 +505,7 @@ impl SpreadSides {
         let m = s.conn();
         let mut l = s.conn();
         run(&mut l, &["SELECT", "1"]);
-        let twins = SPREAD_CMDS
-            .iter()
-            .map(|n| (*n, load_twin(&mut l, &format!("rank/{n}.lua"))))
-            .collect();
+        let twins = Twins::here(&mut l, "rank");
         SpreadSides {
             m,
             l,
@@ -491,7 +523,11 @@ impl SpreadSides {
         let ours = run(&mut self.m, &mrefs);
         let mut largs: Vec<String> = vec![key.to_string()];
         largs.extend(args.iter().cloned());
-        let theirs = show(&call_twin(&mut self.l, &self.twins[cmd], 1, &largs));
+        let theirs = show(
+            &self
+                .twins
+                .call_keys(&mut self.l, &format!("RANK.{cmd}"), 1, &largs),
+        );
         assert_eq!(ours, theirs, "{cmd} {key} {args:?}");
         if std::env::var("SHOW_REPLIES").is_ok() {
             eprintln!("{cmd} {key} {args:?} -> {ours}");
@@ -511,12 +547,11 @@ impl SpreadSides {
         l.extend(srcs);
         l.push(&n);
         l.extend(opts);
-        let theirs = show(&call_twin(
-            &mut self.l,
-            &self.twins["merge"],
-            1 + srcs.len(),
-            &l,
-        ));
+        let theirs = show(
+            &self
+                .twins
+                .call_keys(&mut self.l, "RANK.MERGE", 1 + srcs.len(), &l),
+        );
         assert_eq!(ours, theirs, "merge {dest} {srcs:?} {opts:?}");
         self.seen.push(ours.clone());
         ours

@@ -1568,14 +1568,6 @@ fn wide_boards_hold_exact_points_beyond_the_packed_cap_with_ms_ties() {
         "ERR syntax error"
     );
     assert_eq!(exists(&mut c, "x:meta"), 0);
-    assert_eq!(
-        err(&mut c, &["RANK.MERGE", "d", "1", "w"]),
-        "ERR rank: RANK.MERGE does not take a LAYOUT WIDE board ('w'): see docs/rank.md"
-    );
-    assert_eq!(
-        err(&mut c, &["RANK.POSITION", "w", "3"]),
-        "ERR rank: RANK.POSITION does not take a LAYOUT WIDE board ('w'): see docs/rank.md"
-    );
 
     // B:time of another type, an index entry that is not a time or points
     // at nothing, a stored name without its prefix: refused, not misread.
@@ -1657,6 +1649,18 @@ fn wide_writes(c: &mut Connection) {
     run(c, &["RANK.ADD", "one", "a", "1"]);
     std::thread::sleep(std::time::Duration::from_millis(2));
     run(c, &["RANK.INCR", "one", "a", "1"]);
+    // A wide MERGE (its index renamed with the board, the meta's expiry
+    // on both) and a wide IMPORT at the server's clock, in three calls.
+    run(c, &["RANK.CREATE", "wm", "LAYOUT", "WIDE", "TTL", "800"]);
+    assert_eq!(int(c, &["RANK.MERGE", "wm", "2", "w", "v"]), 20);
+    run(c, &["ZADD", "g", "5", "a", "6", "b", "7", "c"]);
+    run(c, &["PEXPIRE", "g", "700000"]);
+    assert_eq!(
+        int(c, &["RANK.IMPORT", "g", "LAYOUT", "WIDE", "COUNT", "1"]),
+        2
+    );
+    assert_eq!(int(c, &["RANK.IMPORT", "g", "COUNT", "1"]), 1);
+    assert_eq!(int(c, &["RANK.IMPORT", "g"]), 0);
 }
 
 #[test]
@@ -1674,6 +1678,13 @@ fn wide_boards_end_identical_on_a_replica_and_after_aof_and_rdb() {
     assert!(at("one:meta") > 0);
     assert_eq!(at("one"), at("one:meta"));
     assert_eq!(at("one:time"), at("one:meta"));
+    for k in ["wm", "wm:time"] {
+        assert_eq!(at(k), at("wm:meta"), "{k}");
+    }
+    for k in ["g", "g:time"] {
+        assert_eq!(at(k), at("g:meta"), "{k}");
+    }
+    assert!(at("g:meta") > 0);
     let mut r = p.replica.conn();
     assert_eq!(expiries(&mut r), on_master);
     assert_eq!(
@@ -1691,4 +1702,462 @@ fn wide_boards_end_identical_on_a_replica_and_after_aof_and_rdb() {
     assert_eq!(expiries(&mut a), before);
     assert_eq!(run(&mut a, &["RANK.TOP", "v", "20"]), top);
     assert_rdb_reload_equal(&s);
+}
+
+/// `ZREVRANGE key 0 -1 WITHSCORES` as `name=score` strings.
+fn stored(c: &mut Connection, key: &str) -> Vec<String> {
+    let v: Vec<(String, String)> = redis::cmd("ZREVRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query(c)
+        .unwrap();
+    v.into_iter().map(|(m, s)| format!("{m}={s}")).collect()
+}
+
+/// The stored name of `member` at `ms` on an EARLIER wide board.
+fn early(ms: i64, member: &str) -> String {
+    format!("{:016}:{member}", 9_999_999_999_999_999 - ms)
+}
+
+#[test]
+fn wide_boards_merge_with_their_index_and_convert_between_layouts() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let big = 4_000_000_000_000_000i64;
+    for b in ["a", "b"] {
+        run(&mut c, &["RANK.CREATE", b, "LAYOUT", "WIDE"]);
+    }
+    add(&mut c, "a", "x", big, T0 + 5);
+    add(&mut c, "a", "y", 1, T0);
+    add(&mut c, "b", "x", big, T0 + 9);
+    add(&mut c, "b", "z", -big, T0 + 1);
+    run(
+        &mut c,
+        &["RANK.CREATE", "d", "LAYOUT", "WIDE", "TTL", "1000"],
+    );
+    // A member only the old destination had leaves its index too.
+    add(&mut c, "d", "old", 3, T0);
+    // SUM beyond every packed limit; the latest time kept.
+    assert_eq!(int(&mut c, &["RANK.MERGE", "d", "2", "a", "b"]), 3);
+    assert_eq!(
+        run(&mut c, &["RANK.TOP", "d"]),
+        format!("[x, {}, y, 1, z, -{big}]", 2 * big)
+    );
+    assert_eq!(
+        stored(&mut c, "d"),
+        [
+            format!("{}={}", early(T0 + 9, "x"), 2 * big),
+            format!("{}=1", early(T0, "y")),
+            format!("{}=-{big}", early(T0 + 1, "z")),
+        ]
+    );
+    assert_eq!(
+        run(&mut c, &["HGETALL", "d:time"]),
+        format!("[x, {}, y, {T0}, z, {}]", T0 + 9, T0 + 1)
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "d", "x"]),
+        format!("[{}, 0, {}]", 2 * big, T0 + 9)
+    );
+    let at = int(&mut c, &["PEXPIRETIME", "d:meta"]);
+    assert!(at > 0);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "d"]), at);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "d:time"]), at);
+    assert_eq!(exists(&mut c, "d:merging"), 0);
+    assert_eq!(exists(&mut c, "d:merging:time"), 0);
+    // MAX: the best entry, ties by the destination's TIEBREAK.
+    assert_eq!(
+        int(
+            &mut c,
+            &["RANK.MERGE", "d", "2", "a", "b", "AGGREGATE", "MAX"]
+        ),
+        3
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "d", "x"]),
+        format!("[{big}, 0, {}]", T0 + 5)
+    );
+    run(
+        &mut c,
+        &["RANK.CREATE", "l", "LAYOUT", "WIDE", "TIEBREAK", "LATER"],
+    );
+    assert_eq!(
+        int(
+            &mut c,
+            &["RANK.MERGE", "l", "2", "a", "b", "AGGREGATE", "MAX"]
+        ),
+        3
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "l", "x"]),
+        format!("[{big}, 0, {}]", T0 + 9)
+    );
+
+    // Packed (and NONE) into wide: the entry's points and time, a NONE
+    // entry at NOW.
+    add(&mut c, "p", "y", 7, T0 + 2_000);
+    run(&mut c, &["RANK.CREATE", "n", "TIEBREAK", "NONE"]);
+    add(&mut c, "n", "y", 2, T0);
+    assert_eq!(
+        int(
+            &mut c,
+            &[
+                "RANK.MERGE",
+                "d",
+                "3",
+                "a",
+                "p",
+                "n",
+                "NOW",
+                &now(T0 + 7_000)
+            ]
+        ),
+        2
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "d", "y"]),
+        format!("[10, 1, {}]", T0 + 7_000)
+    );
+    assert_eq!(int(&mut c, &["HLEN", "d:time"]), 2);
+    // Wide into packed: what fits is converted (times to the packed
+    // layout's UNIT), what does not is refused with nothing written.
+    add(&mut c, "small", "q", 4, T0 + 1_234);
+    run(&mut c, &["RANK.CREATE", "sw", "LAYOUT", "WIDE"]);
+    add(&mut c, "sw", "q", 5, T0 + 1_999);
+    assert_eq!(int(&mut c, &["RANK.MERGE", "pk", "2", "sw", "small"]), 1);
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "pk", "q"]),
+        format!("[9, 0, {}]", T0 + 1_000)
+    );
+    assert_eq!(exists(&mut c, "pk:time"), 0);
+    run(
+        &mut c,
+        &[
+            "RANK.CREATE",
+            "ms",
+            "UNIT",
+            "MS",
+            "DIGITS",
+            "13",
+            "EPOCH",
+            &now(T0 + 5_000),
+        ],
+    );
+    let digest = s.digest();
+    assert_eq!(
+        run(&mut c, &["RANK.MERGE", "pk", "1", "a"]),
+        fails("ERR rank: points out of exact range (max +/-900718)")
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.MERGE", "ms", "1", "sw"]),
+        fails("ERR rank: timestamp out of range")
+    );
+    // Beyond 2^53 - 1 on a wide destination too.
+    assert_eq!(
+        run(&mut c, &["RANK.MERGE", "d", "3", "a", "a", "b"]),
+        fails(&format!(
+            "ERR rank: points out of exact range (max +/-{MAX})"
+        ))
+    );
+    assert_eq!(s.digest(), digest);
+    // A source's stored name without its prefix is corrupt.
+    run(&mut c, &["ZADD", "b", "1", "plain"]);
+    assert_eq!(
+        run(&mut c, &["RANK.MERGE", "d", "1", "b"]),
+        fails("ERR rank: corrupt data in 'b' field 'plain'")
+    );
+    // A wide destination's index of another type.
+    run(&mut c, &["RANK.CREATE", "e", "LAYOUT", "WIDE"]);
+    run(&mut c, &["SET", "e:time", "x"]);
+    let before = s.digest();
+    assert!(run(&mut c, &["RANK.MERGE", "e", "1", "a"]).starts_with("ERR<WRONGTYPE"));
+    assert_eq!(s.digest(), before);
+    run(&mut c, &["DEL", "e:time"]);
+    run(&mut c, &["ZREM", "b", "plain"]);
+    // An empty union deletes the board and its index.
+    run(&mut c, &["RANK.CREATE", "empty", "LAYOUT", "WIDE"]);
+    assert_eq!(int(&mut c, &["RANK.MERGE", "d", "1", "empty"]), 0);
+    assert_eq!(exists(&mut c, "d") + exists(&mut c, "d:time"), 0);
+}
+
+#[test]
+fn position_reads_a_wide_board_by_points_and_stored_name() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(&mut c, &["RANK.CREATE", "w", "LAYOUT", "WIDE"]);
+    let five = 5_000_000_000i64;
+    add(&mut c, "w", "top", MAX, T0);
+    add(&mut c, "w", "zed", five, T0);
+    add(&mut c, "w", "abe", five, T0 + 1);
+    add(&mut c, "w", "low", -five, T0);
+    let (top, zed, abe, low) = (
+        early(T0, "top"),
+        early(T0, "zed"),
+        early(T0 + 1, "abe"),
+        early(T0, "low"),
+    );
+    // Entries are [member, points, stored name].
+    assert_eq!(
+        run(&mut c, &["RANK.POSITION", "w", "2"]),
+        format!("[0, nil, [], [top, {MAX}, {top}, zed, {five}, {zed}]]")
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.POSITION", "w", "1", "MEMBER", "abe"]),
+        format!("[2, [abe, {five}, {abe}], [zed, {five}, {zed}], [low, -{five}, {low}]]")
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.POSITION", "w", "1", "MEMBER", "nobody"]),
+        "nil"
+    );
+    // AT a position of another shard: between zed and abe in time.
+    let mid = early(T0, "zzz");
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.POSITION", "w", "1", "AT", &five.to_string(), &mid]
+        ),
+        format!("[1, nil, [top, {MAX}, {top}], [zed, {five}, {zed}]]")
+    );
+    let after = early(T0 + 1, "abf");
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.POSITION", "w", "0", "AT", &five.to_string(), &after]
+        ),
+        "[2, nil, [], []]"
+    );
+    // AT the position of a member the board holds: its entry.
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.POSITION", "w", "0", "AT", &five.to_string(), &zed]
+        ),
+        format!("[1, [zed, {five}, {zed}], [], []]")
+    );
+    // A large tie block is searched by halving, as on a packed board.
+    for i in 0..40 {
+        add(&mut c, "w", &format!("t{i:02}"), 7, T0 + i);
+    }
+    let probe = early(T0 + 20, "t19x");
+    // Above the probe: top, zed, abe, then t00 … t19 (earlier times), and
+    // t20 whose name is greater at the same time ("t20" > "t19x").
+    assert_eq!(
+        run(&mut c, &["RANK.POSITION", "w", "0", "AT", "7", &probe]),
+        "[24, nil, [], []]"
+    );
+    // A hand-damaged name is refused naming it.
+    run(&mut c, &["ZADD", "w", "1", "plain"]);
+    assert_eq!(
+        run(&mut c, &["RANK.POSITION", "w", "1000"]),
+        fails("ERR rank: corrupt data in 'w' field 'plain'")
+    );
+}
+
+#[test]
+fn import_can_make_a_wide_board() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let big = 3_000_000_000_000i64;
+    run(
+        &mut c,
+        &[
+            "ZADD",
+            "g",
+            &big.to_string(),
+            "zed",
+            &big.to_string(),
+            "abe",
+            "90",
+            "kim",
+        ],
+    );
+    run(&mut c, &["PEXPIRE", "g", "900000"]);
+    let at = int(&mut c, &["PEXPIRETIME", "g"]);
+    assert_eq!(
+        int(
+            &mut c,
+            &[
+                "RANK.IMPORT",
+                "g",
+                "LAYOUT",
+                "WIDE",
+                "COUNT",
+                "2",
+                "NOW",
+                &now(T0)
+            ]
+        ),
+        1
+    );
+    assert_eq!(
+        run(&mut c, &["HGET", "g:meta", "layout"]),
+        format!("EARLIER WIDE IMPORT {T0}")
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.TOP", "g"]),
+        fails("ERR rank: board is being imported (call RANK.IMPORT until it replies 0)")
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.IMPORT", "g", "LAYOUT", "WIDE"]),
+        fails("ERR rank: import in progress: only COUNT may be given")
+    );
+    assert_eq!(int(&mut c, &["RANK.IMPORT", "g", "COUNT", "2"]), 0);
+    assert_eq!(run(&mut c, &["HGET", "g:meta", "layout"]), "EARLIER WIDE");
+    // Equal points keep Redis's member order (one instant for all).
+    assert_eq!(
+        run(&mut c, &["RANK.TOP", "g"]),
+        format!("[zed, {big}, abe, {big}, kim, 90]")
+    );
+    assert_eq!(
+        stored(&mut c, "g"),
+        [
+            format!("{}={big}", early(T0, "zed")),
+            format!("{}={big}", early(T0, "abe")),
+            format!("{}=90", early(T0, "kim")),
+        ]
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.GET", "g", "kim"]),
+        format!("[90, 2, {T0}]")
+    );
+    assert_eq!(int(&mut c, &["HLEN", "g:time"]), 3);
+    for k in ["g", "g:meta", "g:time"] {
+        assert_eq!(int(&mut c, &["PEXPIRETIME", k]), at, "{k}");
+    }
+    assert_eq!(exists(&mut c, "g:import"), 0);
+    // The board takes wide writes afterwards.
+    assert_eq!(
+        run(
+            &mut c,
+            &[
+                "RANK.INCR",
+                "g",
+                "kim",
+                &big.to_string(),
+                "NOW",
+                &now(T0 - 1)
+            ]
+        ),
+        (big + 90).to_string()
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.TOP", "g", "1"]),
+        format!("[kim, {}]", big + 90)
+    );
+
+    // LATER, in one call.
+    run(&mut c, &["ZADD", "h", "1", "a", "1", "b"]);
+    assert_eq!(
+        int(
+            &mut c,
+            &[
+                "RANK.IMPORT",
+                "h",
+                "TIEBREAK",
+                "LATER",
+                "LAYOUT",
+                "WIDE",
+                "NOW",
+                &now(T0)
+            ]
+        ),
+        0
+    );
+    assert_eq!(run(&mut c, &["HGET", "h:meta", "layout"]), "LATER WIDE");
+    assert_eq!(
+        stored(&mut c, "h"),
+        [format!("{T0:016}:b=1"), format!("{T0:016}:a=1")]
+    );
+
+    // Refused with nothing written: options WIDE does not take, an index
+    // already there, points beyond 2^53 - 1.
+    run(&mut c, &["ZADD", "p", "1", "a"]);
+    let digest = s.digest();
+    assert_eq!(
+        run(
+            &mut c,
+            &["RANK.IMPORT", "p", "LAYOUT", "WIDE", "UNIT", "MS"]
+        ),
+        fails(
+            "ERR rank: LAYOUT WIDE takes TIEBREAK EARLIER or LATER only (no UNIT, DIGITS or EPOCH)"
+        )
+    );
+    assert_eq!(
+        run(&mut c, &["RANK.IMPORT", "p", "LAYOUT", "SPARSE"]),
+        fails("ERR syntax error")
+    );
+    run(&mut c, &["HSET", "p:time", "a", "1"]);
+    let digest2 = s.digest();
+    assert_eq!(
+        run(&mut c, &["RANK.IMPORT", "p", "LAYOUT", "WIDE"]),
+        fails("ERR rank: board already exists")
+    );
+    assert_eq!(s.digest(), digest2);
+    run(&mut c, &["DEL", "p:time"]);
+    assert_eq!(s.digest(), digest);
+    run(&mut c, &["SET", "p:time", "x"]);
+    assert!(run(&mut c, &["RANK.IMPORT", "p", "LAYOUT", "WIDE"]).starts_with("ERR<WRONGTYPE"));
+    run(&mut c, &["DEL", "p:time"]);
+    run(&mut c, &["ZADD", "p", "9007199254740992", "b"]);
+    let digest = s.digest();
+    assert_eq!(
+        run(&mut c, &["RANK.IMPORT", "p", "LAYOUT", "WIDE"]),
+        fails("ERR rank: corrupt data in 'p' field 'b'")
+    );
+    assert_eq!(s.digest(), digest);
+    // LAYOUT PACKED is the packed import.
+    run(&mut c, &["ZREM", "p", "b"]);
+    assert_eq!(
+        int(
+            &mut c,
+            &["RANK.IMPORT", "p", "LAYOUT", "PACKED", "NOW", &now(T0)]
+        ),
+        0
+    );
+    assert_eq!(run(&mut c, &["HGET", "p:meta", "layout"]), "EARLIER S 10 0");
+}
+
+#[test]
+fn a_large_wide_merge_runs_in_slices_and_replicates_exactly() {
+    let pair = Pair::start();
+    let mut c = pair.master.conn();
+    let scale = 10_000_000_000i64;
+    fill(&mut c, "a", 60_000, |i| (i as i64 % 1000) * scale + 5);
+    run(&mut c, &["HSET", "a:meta", "layout", "NONE S 0 0"]);
+    run(
+        &mut c,
+        &["RANK.CREATE", "d", "LAYOUT", "WIDE", "TTL", "9000"],
+    );
+    assert_eq!(
+        int(&mut c, &["RANK.MERGE", "d", "1", "a", "NOW", &now(T0)]),
+        60_000
+    );
+    run(
+        &mut c,
+        &["RANK.CREATE", "e", "LAYOUT", "WIDE", "TIEBREAK", "LATER"],
+    );
+    // From a wide board: the stored names read back into members.
+    assert_eq!(int(&mut c, &["RANK.MERGE", "e", "2", "d", "a"]), 60_000);
+    assert_eq!(int(&mut c, &["HLEN", "e:time"]), 60_000);
+    let got = run(&mut c, &["RANK.GET", "e", "m12345"]);
+    assert_eq!(
+        got.split(", ").next().unwrap(),
+        format!("[{}", 2 * (345 * scale + 5))
+    );
+    for k in ["d:merging", "d:merging:time", "e:merging", "e:merging:time"] {
+        assert_eq!(exists(&mut c, k), 0, "{k}");
+    }
+    let at = int(&mut c, &["PEXPIRETIME", "d:meta"]);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "d"]), at);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "d:time"]), at);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "e:time"]), -1);
+    pair.assert_equal();
+    let mut r = pair.replica.conn();
+    assert_eq!(expiries(&mut r), expiries(&mut c));
+    assert_eq!(
+        run(&mut r, &["RANK.TOP", "e", "5"]),
+        run(&mut c, &["RANK.TOP", "e", "5"])
+    );
 }

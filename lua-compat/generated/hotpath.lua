@@ -4699,12 +4699,21 @@ local function layout(meta)
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
   local import = nil
   if v then
-    -- LAYOUT WIDE: "<TIEBREAK> WIDE".
+    -- LAYOUT WIDE: "<TIEBREAK> WIDE", and while RANK.IMPORT packs it
+    -- "<TIEBREAK> WIDE IMPORT <unix-ms>".
     local wtb = string.match(v, '^([^ ]*) WIDE$')
+    local wat = nil
+    if not wtb then
+      wtb, wat = string.match(v, '^([^ ]*) WIDE IMPORT ([^ ]*)$')
+    end
     if wtb then
       if wtb ~= 'EARLIER' and wtb ~= 'LATER' then return nil end
+      if wat then
+        import = int_in(wat, 0, EXACT_MAX)
+        if import == nil then return nil end
+      end
       return { tiebreak = wtb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
-        limit = EXACT_MAX, wide = true }, nil
+        limit = EXACT_MAX, wide = true }, import
     end
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
     if not tb then
@@ -4813,9 +4822,16 @@ local function entry_of(B, l, stored, score)
   if not member then return nil, corrupt(B, stored) end
   return member, points
 end
--- RANK.<MERGE|POSITION> refusing a LAYOUT WIDE board.
-local function refuse_wide(cmd, key)
-  return rank_err(cmd .. " does not take a LAYOUT WIDE board ('" .. key_text(key) .. "'): see docs/rank.md")
+-- The member and the entry (points, time or false) of a name and score
+-- stored in B (rank/model.rs decode_stored), or nil for what the module
+-- never writes.
+local function decode_stored(l, stored, score)
+  local points, ms = decode(l, score)
+  if points == nil then return nil end
+  if not l.wide then return stored, points, ms end
+  local at, member = wide_split(l, stored)
+  if not member then return nil end
+  return member, points, at
 end
 -- The type checks of a board: B and B:meta. Returns true and the two
 -- types, or nil and the error reply.
@@ -5275,30 +5291,37 @@ if #KEYS ~= 1 then return arity('rank.import') end
 local B = KEYS[1]
 local opts = {}
 local count, now, has_layout = 100, nil, false
+-- LAYOUT WIDE, and whether an option it does not take was given.
+local wide, packed_only = false, false
 local i = 1
 while i <= #ARGV do
   local k = string.upper(ARGV[i])
   local v = ARGV[i + 1]
-  if k == 'TIEBREAK' or k == 'UNIT' or k == 'DIGITS' or k == 'EPOCH' or k == 'COUNT' or k == 'NOW' then
+  if k == 'TIEBREAK' or k == 'UNIT' or k == 'DIGITS' or k == 'EPOCH' or k == 'COUNT' or k == 'NOW'
+    or k == 'LAYOUT' then
     if v == nil then return redis.error_reply(SYNTAX) end
     i = i + 1
   end
-  if k == 'TIEBREAK' then
+  if k == 'LAYOUT' then
+    v = string.upper(v)
+    if v ~= 'PACKED' and v ~= 'WIDE' then return redis.error_reply(SYNTAX) end
+    wide, has_layout = v == 'WIDE', true
+  elseif k == 'TIEBREAK' then
     v = string.upper(v)
     if v ~= 'EARLIER' and v ~= 'LATER' and v ~= 'NONE' then return redis.error_reply(SYNTAX) end
     opts.tiebreak, has_layout = v, true
   elseif k == 'UNIT' then
     v = string.upper(v)
     if v ~= 'MS' and v ~= 'S' then return redis.error_reply(SYNTAX) end
-    opts.unit, has_layout = v, true
+    opts.unit, has_layout, packed_only = v, true, true
   elseif k == 'DIGITS' then
     opts.digits = int_in(v, 0, 15)
     if opts.digits == nil then return redis.error_reply(NOT_INT) end
-    has_layout = true
+    has_layout, packed_only = true, true
   elseif k == 'EPOCH' then
     opts.epoch = int_in(v, 0, EXACT_MAX)
     if opts.epoch == nil then return redis.error_reply(NOT_INT) end
-    has_layout = true
+    has_layout, packed_only = true, true
   elseif k == 'COUNT' then
     count = int_in(v, 1, math.huge)
     if count == nil then return redis.error_reply(NOT_INT) end
@@ -5310,11 +5333,16 @@ while i <= #ARGV do
   end
   i = i + 1
 end
+if wide and (packed_only or opts.tiebreak == 'NONE') then
+  return rank_err('LAYOUT WIDE takes TIEBREAK EARLIER or LATER only (no UNIT, DIGITS or EPOCH)')
+end
 if count > RANGE_MAX then return rank_err('COUNT must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
 local meta, plain = B .. ':meta', B .. ':import'
 local ok, tb, tm = board_types(B)
 if not ok then return tb end
 if not typed(plain, 'zset') then return redis.error_reply(WRONGTYPE) end
+local times = B .. ':time'
+if not typed(times, 'hash') then return redis.error_reply(WRONGTYPE) end
 local refused = refuse_spread('RANK.IMPORT', B, tb, tm)
 if refused then return refused end
 local l, at = board_layout(B, true)
@@ -5332,6 +5360,7 @@ local function batch(key)
     if p > l.limit or p < -l.limit then return nil, range_err(l) end
     out[#out + 1] = pack(l, p, t)
     out[#out + 1] = r[x]
+    if l.wide then out[#out - 1] = p end
   end
   return out
 end
@@ -5352,6 +5381,14 @@ else
   for _ = 1, digits do l.scale = l.scale * 10 end
   local x = EXACT_MAX - ((tb == 'NONE') and 0 or (l.scale - 1))
   l.limit = (x - math.fmod(x, l.scale)) / l.scale
+  if wide then
+    -- A wide import writes B:time: one already there is another board's
+    -- index it must not mix with.
+    if redis.call('EXISTS', times) == 1 then return rank_err('board already exists') end
+    field = tb .. ' WIDE'
+    l = { tiebreak = tb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
+      limit = EXACT_MAX, wide = true }
+  end
   at = now or now_ms()
   local _, err = batch(B)
   if err then return err end
@@ -5363,13 +5400,23 @@ end
 local out, err = batch(plain)
 if not out then return err end
 local created = redis.call('EXISTS', B) == 0
+local times_created = l.wide and redis.call('EXISTS', times) == 0
+local at_text = string.format('%d', at)
 for x = 1, #out, 2 do
-  redis.call('ZADD', B, out[x], out[x + 1])
+  if l.wide then
+    redis.call('ZADD', B, out[x], wide_name(l, at, out[x + 1]))
+    redis.call('HSET', times, out[x + 1], at_text)
+  else
+    redis.call('ZADD', B, out[x], out[x + 1])
+  end
   redis.call('ZREM', plain, out[x + 1])
 end
-if created and #out > 0 then
+if #out > 0 then
   local expiry = redis.call('PEXPIRETIME', meta)
-  if expiry > 0 then redis.call('PEXPIREAT', B, expiry) end
+  if expiry > 0 then
+    if created then redis.call('PEXPIREAT', B, expiry) end
+    if times_created then redis.call('PEXPIREAT', times, expiry) end
+  end
 end
 local left = redis.call('ZCARD', plain)
 if left == 0 then
@@ -5380,7 +5427,7 @@ return left
 
 end
 redis.register_function{function_name = 'hotpath_rank_import', callback = rank_import,
-  description = 'RANK.IMPORT key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [COUNT count] [NOW unix-ms]'}
+  description = 'RANK.IMPORT key [LAYOUT PACKED|WIDE] [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [COUNT count] [NOW unix-ms]'}
 
 -- RANK.INCR (lua-compat/src/rank/incr.lua)
 local function rank_incr(KEYS, ARGV)
@@ -5436,12 +5483,12 @@ for j = 1, #KEYS do
 end
 local dl, e = board_layout(dest, false)
 if not dl then return e end
-if dl.wide then return refuse_wide('RANK.MERGE', dest) end
+-- A wide destination's index is replaced with the board.
+if dl.wide and not typed(dest .. ':time', 'hash') then return redis.error_reply(WRONGTYPE) end
 local layouts = {}
 for j = 2, #KEYS do
   local l, err = board_layout(KEYS[j], false)
   if not l then return err end
-  if l.wide then return refuse_wide('RANK.MERGE', KEYS[j]) end
   layouts[j] = l
 end
 now = now or now_ms()
@@ -5450,9 +5497,8 @@ for j = 2, #KEYS do
   local l = layouts[j]
   local r = redis.call('ZRANGE', KEYS[j], 0, -1, 'WITHSCORES')
   for x = 1, #r, 2 do
-    local m = r[x]
-    local points, ms = decode(l, r[x + 1])
-    if points == nil then return corrupt(KEYS[j], m) end
+    local m, points, ms = decode_stored(l, r[x], r[x + 1])
+    if m == nil then return corrupt(KEYS[j], r[x]) end
     if not ms then ms = now end
     local a = acc[m]
     local hi = math.floor(points / SPLIT)
@@ -5473,29 +5519,46 @@ for j = 2, #KEYS do
     end
   end
 end
-local out = {}
+-- out: score, stored name pairs for ZADD; index: member, time pairs of
+-- a wide destination's B:time.
+local out, index = {}, {}
 for _, m in ipairs(order) do
   local a = acc[m]
   local points = a.hi * SPLIT + a.lo
   local t = tick(dl, a.ms)
   if t == nil then return rank_err('timestamp out of range') end
   if points > dl.limit or points < -dl.limit then return range_err(dl) end
-  out[#out + 1] = pack(dl, points, t)
-  out[#out + 1] = m
+  if dl.wide then
+    out[#out + 1] = points
+    out[#out + 1] = wide_name(dl, t, m)
+    index[#index + 1] = m
+    index[#index + 1] = string.format('%d', t)
+  else
+    out[#out + 1] = pack(dl, points, t)
+    out[#out + 1] = m
+  end
 end
 redis.call('UNLINK', dest)
+if dl.wide then redis.call('UNLINK', dest .. ':time') end
 for x = 1, #out, 1000 do
   local args = {}
   for y = x, math.min(x + 999, #out) do args[#args + 1] = out[y] end
   redis.call('ZADD', dest, unpack(args))
+  if dl.wide then redis.call('HSET', dest .. ':time', unpack(index, x, math.min(x + 999, #out))) end
 end
 local meta = dest .. ':meta'
 if ttl then
-  if #out > 0 then redis.call('PEXPIRE', dest, ttl * 1000) end
+  if #out > 0 then
+    redis.call('PEXPIRE', dest, ttl * 1000)
+    if dl.wide then redis.call('PEXPIRE', dest .. ':time', ttl * 1000) end
+  end
   redis.call('PEXPIRE', meta, ttl * 1000)
 elseif #out > 0 then
   local at = redis.call('PEXPIRETIME', meta)
-  if at > 0 then redis.call('PEXPIREAT', dest, at) end
+  if at > 0 then
+    redis.call('PEXPIREAT', dest, at)
+    if dl.wide then redis.call('PEXPIREAT', dest .. ':time', at) end
+  end
 end
 return #out / 2
 
@@ -5544,12 +5607,12 @@ end
 if count > RANGE_MAX then return rank_err('count must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
 local l, sh = open_board(B, declared)
 if not l then return sh end
-if l.wide then return refuse_wide('RANK.POSITION', B) end
--- [member, points, score] of an entry; nil and the error for a score the
--- module never writes.
+-- [member, points, score] of an entry ([member, points, stored name] on a
+-- LAYOUT WIDE board); nil and the error for what the module never writes.
 local function entry(m, score)
-  local points = decode(l, score)
-  if points == nil then return nil, corrupt(B, m) end
+  local member, points = entry_of(B, l, m, score)
+  if member == nil then return nil, points end
+  if l.wide then return {member, points, m} end
   return {m, points, tonumber(score)}
 end
 -- place: the place the position takes on this board; at_entry: the
@@ -5560,11 +5623,20 @@ if kind == 'MEMBER' then
     local oe = spread().check_owner('rank', 'member', B, sh, member)
     if oe then return oe end
   end
-  local score = redis.call('ZSCORE', B, member)
-  if not score then return false end
-  if decode(l, score) == nil then return corrupt(B, member) end
-  place = redis.call('ZREVRANK', B, member)
-  here = {member, score}
+  local name, score = member, nil
+  if l.wide then
+    -- A position on a wide board is (points, stored name).
+    local w, err = wide_entry(B, l, member)
+    if w == nil then return err end
+    if not w then return false end
+    name, score = w.name, w.points
+  else
+    score = redis.call('ZSCORE', B, member)
+    if not score then return false end
+    if decode(l, score) == nil then return corrupt(B, member) end
+  end
+  place = redis.call('ZREVRANK', B, name)
+  here = {name, score}
 elseif kind == 'AT' then
   -- Members above (score, member): a higher score, or the same score and
   -- a byte-wise greater member (the order of ZREVRANGE).

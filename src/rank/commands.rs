@@ -451,8 +451,10 @@ struct LayoutOptions {
     count: Option<i64>,
     now: Option<i64>,
     spread: Option<u32>,
-    /// LAYOUT WIDE (CREATE only).
+    /// LAYOUT WIDE.
     wide: bool,
+    /// LAYOUT was given (PACKED or WIDE).
+    layout_given: bool,
 }
 
 impl LayoutOptions {
@@ -471,7 +473,8 @@ impl LayoutOptions {
     }
 
     fn has_layout(&self) -> bool {
-        self.tiebreak.is_some()
+        self.layout_given
+            || self.tiebreak.is_some()
             || self.unit.is_some()
             || self.digits.is_some()
             || self.epoch.is_some()
@@ -494,8 +497,9 @@ fn layout_options(c: &mut Cursor, create: bool) -> Result<LayoutOptions, RedisEr
             "COUNT" if !create => o.count = Some(c.option_i64(1, i64::MAX)?),
             "SPREAD" if create => o.spread = Some(shard::parse_count(FAMILY, c.option_bytes()?)?),
             "NOW" => o.now = Some(now_option(c)?),
-            "LAYOUT" if create => {
+            "LAYOUT" => {
                 o.wide = c.option_choice(&["PACKED", "WIDE"])? == "WIDE";
+                o.layout_given = true;
             }
             _ => return Err(error::syntax()),
         }
@@ -881,11 +885,21 @@ fn above_position(ctx: &Context, b: &Board, score: i64, member: &[u8]) -> Result
     Ok(lo)
 }
 
-/// `[member, points, score]` of an entry.
-fn position_entry(b: &Board, member: Vec<u8>, score: f64) -> Result<[RedisValue; 3], RedisError> {
-    let points = b.decode(score, &member)?.points;
+/// `[member, points, score]` of an entry; on a LAYOUT WIDE board
+/// `[member, points, stored-name]`, the name (`<16 digits>:<member>`)
+/// being what orders equal points across shards.
+fn position_entry(b: &Board, stored: Vec<u8>, score: f64) -> Result<[RedisValue; 3], RedisError> {
+    if b.layout.wide {
+        let (member, points) = b.entry_of(stored.clone(), score)?;
+        return Ok([
+            RedisValue::StringBuffer(member),
+            RedisValue::Integer(points),
+            RedisValue::StringBuffer(stored),
+        ]);
+    }
+    let points = b.decode(score, &stored)?.points;
     Ok([
-        RedisValue::StringBuffer(member),
+        RedisValue::StringBuffer(stored),
         RedisValue::Integer(points),
         RedisValue::Integer(score as i64),
     ])
@@ -930,23 +944,30 @@ pub fn rank_position(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let base = &c.args()[1];
     let b = open_shard(ctx, base, false, false, declared)?;
-    if b.layout.wide {
-        return Err(refuse_wide("RANK.POSITION", base.as_slice()));
-    }
     // `place`: the place the position takes on this board; `at`: the
-    // entry there when the board holds the position itself.
+    // entry there when the board holds the position itself. On a LAYOUT
+    // WIDE board a position is (points, stored name): MEMBER finds the
+    // name through `B:time`, AT takes it as given.
     let (place, at) = match &pos {
         Position::Top => (0, None),
         Position::Member(m) => {
             b.check_owner(m)?;
-            let Some(score) = b.board.zscore(m) else {
+            let (stored, score) = if b.layout.wide {
+                let Some(w) = b.wide_entry(m)? else {
+                    return Ok(RedisValue::Null);
+                };
+                (w.name, w.points as f64)
+            } else {
+                let Some(score) = b.board.zscore(m) else {
+                    return Ok(RedisValue::Null);
+                };
+                b.decode(score, m)?;
+                (m.clone(), score)
+            };
+            let Some(r) = rev_rank(ctx, base.as_slice(), &stored)? else {
                 return Ok(RedisValue::Null);
             };
-            b.decode(score, m)?;
-            let Some(r) = rev_rank(ctx, base.as_slice(), m)? else {
-                return Ok(RedisValue::Null);
-            };
-            (r, Some((m.clone(), score)))
+            (r, Some((stored, score)))
         }
         Position::At(score, m) => {
             let place = above_position(ctx, &b, *score, m)?;
@@ -1044,17 +1065,6 @@ fn rem_wide(ctx: &Context, b: &Board, base: &[u8], members: &[Vec<u8>]) -> Redis
     Ok(RedisValue::Integer(removed))
 }
 
-/// `ERR rank: <cmd> does not take a LAYOUT WIDE board ('<key>')`.
-fn refuse_wide(cmd: &str, key: &[u8]) -> RedisError {
-    error::family(
-        FAMILY,
-        &format!(
-            "{cmd} does not take a LAYOUT WIDE board ('{}'): see docs/rank.md",
-            error::key_text(key)
-        ),
-    )
-}
-
 /// RANK.COUNT B
 pub fn rank_count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let c = Cursor::new(args, 2)?;
@@ -1073,6 +1083,11 @@ pub fn rank_count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 struct MergeJob {
     dest: Vec<u8>,
     temp: Vec<u8>,
+    /// The destination is a LAYOUT WIDE board: the union's index is
+    /// written into `temp_times` (`dest:merging:time`), which replaces
+    /// `dest:time` with the board.
+    wide: bool,
+    temp_times: Vec<u8>,
     sources: Vec<(Vec<u8>, Layout)>,
     ttl: Option<i64>,
     merger: Option<Merger>,
@@ -1083,7 +1098,7 @@ struct MergeJob {
     /// An error found without the lock, replied by the next slice.
     error: Option<RedisError>,
     /// Lists done with, freed without the lock.
-    garbage: Option<(Vec<Vec<u8>>, Vec<i64>)>,
+    garbage: Option<model::Union>,
     /// The dataset generation the job started in (see slices.rs).
     generation: u64,
     /// The source being read existed in an earlier slice.
@@ -1099,8 +1114,11 @@ enum MergePhase {
     /// Every source read: the union is checked (without the lock).
     Check,
     Write {
+        /// The names stored in `dest` (see [`model::Union`]).
         members: Vec<Vec<u8>>,
         packed: Vec<i64>,
+        /// On a wide destination, each member's time (unix ms).
+        times: Vec<i64>,
         next: usize,
     },
     Swap,
@@ -1136,9 +1154,14 @@ impl MergeJob {
                     if bad.is_some() {
                         return;
                     }
-                    match score.parse_float().ok().and_then(|s| layout.decode(s)) {
-                        Some(e) => scanned.push((*source as u32, member.as_slice().to_vec(), e)),
-                        None => bad = Some(member.as_slice().to_vec()),
+                    let stored = member.as_slice();
+                    match score
+                        .parse_float()
+                        .ok()
+                        .and_then(|s| layout.decode_stored(stored, s))
+                    {
+                        Some((m, e)) => scanned.push((*source as u32, m.to_vec(), e)),
+                        None => bad = Some(stored.to_vec()),
                     }
                 });
             }
@@ -1168,19 +1191,13 @@ impl MergeJob {
             return Ok(());
         }
         let merger = self.merger.take().expect("merger");
-        let packed = (0..merger.len())
-            .map(|i| merger.packed(i))
-            .collect::<Result<Vec<i64>, _>>()
-            .map_err(rank_error)?;
         // Written best first, each insert lands at the head of the
         // skiplist instead of searching it (the board's own order).
-        let mut union: Vec<(Vec<u8>, i64)> =
-            merger.into_members().into_iter().zip(packed).collect();
-        union.sort_unstable_by(|a, b| (b.1, &b.0).cmp(&(a.1, &a.0)));
-        let (members, packed) = union.into_iter().unzip();
+        let union = merger.into_union().map_err(rank_error)?;
         self.phase = MergePhase::Write {
-            members,
-            packed,
+            members: union.names,
+            packed: union.scores,
+            times: union.times,
             next: 0,
         };
         Ok(())
@@ -1190,6 +1207,7 @@ impl MergeJob {
         let MergePhase::Write {
             members,
             packed,
+            times,
             next,
         } = &mut self.phase
         else {
@@ -1197,18 +1215,37 @@ impl MergeJob {
         };
         let temp = Key::open(ctx, &self.temp, true);
         let name = temp.name().safe_clone(ctx);
+        // The index of a wide union: member → time.
+        let index = self.wide.then(|| Key::open(ctx, &self.temp_times, true));
+        let index_name = index.as_ref().map(|k| k.name().safe_clone(ctx));
         while *next < members.len() {
             let end = (*next + WRITE_CHUNK).min(members.len());
             let mut argv = Vec::with_capacity(1 + 2 * (end - *next));
             argv.push(name.safe_clone(ctx));
+            let mut hset = Vec::new();
+            if let Some(n) = &index_name {
+                hset.reserve(1 + 2 * (end - *next));
+                hset.push(n.safe_clone(ctx));
+            }
             for i in *next..end {
-                let m = RedisString::create_from_slice(ctx.ctx, &std::mem::take(&mut members[i]));
+                let stored = std::mem::take(&mut members[i]);
+                if let Some(index) = &index {
+                    let member = &stored[model::WIDE_PREFIX..];
+                    let at = itoa::Buffer::new().format(times[i]).as_bytes().to_vec();
+                    index.hput(member, &at);
+                    hset.push(RedisString::create_from_slice(ctx.ctx, member));
+                    hset.push(RedisString::create_from_slice(ctx.ctx, &at));
+                }
+                let m = RedisString::create_from_slice(ctx.ctx, &stored);
                 temp.zadd_arg(&m, packed[i] as f64);
                 let score = itoa::Buffer::new().format(packed[i]).as_bytes().to_vec();
                 argv.push(RedisString::create_from_slice(ctx.ctx, &score));
                 argv.push(m);
             }
             slices::replicate(ctx, c"ZADD", &argv);
+            if hset.len() > 1 {
+                slices::replicate(ctx, c"HSET", &hset);
+            }
             *next = end;
             if Instant::now() >= deadline {
                 break;
@@ -1219,15 +1256,25 @@ impl MergeJob {
         // it to expire rather than stay until the next MERGE.
         if *next < members.len() {
             slices::mark_work_in_progress(ctx, &temp, &self.temp);
+            if let Some(index) = &index {
+                slices::mark_work_in_progress(ctx, index, &self.temp_times);
+            }
         }
         if *next >= members.len() {
             // The written lists (tens of megabytes for a large union) are
             // freed without the lock, in `compute`.
             if let MergePhase::Write {
-                members, packed, ..
+                members,
+                packed,
+                times,
+                ..
             } = std::mem::replace(&mut self.phase, MergePhase::Swap)
             {
-                self.garbage = Some((members, packed));
+                self.garbage = Some(model::Union {
+                    names: members,
+                    scores: packed,
+                    times,
+                });
             }
         }
     }
@@ -1239,6 +1286,12 @@ impl MergeJob {
         if let RedisValue::Integer(1) = ctx.call("UNLINK", &[dest][..])? {
             ctx.replicate("UNLINK", &[dest]);
         }
+        let dest_times = derived(dest, TIMES);
+        if self.wide {
+            if let RedisValue::Integer(1) = ctx.call("UNLINK", &[dest_times.as_slice()][..])? {
+                ctx.replicate("UNLINK", &[dest_times.as_slice()]);
+            }
+        }
         let temp = Key::open(ctx, &self.temp, false);
         let count = temp.len() as i64;
         let made = temp.exists();
@@ -1247,7 +1300,13 @@ impl MergeJob {
         if made {
             ctx.call("RENAME", &[self.temp.as_slice(), dest][..])?;
             ctx.replicate("RENAME", &[self.temp.as_slice(), dest]);
+            if self.wide {
+                let (from, to) = (self.temp_times.as_slice(), dest_times.as_slice());
+                ctx.call("RENAME", &[from, to][..])?;
+                ctx.replicate("RENAME", &[from, to]);
+            }
         }
+        let times = self.wide.then(|| Key::open(ctx, &dest_times, true));
 
         let meta_name = derived(dest, "meta");
         let meta = Key::open(ctx, &meta_name, true);
@@ -1267,11 +1326,19 @@ impl MergeJob {
             Some(at) if board.exists() => {
                 board.set_abs_expire_ms(at);
                 replicate_pexpireat(ctx, dest, at);
+                if let Some(t) = times.as_ref().filter(|t| t.exists()) {
+                    t.set_abs_expire_ms(at);
+                    replicate_pexpireat(ctx, &dest_times, at);
+                }
             }
             // The union came with the expiry of work in progress.
             None if marked => {
                 board.persist();
                 ctx.replicate("PERSIST", &[dest]);
+                if let Some(t) = times.as_ref().filter(|t| t.exists()) {
+                    t.persist();
+                    ctx.replicate("PERSIST", &[dest_times.as_slice()]);
+                }
             }
             _ => {}
         }
@@ -1306,7 +1373,7 @@ impl MergeJob {
             if self
                 .garbage
                 .as_ref()
-                .is_some_and(|g| g.0.len() > INLINE_CHECK)
+                .is_some_and(|g| g.names.len() > INLINE_CHECK)
             {
                 let temp = Key::open(ctx, &self.temp, true);
                 slices::mark_work_in_progress(ctx, &temp, &self.temp);
@@ -1335,9 +1402,11 @@ impl Job for MergeJob {
             Ok(Some(n)) => Step::Done(Ok(RedisValue::Integer(n))),
             Err(e) => {
                 // Nothing reached `dest`; drop what was written so far.
-                if let Ok(RedisValue::Integer(1)) = ctx.call("UNLINK", &[self.temp.as_slice()][..])
-                {
-                    ctx.replicate("UNLINK", &[self.temp.as_slice()]);
+                let n = 1 + usize::from(self.wide);
+                for k in [&self.temp, &self.temp_times].into_iter().take(n) {
+                    if let Ok(RedisValue::Integer(1)) = ctx.call("UNLINK", &[k.as_slice()][..]) {
+                        ctx.replicate("UNLINK", &[k.as_slice()]);
+                    }
                 }
                 Step::Done(Err(e))
             }
@@ -1414,8 +1483,9 @@ pub fn rank_merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if dest_import.is_some() {
         return Err(importing());
     }
+    // A wide destination's index is replaced with the board.
     if dest_layout.wide {
-        return Err(refuse_wide("RANK.MERGE", &dest));
+        Key::derived(ctx, &dest, TIMES, false).check(KeyType::Hash)?;
     }
     let mut layouts = Vec::with_capacity(sources.len());
     for (s, (_, meta)) in sources.iter().zip(&opened) {
@@ -1423,13 +1493,11 @@ pub fn rank_merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         if import.is_some() {
             return Err(importing());
         }
-        if layout.wide {
-            return Err(refuse_wide("RANK.MERGE", s));
-        }
         layouts.push(layout);
     }
     drop((dest_meta, opened));
     let temp = derived(&dest, "merging");
+    let temp_times = derived(&temp, TIMES);
     // A retry of the same MERGE (a client whose timeout fired) waits for
     // the running one and gets its reply.
     let Some(claim) = slices::claim_or_attach(
@@ -1442,12 +1510,19 @@ pub fn rank_merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Ok(RedisValue::NoReply);
     };
     // A temporary board left by an interrupted MERGE (a restart) goes first.
-    if let RedisValue::Integer(1) = ctx.call("UNLINK", &[temp.as_slice()][..])? {
-        ctx.replicate("UNLINK", &[temp.as_slice()]);
+    for k in [&temp, &temp_times]
+        .into_iter()
+        .take(1 + usize::from(dest_layout.wide))
+    {
+        if let RedisValue::Integer(1) = ctx.call("UNLINK", &[k.as_slice()][..])? {
+            ctx.replicate("UNLINK", &[k.as_slice()]);
+        }
     }
     let job = MergeJob {
         dest,
         temp,
+        wide: dest_layout.wide,
+        temp_times,
         sources: sources.into_iter().zip(layouts).collect(),
         ttl,
         merger: Some(Merger::new(
@@ -1498,7 +1573,18 @@ pub fn rank_import(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let plain = Key::open(ctx, &import_name, true);
     plain.check(KeyType::ZSet)?;
     refuse_spread(ctx, "RANK.IMPORT", &base, &board, &meta)?;
-    let (layout, import_at) = match read_layout(&meta, &base)? {
+    let state = read_layout(&meta, &base)?;
+    // The index a LAYOUT WIDE import writes (the layout of a later call
+    // is in B:meta, of a first one in the options).
+    let times = Key::derived(ctx, &base, TIMES, true);
+    let wide = match state {
+        (l, Some(_)) => l.wide,
+        _ => opts.wide,
+    };
+    if wide {
+        times.check(KeyType::Hash)?;
+    }
+    let (layout, import_at) = match state {
         (l, Some(at)) => {
             if opts.has_layout() || opts.now.is_some() {
                 return Err(error::family(
@@ -1514,6 +1600,11 @@ pub fn rank_import(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 return Ok(RedisValue::Integer(0));
             }
             let layout = opts.layout();
+            // A wide import writes B:time: one already there is another
+            // board's index (or a leftover) it must not mix with.
+            if layout.wide && times.exists() {
+                return Err(error::family(FAMILY, "board already exists"));
+            }
             let at = opts.now.unwrap_or_else(util::now_ms);
             layout.tick(at).map_err(rank_error)?;
             // The first batch is checked before anything moves, so that a
@@ -1522,7 +1613,7 @@ pub fn rank_import(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             // Start: the plain board moves aside (keeping its expiry) and
             // B:meta records the layout and the import's time.
             let expiry = board.abs_expire_ms();
-            drop((board, meta, plain));
+            drop((board, meta, plain, times));
             ctx.call("RENAME", &[base.as_slice(), import_name.as_slice()][..])?;
             ctx.replicate("RENAME", &[base.as_slice(), import_name.as_slice()]);
             let meta = Key::open(ctx, &meta_name, true);
@@ -1538,7 +1629,7 @@ pub fn rank_import(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             return import_step(ctx, &base, layout, at, count);
         }
     };
-    drop((board, meta, plain));
+    drop((board, meta, plain, times));
     import_step(ctx, &base, layout, import_at, count)
 }
 
@@ -1579,32 +1670,62 @@ fn import_step(ctx: &Context, base: &[u8], layout: Layout, at: i64, count: i64) 
     let board = Key::open(ctx, base, true);
     let meta = Key::open(ctx, &meta_name, true);
     let (batch, packed) = import_batch(&plain, &import_name, layout, at, count)?;
+    // A LAYOUT WIDE board stores each member under its name at the
+    // import's time, and indexes it in B:time.
+    let times_name = derived(base, TIMES);
+    let times = layout.wide.then(|| Key::open(ctx, &times_name, true));
+    let names: Vec<Vec<u8>> = batch
+        .iter()
+        .map(|(m, _)| {
+            if layout.wide {
+                layout.wide_name(at, m)
+            } else {
+                m.clone()
+            }
+        })
+        .collect();
+    let at_text = itoa::Buffer::new().format(at).to_string();
     let created = !board.exists();
-    for ((member, _), p) in batch.iter().zip(&packed) {
-        board.zadd(member, *p as f64);
+    let times_created = times.as_ref().is_some_and(|t| !t.exists());
+    for (((member, _), p), name) in batch.iter().zip(&packed).zip(&names) {
+        board.zadd(name, *p as f64);
+        if let Some(t) = &times {
+            t.hput(member, at_text.as_bytes());
+        }
         plain.zrem(member);
     }
     for chunk in batch
         .iter()
         .zip(&packed)
+        .zip(&names)
         .collect::<Vec<_>>()
         .chunks(ZADD_CHUNK)
     {
-        let scores: Vec<String> = chunk.iter().map(|(_, p)| p.to_string()).collect();
+        let scores: Vec<String> = chunk.iter().map(|((_, p), _)| p.to_string()).collect();
         let mut zadd: Vec<&[u8]> = vec![base];
         let mut zrem: Vec<&[u8]> = vec![&import_name];
-        for (((member, _), _), score) in chunk.iter().zip(&scores) {
+        let mut hset: Vec<&[u8]> = vec![&times_name];
+        for ((((member, _), _), name), score) in chunk.iter().zip(&scores) {
             zadd.push(score.as_bytes());
-            zadd.push(member);
+            zadd.push(name);
             zrem.push(member);
+            hset.push(member);
+            hset.push(at_text.as_bytes());
         }
         ctx.replicate("ZADD", zadd.as_slice());
+        if layout.wide {
+            ctx.replicate("HSET", hset.as_slice());
+        }
         ctx.replicate("ZREM", zrem.as_slice());
     }
-    if created && board.exists() {
-        if let Some(e) = meta.abs_expire_ms() {
+    if let Some(e) = meta.abs_expire_ms() {
+        if created && board.exists() {
             board.set_abs_expire_ms(e);
             replicate_pexpireat(ctx, base, e);
+        }
+        if let Some(t) = times.as_ref().filter(|t| times_created && t.exists()) {
+            t.set_abs_expire_ms(e);
+            replicate_pexpireat(ctx, &times_name, e);
         }
     }
     IMPORTED.add(batch.len() as u64);

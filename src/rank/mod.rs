@@ -157,7 +157,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write",
         summary: "Packs a board of plain ZADD scores in place, COUNT members per call",
         complexity: "O(COUNT*log(N)) per call",
-        syntax: "key [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [COUNT count] [NOW unix-ms]",
+        syntax: "key [LAYOUT PACKED|WIDE] [TIEBREAK EARLIER|LATER|NONE] [UNIT MS|S] [DIGITS digits] [EPOCH unix-ms] [COUNT count] [NOW unix-ms]",
         reply: "integer"
     },
 ];

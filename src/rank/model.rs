@@ -197,21 +197,26 @@ impl Layout {
             w[n] = p;
             n += 1;
         }
-        let layout = match n {
-            // LAYOUT WIDE: "<TIEBREAK> WIDE" (never imported).
-            2 if w[1] == b"WIDE" => {
-                return match Tiebreak::parse(w[0]).filter(|t| t.name().as_bytes() == w[0]) {
-                    Some(t) if t != Tiebreak::None => Ok((Layout::wide(t), None)),
-                    _ => Err(RankError::BadLayout),
+        let (layout, rest) = match n {
+            // LAYOUT WIDE: "<TIEBREAK> WIDE", and while RANK.IMPORT packs
+            // it "<TIEBREAK> WIDE IMPORT <unix-ms>".
+            2 | 4 if w[1] == b"WIDE" => {
+                let l = match Tiebreak::parse(w[0]).filter(|t| t.name().as_bytes() == w[0]) {
+                    Some(t) if t != Tiebreak::None => Layout::wide(t),
+                    _ => return Err(RankError::BadLayout),
                 };
+                (l, 2)
             }
-            4 | 6 => Layout::from_fields([Some(w[0]), Some(w[1]), Some(w[2]), Some(w[3])])?,
+            4 | 6 => (
+                Layout::from_fields([Some(w[0]), Some(w[1]), Some(w[2]), Some(w[3])])?,
+                4,
+            ),
             _ => return Err(RankError::BadLayout),
         };
-        if n == 4 {
+        if n == rest {
             return Ok((layout, None));
         }
-        match (w[4], parse_int(w[5])) {
+        match (w[rest], parse_int(w[rest + 1])) {
             (b"IMPORT", Some(t)) if layout.tick(t).is_ok() => Ok((layout, Some(t))),
             _ => Err(RankError::BadLayout),
         }
@@ -366,8 +371,13 @@ impl Layout {
         Ok(self.pack_tick(points, t))
     }
 
-    /// Returns the packed score for already checked `points` and `t`.
+    /// Returns the packed score for already checked `points` and `t`: on
+    /// a LAYOUT WIDE board, whose score is the points themselves (its time
+    /// is in the stored name), `points`.
     pub fn pack_tick(&self, points: i64, t: i64) -> i64 {
+        if self.wide {
+            return points;
+        }
         let tb = match self.tiebreak {
             Tiebreak::Earlier => self.scale() - 1 - t,
             Tiebreak::Later => t,
@@ -452,6 +462,25 @@ impl Layout {
         (0..=EXACT_MAX)
             .contains(&ms)
             .then_some((ms, &stored[WIDE_PREFIX..]))
+    }
+
+    /// Returns the member and the entry of a name and score stored in
+    /// `B` (the stored name itself on a packed board), or None for what
+    /// the module never writes: a score that is not an exact integer, or
+    /// on a LAYOUT WIDE board a name without its time prefix.
+    pub fn decode_stored<'a>(&self, stored: &'a [u8], score: f64) -> Option<(&'a [u8], Entry)> {
+        if !self.wide {
+            return self.decode(score).map(|e| (stored, e));
+        }
+        let points = Layout::wide_points(score)?;
+        let (ms, member) = self.wide_split(stored)?;
+        Some((
+            member,
+            Entry {
+                points,
+                achieved_ms: Some(ms),
+            },
+        ))
     }
 
     fn time_of(&self, t: i64) -> i64 {
@@ -705,6 +734,66 @@ impl Merger {
         }
         out
     }
+
+    /// Returns the union as the destination stores it, best first (each
+    /// insert then lands at the head of the skiplist): every entry is
+    /// checked in the order first seen, so that the first one that does
+    /// not fit is the one reported.
+    ///
+    /// Occurs as [`RankError::Timestamp`] or [`RankError::PointsRange`]
+    /// for the first entry the destination cannot hold.
+    pub fn into_union(self) -> Result<Union, RankError> {
+        let dest = self.dest;
+        let mut times = Vec::new();
+        let mut scores = Vec::with_capacity(self.acc.len());
+        for i in 0..self.acc.len() {
+            scores.push(self.packed(i)?);
+            if dest.wide {
+                times.push(self.acc[i].1);
+            }
+        }
+        let members = self.into_members();
+        if !dest.wide {
+            let mut rows: Vec<(Vec<u8>, i64)> = members.into_iter().zip(scores).collect();
+            rows.sort_unstable_by(|a, b| (b.1, &b.0).cmp(&(a.1, &a.0)));
+            let (names, scores) = rows.into_iter().unzip();
+            return Ok(Union {
+                names,
+                scores,
+                times: Vec::new(),
+            });
+        }
+        let mut rows: Vec<(Vec<u8>, i64, i64)> = members
+            .into_iter()
+            .zip(scores)
+            .zip(times)
+            .map(|((m, s), ms)| (dest.wide_name(ms, &m), s, ms))
+            .collect();
+        rows.sort_unstable_by(|a, b| (b.1, &b.0).cmp(&(a.1, &a.0)));
+        let mut u = Union {
+            names: Vec::with_capacity(rows.len()),
+            scores: Vec::with_capacity(rows.len()),
+            times: Vec::with_capacity(rows.len()),
+        };
+        for (name, s, ms) in rows {
+            u.names.push(name);
+            u.scores.push(s);
+            u.times.push(ms);
+        }
+        Ok(u)
+    }
+}
+
+/// A MERGE's union as its destination stores it, best first: the names
+/// stored in `B` (on a LAYOUT WIDE destination `<16 digits>:<member>`,
+/// the member being `name[WIDE_PREFIX..]`), their scores, and on a wide
+/// destination the achievement times (unix ms) its `B:time` maps each
+/// member to (empty otherwise).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Union {
+    pub names: Vec<Vec<u8>>,
+    pub scores: Vec<i64>,
+    pub times: Vec<i64>,
 }
 
 /// Merges source boards (each with its layout and `(member, score)` list)
@@ -724,8 +813,11 @@ pub fn merge(
 ) -> Result<Vec<(Vec<u8>, i64)>, RankError> {
     let mut m = Merger::new(*dest, agg, now_ms);
     for (si, (layout, entries)) in sources.iter().enumerate() {
-        for (member, score) in entries {
-            m.add(si as u32, member, layout.unpack(*score));
+        for (stored, score) in entries {
+            match layout.decode_stored(stored, *score) {
+                Some((member, e)) => m.add(si as u32, member, e),
+                None => m.add(si as u32, stored, layout.unpack(*score)),
+            }
         }
     }
     let packed = (0..m.len())
@@ -833,7 +925,11 @@ mod tests {
             &b"NONE WIDE"[..],
             b"earlier WIDE",
             b"EARLIER wide",
-            b"EARLIER WIDE IMPORT 5",
+            b"NONE WIDE IMPORT 5",
+            b"EARLIER WIDE IMPORT x",
+            b"EARLIER WIDE EXPORT 5",
+            b"EARLIER WIDE IMPORT 9007199254740992",
+            b"EARLIER WIDE IMPORT 5 ",
             b"WIDE",
             b"EARLIER WIDE ",
         ] {
@@ -849,6 +945,143 @@ mod tests {
         assert_eq!(Layout::wide_points(1.5), None);
         assert_eq!(Layout::wide_points(f64::NAN), None);
         assert_eq!(Layout::wide_points(f64::INFINITY), None);
+    }
+
+    #[test]
+    fn wide_import_state_round_trips() {
+        for tb in [Tiebreak::Earlier, Tiebreak::Later] {
+            let l = Layout::wide(tb);
+            let v = format!("{} IMPORT 1700000000000", l.to_field());
+            assert_eq!(
+                Layout::from_field_state(Some(v.as_bytes())),
+                Ok((l, Some(1_700_000_000_000)))
+            );
+            // Refused where an import is not expected.
+            assert_eq!(
+                Layout::from_field(Some(v.as_bytes())),
+                Err(RankError::BadLayout)
+            );
+        }
+    }
+
+    #[test]
+    fn decode_stored_reads_both_layouts() {
+        let p = Layout::default();
+        let w = Layout::wide(Tiebreak::Later);
+        let s = p.pack(7, 1_700_000_000_000).unwrap() as f64;
+        assert_eq!(
+            p.decode_stored(b"abe", s),
+            Some((
+                &b"abe"[..],
+                Entry {
+                    points: 7,
+                    achieved_ms: Some(1_700_000_000_000)
+                }
+            ))
+        );
+        assert_eq!(p.decode_stored(b"abe", 1.5), None);
+        let name = w.wide_name(1_700_000_000_123, b"abe");
+        assert_eq!(
+            w.decode_stored(&name, 5e15),
+            Some((
+                &b"abe"[..],
+                Entry {
+                    points: 5_000_000_000_000_000,
+                    achieved_ms: Some(1_700_000_000_123)
+                }
+            ))
+        );
+        assert_eq!(w.decode_stored(b"abe", 5.0), None);
+        assert_eq!(w.decode_stored(&name, 0.5), None);
+        assert_eq!(w.decode_stored(&name, 9_007_199_254_740_992.0), None);
+        // The score of a wide board is the points themselves.
+        assert_eq!(w.pack_tick(-42, 1_700_000_000_000), -42);
+    }
+
+    /// The union of `sources` into `dest`, as (stored name, score, time)
+    /// rows.
+    /// A union row: stored name, score, time on a wide destination.
+    type Row = (Vec<u8>, i64, Option<i64>);
+
+    fn union_rows(
+        sources: &[Source],
+        dest: Layout,
+        agg: Aggregate,
+        now: i64,
+    ) -> Result<Vec<Row>, RankError> {
+        let mut m = Merger::new(dest, agg, now);
+        for (si, (l, entries)) in sources.iter().enumerate() {
+            for (stored, score) in entries {
+                let (member, e) = l.decode_stored(stored, *score).unwrap();
+                m.add(si as u32, member, e);
+            }
+        }
+        let u = m.into_union()?;
+        assert_eq!(u.names.len(), u.scores.len());
+        assert_eq!(u.times.len(), if dest.wide { u.names.len() } else { 0 });
+        Ok((0..u.names.len())
+            .map(|i| (u.names[i].clone(), u.scores[i], u.times.get(i).copied()))
+            .collect())
+    }
+
+    #[test]
+    fn wide_merge_sums_maxes_and_converts_between_layouts() {
+        let w = Layout::wide(Tiebreak::Earlier);
+        let wl = Layout::wide(Tiebreak::Later);
+        let p = Layout::default();
+        let none = layout(Tiebreak::None, Unit::S, 0, 0);
+        let big = 4_000_000_000_000_000i64;
+        let wa = vec![
+            (w.wide_name(5_000, b"x"), big as f64),
+            (w.wide_name(1_000, b"y"), 1.0),
+        ];
+        let wb = vec![(w.wide_name(9_000, b"x"), big as f64)];
+        // SUM: points add up beyond any packed limit, the latest time kept.
+        let rows = union_rows(&[(w, wa.clone()), (w, wb.clone())], w, Aggregate::Sum, 0).unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                (w.wide_name(9_000, b"x"), 2 * big, Some(9_000)),
+                (w.wide_name(1_000, b"y"), 1, Some(1_000)),
+            ]
+        );
+        // MAX: ties by the destination's tiebreak.
+        let rows = union_rows(&[(w, wa.clone()), (w, wb.clone())], w, Aggregate::Max, 0).unwrap();
+        assert_eq!(rows[0], (w.wide_name(5_000, b"x"), big, Some(5_000)));
+        let rows = union_rows(&[(w, wa.clone()), (w, wb.clone())], wl, Aggregate::Max, 0).unwrap();
+        assert_eq!(rows[0], (wl.wide_name(9_000, b"x"), big, Some(9_000)));
+        // Beyond 2^53 − 1: refused, nothing returned.
+        let max = vec![(w.wide_name(1, b"x"), EXACT_MAX as f64)];
+        assert_eq!(
+            union_rows(&[(w, max.clone()), (w, max)], w, Aggregate::Sum, 0),
+            Err(RankError::PointsRange(EXACT_MAX))
+        );
+        // Packed into wide: always fits; NONE entries at `now`.
+        let ps = vec![(b"z".to_vec(), p.pack(3, 7_000).unwrap() as f64)];
+        let ns = vec![(b"z".to_vec(), 4.0)];
+        let rows = union_rows(&[(p, ps.clone()), (none, ns)], w, Aggregate::Sum, 8_000).unwrap();
+        assert_eq!(rows, vec![(w.wide_name(8_000, b"z"), 7, Some(8_000))]);
+        // Wide into packed: the points and the time must fit the layout.
+        let rows = union_rows(&[(w, wa.clone())], p, Aggregate::Sum, 0);
+        assert_eq!(rows, Err(RankError::PointsRange(900_718)));
+        let small = vec![(w.wide_name(7_000, b"z"), 3.0)];
+        let rows = union_rows(&[(w, small.clone()), (p, ps)], p, Aggregate::Sum, 0).unwrap();
+        assert_eq!(rows, vec![(b"z".to_vec(), p.pack(6, 7_000).unwrap(), None)]);
+        let ms = layout(Tiebreak::Earlier, Unit::Ms, 13, 1_000_000);
+        assert_eq!(
+            union_rows(&[(w, small)], ms, Aggregate::Sum, 0),
+            Err(RankError::Timestamp)
+        );
+        // Best first, the greater stored name first among equal scores.
+        let tied = vec![
+            (w.wide_name(3, b"a"), 1.0),
+            (w.wide_name(2, b"b"), 1.0),
+            (w.wide_name(2, b"c"), 1.0),
+            (w.wide_name(1, b"d"), 0.0),
+        ];
+        let rows = union_rows(&[(w, tied)], w, Aggregate::Sum, 0).unwrap();
+        let order: Vec<&[u8]> = rows.iter().map(|r| &r.0[WIDE_PREFIX..]).collect();
+        assert_eq!(order, vec![&b"c"[..], b"b", b"a", b"d"]);
     }
 
     #[test]

@@ -125,6 +125,16 @@ fn rank_spread_results_equal_a_single_board() {
     same_as_single(&mut c, "n", &opts("NONE", "S"), 4, 400, 2);
     // One shard is a board of its own.
     same_as_single(&mut c, "one", &RankOptions::default(), 1, 40, 5);
+    // LAYOUT WIDE: positions are (points, stored name), the time in the
+    // name; ties to the millisecond across and within shards.
+    for (tag, tiebreak, n) in [("w", "EARLIER", 4), ("wl", "LATER", 3)] {
+        let o = RankOptions {
+            layout: Some("WIDE".into()),
+            tiebreak: Some(tiebreak.into()),
+            ..RankOptions::default()
+        };
+        same_as_single(&mut c, tag, &o, n, 120, 4);
+    }
 }
 
 #[test]

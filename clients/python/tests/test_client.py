@@ -233,12 +233,19 @@ class Families:
 
     def test_spread_rank(self):
         # A board spread over 4 shards answers as a single board fed the
-        # same writes: global rank, top and around, ties included.
-        board = self.hp.rank(self.k("sboard"), spread=4)
-        single = self.hp.rank(self.k("single"))
-        self.assertTrue(board.create(tiebreak="EARLIER", unit="S", now=NOW))
-        self.assertTrue(board.create(tiebreak="EARLIER", unit="S", now=NOW))  # again: harmless
-        self.assertTrue(single.create(tiebreak="EARLIER", unit="S", now=NOW))
+        # same writes: global rank, top and around, ties included; on the
+        # packed layout and on LAYOUT WIDE (positions by stored name).
+        for suffix, layout in (("", dict(tiebreak="EARLIER", unit="S")),
+                               ("w", dict(layout="WIDE", tiebreak="EARLIER"))):
+            with self.subTest(layout=layout):
+                self._spread_rank(suffix, layout)
+
+    def _spread_rank(self, suffix, layout):
+        board = self.hp.rank(self.k("sboard" + suffix), spread=4)
+        single = self.hp.rank(self.k("single" + suffix))
+        self.assertTrue(board.create(now=NOW, **layout))
+        self.assertTrue(board.create(now=NOW, **layout))  # again: harmless
+        self.assertTrue(single.create(now=NOW, **layout))
         rnd = random.Random(5)
         members = [str(i) for i in range(30)] + [f"p{i}" for i in range(30)]
         for step in range(400):
@@ -280,7 +287,7 @@ class Families:
                 self.assertEqual(board.around(m, n), single.around(m, n), (m, n))
         # The base key refuses single-slot commands.
         with self.assertRaisesRegex(redis.ResponseError, "is spread over 4 shards"):
-            self.hp.rank(self.k("sboard")).add("x", 1)
+            self.hp.rank(self.k("sboard" + suffix)).add("x", 1)
 
     def test_like(self):
         post = self.hp.like(self.k("post"))

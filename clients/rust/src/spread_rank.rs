@@ -34,19 +34,29 @@ fn bad_reply(what: &str, v: &Value) -> RedisError {
 
 /// An entry of `RANK.POSITION`: a member, its points and its packed score
 /// (`points × 10^DIGITS + tiebreak`, exact, comparable across the shards
-/// of one board).
+/// of one board). On a LAYOUT WIDE board the score is the points and
+/// `name` the stored name (`<16 digits>:<member>`, the time in its
+/// digits), which orders equal points.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RankPositionEntry {
     pub member: String,
     pub points: i64,
     pub score: i64,
+    /// The stored name on a LAYOUT WIDE board, `None` on a packed one.
+    pub name: Option<String>,
 }
 
 impl RankPositionEntry {
+    /// What orders equal scores: the stored name on a LAYOUT WIDE board,
+    /// the member on a packed one.
+    pub fn tie(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.member)
+    }
+
     /// The board's order, best first: higher score, then the byte-wise
-    /// greater member.
+    /// greater member (stored name on a wide board).
     fn order(&self) -> (Reverse<i64>, Reverse<&[u8]>) {
-        (Reverse(self.score), Reverse(self.member.as_bytes()))
+        (Reverse(self.score), Reverse(self.tie().as_bytes()))
     }
 }
 
@@ -68,10 +78,18 @@ fn entries(v: &Value) -> RedisResult<Vec<RankPositionEntry>> {
     }
     a.chunks(3)
         .map(|c| {
+            let points = crate::replies::int(&c[1])?;
+            // A wide board answers the stored name where a packed one
+            // answers the packed score.
+            let (score, name) = match &c[2] {
+                Value::Int(s) => (*s, None),
+                other => (points, Some(crate::replies::text(other)?)),
+            };
             Ok(RankPositionEntry {
                 member: crate::replies::text(&c[0])?,
-                points: crate::replies::int(&c[1])?,
-                score: crate::replies::int(&c[2])?,
+                points,
+                score,
+                name,
             })
         })
         .collect()
@@ -353,7 +371,7 @@ impl SpreadRank {
                 self.call(
                     "RANK.POSITION",
                     i,
-                    &[arg(count), arg("AT"), arg(at.score), arg(&at.member)],
+                    &[arg(count), arg("AT"), arg(at.score), arg(at.tie())],
                 )
             })
             .collect()
@@ -490,7 +508,7 @@ impl SpreadRank {
     ) -> RedisResult<Vec<RankPositionEntry>> {
         let mut a = vec![arg(depth)];
         if let Some(c) = cursor {
-            a.extend([arg("AT"), arg(c.score), arg(c.member.as_str())]);
+            a.extend([arg("AT"), arg(c.score), arg(c.tie())]);
         }
         let calls: Vec<(String, Cmd)> = (0..self.shards.n())
             .map(|i| self.call("RANK.POSITION", i, &a))

@@ -348,12 +348,21 @@ local function layout(meta)
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
   local import = nil
   if v then
-    -- LAYOUT WIDE: "<TIEBREAK> WIDE".
+    -- LAYOUT WIDE: "<TIEBREAK> WIDE", and while RANK.IMPORT packs it
+    -- "<TIEBREAK> WIDE IMPORT <unix-ms>".
     local wtb = string.match(v, '^([^ ]*) WIDE$')
+    local wat = nil
+    if not wtb then
+      wtb, wat = string.match(v, '^([^ ]*) WIDE IMPORT ([^ ]*)$')
+    end
     if wtb then
       if wtb ~= 'EARLIER' and wtb ~= 'LATER' then return nil end
+      if wat then
+        import = int_in(wat, 0, EXACT_MAX)
+        if import == nil then return nil end
+      end
       return { tiebreak = wtb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
-        limit = EXACT_MAX, wide = true }, nil
+        limit = EXACT_MAX, wide = true }, import
     end
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
     if not tb then

@@ -309,6 +309,11 @@ local function int_in(s, min, max)
   if v == nil or v < min or v > max then return nil end
   return v
 end
+-- True when key is missing or holds `want`.
+local function typed(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  return t == 'none' or t == want
+end
 local function rank_err(msg)
   return redis.error_reply('ERR rank: ' .. msg)
 end
@@ -348,12 +353,21 @@ local function layout(meta)
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
   local import = nil
   if v then
-    -- LAYOUT WIDE: "<TIEBREAK> WIDE".
+    -- LAYOUT WIDE: "<TIEBREAK> WIDE", and while RANK.IMPORT packs it
+    -- "<TIEBREAK> WIDE IMPORT <unix-ms>".
     local wtb = string.match(v, '^([^ ]*) WIDE$')
+    local wat = nil
+    if not wtb then
+      wtb, wat = string.match(v, '^([^ ]*) WIDE IMPORT ([^ ]*)$')
+    end
     if wtb then
       if wtb ~= 'EARLIER' and wtb ~= 'LATER' then return nil end
+      if wat then
+        import = int_in(wat, 0, EXACT_MAX)
+        if import == nil then return nil end
+      end
       return { tiebreak = wtb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
-        limit = EXACT_MAX, wide = true }, nil
+        limit = EXACT_MAX, wide = true }, import
     end
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
     if not tb then
@@ -398,9 +412,40 @@ local function decode(l, score)
   if l.tiebreak == 'LATER' then return points, l.epoch + r * l.unitms end
   return points, false
 end
--- RANK.<MERGE|POSITION> refusing a LAYOUT WIDE board.
-local function refuse_wide(cmd, key)
-  return rank_err(cmd .. " does not take a LAYOUT WIDE board ('" .. key_text(key) .. "'): see docs/rank.md")
+-- LAYOUT WIDE (rank/model.rs wide_name): the name member is stored under
+-- when it reached its points at ms: 16 digits, ':', the member. The
+-- digits are ms (LATER) or 10^16 - 1 - ms (EARLIER): the nines'
+-- complement of the digits of ms, computed on the string (10^16 - 1 is
+-- beyond what a double holds exactly).
+local function wide_name(l, ms, member)
+  local d = string.format('%016d', ms)
+  if l.tiebreak == 'EARLIER' then
+    d = string.gsub(d, '%d', function(c) return string.char(105 - string.byte(c)) end)
+  end
+  return d .. ':' .. member
+end
+-- The achievement time and the member of a stored name, or nil for a
+-- name the module never writes.
+local function wide_split(l, stored)
+  local d, member = string.match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d):(.+)$')
+  if not d then return nil end
+  if l.tiebreak == 'EARLIER' then
+    d = string.gsub(d, '%d', function(c) return string.char(105 - string.byte(c)) end)
+  end
+  local ms = tonumber(d)
+  if ms > EXACT_MAX then return nil end
+  return ms, member
+end
+-- The member and the entry (points, time or false) of a name and score
+-- stored in B (rank/model.rs decode_stored), or nil for what the module
+-- never writes.
+local function decode_stored(l, stored, score)
+  local points, ms = decode(l, score)
+  if points == nil then return nil end
+  if not l.wide then return stored, points, ms end
+  local at, member = wide_split(l, stored)
+  if not member then return nil end
+  return member, points, at
 end
 -- The type checks of a board: B and B:meta. Returns true and the two
 -- types, or nil and the error reply.
@@ -484,12 +529,12 @@ for j = 1, #KEYS do
 end
 local dl, e = board_layout(dest, false)
 if not dl then return e end
-if dl.wide then return refuse_wide('RANK.MERGE', dest) end
+-- A wide destination's index is replaced with the board.
+if dl.wide and not typed(dest .. ':time', 'hash') then return redis.error_reply(WRONGTYPE) end
 local layouts = {}
 for j = 2, #KEYS do
   local l, err = board_layout(KEYS[j], false)
   if not l then return err end
-  if l.wide then return refuse_wide('RANK.MERGE', KEYS[j]) end
   layouts[j] = l
 end
 now = now or now_ms()
@@ -498,9 +543,8 @@ for j = 2, #KEYS do
   local l = layouts[j]
   local r = redis.call('ZRANGE', KEYS[j], 0, -1, 'WITHSCORES')
   for x = 1, #r, 2 do
-    local m = r[x]
-    local points, ms = decode(l, r[x + 1])
-    if points == nil then return corrupt(KEYS[j], m) end
+    local m, points, ms = decode_stored(l, r[x], r[x + 1])
+    if m == nil then return corrupt(KEYS[j], r[x]) end
     if not ms then ms = now end
     local a = acc[m]
     local hi = math.floor(points / SPLIT)
@@ -521,29 +565,46 @@ for j = 2, #KEYS do
     end
   end
 end
-local out = {}
+-- out: score, stored name pairs for ZADD; index: member, time pairs of
+-- a wide destination's B:time.
+local out, index = {}, {}
 for _, m in ipairs(order) do
   local a = acc[m]
   local points = a.hi * SPLIT + a.lo
   local t = tick(dl, a.ms)
   if t == nil then return rank_err('timestamp out of range') end
   if points > dl.limit or points < -dl.limit then return range_err(dl) end
-  out[#out + 1] = pack(dl, points, t)
-  out[#out + 1] = m
+  if dl.wide then
+    out[#out + 1] = points
+    out[#out + 1] = wide_name(dl, t, m)
+    index[#index + 1] = m
+    index[#index + 1] = string.format('%d', t)
+  else
+    out[#out + 1] = pack(dl, points, t)
+    out[#out + 1] = m
+  end
 end
 redis.call('UNLINK', dest)
+if dl.wide then redis.call('UNLINK', dest .. ':time') end
 for x = 1, #out, 1000 do
   local args = {}
   for y = x, math.min(x + 999, #out) do args[#args + 1] = out[y] end
   redis.call('ZADD', dest, unpack(args))
+  if dl.wide then redis.call('HSET', dest .. ':time', unpack(index, x, math.min(x + 999, #out))) end
 end
 local meta = dest .. ':meta'
 if ttl then
-  if #out > 0 then redis.call('PEXPIRE', dest, ttl * 1000) end
+  if #out > 0 then
+    redis.call('PEXPIRE', dest, ttl * 1000)
+    if dl.wide then redis.call('PEXPIRE', dest .. ':time', ttl * 1000) end
+  end
   redis.call('PEXPIRE', meta, ttl * 1000)
 elseif #out > 0 then
   local at = redis.call('PEXPIRETIME', meta)
-  if at > 0 then redis.call('PEXPIREAT', dest, at) end
+  if at > 0 then
+    redis.call('PEXPIREAT', dest, at)
+    if dl.wide then redis.call('PEXPIREAT', dest .. ':time', at) end
+  end
 end
 return #out / 2
 

@@ -357,12 +357,21 @@ local function layout(meta)
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
   local import = nil
   if v then
-    -- LAYOUT WIDE: "<TIEBREAK> WIDE".
+    -- LAYOUT WIDE: "<TIEBREAK> WIDE", and while RANK.IMPORT packs it
+    -- "<TIEBREAK> WIDE IMPORT <unix-ms>".
     local wtb = string.match(v, '^([^ ]*) WIDE$')
+    local wat = nil
+    if not wtb then
+      wtb, wat = string.match(v, '^([^ ]*) WIDE IMPORT ([^ ]*)$')
+    end
     if wtb then
       if wtb ~= 'EARLIER' and wtb ~= 'LATER' then return nil end
+      if wat then
+        import = int_in(wat, 0, EXACT_MAX)
+        if import == nil then return nil end
+      end
       return { tiebreak = wtb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
-        limit = EXACT_MAX, wide = true }, nil
+        limit = EXACT_MAX, wide = true }, import
     end
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
     if not tb then
@@ -399,9 +408,53 @@ local function decode(l, score)
   if l.tiebreak == 'LATER' then return points, l.epoch + r * l.unitms end
   return points, false
 end
--- RANK.<MERGE|POSITION> refusing a LAYOUT WIDE board.
-local function refuse_wide(cmd, key)
-  return rank_err(cmd .. " does not take a LAYOUT WIDE board ('" .. key_text(key) .. "'): see docs/rank.md")
+-- LAYOUT WIDE (rank/model.rs wide_name): the name member is stored under
+-- when it reached its points at ms: 16 digits, ':', the member. The
+-- digits are ms (LATER) or 10^16 - 1 - ms (EARLIER): the nines'
+-- complement of the digits of ms, computed on the string (10^16 - 1 is
+-- beyond what a double holds exactly).
+local function wide_name(l, ms, member)
+  local d = string.format('%016d', ms)
+  if l.tiebreak == 'EARLIER' then
+    d = string.gsub(d, '%d', function(c) return string.char(105 - string.byte(c)) end)
+  end
+  return d .. ':' .. member
+end
+-- The achievement time and the member of a stored name, or nil for a
+-- name the module never writes.
+local function wide_split(l, stored)
+  local d, member = string.match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d):(.+)$')
+  if not d then return nil end
+  if l.tiebreak == 'EARLIER' then
+    d = string.gsub(d, '%d', function(c) return string.char(105 - string.byte(c)) end)
+  end
+  local ms = tonumber(d)
+  if ms > EXACT_MAX then return nil end
+  return ms, member
+end
+-- A member's entry on a LAYOUT WIDE board through B:time: { points, at,
+-- name }, false when it is not on the board, or nil and the error.
+local function wide_entry(B, l, member)
+  local v = redis.call('HGET', B .. ':time', member)
+  if not v then return false end
+  local ms = int_in(v, 0, EXACT_MAX)
+  if ms == nil then return nil, corrupt(B .. ':time', member) end
+  local name = wide_name(l, ms, member)
+  local score = redis.call('ZSCORE', B, name)
+  if not score then return nil, corrupt(B .. ':time', member) end
+  local points = decode(l, score)
+  if points == nil then return nil, corrupt(B, name) end
+  return { points = points, at = ms, name = name }
+end
+-- The member and points of an entry of B (stored name and score), or nil
+-- and the error (rank/commands.rs entry_of).
+local function entry_of(B, l, stored, score)
+  local points = decode(l, score)
+  if points == nil then return nil, corrupt(B, stored) end
+  if not l.wide then return stored, points end
+  local _, member = wide_split(l, stored)
+  if not member then return nil, corrupt(B, stored) end
+  return member, points
 end
 -- The type checks of a board: B and B:meta. Returns true and the two
 -- types, or nil and the error reply.
@@ -506,12 +559,12 @@ end
 if count > RANGE_MAX then return rank_err('count must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
 local l, sh = open_board(B, declared)
 if not l then return sh end
-if l.wide then return refuse_wide('RANK.POSITION', B) end
--- [member, points, score] of an entry; nil and the error for a score the
--- module never writes.
+-- [member, points, score] of an entry ([member, points, stored name] on a
+-- LAYOUT WIDE board); nil and the error for what the module never writes.
 local function entry(m, score)
-  local points = decode(l, score)
-  if points == nil then return nil, corrupt(B, m) end
+  local member, points = entry_of(B, l, m, score)
+  if member == nil then return nil, points end
+  if l.wide then return {member, points, m} end
   return {m, points, tonumber(score)}
 end
 -- place: the place the position takes on this board; at_entry: the
@@ -522,11 +575,20 @@ if kind == 'MEMBER' then
     local oe = spread().check_owner('rank', 'member', B, sh, member)
     if oe then return oe end
   end
-  local score = redis.call('ZSCORE', B, member)
-  if not score then return false end
-  if decode(l, score) == nil then return corrupt(B, member) end
-  place = redis.call('ZREVRANK', B, member)
-  here = {member, score}
+  local name, score = member, nil
+  if l.wide then
+    -- A position on a wide board is (points, stored name).
+    local w, err = wide_entry(B, l, member)
+    if w == nil then return err end
+    if not w then return false end
+    name, score = w.name, w.points
+  else
+    score = redis.call('ZSCORE', B, member)
+    if not score then return false end
+    if decode(l, score) == nil then return corrupt(B, member) end
+  end
+  place = redis.call('ZREVRANK', B, name)
+  here = {name, score}
 elseif kind == 'AT' then
   -- Members above (score, member): a higher score, or the same score and
   -- a byte-wise greater member (the order of ZREVRANGE).

@@ -53,12 +53,21 @@ local function layout(meta)
   local l = { tiebreak = 'EARLIER', unit = 'S', digits = 10, epoch = 0 }
   local import = nil
   if v then
-    -- LAYOUT WIDE: "<TIEBREAK> WIDE".
+    -- LAYOUT WIDE: "<TIEBREAK> WIDE", and while RANK.IMPORT packs it
+    -- "<TIEBREAK> WIDE IMPORT <unix-ms>".
     local wtb = string.match(v, '^([^ ]*) WIDE$')
+    local wat = nil
+    if not wtb then
+      wtb, wat = string.match(v, '^([^ ]*) WIDE IMPORT ([^ ]*)$')
+    end
     if wtb then
       if wtb ~= 'EARLIER' and wtb ~= 'LATER' then return nil end
+      if wat then
+        import = int_in(wat, 0, EXACT_MAX)
+        if import == nil then return nil end
+      end
       return { tiebreak = wtb, unit = 'MS', digits = 0, epoch = 0, unitms = 1, scale = 1,
-        limit = EXACT_MAX, wide = true }, nil
+        limit = EXACT_MAX, wide = true }, import
     end
     local tb, unit, digits, epoch = string.match(v, '^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$')
     if not tb then
@@ -167,9 +176,16 @@ local function entry_of(B, l, stored, score)
   if not member then return nil, corrupt(B, stored) end
   return member, points
 end
--- RANK.<MERGE|POSITION> refusing a LAYOUT WIDE board.
-local function refuse_wide(cmd, key)
-  return rank_err(cmd .. " does not take a LAYOUT WIDE board ('" .. key_text(key) .. "'): see docs/rank.md")
+-- The member and the entry (points, time or false) of a name and score
+-- stored in B (rank/model.rs decode_stored), or nil for what the module
+-- never writes.
+local function decode_stored(l, stored, score)
+  local points, ms = decode(l, score)
+  if points == nil then return nil end
+  if not l.wide then return stored, points, ms end
+  local at, member = wide_split(l, stored)
+  if not member then return nil end
+  return member, points, at
 end
 -- The type checks of a board: B and B:meta. Returns true and the two
 -- types, or nil and the error reply.

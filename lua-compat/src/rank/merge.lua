@@ -49,12 +49,12 @@ for j = 1, #KEYS do
 end
 local dl, e = board_layout(dest, false)
 if not dl then return e end
-if dl.wide then return refuse_wide('RANK.MERGE', dest) end
+-- A wide destination's index is replaced with the board.
+if dl.wide and not typed(dest .. ':time', 'hash') then return redis.error_reply(WRONGTYPE) end
 local layouts = {}
 for j = 2, #KEYS do
   local l, err = board_layout(KEYS[j], false)
   if not l then return err end
-  if l.wide then return refuse_wide('RANK.MERGE', KEYS[j]) end
   layouts[j] = l
 end
 now = now or now_ms()
@@ -63,9 +63,8 @@ for j = 2, #KEYS do
   local l = layouts[j]
   local r = redis.call('ZRANGE', KEYS[j], 0, -1, 'WITHSCORES')
   for x = 1, #r, 2 do
-    local m = r[x]
-    local points, ms = decode(l, r[x + 1])
-    if points == nil then return corrupt(KEYS[j], m) end
+    local m, points, ms = decode_stored(l, r[x], r[x + 1])
+    if m == nil then return corrupt(KEYS[j], r[x]) end
     if not ms then ms = now end
     local a = acc[m]
     local hi = math.floor(points / SPLIT)
@@ -86,29 +85,46 @@ for j = 2, #KEYS do
     end
   end
 end
-local out = {}
+-- out: score, stored name pairs for ZADD; index: member, time pairs of
+-- a wide destination's B:time.
+local out, index = {}, {}
 for _, m in ipairs(order) do
   local a = acc[m]
   local points = a.hi * SPLIT + a.lo
   local t = tick(dl, a.ms)
   if t == nil then return rank_err('timestamp out of range') end
   if points > dl.limit or points < -dl.limit then return range_err(dl) end
-  out[#out + 1] = pack(dl, points, t)
-  out[#out + 1] = m
+  if dl.wide then
+    out[#out + 1] = points
+    out[#out + 1] = wide_name(dl, t, m)
+    index[#index + 1] = m
+    index[#index + 1] = string.format('%d', t)
+  else
+    out[#out + 1] = pack(dl, points, t)
+    out[#out + 1] = m
+  end
 end
 redis.call('UNLINK', dest)
+if dl.wide then redis.call('UNLINK', dest .. ':time') end
 for x = 1, #out, 1000 do
   local args = {}
   for y = x, math.min(x + 999, #out) do args[#args + 1] = out[y] end
   redis.call('ZADD', dest, unpack(args))
+  if dl.wide then redis.call('HSET', dest .. ':time', unpack(index, x, math.min(x + 999, #out))) end
 end
 local meta = dest .. ':meta'
 if ttl then
-  if #out > 0 then redis.call('PEXPIRE', dest, ttl * 1000) end
+  if #out > 0 then
+    redis.call('PEXPIRE', dest, ttl * 1000)
+    if dl.wide then redis.call('PEXPIRE', dest .. ':time', ttl * 1000) end
+  end
   redis.call('PEXPIRE', meta, ttl * 1000)
 elseif #out > 0 then
   local at = redis.call('PEXPIRETIME', meta)
-  if at > 0 then redis.call('PEXPIREAT', dest, at) end
+  if at > 0 then
+    redis.call('PEXPIREAT', dest, at)
+    if dl.wide then redis.call('PEXPIREAT', dest .. ':time', at) end
+  end
 end
 return #out / 2
 

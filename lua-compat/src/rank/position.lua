@@ -48,12 +48,12 @@ end
 if count > RANGE_MAX then return rank_err('count must be at most ' .. RANGE_MAX .. ' (rank-range-max)') end
 local l, sh = open_board(B, declared)
 if not l then return sh end
-if l.wide then return refuse_wide('RANK.POSITION', B) end
--- [member, points, score] of an entry; nil and the error for a score the
--- module never writes.
+-- [member, points, score] of an entry ([member, points, stored name] on a
+-- LAYOUT WIDE board); nil and the error for what the module never writes.
 local function entry(m, score)
-  local points = decode(l, score)
-  if points == nil then return nil, corrupt(B, m) end
+  local member, points = entry_of(B, l, m, score)
+  if member == nil then return nil, points end
+  if l.wide then return {member, points, m} end
   return {m, points, tonumber(score)}
 end
 -- place: the place the position takes on this board; at_entry: the
@@ -64,11 +64,20 @@ if kind == 'MEMBER' then
     local oe = spread().check_owner('rank', 'member', B, sh, member)
     if oe then return oe end
   end
-  local score = redis.call('ZSCORE', B, member)
-  if not score then return false end
-  if decode(l, score) == nil then return corrupt(B, member) end
-  place = redis.call('ZREVRANK', B, member)
-  here = {member, score}
+  local name, score = member, nil
+  if l.wide then
+    -- A position on a wide board is (points, stored name).
+    local w, err = wide_entry(B, l, member)
+    if w == nil then return err end
+    if not w then return false end
+    name, score = w.name, w.points
+  else
+    score = redis.call('ZSCORE', B, member)
+    if not score then return false end
+    if decode(l, score) == nil then return corrupt(B, member) end
+  end
+  place = redis.call('ZREVRANK', B, name)
+  here = {name, score}
 elseif kind == 'AT' then
   -- Members above (score, member): a higher score, or the same score and
   -- a byte-wise greater member (the order of ZREVRANGE).

@@ -26,10 +26,20 @@ PAGE_MAX = 1000
 @dataclass(frozen=True)
 class RankPositionEntry:
     """An entry of ``RANK.POSITION``: the member, its points and its packed
-    score (exact, comparable across the shards of one board)."""
+    score (exact, comparable across the shards of one board). On a LAYOUT
+    WIDE board the score is the points and ``name`` the stored name
+    (``<16 digits>:<member>``, the time in its digits), which orders equal
+    points; None on a packed board."""
     member: str
     points: int
     score: int
+    name: Optional[str] = None
+
+    @property
+    def tie(self) -> str:
+        """What orders equal scores: the stored name on a wide board, the
+        member on a packed one (``AT score tie`` is this entry's position)."""
+        return self.name if self.name is not None else self.member
 
 
 @dataclass(frozen=True)
@@ -54,8 +64,16 @@ def _entries(v: Any) -> List[RankPositionEntry]:
     a = R.array(v)
     if len(a) % 3:
         raise R.ReplyError(f"RANK.POSITION entries: {v!r}")
-    return [RankPositionEntry(R.text(a[i]), R.integer(a[i + 1]), R.integer(a[i + 2]))
-            for i in range(0, len(a), 3)]
+    out = []
+    for i in range(0, len(a), 3):
+        points = R.integer(a[i + 1])
+        if isinstance(a[i + 2], (bytes, str)):
+            # A wide board answers the stored name where a packed one
+            # answers the packed score.
+            out.append(RankPositionEntry(R.text(a[i]), points, points, R.text(a[i + 2])))
+        else:
+            out.append(RankPositionEntry(R.text(a[i]), points, R.integer(a[i + 2])))
+    return out
 
 
 def rank_position(v: Any) -> Optional[RankPosition]:
@@ -68,8 +86,9 @@ def rank_position(v: Any) -> Optional[RankPosition]:
 
 
 def _order(e: RankPositionEntry) -> Tuple[int, bytes]:
-    # Sorted with reverse=True: higher score, then the greater member.
-    return (e.score, e.member.encode("utf-8", "surrogateescape"))
+    # Sorted with reverse=True: higher score, then the greater member
+    # (stored name on a wide board).
+    return (e.score, e.tie.encode("utf-8", "surrogateescape"))
 
 
 class SpreadRank(_Spread):
@@ -79,11 +98,13 @@ class SpreadRank(_Spread):
 
     def create(self, tiebreak: Optional[str] = None, unit: Optional[str] = None,
                digits: Optional[int] = None, epoch: Optional[int] = None,
-               ttl: Optional[int] = None, now: Optional[int] = None) -> bool:
-        """Creates every shard with the same layout, shard 0 first. Again
-        with the same layout and count: True, nothing changes."""
+               ttl: Optional[int] = None, now: Optional[int] = None,
+               layout: Optional[str] = None) -> bool:
+        """Creates every shard with the same layout, shard 0 first (``layout``
+        ``"WIDE"`` for a LAYOUT WIDE board). Again with the same layout and
+        count: True, nothing changes."""
         a: List[Arg] = []
-        for name, v in (("TIEBREAK", tiebreak), ("UNIT", unit), ("DIGITS", digits),
+        for name, v in (("LAYOUT", layout), ("TIEBREAK", tiebreak), ("UNIT", unit), ("DIGITS", digits),
                         ("EPOCH", epoch), ("TTL", ttl), ("NOW", now)):
             if v is not None:
                 a += [name, v]
@@ -153,7 +174,7 @@ class SpreadRank(_Spread):
             raise R.ReplyError("RANK.POSITION MEMBER without its entry")
         others = [i for i in range(self.n) if i != own_i]
         calls: List[Tuple[int, str, Sequence[Arg]]] = [
-            (i, "POSITION", [count, "AT", own.at.score, own.at.member]) for i in others]
+            (i, "POSITION", [count, "AT", own.at.score, own.at.tie]) for i in others]
         calls += list(extra)
         res = _raise_first([self.shards.keys[i] for i, _, _ in calls], self._each(calls))
         pos = []
@@ -237,7 +258,7 @@ class SpreadRank(_Spread):
         board's (no shard can hold more of them than it gave)."""
         a: List[Arg] = [depth]
         if cursor is not None:
-            a += ["AT", cursor.score, cursor.member]
+            a += ["AT", cursor.score, cursor.tie]
         merged: List[RankPositionEntry] = []
         for v in self._all("POSITION", *a):
             p = rank_position(v)
