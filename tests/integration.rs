@@ -12,6 +12,7 @@ mod common;
 
 mod clients;
 mod clients_fallback;
+mod clients_rust;
 mod cluster;
 mod cluster_ha;
 mod cluster_spread;
