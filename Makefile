@@ -8,7 +8,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 # Valkey run and the tests that run examples/quickstart.py all use it.
 export HOTPATH_PYTHON := $(CURDIR)/.venv/bin/python
 
-.PHONY: help deps build run test check bench lint fmt fuzz docker release install matrix fresh-debian clean cluster-soak stock-soak cluster-bench lua-gen lua-load differential
+.PHONY: help deps build run test check bench lint fmt fuzz docker release install matrix fresh-debian clean cluster-soak stock-soak cluster-bench lua-gen lua-load differential clients-polyglot
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -49,6 +49,9 @@ cluster-bench: build ## fan-out measured client-side vs over the cluster bus (pr
 	cargo build --release -p hotpath-busproto
 	cargo test --release --test integration cluster_ha::fanout_ -- --ignored --nocapture
 	cargo test --release --test integration cluster_spread::bench_ -- --ignored --nocapture --test-threads=1
+
+clients-polyglot: build ## the Node (ioredis) and Go (go-redis) snippets of docs/clients.md on a server with the module (runtimes from Debian, libraries from npm and the Go module proxy)
+	@bash scripts/clients-polyglot.sh
 
 lua-gen: ## rebuild lua-compat/generated/ (the Lua twins, the Functions library) from lua-compat/src/, then check it
 	python3 scripts/lua-gen.py

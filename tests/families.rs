@@ -252,7 +252,11 @@ fn client_methods(
             .filter_map(|m| m.strip_prefix(&prefix).map(str::to_string)),
     );
     let imp = blocks(rs, &format!("impl {entity} {{"), |l| l == "}");
-    let rust = methods(&imp, "pub fn ");
+    let mut rust = methods(&imp, "pub fn ");
+    // Most commands are declared in the entity's `methods!` block, which
+    // makes each `fn` the blocking, the `cmd()` and the `aio()` method.
+    let declared = blocks(rs, &format!("methods!({entity} {{"), |l| l == "});");
+    rust.extend(methods(&declared, "fn "));
     (python, rust)
 }
 

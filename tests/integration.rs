@@ -13,6 +13,7 @@ mod common;
 mod aof_replay;
 mod clients;
 mod clients_fallback;
+mod clients_rust;
 mod cluster;
 mod cluster_ha;
 mod cluster_spread;

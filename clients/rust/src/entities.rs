@@ -1,7 +1,17 @@
 //! Entity handles: a base key plus the optional pinned clock (`NOW`), with
 //! one method per command. Every method takes any `redis::ConnectionLike`.
+//!
+//! Each command is declared once, in a `methods!` block: the arguments, the
+//! command they build and the parser of its reply. The macro makes of it
+//! the blocking method on the handle (`poll.vote(&mut con, …)`), the
+//! command alone for pipelines (`poll.cmd().vote(…)`, a `redis::Cmd`) and,
+//! with the crate feature `aio`, the async method (`poll.aio().vote(&mut
+//! con, …).await`) on any `redis::aio::ConnectionLike`. A new command is
+//! one more entry in its handle's block.
 
-use redis::{Cmd, ConnectionLike, RedisResult, ToRedisArgs, Value};
+use std::ops::Deref;
+
+use redis::{Cmd, ConnectionLike, FromRedisValue, RedisResult, ToRedisArgs, Value};
 
 use crate::replies::{self as r, *};
 
@@ -81,6 +91,102 @@ impl Call {
     fn run<C: ConnectionLike>(self, backend: Backend, con: &mut C) -> RedisResult<Value> {
         crate::fallback::run(backend, self.name, &self.argv, &self.keys, con)
     }
+
+    #[cfg(feature = "aio")]
+    async fn run_async<C: redis::aio::ConnectionLike + Send>(
+        self,
+        backend: Backend,
+        con: &mut C,
+    ) -> RedisResult<Value> {
+        crate::fallback::run_async(backend, self.name, &self.argv, &self.keys, con).await
+    }
+
+    /// The command on `backend` (the module's for [`Backend::Fallback`]).
+    fn cmd(self, backend: Backend) -> Cmd {
+        backend.command(self.name, &self.argv, &self.keys)
+    }
+}
+
+/// A handle's commands as `redis::Cmd`s, to send in a `redis::pipe()` (or
+/// a transaction, `pipe().atomic()`) and read with `query::<(…)>` into the
+/// reply types: `poll.cmd().vote("user:1", "alice")`. The command is the
+/// handle's backend's ([`Backend::Fallback`] sends the module's).
+#[derive(Clone, Copy, Debug)]
+pub struct CmdBuilder<'a, H>(&'a H);
+
+impl<H> Deref for CmdBuilder<'_, H> {
+    type Target = H;
+    fn deref(&self) -> &H {
+        self.0
+    }
+}
+
+/// A handle's commands over an async connection (crate feature `aio`):
+/// any `redis::aio::ConnectionLike`, such as `MultiplexedConnection`,
+/// `ConnectionManager` or the async `cluster_async::ClusterConnection`:
+/// `poll.aio().vote(&mut con, "user:1", "alice").await`. The same
+/// arguments, replies and backends as the blocking methods.
+#[cfg(feature = "aio")]
+#[derive(Clone, Copy, Debug)]
+pub struct AsyncHandle<'a, H>(&'a H);
+
+#[cfg(feature = "aio")]
+impl<H> Deref for AsyncHandle<'_, H> {
+    type Target = H;
+    fn deref(&self) -> &H {
+        self.0
+    }
+}
+
+/// Declares a handle's commands once; makes the blocking method, the
+/// [`CmdBuilder`] method and the [`AsyncHandle`] method. Each entry:
+/// `fn name(&self, args…) -> Reply { builds a Call } => parser;` where the
+/// parser reads the `Value` into `Reply`.
+macro_rules! methods {
+    ($handle:ident {
+        $(
+            $(#[$doc:meta])*
+            fn $name:ident(&$s:ident $(, $arg:ident: $ty:ty)* $(,)?) -> $ret:ty
+                $body:block => $parse:expr;
+        )*
+    }) => {
+        impl $handle {
+            $(
+                $(#[$doc])*
+                pub fn $name<C: ConnectionLike>(&$s, con: &mut C $(, $arg: $ty)*) -> RedisResult<$ret> {
+                    let call: Call = $body;
+                    let parse: fn(&Value) -> RedisResult<$ret> = $parse;
+                    parse(&call.run($s.backend, con)?)
+                }
+            )*
+        }
+
+        impl CmdBuilder<'_, $handle> {
+            $(
+                $(#[$doc])*
+                pub fn $name(&$s $(, $arg: $ty)*) -> Cmd {
+                    let call: Call = $body;
+                    call.cmd($s.backend)
+                }
+            )*
+        }
+
+        #[cfg(feature = "aio")]
+        impl AsyncHandle<'_, $handle> {
+            $(
+                $(#[$doc])*
+                pub async fn $name<C: redis::aio::ConnectionLike + Send>(
+                    &$s,
+                    con: &mut C
+                    $(, $arg: $ty)*
+                ) -> RedisResult<$ret> {
+                    let call: Call = $body;
+                    let parse: fn(&Value) -> RedisResult<$ret> = $parse;
+                    parse(&call.run_async($s.backend, con).await?)
+                }
+            )*
+        }
+    };
 }
 
 macro_rules! entity {
@@ -113,6 +219,17 @@ macro_rules! entity {
             /// The base key.
             pub fn key(&self) -> &str {
                 &self.key
+            }
+
+            /// The commands as `redis::Cmd`s, for pipelines.
+            pub fn cmd(&self) -> CmdBuilder<'_, $name> {
+                CmdBuilder(self)
+            }
+
+            /// The commands over an async connection.
+            #[cfg(feature = "aio")]
+            pub fn aio(&self) -> AsyncHandle<'_, $name> {
+                AsyncHandle(self)
             }
         }
     };
@@ -161,6 +278,11 @@ entity!(
     Stock
 );
 
+/// A reply of 1 (yes) or 0 (no).
+fn one(v: &Value) -> RedisResult<bool> {
+    Ok(int(v)? == 1)
+}
+
 /// Options of `POLL.CREATE`.
 #[derive(Clone, Debug, Default)]
 pub struct PollOptions {
@@ -177,9 +299,11 @@ impl Poll {
     fn call(&self, sub: &'static str) -> Call {
         Call::new(sub, &self.key)
     }
+}
 
+methods!(Poll {
     /// `POLL.CREATE`.
-    pub fn create<C: ConnectionLike>(&self, con: &mut C, o: &PollOptions) -> RedisResult<bool> {
+    fn create(&self, o: &PollOptions) -> bool {
         let mut c = self
             .call("POLL.CREATE")
             .opt("MODE", o.mode.as_deref())
@@ -187,95 +311,59 @@ impl Poll {
         if let Some(cands) = &o.candidates {
             c = c.arg("CANDIDATES").arg(cands.len()).arg(cands);
         }
-        let c = c
-            .opt("START", o.start)
+        c.opt("START", o.start)
             .opt("END", o.end)
             .opt("TZ", o.tz)
             .opt("TTL", o.ttl)
-            .opt("NOW", self.now);
-        ok(&c.run(self.backend, con)?)
-    }
+            .opt("NOW", self.now)
+    } => ok;
 
     /// `POLL.VOTE`: true when counted, false for a duplicate.
-    pub fn vote<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        user: &str,
-        candidate: &str,
-    ) -> RedisResult<bool> {
-        let c = self
-            .call("POLL.VOTE")
+    fn vote(&self, user: &str, candidate: &str) -> bool {
+        self.call("POLL.VOTE")
             .arg(user)
             .arg(candidate)
-            .opt("NOW", self.now);
-        Ok(int(&c.run(self.backend, con)?)? == 1)
-    }
+            .opt("NOW", self.now)
+    } => one;
 
     /// `POLL.REVOKE`: votes taken back.
-    pub fn revoke<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        user: &str,
-        candidate: Option<&str>,
-    ) -> RedisResult<i64> {
-        let c = self
-            .call("POLL.REVOKE")
+    fn revoke(&self, user: &str, candidate: Option<&str>) -> i64 {
+        self.call("POLL.REVOKE")
             .arg(user)
             .arg(candidate)
-            .opt("NOW", self.now);
-        int(&c.run(self.backend, con)?)
-    }
+            .opt("NOW", self.now)
+    } => int;
 
     /// `POLL.TOP`.
-    pub fn top<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        count: Option<i64>,
-        offset: Option<i64>,
-    ) -> RedisResult<Vec<PollEntry>> {
-        let c = self.call("POLL.TOP").arg(count).opt("OFFSET", offset);
-        r::poll_entries(&c.run(self.backend, con)?)
-    }
+    fn top(&self, count: Option<i64>, offset: Option<i64>) -> Vec<PollEntry> {
+        self.call("POLL.TOP").arg(count).opt("OFFSET", offset)
+    } => r::poll_entries;
 
     /// `POLL.RANK`: `None` for an unknown candidate.
-    pub fn rank<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        candidate: &str,
-    ) -> RedisResult<Option<PollRank>> {
-        r::poll_rank(
-            &self
-                .call("POLL.RANK")
-                .arg(candidate)
-                .run(self.backend, con)?,
-        )
-    }
+    fn rank(&self, candidate: &str) -> Option<PollRank> {
+        self.call("POLL.RANK").arg(candidate)
+    } => r::poll_rank;
 
     /// `POLL.STATUS`: the candidates this user voted for.
-    pub fn status<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<Vec<String>> {
-        let c = self.call("POLL.STATUS").arg(user).opt("NOW", self.now);
-        texts(&c.run(self.backend, con)?)
-    }
+    fn status(&self, user: &str) -> Vec<String> {
+        self.call("POLL.STATUS").arg(user).opt("NOW", self.now)
+    } => texts;
 
     /// `POLL.INFO`.
-    pub fn info<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<Option<PollInfo>> {
-        r::poll_info(&self.call("POLL.INFO").run(self.backend, con)?)
-    }
+    fn info(&self) -> Option<PollInfo> {
+        self.call("POLL.INFO")
+    } => r::poll_info;
 
     /// `POLL.SYNC`.
-    pub fn sync<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<PollSync> {
-        r::poll_sync(&self.call("POLL.SYNC").run(self.backend, con)?)
-    }
+    fn sync(&self) -> PollSync {
+        self.call("POLL.SYNC")
+    } => r::poll_sync;
 
     /// `POLL.SYNCACK`: true when `epoch` was the pending snapshot.
-    pub fn syncack<C: ConnectionLike>(&self, con: &mut C, epoch: i64) -> RedisResult<bool> {
-        Ok(int(&self
-            .call("POLL.SYNCACK")
-            .arg(epoch)
-            .run(self.backend, con)?)?
-            == 1)
-    }
-}
+    fn syncack(&self, epoch: i64) -> bool {
+        self.call("POLL.SYNCACK").arg(epoch)
+    } => one;
+});
 
 /// Options of `RANK.CREATE`.
 #[derive(Clone, Debug, Default)]
@@ -301,240 +389,181 @@ impl Rank {
     fn call(&self, name: &'static str) -> Call {
         Call::new(name, &self.key)
     }
+}
 
+methods!(Rank {
     /// `RANK.CREATE`.
-    pub fn create<C: ConnectionLike>(&self, con: &mut C, o: &RankOptions) -> RedisResult<bool> {
-        let c = self
-            .call("RANK.CREATE")
+    fn create(&self, o: &RankOptions) -> bool {
+        self.call("RANK.CREATE")
             .opt("LAYOUT", o.layout.as_deref())
             .opt("TIEBREAK", o.tiebreak.as_deref())
             .opt("UNIT", o.unit.as_deref())
             .opt("DIGITS", o.digits)
             .opt("EPOCH", o.epoch)
             .opt("TTL", o.ttl)
-            .opt("NOW", self.now);
-        ok(&c.run(self.backend, con)?)
-    }
+            .opt("NOW", self.now)
+    } => ok;
 
     /// `RANK.ADD`: the points now stored.
-    pub fn add<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        member: &str,
-        points: i64,
-        keep: Option<Keep>,
-    ) -> RedisResult<i64> {
-        let c = self
-            .call("RANK.ADD")
+    fn add(&self, member: &str, points: i64, keep: Option<Keep>) -> i64 {
+        self.call("RANK.ADD")
             .arg(member)
             .arg(points)
             .flag("GT", keep == Some(Keep::Greater))
             .flag("LT", keep == Some(Keep::Less))
-            .opt("NOW", self.now);
-        int(&c.run(self.backend, con)?)
-    }
+            .opt("NOW", self.now)
+    } => int;
 
     /// `RANK.INCR`: the new points.
-    pub fn incr<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        member: &str,
-        delta: i64,
-    ) -> RedisResult<i64> {
-        let c = self
-            .call("RANK.INCR")
+    fn incr(&self, member: &str, delta: i64) -> i64 {
+        self.call("RANK.INCR")
             .arg(member)
             .arg(delta)
-            .opt("NOW", self.now);
-        int(&c.run(self.backend, con)?)
-    }
+            .opt("NOW", self.now)
+    } => int;
 
     /// `RANK.DECR`: the new points.
-    pub fn decr<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        member: &str,
-        delta: i64,
-    ) -> RedisResult<i64> {
-        let c = self
-            .call("RANK.DECR")
+    fn decr(&self, member: &str, delta: i64) -> i64 {
+        self.call("RANK.DECR")
             .arg(member)
             .arg(delta)
-            .opt("NOW", self.now);
-        int(&c.run(self.backend, con)?)
-    }
+            .opt("NOW", self.now)
+    } => int;
 
     /// `RANK.GET`.
-    pub fn get<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        member: &str,
-    ) -> RedisResult<Option<RankEntry>> {
-        r::rank_entry(&self.call("RANK.GET").arg(member).run(self.backend, con)?)
-    }
+    fn get(&self, member: &str) -> Option<RankEntry> {
+        self.call("RANK.GET").arg(member)
+    } => r::rank_entry;
 
     /// `RANK.TOP`.
-    pub fn top<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        count: Option<i64>,
-        offset: Option<i64>,
-    ) -> RedisResult<Vec<RankMember>> {
-        let c = self.call("RANK.TOP").arg(count).opt("OFFSET", offset);
-        r::rank_members(&c.run(self.backend, con)?)
-    }
+    fn top(&self, count: Option<i64>, offset: Option<i64>) -> Vec<RankMember> {
+        self.call("RANK.TOP").arg(count).opt("OFFSET", offset)
+    } => r::rank_members;
 
     /// `RANK.AROUND`: `None` when the member is not on the board.
-    pub fn around<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        member: &str,
-        n: i64,
-    ) -> RedisResult<Option<Vec<RankPlace>>> {
-        r::rank_places(
-            &self
-                .call("RANK.AROUND")
-                .arg(member)
-                .arg(n)
-                .run(self.backend, con)?,
-        )
-    }
+    fn around(&self, member: &str, n: i64) -> Option<Vec<RankPlace>> {
+        self.call("RANK.AROUND").arg(member).arg(n)
+    } => r::rank_places;
 
     /// `RANK.REM`: members removed.
-    pub fn rem<C: ConnectionLike>(&self, con: &mut C, members: &[&str]) -> RedisResult<i64> {
-        int(&self.call("RANK.REM").arg(members).run(self.backend, con)?)
-    }
+    fn rem(&self, members: &[&str]) -> i64 {
+        self.call("RANK.REM").arg(members)
+    } => int;
 
     /// `RANK.COUNT`.
-    pub fn count<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<i64> {
-        int(&self.call("RANK.COUNT").run(self.backend, con)?)
-    }
+    fn count(&self) -> i64 {
+        self.call("RANK.COUNT")
+    } => int;
 
     /// `RANK.MERGE` into this board from `sources` (one slot on a
     /// cluster): members in this board after the merge.
-    pub fn merge_from<C: ConnectionLike>(
+    fn merge_from(
         &self,
-        con: &mut C,
         sources: &[&str],
         aggregate: Option<&str>,
         ttl: Option<i64>,
-    ) -> RedisResult<i64> {
+    ) -> i64 {
         let mut c = self.call("RANK.MERGE").arg(sources.len());
         for s in sources {
             c = c.key(s);
         }
-        let c = c
-            .opt("AGGREGATE", aggregate)
+        c.opt("AGGREGATE", aggregate)
             .opt("TTL", ttl)
-            .opt("NOW", self.now);
-        int(&c.run(self.backend, con)?)
-    }
-}
+            .opt("NOW", self.now)
+    } => int;
+});
 
 impl Like {
     fn call(&self, name: &'static str) -> Call {
         Call::new(name, &self.key)
     }
+}
 
+methods!(Like {
     /// `LIKE.TOGGLE`.
-    pub fn toggle<C: ConnectionLike>(&self, con: &mut C, user: u64) -> RedisResult<LikeToggle> {
-        let c = self.call("LIKE.TOGGLE").arg(user).opt("NOW", self.now);
-        let (liked, count) = r::flag_count(&c.run(self.backend, con)?)?;
-        Ok(LikeToggle { liked, count })
-    }
+    fn toggle(&self, user: u64) -> LikeToggle {
+        self.call("LIKE.TOGGLE").arg(user).opt("NOW", self.now)
+    } => LikeToggle::from_redis_value;
 
     /// `LIKE.ADD`.
-    pub fn add<C: ConnectionLike>(&self, con: &mut C, user: u64) -> RedisResult<LikeChange> {
-        let c = self.call("LIKE.ADD").arg(user).opt("NOW", self.now);
-        let (changed, count) = r::flag_count(&c.run(self.backend, con)?)?;
-        Ok(LikeChange { changed, count })
-    }
+    fn add(&self, user: u64) -> LikeChange {
+        self.call("LIKE.ADD").arg(user).opt("NOW", self.now)
+    } => LikeChange::from_redis_value;
 
     /// `LIKE.REM`.
-    pub fn rem<C: ConnectionLike>(&self, con: &mut C, user: u64) -> RedisResult<LikeChange> {
-        let (changed, count) =
-            r::flag_count(&self.call("LIKE.REM").arg(user).run(self.backend, con)?)?;
-        Ok(LikeChange { changed, count })
-    }
+    fn rem(&self, user: u64) -> LikeChange {
+        self.call("LIKE.REM").arg(user)
+    } => LikeChange::from_redis_value;
 
     /// `LIKE.CHECK`: one flag per user, in order.
-    pub fn check<C: ConnectionLike>(&self, con: &mut C, users: &[u64]) -> RedisResult<Vec<bool>> {
-        let v = self.call("LIKE.CHECK").arg(users).run(self.backend, con)?;
-        Ok(ints(&v)?.into_iter().map(|f| f == 1).collect())
-    }
+    fn check(&self, users: &[u64]) -> Vec<bool> {
+        self.call("LIKE.CHECK").arg(users)
+    } => |v| Ok(ints(v)?.into_iter().map(|f| f == 1).collect());
 
     /// `LIKE.COUNT`.
-    pub fn count<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<i64> {
-        int(&self.call("LIKE.COUNT").run(self.backend, con)?)
-    }
+    fn count(&self) -> i64 {
+        self.call("LIKE.COUNT")
+    } => int;
 
     /// `LIKE.RECENT`, newest first.
-    pub fn recent<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        n: Option<i64>,
-    ) -> RedisResult<Vec<Liker>> {
-        r::likers(&self.call("LIKE.RECENT").arg(n).run(self.backend, con)?)
-    }
+    fn recent(&self, n: Option<i64>) -> Vec<Liker> {
+        self.call("LIKE.RECENT").arg(n)
+    } => r::likers;
 
     /// `LIKE.COMMON` with `other` (one slot on a cluster), ascending.
-    pub fn common<C: ConnectionLike>(&self, con: &mut C, other: &str) -> RedisResult<Vec<u64>> {
-        let v = self.call("LIKE.COMMON").key(other).run(self.backend, con)?;
-        Ok(ints(&v)?.into_iter().map(|u| u as u64).collect())
-    }
+    fn common(&self, other: &str) -> Vec<u64> {
+        self.call("LIKE.COMMON").key(other)
+    } => |v| Ok(ints(v)?.into_iter().map(|u| u as u64).collect());
 
     /// `LIKE.INFO`.
-    pub fn info<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<LikeInfo> {
-        r::like_info(&self.call("LIKE.INFO").run(self.backend, con)?)
-    }
-}
+    fn info(&self) -> LikeInfo {
+        self.call("LIKE.INFO")
+    } => r::like_info;
+});
 
 impl RedPacket {
     fn call(&self, name: &'static str) -> Call {
         Call::new(name, &self.key)
     }
+}
 
+methods!(RedPacket {
     /// `REDPACKET.SPLIT`: the number of shares.
-    pub fn split<C: ConnectionLike>(
+    fn split(
         &self,
-        con: &mut C,
         total_cents: i64,
         count: i64,
         mode: Option<&str>,
         ttl: Option<i64>,
-    ) -> RedisResult<i64> {
-        let c = self
-            .call("REDPACKET.SPLIT")
+    ) -> i64 {
+        self.call("REDPACKET.SPLIT")
             .arg(total_cents)
             .arg(count)
             .opt("MODE", mode)
             .opt("TTL", ttl)
-            .opt("NOW", self.now);
-        int(&c.run(self.backend, con)?)
-    }
+            .opt("NOW", self.now)
+    } => int;
 
     /// `REDPACKET.GRAB`.
-    pub fn grab<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<Grab> {
-        let c = self.call("REDPACKET.GRAB").arg(user).opt("NOW", self.now);
-        r::grab(&c.run(self.backend, con)?)
-    }
+    fn grab(&self, user: &str) -> Grab {
+        self.call("REDPACKET.GRAB").arg(user).opt("NOW", self.now)
+    } => r::grab;
 
     /// `REDPACKET.INFO`: `None` for an unknown packet.
-    pub fn info<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<Option<PacketInfo>> {
-        let c = self.call("REDPACKET.INFO").opt("NOW", self.now);
-        r::packet_info(&c.run(self.backend, con)?)
-    }
+    fn info(&self) -> Option<PacketInfo> {
+        self.call("REDPACKET.INFO").opt("NOW", self.now)
+    } => r::packet_info;
 
     /// `REDPACKET.GRABBED`: (user, cents) in the server's order.
-    pub fn grabbed<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<Vec<(String, i64)>> {
-        r::grabbed(&self.call("REDPACKET.GRABBED").run(self.backend, con)?)
-    }
+    fn grabbed(&self) -> Vec<(String, i64)> {
+        self.call("REDPACKET.GRABBED")
+    } => r::grabbed;
 
     /// `REDPACKET.REFUND`: cents returned.
-    pub fn refund<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<i64> {
-        int(&self.call("REDPACKET.REFUND").run(self.backend, con)?)
-    }
-}
+    fn refund(&self) -> i64 {
+        self.call("REDPACKET.REFUND")
+    } => int;
+});
 
 /// Options of `LUCKYBAG.CREATE` besides `WINNERS`.
 #[derive(Clone, Debug, Default)]
@@ -550,84 +579,58 @@ impl LuckyBag {
     fn call(&self, name: &'static str) -> Call {
         Call::new(name, &self.key)
     }
+}
 
+methods!(LuckyBag {
     /// `LUCKYBAG.CREATE`.
-    pub fn create<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        winners: i64,
-        o: &BagOptions,
-    ) -> RedisResult<bool> {
-        let c = self
-            .call("LUCKYBAG.CREATE")
+    fn create(&self, winners: i64, o: &BagOptions) -> bool {
+        self.call("LUCKYBAG.CREATE")
             .arg("WINNERS")
             .arg(winners)
             .opt("SHARDS", o.shards)
             .opt("POOLCAP", o.poolcap)
             .opt("HIGHSCORE", o.highscore.as_deref())
             .opt("RESTORE", o.restore.map(|r| if r { "YES" } else { "NO" }))
-            .opt("TTL", o.ttl);
-        ok(&c.run(self.backend, con)?)
-    }
+            .opt("TTL", o.ttl)
+    } => ok;
 
     /// `LUCKYBAG.JOIN`; `task_pending` joins with `TASK PENDING`.
-    pub fn join<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        user: &str,
-        task_pending: bool,
-    ) -> RedisResult<Join> {
-        let c = self
-            .call("LUCKYBAG.JOIN")
+    fn join(&self, user: &str, task_pending: bool) -> Join {
+        self.call("LUCKYBAG.JOIN")
             .arg(user)
-            .opt("TASK", task_pending.then_some("PENDING"));
-        r::join(&c.run(self.backend, con)?)
-    }
-
-    fn one<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        name: &'static str,
-        user: &str,
-    ) -> RedisResult<bool> {
-        Ok(int(&self.call(name).arg(user).run(self.backend, con)?)? == 1)
-    }
+            .opt("TASK", task_pending.then_some("PENDING"))
+    } => r::join;
 
     /// `LUCKYBAG.TASK`.
-    pub fn task<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
-        self.one(con, "LUCKYBAG.TASK", user)
-    }
+    fn task(&self, user: &str) -> bool {
+        self.call("LUCKYBAG.TASK").arg(user)
+    } => one;
 
     /// `LUCKYBAG.LEAVE`.
-    pub fn leave<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
-        self.one(con, "LUCKYBAG.LEAVE", user)
-    }
+    fn leave(&self, user: &str) -> bool {
+        self.call("LUCKYBAG.LEAVE").arg(user)
+    } => one;
 
     /// `LUCKYBAG.ENTER`.
-    pub fn enter<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
-        self.one(con, "LUCKYBAG.ENTER", user)
-    }
+    fn enter(&self, user: &str) -> bool {
+        self.call("LUCKYBAG.ENTER").arg(user)
+    } => one;
 
     /// `LUCKYBAG.DRAW`: the winners, best score first.
-    pub fn draw<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<Vec<Winner>> {
-        r::winners(&self.call("LUCKYBAG.DRAW").run(self.backend, con)?)
-    }
+    fn draw(&self) -> Vec<Winner> {
+        self.call("LUCKYBAG.DRAW")
+    } => r::winners;
 
     /// `LUCKYBAG.RESULT`.
-    pub fn result<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<BagResult> {
-        r::bag_result(
-            &self
-                .call("LUCKYBAG.RESULT")
-                .arg(user)
-                .run(self.backend, con)?,
-        )
-    }
+    fn result(&self, user: &str) -> BagResult {
+        self.call("LUCKYBAG.RESULT").arg(user)
+    } => r::bag_result;
 
     /// `LUCKYBAG.INFO`: `None` for an unknown bag.
-    pub fn info<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<Option<BagInfo>> {
-        r::bag_info(&self.call("LUCKYBAG.INFO").run(self.backend, con)?)
-    }
-}
+    fn info(&self) -> Option<BagInfo> {
+        self.call("LUCKYBAG.INFO")
+    } => r::bag_info;
+});
 
 /// Options of `RATE.CHECK` / `RATE.MULTI`.
 #[derive(Clone, Debug, Default)]
@@ -643,58 +646,8 @@ impl Rate {
         Call::new(name, &self.key)
     }
 
-    /// `RATE.CHECK`.
-    pub fn check<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        limit: i64,
-        period_ms: i64,
-        o: &RateOptions,
-    ) -> RedisResult<RateResult> {
-        let c = self
-            .call("RATE.CHECK")
-            .arg(limit)
-            .arg(period_ms)
-            .opt("ALGO", o.algo.as_deref())
-            .opt("BURST", o.burst)
-            .opt("COST", o.cost)
-            .flag("PEEK", o.peek)
-            .opt("NOW", self.now);
-        r::rate(&c.run(self.backend, con)?)
-    }
-
-    /// `RATE.THROTTLE` (redis-cell's `CL.THROTTLE`).
-    pub fn throttle<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        max_burst: i64,
-        count: i64,
-        period_s: i64,
-        quantity: Option<i64>,
-    ) -> RedisResult<Throttle> {
-        let c = self
-            .call("RATE.THROTTLE")
-            .arg(max_burst)
-            .arg(count)
-            .arg(period_s)
-            .arg(quantity)
-            .opt("NOW", self.now);
-        r::throttle(&c.run(self.backend, con)?)
-    }
-
-    /// `RATE.RESET`: true when there was state to drop.
-    pub fn reset<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<bool> {
-        Ok(int(&self.call("RATE.RESET").run(self.backend, con)?)? == 1)
-    }
-
-    /// `RATE.MULTI`: every `(key, limit, period_ms)` rule checked
-    /// together, all consumed or none (GCRA; one slot on a cluster).
-    pub fn multi<C: ConnectionLike>(
-        con: &mut C,
-        rules: &[(&str, i64, i64)],
-        o: &RateOptions,
-        now: Option<i64>,
-    ) -> RedisResult<RateResult> {
+    /// The `RATE.MULTI` command of `multi`.
+    fn multi_call(rules: &[(&str, i64, i64)], o: &RateOptions, now: Option<i64>) -> Call {
         let mut c = Call {
             name: "RATE.MULTI",
             argv: Vec::new(),
@@ -708,10 +661,72 @@ impl Rate {
         for (_, l, p) in rules {
             c = c.arg(*l).arg(*p);
         }
-        let c = c.opt("COST", o.cost).flag("PEEK", o.peek).opt("NOW", now);
-        r::rate(&c.run(Backend::default(), con)?)
+        c.opt("COST", o.cost).flag("PEEK", o.peek).opt("NOW", now)
+    }
+
+    /// `RATE.MULTI`: every `(key, limit, period_ms)` rule checked
+    /// together, all consumed or none (GCRA; one slot on a cluster).
+    pub fn multi<C: ConnectionLike>(
+        con: &mut C,
+        rules: &[(&str, i64, i64)],
+        o: &RateOptions,
+        now: Option<i64>,
+    ) -> RedisResult<RateResult> {
+        r::rate(&Rate::multi_call(rules, o, now).run(Backend::default(), con)?)
+    }
+
+    /// `RATE.MULTI` over an async connection (crate feature `aio`).
+    #[cfg(feature = "aio")]
+    pub async fn multi_async<C: redis::aio::ConnectionLike + Send>(
+        con: &mut C,
+        rules: &[(&str, i64, i64)],
+        o: &RateOptions,
+        now: Option<i64>,
+    ) -> RedisResult<RateResult> {
+        let call = Rate::multi_call(rules, o, now);
+        r::rate(&call.run_async(Backend::default(), con).await?)
+    }
+
+    /// The `RATE.MULTI` command, for pipelines.
+    pub fn multi_cmd(rules: &[(&str, i64, i64)], o: &RateOptions, now: Option<i64>) -> Cmd {
+        Rate::multi_call(rules, o, now).cmd(Backend::Module)
     }
 }
+
+methods!(Rate {
+    /// `RATE.CHECK`.
+    fn check(&self, limit: i64, period_ms: i64, o: &RateOptions) -> RateResult {
+        self.call("RATE.CHECK")
+            .arg(limit)
+            .arg(period_ms)
+            .opt("ALGO", o.algo.as_deref())
+            .opt("BURST", o.burst)
+            .opt("COST", o.cost)
+            .flag("PEEK", o.peek)
+            .opt("NOW", self.now)
+    } => r::rate;
+
+    /// `RATE.THROTTLE` (redis-cell's `CL.THROTTLE`).
+    fn throttle(
+        &self,
+        max_burst: i64,
+        count: i64,
+        period_s: i64,
+        quantity: Option<i64>,
+    ) -> Throttle {
+        self.call("RATE.THROTTLE")
+            .arg(max_burst)
+            .arg(count)
+            .arg(period_s)
+            .arg(quantity)
+            .opt("NOW", self.now)
+    } => r::throttle;
+
+    /// `RATE.RESET`: true when there was state to drop.
+    fn reset(&self) -> bool {
+        self.call("RATE.RESET")
+    } => one;
+});
 
 /// Options of `LOCK.ACQUIRE` besides owner and lease.
 #[derive(Clone, Debug, Default)]
@@ -729,61 +744,45 @@ impl Lock {
     fn call(&self, name: &'static str) -> Call {
         Call::new(name, &self.key)
     }
+}
 
+methods!(Lock {
     /// `LOCK.ACQUIRE`: the fencing token, or `None` when busy (after the
     /// `block` timeout with it).
-    pub fn acquire<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        owner: &str,
-        ttl_ms: i64,
-        o: &LockOptions,
-    ) -> RedisResult<Option<i64>> {
-        let c = self
-            .call("LOCK.ACQUIRE")
+    fn acquire(&self, owner: &str, ttl_ms: i64, o: &LockOptions) -> Option<i64> {
+        self.call("LOCK.ACQUIRE")
             .arg(owner)
             .arg(ttl_ms)
             .opt("LIMIT", o.limit)
             .opt("MAXHOLD", o.maxhold)
             .opt("BLOCK", o.block)
-            .opt("NOW", self.now);
-        r::token(&c.run(self.backend, con)?)
-    }
+            .opt("NOW", self.now)
+    } => r::token;
 
     /// `LOCK.RELEASE`: true when `owner` held a live lease.
-    pub fn release<C: ConnectionLike>(&self, con: &mut C, owner: &str) -> RedisResult<bool> {
-        let c = self.call("LOCK.RELEASE").arg(owner).opt("NOW", self.now);
-        Ok(int(&c.run(self.backend, con)?)? == 1)
-    }
+    fn release(&self, owner: &str) -> bool {
+        self.call("LOCK.RELEASE").arg(owner).opt("NOW", self.now)
+    } => one;
 
     /// `LOCK.RENEW`: the ms left in the renewed lease, 0 when `owner`
     /// holds none.
-    pub fn renew<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        owner: &str,
-        ttl_ms: i64,
-    ) -> RedisResult<i64> {
-        let c = self
-            .call("LOCK.RENEW")
+    fn renew(&self, owner: &str, ttl_ms: i64) -> i64 {
+        self.call("LOCK.RENEW")
             .arg(owner)
             .arg(ttl_ms)
-            .opt("NOW", self.now);
-        int(&c.run(self.backend, con)?)
-    }
+            .opt("NOW", self.now)
+    } => int;
 
     /// `LOCK.INFO`: the live holders, by token.
-    pub fn info<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<Vec<LockHolder>> {
-        let c = self.call("LOCK.INFO").opt("NOW", self.now);
-        r::lock_holders(&c.run(self.backend, con)?)
-    }
+    fn info(&self) -> Vec<LockHolder> {
+        self.call("LOCK.INFO").opt("NOW", self.now)
+    } => r::lock_holders;
 
     /// `LOCK.CHECK`: true when `token` belongs to a live hold.
-    pub fn check<C: ConnectionLike>(&self, con: &mut C, token: i64) -> RedisResult<bool> {
-        let c = self.call("LOCK.CHECK").arg(token).opt("NOW", self.now);
-        Ok(int(&c.run(self.backend, con)?)? == 1)
-    }
-}
+    fn check(&self, token: i64) -> bool {
+        self.call("LOCK.CHECK").arg(token).opt("NOW", self.now)
+    } => one;
+});
 
 /// Options of `DELAYQ.ADD` besides id and payload.
 #[derive(Clone, Debug, Default)]
@@ -814,17 +813,12 @@ impl DelayQueue {
     fn call(&self, name: &'static str) -> Call {
         Call::new(name, &self.key)
     }
+}
 
+methods!(DelayQueue {
     /// `DELAYQ.ADD`: true when added (or replaced), false when `id` exists.
-    pub fn add<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        id: &str,
-        payload: &[u8],
-        o: &JobOptions,
-    ) -> RedisResult<bool> {
-        let c = self
-            .call("DELAYQ.ADD")
+    fn add(&self, id: &str, payload: &[u8], o: &JobOptions) -> bool {
+        self.call("DELAYQ.ADD")
             .arg(id)
             .arg(payload)
             .opt("DELAY", o.delay)
@@ -832,202 +826,130 @@ impl DelayQueue {
             .opt("ATTEMPTS", o.attempts)
             .opt("LOSTMAX", o.lost_max)
             .flag("REPLACE", o.replace)
-            .opt("NOW", self.now);
-        Ok(int(&c.run(self.backend, con)?)? == 1)
-    }
+            .opt("NOW", self.now)
+    } => one;
 
     /// `DELAYQ.POLL`: up to `count` ready jobs, each leased for
     /// `lease_ms`; empty when none (after `block` ms with it; the
     /// connection's read timeout must be longer).
-    pub fn poll<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        lease_ms: i64,
-        count: Option<i64>,
-        block: Option<i64>,
-    ) -> RedisResult<Vec<Job>> {
-        let c = self
-            .call("DELAYQ.POLL")
+    fn poll(&self, lease_ms: i64, count: Option<i64>, block: Option<i64>) -> Vec<Job> {
+        self.call("DELAYQ.POLL")
             .arg(lease_ms)
             .opt("COUNT", count)
             .opt("BLOCK", block)
-            .opt("NOW", self.now);
-        r::jobs(&c.run(self.backend, con)?)
-    }
+            .opt("NOW", self.now)
+    } => r::jobs;
 
     /// `DELAYQ.ACK`: true when the job was removed.
-    pub fn ack<C: ConnectionLike>(&self, con: &mut C, id: &str, receipt: i64) -> RedisResult<bool> {
-        let c = self.call("DELAYQ.ACK").arg(id).arg(receipt);
-        Ok(int(&c.run(self.backend, con)?)? == 1)
-    }
+    fn ack(&self, id: &str, receipt: i64) -> bool {
+        self.call("DELAYQ.ACK").arg(id).arg(receipt)
+    } => one;
 
     /// `DELAYQ.NACK`.
-    pub fn nack<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        id: &str,
-        receipt: i64,
-        retry: Option<Retry>,
-    ) -> RedisResult<Nack> {
-        let mut c = self.call("DELAYQ.NACK").arg(id).arg(receipt);
-        c = match retry {
+    fn nack(&self, id: &str, receipt: i64, retry: Option<Retry>) -> Nack {
+        let c = self.call("DELAYQ.NACK").arg(id).arg(receipt);
+        let c = match retry {
             None => c,
             Some(Retry::Delay(ms)) => c.arg("DELAY").arg(ms),
             Some(Retry::Backoff { base_ms, max_ms }) => c.arg("BACKOFF").arg(base_ms).arg(max_ms),
         };
-        r::nack(&c.opt("NOW", self.now).run(self.backend, con)?)
-    }
+        c.opt("NOW", self.now)
+    } => r::nack;
 
     /// `DELAYQ.EXTEND`: true when the delivery's lease was restarted.
-    pub fn extend<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        id: &str,
-        receipt: i64,
-        lease_ms: i64,
-    ) -> RedisResult<bool> {
-        let c = self
-            .call("DELAYQ.EXTEND")
+    fn extend(&self, id: &str, receipt: i64, lease_ms: i64) -> bool {
+        self.call("DELAYQ.EXTEND")
             .arg(id)
             .arg(receipt)
             .arg(lease_ms)
-            .opt("NOW", self.now);
-        Ok(int(&c.run(self.backend, con)?)? == 1)
-    }
+            .opt("NOW", self.now)
+    } => one;
 
     /// `DELAYQ.DEAD`: the oldest dead letters.
-    pub fn dead<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        count: Option<i64>,
-    ) -> RedisResult<Vec<DeadLetter>> {
-        let c = self.call("DELAYQ.DEAD").opt("COUNT", count);
-        r::dead_letters(&c.run(self.backend, con)?)
-    }
+    fn dead(&self, count: Option<i64>) -> Vec<DeadLetter> {
+        self.call("DELAYQ.DEAD").opt("COUNT", count)
+    } => r::dead_letters;
 
     /// `DELAYQ.REDRIVE`: the oldest `count` dead letters (default 10), or
     /// the one `id`, back in line; how many.
-    pub fn redrive<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        count: Option<i64>,
-        id: Option<&str>,
-    ) -> RedisResult<i64> {
-        let c = self
-            .call("DELAYQ.REDRIVE")
+    fn redrive(&self, count: Option<i64>, id: Option<&str>) -> i64 {
+        self.call("DELAYQ.REDRIVE")
             .opt("COUNT", count)
             .opt("ID", id)
-            .opt("NOW", self.now);
-        int(&c.run(self.backend, con)?)
-    }
+            .opt("NOW", self.now)
+    } => int;
 
     /// `DELAYQ.INFO`.
-    pub fn info<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<QueueInfo> {
-        let c = self.call("DELAYQ.INFO").opt("NOW", self.now);
-        r::queue_info(&c.run(self.backend, con)?)
-    }
+    fn info(&self) -> QueueInfo {
+        self.call("DELAYQ.INFO").opt("NOW", self.now)
+    } => r::queue_info;
 
     /// `DELAYQ.CANCEL`: true when the job was removed (waiting, ready or
     /// dead), false when there is none. A job under a running lease is an
     /// error (`job is leased`) unless `force`; its holder's receipt then
     /// goes stale.
-    pub fn cancel<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        id: &str,
-        force: bool,
-    ) -> RedisResult<bool> {
-        let c = self
-            .call("DELAYQ.CANCEL")
+    fn cancel(&self, id: &str, force: bool) -> bool {
+        self.call("DELAYQ.CANCEL")
             .arg(id)
             .flag("FORCE", force)
-            .opt("NOW", self.now);
-        Ok(int(&c.run(self.backend, con)?)? == 1)
-    }
+            .opt("NOW", self.now)
+    } => one;
 
     /// `DELAYQ.PEEK`: the first `count` jobs in line (default 10, at most
     /// 100), the earliest first, or the one `id`.
-    pub fn peek<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        count: Option<i64>,
-        id: Option<&str>,
-    ) -> RedisResult<Vec<ScheduledJob>> {
-        let c = self.call("DELAYQ.PEEK").opt("COUNT", count).opt("ID", id);
-        r::scheduled_jobs(&c.run(self.backend, con)?)
-    }
+    fn peek(&self, count: Option<i64>, id: Option<&str>) -> Vec<ScheduledJob> {
+        self.call("DELAYQ.PEEK").opt("COUNT", count).opt("ID", id)
+    } => r::scheduled_jobs;
 
     /// `DELAYQ.PURGE`: how many of the oldest dead letters were removed,
     /// beyond `max_len` or older than `max_age_ms` (at least one of them);
     /// at most 100 per call, so call again while it returns 100.
-    pub fn purge<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        max_len: Option<i64>,
-        max_age_ms: Option<i64>,
-    ) -> RedisResult<i64> {
-        let c = self
-            .call("DELAYQ.PURGE")
+    fn purge(&self, max_len: Option<i64>, max_age_ms: Option<i64>) -> i64 {
+        self.call("DELAYQ.PURGE")
             .opt("MAXLEN", max_len)
             .opt("MAXAGE", max_age_ms)
-            .opt("NOW", self.now);
-        int(&c.run(self.backend, con)?)
-    }
-}
+            .opt("NOW", self.now)
+    } => int;
+});
 
 impl Idem {
     fn call(&self, name: &'static str) -> Call {
         Call::new(name, &self.key)
     }
+}
 
+methods!(Idem {
     /// `IDEM.BEGIN`: `New` with a fence, `Running` with the ms left, `Done`
     /// with the stored result, or `Mismatch`. `ttl` is the record's TTL in
     /// seconds (default: the server's `idem-ttl`).
-    pub fn begin<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        fingerprint: &[u8],
-        lease_ms: i64,
-        ttl: Option<i64>,
-    ) -> RedisResult<IdemBegin> {
-        let c = self
-            .call("IDEM.BEGIN")
+    fn begin(&self, fingerprint: &[u8], lease_ms: i64, ttl: Option<i64>) -> IdemBegin {
+        self.call("IDEM.BEGIN")
             .arg(fingerprint)
             .arg(lease_ms)
             .opt("TTL", ttl)
-            .opt("NOW", self.now);
-        r::idem_begin(&c.run(self.backend, con)?)
-    }
+            .opt("NOW", self.now)
+    } => r::idem_begin;
 
     /// `IDEM.COMPLETE`: true when the result was stored, false when this
     /// fence's equal result was stored already. A stale fence is the
     /// server's error.
-    pub fn complete<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        fence: i64,
-        result: &[u8],
-    ) -> RedisResult<bool> {
-        let c = self
-            .call("IDEM.COMPLETE")
+    fn complete(&self, fence: i64, result: &[u8]) -> bool {
+        self.call("IDEM.COMPLETE")
             .arg(fence)
             .arg(result)
-            .opt("NOW", self.now);
-        Ok(int(&c.run(self.backend, con)?)? == 1)
-    }
+            .opt("NOW", self.now)
+    } => one;
 
     /// `IDEM.ABORT`: true when the record begun with `fence` was given up.
-    pub fn abort<C: ConnectionLike>(&self, con: &mut C, fence: i64) -> RedisResult<bool> {
-        let c = self.call("IDEM.ABORT").arg(fence);
-        Ok(int(&c.run(self.backend, con)?)? == 1)
-    }
+    fn abort(&self, fence: i64) -> bool {
+        self.call("IDEM.ABORT").arg(fence)
+    } => one;
 
     /// `IDEM.GET`: the record, or `None`.
-    pub fn get<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<Option<IdemRecord>> {
-        let c = self.call("IDEM.GET").opt("NOW", self.now);
-        r::idem_record(&c.run(self.backend, con)?)
-    }
-}
+    fn get(&self) -> Option<IdemRecord> {
+        self.call("IDEM.GET").opt("NOW", self.now)
+    } => r::idem_record;
+});
 
 /// Options of `STOCK.CREATE` besides the total.
 #[derive(Clone, Debug, Default)]
@@ -1044,80 +966,6 @@ pub struct StockOptions {
 impl Stock {
     fn call(&self, name: &'static str) -> Call {
         Call::new(name, &self.key)
-    }
-
-    /// `STOCK.CREATE`: a stock of `total` units.
-    pub fn create<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        total: i64,
-        o: &StockOptions,
-    ) -> RedisResult<bool> {
-        let c = self
-            .call("STOCK.CREATE")
-            .arg(total)
-            .opt("LIMIT", o.limit)
-            .opt("LEASE", o.lease_ms)
-            .opt("TTL", o.ttl)
-            .opt("NOW", self.now);
-        r::ok(&c.run(self.backend, con)?)
-    }
-
-    /// `STOCK.RESERVE`: reserves `quantity` units for `order` under a
-    /// lease (OK, SOLDOUT or LIMIT); the same order gets the same reply
-    /// again.
-    pub fn reserve<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        user: &str,
-        order: &str,
-        quantity: i64,
-    ) -> RedisResult<Reservation> {
-        let c = self
-            .call("STOCK.RESERVE")
-            .arg(user)
-            .arg(order)
-            .arg(quantity)
-            .opt("NOW", self.now);
-        r::reservation(&c.run(self.backend, con)?)
-    }
-
-    /// `STOCK.CONFIRM`: true when the reservation became a sale, false when
-    /// the order was already confirmed (after its lease: the server's
-    /// error).
-    pub fn confirm<C: ConnectionLike>(&self, con: &mut C, order: &str) -> RedisResult<bool> {
-        let c = self.call("STOCK.CONFIRM").arg(order).opt("NOW", self.now);
-        Ok(int(&c.run(self.backend, con)?)? == 1)
-    }
-
-    /// `STOCK.RELEASE`: true when the order's units went back.
-    pub fn release<C: ConnectionLike>(&self, con: &mut C, order: &str) -> RedisResult<bool> {
-        let c = self.call("STOCK.RELEASE").arg(order);
-        Ok(int(&c.run(self.backend, con)?)? == 1)
-    }
-
-    /// `STOCK.RESTOCK`: adds `delta` units (removes available ones when
-    /// negative); the units available after.
-    pub fn restock<C: ConnectionLike>(&self, con: &mut C, delta: i64) -> RedisResult<i64> {
-        let c = self.call("STOCK.RESTOCK").arg(delta).opt("NOW", self.now);
-        int(&c.run(self.backend, con)?)
-    }
-
-    /// `STOCK.INFO`: the counts, or None for an unknown stock.
-    pub fn info<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<Option<StockInfo>> {
-        let c = self.call("STOCK.INFO");
-        r::stock_info(&c.run(self.backend, con)?)
-    }
-
-    /// `STOCK.AUDIT`: one step from `cursor` ("0" to start).
-    pub fn audit<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        cursor: &str,
-        count: Option<i64>,
-    ) -> RedisResult<StockAudit> {
-        let c = self.call("STOCK.AUDIT").arg(cursor).opt("COUNT", count);
-        r::stock_audit(&c.run(self.backend, con)?)
     }
 
     /// Every `STOCK.AUDIT` step from cursor 0 until the walk is over: the
@@ -1139,3 +987,76 @@ impl Stock {
         }
     }
 }
+
+#[cfg(feature = "aio")]
+impl AsyncHandle<'_, Stock> {
+    /// Every `STOCK.AUDIT` step from cursor 0 until the walk is over: the
+    /// problems found.
+    pub async fn audit_all<C: redis::aio::ConnectionLike + Send>(
+        &self,
+        con: &mut C,
+        count: Option<i64>,
+    ) -> RedisResult<Vec<String>> {
+        let mut problems = Vec::new();
+        let mut cursor = "0".to_string();
+        loop {
+            let step = self.audit(con, &cursor, count).await?;
+            problems.extend(step.problems);
+            cursor = step.cursor;
+            if cursor == "0" {
+                return Ok(problems);
+            }
+        }
+    }
+}
+
+methods!(Stock {
+    /// `STOCK.CREATE`: a stock of `total` units.
+    fn create(&self, total: i64, o: &StockOptions) -> bool {
+        self.call("STOCK.CREATE")
+            .arg(total)
+            .opt("LIMIT", o.limit)
+            .opt("LEASE", o.lease_ms)
+            .opt("TTL", o.ttl)
+            .opt("NOW", self.now)
+    } => r::ok;
+
+    /// `STOCK.RESERVE`: reserves `quantity` units for `order` under a
+    /// lease (OK, SOLDOUT or LIMIT); the same order gets the same reply
+    /// again.
+    fn reserve(&self, user: &str, order: &str, quantity: i64) -> Reservation {
+        self.call("STOCK.RESERVE")
+            .arg(user)
+            .arg(order)
+            .arg(quantity)
+            .opt("NOW", self.now)
+    } => r::reservation;
+
+    /// `STOCK.CONFIRM`: true when the reservation became a sale, false when
+    /// the order was already confirmed (after its lease: the server's
+    /// error).
+    fn confirm(&self, order: &str) -> bool {
+        self.call("STOCK.CONFIRM").arg(order).opt("NOW", self.now)
+    } => one;
+
+    /// `STOCK.RELEASE`: true when the order's units went back.
+    fn release(&self, order: &str) -> bool {
+        self.call("STOCK.RELEASE").arg(order)
+    } => one;
+
+    /// `STOCK.RESTOCK`: adds `delta` units (removes available ones when
+    /// negative); the units available after.
+    fn restock(&self, delta: i64) -> i64 {
+        self.call("STOCK.RESTOCK").arg(delta).opt("NOW", self.now)
+    } => int;
+
+    /// `STOCK.INFO`: the counts, or None for an unknown stock.
+    fn info(&self) -> Option<StockInfo> {
+        self.call("STOCK.INFO")
+    } => r::stock_info;
+
+    /// `STOCK.AUDIT`: one step from `cursor` ("0" to start).
+    fn audit(&self, cursor: &str, count: Option<i64>) -> StockAudit {
+        self.call("STOCK.AUDIT").arg(cursor).opt("COUNT", count)
+    } => r::stock_audit;
+});

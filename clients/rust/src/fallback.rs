@@ -121,6 +121,29 @@ pub(crate) fn run<C: ConnectionLike>(
     }
 }
 
+/// [`run`] over an async connection (crate feature `aio`).
+#[cfg(feature = "aio")]
+pub(crate) async fn run_async<C: redis::aio::ConnectionLike + Send>(
+    backend: Backend,
+    name: &str,
+    argv: &[Vec<u8>],
+    keys: &[usize],
+    con: &mut C,
+) -> RedisResult<Value> {
+    let reply = backend
+        .command(name, argv, keys)
+        .query_async::<Value>(con)
+        .await;
+    match (backend, reply) {
+        (Backend::Fallback(like), Err(e)) if is_unknown_command(&e) => {
+            functions_command(name, argv, keys, &like)
+                .query_async::<Value>(con)
+                .await
+        }
+        (_, reply) => reply,
+    }
+}
+
 /// Asks the server once whether it has the module (`COMMAND INFO
 /// POLL.VOTE`): [`Backend::Module`] when it has, else
 /// [`Backend::Functions`] with `like` (the library must be loaded).

@@ -16,6 +16,15 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Every reply type implements `redis::FromRedisValue` (RESP2 and RESP3),
+//! so raw commands and pipelines read into them
+//! (`query::<Vec<PollEntry>>`; [`Maybe`] for the empty reply of an unknown
+//! entity), and `handle.cmd()` gives a handle's commands as `redis::Cmd`s
+//! for `redis::pipe()` ([`CmdBuilder`]). With the feature `aio`,
+//! `handle.aio()` has every command on any `redis::aio::ConnectionLike`
+//! (`MultiplexedConnection`, the async cluster client with
+//! `cluster-async`; `AsyncHandle`). README.md and examples/ show each.
+//!
 //! [`routing`] is the routing spec of spread entities (docs/spread.md),
 //! the crate `hotpath-route`, which the module uses too. Spread entities
 //! have their own handles ([`SpreadLike`], …): writes go to the shard of their

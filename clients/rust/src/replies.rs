@@ -1,6 +1,6 @@
 //! Parsed replies: one type per reply shape of docs/<family>.md.
 
-use redis::{ErrorKind, RedisError, RedisResult, Value};
+use redis::{ErrorKind, FromRedisValue, RedisError, RedisResult, Value};
 
 fn bad(what: &str, v: &Value) -> RedisError {
     RedisError::from((
@@ -89,9 +89,12 @@ pub(crate) fn pairs(v: &Value) -> RedisResult<Vec<(&Value, &Value)>> {
     if let Value::Map(m) = v {
         return Ok(m.iter().map(|(k, v)| (k, v)).collect());
     }
-    let a = array(v)?;
-    if a.len() % 2 != 0 {
-        return Err(bad("pairs", v));
+    pairs_in(array(v)?)
+}
+
+fn pairs_in(a: &[Value]) -> RedisResult<Vec<(&Value, &Value)>> {
+    if !a.len().is_multiple_of(2) {
+        return Err(bad("pairs", &Value::Array(a.to_vec())));
     }
     Ok(a.chunks(2).map(|c| (&c[0], &c[1])).collect())
 }
@@ -99,13 +102,12 @@ pub(crate) fn pairs(v: &Value) -> RedisResult<Vec<(&Value, &Value)>> {
 /// A list reply of `width`-field rows: RESP2 sends it flat
 /// (`[a1, b1, a2, b2, …]`), RESP3 as an array of rows (`[[a1, b1], …]`,
 /// the way `ZRANGE … WITHSCORES` answers).
-pub(crate) fn rows(v: &Value, width: usize) -> RedisResult<Vec<&[Value]>> {
-    let a = array(v)?;
+fn rows_in(a: &[Value], width: usize) -> RedisResult<Vec<&[Value]>> {
     if matches!(a.first(), Some(Value::Array(_))) {
         return a.iter().map(|r| exact(r, width)).collect();
     }
-    if a.len() % width != 0 {
-        return Err(bad(&format!("rows of {width}"), v));
+    if !a.len().is_multiple_of(width) {
+        return Err(bad(&format!("rows of {width}"), &Value::Array(a.to_vec())));
     }
     Ok(a.chunks(width).collect())
 }
@@ -157,7 +159,11 @@ pub struct PollSync {
 }
 
 pub(crate) fn poll_entries(v: &Value) -> RedisResult<Vec<PollEntry>> {
-    rows(v, 2)?
+    poll_entries_in(array(v)?)
+}
+
+fn poll_entries_in(a: &[Value]) -> RedisResult<Vec<PollEntry>> {
+    rows_in(a, 2)?
         .into_iter()
         .map(|r| (&r[0], &r[1]))
         .map(|(c, n)| {
@@ -200,7 +206,7 @@ pub(crate) fn poll_sync(v: &Value) -> RedisResult<PollSync> {
     let (epoch, rest) = a.split_first().ok_or_else(|| bad("POLL.SYNC", v))?;
     Ok(PollSync {
         epoch: int(epoch)?,
-        deltas: poll_entries(&Value::Array(rest.to_vec()))?,
+        deltas: poll_entries_in(rest)?,
     })
 }
 
@@ -229,7 +235,11 @@ pub struct RankEntry {
 }
 
 pub(crate) fn rank_members(v: &Value) -> RedisResult<Vec<RankMember>> {
-    rows(v, 2)?
+    rank_members_in(array(v)?)
+}
+
+fn rank_members_in(a: &[Value]) -> RedisResult<Vec<RankMember>> {
+    rows_in(a, 2)?
         .into_iter()
         .map(|r| (&r[0], &r[1]))
         .map(|(m, p)| {
@@ -260,7 +270,11 @@ pub(crate) fn rank_places(v: &Value) -> RedisResult<Option<Vec<RankPlace>>> {
     if *v == Value::Nil {
         return Ok(None);
     }
-    rows(v, 3)?
+    rank_places_in(array(v)?).map(Some)
+}
+
+fn rank_places_in(a: &[Value]) -> RedisResult<Vec<RankPlace>> {
+    rows_in(a, 3)?
         .into_iter()
         .map(|c| {
             Ok(RankPlace {
@@ -269,8 +283,7 @@ pub(crate) fn rank_places(v: &Value) -> RedisResult<Option<Vec<RankPlace>>> {
                 points: int(&c[2])?,
             })
         })
-        .collect::<RedisResult<Vec<_>>>()
-        .map(Some)
+        .collect()
 }
 
 /// `LIKE.ADD` / `LIKE.REM`: whether the call changed the like, and the
@@ -309,7 +322,11 @@ pub(crate) fn flag_count(v: &Value) -> RedisResult<(bool, i64)> {
 }
 
 pub(crate) fn likers(v: &Value) -> RedisResult<Vec<Liker>> {
-    pairs(v)?
+    likers_of(pairs(v)?)
+}
+
+fn likers_of(pairs: Vec<(&Value, &Value)>) -> RedisResult<Vec<Liker>> {
+    pairs
         .into_iter()
         .map(|(u, t)| {
             Ok(Liker {
@@ -430,7 +447,11 @@ pub(crate) fn join(v: &Value) -> RedisResult<Join> {
 }
 
 pub(crate) fn winners(v: &Value) -> RedisResult<Vec<Winner>> {
-    pairs(v)?
+    winners_of(pairs(v)?)
+}
+
+fn winners_of(pairs: Vec<(&Value, &Value)>) -> RedisResult<Vec<Winner>> {
+    pairs
         .into_iter()
         .map(|(u, s)| {
             let score_text = text(s)?;
@@ -530,10 +551,9 @@ pub(crate) fn throttle(v: &Value) -> RedisResult<Throttle> {
 }
 
 /// A flat array of `n`-element groups (`[id, payload, attempt, receipt, …]`).
-fn groups(v: &Value, n: usize) -> RedisResult<std::slice::Chunks<'_, Value>> {
-    let a = array(v)?;
-    if a.len() % n != 0 {
-        return Err(bad(&format!("groups of {n}"), v));
+fn groups(a: &[Value], n: usize) -> RedisResult<std::slice::Chunks<'_, Value>> {
+    if !a.len().is_multiple_of(n) {
+        return Err(bad(&format!("groups of {n}"), &Value::Array(a.to_vec())));
     }
     Ok(a.chunks(n))
 }
@@ -582,7 +602,11 @@ pub(crate) fn lock_holders(v: &Value) -> RedisResult<Vec<LockHolder>> {
             })
             .collect();
     }
-    groups(v, 4)?
+    lock_holders_in(array(v)?)
+}
+
+fn lock_holders_in(a: &[Value]) -> RedisResult<Vec<LockHolder>> {
+    groups(a, 4)?
         .map(|g| {
             Ok(LockHolder {
                 owner: text(&g[0])?,
@@ -708,7 +732,11 @@ pub enum Nack {
 }
 
 pub(crate) fn jobs(v: &Value) -> RedisResult<Vec<Job>> {
-    groups(v, 4)?
+    jobs_in(array(v)?)
+}
+
+fn jobs_in(a: &[Value]) -> RedisResult<Vec<Job>> {
+    groups(a, 4)?
         .map(|g| {
             Ok(Job {
                 id: text(&g[0])?,
@@ -721,7 +749,11 @@ pub(crate) fn jobs(v: &Value) -> RedisResult<Vec<Job>> {
 }
 
 pub(crate) fn dead_letters(v: &Value) -> RedisResult<Vec<DeadLetter>> {
-    groups(v, 4)?
+    dead_letters_in(array(v)?)
+}
+
+fn dead_letters_in(a: &[Value]) -> RedisResult<Vec<DeadLetter>> {
+    groups(a, 4)?
         .map(|g| {
             Ok(DeadLetter {
                 id: text(&g[0])?,
@@ -734,7 +766,11 @@ pub(crate) fn dead_letters(v: &Value) -> RedisResult<Vec<DeadLetter>> {
 }
 
 pub(crate) fn scheduled_jobs(v: &Value) -> RedisResult<Vec<ScheduledJob>> {
-    groups(v, 5)?
+    scheduled_jobs_in(array(v)?)
+}
+
+fn scheduled_jobs_in(a: &[Value]) -> RedisResult<Vec<ScheduledJob>> {
+    groups(a, 5)?
         .map(|g| {
             Ok(ScheduledJob {
                 id: text(&g[0])?,
@@ -858,4 +894,164 @@ pub(crate) fn stock_audit(v: &Value) -> RedisResult<StockAudit> {
         checked: int(&a[1])?,
         problems: a[2..].iter().map(text).collect::<RedisResult<_>>()?,
     })
+}
+
+// ---------------------------------------------------------------------------
+// `FromRedisValue`: every reply type goes through `query` and pipelines.
+//
+// A new reply type is one line in `from_reply!` (a reply that is one value)
+// or `from_list!` (an element of a list reply), naming the parser above.
+
+/// Unwraps the parse of a reply that is nil (or empty) when the entity is
+/// absent, for a query that asked for the type itself.
+fn present<T>(found: Option<T>, what: &str, v: &Value) -> RedisResult<T> {
+    found.ok_or_else(|| {
+        RedisError::from((
+            ErrorKind::TypeError,
+            "hotpath: no such entity",
+            format!("{what} replied {v:?}: query Option<…> (nil) or Maybe<…> (empty) for an absent entity"),
+        ))
+    })
+}
+
+/// Types that are one reply: `query::<PollInfo>()`, `query::<Grab>()`, ….
+macro_rules! from_reply {
+    ($($t:ty => $parse:expr;)*) => {$(
+        impl FromRedisValue for $t {
+            fn from_redis_value(v: &Value) -> RedisResult<Self> {
+                let parse: fn(&Value) -> RedisResult<$t> = $parse;
+                parse(v)
+            }
+        }
+    )*};
+}
+
+from_reply! {
+    PollRank => |v| present(poll_rank(v)?, "POLL.RANK", v);
+    PollInfo => |v| present(poll_info(v)?, "POLL.INFO", v);
+    PollSync => poll_sync;
+    RankEntry => |v| present(rank_entry(v)?, "RANK.GET", v);
+    LikeChange => |v| flag_count(v).map(|(changed, count)| LikeChange { changed, count });
+    LikeToggle => |v| flag_count(v).map(|(liked, count)| LikeToggle { liked, count });
+    LikeInfo => like_info;
+    Grab => grab;
+    PacketInfo => |v| present(packet_info(v)?, "REDPACKET.INFO", v);
+    Join => join;
+    BagResult => bag_result;
+    BagInfo => |v| present(bag_info(v)?, "LUCKYBAG.INFO", v);
+    RateResult => rate;
+    Throttle => throttle;
+    IdemBegin => idem_begin;
+    IdemRecord => |v| present(idem_record(v)?, "IDEM.GET", v);
+    QueueInfo => queue_info;
+    Nack => nack;
+    Reservation => reservation;
+    StockInfo => |v| present(stock_info(v)?, "STOCK.INFO", v);
+    StockAudit => stock_audit;
+}
+
+/// Elements of list replies: `query::<Vec<PollEntry>>()` parses the whole
+/// list (the flat RESP2 rows, RESP3's maps or rows); one element alone
+/// parses from a one-row reply.
+macro_rules! from_list {
+    ($($t:ty => $value:expr, $slice:expr;)*) => {$(
+        impl FromRedisValue for $t {
+            fn from_redis_value(v: &Value) -> RedisResult<Self> {
+                let parse: fn(&Value) -> RedisResult<Vec<$t>> = $value;
+                let mut all = parse(v)?;
+                if all.len() != 1 {
+                    return Err(bad(concat!("one ", stringify!($t)), v));
+                }
+                Ok(all.remove(0))
+            }
+
+            fn from_redis_values(items: &[Value]) -> RedisResult<Vec<Self>> {
+                let parse: fn(&[Value]) -> RedisResult<Vec<$t>> = $slice;
+                parse(items)
+            }
+
+            fn from_owned_redis_values(items: Vec<Value>) -> RedisResult<Vec<Self>> {
+                Self::from_redis_values(&items)
+            }
+        }
+    )*};
+}
+
+from_list! {
+    PollEntry => poll_entries, poll_entries_in;
+    RankMember => rank_members, rank_members_in;
+    RankPlace => |v| rank_places_in(array(v)?), rank_places_in;
+    Liker => likers, |a| likers_of(pairs_in(a)?);
+    Winner => winners, |a| winners_of(pairs_in(a)?);
+    LockHolder => lock_holders, lock_holders_in;
+    Job => jobs, jobs_in;
+    DeadLetter => dead_letters, dead_letters_in;
+    ScheduledJob => scheduled_jobs, scheduled_jobs_in;
+}
+
+/// A reply that is empty (or nil) for an absent entity: `REDPACKET.INFO`,
+/// `LUCKYBAG.INFO` and `STOCK.INFO` answer an empty array (RESP2) or map
+/// (RESP3), which `Option<T>` (nil only) does not read as `None`.
+/// `query::<Maybe<PacketInfo>>()?.0` is an `Option`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Maybe<T>(pub Option<T>);
+
+impl<T> From<Maybe<T>> for Option<T> {
+    fn from(m: Maybe<T>) -> Option<T> {
+        m.0
+    }
+}
+
+impl<T: FromRedisValue> FromRedisValue for Maybe<T> {
+    fn from_redis_value(v: &Value) -> RedisResult<Self> {
+        let empty = match v {
+            Value::Nil => true,
+            Value::Array(a) | Value::Set(a) => a.is_empty(),
+            Value::Map(m) => m.is_empty(),
+            _ => false,
+        };
+        if empty {
+            return Ok(Maybe(None));
+        }
+        T::from_redis_value(v).map(|t| Maybe(Some(t)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn lists_parse_from_their_flat_rows() {
+        let v = Value::Array(vec![b("alice"), Value::Int(3), b("bob"), Value::Int(1)]);
+        let got: Vec<PollEntry> = redis::from_redis_value(&v).unwrap();
+        assert_eq!(got, poll_entries(&v).unwrap());
+        assert_eq!(got[1].candidate, "bob");
+        let owned: Vec<PollEntry> = redis::from_owned_redis_value(v.clone()).unwrap();
+        assert_eq!(owned, got);
+        // A row count that does not divide is an error, not a short list.
+        let odd = Value::Array(vec![b("alice"), Value::Int(3), b("bob")]);
+        assert!(redis::from_redis_value::<Vec<PollEntry>>(&odd).is_err());
+        // One element parses from a one-row reply only.
+        assert!(redis::from_redis_value::<PollEntry>(&v).is_err());
+        let one = Value::Array(vec![b("alice"), Value::Int(3)]);
+        assert_eq!(redis::from_redis_value::<PollEntry>(&one).unwrap().votes, 3);
+    }
+
+    #[test]
+    fn absent_entities_are_none_or_a_clear_error() {
+        let empty = Value::Array(vec![]);
+        let m: Maybe<PollInfo> = redis::from_redis_value(&empty).unwrap();
+        assert_eq!(m.0, None);
+        let m: Maybe<StockInfo> = redis::from_redis_value(&Value::Map(vec![])).unwrap();
+        assert_eq!(m.0, None);
+        let e = redis::from_redis_value::<PollInfo>(&empty).unwrap_err();
+        assert!(e.to_string().contains("no such entity"), "{e}");
+        let r: Option<RankEntry> = redis::from_redis_value(&Value::Nil).unwrap();
+        assert_eq!(r, None);
+    }
 }
