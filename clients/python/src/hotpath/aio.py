@@ -240,8 +240,8 @@ class AsyncDelayQueue(Protocol):
     """:class:`hotpath.DelayQueue` on an asyncio client."""
     key: Key
 
-    def add(self, id: Arg, payload: Arg, delay: Optional[int]=None, at: Optional[int]=None, attempts: Optional[int]=None, replace: bool=False, now: Optional[int]=None) -> Awaitable[bool]:
-        """True when added (or replaced), False when ``id`` exists."""
+    def add(self, id: Arg, payload: Arg, delay: Optional[int]=None, at: Optional[int]=None, attempts: Optional[int]=None, replace: bool=False, now: Optional[int]=None, lost_max: Optional[int]=None) -> Awaitable[bool]:
+        """True when added (or replaced), False when ``id`` exists. ``lost_max``: the most deliveries after a lost lease (LOSTMAX, server 2.1.0)."""
         ...
 
     def poll(self, lease_ms: int, count: Optional[int]=None, block: Optional[int]=None, now: Optional[int]=None) -> Awaitable[List[R.Job]]:
