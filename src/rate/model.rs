@@ -796,6 +796,46 @@ pub fn log(limit: i64, period_ms: i64, log: &impl Log, now_us: i64, cost: i64) -
     (reply, allowed && cost > 0)
 }
 
+/// What a LOG check that passed writes: remove the `drop` oldest entries
+/// (ones that left the window, a bounded number per call), add the
+/// entries at `score`, named `<time>-<n>` from `n = first` on (a name
+/// already taken, which happens only after the clock went back by more
+/// than a period, takes the next number), and expire the log `ttl_us`
+/// after the server clock.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LogWrite {
+    pub drop: i64,
+    pub score: f64,
+    pub first: i64,
+    pub ttl_us: i64,
+}
+
+/// Plans the write of a LOG check that passed ([`log`] said to add): at
+/// `now_us` (the instant at the log's `scale`), from the command's own
+/// instant `at_us` (what the expiry counts from), the log's `newest`
+/// entry time, its `stale` entries (out of the window) and `cost`; `trim`
+/// more stale entries than `cost` are removed at most. `at_now` counts the
+/// entries already at `now_us`, read only when the newest entry is there.
+#[allow(clippy::too_many_arguments)]
+pub fn plan_log_write(
+    scale: LogScale,
+    now_us: i64,
+    at_us: i64,
+    newest: Option<i64>,
+    stale: i64,
+    cost: i64,
+    trim: i64,
+    period_ms: i64,
+    at_now: impl FnOnce() -> i64,
+) -> LogWrite {
+    LogWrite {
+        drop: stale.min(cost + trim),
+        score: scale.score(now_us),
+        first: if newest == Some(now_us) { at_now() } else { 0 },
+        ttl_us: newest.map_or(now_us, |t| t.max(now_us)) + period_ms * US - at_us,
+    }
+}
+
 // -------------------------------------------------------------- BUCKET --
 
 /// A token bucket: whole `tokens`, a `carry` of `1/period-µs` tokens, and

@@ -736,3 +736,64 @@ fn extreme_rules_stay_exact() {
     assert_eq!(rep.fields(), [1, MAX_COUNT, 0, -1, MAX_PERIOD_MS]);
     assert!(n.unwrap().0.ts <= MAX_STORED_US);
 }
+
+#[test]
+fn a_log_write_drops_a_bounded_number_and_numbers_after_its_instant() {
+    let never = || -> i64 { panic!("entries at now read") };
+    let w = plan_log_write(
+        LogScale::Micros,
+        at(10),
+        at(10),
+        Some(at(5)),
+        300,
+        2,
+        128,
+        60_000,
+        never,
+    );
+    assert_eq!(w.drop, 130);
+    assert_eq!(w.score, at(10) as f64);
+    assert_eq!(w.first, 0);
+    assert_eq!(w.ttl_us, 60_000 * US);
+    // The newest entry at the same instant: numbering goes on after the
+    // entries there; the expiry counts from the command's own instant.
+    let w = plan_log_write(
+        LogScale::Millis,
+        at(10),
+        at(10) + 400,
+        Some(at(10)),
+        0,
+        1,
+        128,
+        1000,
+        || 3,
+    );
+    assert_eq!((w.drop, w.first), (0, 3));
+    assert_eq!(w.score, (at(10) / US) as f64);
+    assert_eq!(w.ttl_us, 1000 * US - 400);
+    // A clock that went back: the window ends a period after the newest.
+    let w = plan_log_write(
+        LogScale::Micros,
+        at(10),
+        at(10),
+        Some(at(20)),
+        0,
+        1,
+        128,
+        1000,
+        never,
+    );
+    assert_eq!(w.ttl_us, 10 * US + 1000 * US);
+    let w = plan_log_write(
+        LogScale::Micros,
+        at(10),
+        at(10),
+        None,
+        0,
+        1,
+        128,
+        1000,
+        never,
+    );
+    assert_eq!((w.first, w.ttl_us), (0, 1000 * US));
+}
