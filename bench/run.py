@@ -1,9 +1,10 @@
 """Runs the side-by-side benchmark: `python3 bench/run.py [family …]`.
 
 Each family's `bench/<family>.py` defines `bench(b)` (see common.Bench).
-The families, in the module's order, come from bench/families.txt, which
-tests/families.rs writes from the module's one list (FAMILIES in
-src/lib.rs) and checks that every family has its bench file.
+The families, in the module's order, are asked of the module itself (its
+commands' prefixes, in the order INFO hotpath lists its counters, which
+is FAMILIES in src/lib.rs); tests/families.rs checks that every family has
+its bench file.
 Prints one markdown table (µs per call measured by the server, and the
 ratio of each comparison to ours) and writes it to bench/results.md.
 """
@@ -19,9 +20,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def families():
-    """The module's families, in registration order (bench/families.txt)."""
-    with open(os.path.join(HERE, "families.txt")) as f:
-        return [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    """The module's families, in registration order: the prefixes of its
+    commands (COMMAND LIST), ordered as INFO hotpath lists their counters
+    (a family without counters comes last)."""
+    server = Server()
+    try:
+        names = server.r.command_list(module="hotpath")
+        fams = {(n.decode() if isinstance(n, bytes) else n).split(".")[0].lower() for n in names}
+        order = []
+        for field in server.r.info("hotpath"):
+            fam = field[len("hotpath_"):].split("_")[0]
+            if fam in fams and fam not in order:
+                order.append(fam)
+        return order + sorted(fams - set(order))
+    finally:
+        server.stop()
 
 
 def main():

@@ -10,8 +10,8 @@
 //!   declared syntax;
 //! - its entity in both clients, with a method per command (or a line in
 //!   [`CLIENTS_LEAVE_OUT`] saying who sends the command instead);
-//! - its benchmark, in the family list `make bench` reads
-//!   (bench/families.txt, written here from `FAMILIES`).
+//! - its benchmark, `bench/<family>.py` (`make bench` asks the module
+//!   for its families, so there is no list to keep).
 //!
 //! The syntax line of each entry of docs/reference/ is written here from
 //! the command's declaration: a page whose line differs is rewritten and
@@ -20,7 +20,7 @@
 //! The checks read files only: no server is needed.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use hotpath::registry::{CommandSpec, Family};
 use hotpath::{FAMILIES, WITHOUT_LUA_TWIN};
@@ -325,30 +325,6 @@ fn the_clients_have_an_entity_per_family_and_a_method_per_command() {
         }
     }
     fail_on(missing);
-}
-
-/// `make bench` (bench/run.py) runs the families of bench/families.txt,
-/// which this test writes from `FAMILIES`: a stale file is rewritten and
-/// the test fails once, so that the new file is committed.
-#[test]
-fn the_bench_family_list_is_the_module_list() {
-    let path = root().join("bench/families.txt");
-    let mut want = String::from(
-        "# The module's families in registration order (FAMILIES in src/lib.rs),\n\
-         # written by tests/families.rs; bench/run.py reads it. Do not edit.\n",
-    );
-    for f in FAMILIES {
-        want.push_str(f.name);
-        want.push('\n');
-    }
-    let have = std::fs::read_to_string(&path).unwrap_or_default();
-    if have != want {
-        std::fs::write(&path, &want).unwrap();
-        panic!(
-            "{} was stale and has been rewritten from FAMILIES: commit it",
-            Path::new("bench/families.txt").display()
-        );
-    }
 }
 
 /// Rewrites the syntax line (the first code block after `## NAME`) of

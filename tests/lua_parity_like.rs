@@ -5,8 +5,6 @@
 
 use crate::common;
 
-use std::collections::HashMap;
-
 use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -15,56 +13,36 @@ const MAX_ID: &str = "2000";
 const PROMOTE_AT: &str = "8";
 const RECENT: &str = "3";
 
-struct Twins {
-    shas: HashMap<&'static str, String>,
-    /// like-max-id, like-promote-at, like-recent: the module's configs,
-    /// passed to the twins as their first three ARGV.
-    cfg: [String; 3],
+/// The LIKE twins, the way this test thread runs them, given the
+/// module's configs as their first three ARGV (like-max-id,
+/// like-promote-at, like-recent).
+fn twins(c: &mut Connection) -> Twins {
+    let mut t = Twins::here(c, "like");
+    t.set_argv(&[MAX_ID, PROMOTE_AT, RECENT]);
+    t
 }
 
-impl Twins {
-    fn load(c: &mut Connection) -> Twins {
-        let mut shas = HashMap::new();
-        for name in [
-            "toggle", "add", "rem", "check", "count", "recent", "common", "info",
-        ] {
-            shas.insert(name, load_twin(c, &format!("like/{name}.lua")));
-        }
-        Twins {
-            shas,
-            cfg: [MAX_ID.into(), PROMOTE_AT.into(), RECENT.into()],
-        }
-    }
+/// Sets the module's configs and the twins' arguments alike.
+fn configure(c: &mut Connection, t: &mut Twins, max_id: &str, promote_at: &str, recent: &str) {
+    run(c, &["CONFIG", "SET", "hotpath.like-max-id", max_id]);
+    run(c, &["CONFIG", "SET", "hotpath.like-promote-at", promote_at]);
+    run(c, &["CONFIG", "SET", "hotpath.like-recent", recent]);
+    t.set_argv(&[max_id, promote_at, recent]);
+}
 
-    /// Sets the module's configs and the twins' arguments alike.
-    fn configure(&mut self, c: &mut Connection, max_id: &str, promote_at: &str, recent: &str) {
-        run(c, &["CONFIG", "SET", "hotpath.like-max-id", max_id]);
-        run(c, &["CONFIG", "SET", "hotpath.like-promote-at", promote_at]);
-        run(c, &["CONFIG", "SET", "hotpath.like-recent", recent]);
-        self.cfg = [max_id.into(), promote_at.into(), recent.into()];
-    }
-
-    /// Runs `LIKE.<cmd> keys… args…` through the module on `m{…}` and
-    /// through the twin on `l{…}`; returns both replies shown.
-    fn both(
-        &self,
-        c: &mut Connection,
-        cmd: &'static str,
-        keys: &[String],
-        args: &[String],
-    ) -> (String, String) {
-        let mut m: Vec<String> = vec![format!("LIKE.{}", cmd.to_uppercase())];
-        m.extend(keys.iter().map(|k| format!("m{k}")));
-        m.extend(args.iter().cloned());
-        let mrefs: Vec<&str> = m.iter().map(|s| s.as_str()).collect();
-        let mine = show(&common::cmd(c, &mrefs));
-        let mut l: Vec<String> = keys.iter().map(|k| format!("l{k}")).collect();
-        l.extend(self.cfg.iter().cloned());
-        l.extend(args.iter().cloned());
-        let lrefs: Vec<&str> = l.iter().map(|s| s.as_str()).collect();
-        let theirs = show(&call_twin(c, &self.shas[cmd], keys.len(), &lrefs));
-        (mine, theirs)
-    }
+/// Runs `LIKE.<cmd> keys… args…` through the module on `m{k}` and
+/// through the twin on `l{k}` for each key `k`; returns both replies
+/// shown ([`Twins::both`]).
+fn both(
+    t: &Twins,
+    c: &mut Connection,
+    cmd: &str,
+    keys: &[String],
+    args: &[String],
+) -> (String, String) {
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.both(c, &format!("LIKE.{}", cmd.to_uppercase()), &keys, &args)
 }
 
 fn server() -> Server {
@@ -81,13 +59,8 @@ fn server() -> Server {
     )
 }
 
-fn assert_same_data(c: &mut Connection, step: usize) {
-    let m: Vec<String> = dump_keys(c, "m{*")
-        .into_iter()
-        .map(|l| l.replacen("m{", "l{", 1))
-        .collect();
-    let l = dump_keys(c, "l{*");
-    assert_eq!(m, l, "data differs after step {step}");
+fn same_data(c: &mut Connection, step: usize) {
+    assert_same_data(c, &format!("data differs after step {step}"));
 }
 
 fn user(rng: &mut StdRng, max: u64) -> String {
@@ -107,7 +80,7 @@ fn user(rng: &mut StdRng, max: u64) -> String {
 fn twins_match_the_module_on_random_sequences_once() {
     let s = server();
     let mut c = s.conn();
-    let mut t = Twins::load(&mut c);
+    let mut t = twins(&mut c);
     // LIKE_PARITY_SEEDS=200 runs a longer campaign.
     let seeds: u64 = std::env::var("LIKE_PARITY_SEEDS")
         .ok()
@@ -123,7 +96,7 @@ fn twins_match_the_module_on_random_sequences_once() {
     for seed in 0..seeds {
         run(&mut c, &["FLUSHALL"]);
         let (max, promote_at, recent) = configs[(seed % 4) as usize];
-        t.configure(&mut c, max, promote_at, recent);
+        configure(&mut c, &mut t, max, promote_at, recent);
         let mut rng = StdRng::seed_from_u64(42 + seed);
         promoted_seen |= random_run(&mut c, &t, &mut rng, 1000, max.parse().unwrap());
     }
@@ -142,11 +115,11 @@ fn random_run(c: &mut Connection, t: &Twins, rng: &mut StdRng, steps: usize, max
     // a multiple of 32 past 512) and migrated while the random run goes on.
     for _ in 0..900 {
         let u = rng.gen_range(0..=max.min(1_500)).to_string();
-        let (m, l) = t.both(c, "add", &["{0}".into()], &[u, "NOW".into(), "1".into()]);
-        assert_eq!(m, l, "filling {{0}}");
+        let (m, l) = both(t, c, "add", &["0".into()], &[u, "NOW".into(), "1".into()]);
+        assert_eq!(m, l, "filling post 0");
     }
     for step in 0..steps {
-        let post = format!("{{{}}}", rng.gen_range(0..4));
+        let post = rng.gen_range(0..4).to_string();
         now += rng.gen_range(0..3);
         let ts = now.to_string();
         let u = user(rng, max);
@@ -174,7 +147,7 @@ fn random_run(c: &mut Connection, t: &Twins, rng: &mut StdRng, steps: usize, max
                     ("recent", vec![post], args)
                 }
                 81..=86 => {
-                    let other = format!("{{{}}}", rng.gen_range(0..4));
+                    let other = rng.gen_range(0..4).to_string();
                     ("common", vec![post, other], vec![])
                 }
                 87..=90 => ("info", vec![post], vec![]),
@@ -196,7 +169,8 @@ fn random_run(c: &mut Connection, t: &Twins, rng: &mut StdRng, steps: usize, max
         if cmd == "common" && keys.len() == 1 {
             // Arity errors come from Redis for the module; the twin reports
             // the same text itself.
-            let (m, l) = t.both(
+            let (m, l) = both(
+                t,
                 c,
                 "common",
                 &[keys[0].clone(), keys[0].clone()],
@@ -205,20 +179,20 @@ fn random_run(c: &mut Connection, t: &Twins, rng: &mut StdRng, steps: usize, max
             assert_eq!(m, l, "step {step}: common with an extra argument");
             continue;
         }
-        let (m, l) = t.both(c, cmd, &keys, &args);
+        let (m, l) = both(t, c, cmd, &keys, &args);
         assert_eq!(m, l, "step {step}: {cmd} {keys:?} {args:?}");
         if cmd == "info" && (m.contains("bitmap") || m.contains("mixed")) {
             promoted_seen = true;
         }
         if step % 50 == 0 {
-            assert_same_data(c, step);
+            same_data(c, step);
         }
         // Now and then a derived key holds a wrong type on both sides.
         if step % 400 == 399 {
             let suffix =
                 ["set", "bits:0", "count", "recent", "chunks", "meta"][rng.gen_range(0..6)];
             for side in ["m", "l"] {
-                let key = format!("{side}{post}:{suffix}", post = keys[0]);
+                let key = format!("{side}{{{post}}}:{suffix}", post = keys[0]);
                 run(c, &["RENAME", &key, &format!("{key}.saved")]);
                 run(c, &["HSET", &key, "f", "v"]);
             }
@@ -230,30 +204,30 @@ fn random_run(c: &mut Connection, t: &Twins, rng: &mut StdRng, steps: usize, max
                 ("check", vec!["1".into()]),
                 ("recent", vec![]),
             ] {
-                let (m, l) = t.both(c, cmd, &keys[..1], &args);
+                let (m, l) = both(t, c, cmd, &keys[..1], &args);
                 assert_eq!(m, l, "WRONGTYPE {suffix}: {cmd}");
             }
-            assert_same_data(c, step);
+            same_data(c, step);
             for side in ["m", "l"] {
-                let key = format!("{side}{post}:{suffix}", post = keys[0]);
+                let key = format!("{side}{{{post}}}:{suffix}", post = keys[0]);
                 run(c, &["DEL", &key]);
                 run(c, &["RENAME", &format!("{key}.saved"), &key]);
             }
         }
     }
-    assert_same_data(c, steps);
+    same_data(c, steps);
     promoted_seen
 }
 
 fn twins_match_through_a_large_promotion_and_common_of_bitmaps_once() {
     let s = server();
     let mut c = s.conn();
-    let mut t = Twins::load(&mut c);
-    t.configure(&mut c, "4294967295", "512", "0");
+    let mut t = twins(&mut c);
+    configure(&mut c, &mut t, "4294967295", "512", "0");
     // Two posts, dense in the first range and in range 50, with a sparse
     // tail: both are promoted and migrated in steps, the tail stays a Set.
     let mut rng = StdRng::seed_from_u64(8);
-    for post in ["{a}", "{b}"] {
+    for post in ["a", "b"] {
         for i in 0..3000u64 {
             let u = match i % 10 {
                 0 => rng.gen_range(0..4_294_967_295u64),
@@ -261,21 +235,21 @@ fn twins_match_through_a_large_promotion_and_common_of_bitmaps_once() {
                 _ => 50 * 64_000 + rng.gen_range(0..64_000u64),
             };
             let cmd = if i % 7 == 0 { "toggle" } else { "add" };
-            let (m, l) = t.both(&mut c, cmd, &[post.into()], &[u.to_string()]);
+            let (m, l) = both(&t, &mut c, cmd, &[post.into()], &[u.to_string()]);
             assert_eq!(m, l, "{post} step {i}");
             if i % 500 == 0 {
-                assert_same_data(&mut c, i as usize);
+                same_data(&mut c, i as usize);
             }
         }
     }
     for (cmd, keys) in [
-        ("info", vec!["{a}"]),
-        ("info", vec!["{b}"]),
-        ("common", vec!["{a}", "{b}"]),
-        ("count", vec!["{a}"]),
+        ("info", vec!["a"]),
+        ("info", vec!["b"]),
+        ("common", vec!["a", "b"]),
+        ("count", vec!["a"]),
     ] {
         let keys: Vec<String> = keys.into_iter().map(String::from).collect();
-        let (m, l) = t.both(&mut c, cmd, &keys, &[]);
+        let (m, l) = both(&t, &mut c, cmd, &keys, &[]);
         assert_eq!(m, l, "{cmd}");
         if cmd == "info" {
             assert!(m.contains("mixed"), "{m}");
@@ -285,9 +259,9 @@ fn twins_match_through_a_large_promotion_and_common_of_bitmaps_once() {
     let all: Vec<String> = (0..200)
         .map(|i| (50 * 64_000 + i * 7).to_string())
         .collect();
-    let (m, l) = t.both(&mut c, "check", &["{a}".into()], &all);
+    let (m, l) = both(&t, &mut c, "check", &["a".into()], &all);
     assert_eq!(m, l);
-    assert_same_data(&mut c, 0);
+    same_data(&mut c, 0);
 }
 
 /// [`twins_match_the_module_on_random_sequences_once`] through the EVALSHA scripts, then through the
@@ -319,14 +293,10 @@ fn twins_match_through_a_large_promotion_and_common_of_bitmaps() {
 
 use hotpath_client::routing;
 
-const SPREAD_CMDS: [&str; 9] = [
-    "create", "toggle", "add", "rem", "check", "count", "recent", "info", "common",
-];
-
 struct SpreadSides {
     m: Connection,
     l: Connection,
-    twins: HashMap<&'static str, String>,
+    twins: Twins,
     /// Every reply seen, for the coverage checks at the end.
     seen: Vec<String>,
 }
@@ -336,10 +306,7 @@ impl SpreadSides {
         let m = s.conn();
         let mut l = s.conn();
         run(&mut l, &["SELECT", "1"]);
-        let twins = SPREAD_CMDS
-            .iter()
-            .map(|n| (*n, load_twin(&mut l, &format!("like/{n}.lua"))))
-            .collect();
+        let twins = twins(&mut l);
         SpreadSides {
             m,
             l,
@@ -357,18 +324,12 @@ impl SpreadSides {
         let mrefs: Vec<&str> = margs.iter().map(String::as_str).collect();
         let ours = run(&mut self.m, &mrefs);
         let mut largs: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
-        largs.extend([
-            MAX_ID.to_string(),
-            PROMOTE_AT.to_string(),
-            RECENT.to_string(),
-        ]);
         largs.extend(args.iter().cloned());
-        let theirs = show(&call_twin(
-            &mut self.l,
-            &self.twins[cmd],
-            keys.len(),
-            &largs,
-        ));
+        let theirs = show(
+            &self
+                .twins
+                .call_keys(&mut self.l, &margs[0], keys.len(), &largs),
+        );
         assert_eq!(ours, theirs, "{cmd} {keys:?} {args:?}");
         self.seen.push(ours.clone());
         ours
@@ -666,14 +627,14 @@ fn spread_twins_match_the_module() {
 fn a_set_created_at_count_zero_takes_the_post_expiry() {
     let s = server();
     let mut c = s.conn();
-    let mut t = Twins::load(&mut c);
-    t.configure(&mut c, "4294967295", "512", "0");
+    let mut t = twins(&mut c);
+    configure(&mut c, &mut t, "4294967295", "512", "0");
     let at = now_ms() + 3_600_000;
-    for (op, post) in [("add", "{z}"), ("toggle", "{y}"), ("add", "{w}")] {
-        // Count 0 but for {w} (count 3: the path that recorded it already).
-        let count = if post == "{w}" { "3" } else { "0" };
+    for (op, post) in [("add", "z"), ("toggle", "y"), ("add", "w")] {
+        // Count 0 but for w (count 3: the path that recorded it already).
+        let count = if post == "w" { "3" } else { "0" };
         for side in ["m", "l"] {
-            let b = format!("{side}{post}");
+            let b = format!("{side}{{{post}}}");
             run(&mut c, &["SETBIT", &format!("{b}:chunks"), "0", "1"]);
             run(&mut c, &["SETRANGE", &format!("{b}:bits:0"), "7999", "\0"]);
             run(&mut c, &["SET", &format!("{b}:count"), count]);
@@ -682,12 +643,12 @@ fn a_set_created_at_count_zero_takes_the_post_expiry() {
             }
         }
         // Id 1,000 is in range 0's chunk; 100,000 in range 1, in set form.
-        let (m, l) = t.both(&mut c, op, &[post.to_string()], &["100000".into()]);
+        let (m, l) = both(&t, &mut c, op, &[post.to_string()], &["100000".into()]);
         assert_eq!(m, l, "{op} {post}");
-        let want = if post == "{w}" { "[1, 4]" } else { "[1, 1]" };
+        let want = if post == "w" { "[1, 4]" } else { "[1, 1]" };
         assert_eq!(m, want, "{op} {post}");
         for side in ["m", "l"] {
-            let set = format!("{side}{post}:set");
+            let set = format!("{side}{{{post}}}:set");
             assert_eq!(int(&mut c, &["SCARD", &set]), 1, "{set}");
             assert_eq!(int(&mut c, &["PEXPIRETIME", &set]), at, "{set} ({op})");
         }

@@ -53,6 +53,22 @@ pub fn family_pages() -> Vec<PathBuf> {
     out
 }
 
+/// The command lines of the examples of `docs/reference/<stem>.md`, in
+/// page order, each split at its spaces as the smoke test sends it
+/// (`redis> ` and `resp3> ` lines alike).
+pub fn example_commands(stem: &str) -> Vec<Vec<String>> {
+    let page = reference_dir().join(format!("{stem}.md"));
+    parse_page(&page)
+        .iter()
+        .flat_map(|e| e.examples.iter().flatten())
+        .filter_map(|l| {
+            l.strip_prefix("redis> ")
+                .or_else(|| l.strip_prefix("resp3> "))
+        })
+        .map(|c| c.split(' ').map(String::from).collect())
+        .collect()
+}
+
 // ------------------------------------------------------------ entries ---
 
 /// One command's entry, as parsed from its page.
@@ -1215,6 +1231,12 @@ impl Events {
         Events { sub, con, n: 0 }
     }
 
+    /// Deletes the last marker, so that the data is what the commands
+    /// left (for a digest).
+    fn forget_marker(&mut self) {
+        run(&mut self.con, &["DEL", &format!("__marker__{}", self.n)]);
+    }
+
     fn raised(&mut self, args: &[&str]) -> (RedisResult<Value>, Vec<(String, String)>) {
         let reply = cmd(&mut self.con, args);
         self.n += 1;
@@ -1238,9 +1260,78 @@ impl Events {
             if key == marker {
                 break;
             }
+            // An earlier marker deleted by `forget_marker`.
+            if key.starts_with("__marker__") {
+                continue;
+            }
             seen.push((event, key));
         }
         (reply, seen)
+    }
+}
+
+/// Runs one call and checks the events it raised ([`check_seen`]).
+/// Returns true when the call changed data (`changes`).
+fn check_events(
+    ev: &mut Events,
+    documented: &BTreeMap<String, (Option<String>, BTreeSet<String>)>,
+    args: &[&str],
+    changes: bool,
+) -> bool {
+    let (reply, seen) = ev.raised(args);
+    check_seen(documented, args, &reply, &seen, changes);
+    changes
+}
+
+/// Checks the events one call of a documented write raised: a call that
+/// changed data (`changes`) raises exactly its documented event on its
+/// base key(s) and only native events observability.md lists for it; one
+/// that did not raises none.
+fn check_seen(
+    documented: &BTreeMap<String, (Option<String>, BTreeSet<String>)>,
+    args: &[&str],
+    reply: &RedisResult<Value>,
+    seen: &[(String, String)],
+    changes: bool,
+) {
+    let name = args[0].to_uppercase();
+    let (event, others) = documented
+        .get(&name)
+        .unwrap_or_else(|| panic!("{name} has no row in observability.md"));
+    let (module, native): (Vec<_>, Vec<_>) = seen
+        .iter()
+        .cloned()
+        .partition(|(e, _)| e.starts_with("hotpath."));
+    if !changes {
+        assert!(seen.is_empty(), "{args:?} ({reply:?}) raised {seen:?}");
+        return;
+    }
+    assert!(reply.is_ok(), "{args:?}: {reply:?}");
+    let keys: Vec<&str> = match name.as_str() {
+        "RATE.MULTI" => {
+            let n: usize = args[1].parse().unwrap();
+            args[2..2 + n].to_vec()
+        }
+        _ => vec![args[1]],
+    };
+    let want: Vec<(String, String)> = match event {
+        Some(event) => keys
+            .iter()
+            .map(|k| (event.clone(), k.to_string()))
+            .collect(),
+        None => {
+            // A write without a module event must still have changed
+            // something Redis reports.
+            assert!(!native.is_empty(), "{args:?} raised nothing");
+            Vec::new()
+        }
+    };
+    assert_eq!(module, want, "{args:?}: module events");
+    for (e, k) in &native {
+        assert!(
+            others.contains(e),
+            "{args:?} raised `{e}` on {k}, not documented in observability.md"
+        );
     }
 }
 
@@ -1642,52 +1733,13 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
     ];
     let mut covered = BTreeSet::new();
     for (args, changes) in &steps {
-        let name = args[0].to_string();
-        let (reply, seen) = ev.raised(args);
-        let (event, others) = documented
-            .get(&name)
-            .unwrap_or_else(|| panic!("{name} has no row in observability.md"));
-        let (module, native): (Vec<_>, Vec<_>) = seen
-            .iter()
-            .cloned()
-            .partition(|(e, _)| e.starts_with("hotpath."));
-        if !changes {
-            assert!(seen.is_empty(), "{args:?} ({reply:?}) raised {seen:?}");
-            continue;
-        }
-        assert!(reply.is_ok(), "{args:?}: {reply:?}");
-        covered.insert(name.clone());
-        let keys: Vec<&str> = match args[0] {
-            "RATE.MULTI" => {
-                let n: usize = args[1].parse().unwrap();
-                args[2..2 + n].to_vec()
-            }
-            _ => vec![args[1]],
-        };
-        let want: Vec<(String, String)> = match event {
-            Some(event) => keys
-                .iter()
-                .map(|k| (event.clone(), k.to_string()))
-                .collect(),
-            None => {
-                // A write without a module event must still have changed
-                // something Redis reports.
-                assert!(!native.is_empty(), "{args:?} raised nothing");
-                Vec::new()
-            }
-        };
-        assert_eq!(module, want, "{args:?}: module events");
-        for (e, k) in &native {
-            assert!(
-                others.contains(e),
-                "{args:?} raised `{e}` on {k}, not documented in observability.md"
-            );
+        if check_events(&mut ev, &documented, args, *changes) {
+            covered.insert(args[0].to_string());
         }
     }
     // Every documented write was exercised, and every command is either a
     // documented write or a read that raises nothing.
     let writes: BTreeSet<String> = documented.keys().cloned().collect();
-    assert_eq!(covered, writes, "writes exercised vs documented");
     let reads: Vec<Vec<&str>> = vec![
         vec!["POLL.TOP", "p"],
         vec!["POLL.RANK", "p", "a"],
@@ -1721,10 +1773,61 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         assert!(reply.is_ok(), "{args:?}: {reply:?}");
         assert!(seen.is_empty(), "read {args:?} raised {seen:?}");
     }
-    // Every command is a documented write or one of these reads.
+    // The examples of every page of the reference, each page on emptied
+    // data (as the smoke test runs it on a fresh server): a module command
+    // that changed the data (`DEBUG DIGEST` moved) raises exactly its
+    // documented events, one that did not raises none. So a new family's
+    // page brings its steps and reads; the lists above add the calls the
+    // examples do not make.
+    let mut examples: BTreeSet<String> = BTreeSet::new();
+    for page in family_pages() {
+        let stem = page.file_stem().unwrap().to_string_lossy().into_owned();
+        let (flushed, _) = ev.raised(&["FLUSHALL"]);
+        assert!(flushed.is_ok(), "{flushed:?}");
+        ev.forget_marker();
+        for line in example_commands(&stem) {
+            let args: Vec<&str> = line.iter().map(String::as_str).collect();
+            let name = args[0].to_uppercase();
+            if !name.contains('.') {
+                // Data set up by hand, or a config (its reply is the
+                // smoke test's to check).
+                let _ = ev.raised(&args);
+                ev.forget_marker();
+                continue;
+            }
+            let before = srv.digest();
+            if documented.contains_key(&name) {
+                let (reply, seen) = ev.raised(&args);
+                // The digest after the call, without its marker.
+                ev.forget_marker();
+                let changed = srv.digest() != before;
+                check_seen(&documented, &args, &reply, &seen, changed);
+                if changed {
+                    covered.insert(name.clone());
+                }
+            } else {
+                let (reply, seen) = ev.raised(&args);
+                ev.forget_marker();
+                assert_eq!(
+                    srv.digest(),
+                    before,
+                    "{stem}.md: read {args:?} changed data"
+                );
+                assert!(
+                    seen.is_empty(),
+                    "{stem}.md: read {args:?} ({reply:?}) raised {seen:?}"
+                );
+            }
+            examples.insert(name);
+        }
+    }
+    assert_eq!(covered, writes, "writes exercised vs documented");
+    // Every command is a documented write, one of these reads or a
+    // command of the examples.
     let mut c = srv.conn();
     let mut known = writes.clone();
     known.extend(reads.iter().map(|r| r[0].to_string()));
+    known.extend(examples);
     let all: BTreeSet<String> = registered(&mut c)
         .iter()
         .map(|n| n.to_uppercase())

@@ -14,7 +14,7 @@ use crate::args::Cursor;
 use crate::argv::{Args, Options};
 use crate::error;
 use crate::keys::call::zrevrange_withscores;
-use crate::keys::{derived, derived_name, Key, KeyType, ZScan};
+use crate::keys::{derived, derived_name, HashField, Key, KeyType, ZScan};
 use crate::slices::{self, Job, Step};
 use crate::spread::{route, scope, shard};
 use crate::util::{self, bulk};
@@ -455,77 +455,45 @@ pub fn poll_vote(ctx: &Context, c: &mut Args) -> RedisResult {
     } else {
         None
     };
-    if !rules.is_open(now) {
-        return Err(fail("not open"));
-    }
-    if rules.closed && board.zscore_arg(c.string(3)).is_none() {
-        return Err(fail("unknown candidate"));
-    }
-    let record = model::ballot_value(cand, now);
-    let mut list = Vec::new();
-    let field = match rules.mode {
-        // The dedup member of ONCE is the user the client sent.
-        Mode::Once => None,
-        Mode::Daily => Some(model::ballot_field(
-            Mode::Daily,
-            user,
-            cand,
-            model::day_of(now, rules.tz_minutes),
-        )),
-        Mode::Multi => {
-            // The dedup member is `user:candidate`: with no ':' in
-            // candidates it splits at its last ':' unambiguously, whatever
-            // the user id holds. MULTI keeps each user's candidates as a
-            // JSON array of strings.
-            if cand.contains(&b':') {
-                return Err(fail("candidate must not contain ':' in MODE MULTI"));
+    // Plan from what is read; nothing is written before the plan.
+    let score = board.zscore_arg(c.string(3));
+    let read_list = || {
+        let uv = uservotes.as_ref().expect("MULTI opens B:uservotes");
+        user_votes(uv, base, user)
+    };
+    let taken = |field: &[u8]| match rules.mode {
+        Mode::Once => voted.hget_arg(HashField::Arg(c.string(2))).is_some(),
+        _ => voted.hget(field).is_some(),
+    };
+    let plan = model::plan_vote(&rules, now, user, cand, score, read_list, taken).map_err(|r| {
+        match (r.message(), r) {
+            (Some(m), _) => fail(m),
+            (None, model::VoteRefusal::Read(e)) => e,
+            (None, _) => {
+                let name = derived(base, "board");
+                error::overflow(FAMILY, &name, Some(&error::key_text(cand)))
             }
-            let Ok(cand_s) = std::str::from_utf8(cand) else {
-                return Err(fail("candidate must be valid UTF-8 in MODE MULTI"));
-            };
-            let field = model::ballot_field(Mode::Multi, user, cand, 0);
-            let uv = uservotes.as_ref().expect("MULTI opens B:uservotes");
-            list = user_votes(uv, base, user)?;
-            // A ballot without its list entry (a hand edit) is refused as
-            // a duplicate by HSETNX below.
-            if list.iter().any(|c| c == cand_s) {
-                super::DUPLICATES.incr();
-                return Ok(ints(0));
-            }
-            if list.len() as i64 >= rules.maxvotes {
-                return Err(fail("vote limit reached"));
-            }
-            list.push(cand_s.to_string());
-            Some(field)
         }
-    };
-    let created = (voted.exists(), board.exists());
-    let counted = match &field {
-        None => voted.hset_nx_field_arg(c.string(2), &record),
-        Some(f) => voted.hset_nx(f, &record),
-    };
-    if !counted {
+    })?;
+    let model::VotePlan::Count {
+        field,
+        record,
+        list,
+    } = plan
+    else {
         super::DUPLICATES.incr();
         return Ok(ints(0));
-    }
-    // A count at 2^53 − 1 takes no more votes. The board is read before
-    // it is written, so that nothing but the ballot just added (an exact
-    // take-back) needs undoing, even on a board whose count was edited
-    // past that by hand (a take-back by ZINCRBY −1 is not exact there).
-    if let Some(old) = board.zscore_arg(c.string(3)) {
-        if model::vote_overflows(old + 1.0) {
-            match &field {
-                None => voted.hdel(user),
-                Some(f) => voted.hdel(f),
-            };
-            let name = derived(base, "board");
-            return Err(error::overflow(FAMILY, &name, Some(&error::key_text(cand))));
-        }
+    };
+    // Apply.
+    let created = (voted.exists(), board.exists());
+    match &field {
+        None => voted.hput_arg(c.string(2), &record),
+        Some(f) => voted.hput(f, &record),
     }
     board.zincrby_arg(c.string(3), 1.0);
-    if let Some(uv) = &uservotes {
+    if let (Some(uv), Some(list)) = (&uservotes, &list) {
         let had = uv.exists();
-        uv.hput(user, model::format_user_votes(&list).as_bytes());
+        uv.hput(user, list.as_bytes());
         if !had {
             expire_new(uv, rules.expires);
         }
@@ -569,44 +537,36 @@ pub fn poll_revoke(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     )?;
     let rules = read_rules(&meta, &keys.base)?;
     drop(meta);
-    let mut taken: Vec<Vec<u8>> = Vec::new();
-    match rules.mode {
-        Mode::Once | Mode::Daily => {
-            let day = if rules.mode == Mode::Daily {
-                model::day_of(now, rules.tz_minutes)
-            } else {
-                0
-            };
-            let field = model::ballot_field(rules.mode, &user, b"", day);
-            if let Some(v) = voted.hget(&field) {
-                let cand = ballot_candidate(&v, &keys.base, &field)?;
-                if only.as_ref().is_none_or(|o| *o == cand) {
-                    voted.hdel(&field);
-                    taken.push(cand);
-                }
-            }
-        }
-        Mode::Multi => {
-            let uv = keys.open(ctx, "uservotes", true);
+    let uv = (rules.mode == Mode::Multi).then(|| keys.open(ctx, "uservotes", true));
+    let plan = model::plan_revoke(
+        &rules,
+        now,
+        &user,
+        only.as_deref(),
+        |field| match voted.hget(field) {
+            Some(v) => ballot_candidate(&v, &keys.base, field).map(Some),
+            None => Ok(None),
+        },
+        || {
+            let uv = uv.as_ref().expect("MULTI opens B:uservotes");
             uv.check(KeyType::Hash)?;
-            let list = user_votes(&uv, &keys.base, &user)?;
-            let (gone, kept): (Vec<String>, Vec<String>) = list.into_iter().partition(|cand| {
-                only.as_ref()
-                    .is_none_or(|o| o.as_slice() == cand.as_bytes())
-            });
-            for cand in &gone {
-                voted.hdel(&model::ballot_field(Mode::Multi, &user, cand.as_bytes(), 0));
-                taken.push(cand.as_bytes().to_vec());
-            }
-            if !gone.is_empty() {
-                if kept.is_empty() {
-                    uv.hdel(&user);
-                } else {
-                    uv.hput(&user, model::format_user_votes(&kept).as_bytes());
-                }
-            }
-        }
+            user_votes(uv, &keys.base, &user)
+        },
+    )?;
+    // Apply.
+    for f in &plan.del {
+        voted.hdel(f);
     }
+    if let (Some(uv), Some(list)) = (&uv, &plan.list) {
+        match list {
+            None => uv.hdel(&user),
+            Some(l) => {
+                uv.hput(&user, l.as_bytes());
+                true
+            }
+        };
+    }
+    let taken = plan.taken;
     for cand in &taken {
         if board.zscore(cand).is_some() {
             board.zincrby(cand, -1.0);

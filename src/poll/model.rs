@@ -1,5 +1,9 @@
 //! POLL's pure logic: rules, calendar days, ballot records, the per-user
-//! vote list and write-back deltas. No Redis types here.
+//! vote list and write-back deltas. No Redis types here. The plans of
+//! POLL.VOTE and POLL.REVOKE are in [`vote`].
+
+mod vote;
+pub use vote::{plan_revoke, plan_vote, RevokePlan, VotePlan, VoteRefusal};
 
 /// How many votes a user may cast.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

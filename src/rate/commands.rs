@@ -634,16 +634,21 @@ fn check_log(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5
         return Err(corrupt(name, None));
     }
     if add && !o.peek {
-        let score = scale.score(now);
         // Entries are named `<time>-<n>`, numbered among the entries of the
-        // same instant (which never leave before the new ones).
-        let mut n = if newest == Some(now) {
-            log.count_at(score)
-        } else {
-            0
-        };
-        // Remove the oldest entries that left the window, a bounded number.
-        let drop = stale.min(o.cost + LOG_TRIM);
+        // same instant (which never leave before the new ones); the oldest
+        // entries that left the window go, a bounded number.
+        let w = model::plan_log_write(
+            scale,
+            now,
+            o.time.now,
+            newest,
+            stale,
+            o.cost,
+            LOG_TRIM,
+            rule.period_ms,
+            || log.count_at(scale.score(now)),
+        );
+        let (score, mut n, drop) = (w.score, w.first, w.drop);
         let mut gone: Vec<RedisString> = Vec::with_capacity(drop as usize);
         if drop > 0 {
             key.zwalk(f64::NEG_INFINITY, false, f64::INFINITY, false, |m, _| {
@@ -670,8 +675,7 @@ fn check_log(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5
             }
         }
         key.mark_modified();
-        let ttl = newest.map_or(now, |t| t.max(now)) + p - o.time.now;
-        let at = o.time.expire_at(ttl);
+        let at = o.time.expire_at(w.ttl_us);
         key.set_abs_expire_ms(at);
         replicate_log(ctx, key.name(), gone.len() as i64, score, &members, at);
         consumed(ctx, key, CHECK_EVENT);

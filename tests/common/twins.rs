@@ -22,6 +22,9 @@ use super::{dump_keys, function_name, load_library, load_script, show, Via};
 pub struct Twins {
     via: Via,
     names: Vec<(String, String)>,
+    /// Arguments every twin takes first, after its keys (LIKE's twins take
+    /// the module's configs so: see [`Twins::set_argv`]).
+    argv: Vec<String>,
 }
 
 impl Twins {
@@ -83,7 +86,18 @@ impl Twins {
                 (cmd.to_ascii_uppercase(), name)
             })
             .collect();
-        Twins { via, names }
+        Twins {
+            via,
+            names,
+            argv: Vec::new(),
+        }
+    }
+
+    /// Sets the arguments every twin takes first, after its keys: what
+    /// the module reads from its configs (LIKE's `like-max-id`,
+    /// `like-promote-at`, `like-recent`).
+    pub fn set_argv(&mut self, argv: &[&str]) {
+        self.argv = argv.iter().map(|a| a.to_string()).collect();
     }
 
     /// Returns how the twins are run.
@@ -111,7 +125,8 @@ impl Twins {
     }
 
     /// Runs the twin of `cmd` with `numkeys` keys, then the arguments
-    /// (`args` holds both, keys first), as EVALSHA or FCALL does.
+    /// (`args` holds both, keys first), as EVALSHA or FCALL does; the
+    /// arguments set by [`Twins::set_argv`] go between the two.
     pub fn call_keys<A: ToRedisArgs>(
         &self,
         c: &mut Connection,
@@ -121,8 +136,14 @@ impl Twins {
     ) -> RedisResult<Value> {
         let mut q = redis::cmd(self.word());
         q.arg(self.name(cmd)).arg(numkeys);
-        for a in args {
+        for (i, a) in args.iter().enumerate() {
+            if i == numkeys {
+                q.arg(&self.argv);
+            }
             q.arg(a);
+        }
+        if args.len() <= numkeys {
+            q.arg(&self.argv);
         }
         q.query(c)
     }
