@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .retry import RetryPolicy
     from .spread_poll import SpreadPoll
     from .spread_rank import SpreadRank
+    from .spread_stock import SpreadStock
 
 Key = Union[str, bytes]
 Arg = Union[str, bytes, int, float]
@@ -734,7 +735,12 @@ class HotPath:
     def idem(self, key: Key) -> Idem:
         return Idem(self.backend, key)
 
-    def stock(self, key: Key) -> Stock:
+    def stock(self, key: Key, spread: Optional[int] = None) -> Union[Stock, "SpreadStock"]:
+        """A stock; with ``spread=n``, the SKU spread over ``n`` shards
+        (docs/stock.md, "Spread form")."""
+        if spread is not None:
+            from .spread_stock import SpreadStock
+            return SpreadStock(self.backend, key, spread).with_retry(self.retry)
         return Stock(self.backend, key)
 
     def rate_multi(self, rules: Iterable[Tuple[Key, int, int]], cost: Optional[int] = None,
