@@ -88,7 +88,8 @@ pub fn leaf_kind(name: &str) -> Option<Kind> {
         | "receipt" | "fence" => Kind::Integer,
         // STOCK: units, limits and HSCAN's cursor; orders are ids.
         "total" | "per-user" | "cursor" => Kind::Integer,
-        "order" => Kind::String,
+        "order" | "transfer" => Kind::String,
+        "shard" => Kind::Integer,
         _ => return None,
     })
 }
@@ -558,8 +559,17 @@ mod tests {
             "stock.reserve",
             "stock.restock",
         ];
+        // The commands 2.1.0 adds.
+        const ADDED_IN_2_1: &[&str] = &[
+            "stock.apply",
+            "stock.pool",
+            "stock.settle",
+            "stock.transfer",
+        ];
         for c in commands() {
-            let want = if ADDED_IN_2.contains(&c.name) {
+            let want = if ADDED_IN_2_1.contains(&c.name) {
+                "2.1.0"
+            } else if ADDED_IN_2.contains(&c.name) {
                 "2.0.0"
             } else {
                 FIRST_RELEASE

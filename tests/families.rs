@@ -44,6 +44,16 @@ const CLIENTS_LEAVE_OUT: &[(&str, &str)] = &[
     ("luckybag.freeze", "step 2 of SpreadLuckyBag's draw"),
     ("luckybag.commit", "step 4 of SpreadLuckyBag's draw"),
     ("luckybag.publish", "step 5 of SpreadLuckyBag's draw"),
+    (
+        "stock.transfer",
+        "step 1 of SpreadStock's refill and handback",
+    ),
+    ("stock.apply", "step 2 of SpreadStock's refill and handback"),
+    (
+        "stock.settle",
+        "step 3 of SpreadStock's refill and handback",
+    ),
+    ("stock.pool", "SpreadStock's pool read and recovery"),
 ];
 
 fn root() -> PathBuf {

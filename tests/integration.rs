@@ -56,6 +56,7 @@ mod sliced_retry;
 mod smoke;
 mod spread;
 mod stock;
+mod stock_spread;
 
 /// Every `tests/*.rs` file is a module of this binary: with `autotests =
 /// false` in Cargo.toml, a file left out of the list above would never run.

@@ -148,7 +148,6 @@ fn random_stream(seed: u64, steps: usize, via: Via) {
                 ("STOCK.CREATE", &["5", "TTL", "0"]),
                 ("STOCK.CREATE", &["5", "TTL", "3153600001"]),
                 ("STOCK.CREATE", &["5", "NOW", "253402300800000"]),
-                ("STOCK.CREATE", &["5", "SPREAD", "3"]),
                 ("STOCK.CREATE", &["05"]),
                 ("STOCK.RESERVE", &["a", "o"]),
                 ("STOCK.RESERVE", &["a", "o", "0"]),

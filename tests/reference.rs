@@ -1706,6 +1706,51 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         ),
         // o5's lease lapsed: a RESTOCK 0 returns it, and raises its event.
         (vec!["STOCK.RESTOCK", "st", "0", "NOW", later], true),
+        // A spread stock's transfer: each step raises its event once.
+        (
+            vec!["STOCK.CREATE", "{44Z}sku:7", "10", "SPREAD", "3"],
+            true,
+        ),
+        (
+            vec![
+                "STOCK.TRANSFER",
+                "{44Z}sku:7",
+                "t1",
+                "0",
+                "4",
+                "SPREAD",
+                "3",
+            ],
+            true,
+        ),
+        (
+            vec![
+                "STOCK.TRANSFER",
+                "{44Z}sku:7",
+                "t1",
+                "0",
+                "4",
+                "SPREAD",
+                "3",
+            ],
+            false,
+        ),
+        (
+            vec!["STOCK.APPLY", "{44Z}sku:7", "t1", "4", "SPREAD", "3"],
+            true,
+        ),
+        (
+            vec!["STOCK.APPLY", "{44Z}sku:7", "t1", "4", "SPREAD", "3"],
+            false,
+        ),
+        (
+            vec!["STOCK.SETTLE", "{44Z}sku:7", "t1", "4", "SPREAD", "3"],
+            true,
+        ),
+        (
+            vec!["STOCK.SETTLE", "{44Z}sku:7", "t1", "4", "SPREAD", "3"],
+            false,
+        ),
         (vec!["DELAYQ.ADD", "dq", "j2", "p", "NOW", later], true),
         (vec!["DELAYQ.CANCEL", "dq", "j2", "NOW", later], true),
         (vec!["DELAYQ.CANCEL", "dq", "j2", "NOW", later], false),
@@ -1766,6 +1811,7 @@ fn every_write_raises_the_documented_events_and_reads_raise_none() {
         vec!["IDEM.GET", "ik", "NOW", inow],
         vec!["STOCK.INFO", "st"],
         vec!["STOCK.AUDIT", "st", "0"],
+        vec!["STOCK.POOL", "{44Z}sku:7", "SPREAD", "3"],
         vec!["DELAYQ.PEEK", "dq"],
     ];
     for args in &reads {

@@ -99,6 +99,33 @@ fn stock_cases() -> Vec<(&'static str, Vec<Vec<String>>)> {
             "stock.restock",
             v(&["STOCK.RESTOCK r:{s1} 5", "STOCK.RESTOCK r:{s2} 0"]),
         ),
+        // A spread stock of 2 shards ({4Kh}r:sku holds the pool): a
+        // refill and a handback through their three steps, a dry mark.
+        (
+            "stock.transfer",
+            v(&[
+                "STOCK.CREATE {4Kh}r:sku 10 TTL 1000 SPREAD 2",
+                "STOCK.CREATE {4il}r:sku 10 TTL 1000 SPREAD 2",
+                "STOCK.TRANSFER {4Kh}r:sku t1 1 4 SPREAD 2",
+                "STOCK.TRANSFER {4Kh}r:sku t2 1 -2 SPREAD 2",
+            ]),
+        ),
+        (
+            "stock.apply",
+            v(&[
+                "STOCK.APPLY {4il}r:sku t1 4 SPREAD 2",
+                "STOCK.RESERVE {4il}r:sku 1 o1 1 SPREAD 2",
+                "STOCK.APPLY {4il}r:sku t2 -2 SPREAD 2",
+                "STOCK.APPLY {4il}r:sku d1 0 SPREAD 2",
+            ]),
+        ),
+        (
+            "stock.settle",
+            v(&[
+                "STOCK.SETTLE {4Kh}r:sku t1 4 SPREAD 2",
+                "STOCK.SETTLE {4Kh}r:sku t2 -2 SPREAD 2",
+            ]),
+        ),
     ]
 }
 

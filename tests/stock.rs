@@ -354,13 +354,10 @@ fn bad_input_is_refused_and_nothing_is_written() {
         (vec!["STOCK.RESERVE", "s", "u", "o"], arity("stock.reserve")),
         (vec!["STOCK.CONFIRM", "s"], arity("stock.confirm")),
         (vec!["STOCK.RELEASE", "s"], arity("stock.release")),
-        (
-            vec!["STOCK.RELEASE", "s", "o1", "x"],
-            arity("stock.release"),
-        ),
+        (vec!["STOCK.RELEASE", "s", "o1", "x"], SYNTAX.into()),
         (vec!["STOCK.RESTOCK", "s"], arity("stock.restock")),
         (vec!["STOCK.INFO"], arity("stock.info")),
-        (vec!["STOCK.INFO", "s", "x"], arity("stock.info")),
+        (vec!["STOCK.INFO", "s", "x"], SYNTAX.into()),
         (vec!["STOCK.AUDIT", "s"], arity("stock.audit")),
         (vec!["STOCK.CREATE", "n", "-1"], NOTINT.into()),
         (vec!["STOCK.CREATE", "n", over], NOTINT.into()),
@@ -373,7 +370,10 @@ fn bad_input_is_refused_and_nothing_is_written() {
         (vec!["STOCK.CREATE", "n", "1", "TTL", "0"], NOTINT.into()),
         (vec!["STOCK.CREATE", "n", "1", "NOW", "-1"], NOTINT.into()),
         (vec!["STOCK.CREATE", "n", "1", "LIMIT"], SYNTAX.into()),
-        (vec!["STOCK.CREATE", "n", "1", "SPREAD", "3"], SYNTAX.into()),
+        (
+            vec!["STOCK.CREATE", "n", "1", "SPREAD", "3"],
+            "ERR<ERR stock: 'n' is not a shard key of 3 shards (see docs/spread.md)>".into(),
+        ),
         (
             vec!["STOCK.CREATE", "s", "1"],
             "ERR<ERR stock: already exists>".into(),

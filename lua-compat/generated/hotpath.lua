@@ -6794,6 +6794,16 @@ local DEFAULT_AUDIT_COUNT = 100
 local function stored(s) return arg_int(s, 0, MAX_INT) end
 local function corrupt(k, field) return data_error('stock', 'corrupt data', k, field) end
 local function fail(what) return redis.error_reply('ERR stock: ' .. what) end
+-- The twins have no spread form: the keyword SPREAD among the options
+-- (argv[i...]) is refused; nil when there is none.
+local function no_spread(argv, i)
+  for j = i, #argv do
+    if string.upper(argv[j]) == 'SPREAD' then
+      return fail('SPREAD is not supported by the Lua twins: a spread stock needs the module (lua-compat/docs/stock.md)')
+    end
+  end
+  return nil
+end
 -- Reads a trailing [NOW unix-ms], given once, from argv[i...]; nil, error on bad input.
 local function parse_now(argv, i)
   local now = false
@@ -6982,6 +6992,8 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.audit' command")
 end
+local ns = no_spread(ARGV, 2)
+if ns then return ns end
 local cursor = ARGV[1]
 -- An HSCAN cursor: decimal digits of a value in the u64 range.
 if not string.match(cursor, '^%d+$') then return redis.error_reply(NOTINT) end
@@ -7108,7 +7120,7 @@ for _, p in ipairs(problems) do table.insert(out, p) end
 return out
 end
 redis.register_function{function_name = 'hotpath_stock_audit', callback = stock_audit, flags = {'no-writes'},
-  description = 'STOCK.AUDIT key cursor [COUNT count]'}
+  description = 'STOCK.AUDIT key cursor [COUNT count] [SPREAD n]'}
 
 -- STOCK.CONFIRM (lua-compat/src/stock/confirm.lua)
 local function stock_confirm(KEYS, ARGV)
@@ -7117,6 +7129,8 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.confirm' command")
 end
+local ns = no_spread(ARGV, 2)
+if ns then return ns end
 local order = ARGV[1]
 local now, err = parse_now(ARGV, 2)
 if now == nil then return err end
@@ -7151,7 +7165,7 @@ write_stock(B, s)
 return 1
 end
 redis.register_function{function_name = 'hotpath_stock_confirm', callback = stock_confirm,
-  description = 'STOCK.CONFIRM key order [NOW unix-ms]'}
+  description = 'STOCK.CONFIRM key order [NOW unix-ms] [SPREAD n]'}
 
 -- STOCK.CREATE (lua-compat/src/stock/create.lua)
 local function stock_create(KEYS, ARGV)
@@ -7160,6 +7174,8 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.create' command")
 end
+local ns = no_spread(ARGV, 2)
+if ns then return ns end
 local total = arg_int(ARGV[1], 0, MAX_INT)
 if not total then return redis.error_reply(NOTINT) end
 local limit, lease, ttl, now = 0, DEFAULT_LEASE, nil, nil
@@ -7193,15 +7209,15 @@ if expires > 0 then redis.call('PEXPIREAT', B, fmt(expires)) end
 return {ok = 'OK'}
 end
 redis.register_function{function_name = 'hotpath_stock_create', callback = stock_create,
-  description = 'STOCK.CREATE key total [LIMIT per-user] [LEASE lease-ms] [TTL seconds] [NOW unix-ms]'}
+  description = 'STOCK.CREATE key total [LIMIT per-user] [LEASE lease-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]'}
 
 -- STOCK.INFO (lua-compat/src/stock/info.lua)
 local function stock_info(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('stock.info') end
 local B = KEYS[1]
-if #ARGV ~= 0 then
-  return redis.error_reply("ERR wrong number of arguments for 'stock.info' command")
-end
+local ns = no_spread(ARGV, 1)
+if ns then return ns end
+if #ARGV ~= 0 then return redis.error_reply(SYNTAX) end
 local t = redis.call('TYPE', B).ok
 if t == 'none' then return {} end
 if t ~= 'string' then return redis.error_reply(WRONGTYPE) end
@@ -7214,15 +7230,18 @@ return {'total', s.total, 'available', s.available, 'reserved', s.reserved, 'sol
   'limit', s.limit, 'lease_ms', s.lease, 'orders', n}
 end
 redis.register_function{function_name = 'hotpath_stock_info', callback = stock_info, flags = {'no-writes'},
-  description = 'STOCK.INFO key'}
+  description = 'STOCK.INFO key [SPREAD n]'}
 
 -- STOCK.RELEASE (lua-compat/src/stock/release.lua)
 local function stock_release(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('stock.release') end
 local B = KEYS[1]
-if #ARGV ~= 1 then
+if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.release' command")
 end
+local ns = no_spread(ARGV, 2)
+if ns then return ns end
+if #ARGV > 1 then return redis.error_reply(SYNTAX) end
 local order = ARGV[1]
 if order == '' then return fail('order must not be empty') end
 local head, he = open_head(B)
@@ -7248,7 +7267,7 @@ write_stock(B, s)
 return 1
 end
 redis.register_function{function_name = 'hotpath_stock_release', callback = stock_release, flags = {'allow-oom'},
-  description = 'STOCK.RELEASE key order'}
+  description = 'STOCK.RELEASE key order [SPREAD n]'}
 
 -- STOCK.RESERVE (lua-compat/src/stock/reserve.lua)
 local function stock_reserve(KEYS, ARGV)
@@ -7257,6 +7276,8 @@ local B = KEYS[1]
 if #ARGV < 3 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.reserve' command")
 end
+local ns = no_spread(ARGV, 4)
+if ns then return ns end
 local user, order = ARGV[1], ARGV[2]
 local qty = arg_int(ARGV[3], 1, MAX_INT)
 if not qty then return redis.error_reply(NOTINT) end
@@ -7339,7 +7360,7 @@ end
 return {status, left, lease_end}
 end
 redis.register_function{function_name = 'hotpath_stock_reserve', callback = stock_reserve,
-  description = 'STOCK.RESERVE key user order quantity [NOW unix-ms]'}
+  description = 'STOCK.RESERVE key user order quantity [NOW unix-ms] [SPREAD n]'}
 
 -- STOCK.RESTOCK (lua-compat/src/stock/restock.lua)
 local function stock_restock(KEYS, ARGV)
@@ -7348,6 +7369,8 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.restock' command")
 end
+local ns = no_spread(ARGV, 2)
+if ns then return ns end
 local delta = arg_int(ARGV[1], -MAX_INT, MAX_INT)
 if not delta then return redis.error_reply(NOTINT) end
 local now, err = parse_now(ARGV, 2)
@@ -7373,5 +7396,5 @@ if not same_stock(s, head) then write_stock(B, s) end
 return s.available
 end
 redis.register_function{function_name = 'hotpath_stock_restock', callback = stock_restock,
-  description = 'STOCK.RESTOCK key delta [NOW unix-ms]'}
+  description = 'STOCK.RESTOCK key delta [NOW unix-ms] [SPREAD n]'}
 end

@@ -17,8 +17,9 @@
 use redis_module::{Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::model::{
-    self, Order, Reserve, RestockError, State, Stock, DEFAULT_AUDIT_COUNT, DEFAULT_LEASE_MS,
-    MAX_AUDIT_COUNT, MAX_INT, MAX_LEASE_MS, MAX_RECLAIM, MAX_TIME_MS, MAX_TTL_S,
+    self, Open, Order, Pool, Reserve, RestockError, State, Stock, Transfer, TransferError,
+    DEFAULT_AUDIT_COUNT, DEFAULT_LEASE_MS, MAX_AUDIT_COUNT, MAX_INT, MAX_LEASE_MS, MAX_RECLAIM,
+    MAX_TIME_MS, MAX_TTL_S,
 };
 use super::{
     COUNT_CONFIRMED, COUNT_CREATED, COUNT_EXPIRED, COUNT_LIMITED, COUNT_RELEASED, COUNT_RESERVED,
@@ -27,6 +28,7 @@ use super::{
 use crate::argv::{is, Args};
 use crate::error;
 use crate::keys::{derived, expire_at_if_unset, HashField, Key};
+use crate::spread::{route, scope, shard};
 use crate::util;
 use crate::{replicate, reply};
 
@@ -46,21 +48,112 @@ fn non_empty(v: &[u8], what: &str) -> Result<(), RedisError> {
 struct Head {
     key: Key,
     stock: Stock,
+    /// The shard `B` is, for a shard of a spread stock.
+    shard: Option<Spread>,
 }
 
-/// Opens `B` and parses its record.
+/// A shard of a spread stock, as a call found it.
+#[derive(Clone, Copy)]
+struct Spread {
+    at: shard::Shard,
+    /// The shard's meta records `dry`: the pool had nothing left when it
+    /// last asked (its SOLDOUT is then the whole SKU's).
+    dry: bool,
+}
+
+/// A spread stock's data keys (a shard's keys besides `:meta`).
+const SPREAD_STOCK: scope::Family = scope::Family {
+    name: FAMILY,
+    data: &["", "orders", "users", "leases", "applied"],
+};
+
+/// The meta field marking a shard dry.
+const FIELD_DRY: &[u8] = b"dry";
+
+/// Decides which shard a call on `base` runs on ([`scope::resolve`]):
+/// `None` for a single-slot stock (one byte compared for a key that does
+/// not start with `{` and declared no count). `found`: whether `B` holds a
+/// stock record; `member`: the user a RESERVE names.
+#[inline]
+fn spread_of(
+    ctx: &Context,
+    base: &[u8],
+    declared: Option<u32>,
+    found: bool,
+    member: Option<(&str, &[u8])>,
+) -> Result<Option<Spread>, RedisError> {
+    if !scope::may_spread(base, declared) {
+        if !found {
+            scope::refuse_base(ctx, &SPREAD_STOCK, base)?;
+        }
+        return Ok(None);
+    }
+    let meta = scope::open_meta(ctx, base)?;
+    let at = scope::resolve(
+        ctx,
+        &SPREAD_STOCK,
+        base,
+        declared,
+        Some(&meta),
+        Some(found),
+        member,
+    )?;
+    Ok(at.map(|at| Spread {
+        at,
+        dry: meta.hget(FIELD_DRY).is_some(),
+    }))
+}
+
+/// Opens `B` and parses its record; for a spread stock, finds the shard.
 ///
-/// Occurs as `WRONGTYPE` when `B` is not a String, `no such stock` when it
-/// is missing, and as corrupt data when it holds anything STOCK never
-/// writes.
-fn open_head(ctx: &Context, base: &RedisString, write: bool) -> Result<Head, RedisError> {
+/// Occurs as `WRONGTYPE` when `B` is not a String, the spread scope's
+/// errors ([`scope::resolve`]), `no such stock` when it is missing, and as
+/// corrupt data when it holds anything STOCK never writes.
+fn open_head(
+    ctx: &Context,
+    base: &RedisString,
+    write: bool,
+    declared: Option<u32>,
+) -> Result<Head, RedisError> {
     let key = Key::open_arg(ctx, base, write);
-    if !key.check(KeyType::String)? {
+    let found = key.check(KeyType::String)?;
+    let shard = spread_of(ctx, base.as_slice(), declared, found, None)?;
+    if !found {
         return Err(fail("no such stock"));
     }
     let stock =
         Stock::parse(key.bytes()).ok_or_else(|| error::corrupt(FAMILY, base.as_slice(), None))?;
-    Ok(Head { key, stock })
+    Ok(Head { key, stock, shard })
+}
+
+/// Reads `[NOW unix-ms] [SPREAD n]` in either order (each at most once) up
+/// to the last argument.
+fn now_and_spread(c: &mut Args) -> Result<(Option<i64>, Option<u32>), RedisError> {
+    let (mut now, mut declared) = (None, None);
+    while !c.done() {
+        let k = c.keyword()?;
+        if is(k, "NOW") && now.is_none() {
+            now = Some(c.option_i64(0, MAX_TIME_MS)?);
+        } else if scope::is_keyword(k) && declared.is_none() {
+            declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
+        } else {
+            return Err(error::syntax());
+        }
+    }
+    Ok((now, declared))
+}
+
+/// Reads an optional trailing `SPREAD n` (nothing else) at the cursor.
+fn only_spread(c: &mut Args) -> Result<Option<u32>, RedisError> {
+    if c.done() {
+        return Ok(None);
+    }
+    if !scope::is_keyword(c.keyword()?) {
+        return Err(error::syntax());
+    }
+    let n = shard::parse_count(FAMILY, c.option_bytes()?)?;
+    c.expect_done()?;
+    Ok(Some(n))
 }
 
 /// The ledger keys of a stock, opened and type-checked.
@@ -257,6 +350,16 @@ fn write_returns(l: &Ledger, lapsed: &[Lapsed], buf: &mut Vec<u8>) {
     COUNT_EXPIRED.add(lapsed.len() as u64);
 }
 
+/// Replies `[SOLDOUT, left, 0]`, or on a shard of a spread stock not
+/// marked dry `[REFILL, left, 0]`: the shard lacks units, the SKU may not.
+fn reply_soldout(ctx: &Context, spread: Option<Spread>, left: i64) -> RedisResult {
+    if spread.is_some_and(|s| !s.dry) {
+        return reply_reserve(ctx, b"REFILL", left, 0);
+    }
+    COUNT_SOLDOUT.incr();
+    reply_reserve(ctx, b"SOLDOUT", left, 0)
+}
+
 /// Replies `[status, left, lease-end]`.
 fn reply_reserve(ctx: &Context, status: &[u8], left: i64, lease_end: i64) -> RedisResult {
     reply::array(ctx, 3);
@@ -274,9 +377,12 @@ pub fn stock_create(ctx: &Context, c: &mut Args) -> RedisResult {
     c.skip(1)?;
     let total = c.next_i64(0, MAX_INT)?;
     let (mut limit, mut lease, mut ttl, mut now) = (0, DEFAULT_LEASE_MS, None, None);
+    let mut declared = None;
     while !c.done() {
         let k = c.keyword()?;
-        if is(k, "LIMIT") {
+        if scope::is_keyword(k) {
+            declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
+        } else if is(k, "LIMIT") {
             limit = c.option_i64(0, MAX_INT)?;
         } else if is(k, "LEASE") {
             lease = c.option_i64(1, MAX_LEASE_MS)?;
@@ -294,19 +400,75 @@ pub fn stock_create(ctx: &Context, c: &mut Args) -> RedisResult {
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
     let expires = ttl.map_or(0, |t| now + t * 1000);
+    let b = base.as_slice();
+    let at = match declared {
+        Some(n) => Some(shard::Shard {
+            n,
+            i: route::shard_index(b, n).ok_or_else(|| shard::not_a_shard_key(FAMILY, b, n))?,
+        }),
+        None => None,
+    };
     let key = Key::open_arg(ctx, base, true);
     if key.check(KeyType::String)? {
         return Err(fail("already exists"));
     }
-    // Leftovers of an earlier stock of this name would join the new one.
-    for suffix in ["orders", "users", "leases"] {
-        Key::derived(ctx, base.as_slice(), suffix, true).unlink();
+    let meta = Key::derived(ctx, b, "meta", true);
+    meta.check(KeyType::Hash)?;
+    match at {
+        // A meta without a stock record: a shard whose record was deleted.
+        Some(_) if meta.exists() => return Err(error::corrupt(FAMILY, b, None)),
+        None => scope::refuse_base(ctx, &SPREAD_STOCK, b)?,
+        // Shard 0 shares its base key's slot: a single-slot stock under
+        // the base must not be shadowed by a spread one.
+        Some(shard::Shard { i: 0, .. }) => {
+            let base_b = route::shard_base(b).unwrap_or(b);
+            if (util::has_hash_tag(base_b) || !util::cluster_mode(ctx))
+                && Key::open(ctx, base_b, false).exists()
+            {
+                return Err(fail(&format!(
+                    "'{}' is a single-slot stock already",
+                    error::key_text(base_b)
+                )));
+            }
+        }
+        Some(_) => {}
     }
-    key.write_in_place(&Stock::new(total, limit, lease, expires).format());
+    // Leftovers of an earlier stock of this name would join the new one.
+    for suffix in [
+        "orders",
+        "users",
+        "leases",
+        "applied",
+        "pool",
+        "transfers",
+        "open",
+    ] {
+        Key::derived(ctx, b, suffix, true).unlink();
+    }
+    // A shard starts empty: every unit it sells comes from the pool by a
+    // transfer (shard 0 holds the pool of all `total` units).
+    let own = if at.is_some() { 0 } else { total };
+    key.write_in_place(&Stock::new(own, limit, lease, expires).format());
     if expires > 0 {
         key.set_abs_expire_ms(expires);
     }
     drop(key);
+    if let Some(at) = at {
+        let mut ib = itoa::Buffer::new();
+        meta.hput(shard::FIELD_SPREAD, ib.format(at.n).as_bytes());
+        meta.hput(shard::FIELD_SHARD, ib.format(at.i).as_bytes());
+        if expires > 0 {
+            meta.set_abs_expire_ms(expires);
+        }
+        if at.i == 0 {
+            let pool = Key::derived(ctx, b, "pool", true);
+            pool.write_in_place(&Pool::new(total, expires).format());
+            if expires > 0 {
+                pool.set_abs_expire_ms(expires);
+            }
+        }
+    }
+    drop(meta);
     if ttl.is_some() {
         replicate::with_clock(ctx, args, now, had_now);
     } else {
@@ -325,23 +487,34 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(5)?;
     c.skip(3)?;
     let qty = c.next_i64(1, MAX_INT)?;
-    let now = c.trailing_now(MAX_TIME_MS)?;
+    let (now, declared) = now_and_spread(c)?;
     let args = c.all();
     let (base, user, order) = (&args[1], &args[2], &args[3]);
     non_empty(user.as_slice(), "user")?;
     non_empty(order.as_slice(), "order")?;
     util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
     let key = Key::open_arg(ctx, base, true);
-    if !key.check(KeyType::String)? {
+    let found = key.check(KeyType::String)?;
+    let spread = spread_of(
+        ctx,
+        base.as_slice(),
+        declared,
+        found,
+        Some(("user", user.as_slice())),
+    )?;
+    if !found {
         return Err(fail("no such stock"));
     }
     if model::finished(key.bytes()) {
-        COUNT_SOLDOUT.incr();
-        return reply_reserve(ctx, b"SOLDOUT", 0, 0);
+        return reply_soldout(ctx, spread, 0);
     }
     let stock =
         Stock::parse(key.bytes()).ok_or_else(|| error::corrupt(FAMILY, base.as_slice(), None))?;
-    let head = Head { key, stock };
+    let head = Head {
+        key,
+        stock,
+        shard: spread,
+    };
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
     let l = Ledger::open(ctx, base, true)?;
@@ -407,10 +580,7 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
             COUNT_RESERVED.incr();
             reply_reserve(ctx, b"OK", left, lease_end)
         }
-        Reserve::SoldOut { left } => {
-            COUNT_SOLDOUT.incr();
-            reply_reserve(ctx, b"SOLDOUT", left, 0)
-        }
+        Reserve::SoldOut { left } => reply_soldout(ctx, spread, left),
         Reserve::Limit { left } => {
             COUNT_LIMITED.incr();
             reply_reserve(ctx, b"LIMIT", left, 0)
@@ -425,12 +595,12 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
 pub fn stock_confirm(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(3)?;
     c.skip(2)?;
-    let now = c.trailing_now(MAX_TIME_MS)?;
+    let (now, declared) = now_and_spread(c)?;
     let args = c.all();
     let (base, order) = (&args[1], &args[2]);
     non_empty(order.as_slice(), "order")?;
     util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
-    let head = open_head(ctx, base, true)?;
+    let head = open_head(ctx, base, true, declared)?;
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
     let l = Ledger::open(ctx, base, true)?;
@@ -476,12 +646,12 @@ pub fn stock_confirm(ctx: &Context, c: &mut Args) -> RedisResult {
 pub fn stock_release(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(3)?;
     c.skip(2)?;
-    c.expect_done()?;
+    let declared = only_spread(c)?;
     let args = c.all();
     let (base, order) = (&args[1], &args[2]);
     non_empty(order.as_slice(), "order")?;
     util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
-    let head = open_head(ctx, base, true)?;
+    let head = open_head(ctx, base, true, declared)?;
     let l = Ledger::open(ctx, base, true)?;
     let Some((rec, o, at)) = l.order(order)? else {
         return Ok(RedisValue::Integer(0));
@@ -521,11 +691,16 @@ pub fn stock_restock(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(3)?;
     c.skip(1)?;
     let delta = c.next_i64(-MAX_INT, MAX_INT)?;
-    let now = c.trailing_now(MAX_TIME_MS)?;
+    let (now, declared) = now_and_spread(c)?;
     let args = c.all();
     let base = &args[1];
     util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
-    let head = open_head(ctx, base, true)?;
+    let head = open_head(ctx, base, true, declared)?;
+    if head.shard.is_some() && delta != 0 {
+        return Err(fail(
+            "a shard of a spread stock takes units only by transfers (RESTOCK 0 returns lapsed leases)",
+        ));
+    }
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
     let l = Ledger::open(ctx, base, true)?;
@@ -565,11 +740,15 @@ pub fn stock_restock(ctx: &Context, c: &mut Args) -> RedisResult {
 pub fn stock_info(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(2)?;
     c.skip(1)?;
-    c.expect_done()?;
+    let declared = only_spread(c)?;
     let base = c.string(1);
     util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
     let key = Key::open_arg(ctx, base, false);
-    if !key.check(KeyType::String)? {
+    let found = key.check(KeyType::String)?;
+    if declared.is_some() || found {
+        spread_of(ctx, base.as_slice(), declared, true, None)?;
+    }
+    if !found {
         return Ok(util::map(ctx, Vec::new()));
     }
     let s =
@@ -614,15 +793,20 @@ pub fn stock_audit(ctx: &Context, c: &mut Args) -> RedisResult {
         return Err(error::not_integer());
     }
     let mut count = DEFAULT_AUDIT_COUNT;
+    let mut declared = None;
     while !c.done() {
-        if !is(c.keyword()?, "COUNT") {
+        let k = c.keyword()?;
+        if is(k, "COUNT") {
+            count = c.option_i64(1, MAX_AUDIT_COUNT)?;
+        } else if scope::is_keyword(k) {
+            declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
+        } else {
             return Err(error::syntax());
         }
-        count = c.option_i64(1, MAX_AUDIT_COUNT)?;
     }
     let base = c.string(1);
     util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
-    let head = open_head(ctx, base, false)?;
+    let head = open_head(ctx, base, false, declared)?;
     let s = head.stock;
     drop(head);
     let l = Ledger::open(ctx, base, false)?;
@@ -781,4 +965,323 @@ fn value_bytes(v: &RedisValue) -> Vec<u8> {
         RedisValue::Integer(n) => n.to_string().into_bytes(),
         _ => Vec::new(),
     }
+}
+
+// ---------------------------------------------------------------------
+// The spread form's transfers: opened on the pool (shard 0), applied on a
+// shard, settled on the pool; each step idempotent on the transfer id.
+// ---------------------------------------------------------------------
+
+/// Reads the trailing `SPREAD n` a transfer command requires.
+fn required_spread(c: &mut Args) -> Result<u32, RedisError> {
+    match only_spread(c)? {
+        Some(n) => Ok(n),
+        None => Err(error::syntax()),
+    }
+}
+
+/// Fails unless `s` is shard 0, the one holding the pool.
+fn require_pool_shard(base: &[u8], s: Option<Spread>, n: u32) -> Result<(), RedisError> {
+    match s {
+        Some(s) if s.at.i == 0 => Ok(()),
+        _ => Err(fail(&format!(
+            "the pool is on shard 0 of {n} ('{}'), not on '{}'",
+            error::key_text(&shard::first_shard_key(
+                route::shard_base(base).unwrap_or(base)
+            )),
+            error::key_text(base)
+        ))),
+    }
+}
+
+/// The pool keys of shard 0, opened and read.
+struct PoolKeys {
+    pool: Key,
+    rec: Pool,
+    transfers: Key,
+    open: Key,
+}
+
+/// Opens `K_0:pool`, `K_0:transfers` and `K_0:open` and reads the pool.
+///
+/// Occurs as `WRONGTYPE` for a key of another type, and as corrupt data
+/// when the pool is missing or not a record STOCK writes.
+fn open_pool(ctx: &Context, base: &[u8], write: bool) -> Result<PoolKeys, RedisError> {
+    let pool = Key::derived_hot(ctx, base, "pool", write);
+    let transfers = Key::derived_hot(ctx, base, "transfers", write);
+    let open = Key::derived_hot(ctx, base, "open", write);
+    let present = pool.check(KeyType::String)?;
+    transfers.check(KeyType::Hash)?;
+    open.check(KeyType::ZSet)?;
+    let corrupt = || error::corrupt(FAMILY, &derived(base, "pool"), None);
+    if !present {
+        return Err(corrupt());
+    }
+    let rec = Pool::parse(pool.bytes()).ok_or_else(corrupt)?;
+    Ok(PoolKeys {
+        pool,
+        rec,
+        transfers,
+        open,
+    })
+}
+
+impl PoolKeys {
+    /// Returns the record of transfer `id` (None when unknown).
+    fn transfer(&self, base: &[u8], id: &RedisString) -> Result<Option<Transfer>, RedisError> {
+        match self.transfers.hget_arg(HashField::Arg(id)) {
+            None => Ok(None),
+            Some(v) => Transfer::parse(v.as_slice()).map(Some).ok_or_else(|| {
+                error::corrupt(
+                    FAMILY,
+                    &derived(base, "transfers"),
+                    Some(&error::key_text(id.as_slice())),
+                )
+            }),
+        }
+    }
+
+    /// Writes a transfer's record, the pool and the open set.
+    fn write(&self, id: &RedisString, t: &Transfer, pool: &Pool) {
+        self.transfers.hput_arg(id, &t.format());
+        if t.open {
+            self.open.zadd_arg(id, 0.0);
+        } else {
+            self.open.zrem_arg(id);
+        }
+        if *pool != self.rec {
+            self.pool.write_in_place(&pool.format());
+        }
+        if pool.expires > 0 {
+            expire_at_if_unset(&self.transfers, pool.expires);
+            expire_at_if_unset(&self.open, pool.expires);
+        }
+    }
+}
+
+fn transfer_error(e: TransferError, base: &[u8]) -> RedisError {
+    match e {
+        TransferError::Mismatch => fail("transfer exists with another shard or quantity"),
+        TransferError::BadUnits => fail("units do not match the transfer"),
+        TransferError::Overflow => error::overflow(FAMILY, base, None),
+    }
+}
+
+/// STOCK.TRANSFER K_0 transfer shard delta SPREAD n
+///
+/// Opens a transfer on the pool: a refill of up to `delta` units for
+/// `shard` (taken off the pool now), or a handback of up to −delta units
+/// from it. Replies `[status, units, free, open]`.
+pub fn stock_transfer(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(7)?;
+    c.skip(2)?;
+    let sh = c.next_i64(0, i64::from(route::MAX_SHARDS) - 1)?;
+    let delta = c.next_i64(-MAX_INT, MAX_INT)?;
+    let n = required_spread(c)?;
+    let args = c.all();
+    let (base, id) = (&args[1], &args[2]);
+    non_empty(id.as_slice(), "transfer")?;
+    if delta == 0 {
+        return Err(fail("delta must not be 0"));
+    }
+    if sh >= i64::from(n) {
+        return Err(fail(&format!("shard must be from 0 to {}", n - 1)));
+    }
+    let b = base.as_slice();
+    let head = open_head(ctx, base, false, Some(n))?;
+    require_pool_shard(b, head.shard, n)?;
+    drop(head);
+    let pk = open_pool(ctx, b, true)?;
+    let known = pk.transfer(b, id)?;
+    let mut next = pk.rec;
+    let plan = model::open_transfer(&mut next, known, sh as u32, delta)
+        .map_err(|e| transfer_error(e, b))?;
+    let (status, units): (&[u8], i64) = match plan {
+        Open::New(t) => {
+            pk.write(id, &t, &next);
+            (b"OPEN", t.units)
+        }
+        Open::Known(t) if t.open => (b"OPEN", t.units),
+        Open::Known(t) => (b"CLOSED", t.units),
+        Open::Dry => (b"DRY", 0),
+    };
+    let open = pk.open.len() as i64;
+    drop(pk);
+    if matches!(plan, Open::New(_)) {
+        ctx.replicate_verbatim();
+        util::notify_static(ctx, c"hotpath.stock.transfer", base);
+    }
+    reply::array(ctx, 4);
+    reply::bytes(ctx, status);
+    reply::int(ctx, units);
+    reply::int(ctx, next.free);
+    reply::int(ctx, open);
+    Ok(RedisValue::NoReply)
+}
+
+/// STOCK.APPLY K_i transfer delta SPREAD n
+///
+/// Applies a transfer on a shard, once per id: `delta` > 0 adds a
+/// refill's units, < 0 takes up to −delta available units for a handback;
+/// 0 marks the shard dry (the pool had nothing for it). Replies
+/// `[applied, available]`.
+pub fn stock_apply(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(6)?;
+    c.skip(2)?;
+    let delta = c.next_i64(-MAX_INT, MAX_INT)?;
+    let n = required_spread(c)?;
+    let args = c.all();
+    let (base, id) = (&args[1], &args[2]);
+    non_empty(id.as_slice(), "transfer")?;
+    let b = base.as_slice();
+    let head = open_head(ctx, base, true, Some(n))?;
+    let Some(spread) = head.shard else {
+        return Err(RedisError::Str(error::INTERNAL));
+    };
+    let applied = Key::derived_hot(ctx, b, "applied", true);
+    applied.check(KeyType::Hash)?;
+    if delta == 0 {
+        // The dry notice: nothing moves; SOLDOUT becomes final here.
+        let available = head.stock.available;
+        drop(applied);
+        drop(head);
+        if !spread.dry {
+            let meta = Key::derived(ctx, b, "meta", true);
+            meta.hput(FIELD_DRY, b"1");
+            drop(meta);
+            ctx.replicate_verbatim();
+            util::notify_static(ctx, c"hotpath.stock.apply", base);
+        }
+        return reply_applied(ctx, 0, available);
+    }
+    let known = match applied.hget_arg(HashField::Arg(id)) {
+        None => None,
+        Some(v) => Some(model::parse_applied(v.as_slice()).ok_or_else(|| {
+            error::corrupt(
+                FAMILY,
+                &derived(b, "applied"),
+                Some(&error::key_text(id.as_slice())),
+            )
+        })?),
+    };
+    let mut next = head.stock;
+    let (a, write) =
+        model::apply_transfer(&mut next, known, delta).map_err(|e| transfer_error(e, b))?;
+    if !write {
+        let available = head.stock.available;
+        return reply_applied(ctx, a, available);
+    }
+    applied.hput_arg(id, itoa::Buffer::new().format(a).as_bytes());
+    if next.expires > 0 {
+        expire_at_if_unset(&applied, next.expires);
+    }
+    head.key.write_in_place(&next.format());
+    drop(applied);
+    drop(head);
+    if spread.dry && a > 0 {
+        Key::derived(ctx, b, "meta", true).hdel(FIELD_DRY);
+    }
+    ctx.replicate_verbatim();
+    util::notify_static(ctx, c"hotpath.stock.apply", base);
+    reply_applied(ctx, a, next.available)
+}
+
+fn reply_applied(ctx: &Context, applied: i64, available: i64) -> RedisResult {
+    reply::array(ctx, 2);
+    reply::int(ctx, applied);
+    reply::int(ctx, available);
+    Ok(RedisValue::NoReply)
+}
+
+/// STOCK.SETTLE K_0 transfer applied SPREAD n
+///
+/// Settles an open transfer on the pool with the units its shard applied
+/// (APPLY's reply): 1, or 0 when it was settled before.
+pub fn stock_settle(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(6)?;
+    c.skip(2)?;
+    let applied = c.next_i64(-MAX_INT, MAX_INT)?;
+    let n = required_spread(c)?;
+    let args = c.all();
+    let (base, id) = (&args[1], &args[2]);
+    non_empty(id.as_slice(), "transfer")?;
+    let b = base.as_slice();
+    let head = open_head(ctx, base, false, Some(n))?;
+    require_pool_shard(b, head.shard, n)?;
+    drop(head);
+    let pk = open_pool(ctx, b, true)?;
+    let Some(t) = pk.transfer(b, id)? else {
+        return Err(fail("no such transfer"));
+    };
+    let mut next = pk.rec;
+    let after = model::settle_transfer(&mut next, t, applied).map_err(|e| transfer_error(e, b))?;
+    let Some(closed) = after else {
+        return Ok(RedisValue::Integer(0));
+    };
+    pk.write(id, &closed, &next);
+    drop(pk);
+    ctx.replicate_verbatim();
+    util::notify_static(ctx, c"hotpath.stock.settle", base);
+    Ok(RedisValue::Integer(1))
+}
+
+/// The most open transfers STOCK.POOL lists.
+const MAX_POOL_LIST: usize = 100;
+
+/// STOCK.POOL K_0 SPREAD n
+///
+/// Replies the pool: `total, free, transit, open` and `pending`, the open
+/// transfers (up to 100) as `transfer, shard, delta` triples, each with
+/// the delta its shard's APPLY takes.
+pub fn stock_pool(ctx: &Context, c: &mut Args) -> RedisResult {
+    c.require(4)?;
+    c.skip(1)?;
+    let n = required_spread(c)?;
+    let base = c.string(1);
+    let b = base.as_slice();
+    let head = open_head(ctx, base, false, Some(n))?;
+    require_pool_shard(b, head.shard, n)?;
+    drop(head);
+    let pk = open_pool(ctx, b, false)?;
+    let mut pending = Vec::new();
+    if !pk.open.is_empty() {
+        for (id, _) in pk
+            .open
+            .zrange_strings(0, MAX_POOL_LIST, f64::NEG_INFINITY, f64::INFINITY)
+        {
+            let t = pk.transfer(b, &id)?.filter(|t| t.open).ok_or_else(|| {
+                error::corrupt(
+                    FAMILY,
+                    &derived(b, "open"),
+                    Some(&error::key_text(id.as_slice())),
+                )
+            })?;
+            let d = match t.dir {
+                model::Dir::Refill => t.units,
+                model::Dir::Handback => -t.asked,
+            };
+            pending.push((id, t.shard, d));
+        }
+    }
+    let p = pk.rec;
+    let open = pk.open.len() as i64;
+    drop(pk);
+    reply::map(ctx, 5);
+    for (name, v) in [
+        ("total", p.total),
+        ("free", p.free),
+        ("transit", p.transit),
+        ("open", open),
+    ] {
+        reply::bytes(ctx, name.as_bytes());
+        reply::int(ctx, v);
+    }
+    reply::bytes(ctx, b"pending");
+    reply::array(ctx, pending.len() * 3);
+    for (id, sh, d) in &pending {
+        reply::string(ctx, id);
+        reply::int(ctx, i64::from(*sh));
+        reply::int(ctx, *d);
+    }
+    Ok(RedisValue::NoReply)
 }

@@ -360,6 +360,318 @@ pub fn confirm(order: &Order, now: i64) -> Result<bool, ConfirmError> {
     }
 }
 
+// ---------------------------------------------------------------------
+// The spread form: a pool on shard 0, shards refilled (and handing units
+// back) by transfers that are opened on the pool, applied on the shard
+// and settled on the pool, each step idempotent on the transfer id.
+// ---------------------------------------------------------------------
+
+/// The pool record, the value of `K_0:pool`:
+/// `<free>:<transit>:<total>:<expires>`.
+///
+/// - `free`: units in the pool (not allotted to any shard);
+/// - `transit`: units of refills opened and not yet settled (they left
+///   the pool; the shard may or may not have applied them yet);
+/// - `total`: the units of the whole SKU;
+/// - `expires`: the instant every key expires (0: never).
+///
+/// The pool alone can check only `free ≤ total`: `transit` counts a
+/// refill until it is settled, so a refill applied on its shard and not
+/// yet settled is in `transit` and in the shard's total at once (and its
+/// units may even have been handed back and granted again). The law
+/// across shards counts in-transit units by the ledgers: a refill is in
+/// transit until its shard applied it, a handback from when its shard
+/// applied it until it is settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pool {
+    pub free: i64,
+    pub transit: i64,
+    pub total: i64,
+    pub expires: i64,
+}
+
+impl Pool {
+    pub fn new(total: i64, expires: i64) -> Pool {
+        Pool {
+            free: total,
+            transit: 0,
+            total,
+            expires,
+        }
+    }
+
+    /// Parses the stored record; None for anything STOCK never writes.
+    pub fn parse(v: &[u8]) -> Option<Pool> {
+        let ([free, transit, total, expires], _) = ints::<4>(v, true)?;
+        let p = Pool {
+            free,
+            transit,
+            total,
+            expires,
+        };
+        (free <= total).then_some(p)
+    }
+
+    pub fn format(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(32);
+        let mut b = itoa::Buffer::new();
+        for (k, v) in [self.free, self.transit, self.total, self.expires]
+            .iter()
+            .enumerate()
+        {
+            if k > 0 {
+                out.push(b':');
+            }
+            out.extend_from_slice(b.format(*v).as_bytes());
+        }
+        out
+    }
+}
+
+/// A transfer's direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    /// `R`: pool → shard.
+    Refill,
+    /// `H`: shard → pool.
+    Handback,
+}
+
+/// A transfer record on the pool, a field of `K_0:transfers`:
+/// `<O|C>:<R|H>:<shard>:<asked>:<units>`.
+///
+/// - `open`: `O` until settled, then `C`;
+/// - `asked`: the units asked for (a refill's or a handback's size);
+/// - `units`: a refill's granted units (taken from the pool when it was
+///   opened); a handback's units taken off the shard (0 until settled).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    pub open: bool,
+    pub dir: Dir,
+    pub shard: u32,
+    pub asked: i64,
+    pub units: i64,
+}
+
+impl Transfer {
+    pub fn parse(v: &[u8]) -> Option<Transfer> {
+        if v.len() < 4 || v[1] != b':' || v[3] != b':' {
+            return None;
+        }
+        let open = match v[0] {
+            b'O' => true,
+            b'C' => false,
+            _ => return None,
+        };
+        let dir = match v[2] {
+            b'R' => Dir::Refill,
+            b'H' => Dir::Handback,
+            _ => return None,
+        };
+        let ([shard, asked, units], _) = ints::<3>(&v[4..], true)?;
+        let t = Transfer {
+            open,
+            dir,
+            shard: u32::try_from(shard).ok()?,
+            asked,
+            units,
+        };
+        let ok = asked >= 1
+            && units <= asked
+            && match dir {
+                Dir::Refill => units >= 1,
+                Dir::Handback => !open || units == 0,
+            };
+        ok.then_some(t)
+    }
+
+    pub fn format(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(32);
+        out.push(if self.open { b'O' } else { b'C' });
+        out.push(b':');
+        out.push(match self.dir {
+            Dir::Refill => b'R',
+            Dir::Handback => b'H',
+        });
+        let mut b = itoa::Buffer::new();
+        for v in [i64::from(self.shard), self.asked, self.units] {
+            out.push(b':');
+            out.extend_from_slice(b.format(v).as_bytes());
+        }
+        out
+    }
+
+    /// The signed units the transfer moves into its shard: a refill's
+    /// granted units, minus a handback's (what APPLY replies).
+    pub fn signed(&self) -> i64 {
+        match self.dir {
+            Dir::Refill => self.units,
+            Dir::Handback => -self.units,
+        }
+    }
+}
+
+/// What opening a transfer does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Open {
+    /// A new transfer: write the record (and the pool when it changed).
+    New(Transfer),
+    /// The id is known with the same shard and size: its record, unchanged.
+    Known(Transfer),
+    /// A refill of an empty pool: nothing written.
+    Dry,
+}
+
+/// Why a transfer step is refused (nothing written).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransferError {
+    /// The id is known with another shard, direction or size.
+    Mismatch,
+    /// SETTLE with units the shard cannot have applied.
+    BadUnits,
+    /// A count would pass [`MAX_INT`].
+    Overflow,
+}
+
+/// Opens transfer `known` (its record when the id exists) for `shard`,
+/// `delta` units (> 0: a refill of up to `delta` from the pool; < 0: a
+/// handback of up to −delta). A refill takes its units off the pool now
+/// (`free` → `transit`); a handback changes the pool only when settled.
+pub fn open_transfer(
+    pool: &mut Pool,
+    known: Option<Transfer>,
+    shard: u32,
+    delta: i64,
+) -> Result<Open, TransferError> {
+    let dir = if delta > 0 {
+        Dir::Refill
+    } else {
+        Dir::Handback
+    };
+    let asked = delta.abs();
+    if let Some(t) = known {
+        if t.shard != shard || t.dir != dir || t.asked != asked {
+            return Err(TransferError::Mismatch);
+        }
+        return Ok(Open::Known(t));
+    }
+    match dir {
+        Dir::Refill => {
+            let g = asked.min(pool.free);
+            if g == 0 {
+                return Ok(Open::Dry);
+            }
+            pool.free -= g;
+            pool.transit += g;
+            Ok(Open::New(Transfer {
+                open: true,
+                dir,
+                shard,
+                asked,
+                units: g,
+            }))
+        }
+        Dir::Handback => Ok(Open::New(Transfer {
+            open: true,
+            dir,
+            shard,
+            asked,
+            units: 0,
+        })),
+    }
+}
+
+/// Applies a transfer of `delta` units on a shard's stock, once per id
+/// (`known`: the units recorded when it was applied before): > 0 adds
+/// them (the shard's `total` and `available`); < 0 takes up to −delta
+/// available units off. Returns the signed units applied and whether
+/// anything is to be written.
+pub fn apply_transfer(
+    stock: &mut Stock,
+    known: Option<i64>,
+    delta: i64,
+) -> Result<(i64, bool), TransferError> {
+    if let Some(a) = known {
+        // A replay: the same sign and at most the size asked.
+        let same = if delta > 0 {
+            a == delta
+        } else {
+            a <= 0 && -a <= -delta
+        };
+        return if same {
+            Ok((a, false))
+        } else {
+            Err(TransferError::Mismatch)
+        };
+    }
+    if delta > 0 {
+        if stock.total > MAX_INT - delta {
+            return Err(TransferError::Overflow);
+        }
+        stock.available += delta;
+        stock.total += delta;
+        Ok((delta, true))
+    } else {
+        let t = (-delta).min(stock.available);
+        stock.available -= t;
+        stock.total -= t;
+        Ok((-t, true))
+    }
+}
+
+/// Settles transfer `t` on the pool with the signed units its shard
+/// applied (APPLY's reply): a refill's units leave `transit`; a
+/// handback's enter `free`. Returns the record after, or None when it was
+/// settled before (a replay: nothing to write).
+pub fn settle_transfer(
+    pool: &mut Pool,
+    t: Transfer,
+    applied: i64,
+) -> Result<Option<Transfer>, TransferError> {
+    if !t.open {
+        return Ok(None);
+    }
+    match t.dir {
+        Dir::Refill => {
+            if applied != t.units || pool.transit < t.units {
+                return Err(TransferError::BadUnits);
+            }
+            pool.transit -= t.units;
+            Ok(Some(Transfer { open: false, ..t }))
+        }
+        Dir::Handback => {
+            if applied > 0 || -applied > t.asked {
+                return Err(TransferError::BadUnits);
+            }
+            let units = -applied;
+            if pool.free + units > pool.total {
+                return Err(TransferError::BadUnits);
+            }
+            pool.free += units;
+            Ok(Some(Transfer {
+                open: false,
+                units,
+                ..t
+            }))
+        }
+    }
+}
+
+/// Parses a shard's record of an applied transfer (`K_i:transfers`): a
+/// canonical signed integer.
+pub fn parse_applied(v: &[u8]) -> Option<i64> {
+    let (neg, digits) = match v.first() {
+        Some(b'-') => (true, &v[1..]),
+        _ => (false, v),
+    };
+    let ([n], _) = ints::<1>(digits, true)?;
+    if neg {
+        (n > 0).then_some(-n)
+    } else {
+        Some(n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -585,6 +897,255 @@ mod tests {
                     assert_eq!(own, *h, "seed {seed}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn pool_and_transfer_records_round_trip() {
+        let p = Pool::new(10_000, 0);
+        assert_eq!(p.format(), b"10000:0:10000:0");
+        assert_eq!(Pool::parse(&p.format()), Some(p));
+        for bad in [&b"11:0:10:0"[..], b"1:0:1", b"-1:0:1:0", b"1:0:1:0:"] {
+            assert_eq!(Pool::parse(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+        let t = Transfer {
+            open: true,
+            dir: Dir::Refill,
+            shard: 3,
+            asked: 50,
+            units: 20,
+        };
+        assert_eq!(t.format(), b"O:R:3:50:20");
+        assert_eq!(Transfer::parse(&t.format()), Some(t));
+        for bad in [
+            &b"O:R:3:50:0"[..],
+            b"O:H:3:50:2",
+            b"C:R:3:50:51",
+            b"X:R:3:50:20",
+            b"O:R:3:50",
+            b"O:R:-3:50:20",
+        ] {
+            assert_eq!(
+                Transfer::parse(bad),
+                None,
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        assert_eq!(parse_applied(b"-7"), Some(-7));
+        assert_eq!(parse_applied(b"0"), Some(0));
+        assert_eq!(parse_applied(b"12"), Some(12));
+        for bad in [&b"-0"[..], b"+1", b"", b"01", b"-"] {
+            assert_eq!(parse_applied(bad), None);
+        }
+    }
+
+    #[test]
+    fn a_refill_is_granted_once_applied_once_settled_once() {
+        let mut pool = Pool::new(30, 0);
+        let Ok(Open::New(t)) = open_transfer(&mut pool, None, 1, 20) else {
+            panic!()
+        };
+        assert_eq!((pool.free, pool.transit, t.units), (10, 20, 20));
+        // Opening again: the record, nothing taken twice; other sizes refused.
+        assert_eq!(open_transfer(&mut pool, Some(t), 1, 20), Ok(Open::Known(t)));
+        assert_eq!(
+            open_transfer(&mut pool, Some(t), 2, 20),
+            Err(TransferError::Mismatch)
+        );
+        assert_eq!((pool.free, pool.transit), (10, 20));
+        let mut s = Stock::new(0, 0, 1000, 0);
+        assert_eq!(apply_transfer(&mut s, None, 20), Ok((20, true)));
+        assert_eq!(apply_transfer(&mut s, Some(20), 20), Ok((20, false)));
+        assert_eq!((s.available, s.total), (20, 20));
+        assert_eq!(
+            settle_transfer(&mut pool, t, 19),
+            Err(TransferError::BadUnits)
+        );
+        let closed = settle_transfer(&mut pool, t, 20).unwrap().unwrap();
+        assert!(!closed.open);
+        assert_eq!(settle_transfer(&mut pool, closed, 20), Ok(None));
+        assert_eq!((pool.free, pool.transit), (10, 0));
+        // A bigger ask than the pool holds gets what is there; then dry.
+        let Ok(Open::New(t2)) = open_transfer(&mut pool, None, 0, 50) else {
+            panic!()
+        };
+        assert_eq!(t2.units, 10);
+        assert_eq!(open_transfer(&mut pool, None, 0, 5), Ok(Open::Dry));
+    }
+
+    #[test]
+    fn a_handback_takes_only_available_units() {
+        let mut s = Stock::new(5, 0, 1000, 0);
+        reserve(&mut s, 0, 3, 0);
+        let mut pool = Pool {
+            free: 0,
+            transit: 0,
+            total: 5,
+            expires: 0,
+        };
+        let Ok(Open::New(t)) = open_transfer(&mut pool, None, 2, -4) else {
+            panic!()
+        };
+        assert_eq!(pool.free, 0);
+        assert_eq!(apply_transfer(&mut s, None, -4), Ok((-2, true)));
+        assert_eq!((s.available, s.reserved, s.total), (0, 3, 3));
+        assert_eq!(apply_transfer(&mut s, Some(-2), -4), Ok((-2, false)));
+        assert_eq!(
+            settle_transfer(&mut pool, t, -5),
+            Err(TransferError::BadUnits)
+        );
+        let c = settle_transfer(&mut pool, t, -2).unwrap().unwrap();
+        assert_eq!((c.units, pool.free), (2, 2));
+        assert!(s.conserved());
+    }
+
+    /// The cross-shard law as a property: a pool and `n` shards, random
+    /// reservations, confirmations, releases and lapses on the shards,
+    /// refills and handbacks whose three steps run in any interleaving
+    /// (a dance can stop after any step and be finished later by a
+    /// replay), and replays of any step of any transfer. After every
+    /// step: each shard keeps its own law, and
+    /// `free + in-transit + Σ shards total = total`, where in-transit is
+    /// an open refill not yet applied on its shard (granted units) or an
+    /// open handback applied on its shard (units taken); so nothing is
+    /// ever sold twice (Σ sold + reserved ≤ total), and once every
+    /// transfer is settled, `free + transit` on the pool and the shards'
+    /// totals add up to the SKU exactly.
+    #[test]
+    fn the_cross_shard_law_holds_under_random_interleavings() {
+        for seed in 0..300u64 {
+            let mut rng = Lcg(seed ^ 0x5eed);
+            let n = 1 + rng.next(4) as usize;
+            let total = rng.next(60) as i64;
+            let mut pool = Pool::new(total, 0);
+            let mut shards: Vec<Stock> = (0..n).map(|_| Stock::new(0, 0, 30, 0)).collect();
+            // Per shard: live orders (qty, lease end).
+            let mut orders: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
+            let mut ledger: Vec<(Transfer, i64)> = Vec::new(); // pool records, asked delta
+            let mut applied: Vec<HashMap<usize, i64>> = vec![HashMap::new(); n];
+            let mut now = 0i64;
+            for step in 0..500 {
+                now += rng.next(5) as i64;
+                let i = rng.next(n as u64) as usize;
+                match rng.next(8) {
+                    0 | 1 => {
+                        let qty = 1 + rng.next(3) as i64;
+                        if let Reserve::Ok { lease_end, .. } = reserve(&mut shards[i], 0, qty, now)
+                        {
+                            orders[i].push((qty, lease_end));
+                        }
+                    }
+                    2 if !orders[i].is_empty() => {
+                        let k = rng.next(orders[i].len() as u64) as usize;
+                        let (qty, end) = orders[i].swap_remove(k);
+                        if end > now {
+                            shards[i].sell(qty).unwrap();
+                        } else {
+                            shards[i].give_back(qty).unwrap();
+                        }
+                    }
+                    3 if !orders[i].is_empty() => {
+                        let k = rng.next(orders[i].len() as u64) as usize;
+                        let (qty, _) = orders[i].swap_remove(k);
+                        shards[i].give_back(qty).unwrap();
+                    }
+                    4 => {
+                        // Open a new transfer (refill or handback).
+                        let delta = rng.next(12) as i64 - 4;
+                        let delta = if delta == 0 { 1 } else { delta };
+                        match open_transfer(&mut pool, None, i as u32, delta).unwrap() {
+                            Open::New(t) => ledger.push((t, delta)),
+                            Open::Dry => assert_eq!(pool.free, 0),
+                            Open::Known(_) => unreachable!(),
+                        }
+                    }
+                    _ if !ledger.is_empty() => {
+                        // Any step of any transfer, again or for the first time.
+                        let k = rng.next(ledger.len() as u64) as usize;
+                        let (t, delta) = ledger[k];
+                        let s = t.shard as usize;
+                        let before = (pool, shards[s]);
+                        match rng.next(3) {
+                            0 => {
+                                assert_eq!(
+                                    open_transfer(&mut pool, Some(t), t.shard, delta),
+                                    Ok(Open::Known(t))
+                                );
+                                assert_eq!(before.0, pool);
+                            }
+                            1 if t.open => {
+                                // The shard step, once per id: a refill's
+                                // granted units, a handback's size asked.
+                                let d = match t.dir {
+                                    Dir::Refill => t.units,
+                                    Dir::Handback => delta,
+                                };
+                                let known = applied[s].get(&k).copied();
+                                let (a, write) = apply_transfer(&mut shards[s], known, d).unwrap();
+                                assert_eq!(write, known.is_none());
+                                applied[s].insert(k, a);
+                            }
+                            _ => {
+                                if let Some(&a) = applied[s].get(&k) {
+                                    let after = settle_transfer(&mut pool, t, a).unwrap();
+                                    match after {
+                                        Some(c) => ledger[k].0 = c,
+                                        None => assert_eq!(before.0, pool),
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                // The law.
+                let in_transit: i64 = ledger
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (t, _))| t.open)
+                    .map(|(k, (t, _))| {
+                        let a = applied[t.shard as usize].get(&k);
+                        match (t.dir, a) {
+                            (Dir::Refill, None) => t.units,
+                            (Dir::Handback, Some(a)) => -a,
+                            _ => 0,
+                        }
+                    })
+                    .sum();
+                let in_shards: i64 = shards.iter().map(|s| s.total).sum();
+                for s in &shards {
+                    assert!(s.conserved(), "seed {seed} step {step}: {s:?}");
+                }
+                assert_eq!(
+                    pool.free + in_transit + in_shards,
+                    total,
+                    "seed {seed} step {step}: {pool:?} {shards:?}"
+                );
+                let held: i64 = shards.iter().map(|s| s.reserved + s.sold).sum();
+                assert!(held <= total);
+                assert!(pool.free >= 0 && pool.transit >= 0);
+            }
+            // Finish every open transfer (the recovery a client runs).
+            #[allow(clippy::needless_range_loop)]
+            for k in 0..ledger.len() {
+                let (t, delta) = ledger[k];
+                if !t.open {
+                    continue;
+                }
+                let s = t.shard as usize;
+                let d = match t.dir {
+                    Dir::Refill => t.units,
+                    Dir::Handback => delta,
+                };
+                let known = applied[s].get(&k).copied();
+                let (a, _) = apply_transfer(&mut shards[s], known, d).unwrap();
+                applied[s].insert(k, a);
+                ledger[k].0 = settle_transfer(&mut pool, t, a).unwrap().unwrap();
+            }
+            let in_shards: i64 = shards.iter().map(|s| s.total).sum();
+            assert_eq!(pool.transit, 0, "seed {seed}");
+            assert_eq!(pool.free + in_shards, total, "seed {seed}");
         }
     }
 }

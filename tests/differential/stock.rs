@@ -201,7 +201,6 @@ impl Family for Stock {
                 ("STOCK.CREATE", &["5", "TTL", "0"]),
                 ("STOCK.CREATE", &["5", "TTL", "3153600001"]),
                 ("STOCK.CREATE", &["5", "NOW", "253402300800000"]),
-                ("STOCK.CREATE", &["5", "SPREAD", "3"]),
                 ("STOCK.CREATE", &["05"]),
                 ("STOCK.CREATE", &["-9223372036854775809"]),
                 ("STOCK.RESERVE", &["a", "o"]),

@@ -373,6 +373,48 @@ class Families:
         with self.assertRaisesRegex(redis.ResponseError, "is spread over 4 shards"):
             self.hp.like(self.k("spost")).add(1)
 
+    def test_spread_stock(self):
+        from hotpath.spread_stock import SpreadStock
+        sku = self.hp.stock(self.k("ssku"), spread=3)
+        self.assertIsInstance(sku, SpreadStock)
+        self.assertTrue(sku.create(5, limit=2, lease_ms=60_000))
+        pool = sku.pool()
+        self.assertEqual((pool.total, pool.free, pool.transit, pool.open), (5, 5, 0, 0))
+        users = [str(u) for u in range(40)]
+        ok = 0
+        for n, u in enumerate(users):
+            r = sku.reserve(u, f"o{n}", 1, now=NOW)
+            # Every unit is sold before anyone hears SOLDOUT.
+            if ok < 5:
+                self.assertEqual(r.status, "OK", (n, r))
+                ok += 1
+            else:
+                self.assertEqual(r.status, "SOLDOUT", (n, r))
+            # The same order again: the same reply, no second reservation.
+            self.assertEqual(sku.reserve(u, f"o{n}", 1, now=NOW).status, r.status)
+            self.assertEqual(sku.audit(), [])
+        info = sku.info()
+        self.assertEqual((info.reserved, info.sold, info.available), (5, 0, 0))
+        self.assertTrue(sku.confirm("0", "o0", now=NOW))
+        self.assertTrue(sku.release("1", "o1"))
+        self.assertFalse(sku.release("1", "o1"))
+        # The released unit went back to its own shard: that shard's buyer
+        # takes it.
+        shard1 = sku.shard_of("1")
+        buyer = next(u for u in (str(x) for x in range(100, 200)) if sku.shard_of(u) == shard1)
+        self.assertEqual(sku.reserve(buyer, "late", 1, now=NOW).status, "OK")
+        # A transfer's steps replayed change nothing.
+        self.assertEqual(sku.transfer("h", shard1, -1)[0], "OPEN")
+        self.assertEqual(sku.finish("h", shard1, -1), 0)
+        self.assertEqual(sku.finish("h", shard1, -1), 0)
+        self.assertEqual(sku.transfer("h", shard1, -1)[0], "CLOSED")
+        self.assertEqual(sku.recover(), 0)
+        self.assertEqual(sku.audit(), [])
+        info = sku.info()
+        self.assertEqual((info.reserved, info.sold, info.pool.free), (4, 1, 0))
+        with self.assertRaisesRegex(redis.ResponseError, "is spread over 3 shards"):
+            self.hp.stock(self.k("ssku")).reserve("u", "o", 1)
+
     def test_spread_poll(self):
         poll = self.hp.poll(self.k("spoll"), spread=4)
         single = self.hp.poll(self.k("spollsingle"))

@@ -53,6 +53,7 @@ pub mod retry;
 mod spread;
 pub mod spread_poll;
 pub mod spread_rank;
+pub mod spread_stock;
 
 pub use entities::*;
 pub use fallback::{detect, LikeConfigs};
@@ -61,3 +62,4 @@ pub use retry::RetryPolicy;
 pub use spread::*;
 pub use spread_poll::{SpreadPoll, SpreadPollInfo, SpreadPollSync};
 pub use spread_rank::*;
+pub use spread_stock::{SpreadStock, SpreadStockInfo, StockPool};

@@ -331,9 +331,10 @@ pub(crate) fn command_name(cmd: &Cmd) -> String {
 }
 
 /// The per-shard commands that write (a durable handle waits after them).
-const WRITES: [&str; 13] = [
+const WRITES: [&str; 19] = [
     "CREATE", "TOGGLE", "ADD", "REM", "JOIN", "TASK", "LEAVE", "ENTER", "VOTE", "REVOKE", "INCR",
-    "DECR", "SYNCACK",
+    "DECR", "SYNCACK", // STOCK's spread form:
+    "RESERVE", "CONFIRM", "RELEASE", "TRANSFER", "APPLY", "SETTLE",
 ];
 
 fn is_write(command: &str) -> bool {

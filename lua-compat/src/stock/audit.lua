@@ -1,4 +1,4 @@
--- STOCK.AUDIT key cursor [COUNT count]
+-- STOCK.AUDIT key cursor [COUNT count] [SPREAD n]
 -- KEYS[1] = B; ARGV = cursor [COUNT count].
 -- Reply: {next-cursor, checked, problem...}: the conservation law, then one
 -- HSCAN step of B:orders (and the ledger's sums when the whole ledger was
@@ -11,6 +11,8 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.audit' command")
 end
+local ns = no_spread(ARGV, 2)
+if ns then return ns end
 local cursor = ARGV[1]
 -- An HSCAN cursor: decimal digits of a value in the u64 range.
 if not string.match(cursor, '^%d+$') then return redis.error_reply(NOTINT) end

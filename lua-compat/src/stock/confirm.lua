@@ -1,4 +1,4 @@
--- STOCK.CONFIRM key order [NOW unix-ms]
+-- STOCK.CONFIRM key order [NOW unix-ms] [SPREAD n]
 -- KEYS[1] = B; ARGV = order [NOW unix-ms].
 -- Reply: 1 when the reservation became a sale, 0 when the order was
 -- already confirmed.
@@ -9,6 +9,8 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.confirm' command")
 end
+local ns = no_spread(ARGV, 2)
+if ns then return ns end
 local order = ARGV[1]
 local now, err = parse_now(ARGV, 2)
 if now == nil then return err end

@@ -1,4 +1,4 @@
--- STOCK.CREATE key total [LIMIT per-user] [LEASE lease-ms] [TTL seconds] [NOW unix-ms]
+-- STOCK.CREATE key total [LIMIT per-user] [LEASE lease-ms] [TTL seconds] [NOW unix-ms] [SPREAD n]
 -- KEYS[1] = B; ARGV = total [options...], exactly as the command.
 -- Reply: OK.
 -- Same replies, errors and stored data as the module (lua-compat/docs/stock.md).
@@ -8,6 +8,8 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.create' command")
 end
+local ns = no_spread(ARGV, 2)
+if ns then return ns end
 local total = arg_int(ARGV[1], 0, MAX_INT)
 if not total then return redis.error_reply(NOTINT) end
 local limit, lease, ttl, now = 0, DEFAULT_LEASE, nil, nil

@@ -9,6 +9,16 @@ local DEFAULT_AUDIT_COUNT = 100
 local function stored(s) return arg_int(s, 0, MAX_INT) end
 local function corrupt(k, field) return data_error('stock', 'corrupt data', k, field) end
 local function fail(what) return redis.error_reply('ERR stock: ' .. what) end
+-- The twins have no spread form: the keyword SPREAD among the options
+-- (argv[i...]) is refused; nil when there is none.
+local function no_spread(argv, i)
+  for j = i, #argv do
+    if string.upper(argv[j]) == 'SPREAD' then
+      return fail('SPREAD is not supported by the Lua twins: a spread stock needs the module (lua-compat/docs/stock.md)')
+    end
+  end
+  return nil
+end
 -- Reads a trailing [NOW unix-ms], given once, from argv[i...]; nil, error on bad input.
 local function parse_now(argv, i)
   local now = false

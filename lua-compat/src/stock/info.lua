@@ -1,4 +1,4 @@
--- STOCK.INFO key
+-- STOCK.INFO key [SPREAD n]
 -- KEYS[1] = B; ARGV = nothing.
 -- Reply: {total, n, available, n, reserved, n, sold, n, limit, n, lease_ms,
 -- n, orders, n}, or {} for an unknown stock (the module's RESP3 map is an
@@ -8,9 +8,9 @@
 --@ flags no-writes
 
 local B = KEYS[1]
-if #ARGV ~= 0 then
-  return redis.error_reply("ERR wrong number of arguments for 'stock.info' command")
-end
+local ns = no_spread(ARGV, 1)
+if ns then return ns end
+if #ARGV ~= 0 then return redis.error_reply(SYNTAX) end
 local t = redis.call('TYPE', B).ok
 if t == 'none' then return {} end
 if t ~= 'string' then return redis.error_reply(WRONGTYPE) end

@@ -1,4 +1,4 @@
--- STOCK.RELEASE key order
+-- STOCK.RELEASE key order [SPREAD n]
 -- KEYS[1] = B; ARGV = order.
 -- Reply: 1 when the order's units went back, 0 when there is nothing to
 -- give back (unknown, released, or returned at its lease's end).
@@ -7,9 +7,12 @@
 --@ flags allow-oom
 
 local B = KEYS[1]
-if #ARGV ~= 1 then
+if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.release' command")
 end
+local ns = no_spread(ARGV, 2)
+if ns then return ns end
+if #ARGV > 1 then return redis.error_reply(SYNTAX) end
 local order = ARGV[1]
 if order == '' then return fail('order must not be empty') end
 local head, he = open_head(B)

@@ -1,4 +1,4 @@
--- STOCK.RESERVE key user order quantity [NOW unix-ms]
+-- STOCK.RESERVE key user order quantity [NOW unix-ms] [SPREAD n]
 -- KEYS[1] = B; ARGV = user order quantity [NOW unix-ms], exactly as the command.
 -- Reply: {status, left, lease-end}: {'OK', left, lease-end},
 -- {'SOLDOUT', available, 0} or {'LIMIT', available, 0}; a known order gets
@@ -10,6 +10,8 @@ local B = KEYS[1]
 if #ARGV < 3 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.reserve' command")
 end
+local ns = no_spread(ARGV, 4)
+if ns then return ns end
 local user, order = ARGV[1], ARGV[2]
 local qty = arg_int(ARGV[3], 1, MAX_INT)
 if not qty then return redis.error_reply(NOTINT) end

@@ -1,4 +1,4 @@
--- STOCK.RESTOCK key delta [NOW unix-ms]
+-- STOCK.RESTOCK key delta [NOW unix-ms] [SPREAD n]
 -- KEYS[1] = B; ARGV = delta [NOW unix-ms].
 -- Reply: the units available after the call (lapsed leases returned
 -- first).
@@ -9,6 +9,8 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.restock' command")
 end
+local ns = no_spread(ARGV, 2)
+if ns then return ns end
 local delta = arg_int(ARGV[1], -MAX_INT, MAX_INT)
 if not delta then return redis.error_reply(NOTINT) end
 local now, err = parse_now(ARGV, 2)

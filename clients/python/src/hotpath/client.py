@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .retry import RetryPolicy
     from .spread_poll import SpreadPoll
     from .spread_rank import SpreadRank
+    from .spread_stock import SpreadStock
 
 Key = Union[str, bytes]
 Arg = Union[str, bytes, int, float]
@@ -1117,8 +1118,18 @@ class HotPath:
         """An idempotency key."""
         return Idem(self._runner, key)
 
-    def stock(self, key: Key) -> Stock:
-        """Flash-sale stock."""
+    @overload
+    def stock(self, key: Key, spread: None = None) -> Stock: ...
+
+    @overload
+    def stock(self, key: Key, spread: int) -> SpreadStock: ...
+
+    def stock(self, key: Key, spread: Optional[int] = None) -> Union[Stock, SpreadStock]:
+        """Flash-sale stock; with ``spread=n``, the SKU spread over ``n``
+        shards (docs/stock.md, "Spread form")."""
+        if spread is not None:
+            from .spread_stock import SpreadStock
+            return SpreadStock(self._spread_backend(), key, spread).with_retry(self.retry)
         return Stock(self._runner, key)
 
     def rate_multi(self, rules: Iterable[Tuple[Key, int, int]], cost: Optional[int] = None,

@@ -80,7 +80,9 @@ class NotDurableError(ShardError):
 
 #: The per-shard commands that write (a durable handle waits after them).
 WRITES = frozenset({"CREATE", "TOGGLE", "ADD", "REM", "JOIN", "TASK", "LEAVE", "ENTER", "VOTE",
-                    "REVOKE", "INCR", "DECR", "SYNCACK"})
+                    "REVOKE", "INCR", "DECR", "SYNCACK",
+                    # STOCK's spread form (hotpath.spread_stock)
+                    "RESERVE", "CONFIRM", "RELEASE", "TRANSFER", "APPLY", "SETTLE"})
 
 S = TypeVar("S", bound="_Spread")
 
