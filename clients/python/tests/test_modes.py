@@ -31,7 +31,7 @@ URL = os.environ.get("HOTPATH_URL")
 CLUSTER = os.environ.get("HOTPATH_CLUSTER")
 
 SPREAD_TESTS = ("test_spread_rank", "test_spread_like", "test_spread_poll",
-                "test_spread_luckybag")
+                "test_spread_luckybag", "test_spread_stock")
 
 
 def _cluster_nodes():

@@ -27,6 +27,7 @@ from .retry import RetryPolicy
 from .spread import NotDurableError, ShardError, Shards, SpreadLike, SpreadLuckyBag
 from .spread_poll import SpreadPoll, SpreadPollInfo, SpreadPollSync
 from .spread_rank import RankPosition, RankPositionEntry, ShardRankWrite, SpreadRank
+from .spread_stock import SpreadStock, SpreadStockInfo, StillRefilling, StockPool
 
 __version__ = "2.0.0"
 __all__ = [
@@ -36,7 +37,8 @@ __all__ = [
     # spread entities (sync clients)
     "SpreadPoll", "SpreadRank", "SpreadLike", "SpreadLuckyBag", "Shards", "ShardError",
     "NotDurableError", "SpreadPollInfo", "SpreadPollSync", "RankPosition", "RankPositionEntry",
-    "ShardRankWrite", "RetryPolicy",
+    "ShardRankWrite", "SpreadStock", "SpreadStockInfo", "StockPool", "StillRefilling",
+    "RetryPolicy",
     # backends (the module, the Functions library) and their seam
     "Backend", "ModuleBackend", "FunctionsBackend", "FallbackBackend", "Cmd", "Key", "Arg",
     "HotPathError",
