@@ -8,7 +8,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 # Valkey run and the tests that run examples/quickstart.py all use it.
 export HOTPATH_PYTHON := $(CURDIR)/.venv/bin/python
 
-.PHONY: help deps build run test check bench lint fmt fuzz docker release install matrix fresh-debian clean cluster-soak stock-soak cluster-bench lua-gen lua-load differential
+.PHONY: help deps build run test check bench lint fmt fuzz docker release install matrix fresh-debian clean cluster-soak stock-soak idem-proof cluster-bench lua-gen lua-load differential
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -44,6 +44,9 @@ cluster-soak: build ## long cluster runs: repeated failovers and slot moves unde
 
 stock-soak: build ## long STOCK run: 50 clients, 40 batches of random reserve/confirm/release with short leases, checked after each
 	cargo test --release --test integration stock::soak_ -- --ignored --nocapture
+
+idem-proof: build ## the long IDEM token proof: 1,000,000 randomized writes retried 0-3 times across a kill -9 and a replica promotion (HOTPATH_IDEM_PROOF_N)
+	cargo test --release --test integration idem_token::proof_long -- --ignored --nocapture
 
 cluster-bench: build ## fan-out measured client-side vs over the cluster bus (prototype in bench/busproto)
 	cargo build --release -p hotpath-busproto
