@@ -341,16 +341,19 @@ fn with_token(
     let store_name = keys::derived_name(args[kp].as_slice(), SUFFIX);
     let r = call(context, run, args);
     ON.with(|c| c.set(false));
-    let mut enc = BUF.with(|b| std::mem::take(&mut *b.borrow_mut()));
     if !matches!(r, Ok(RedisValue::NoReply)) {
-        encode_result(&mut enc, &r);
+        BUF.with(|b| encode_result(&mut b.borrow_mut(), &r));
     }
     let rc = crate::registry::reply_to(context, r);
-    // Nothing captured: the command blocked its client (its reply comes
-    // later), so there is nothing to store.
-    if !enc.0.is_empty() && wire::valid(&enc.0) {
-        store(context, &store_name, &token, &digest, now, &enc.0);
-    }
+    // The buffer keeps its capacity from call to call (no reallocation on
+    // the write path). Nothing captured: the command blocked its client
+    // (its reply comes later), so there is nothing to store.
+    BUF.with(|b| {
+        let enc = b.borrow();
+        if !enc.0.is_empty() && wire::valid(&enc.0) {
+            store(context, &store_name, &token, &digest, now, &enc.0);
+        }
+    });
     rc
 }
 

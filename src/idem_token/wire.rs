@@ -40,30 +40,25 @@ pub fn position<'a>(n: usize, min: usize, arg: impl Fn(usize) -> &'a [u8]) -> Op
 
 /// The 16-byte digest of a call: the command name (any case) and every
 /// argument after the key, each length-prefixed. SipHash-2-4 twice with two
-/// fixed key pairs: stable across builds and platforms (the digest is
-/// stored, replicated and compared after a restart or an upgrade), about
-/// 50 ns for 100 bytes.
-pub fn digest<'a>(name: &[u8], rest: impl Iterator<Item = &'a [u8]> + Clone) -> [u8; 16] {
-    #[allow(deprecated)]
-    fn run<'a>(k0: u64, k1: u64, name: &[u8], rest: impl Iterator<Item = &'a [u8]>) -> u64 {
-        let mut h = std::hash::SipHasher::new_with_keys(k0, k1);
-        h.write_usize(name.len());
-        for &b in name {
-            h.write_u8(b.to_ascii_lowercase());
-        }
-        for a in rest {
-            h.write_u64(a.len() as u64);
-            h.write(a);
-        }
-        h.finish()
+/// fixed key pairs over one buffer: stable across builds and platforms (the
+/// digest is stored, replicated and compared after a restart or an
+/// upgrade).
+pub fn digest<'a>(name: &[u8], rest: impl Iterator<Item = &'a [u8]>) -> [u8; 16] {
+    let mut buf: smallvec::SmallVec<[u8; 256]> = smallvec::SmallVec::new();
+    buf.extend_from_slice(&(name.len() as u64).to_le_bytes());
+    buf.extend(name.iter().map(u8::to_ascii_lowercase));
+    for a in rest {
+        buf.extend_from_slice(&(a.len() as u64).to_le_bytes());
+        buf.extend_from_slice(a);
     }
-    let a = run(
-        0x686f_7470_6174_6831,
-        0x6964_656d_746f_6b31,
-        name,
-        rest.clone(),
-    );
-    let b = run(0x686f_7470_6174_6832, 0x6964_656d_746f_6b32, name, rest);
+    #[allow(deprecated)]
+    let run = |k0: u64, k1: u64| {
+        let mut h = std::hash::SipHasher::new_with_keys(k0, k1);
+        h.write(&buf);
+        h.finish()
+    };
+    let a = run(0x686f_7470_6174_6831, 0x6964_656d_746f_6b31);
+    let b = run(0x686f_7470_6174_6832, 0x6964_656d_746f_6b32);
     let mut out = [0u8; 16];
     out[..8].copy_from_slice(&a.to_le_bytes());
     out[8..].copy_from_slice(&b.to_le_bytes());
