@@ -423,10 +423,12 @@ fn random_write(rng: &mut Rng, i: u64, entities: u64) -> Vec<String> {
     let e = rng.below(entities);
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<String>>();
     let mut w = match rng.below(6) {
-        // Periods of minutes: RATE keys expire by the server clock when
-        // the limiter is full again, and must outlive the run.
-        0 => s(&["RATE.CHECK", &format!("r{{{e}}}"), "50", "600000"]),
-        1 => s(&["RATE.THROTTLE", &format!("t{{{e}}}"), "20", "100", "600"]),
+        // Periods of a day: RATE keys expire by the server clock when the
+        // limiter is full again (at least period/limit after a write), and
+        // must outlive the run, its retries and the two state reads (a
+        // 1,000,000-write run with 20 s found keys expiring in between).
+        0 => s(&["RATE.CHECK", &format!("r{{{e}}}"), "50", "86400000"]),
+        1 => s(&["RATE.THROTTLE", &format!("t{{{e}}}"), "20", "100", "86400"]),
         2 => s(&[
             "RANK.INCR",
             &format!("b{{{e}}}"),
@@ -451,9 +453,9 @@ fn random_write(rng: &mut Rng, i: u64, entities: u64) -> Vec<String> {
             &format!("q{{{e}}}2"),
             "LIMITS",
             "30",
-            "600000",
+            "86400000",
             "100",
-            "6000000",
+            "864000000",
         ]),
     };
     w.extend(["NOW".to_string(), now]);
