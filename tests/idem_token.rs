@@ -696,3 +696,40 @@ fn proof_long_randomized_retries_across_kill_and_promotion() {
         started.elapsed()
     );
 }
+
+/// The clients send the token: the Rust builder option `with_idem` and the
+/// Python `idem=` keyword; a resent write replays, a new token writes.
+#[test]
+fn clients_send_the_token() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    let board = hotpath_client::Rank::new("cl{1}");
+    let once = board.with_idem("t1");
+    assert_eq!(once.incr(&mut c, "m", 5).unwrap(), 5);
+    assert_eq!(once.incr(&mut c, "m", 5).unwrap(), 5, "replayed");
+    assert_eq!(board.with_idem("t2").incr(&mut c, "m", 5).unwrap(), 10);
+    let script = format!(
+        "import redis, hotpath\n\
+         hp = hotpath.HotPath(redis.Redis(port={}))\n\
+         b = hp.rank('py{{1}}')\n\
+         assert b.incr('m', 5, idem='t1') == 5\n\
+         assert b.incr('m', 5, idem='t1') == 5\n\
+         assert b.incr('m', 5, idem='t2') == 10\n\
+         r = hp.rate('py{{2}}')\n\
+         first = r.check(5, 1000, idem='t1')\n\
+         assert r.check(5, 1000, idem='t1') == first\n\
+         print('ok')\n",
+        srv.port
+    );
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new(python_bin())
+        .env("PYTHONPATH", root.join("clients/python/src"))
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

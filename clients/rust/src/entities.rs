@@ -90,13 +90,23 @@ macro_rules! entity {
         pub struct $name {
             key: String,
             now: Option<i64>,
+            idem: Option<String>,
             backend: Backend,
         }
 
         impl $name {
             /// A handle on the entity with base key `key`.
             pub fn new(key: impl Into<String>) -> Self {
-                $name { key: key.into(), now: None, backend: Backend::default() }
+                $name { key: key.into(), now: None, idem: None, backend: Backend::default() }
+            }
+
+            /// The same handle with a retry-safe token: the writes that
+            /// take `IDEM token` (docs/idem.md) send `IDEM token`, so that
+            /// resending a write with the same handle replays its first
+            /// reply instead of writing twice. Use one token per logical
+            /// write. The module backend only (the Lua twins take none).
+            pub fn with_idem(&self, token: impl Into<String>) -> Self {
+                $name { idem: Some(token.into()), ..self.clone() }
             }
 
             /// The same handle with the clock pinned: commands that take
@@ -207,7 +217,8 @@ impl Poll {
             .call("POLL.VOTE")
             .arg(user)
             .arg(candidate)
-            .opt("NOW", self.now);
+            .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref());
         Ok(int(&c.run(self.backend, con)?)? == 1)
     }
 
@@ -222,7 +233,8 @@ impl Poll {
             .call("POLL.REVOKE")
             .arg(user)
             .arg(candidate)
-            .opt("NOW", self.now);
+            .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref());
         int(&c.run(self.backend, con)?)
     }
 
@@ -330,7 +342,8 @@ impl Rank {
             .arg(points)
             .flag("GT", keep == Some(Keep::Greater))
             .flag("LT", keep == Some(Keep::Less))
-            .opt("NOW", self.now);
+            .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref());
         int(&c.run(self.backend, con)?)
     }
 
@@ -345,7 +358,8 @@ impl Rank {
             .call("RANK.INCR")
             .arg(member)
             .arg(delta)
-            .opt("NOW", self.now);
+            .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref());
         int(&c.run(self.backend, con)?)
     }
 
@@ -360,7 +374,8 @@ impl Rank {
             .call("RANK.DECR")
             .arg(member)
             .arg(delta)
-            .opt("NOW", self.now);
+            .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref());
         int(&c.run(self.backend, con)?)
     }
 
@@ -438,7 +453,11 @@ impl Like {
 
     /// `LIKE.TOGGLE`.
     pub fn toggle<C: ConnectionLike>(&self, con: &mut C, user: u64) -> RedisResult<LikeToggle> {
-        let c = self.call("LIKE.TOGGLE").arg(user).opt("NOW", self.now);
+        let c = self
+            .call("LIKE.TOGGLE")
+            .arg(user)
+            .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref());
         let (liked, count) = r::flag_count(&c.run(self.backend, con)?)?;
         Ok(LikeToggle { liked, count })
     }
@@ -509,13 +528,18 @@ impl RedPacket {
             .arg(count)
             .opt("MODE", mode)
             .opt("TTL", ttl)
-            .opt("NOW", self.now);
+            .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref());
         int(&c.run(self.backend, con)?)
     }
 
     /// `REDPACKET.GRAB`.
     pub fn grab<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<Grab> {
-        let c = self.call("REDPACKET.GRAB").arg(user).opt("NOW", self.now);
+        let c = self
+            .call("REDPACKET.GRAB")
+            .arg(user)
+            .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref());
         r::grab(&c.run(self.backend, con)?)
     }
 
@@ -580,7 +604,8 @@ impl LuckyBag {
         let c = self
             .call("LUCKYBAG.JOIN")
             .arg(user)
-            .opt("TASK", task_pending.then_some("PENDING"));
+            .opt("TASK", task_pending.then_some("PENDING"))
+            .opt("IDEM", self.idem.as_deref());
         r::join(&c.run(self.backend, con)?)
     }
 
@@ -659,7 +684,8 @@ impl Rate {
             .opt("BURST", o.burst)
             .opt("COST", o.cost)
             .flag("PEEK", o.peek)
-            .opt("NOW", self.now);
+            .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref());
         r::rate(&c.run(self.backend, con)?)
     }
 
@@ -678,7 +704,8 @@ impl Rate {
             .arg(count)
             .arg(period_s)
             .arg(quantity)
-            .opt("NOW", self.now);
+            .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref());
         r::throttle(&c.run(self.backend, con)?)
     }
 
@@ -746,7 +773,8 @@ impl Lock {
             .opt("LIMIT", o.limit)
             .opt("MAXHOLD", o.maxhold)
             .opt("BLOCK", o.block)
-            .opt("NOW", self.now);
+            .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref());
         r::token(&c.run(self.backend, con)?)
     }
 
@@ -828,7 +856,8 @@ impl DelayQueue {
             .opt("AT", o.at)
             .opt("ATTEMPTS", o.attempts)
             .flag("REPLACE", o.replace)
-            .opt("NOW", self.now);
+            .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref());
         Ok(int(&c.run(self.backend, con)?)? == 1)
     }
 
@@ -871,7 +900,11 @@ impl DelayQueue {
             Some(Retry::Delay(ms)) => c.arg("DELAY").arg(ms),
             Some(Retry::Backoff { base_ms, max_ms }) => c.arg("BACKOFF").arg(base_ms).arg(max_ms),
         };
-        r::nack(&c.opt("NOW", self.now).run(self.backend, con)?)
+        r::nack(
+            &c.opt("NOW", self.now)
+                .opt("IDEM", self.idem.as_deref())
+                .run(self.backend, con)?,
+        )
     }
 
     /// `DELAYQ.EXTEND`: true when the delivery's lease was restarted.
@@ -1074,7 +1107,8 @@ impl Stock {
             .arg(user)
             .arg(order)
             .arg(quantity)
-            .opt("NOW", self.now);
+            .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref());
         r::reservation(&c.run(self.backend, con)?)
     }
 
@@ -1095,7 +1129,11 @@ impl Stock {
     /// `STOCK.RESTOCK`: adds `delta` units (removes available ones when
     /// negative); the units available after.
     pub fn restock<C: ConnectionLike>(&self, con: &mut C, delta: i64) -> RedisResult<i64> {
-        let c = self.call("STOCK.RESTOCK").arg(delta).opt("NOW", self.now);
+        let c = self
+            .call("STOCK.RESTOCK")
+            .arg(delta)
+            .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref());
         int(&c.run(self.backend, con)?)
     }
 

@@ -215,15 +215,17 @@ class Poll(_Entity):
         _opt(a, "NOW", now)
         return R.ok(self._call("CREATE", *a))
 
-    def vote(self, user: Arg, candidate: Arg, now: Optional[int] = None) -> bool:
+    def vote(self, user: Arg, candidate: Arg, now: Optional[int] = None, idem: Optional[Arg] = None) -> bool:
         """True when the vote counted, False for a duplicate."""
         a: List[Arg] = [user, candidate]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return bool(R.integer(self._call("VOTE", *a)))
 
-    def revoke(self, user: Arg, candidate: Optional[Arg] = None, now: Optional[int] = None) -> int:
+    def revoke(self, user: Arg, candidate: Optional[Arg] = None, now: Optional[int] = None, idem: Optional[Arg] = None) -> int:
         a: List[Arg] = [user] + ([candidate] if candidate is not None else [])
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return R.integer(self._call("REVOKE", *a))
 
     def top(self, count: Optional[int] = None, offset: Optional[int] = None) -> List[R.PollEntry]:
@@ -270,20 +272,23 @@ class Rank(_Entity):
         return R.ok(self._call("CREATE", *a))
 
     def add(self, member: Arg, points: int, gt: bool = False, lt: bool = False,
-            now: Optional[int] = None) -> int:
+            now: Optional[int] = None, idem: Optional[Arg] = None) -> int:
         """The member's points now stored."""
         a: List[Arg] = [member, points] + (["GT"] if gt else []) + (["LT"] if lt else [])
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return R.integer(self._call("ADD", *a))
 
-    def incr(self, member: Arg, delta: int, now: Optional[int] = None) -> int:
+    def incr(self, member: Arg, delta: int, now: Optional[int] = None, idem: Optional[Arg] = None) -> int:
         a: List[Arg] = [member, delta]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return R.integer(self._call("INCR", *a))
 
-    def decr(self, member: Arg, delta: int, now: Optional[int] = None) -> int:
+    def decr(self, member: Arg, delta: int, now: Optional[int] = None, idem: Optional[Arg] = None) -> int:
         a: List[Arg] = [member, delta]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return R.integer(self._call("DECR", *a))
 
     def get(self, member: Arg) -> Optional[R.RankEntry]:
@@ -308,9 +313,10 @@ class Like(_Entity):
     """Likes with Set→Bitmap promotion (docs/like.md). User ids are integers."""
     family = "LIKE"
 
-    def toggle(self, user: int, now: Optional[int] = None) -> R.LikeToggle:
+    def toggle(self, user: int, now: Optional[int] = None, idem: Optional[Arg] = None) -> R.LikeToggle:
         a: List[Arg] = [user]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return R.like_toggle(self._call("TOGGLE", *a))
 
     def add(self, user: int, now: Optional[int] = None) -> R.LikeChange:
@@ -340,16 +346,18 @@ class RedPacket(_Entity):
     family = "REDPACKET"
 
     def split(self, total_cents: int, count: int, mode: Optional[str] = None,
-              ttl: Optional[int] = None, now: Optional[int] = None) -> int:
+              ttl: Optional[int] = None, now: Optional[int] = None, idem: Optional[Arg] = None) -> int:
         a: List[Arg] = [total_cents, count]
         _opt(a, "MODE", mode)
         _opt(a, "TTL", ttl)
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return R.integer(self._call("SPLIT", *a))
 
-    def grab(self, user: Arg, now: Optional[int] = None) -> R.Grab:
+    def grab(self, user: Arg, now: Optional[int] = None, idem: Optional[Arg] = None) -> R.Grab:
         a: List[Arg] = [user]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return R.grab(self._call("GRAB", *a))
 
     def info(self, now: Optional[int] = None) -> Optional[R.PacketInfo]:
@@ -380,8 +388,9 @@ class LuckyBag(_Entity):
         _opt(a, "TTL", ttl)
         return R.ok(self._call("CREATE", *a))
 
-    def join(self, user: Arg, task_pending: bool = False) -> R.Join:
+    def join(self, user: Arg, task_pending: bool = False, idem: Optional[Arg] = None) -> R.Join:
         a: List[Arg] = [user] + (["TASK", "PENDING"] if task_pending else [])
+        _opt(a, "IDEM", idem)
         return R.join(self._call("JOIN", *a))
 
     def task(self, user: Arg) -> bool:
@@ -410,7 +419,7 @@ class Rate(_Entity):
 
     def check(self, limit: int, period_ms: int, algo: Optional[str] = None,
               burst: Optional[int] = None, cost: Optional[int] = None, peek: bool = False,
-              now: Optional[int] = None) -> R.RateResult:
+              now: Optional[int] = None, idem: Optional[Arg] = None) -> R.RateResult:
         a: List[Arg] = [limit, period_ms]
         _opt(a, "ALGO", algo)
         _opt(a, "BURST", burst)
@@ -418,12 +427,14 @@ class Rate(_Entity):
         if peek:
             a.append("PEEK")
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return R.rate(self._call("CHECK", *a))
 
     def throttle(self, max_burst: int, count: int, period_s: int,
-                 quantity: Optional[int] = None, now: Optional[int] = None) -> R.Throttle:
+                 quantity: Optional[int] = None, now: Optional[int] = None, idem: Optional[Arg] = None) -> R.Throttle:
         a: List[Arg] = [max_burst, count, period_s] + ([quantity] if quantity is not None else [])
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return R.throttle(self._call("THROTTLE", *a))
 
     def reset(self) -> bool:
@@ -436,7 +447,7 @@ class Lock(_Entity):
 
     def acquire(self, owner: Arg, ttl_ms: int, limit: Optional[int] = None,
                 maxhold: Optional[int] = None, block: Optional[int] = None,
-                now: Optional[int] = None) -> Optional[int]:
+                now: Optional[int] = None, idem: Optional[Arg] = None) -> Optional[int]:
         """The fencing token, or None when busy (after ``block`` ms with it).
         Blocking calls need a socket timeout longer than ``block``."""
         a: List[Arg] = [owner, ttl_ms]
@@ -444,6 +455,7 @@ class Lock(_Entity):
         _opt(a, "MAXHOLD", maxhold)
         _opt(a, "BLOCK", block)
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return R.token(self._call("ACQUIRE", *a))
 
     def release(self, owner: Arg, now: Optional[int] = None) -> bool:
@@ -510,7 +522,7 @@ class DelayQueue(_Entity):
 
     def add(self, id: Arg, payload: Arg, delay: Optional[int] = None, at: Optional[int] = None,
             attempts: Optional[int] = None, replace: bool = False,
-            now: Optional[int] = None) -> bool:
+            now: Optional[int] = None, idem: Optional[Arg] = None) -> bool:
         """True when added (or replaced), False when ``id`` exists."""
         a: List[Arg] = [id, payload]
         _opt(a, "DELAY", delay)
@@ -519,6 +531,7 @@ class DelayQueue(_Entity):
         if replace:
             a.append("REPLACE")
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return bool(R.integer(self._call("ADD", *a)))
 
     def poll(self, lease_ms: int, count: Optional[int] = None, block: Optional[int] = None,
@@ -535,13 +548,14 @@ class DelayQueue(_Entity):
         return bool(R.integer(self._call("ACK", id, receipt)))
 
     def nack(self, id: Arg, receipt: int, delay: Optional[int] = None,
-             backoff: Optional[Tuple[int, int]] = None, now: Optional[int] = None) -> R.Nack:
+             backoff: Optional[Tuple[int, int]] = None, now: Optional[int] = None, idem: Optional[Arg] = None) -> R.Nack:
         """``backoff`` is ``(base_ms, max_ms)``."""
         a: List[Arg] = [id, receipt]
         _opt(a, "DELAY", delay)
         if backoff is not None:
             a += ["BACKOFF", backoff[0], backoff[1]]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return R.nack(self._call("NACK", *a))
 
     def extend(self, id: Arg, receipt: int, lease_ms: int, now: Optional[int] = None) -> bool:
@@ -615,11 +629,12 @@ class Stock(_Entity):
         return R.ok(self._call("CREATE", *a))
 
     def reserve(self, user: Arg, order: Arg, quantity: int = 1,
-                now: Optional[int] = None) -> R.Reservation:
+                now: Optional[int] = None, idem: Optional[Arg] = None) -> R.Reservation:
         """Reserves ``quantity`` units for ``order`` under a lease: OK,
         SOLDOUT or LIMIT; the same order gets the same reply again."""
         a: List[Arg] = [user, order, quantity]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return R.reservation(self._call("RESERVE", *a))
 
     def confirm(self, order: Arg, now: Optional[int] = None) -> bool:
@@ -634,11 +649,12 @@ class Stock(_Entity):
         nothing to give back."""
         return bool(R.integer(self._call("RELEASE", order)))
 
-    def restock(self, delta: int, now: Optional[int] = None) -> int:
+    def restock(self, delta: int, now: Optional[int] = None, idem: Optional[Arg] = None) -> int:
         """Adds ``delta`` units (removes available ones when negative);
         the units available after."""
         a: List[Arg] = [delta]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return R.integer(self._call("RESTOCK", *a))
 
     def info(self) -> Optional[R.StockInfo]:
