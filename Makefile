@@ -8,7 +8,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 # Valkey run and the tests that run examples/quickstart.py all use it.
 export HOTPATH_PYTHON := $(CURDIR)/.venv/bin/python
 
-.PHONY: help deps build run test check bench lint fmt fuzz docker release install matrix fresh-debian clean cluster-soak stock-soak stock-cluster cluster-bench lua-gen lua-load differential clients-polyglot
+.PHONY: help deps build run test check bench lint fmt fuzz docker release install matrix fresh-debian clean cluster-soak stock-soak stock-cluster idem-proof cluster-bench lua-gen lua-load differential clients-polyglot
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -47,6 +47,9 @@ stock-soak: build ## long STOCK run: 50 clients, 40 batches of random reserve/co
 
 stock-cluster: build ## spread STOCK on the 3+3 cluster: 10,000 units, 100,000 buyers, a master killed and a slot moved
 	cargo test --release --test integration stock_spread::soak_ -- --ignored --nocapture --test-threads=1
+
+idem-proof: build ## the long IDEM token proof: 1,000,000 randomized writes retried 0-3 times across a kill -9 and a replica promotion (HOTPATH_IDEM_PROOF_N)
+	cargo test --release --test integration idem_token::proof_long -- --ignored --nocapture
 
 cluster-bench: build ## fan-out measured client-side vs over the cluster bus (prototype in bench/busproto)
 	cargo build --release -p hotpath-busproto

@@ -281,7 +281,7 @@ pub unsafe fn dispatch(
 macro_rules! borrowed_command {
     (name: $name:expr, handler: $handler:path, flags: $flags:expr, arity: $arity:expr,
      keys: $keys:expr, acl: $acl:expr, summary: $summary:expr, complexity: $cx:expr,
-     syntax: $syntax:expr, reply: $reply:expr $(, since: $since:expr)? $(,)?) => {
+     syntax: $syntax:expr, reply: $reply:expr $(, since: $since:expr)? $(, idem: $idem:literal)? $(,)?) => {
         $crate::registry::CommandSpec {
             name: $name,
             callback: {
@@ -290,6 +290,13 @@ macro_rules! borrowed_command {
                     argv: *mut *mut redis_module::raw::RedisModuleString,
                     argc: std::os::raw::c_int,
                 ) -> std::os::raw::c_int {
+                    const IDEM: bool = { const F: &[bool] = &[false $(, $idem)?]; F[F.len() - 1] };
+                    if IDEM && $crate::idem_token::present(argv, argc, $arity) {
+                        return $crate::idem_token::dispatch(
+                            ctx, argv, argc, $crate::idem_token::Run::Borrowed($handler),
+                            $keys, $name, $arity,
+                        );
+                    }
                     // Measured only while the latency monitor is on (see
                     // latency.rs).
                     if $crate::latency::on() {
@@ -317,6 +324,7 @@ macro_rules! borrowed_command {
                 const SINCE: &[&str] = &[$crate::syntax::FIRST_RELEASE $(, $since)?];
                 SINCE[SINCE.len() - 1]
             },
+            idem: { const F: &[bool] = &[false $(, $idem)?]; F[F.len() - 1] },
         }
     };
 }

@@ -51,6 +51,18 @@ pub const RANGE_MAX_DEFAULT: i64 = 1000;
 pub static IDEM_TTL: AtomicI64 = AtomicI64::new(IDEM_TTL_DEFAULT);
 /// The default of `idem-ttl`.
 pub const IDEM_TTL_DEFAULT: i64 = 86_400;
+/// `idem-token-ttl`: how long a write's `IDEM token` is kept, in seconds
+/// (24 h by default; see src/idem_token/).
+pub static IDEM_TOKEN_TTL: AtomicI64 = AtomicI64::new(IDEM_TTL_DEFAULT);
+/// `idem-token-cap`: the most tokens one entity keeps; a new token over
+/// the cap evicts the earliest to expire.
+pub static IDEM_TOKEN_CAP: AtomicI64 = AtomicI64::new(IDEM_TOKEN_CAP_DEFAULT);
+/// The default of `idem-token-cap`.
+pub const IDEM_TOKEN_CAP_DEFAULT: i64 = 1000;
+/// `idem-token-max`: the longest token accepted, in bytes.
+pub static IDEM_TOKEN_MAX: AtomicI64 = AtomicI64::new(IDEM_TOKEN_MAX_DEFAULT);
+/// The default of `idem-token-max`.
+pub const IDEM_TOKEN_MAX_DEFAULT: i64 = 40;
 
 /// One integer setting: its name (`hotpath.<name>` in CONFIG), where its
 /// value lives, its default and its inclusive range.
@@ -65,7 +77,7 @@ pub struct Setting {
 /// Every setting of the module. A new setting is one static above and
 /// one line here; registration, load arguments, the load log line and the
 /// range checks all come from this table.
-pub static SETTINGS: [Setting; 8] = [
+pub static SETTINGS: [Setting; 11] = [
     Setting {
         name: "like-max-id",
         value: &LIKE_MAX_ID,
@@ -122,6 +134,29 @@ pub static SETTINGS: [Setting; 8] = [
         default: IDEM_TTL_DEFAULT,
         min: 1,
         max: crate::idem::model::MAX_TTL_S,
+    },
+    Setting {
+        name: "idem-token-ttl",
+        value: &IDEM_TOKEN_TTL,
+        default: IDEM_TTL_DEFAULT,
+        min: 1,
+        max: crate::idem::model::MAX_TTL_S,
+    },
+    Setting {
+        name: "idem-token-cap",
+        value: &IDEM_TOKEN_CAP,
+        default: IDEM_TOKEN_CAP_DEFAULT,
+        // A full store is walked in one step: 10,000 tokens is the most
+        // that stays well under a millisecond (docs/idem.md, "Cost").
+        min: 1,
+        max: 10_000,
+    },
+    Setting {
+        name: "idem-token-max",
+        value: &IDEM_TOKEN_MAX,
+        default: IDEM_TOKEN_MAX_DEFAULT,
+        min: 1,
+        max: 512,
     },
 ];
 

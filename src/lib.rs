@@ -10,6 +10,7 @@ pub mod config;
 pub mod delayq;
 pub mod error;
 pub mod idem;
+pub mod idem_token;
 pub mod keys;
 pub mod latency;
 pub mod like;

@@ -60,6 +60,10 @@ pub struct CommandSpec {
     /// The module version that introduced the command
     /// ([`FIRST_RELEASE`](crate::syntax::FIRST_RELEASE) unless declared).
     pub since: &'static str,
+    /// True when the command takes a trailing `IDEM token`
+    /// (src/idem_token/): declared `idem: true`, and its syntax line ends
+    /// with `[IDEM token]` (a unit test checks both go together).
+    pub idem: bool,
 }
 
 /// A family of commands: the one list of families, [`crate::FAMILIES`],
@@ -96,7 +100,7 @@ pub struct Family {
 macro_rules! command {
     (name: $name:expr, handler: $handler:path, flags: $flags:expr, arity: $arity:expr,
      keys: $keys:expr, acl: $acl:expr, summary: $summary:expr, complexity: $cx:expr,
-     syntax: $syntax:expr, reply: $reply:expr $(, since: $since:expr)? $(,)?) => {
+     syntax: $syntax:expr, reply: $reply:expr $(, since: $since:expr)? $(, idem: $idem:literal)? $(,)?) => {
         $crate::registry::CommandSpec {
             name: $name,
             callback: {
@@ -105,6 +109,15 @@ macro_rules! command {
                     argv: *mut *mut redis_module::raw::RedisModuleString,
                     argc: std::os::raw::c_int,
                 ) -> std::os::raw::c_int {
+                    const IDEM: bool = { const F: &[bool] = &[false $(, $idem)?]; F[F.len() - 1] };
+                    // A call without `IDEM token` pays one look at its
+                    // next-to-last argument (none for other commands).
+                    if IDEM && $crate::idem_token::present(argv, argc, $arity) {
+                        return $crate::idem_token::dispatch(
+                            ctx, argv, argc, $crate::idem_token::Run::Owned($handler),
+                            $keys, $name, $arity,
+                        );
+                    }
                     // Measured only while the latency monitor is on (see
                     // latency.rs); otherwise this costs one load and one
                     // branch before the tail call.
@@ -130,6 +143,7 @@ macro_rules! command {
                 const SINCE: &[&str] = &[$crate::syntax::FIRST_RELEASE $(, $since)?];
                 SINCE[SINCE.len() - 1]
             },
+            idem: { const F: &[bool] = &[false $(, $idem)?]; F[F.len() - 1] },
         }
     };
 }

@@ -4,6 +4,10 @@
 //! that replies this way returns [`RedisValue::NoReply`].
 //!
 //! [`RedisValue::NoReply`]: redis_module::RedisValue::NoReply
+//!
+//! While a write with `IDEM token` runs, each function also writes what it
+//! sends into the reply being captured (src/idem_token/): one thread-local
+//! load per call otherwise.
 
 use std::os::raw::{c_char, c_long, c_longlong};
 
@@ -12,6 +16,9 @@ use redis_module::{raw, Context, RedisString};
 /// Starts an array of `len` elements.
 #[inline]
 pub fn array(ctx: &Context, len: usize) {
+    if crate::idem_token::capturing() {
+        crate::idem_token::capture(|e| e.array(len));
+    }
     unsafe { raw::RedisModule_ReplyWithArray.unwrap()(ctx.ctx, len as c_long) };
 }
 
@@ -19,12 +26,18 @@ pub fn array(ctx: &Context, len: usize) {
 /// of twice the length.
 #[inline]
 pub fn map(ctx: &Context, len: usize) {
+    if crate::idem_token::capturing() {
+        crate::idem_token::capture(|e| e.map(len));
+    }
     raw::reply_with_map(ctx.ctx, len as c_long);
 }
 
 /// Replies an integer.
 #[inline]
 pub fn int(ctx: &Context, v: i64) {
+    if crate::idem_token::capturing() {
+        crate::idem_token::capture(|e| e.int(v));
+    }
     unsafe { raw::RedisModule_ReplyWithLongLong.unwrap()(ctx.ctx, v as c_longlong) };
 }
 
@@ -40,6 +53,9 @@ pub fn ints(ctx: &Context, values: &[i64]) {
 /// Replies a bulk string with the bytes of `v`.
 #[inline]
 pub fn bytes(ctx: &Context, v: &[u8]) {
+    if crate::idem_token::capturing() {
+        crate::idem_token::capture(|e| e.bulk(v));
+    }
     unsafe {
         raw::RedisModule_ReplyWithStringBuffer.unwrap()(
             ctx.ctx,
@@ -52,5 +68,8 @@ pub fn bytes(ctx: &Context, v: &[u8]) {
 /// Replies a Redis string as it is (no copy on our side).
 #[inline]
 pub fn string(ctx: &Context, s: &RedisString) {
+    if crate::idem_token::capturing() {
+        crate::idem_token::capture(|e| e.bulk(s.as_slice()));
+    }
     unsafe { raw::RedisModule_ReplyWithString.unwrap()(ctx.ctx, s.inner) };
 }

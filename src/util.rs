@@ -152,6 +152,10 @@ fn reply_key(ctx: &Context, name: &[u8]) {
 /// [`RedisValue::NoReply`]: the reply is sent, so return it as the
 /// handler's result (`Ok(util::map(ctx, items))`).
 pub fn map(ctx: &Context, flat: Vec<RedisValue>) -> RedisValue {
+    if crate::idem_token::capturing() {
+        crate::idem_token::capture(|e| e.map(flat.len() / 2));
+        flat.iter().for_each(crate::idem_token::capture_value);
+    }
     redis_module::raw::reply_with_map(ctx.ctx, (flat.len() / 2) as std::os::raw::c_long);
     for v in flat {
         ctx.reply(Ok(v));
@@ -165,6 +169,14 @@ pub fn map(ctx: &Context, flat: Vec<RedisValue>) -> RedisValue {
 /// [`RedisValue::NoReply`] like [`map`].
 pub fn record(ctx: &Context, names: &[&str], values: Vec<RedisValue>) -> RedisValue {
     debug_assert_eq!(names.len(), values.len());
+    if crate::idem_token::capturing() {
+        // A record, replayed in the protocol of the client that retries.
+        crate::idem_token::capture(|e| e.record(values.len()));
+        for (n, v) in names.iter().zip(&values) {
+            crate::idem_token::capture(|e| e.bulk(n.as_bytes()));
+            crate::idem_token::capture_value(v);
+        }
+    }
     if resp3(ctx) {
         redis_module::raw::reply_with_map(ctx.ctx, values.len() as std::os::raw::c_long);
         for (n, v) in names.iter().zip(values) {
@@ -184,6 +196,15 @@ pub fn record(ctx: &Context, names: &[&str], values: Vec<RedisValue>) -> RedisVa
 /// values built): for hot paths such as RATE.CHECK.
 pub fn record_ints(ctx: &Context, names: &[&str], values: &[i64]) -> RedisValue {
     let n = values.len() as std::os::raw::c_long;
+    if crate::idem_token::capturing() {
+        crate::idem_token::capture(|e| {
+            e.record(values.len());
+            for (name, v) in names.iter().zip(values) {
+                e.bulk(name.as_bytes());
+                e.int(*v);
+            }
+        });
+    }
     let three = resp3(ctx);
     unsafe {
         if three {

@@ -23,6 +23,7 @@ mod docker;
 mod families;
 mod fuzz;
 mod idem;
+mod idem_token;
 mod kept_names;
 mod like;
 mod load;

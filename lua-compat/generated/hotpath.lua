@@ -595,7 +595,7 @@ if old then redis.call('ZREM', B .. ':dead', id) end
 return 1
 end
 redis.register_function{function_name = 'hotpath_delayq_add', callback = delayq_add,
-  description = 'DELAYQ.ADD key id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [LOSTMAX n] [REPLACE] [NOW unix-ms]'}
+  description = 'DELAYQ.ADD key id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [LOSTMAX n] [REPLACE] [NOW unix-ms] [IDEM token]'}
 
 -- DELAYQ.CANCEL (lua-compat/src/delayq/cancel.lua)
 local function delayq_cancel(KEYS, ARGV)
@@ -779,7 +779,7 @@ redis.call('ZADD', B .. ':due', fmt(now + wait), id)
 return 1
 end
 redis.register_function{function_name = 'hotpath_delayq_nack', callback = delayq_nack,
-  description = 'DELAYQ.NACK key id receipt [DELAY ms | BACKOFF base-ms max-ms] [NOW unix-ms]'}
+  description = 'DELAYQ.NACK key id receipt [DELAY ms | BACKOFF base-ms max-ms] [NOW unix-ms] [IDEM token]'}
 
 -- DELAYQ.PEEK (lua-compat/src/delayq/peek.lua)
 local function delayq_peek(KEYS, ARGV)
@@ -2207,7 +2207,7 @@ if #KEYS ~= 1 then return arity('like.toggle') end
 return write('toggle', 'like.toggle', KEYS, ARGV)
 end
 redis.register_function{function_name = 'hotpath_like_toggle', callback = like_toggle,
-  description = 'LIKE.TOGGLE key user [NOW unix-ms] [SPREAD n]'}
+  description = 'LIKE.TOGGLE key user [NOW unix-ms] [SPREAD n] [IDEM token]'}
 end
 
 do -- LOCK (lua-compat/src/lock/)
@@ -2453,7 +2453,7 @@ commit(owner, h)
 return h.token
 end
 redis.register_function{function_name = 'hotpath_lock_acquire', callback = lock_acquire,
-  description = 'LOCK.ACQUIRE key owner ttl-ms [LIMIT n] [MAXHOLD ms] [BLOCK timeout-ms] [NOW unix-ms]'}
+  description = 'LOCK.ACQUIRE key owner ttl-ms [LIMIT n] [MAXHOLD ms] [BLOCK timeout-ms] [NOW unix-ms] [IDEM token]'}
 
 -- LOCK.CHECK (lua-compat/src/lock/check.lua)
 local function lock_check(KEYS, ARGV)
@@ -3532,7 +3532,7 @@ return {1, pooled and 1 or 0, n}
 
 end
 redis.register_function{function_name = 'hotpath_luckybag_join', callback = luckybag_join,
-  description = 'LUCKYBAG.JOIN key user [TASK DONE|PENDING] [SPREAD n]'}
+  description = 'LUCKYBAG.JOIN key user [TASK DONE|PENDING] [SPREAD n] [IDEM token]'}
 
 -- LUCKYBAG.LEAVE (lua-compat/src/luckybag/leave.lua)
 local function luckybag_leave(KEYS, ARGV)
@@ -4292,7 +4292,7 @@ error(res, 0)
 
 end
 redis.register_function{function_name = 'hotpath_poll_revoke', callback = poll_revoke, flags = {'allow-oom'},
-  description = 'POLL.REVOKE key user [candidate] [NOW unix-ms] [SPREAD n]'}
+  description = 'POLL.REVOKE key user [candidate] [NOW unix-ms] [SPREAD n] [IDEM token]'}
 
 -- POLL.STATUS (lua-compat/src/poll/status.lua)
 local function poll_status(KEYS, ARGV)
@@ -4640,7 +4640,7 @@ error(res, 0)
 
 end
 redis.register_function{function_name = 'hotpath_poll_vote', callback = poll_vote,
-  description = 'POLL.VOTE key user candidate [NOW unix-ms] [SPREAD n]'}
+  description = 'POLL.VOTE key user candidate [NOW unix-ms] [SPREAD n] [IDEM token]'}
 end
 
 do -- RANK (lua-compat/src/rank/)
@@ -5074,7 +5074,7 @@ write_score(B, member, pack(l, points, t))
 return points
 end
 redis.register_function{function_name = 'hotpath_rank_add', callback = rank_add,
-  description = 'RANK.ADD key member points [GT|LT] [NOW unix-ms] [SPREAD n]'}
+  description = 'RANK.ADD key member points [GT|LT] [NOW unix-ms] [SPREAD n] [IDEM token]'}
 
 -- RANK.AROUND (lua-compat/src/rank/around.lua)
 local function rank_around(KEYS, ARGV)
@@ -5253,7 +5253,7 @@ if #KEYS ~= 1 then return arity('rank.decr') end
 return incr_cmd(KEYS[1], ARGV, true)
 end
 redis.register_function{function_name = 'hotpath_rank_decr', callback = rank_decr,
-  description = 'RANK.DECR key member delta [NOW unix-ms] [SPREAD n]'}
+  description = 'RANK.DECR key member delta [NOW unix-ms] [SPREAD n] [IDEM token]'}
 
 -- RANK.GET (lua-compat/src/rank/get.lua)
 local function rank_get(KEYS, ARGV)
@@ -5435,7 +5435,7 @@ if #KEYS ~= 1 then return arity('rank.incr') end
 return incr_cmd(KEYS[1], ARGV, false)
 end
 redis.register_function{function_name = 'hotpath_rank_incr', callback = rank_incr,
-  description = 'RANK.INCR key member delta [NOW unix-ms] [SPREAD n]'}
+  description = 'RANK.INCR key member delta [NOW unix-ms] [SPREAD n] [IDEM token]'}
 
 -- RANK.MERGE (lua-compat/src/rank/merge.lua)
 local function rank_merge(KEYS, ARGV)
@@ -6231,7 +6231,7 @@ end
 return reply(allowed, math.max(limit - after, 0), retry, reset)
 end
 redis.register_function{function_name = 'hotpath_rate_check', callback = rate_check,
-  description = 'RATE.CHECK key limit period-ms [ALGO GCRA|FIXED|SLIDING|LOG|BUCKET] [BURST burst] [COST cost] [PEEK] [NOW unix-ms | NOWUS unix-us]'}
+  description = 'RATE.CHECK key limit period-ms [ALGO GCRA|FIXED|SLIDING|LOG|BUCKET] [BURST burst] [COST cost] [PEEK] [NOW unix-ms | NOWUS unix-us] [IDEM token]'}
 
 -- RATE.MULTI (lua-compat/src/rate/multi.lua)
 local function rate_multi(KEYS, ARGV)
@@ -6349,7 +6349,7 @@ end
 return best
 end
 redis.register_function{function_name = 'hotpath_rate_multi', callback = rate_multi,
-  description = 'RATE.MULTI numkeys key [key ...] LIMITS limit period-ms [limit period-ms ...] [COST cost] [PEEK] [NOW unix-ms | NOWUS unix-us]'}
+  description = 'RATE.MULTI numkeys key [key ...] LIMITS limit period-ms [limit period-ms ...] [COST cost] [PEEK] [NOW unix-ms | NOWUS unix-us] [IDEM token]'}
 
 -- RATE.RESET (lua-compat/src/rate/reset.lua)
 local function rate_reset(KEYS, ARGV)
@@ -6442,7 +6442,7 @@ end
 return {allowed and 0 or 1, B, remaining, retry, secs(aq)}
 end
 redis.register_function{function_name = 'hotpath_rate_throttle', callback = rate_throttle,
-  description = 'RATE.THROTTLE key max-burst count period-s [quantity] [NOW unix-ms | NOWUS unix-us]'}
+  description = 'RATE.THROTTLE key max-burst count period-s [quantity] [NOW unix-ms | NOWUS unix-us] [IDEM token]'}
 end
 
 do -- REDPACKET (lua-compat/src/redpacket/)
@@ -6577,7 +6577,7 @@ return { 'OK', cents }
 
 end
 redis.register_function{function_name = 'hotpath_redpacket_grab', callback = redpacket_grab,
-  description = 'REDPACKET.GRAB key user [NOW unix-ms]'}
+  description = 'REDPACKET.GRAB key user [NOW unix-ms] [IDEM token]'}
 
 -- REDPACKET.GRABBED (lua-compat/src/redpacket/grabbed.lua)
 local function redpacket_grabbed(KEYS, ARGV)
@@ -6779,7 +6779,7 @@ return count
 
 end
 redis.register_function{function_name = 'hotpath_redpacket_split', callback = redpacket_split,
-  description = 'REDPACKET.SPLIT key total-cents count [MODE RANDOM|EQUAL] [TTL seconds] [NOW unix-ms]'}
+  description = 'REDPACKET.SPLIT key total-cents count [MODE RANDOM|EQUAL] [TTL seconds] [NOW unix-ms] [IDEM token]'}
 end
 
 do -- STOCK (lua-compat/src/stock/)
@@ -7360,7 +7360,7 @@ end
 return {status, left, lease_end}
 end
 redis.register_function{function_name = 'hotpath_stock_reserve', callback = stock_reserve,
-  description = 'STOCK.RESERVE key user order quantity [NOW unix-ms] [SPREAD n]'}
+  description = 'STOCK.RESERVE key user order quantity [NOW unix-ms] [SPREAD n] [IDEM token]'}
 
 -- STOCK.RESTOCK (lua-compat/src/stock/restock.lua)
 local function stock_restock(KEYS, ARGV)
@@ -7396,5 +7396,5 @@ if not same_stock(s, head) then write_stock(B, s) end
 return s.available
 end
 redis.register_function{function_name = 'hotpath_stock_restock', callback = stock_restock,
-  description = 'STOCK.RESTOCK key delta [NOW unix-ms] [SPREAD n]'}
+  description = 'STOCK.RESTOCK key delta [NOW unix-ms] [SPREAD n] [IDEM token]'}
 end

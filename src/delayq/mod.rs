@@ -95,8 +95,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Adds a job with a unique id, a payload and a due time; idempotent on the id unless REPLACE",
         complexity: "O(log N)",
-        syntax: "key id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [LOSTMAX n] [REPLACE] [NOW unix-ms]",
-        reply: "integer"
+        syntax: "key id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [LOSTMAX n] [REPLACE] [NOW unix-ms] [IDEM token]",
+        reply: "integer", idem: true
     },
     crate::borrowed_command! {
         name: "delayq.poll",
@@ -131,8 +131,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Gives a job back after a delay or backoff (1), or to the dead letters after its last attempt (2); 0 for a stale receipt",
         complexity: "O(log N)",
-        syntax: "key id receipt [DELAY ms | BACKOFF base-ms max-ms] [NOW unix-ms]",
-        reply: "integer"
+        syntax: "key id receipt [DELAY ms | BACKOFF base-ms max-ms] [NOW unix-ms] [IDEM token]",
+        reply: "integer", idem: true
     },
     crate::borrowed_command! {
         name: "delayq.extend",

@@ -55,6 +55,12 @@ pub static COUNTERS: &[&Counter] = &[
     &COUNT_COMPLETED,
     &COUNT_STALE,
     &COUNT_ABORTED,
+    // `IDEM token` on the other families' writes (src/idem_token/).
+    &crate::idem_token::STORED,
+    &crate::idem_token::REPLAYED,
+    &crate::idem_token::MISMATCHED,
+    &crate::idem_token::SWEPT,
+    &crate::idem_token::EVICTED,
 ];
 
 const B: Keys = Keys::Range { first: 1, last: 1 };

@@ -67,8 +67,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         arity: -3, keys: Keys::Range { first: 1, last: 1 }, acl: "write fast",
         summary: "Likes or unlikes B for a user; returns [liked, count]",
         complexity: "O(1): at most one bounded promotion step (128 Set members or 8 chunks)",
-        syntax: "key user [NOW unix-ms] [SPREAD n]",
-        reply: "array [liked, count]"
+        syntax: "key user [NOW unix-ms] [SPREAD n] [IDEM token]",
+        reply: "array [liked, count]", idem: true
     },
     crate::borrowed_command! {
         name: "like.add", handler: like_add, flags: "write deny-oom fast",

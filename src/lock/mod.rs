@@ -69,8 +69,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write blocking",
         summary: "Acquires a lock or semaphore slot for an owner and replies its fencing token (nil when busy); reentrant; BLOCK waits in line",
         complexity: "O(1); a semaphore of N holders: O(N) when a lease has ended",
-        syntax: "key owner ttl-ms [LIMIT n] [MAXHOLD ms] [BLOCK timeout-ms] [NOW unix-ms]",
-        reply: "integer"
+        syntax: "key owner ttl-ms [LIMIT n] [MAXHOLD ms] [BLOCK timeout-ms] [NOW unix-ms] [IDEM token]",
+        reply: "integer", idem: true
     },
     crate::borrowed_command! {
         name: "lock.release",

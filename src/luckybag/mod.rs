@@ -89,8 +89,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         keys: BASE, acl: "write fast",
         summary: "Counts a participant once and gives it its keyed score in its shard's candidate pool",
         complexity: "O(log N) with N the participants of the user's shard",
-        syntax: "key user [TASK DONE|PENDING] [SPREAD n]",
-        reply: "array [new, pooled, participants]"
+        syntax: "key user [TASK DONE|PENDING] [SPREAD n] [IDEM token]",
+        reply: "array [new, pooled, participants]", idem: true
     },
     crate::borrowed_command! {
         name: "luckybag.task", handler: luckybag_task, flags: "write deny-oom fast", arity: -3,

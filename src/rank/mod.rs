@@ -66,8 +66,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Sets a member's points (GT/LT: only a better value); same points keep their time",
         complexity: "O(log(N))",
-        syntax: "key member points [GT|LT] [NOW unix-ms] [SPREAD n]",
-        reply: "integer"
+        syntax: "key member points [GT|LT] [NOW unix-ms] [SPREAD n] [IDEM token]",
+        reply: "integer", idem: true
     },
     crate::borrowed_command! {
         name: "rank.incr", handler: commands::rank_incr,
@@ -75,8 +75,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Adds to a member's points; the achievement time becomes now",
         complexity: "O(log(N))",
-        syntax: "key member delta [NOW unix-ms] [SPREAD n]",
-        reply: "integer"
+        syntax: "key member delta [NOW unix-ms] [SPREAD n] [IDEM token]",
+        reply: "integer", idem: true
     },
     crate::borrowed_command! {
         name: "rank.decr", handler: commands::rank_decr,
@@ -84,9 +84,9 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Subtracts from a member's points; the achievement time becomes now",
         complexity: "O(log(N))",
-        syntax: "key member delta [NOW unix-ms] [SPREAD n]",
+        syntax: "key member delta [NOW unix-ms] [SPREAD n] [IDEM token]",
         reply: "integer",
-        since: "2.0.0"
+        since: "2.0.0", idem: true
     },
     crate::command! {
         name: "rank.get", handler: commands::rank_get,

@@ -72,8 +72,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write",
         summary: "Splits an amount once into count shares (double-mean or equal) and opens the packet",
         complexity: "O(N) where N is the count (at most redpacket-max-count)",
-        syntax: "key total-cents count [MODE RANDOM|EQUAL] [TTL seconds] [NOW unix-ms]",
-        reply: "integer"
+        syntax: "key total-cents count [MODE RANDOM|EQUAL] [TTL seconds] [NOW unix-ms] [IDEM token]",
+        reply: "integer", idem: true
     },
     crate::borrowed_command! {
         name: "redpacket.grab",
@@ -84,8 +84,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Grabs one share for a user, at most one per user: OK, ALREADY, EMPTY, CLOSED or NOSUCH",
         complexity: "O(1)",
-        syntax: "key user [NOW unix-ms]",
-        reply: "array [status, cents]"
+        syntax: "key user [NOW unix-ms] [IDEM token]",
+        reply: "array [status, cents]", idem: true
     },
     crate::command! {
         name: "redpacket.info",

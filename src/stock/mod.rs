@@ -87,9 +87,9 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Reserves units for an order under a lease: OK, SOLDOUT or LIMIT; the same order gets the same reply again",
         complexity: "O(1), plus O(log N) per lapsed lease returned (at most 100)",
-        syntax: "key user order quantity [NOW unix-ms] [SPREAD n]",
+        syntax: "key user order quantity [NOW unix-ms] [SPREAD n] [IDEM token]",
         reply: "array [status, left, lease-end]",
-        since: "2.0.0"
+        since: "2.0.0", idem: true
     },
     crate::borrowed_command! {
         name: "stock.confirm",
@@ -126,9 +126,9 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl: "write fast",
         summary: "Adds units to the stock, or removes available units (a negative delta, never more than are available)",
         complexity: "O(1), plus O(log N) per lapsed lease returned (at most 100)",
-        syntax: "key delta [NOW unix-ms] [SPREAD n]",
+        syntax: "key delta [NOW unix-ms] [SPREAD n] [IDEM token]",
         reply: "integer",
-        since: "2.0.0"
+        since: "2.0.0", idem: true
     },
     crate::borrowed_command! {
         name: "stock.info",

@@ -196,13 +196,23 @@ macro_rules! entity {
         pub struct $name {
             key: String,
             now: Option<i64>,
+            idem: Option<String>,
             backend: Backend,
         }
 
         impl $name {
             /// A handle on the entity with base key `key`.
             pub fn new(key: impl Into<String>) -> Self {
-                $name { key: key.into(), now: None, backend: Backend::default() }
+                $name { key: key.into(), now: None, idem: None, backend: Backend::default() }
+            }
+
+            /// The same handle with a retry-safe token: the writes that
+            /// take `IDEM token` (docs/idem.md) send `IDEM token`, so that
+            /// resending a write with the same handle replays its first
+            /// reply instead of writing twice. Use one token per logical
+            /// write. The module backend only (the Lua twins take none).
+            pub fn with_idem(&self, token: impl Into<String>) -> Self {
+                $name { idem: Some(token.into()), ..self.clone() }
             }
 
             /// The same handle with the clock pinned: commands that take
@@ -324,6 +334,7 @@ methods!(Poll {
             .arg(user)
             .arg(candidate)
             .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref())
     } => one;
 
     /// `POLL.REVOKE`: votes taken back.
@@ -332,6 +343,7 @@ methods!(Poll {
             .arg(user)
             .arg(candidate)
             .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref())
     } => int;
 
     /// `POLL.TOP`.
@@ -412,6 +424,7 @@ methods!(Rank {
             .flag("GT", keep == Some(Keep::Greater))
             .flag("LT", keep == Some(Keep::Less))
             .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref())
     } => int;
 
     /// `RANK.INCR`: the new points.
@@ -420,6 +433,7 @@ methods!(Rank {
             .arg(member)
             .arg(delta)
             .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref())
     } => int;
 
     /// `RANK.DECR`: the new points.
@@ -428,6 +442,7 @@ methods!(Rank {
             .arg(member)
             .arg(delta)
             .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref())
     } => int;
 
     /// `RANK.GET`.
@@ -483,6 +498,7 @@ methods!(Like {
     /// `LIKE.TOGGLE`.
     fn toggle(&self, user: u64) -> LikeToggle {
         self.call("LIKE.TOGGLE").arg(user).opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref())
     } => LikeToggle::from_redis_value;
 
     /// `LIKE.ADD`.
@@ -542,11 +558,13 @@ methods!(RedPacket {
             .opt("MODE", mode)
             .opt("TTL", ttl)
             .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref())
     } => int;
 
     /// `REDPACKET.GRAB`.
     fn grab(&self, user: &str) -> Grab {
         self.call("REDPACKET.GRAB").arg(user).opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref())
     } => r::grab;
 
     /// `REDPACKET.INFO`: `None` for an unknown packet.
@@ -599,6 +617,7 @@ methods!(LuckyBag {
         self.call("LUCKYBAG.JOIN")
             .arg(user)
             .opt("TASK", task_pending.then_some("PENDING"))
+            .opt("IDEM", self.idem.as_deref())
     } => r::join;
 
     /// `LUCKYBAG.TASK`.
@@ -704,6 +723,7 @@ methods!(Rate {
             .opt("COST", o.cost)
             .flag("PEEK", o.peek)
             .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref())
     } => r::rate;
 
     /// `RATE.THROTTLE` (redis-cell's `CL.THROTTLE`).
@@ -720,6 +740,7 @@ methods!(Rate {
             .arg(period_s)
             .arg(quantity)
             .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref())
     } => r::throttle;
 
     /// `RATE.RESET`: true when there was state to drop.
@@ -757,6 +778,7 @@ methods!(Lock {
             .opt("MAXHOLD", o.maxhold)
             .opt("BLOCK", o.block)
             .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref())
     } => r::token;
 
     /// `LOCK.RELEASE`: true when `owner` held a live lease.
@@ -827,6 +849,7 @@ methods!(DelayQueue {
             .opt("LOSTMAX", o.lost_max)
             .flag("REPLACE", o.replace)
             .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref())
     } => one;
 
     /// `DELAYQ.POLL`: up to `count` ready jobs, each leased for
@@ -853,7 +876,7 @@ methods!(DelayQueue {
             Some(Retry::Delay(ms)) => c.arg("DELAY").arg(ms),
             Some(Retry::Backoff { base_ms, max_ms }) => c.arg("BACKOFF").arg(base_ms).arg(max_ms),
         };
-        c.opt("NOW", self.now)
+        c.opt("NOW", self.now).opt("IDEM", self.idem.as_deref())
     } => r::nack;
 
     /// `DELAYQ.EXTEND`: true when the delivery's lease was restarted.
@@ -1030,6 +1053,7 @@ methods!(Stock {
             .arg(order)
             .arg(quantity)
             .opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref())
     } => r::reservation;
 
     /// `STOCK.CONFIRM`: true when the reservation became a sale, false when
@@ -1048,6 +1072,7 @@ methods!(Stock {
     /// negative); the units available after.
     fn restock(&self, delta: i64) -> i64 {
         self.call("STOCK.RESTOCK").arg(delta).opt("NOW", self.now)
+            .opt("IDEM", self.idem.as_deref())
     } => int;
 
     /// `STOCK.INFO`: the counts, or None for an unknown stock.

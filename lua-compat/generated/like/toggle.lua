@@ -1,4 +1,6 @@
--- LIKE.TOGGLE key user [NOW unix-ms] [SPREAD n]
+-- LIKE.TOGGLE key user [NOW unix-ms] [SPREAD n] [IDEM token]
+-- (IDEM token: the module only; this twin does not take it yet and
+-- refuses it with a syntax or arity error, docs/idem.md.)
 -- Lua twin of LIKE.TOGGLE: LIKE.TOGGLE B user [NOW unix-ms] [SPREAD n] -> [liked, count]
 -- KEYS: B
 -- ARGV: like-max-id, like-promote-at, like-recent (the module's configs),

@@ -1,4 +1,6 @@
--- POLL.VOTE key user candidate [NOW unix-ms] [SPREAD n]
+-- POLL.VOTE key user candidate [NOW unix-ms] [SPREAD n] [IDEM token]
+-- (IDEM token: the module only; this twin does not take it yet and
+-- refuses it with a syntax or arity error, docs/idem.md.)
 -- hotpath Lua twin of POLL.VOTE
 -- Usage:  EVALSHA <sha> 1 B user candidate [NOW unix-ms] [SPREAD n]
 -- KEYS[1] = B, the poll's base key.

@@ -1,4 +1,6 @@
--- REDPACKET.SPLIT key total-cents count [MODE RANDOM|EQUAL] [TTL seconds] [NOW unix-ms]
+-- REDPACKET.SPLIT key total-cents count [MODE RANDOM|EQUAL] [TTL seconds] [NOW unix-ms] [IDEM token]
+-- (IDEM token: the module only; this twin does not take it yet and
+-- refuses it with a syntax or arity error, docs/idem.md.)
 -- REDPACKET.SPLIT twin. KEYS[1] = B; ARGV = total-cents count
 -- [MODE RANDOM|EQUAL] [TTL seconds] [NOW unix-ms]. Writes B:pool and B:meta
 -- like the module. The shares are drawn by Lua's own generator (seeded from

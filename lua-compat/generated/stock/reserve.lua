@@ -1,4 +1,6 @@
--- STOCK.RESERVE key user order quantity [NOW unix-ms] [SPREAD n]
+-- STOCK.RESERVE key user order quantity [NOW unix-ms] [SPREAD n] [IDEM token]
+-- (IDEM token: the module only; this twin does not take it yet and
+-- refuses it with a syntax or arity error, docs/idem.md.)
 -- KEYS[1] = B; ARGV = user order quantity [NOW unix-ms], exactly as the command.
 -- Reply: {status, left, lease-end}: {'OK', left, lease-end},
 -- {'SOLDOUT', available, 0} or {'LIMIT', available, 0}; a known order gets

@@ -1,4 +1,6 @@
--- LUCKYBAG.JOIN key user [TASK DONE|PENDING] [SPREAD n]
+-- LUCKYBAG.JOIN key user [TASK DONE|PENDING] [SPREAD n] [IDEM token]
+-- (IDEM token: the module only; this twin does not take it yet and
+-- refuses it with a syntax or arity error, docs/idem.md.)
 -- LUCKYBAG.JOIN B user [TASK DONE|PENDING] -> {new, pooled, participants}
 --@ keys 1
 

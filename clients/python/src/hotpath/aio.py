@@ -25,11 +25,11 @@ class AsyncPoll(Protocol):
         """Creates the poll with its rules (POLL.CREATE): ``mode`` ONCE, DAILY or MULTI, ``maxvotes``, the ``candidates`` allowed, ``start``/``end`` (unix ms), ``tz`` (DAILY's day), ``ttl`` seconds. True (OK)."""
         ...
 
-    def vote(self, user: Arg, candidate: Arg, now: Optional[int]=None) -> Awaitable[bool]:
+    def vote(self, user: Arg, candidate: Arg, now: Optional[int]=None, idem: Optional[Arg]=None) -> Awaitable[bool]:
         """True when the vote counted, False for a duplicate."""
         ...
 
-    def revoke(self, user: Arg, candidate: Optional[Arg]=None, now: Optional[int]=None) -> Awaitable[int]:
+    def revoke(self, user: Arg, candidate: Optional[Arg]=None, now: Optional[int]=None, idem: Optional[Arg]=None) -> Awaitable[int]:
         """Takes back the user's votes (only for ``candidate`` when given): the number of votes taken back."""
         ...
 
@@ -66,15 +66,15 @@ class AsyncRank(Protocol):
         """layout: "PACKED" (default) or "WIDE" (points up to +/-(2^53 - 1) with a millisecond tie-break, docs/rank.md)."""
         ...
 
-    def add(self, member: Arg, points: int, gt: bool=False, lt: bool=False, now: Optional[int]=None) -> Awaitable[int]:
+    def add(self, member: Arg, points: int, gt: bool=False, lt: bool=False, now: Optional[int]=None, idem: Optional[Arg]=None) -> Awaitable[int]:
         """The member's points now stored."""
         ...
 
-    def incr(self, member: Arg, delta: int, now: Optional[int]=None) -> Awaitable[int]:
+    def incr(self, member: Arg, delta: int, now: Optional[int]=None, idem: Optional[Arg]=None) -> Awaitable[int]:
         """Adds ``delta`` to the member's points (its achievement time becomes now): the points now stored."""
         ...
 
-    def decr(self, member: Arg, delta: int, now: Optional[int]=None) -> Awaitable[int]:
+    def decr(self, member: Arg, delta: int, now: Optional[int]=None, idem: Optional[Arg]=None) -> Awaitable[int]:
         """Subtracts ``delta`` from the member's points (its achievement time becomes now): the points now stored."""
         ...
 
@@ -103,7 +103,7 @@ class AsyncLike(Protocol):
     """:class:`hotpath.Like` on an asyncio client."""
     key: Key
 
-    def toggle(self, user: int, now: Optional[int]=None) -> Awaitable[R.LikeToggle]:
+    def toggle(self, user: int, now: Optional[int]=None, idem: Optional[Arg]=None) -> Awaitable[R.LikeToggle]:
         """Likes the post for the user, or takes the like back: ``liked`` (the state after the call) and the post's count."""
         ...
 
@@ -136,11 +136,11 @@ class AsyncRedPacket(Protocol):
     """:class:`hotpath.RedPacket` on an asyncio client."""
     key: Key
 
-    def split(self, total_cents: int, count: int, mode: Optional[str]=None, ttl: Optional[int]=None, now: Optional[int]=None) -> Awaitable[int]:
+    def split(self, total_cents: int, count: int, mode: Optional[str]=None, ttl: Optional[int]=None, now: Optional[int]=None, idem: Optional[Arg]=None) -> Awaitable[int]:
         """Splits ``total_cents`` once into ``count`` shares (``mode`` RANDOM, the double-mean method and the default, or EQUAL) and opens the packet: ``count``."""
         ...
 
-    def grab(self, user: Arg, now: Optional[int]=None) -> Awaitable[R.Grab]:
+    def grab(self, user: Arg, now: Optional[int]=None, idem: Optional[Arg]=None) -> Awaitable[R.Grab]:
         """Grabs one share for the user (at most one per user): its status (OK, ALREADY, EMPTY, CLOSED or NOSUCH) and the cents won."""
         ...
 
@@ -165,7 +165,7 @@ class AsyncLuckyBag(Protocol):
         """Creates the bag with its rules: ``winners``, ``shards``, ``poolcap``, ``highscore``, ``restore`` (a user back in the room gets its score back), ``ttl`` seconds. True (OK)."""
         ...
 
-    def join(self, user: Arg, task_pending: bool=False) -> Awaitable[R.Join]:
+    def join(self, user: Arg, task_pending: bool=False, idem: Optional[Arg]=None) -> Awaitable[R.Join]:
         """Counts the user once and gives it its keyed score (a task pending: -1.5 until :meth:`task`): ``new``, ``pooled`` and the participants."""
         ...
 
@@ -198,11 +198,11 @@ class AsyncRate(Protocol):
     """:class:`hotpath.Rate` on an asyncio client."""
     key: Key
 
-    def check(self, limit: int, period_ms: int, algo: Optional[str]=None, burst: Optional[int]=None, cost: Optional[int]=None, peek: bool=False, now: Optional[int]=None) -> Awaitable[R.RateResult]:
+    def check(self, limit: int, period_ms: int, algo: Optional[str]=None, burst: Optional[int]=None, cost: Optional[int]=None, peek: bool=False, now: Optional[int]=None, idem: Optional[Arg]=None) -> Awaitable[R.RateResult]:
         """Checks and consumes one request (``cost`` units) against ``limit`` per ``period_ms`` (``algo``: GCRA by default, FIXED, SLIDING, LOG or BUCKET; ``peek``: consume nothing). ``allowed`` is the first field."""
         ...
 
-    def throttle(self, max_burst: int, count: int, period_s: int, quantity: Optional[int]=None, now: Optional[int]=None) -> Awaitable[R.Throttle]:
+    def throttle(self, max_burst: int, count: int, period_s: int, quantity: Optional[int]=None, now: Optional[int]=None, idem: Optional[Arg]=None) -> Awaitable[R.Throttle]:
         """redis-cell's CL.THROTTLE, reply for reply: ``limited`` is its first field (False when the request is allowed)."""
         ...
 
@@ -215,7 +215,7 @@ class AsyncLock(Protocol):
     """:class:`hotpath.Lock` on an asyncio client."""
     key: Key
 
-    def acquire(self, owner: Arg, ttl_ms: int, limit: Optional[int]=None, maxhold: Optional[int]=None, block: Optional[int]=None, now: Optional[int]=None) -> Awaitable[Optional[int]]:
+    def acquire(self, owner: Arg, ttl_ms: int, limit: Optional[int]=None, maxhold: Optional[int]=None, block: Optional[int]=None, now: Optional[int]=None, idem: Optional[Arg]=None) -> Awaitable[Optional[int]]:
         """The fencing token, or None when busy (after ``block`` ms with it). Blocking calls need a socket timeout longer than ``block``."""
         ...
 
@@ -240,7 +240,7 @@ class AsyncDelayQueue(Protocol):
     """:class:`hotpath.DelayQueue` on an asyncio client."""
     key: Key
 
-    def add(self, id: Arg, payload: Arg, delay: Optional[int]=None, at: Optional[int]=None, attempts: Optional[int]=None, replace: bool=False, now: Optional[int]=None, lost_max: Optional[int]=None) -> Awaitable[bool]:
+    def add(self, id: Arg, payload: Arg, delay: Optional[int]=None, at: Optional[int]=None, attempts: Optional[int]=None, replace: bool=False, now: Optional[int]=None, lost_max: Optional[int]=None, idem: Optional[Arg]=None) -> Awaitable[bool]:
         """True when added (or replaced), False when ``id`` exists. ``lost_max``: the most deliveries after a lost lease (LOSTMAX, server 2.1.0)."""
         ...
 
@@ -252,7 +252,7 @@ class AsyncDelayQueue(Protocol):
         """Removes the job delivered with ``receipt``: True, or False for a stale receipt (nothing changed)."""
         ...
 
-    def nack(self, id: Arg, receipt: int, delay: Optional[int]=None, backoff: Optional[Tuple[int, int]]=None, now: Optional[int]=None) -> Awaitable[R.Nack]:
+    def nack(self, id: Arg, receipt: int, delay: Optional[int]=None, backoff: Optional[Tuple[int, int]]=None, now: Optional[int]=None, idem: Optional[Arg]=None) -> Awaitable[R.Nack]:
         """``backoff`` is ``(base_ms, max_ms)``."""
         ...
 
@@ -314,7 +314,7 @@ class AsyncStock(Protocol):
         """``total`` units; ``limit`` per user (reserved and sold together), ``lease_ms`` a reservation's lease, ``ttl`` seconds from ``now``."""
         ...
 
-    def reserve(self, user: Arg, order: Arg, quantity: int=1, now: Optional[int]=None) -> Awaitable[R.Reservation]:
+    def reserve(self, user: Arg, order: Arg, quantity: int=1, now: Optional[int]=None, idem: Optional[Arg]=None) -> Awaitable[R.Reservation]:
         """Reserves ``quantity`` units for ``order`` under a lease: OK, SOLDOUT or LIMIT; the same order gets the same reply again."""
         ...
 
@@ -326,7 +326,7 @@ class AsyncStock(Protocol):
         """True when the order's units went back, False when there was nothing to give back."""
         ...
 
-    def restock(self, delta: int, now: Optional[int]=None) -> Awaitable[int]:
+    def restock(self, delta: int, now: Optional[int]=None, idem: Optional[Arg]=None) -> Awaitable[int]:
         """Adds ``delta`` units (removes available ones when negative); the units available after."""
         ...
 

@@ -430,17 +430,19 @@ class Poll(_Entity):
         _opt(a, "NOW", now)
         return self._call("CREATE", R.ok, *a)
 
-    def vote(self, user: Arg, candidate: Arg, now: Optional[int] = None) -> bool:
+    def vote(self, user: Arg, candidate: Arg, now: Optional[int] = None, idem: Optional[Arg] = None) -> bool:
         """True when the vote counted, False for a duplicate."""
         a: List[Arg] = [user, candidate]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return self._call("VOTE", R.boolean, *a)
 
-    def revoke(self, user: Arg, candidate: Optional[Arg] = None, now: Optional[int] = None) -> int:
+    def revoke(self, user: Arg, candidate: Optional[Arg] = None, now: Optional[int] = None, idem: Optional[Arg] = None) -> int:
         """Takes back the user's votes (only for ``candidate`` when given): the
         number of votes taken back."""
         a: List[Arg] = [user] + ([candidate] if candidate is not None else [])
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return self._call("REVOKE", R.integer, *a)
 
     def top(self, count: Optional[int] = None, offset: Optional[int] = None) -> List[R.PollEntry]:
@@ -497,24 +499,27 @@ class Rank(_Entity):
         return self._call("CREATE", R.ok, *a)
 
     def add(self, member: Arg, points: int, gt: bool = False, lt: bool = False,
-            now: Optional[int] = None) -> int:
+            now: Optional[int] = None, idem: Optional[Arg] = None) -> int:
         """The member's points now stored."""
         a: List[Arg] = [member, points] + (["GT"] if gt else []) + (["LT"] if lt else [])
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return self._call("ADD", R.integer, *a)
 
-    def incr(self, member: Arg, delta: int, now: Optional[int] = None) -> int:
+    def incr(self, member: Arg, delta: int, now: Optional[int] = None, idem: Optional[Arg] = None) -> int:
         """Adds ``delta`` to the member's points (its achievement time becomes
         now): the points now stored."""
         a: List[Arg] = [member, delta]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return self._call("INCR", R.integer, *a)
 
-    def decr(self, member: Arg, delta: int, now: Optional[int] = None) -> int:
+    def decr(self, member: Arg, delta: int, now: Optional[int] = None, idem: Optional[Arg] = None) -> int:
         """Subtracts ``delta`` from the member's points (its achievement time
         becomes now): the points now stored."""
         a: List[Arg] = [member, delta]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return self._call("DECR", R.integer, *a)
 
     def get(self, member: Arg) -> Optional[R.RankEntry]:
@@ -547,11 +552,12 @@ class Like(_Entity):
     """Likes with Set→Bitmap promotion (docs/like.md). User ids are integers."""
     family = "LIKE"
 
-    def toggle(self, user: int, now: Optional[int] = None) -> R.LikeToggle:
+    def toggle(self, user: int, now: Optional[int] = None, idem: Optional[Arg] = None) -> R.LikeToggle:
         """Likes the post for the user, or takes the like back: ``liked`` (the
         state after the call) and the post's count."""
         a: List[Arg] = [user]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return self._call("TOGGLE", R.like_toggle, *a)
 
     def add(self, user: int, now: Optional[int] = None) -> R.LikeChange:
@@ -589,7 +595,7 @@ class RedPacket(_Entity):
     family = "REDPACKET"
 
     def split(self, total_cents: int, count: int, mode: Optional[str] = None,
-              ttl: Optional[int] = None, now: Optional[int] = None) -> int:
+              ttl: Optional[int] = None, now: Optional[int] = None, idem: Optional[Arg] = None) -> int:
         """Splits ``total_cents`` once into ``count`` shares (``mode`` RANDOM,
         the double-mean method and the default, or EQUAL) and opens the
         packet: ``count``."""
@@ -597,13 +603,15 @@ class RedPacket(_Entity):
         _opt(a, "MODE", mode)
         _opt(a, "TTL", ttl)
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return self._call("SPLIT", R.integer, *a)
 
-    def grab(self, user: Arg, now: Optional[int] = None) -> R.Grab:
+    def grab(self, user: Arg, now: Optional[int] = None, idem: Optional[Arg] = None) -> R.Grab:
         """Grabs one share for the user (at most one per user): its status
         (OK, ALREADY, EMPTY, CLOSED or NOSUCH) and the cents won."""
         a: List[Arg] = [user]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return self._call("GRAB", R.grab, *a)
 
     def info(self, now: Optional[int] = None) -> Optional[R.PacketInfo]:
@@ -641,10 +649,11 @@ class LuckyBag(_Entity):
         _opt(a, "TTL", ttl)
         return self._call("CREATE", R.ok, *a)
 
-    def join(self, user: Arg, task_pending: bool = False) -> R.Join:
+    def join(self, user: Arg, task_pending: bool = False, idem: Optional[Arg] = None) -> R.Join:
         """Counts the user once and gives it its keyed score (a task pending:
         -1.5 until :meth:`task`): ``new``, ``pooled`` and the participants."""
         a: List[Arg] = [user] + (["TASK", "PENDING"] if task_pending else [])
+        _opt(a, "IDEM", idem)
         return self._call("JOIN", R.join, *a)
 
     def task(self, user: Arg) -> bool:
@@ -683,7 +692,7 @@ class Rate(_Entity):
 
     def check(self, limit: int, period_ms: int, algo: Optional[str] = None,
               burst: Optional[int] = None, cost: Optional[int] = None, peek: bool = False,
-              now: Optional[int] = None) -> R.RateResult:
+              now: Optional[int] = None, idem: Optional[Arg] = None) -> R.RateResult:
         """Checks and consumes one request (``cost`` units) against ``limit``
         per ``period_ms`` (``algo``: GCRA by default, FIXED, SLIDING, LOG or
         BUCKET; ``peek``: consume nothing). ``allowed`` is the first field."""
@@ -694,16 +703,18 @@ class Rate(_Entity):
         if peek:
             a.append("PEEK")
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return self._call("CHECK", R.rate, *a)
 
     def throttle(self, max_burst: int, count: int, period_s: int,
-                 quantity: Optional[int] = None, now: Optional[int] = None) -> R.Throttle:
+                 quantity: Optional[int] = None, now: Optional[int] = None, idem: Optional[Arg] = None) -> R.Throttle:
         """redis-cell's CL.THROTTLE, reply for reply: ``limited`` is its first
         field (False when the request is allowed)."""
         a: List[Arg] = [max_burst, count, period_s]
         if quantity is not None:
             a.append(quantity)
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return self._call("THROTTLE", R.throttle, *a)
 
     def reset(self) -> bool:
@@ -717,7 +728,7 @@ class Lock(_Entity):
 
     def acquire(self, owner: Arg, ttl_ms: int, limit: Optional[int] = None,
                 maxhold: Optional[int] = None, block: Optional[int] = None,
-                now: Optional[int] = None) -> Optional[int]:
+                now: Optional[int] = None, idem: Optional[Arg] = None) -> Optional[int]:
         """The fencing token, or None when busy (after ``block`` ms with it).
         Blocking calls need a socket timeout longer than ``block``."""
         a: List[Arg] = [owner, ttl_ms]
@@ -725,6 +736,7 @@ class Lock(_Entity):
         _opt(a, "MAXHOLD", maxhold)
         _opt(a, "BLOCK", block)
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return self._call("ACQUIRE", R.token, *a)
 
     def release(self, owner: Arg, now: Optional[int] = None) -> bool:
@@ -791,7 +803,7 @@ class DelayQueue(_Entity):
 
     def add(self, id: Arg, payload: Arg, delay: Optional[int] = None, at: Optional[int] = None,
             attempts: Optional[int] = None, replace: bool = False,
-            now: Optional[int] = None, lost_max: Optional[int] = None) -> bool:
+            now: Optional[int] = None, lost_max: Optional[int] = None, idem: Optional[Arg] = None) -> bool:
         """True when added (or replaced), False when ``id`` exists.
         ``lost_max``: the most deliveries after a lost lease (LOSTMAX, server
         2.1.0)."""
@@ -803,6 +815,7 @@ class DelayQueue(_Entity):
         if replace:
             a.append("REPLACE")
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return self._call("ADD", R.boolean, *a)
 
     def poll(self, lease_ms: int, count: Optional[int] = None, block: Optional[int] = None,
@@ -821,13 +834,14 @@ class DelayQueue(_Entity):
         return self._call("ACK", R.boolean, id, receipt)
 
     def nack(self, id: Arg, receipt: int, delay: Optional[int] = None,
-             backoff: Optional[Tuple[int, int]] = None, now: Optional[int] = None) -> R.Nack:
+             backoff: Optional[Tuple[int, int]] = None, now: Optional[int] = None, idem: Optional[Arg] = None) -> R.Nack:
         """``backoff`` is ``(base_ms, max_ms)``."""
         a: List[Arg] = [id, receipt]
         _opt(a, "DELAY", delay)
         if backoff is not None:
             a += ["BACKOFF", backoff[0], backoff[1]]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return self._call("NACK", R.nack, *a)
 
     def extend(self, id: Arg, receipt: int, lease_ms: int, now: Optional[int] = None) -> bool:
@@ -905,11 +919,12 @@ class Stock(_Entity):
         return self._call("CREATE", R.ok, *a)
 
     def reserve(self, user: Arg, order: Arg, quantity: int = 1,
-                now: Optional[int] = None) -> R.Reservation:
+                now: Optional[int] = None, idem: Optional[Arg] = None) -> R.Reservation:
         """Reserves ``quantity`` units for ``order`` under a lease: OK,
         SOLDOUT or LIMIT; the same order gets the same reply again."""
         a: List[Arg] = [user, order, quantity]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return self._call("RESERVE", R.reservation, *a)
 
     def confirm(self, order: Arg, now: Optional[int] = None) -> bool:
@@ -924,11 +939,12 @@ class Stock(_Entity):
         nothing to give back."""
         return self._call("RELEASE", R.boolean, order)
 
-    def restock(self, delta: int, now: Optional[int] = None) -> int:
+    def restock(self, delta: int, now: Optional[int] = None, idem: Optional[Arg] = None) -> int:
         """Adds ``delta`` units (removes available ones when negative);
         the units available after."""
         a: List[Arg] = [delta]
         _opt(a, "NOW", now)
+        _opt(a, "IDEM", idem)
         return self._call("RESTOCK", R.integer, *a)
 
     def info(self) -> Optional[R.StockInfo]:

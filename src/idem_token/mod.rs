@@ -1,0 +1,535 @@
+//! `IDEM token` on hotpath writes (issue 23, first half): a write declared
+//! `idem: true` in its `command!` entry takes a trailing `IDEM token`; the
+//! first call with a token runs the command and stores, in the same
+//! command, `token → expiry | digest of the arguments | the reply` in the
+//! entity's token store; a retry with the same token and arguments gets
+//! the stored reply byte for byte (errors too) and changes nothing; the
+//! same token with other arguments is refused.
+//!
+//! The store is the derived key `B:idem`, a Hash in the entity's slot
+//! (`B` the command's first key): one field per token, and the field ``
+//! (empty name) holding the instant the next sweep is due. It expires with
+//! its latest token.
+//!
+//! Replication: the family replicates its effect as it always does; the
+//! kit then replicates the store's change as `HDEL` (swept tokens), `HSET`
+//! (the token, with its absolute expiry inside, and the sweep instant) and
+//! `PEXPIREAT`, all in the command's `MULTI`/`EXEC`. A command that reaches
+//! a replica or the AOF verbatim still carries `IDEM token`: run from the
+//! replication link or while loading, the kit strips it and runs the
+//! command alone, since the master's store write follows in the stream.
+//! Replicas and AOF replay thus hold the same tokens with the same
+//! expiries as the master (tests/idem_token.rs checks both).
+//!
+//! Replies are captured as a protocol-neutral tree ([`wire`]) by the reply
+//! functions of `reply.rs` and `util.rs` while a token is active, and from
+//! the value a handler returns; a replay sends the tree through the same
+//! reply functions, so a RESP2 client gets the same bytes and a RESP3
+//! client its maps.
+
+pub mod wire;
+
+use std::cell::{Cell, RefCell};
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use redis_module::redisvalue::RedisValueKey;
+use redis_module::{
+    raw, Context, ContextFlags, KeyType, RedisError, RedisResult, RedisString, RedisValue,
+};
+
+use crate::config;
+use crate::error;
+use crate::keys::{self, call::Arg, HashField, Key};
+use crate::registry::Keys;
+use crate::stats::Counter;
+
+use wire::{Dec, Enc, Item};
+
+/// Writes that stored their token with their reply.
+pub static STORED: Counter = Counter::new("idem_tokens_stored");
+/// Retries answered with a stored reply.
+pub static REPLAYED: Counter = Counter::new("idem_tokens_replayed");
+/// Calls refused: the token was used with other arguments.
+pub static MISMATCHED: Counter = Counter::new("idem_tokens_mismatched");
+/// Expired tokens removed by sweeps.
+pub static SWEPT: Counter = Counter::new("idem_tokens_swept");
+/// Live tokens removed because their entity's store was full.
+pub static EVICTED: Counter = Counter::new("idem_tokens_evicted");
+
+/// The token store's suffix: `B:idem`.
+const SUFFIX: &str = "idem";
+/// The field holding the instant the next sweep is due (i64 LE).
+const META: &[u8] = b"";
+
+/// A command's handler, as its `command!` or `borrowed_command!` entry
+/// declares it.
+#[derive(Clone, Copy)]
+pub enum Run {
+    Owned(crate::registry::Handler),
+    Borrowed(crate::argv::Handler),
+}
+
+// ------------------------------------------------------------ capture --
+
+thread_local! {
+    /// True while a command with a token runs: the reply functions then
+    /// also write what they send into [`BUF`]. Commands run on the main
+    /// thread only.
+    static ON: Cell<bool> = const { Cell::new(false) };
+    static BUF: RefCell<Enc> = const { RefCell::new(Enc(Vec::new())) };
+}
+
+/// Returns true while a reply is being captured (one thread-local load on
+/// every reply function's path).
+#[inline(always)]
+pub fn capturing() -> bool {
+    ON.with(|c| c.get())
+}
+
+/// Writes into the reply being captured (call only when [`capturing`]).
+#[cold]
+pub fn capture(f: impl FnOnce(&mut Enc)) {
+    BUF.with(|b| f(&mut b.borrow_mut()));
+}
+
+/// Captures a reply value as `Context::reply` sends it.
+#[cold]
+pub fn capture_value(v: &RedisValue) {
+    capture(|e| encode(e, v));
+}
+
+fn encode_key(e: &mut Enc, k: &RedisValueKey) {
+    match k {
+        RedisValueKey::Integer(i) => e.int(*i),
+        RedisValueKey::String(s) => e.bulk(s.as_bytes()),
+        RedisValueKey::BulkString(b) => e.bulk(b),
+        RedisValueKey::BulkRedisString(s) => e.bulk(s.as_slice()),
+        RedisValueKey::Bool(b) => e.boolean(*b),
+    }
+}
+
+/// Encodes what `Context::reply(Ok(v))` sends.
+fn encode(e: &mut Enc, v: &RedisValue) {
+    match v {
+        RedisValue::Bool(b) => e.boolean(*b),
+        RedisValue::Integer(i) => e.int(*i),
+        RedisValue::Float(f) => e.double(*f),
+        RedisValue::SimpleStringStatic(s) => e.simple(s.as_bytes()),
+        RedisValue::SimpleString(s) => e.simple(s.as_bytes()),
+        RedisValue::BulkString(s) => e.bulk(s.as_bytes()),
+        RedisValue::BigNumber(s) => e.big(s.as_bytes()),
+        RedisValue::VerbatimString((_, data)) => e.bulk(data),
+        RedisValue::BulkRedisString(s) => e.bulk(s.as_slice()),
+        RedisValue::StringBuffer(b) => e.bulk(b),
+        RedisValue::Array(items) => {
+            e.array(items.len());
+            items.iter().for_each(|i| encode(e, i));
+        }
+        RedisValue::Map(m) => {
+            e.map(m.len());
+            for (k, v) in m {
+                encode_key(e, k);
+                encode(e, v);
+            }
+        }
+        RedisValue::OrderedMap(m) => {
+            e.map(m.len());
+            for (k, v) in m {
+                encode_key(e, k);
+                encode(e, v);
+            }
+        }
+        RedisValue::Set(s) => {
+            e.set(s.len());
+            s.iter().for_each(|k| encode_key(e, k));
+        }
+        RedisValue::OrderedSet(s) => {
+            e.set(s.len());
+            s.iter().for_each(|k| encode_key(e, k));
+        }
+        RedisValue::Null => e.null(),
+        RedisValue::NoReply => {}
+        RedisValue::StaticError(s) => e.error(s.as_bytes()),
+    }
+}
+
+/// Encodes a handler's result (a `NoReply` was captured as it was sent).
+fn encode_result(e: &mut Enc, r: &RedisResult) {
+    match r {
+        Ok(v) => encode(e, v),
+        Err(RedisError::WrongArity) => e.arity(),
+        Err(RedisError::WrongType) => e.error(RedisError::WrongType.to_string().as_bytes()),
+        Err(RedisError::Str(s)) => e.error(s.as_bytes()),
+        Err(RedisError::String(s)) => e.error(s.as_bytes()),
+    }
+}
+
+// ------------------------------------------------------------- replay --
+
+/// Sends one stored node and its children (the tree was checked whole).
+fn emit(ctx: &Context, d: &mut Dec, resp3: bool) {
+    let Some(item) = d.next_item() else { return };
+    let c = ctx.ctx;
+    match item {
+        Item::Int(v) => crate::reply::int(ctx, v),
+        Item::Bulk(b) => crate::reply::bytes(ctx, b),
+        Item::Simple(s) => {
+            let s = std::ffi::CString::new(s).unwrap_or_default();
+            raw::reply_with_simple_string(c, s.as_ptr());
+        }
+        Item::Error(s) => {
+            let text = String::from_utf8_lossy(s).into_owned();
+            error::reply(ctx, Err(RedisError::String(text)));
+        }
+        Item::Big(b) => {
+            raw::reply_with_big_number(c, b.as_ptr().cast(), b.len());
+        }
+        Item::Null => {
+            raw::reply_with_null(c);
+        }
+        Item::Arity => unsafe {
+            raw::RedisModule_WrongArity.unwrap()(c);
+        },
+        Item::Bool(b) => {
+            raw::reply_with_bool(c, b.into());
+        }
+        Item::Double(v) => {
+            raw::reply_with_double(c, v);
+        }
+        Item::Array(n) => {
+            crate::reply::array(ctx, n);
+            (0..n).for_each(|_| emit(ctx, d, resp3));
+        }
+        Item::Map(n) => {
+            crate::reply::map(ctx, n);
+            (0..2 * n).for_each(|_| emit(ctx, d, resp3));
+        }
+        Item::Set(n) => {
+            raw::reply_with_set(c, n as std::os::raw::c_long);
+            (0..n).for_each(|_| emit(ctx, d, resp3));
+        }
+        Item::Record(n) => {
+            if resp3 {
+                crate::reply::map(ctx, n);
+                (0..2 * n).for_each(|_| emit(ctx, d, resp3));
+            } else {
+                // RESP2: the values alone, as util::record answers.
+                crate::reply::array(ctx, n);
+                for _ in 0..n {
+                    let _name = d.next_item();
+                    emit(ctx, d, resp3);
+                }
+            }
+        }
+    }
+}
+
+/// Sends a stored reply (checked by [`wire::read`]).
+fn replay(ctx: &Context, reply: &[u8]) {
+    emit(ctx, &mut Dec::new(reply), crate::util::resp3(ctx));
+}
+
+// ----------------------------------------------------------- dispatch --
+
+/// Returns true when a call carries `IDEM token` (see [`wire::position`]):
+/// one look at the next-to-last argument (three when it is `NOW`), the
+/// whole cost of the option for a call without it.
+#[inline]
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn present(argv: *mut *mut raw::RedisModuleString, argc: c_int, arity: i32) -> bool {
+    if argv.is_null() || argc < 4 {
+        return false;
+    }
+    let arg = |i: usize| -> &[u8] {
+        // SAFETY: `argv` holds `argc` strings Redis passed to the command,
+        // alive for the call; `i < argc` (wire::position checks).
+        unsafe {
+            let mut len = 0usize;
+            let p = raw::RedisModule_StringPtrLen.unwrap()(*argv.add(i), &mut len);
+            std::slice::from_raw_parts(p.cast::<u8>(), len)
+        }
+    };
+    wire::position(argc as usize, arity.unsigned_abs() as usize, arg).is_some()
+}
+
+/// The position of the entity's key: the store lives beside it.
+fn key_pos(keys: Keys) -> usize {
+    match keys {
+        Keys::None => 1,
+        Keys::Range { first, .. } => first.max(1) as usize,
+        Keys::Numkeys { numkeys } => numkeys as usize + 1,
+    }
+}
+
+/// Runs a handler under the panic guard.
+fn call(ctx: &Context, run: Run, args: Vec<RedisString>) -> RedisResult {
+    let r = catch_unwind(AssertUnwindSafe(|| match run {
+        Run::Owned(f) => f(ctx, args),
+        Run::Borrowed(f) => {
+            let mut a = crate::argv::Args::new(&args, 0)?;
+            f(ctx, &mut a)
+        }
+    }));
+    r.unwrap_or(Err(RedisError::Str(error::INTERNAL)))
+}
+
+/// Runs a call that carries `IDEM token` (the command's entry point calls
+/// this when [`present`] is true).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn dispatch(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    run: Run,
+    keys: Keys,
+    name: &'static str,
+    arity: i32,
+) -> c_int {
+    let context = Context::new(ctx);
+    if context.is_keys_position_request() {
+        return match run {
+            Run::Owned(f) => crate::registry::dispatch(ctx, argv, argc, f, keys),
+            // SAFETY: the arguments are the ones Redis passed.
+            Run::Borrowed(f) => unsafe { crate::argv::dispatch(ctx, argv, argc, f, name) },
+        };
+    }
+    let started = crate::latency::on().then(crate::latency::start);
+    let rc = with_token(&context, ctx, argv, argc, run, keys, name, arity);
+    if let Some(s) = started {
+        crate::latency::finish(s, name);
+    }
+    rc
+}
+
+#[allow(clippy::too_many_arguments)]
+fn with_token(
+    context: &Context,
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    run: Run,
+    keys: Keys,
+    name: &'static str,
+    arity: i32,
+) -> c_int {
+    let mut args = redis_module::decode_args(ctx, argv, argc);
+    let min = arity.unsigned_abs() as usize;
+    let Some(p) = wire::position(args.len(), min, |i| args[i].as_slice()) else {
+        let r = call(context, run, args);
+        return crate::registry::reply_to(context, r);
+    };
+    let token = args.remove(p + 1);
+    args.remove(p);
+    let flags = context.get_flags();
+    if flags.contains(ContextFlags::REPLICATED) || flags.contains(ContextFlags::LOADING) {
+        // The master ran the token's logic; its store write follows this
+        // command in the stream.
+        let r = call(context, run, args);
+        return crate::registry::reply_to(context, r);
+    }
+    let family = name.split('.').next().unwrap_or(name);
+    let kp = key_pos(keys).min(args.len() - 1);
+    let now = crate::util::now_ms();
+    let digest = match check(context, family, &args, kp, &token, now, name) {
+        Ok(Found::Run(d)) => d,
+        Ok(Found::Replay) => return raw::REDISMODULE_OK as c_int,
+        Err(e) => return error::reply(context, Err(e)),
+    };
+    BUF.with(|b| b.borrow_mut().0.clear());
+    ON.with(|c| c.set(true));
+    let store_name = keys::derived_name(args[kp].as_slice(), SUFFIX);
+    let r = call(context, run, args);
+    ON.with(|c| c.set(false));
+    if !matches!(r, Ok(RedisValue::NoReply)) {
+        BUF.with(|b| encode_result(&mut b.borrow_mut(), &r));
+    }
+    let rc = crate::registry::reply_to(context, r);
+    // The buffer keeps its capacity from call to call (no reallocation on
+    // the write path). Nothing captured: the command blocked its client
+    // (its reply comes later), so there is nothing to store.
+    BUF.with(|b| {
+        let enc = b.borrow();
+        if !enc.0.is_empty() && wire::valid(&enc.0) {
+            store(context, &store_name, &token, &digest, now, &enc.0);
+        }
+    });
+    rc
+}
+
+enum Found {
+    /// Not stored (or expired): run the command, store under this digest.
+    Run([u8; 16]),
+    /// The stored reply was sent.
+    Replay,
+}
+
+/// Validates the token, looks it up, and replays a stored reply.
+fn check(
+    ctx: &Context,
+    family: &str,
+    args: &[RedisString],
+    kp: usize,
+    token: &RedisString,
+    now: i64,
+    name: &str,
+) -> Result<Found, RedisError> {
+    let t = token.as_slice();
+    let max = config::get(&config::IDEM_TOKEN_MAX) as usize;
+    if t.is_empty() || t.len() > max {
+        return Err(error::family(
+            family,
+            &format!("IDEM token must be 1 to {max} bytes"),
+        ));
+    }
+    let base = args[kp].as_slice();
+    // The store is a derived key: in the entity's slot only with a tag.
+    crate::util::require_hash_tag(ctx, family, base)?;
+    if crate::cluster_guard::active() && !name.starts_with("rate.") {
+        crate::cluster_guard::check(ctx, base)?;
+    }
+    let digest = wire::digest(
+        args[0].as_slice(),
+        args[1..]
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i + 1 != kp)
+            .map(|(_, a)| a.as_slice()),
+    );
+    let store_name = keys::derived_name(base, SUFFIX);
+    let store = Key::open(ctx, &store_name, false);
+    if !store.check(KeyType::Hash)? {
+        return Ok(Found::Run(digest));
+    }
+    let Some(v) = store.hget_arg(HashField::Arg(token)) else {
+        return Ok(Found::Run(digest));
+    };
+    let s = wire::read(v.as_slice()).ok_or_else(|| error::corrupt(family, &store_name, None))?;
+    if s.expiry <= now {
+        return Ok(Found::Run(digest));
+    }
+    if s.digest != digest {
+        MISMATCHED.incr();
+        return Err(error::family(
+            family,
+            "IDEM token reused with other arguments",
+        ));
+    }
+    REPLAYED.incr();
+    replay(ctx, s.reply);
+    Ok(Found::Replay)
+}
+
+/// Stores a token with its reply in the entity's store `name`, after a
+/// sweep when one is due, and replicates the store's change.
+fn store(
+    ctx: &Context,
+    name: &[u8],
+    token: &RedisString,
+    digest: &[u8; 16],
+    now: i64,
+    reply: &[u8],
+) {
+    let ttl = config::get(&config::IDEM_TOKEN_TTL).saturating_mul(1000);
+    let cap = config::get(&config::IDEM_TOKEN_CAP).max(1) as usize;
+    let expiry = now.saturating_add(ttl);
+    let k = Key::open(ctx, name, true);
+    if !matches!(k.kind(), KeyType::Hash | KeyType::Empty) {
+        return;
+    }
+    let t = token.as_slice();
+    let meta = k
+        .hget_arg(HashField::Name(c""))
+        .and_then(|m| <[u8; 8]>::try_from(m.as_slice()).ok())
+        .map(i64::from_le_bytes);
+    let fields = k.len().saturating_sub(usize::from(meta.is_some()));
+    let due = match meta {
+        Some(n) => now >= n,
+        None => fields > 0,
+    } || fields >= cap;
+    let mut deleted: Vec<Vec<u8>> = Vec::new();
+    let next = if due {
+        let mut names: Vec<Vec<u8>> = Vec::with_capacity(fields);
+        let mut expiries: Vec<i64> = Vec::with_capacity(fields);
+        k.scan_pairs(|f, v| {
+            if f != META && f != t {
+                names.push(f.to_vec());
+                expiries.push(wire::expiry_of(v).unwrap_or(i64::MIN));
+            }
+            true
+        });
+        let plan = wire::plan(&expiries, now, expiry, ttl, cap);
+        SWEPT.add((plan.delete.len() - plan.evicted) as u64);
+        EVICTED.add(plan.evicted as u64);
+        for i in plan.delete {
+            let f = std::mem::take(&mut names[i]);
+            k.hdel(&f);
+            deleted.push(f);
+        }
+        plan.next
+    } else {
+        meta.unwrap_or(expiry).min(expiry)
+    };
+    let value = RedisString::create_from_slice(ctx.ctx, &wire::record(expiry, digest, reply));
+    k.hset_arg(token, &value);
+    let write_meta = meta != Some(next);
+    if write_meta {
+        k.hput(META, &next.to_le_bytes());
+    }
+    // The store outlives its latest token by up to TTL/16, so that its
+    // expiry moves (and a PEXPIREAT is replicated) once per TTL/16, not
+    // at every token.
+    let at = k.abs_expire_ms();
+    let new_at = match at {
+        Some(a) if a >= expiry => None,
+        _ => Some(expiry.saturating_add(ttl / 16)),
+    };
+    if let Some(a) = new_at {
+        k.set_abs_expire_ms(a);
+    }
+    STORED.incr();
+
+    let store = k.name();
+    if !deleted.is_empty() {
+        let strings: Vec<RedisString> = deleted
+            .iter()
+            .map(|f| RedisString::create_from_slice(ctx.ctx, f))
+            .collect();
+        let mut argv: Vec<Arg> = vec![store.inner];
+        argv.extend(strings.iter().map(|s| s.inner));
+        crate::replicate::command(ctx, c"HDEL", &argv);
+    }
+    if write_meta {
+        let m = RedisString::create_from_slice(ctx.ctx, &next.to_le_bytes());
+        let empty = RedisString::create_from_slice(ctx.ctx, META);
+        crate::replicate::command(
+            ctx,
+            c"HSET",
+            &[store.inner, token.inner, value.inner, empty.inner, m.inner],
+        );
+    } else {
+        crate::replicate::command(ctx, c"HSET", &[store.inner, token.inner, value.inner]);
+    }
+    if let Some(a) = new_at {
+        crate::replicate::pexpireat(ctx, store, a);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn idem_flag_and_syntax_line_go_together() {
+        let mut flagged = 0;
+        for family in crate::FAMILIES {
+            for spec in family.commands {
+                let says = spec.syntax.ends_with(" [IDEM token]");
+                assert_eq!(spec.idem, says, "{}: idem flag vs syntax line", spec.name);
+                if spec.idem {
+                    assert!(!spec.readonly, "{}: a read takes no IDEM", spec.name);
+                    flagged += 1;
+                }
+            }
+        }
+        assert!(flagged >= 16, "{flagged}");
+    }
+}
