@@ -1,8 +1,10 @@
 """Writes src/hotpath/aio.py: the types of the entity handles on an asyncio
 client, generated from src/hotpath/client.py (each method's parameters as
-they are, its reply type ``T`` as ``Awaitable[T]``). Run it after changing
-a handle; ``--check`` fails when aio.py is not what it would write
-(tests/test_api.py runs the check).
+they are, its reply type ``T`` as ``Awaitable[T]``); and
+src/hotpath/aspread.py: the asyncio spread handles, generated from the sync
+ones (spread*.py; see "the asyncio spread handles" below). Run it after
+changing a handle; ``--check`` fails when either file is not what it would
+write (tests/test_api.py runs the check).
 
     python3 clients/python/tools/gen_aio.py [--check]
 """
