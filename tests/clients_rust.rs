@@ -549,6 +549,227 @@ fn rust_async_handles_on_a_cluster() {
     assert_eq!(cl.dbsizes().values().filter(|&&n| n > 0).count(), 3);
 }
 
+/// A future that is `Send` (so that it can go to `tokio::spawn`).
+fn send<F: std::future::Future + Send>(f: F) -> F {
+    f
+}
+
+/// The async spread handles (`handle.aio()`) give what the blocking ones
+/// give: every spread family written through the async connection `con`
+/// and read through it and through the blocking handle on `sync` (the
+/// same server or cluster). `replicas`: the replicas of each master.
+async fn async_spread<C: AioCon + 'static, S: FanOut>(
+    con: &mut C,
+    sync: &mut S,
+    t: &str,
+    replicas: i64,
+) {
+    let k = |name: &str| format!("{name}:{{{t}}}");
+
+    // LIKE: writes at once from clones of the connection.
+    let post = SpreadLike::new(&k("spost"), 4).at(NOW);
+    assert!(post.aio().create(con).await.unwrap());
+    let mut adds = Vec::new();
+    for u in 1..=10u64 {
+        let (post, mut c) = (post.clone(), con.clone());
+        adds.push(tokio::spawn(async move { post.aio().add(&mut c, u).await }));
+    }
+    for (u, a) in (1..=10u64).zip(adds) {
+        let w = a.await.unwrap().unwrap();
+        assert_eq!((w.changed, w.shard), (true, (u % 4) as u32));
+    }
+    let toggled = post.aio().toggle(con, 3).await.unwrap();
+    assert_eq!((toggled.changed, toggled.shard), (false, 3));
+    assert_eq!(send(post.aio().count(con)).await.unwrap(), 9);
+    assert_eq!(post.count(sync).unwrap(), 9);
+    assert_eq!(
+        post.aio().shard_counts(con).await.unwrap(),
+        post.shard_counts(sync).unwrap()
+    );
+    assert_eq!(
+        post.aio().check(con, &[1, 3, 11]).await.unwrap(),
+        [true, false, false]
+    );
+    assert!(post.aio().likes(con, 2).await.unwrap());
+    assert_eq!(
+        post.aio().info(con).await.unwrap(),
+        post.info(sync).unwrap()
+    );
+    assert_eq!(
+        spread_count_async(con, "LIKE", &k("spost")).await.unwrap(),
+        Some(4)
+    );
+    // A durable write waits for `replicas` replicas on the connection of
+    // its write; one more than there are: the write ran, not durable.
+    let durable = post.durable(replicas, 1000);
+    if replicas > 0 {
+        assert!(durable.aio().add(con, 20).await.unwrap().changed);
+    }
+    let e = post
+        .durable(replicas + 1, 100)
+        .aio()
+        .add(con, 21)
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains(&format!("reached {replicas} of {} replicas", replicas + 1)),
+        "{e}"
+    );
+    assert!(post.likes(sync, 21).unwrap());
+
+    // RANK: the global reads merge as the blocking handle's do.
+    let board = SpreadRank::new(&k("sboard"), 4).at(NOW);
+    assert!(board
+        .aio()
+        .create(con, &RankOptions::default())
+        .await
+        .unwrap());
+    for i in 0..24 {
+        let m = format!("m{i}");
+        let w = board.aio().add(con, &m, i % 7, None).await.unwrap();
+        assert_eq!(w.shard, board.shards().shard_of(&m));
+    }
+    assert_eq!(board.aio().incr(con, "m3", 10).await.unwrap().points, 13);
+    assert_eq!(board.aio().count(con).await.unwrap(), 24);
+    let top = board.aio().top(con, 5, 0).await.unwrap();
+    assert_eq!(top, board.top(sync, 5, 0).unwrap());
+    assert_eq!(top[0].member, "m3");
+    assert_eq!(
+        board.aio().top_paged(con, 20, 3, 7).await.unwrap(),
+        board.top(sync, 20, 3).unwrap()
+    );
+    let got = board.aio().get(con, "m10").await.unwrap();
+    assert_eq!(got, board.get(sync, "m10").unwrap());
+    assert_eq!(
+        board.aio().rank(con, "m10").await.unwrap(),
+        got.map(|g| g.rank)
+    );
+    assert_eq!(
+        board.aio().around(con, "m10", 2).await.unwrap(),
+        board.around(sync, "m10", 2).unwrap()
+    );
+    assert_eq!(board.aio().rem(con, &["m1", "m2", "zed"]).await.unwrap(), 2);
+
+    // POLL: the exact merged top and ranks, the write-back.
+    let poll = SpreadPoll::new(&k("spoll"), 4).at(NOW);
+    assert!(poll
+        .aio()
+        .create(con, &PollOptions::default())
+        .await
+        .unwrap());
+    for u in 0..30 {
+        let c = format!("c{}", (u * u) % 5);
+        assert!(poll.aio().vote(con, &format!("u{u}"), &c).await.unwrap());
+    }
+    assert!(!poll.aio().vote(con, "u0", "c0").await.unwrap());
+    let top = poll.aio().top(con, 10, 0).await.unwrap();
+    assert_eq!(top, poll.top(sync, 10, 0).unwrap());
+    assert_eq!(top.iter().map(|e| e.votes).sum::<i64>(), 30);
+    assert_eq!(
+        poll.aio().rank(con, "c1").await.unwrap(),
+        poll.rank(sync, "c1").unwrap()
+    );
+    assert_eq!(
+        poll.aio().totals(con, &["c4", "none"]).await.unwrap(),
+        [Some(12), None]
+    );
+    assert_eq!(poll.aio().status(con, "u2").await.unwrap(), ["c4"]);
+    assert_eq!(poll.aio().revoke(con, "u2", None).await.unwrap(), 1);
+    assert_eq!(poll.aio().info(con).await.unwrap().unwrap().votes, 29);
+    let sync_round = poll.aio().sync(con).await.unwrap();
+    assert_eq!(sync_round.epochs.len(), 4);
+    assert_eq!(
+        poll.aio().syncack(con, &sync_round).await.unwrap(),
+        [true; 4]
+    );
+
+    // LUCKYBAG: the draw across the shards, its freezes and commit
+    // durable with `replicas`; run again, the same winners.
+    let bag = SpreadLuckyBag::new(&k("sbag"), 4).at(NOW);
+    assert!(bag
+        .aio()
+        .create(con, 3, &BagOptions::default())
+        .await
+        .unwrap());
+    for u in 0..20 {
+        let j = bag.aio().join(con, &format!("u{u}"), false).await.unwrap();
+        assert!(j.new);
+    }
+    assert_eq!(bag.aio().participants(con).await.unwrap(), 20);
+    let o = DrawOptions {
+        replicas,
+        ..DrawOptions::default()
+    };
+    let won = bag.aio().draw(con, &o).await.unwrap();
+    assert_eq!(won.len(), 3);
+    assert_eq!(bag.aio().draw(con, &o).await.unwrap(), won);
+    assert_eq!(bag.draw(sync, &o).unwrap(), won);
+    assert_eq!(
+        bag.aio().result(con, &won[0].user).await.unwrap(),
+        BagResult::Won
+    );
+    assert_eq!(bag.aio().info(con).await.unwrap().state, "drawn");
+
+    // STOCK: refills from the pool on shard 0, sold out only when no
+    // unit is left anywhere; the ledgers' law holds.
+    let sku = SpreadStock::new(&k("ssku"), 3).at(NOW).with_chunk(1);
+    assert!(sku
+        .aio()
+        .create(con, 5, None, Some(60_000), None)
+        .await
+        .unwrap());
+    let mut ok = 0;
+    for u in 0..12 {
+        let r = sku
+            .aio()
+            .reserve(con, &format!("u{u}"), &format!("o{u}"), 1)
+            .await
+            .unwrap();
+        if r.status == ReserveStatus::Ok {
+            ok += 1;
+        } else {
+            assert_eq!((r.status, ok), (ReserveStatus::SoldOut, 5));
+        }
+    }
+    assert_eq!(ok, 5);
+    assert_eq!(sku.aio().audit(con).await.unwrap(), Vec::<String>::new());
+    assert!(sku.aio().confirm(con, "u0", "o0").await.unwrap());
+    assert!(sku.aio().release(con, "u1", "o1").await.unwrap());
+    let info = sku.aio().info(con).await.unwrap();
+    assert_eq!((info.reserved(), info.sold()), (3, 1));
+    assert_eq!(info, sku.info(sync).unwrap());
+}
+
+#[test]
+fn rust_async_spread_handles_on_one_server() {
+    let rt = runtime();
+    let s = Server::start();
+    for (t, resp3) in [("s2", false), ("s3", true)] {
+        let client = redis::Client::open(url(&s, resp3)).unwrap();
+        // The blocking handles read over the same protocol.
+        let mut sync = client.get_connection().unwrap();
+        rt.block_on(async {
+            let mut con = client.get_multiplexed_async_connection().await.unwrap();
+            async_spread(&mut con, &mut sync, t, 0).await;
+        });
+    }
+}
+
+#[test]
+fn rust_async_spread_handles_on_a_cluster() {
+    let cl = Cluster::start();
+    let client = redis::cluster::ClusterClient::new(cl.urls()).unwrap();
+    let mut sync = client.get_connection().unwrap();
+    let rt = runtime();
+    rt.block_on(async {
+        let mut con = client.get_async_connection().await.unwrap();
+        async_spread(&mut con, &mut sync, "c", 1).await;
+    });
+    // The shards are on every master.
+    assert_eq!(cl.dbsizes().values().filter(|&&n| n > 0).count(), 3);
+}
+
 #[test]
 fn rust_examples_run_and_the_readme_shows_them() {
     let s = Server::start();
@@ -577,7 +798,8 @@ fn rust_examples_run_and_the_readme_shows_them() {
         [
             "alice=6 bob=4",
             "liked true count 1",
-            "job mail:1 acked true"
+            "job mail:1 acked true",
+            "spread likes 8 [2, 2, 2, 2]"
         ]
     );
 
@@ -597,5 +819,19 @@ fn rust_examples_run_and_the_readme_shows_them() {
     assert!(blocks.len() >= 3, "{blocks:?}");
     for b in blocks {
         assert!(examples.contains(b), "README block not in an example:\n{b}");
+    }
+    // So is every Rust block of docs/clients.md.
+    let clients = std::fs::read_to_string(dir.join("../../docs/clients.md")).unwrap();
+    let blocks: Vec<&str> = clients
+        .split("```rust\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    assert!(!blocks.is_empty());
+    for b in blocks {
+        assert!(
+            examples.contains(b),
+            "docs/clients.md block not in an example:\n{b}"
+        );
     }
 }

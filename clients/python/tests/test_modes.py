@@ -23,7 +23,9 @@ import redis.asyncio as aredis
 from redis.cluster import ClusterNode, RedisCluster
 
 import hotpath
+from hotpath import aspread
 from hotpath import replies as R
+from hotpath.aspread import _AsyncSpread
 from hotpath.client import _Entity
 from test_client import NOW, Families
 
@@ -58,8 +60,11 @@ def async_client(cluster, protocol=3):
 
 
 class Awaiting:
-    """An asyncio HotPath (or handle) as the sync suite calls it: each call
-    of a handle method must give a coroutine, which is run to its end."""
+    """An asyncio HotPath (or handle, or spread handle) as the sync suite
+    calls it: each call of a handle method must give a coroutine, which is
+    run to its end (an async iterator: read to its end, as a list). A
+    spread handle's methods that send nothing (``shard_of``,
+    ``with_retry``) stay plain."""
 
     def __init__(self, target, loop):
         self._target = target
@@ -72,8 +77,14 @@ class Awaiting:
 
         def call(*args, **kwargs):
             out = attr(*args, **kwargs)
-            if isinstance(out, _Entity):
+            if isinstance(out, (_Entity, _AsyncSpread)):
                 return Awaiting(out, self._loop)
+            if inspect.isasyncgen(out):
+                async def read():
+                    return [x async for x in out]
+                return self._loop.run_until_complete(read())
+            if isinstance(self._target, _AsyncSpread) and not inspect.iscoroutinefunction(attr):
+                return out
             assert inspect.iscoroutine(out), f"{name} gave {out!r}, not a coroutine"
             return self._loop.run_until_complete(out)
         return call
@@ -116,7 +127,18 @@ class Queueing:
         return target
 
 
-class _AsyncFamilies(Families):
+class AsyncSuite:
+    """What Families asks of an asyncio suite (``self.hp`` an
+    :class:`Awaiting`, ``self.loop`` its event loop)."""
+
+    def spread_class(self, cls):
+        return getattr(aspread, "Async" + cls.__name__)
+
+    def backend_call(self, command, argv, keys):
+        return self.loop.run_until_complete(self.hp.backend.acall(command, argv, keys))
+
+
+class _AsyncFamilies(AsyncSuite, Families):
     """Families through an asyncio client, over ``protocol``."""
     protocol = 3
     cluster = False
@@ -141,9 +163,38 @@ class _AsyncFamilies(Families):
         self.assertTrue(inspect.iscoroutine(coro))
         self.assertEqual(self.loop.run_until_complete(coro), R.PollInfo("ONCE", 1, 0, 0, 0, 0))
 
-    def test_spread_handles_need_a_sync_client(self):
-        with self.assertRaisesRegex(TypeError, "spread handles need a sync client"):
-            hotpath.HotPath(self.ar).like(self.k("sp"), spread=4)
+    def test_spread_handles_are_the_asyncio_twins(self):
+        hp = hotpath.HotPath(self.ar)
+        for factory, cls in (("like", hotpath.SpreadLike), ("rank", hotpath.SpreadRank),
+                             ("poll", hotpath.SpreadPoll), ("luckybag", hotpath.SpreadLuckyBag),
+                             ("stock", hotpath.SpreadStock)):
+            h = getattr(hp, factory)(self.k("sp"), spread=4)
+            self.assertIsInstance(h, getattr(hotpath.aio, "Async" + cls.__name__))
+            self.assertEqual(h.retry, hp.retry)
+            # Every public method of the sync handle, under the same name;
+            # those that send are coroutine functions.
+            sync = {n for n in dir(cls) if not n.startswith("_")}
+            self.assertEqual(sync, {n for n in dir(type(h)) if not n.startswith("_")}, factory)
+        coro = hp.like(self.k("sp"), spread=4).count()
+        self.assertTrue(inspect.iscoroutine(coro))
+        # Never created: a shard's error, named by its shard, as sync.
+        with self.assertRaisesRegex(hotpath.ShardError, r"\(0 of 4\) does not exist"):
+            self.loop.run_until_complete(coro)
+        self.assertIsNone(self.loop.run_until_complete(hp.spread_count("LIKE", self.k("sp"))))
+        # Many spread calls of one client at once.
+        post = hp.like(self.k("many"), spread=4)
+        self.assertTrue(self.loop.run_until_complete(post.create()))
+
+        async def likes():
+            return await asyncio.gather(*(post.add(u, now=NOW) for u in range(40)))
+        changes = self.loop.run_until_complete(likes())
+        self.assertEqual(sorted(c.shard for c in changes), sorted(u % 4 for u in range(40)))
+        self.assertEqual(self.loop.run_until_complete(post.count()), 40)
+        self.assertEqual(self.loop.run_until_complete(post.check(*range(42))), [True] * 40 + [False] * 2)
+
+    def test_spread_handles_refuse_a_pipeline(self):
+        with self.assertRaisesRegex(TypeError, "spread handles need a client .*not a pipeline"):
+            hotpath.HotPath(self.ar.pipeline()).like(self.k("sp"), spread=4)
 
 
 class _PipelineFamilies(Families):
@@ -164,7 +215,7 @@ class _PipelineFamilies(Families):
 
 def _skip_spread(cls):
     for name in SPREAD_TESTS:
-        setattr(cls, name, unittest.skip("spread handles are sync only (test_client runs them)")(
+        setattr(cls, name, unittest.skip("spread handles are not queued (their reads take rounds)")(
             lambda self: None))
     return cls
 
@@ -329,13 +380,11 @@ class Pipelines:
 # ---- one server -----------------------------------------------------------
 
 @unittest.skipUnless(URL, "HOTPATH_URL not set")
-@_skip_spread
 class AsyncOnOneServer(_AsyncFamilies, unittest.TestCase):
     protocol = 3
 
 
 @unittest.skipUnless(URL, "HOTPATH_URL not set")
-@_skip_spread
 class AsyncOnOneServerInResp2(_AsyncFamilies, unittest.TestCase):
     protocol = 2
 
@@ -375,10 +424,24 @@ class PipelinesOnOneServerInResp2(PipelinesOnOneServer):
 # ---- a cluster -------------------------------------------------------------
 
 @unittest.skipUnless(CLUSTER, "HOTPATH_CLUSTER not set")
-@_skip_spread
 class AsyncOnACluster(_AsyncFamilies, unittest.TestCase):
     protocol = 3
     cluster = True
+    replicas = 1
+
+
+@unittest.skipUnless(CLUSTER, "HOTPATH_CLUSTER not set")
+class AsyncSpreadOnAClusterInResp2(_AsyncFamilies, unittest.TestCase):
+    """The spread handles over asyncio on a cluster in RESP2 (the other
+    families' RESP2 runs are on one server)."""
+    protocol = 2
+    cluster = True
+    replicas = 1
+
+
+for _name in [n for n in dir(Families) if n.startswith("test_") and n not in SPREAD_TESTS]:
+    setattr(AsyncSpreadOnAClusterInResp2, _name, unittest.skip("AsyncOnACluster runs it")(
+        lambda self: None))
 
 
 @unittest.skipUnless(CLUSTER, "HOTPATH_CLUSTER not set")

@@ -31,8 +31,15 @@ async def async_use(r: redis.asyncio.Redis) -> None:
     info: Optional[hotpath.PollInfo] = await hp.poll("p").info()
     merged: int = await hp.rank_merge("d", ["a", "b"])
     not_awaited: bool = hp.poll("p").vote("u", "c")  # type: ignore[assignment]
-    hp.poll("p", spread=4)  # type: ignore[call-arg]
+    spoll: aio.AsyncSpreadPoll = hp.poll("p", spread=4)
+    stop: List[hotpath.PollEntry] = await spoll.top(3)
+    change: hotpath.ShardLikeChange = await hp.like("post", spread=4).toggle(1)
+    shards: Optional[int] = await hp.spread_count("LIKE", "post")
+    not_awaited_count: int = hp.rank("b", spread=4).count()  # type: ignore[assignment]
+    entries: List[hotpath.RankPositionEntry] = [e async for e in hp.rank("b", spread=4).pages()]
+    wrong_form: hotpath.SpreadLike = hp.like("post", spread=4)  # type: ignore[assignment]
     async with hp.pipeline() as p:
         p.rank("b").incr("alice", 5)
         replies: List[object] = await p.execute()
-    print(counted, top, info, merged, not_awaited, replies)
+    print(counted, top, info, merged, not_awaited, replies, stop, change, shards,
+          not_awaited_count, entries, wrong_form)

@@ -5,7 +5,7 @@
 //! `cargo run -p hotpath-client --features aio --example async` with a
 //! server that has the module on REDIS_URL (default redis://127.0.0.1:6379/).
 
-use hotpath_client::{DelayQueue, JobOptions, Like, Poll, PollOptions};
+use hotpath_client::{DelayQueue, JobOptions, Like, Poll, PollOptions, SpreadLike};
 
 /// Runs the tour on `url`; returns the lines it prints.
 pub async fn run(url: &str) -> redis::RedisResult<Vec<String>> {
@@ -50,6 +50,24 @@ pub async fn run(url: &str) -> redis::RedisResult<Vec<String>> {
         .ack(&mut con, &jobs[0].id, jobs[0].receipt)
         .await?;
     out.push(format!("job {} acked {acked}", jobs[0].id));
+
+    // A spread post (docs/spread.md): likes from many tasks go to their
+    // shards; the count is one fan-out over the shards.
+    let post = SpreadLike::new("post:{hot}", 4);
+    post.aio().create(&mut con).await?;
+    let mut likes = Vec::new();
+    for user in 1..=8u64 {
+        let (post, mut con) = (post.clone(), con.clone());
+        likes.push(tokio::spawn(
+            async move { post.aio().add(&mut con, user).await },
+        ));
+    }
+    for l in likes {
+        l.await.expect("the task ran")?;
+    }
+    let total = post.aio().count(&mut con).await?;
+    let per_shard = post.aio().shard_counts(&mut con).await?;
+    out.push(format!("spread likes {total} {per_shard:?}"));
     Ok(out)
 }
 

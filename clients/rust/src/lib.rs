@@ -31,7 +31,10 @@
 //! id, and reads that span shards are one call (one pipeline per node,
 //! replies merged; a shard that fails fails the call). They take a
 //! [`FanOut`] connection: `redis::Connection` or
-//! `redis::cluster::ClusterConnection`. Under topology change they retry
+//! `redis::cluster::ClusterConnection`; with the feature `aio`,
+//! `handle.aio()` has the same methods on an async connection
+//! (`AsyncSpread`, over any `AioCon`: `MultiplexedConnection`, the async
+//! cluster client). Under topology change they retry
 //! their per-shard commands by a bounded policy ([`retry`], `with_retry`),
 //! and `durable(replicas, wait_ms)` makes their writes durable: one
 //! pipeline per master ending in `WAIT` on the connection of the writes

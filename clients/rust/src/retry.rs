@@ -204,34 +204,89 @@ impl RetryPolicy {
         mut step: impl FnMut(&[usize]) -> Vec<RedisResult<T>>,
         clock: &mut dyn Clock,
     ) -> Vec<RedisResult<T>> {
-        let start = clock.now();
-        let mut out: Vec<Option<RedisResult<T>>> = (0..commands.len()).map(|_| None).collect();
-        let mut pending: Vec<usize> = (0..commands.len()).collect();
-        let mut delays = self.delays(jitter_source());
-        let mut longest = Duration::ZERO;
+        let mut rounds = Rounds::new(self, commands, clock.now());
         loop {
             let began = clock.now();
-            let res = step(&pending);
-            longest = longest.max(clock.now().saturating_sub(began));
-            let mut again = Vec::new();
-            for (&i, r) in pending.iter().zip(res) {
-                if let Err(e) = &r {
-                    if retryable(e, commands[i]) {
-                        again.push(i);
-                    }
-                }
-                out[i] = Some(r);
+            let res = step(rounds.pending());
+            match rounds.record(res, began, clock.now()) {
+                Some(d) => clock.sleep(d),
+                None => return rounds.finish(),
             }
-            let d = delays.next().expect("endless");
-            if again.is_empty() || clock.now().saturating_sub(start) + d + longest > self.deadline {
-                return out
-                    .into_iter()
-                    .map(|r| r.expect("every call ran"))
-                    .collect();
-            }
-            clock.sleep(d);
-            pending = again;
         }
+    }
+}
+
+/// The rounds of [`RetryPolicy::run_many_with`] as a state machine, for a
+/// caller that runs each round itself (the async spread handles await
+/// theirs): run the calls of [`pending`](Rounds::pending), hand their
+/// outcomes to [`record`](Rounds::record), sleep what it answers and go
+/// again, or [`finish`](Rounds::finish) when it answers `None`.
+pub(crate) struct Rounds<'a, T> {
+    deadline: Duration,
+    commands: &'a [&'a str],
+    start: Duration,
+    out: Vec<Option<RedisResult<T>>>,
+    pending: Vec<usize>,
+    delays: Box<dyn Iterator<Item = Duration> + Send + 'a>,
+    longest: Duration,
+}
+
+impl<'a, T> Rounds<'a, T> {
+    /// The first round (every call) of `commands`, begun at `now`.
+    pub(crate) fn new(policy: &RetryPolicy, commands: &'a [&'a str], now: Duration) -> Self {
+        Rounds {
+            deadline: policy.deadline,
+            commands,
+            start: now,
+            out: (0..commands.len()).map(|_| None).collect(),
+            pending: (0..commands.len()).collect(),
+            delays: Box::new(policy.delays(jitter_source())),
+            longest: Duration::ZERO,
+        }
+    }
+
+    /// The calls this round runs.
+    pub(crate) fn pending(&self) -> &[usize] {
+        &self.pending
+    }
+
+    /// The outcomes of this round's calls (in the order of `pending`),
+    /// which began at `began` and ended at `now`: the sleep before the
+    /// next round (of the calls that failed with an error [`retryable`]
+    /// for their command), or `None` when there is none within the
+    /// deadline.
+    pub(crate) fn record(
+        &mut self,
+        res: Vec<RedisResult<T>>,
+        began: Duration,
+        now: Duration,
+    ) -> Option<Duration> {
+        self.longest = self.longest.max(now.saturating_sub(began));
+        let mut again = Vec::new();
+        for (&i, r) in self.pending.iter().zip(res) {
+            if let Err(e) = &r {
+                if retryable(e, self.commands[i]) {
+                    again.push(i);
+                }
+            }
+            self.out[i] = Some(r);
+        }
+        let d = self.delays.next().expect("endless");
+        // No attempt that would end past the deadline (judged by the
+        // longest attempt so far: the connection's own retries).
+        if again.is_empty() || now.saturating_sub(self.start) + d + self.longest > self.deadline {
+            return None;
+        }
+        self.pending = again;
+        Some(d)
+    }
+
+    /// Every call's last outcome.
+    pub(crate) fn finish(self) -> Vec<RedisResult<T>> {
+        self.out
+            .into_iter()
+            .map(|r| r.expect("every call ran"))
+            .collect()
     }
 }
 

@@ -364,78 +364,359 @@ fn fan_raw<C: FanOut>(con: &mut C, cmds: &[Cmd]) -> Vec<RedisResult<Value>> {
     cmds.iter().map(|c| c.query::<Value>(con)).collect()
 }
 
+/// How a spread handle's commands reach the server. The handles' logic is
+/// written once, as async functions over this trait: a blocking
+/// connection ([`Blocking`]: the sync methods, whose futures are ready at
+/// their first poll, [`block`]) or an async one (`Nonblocking`: the
+/// methods of `aio()`, crate feature `aio`).
+pub(crate) trait OneIo {
+    /// One command through the connection's own path (its redirections
+    /// and retries).
+    async fn query(&mut self, cmd: &Cmd) -> RedisResult<Value>;
+    /// The durable write of `calls`, one pipeline per slot ending in
+    /// `WAIT` ([`durable_by_slot`]).
+    async fn durable_by_slot(
+        &mut self,
+        calls: &[(String, Cmd)],
+        replicas: i64,
+        timeout_ms: u64,
+    ) -> Vec<(RedisResult<Value>, i64)>;
+    /// Waits `d` between two rounds of the retry policy.
+    async fn sleep(&mut self, d: std::time::Duration);
+}
+
+/// [`OneIo`] with the commands of many shards at once.
+pub(crate) trait FanIo: OneIo {
+    /// Sends `cmds` at once: each reply or error ([`fan_raw`]).
+    async fn fan_raw(&mut self, cmds: &[Cmd]) -> Vec<RedisResult<Value>>;
+    /// [`FanOut::pipeline_durable`].
+    async fn pipeline_durable(
+        &mut self,
+        calls: &[(String, Cmd)],
+        replicas: i64,
+        timeout_ms: u64,
+    ) -> Vec<(RedisResult<Value>, i64)>;
+}
+
+/// A blocking connection as the handles' I/O: every future is ready at
+/// its first poll.
+pub(crate) struct Blocking<'a, C>(pub(crate) &'a mut C);
+
+impl<C: ConnectionLike> OneIo for Blocking<'_, C> {
+    async fn query(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        cmd.query::<Value>(self.0)
+    }
+
+    async fn durable_by_slot(
+        &mut self,
+        calls: &[(String, Cmd)],
+        replicas: i64,
+        timeout_ms: u64,
+    ) -> Vec<(RedisResult<Value>, i64)> {
+        durable_by_slot(self.0, calls, replicas, timeout_ms)
+    }
+
+    async fn sleep(&mut self, d: std::time::Duration) {
+        std::thread::sleep(d);
+    }
+}
+
+impl<C: FanOut> FanIo for Blocking<'_, C> {
+    async fn fan_raw(&mut self, cmds: &[Cmd]) -> Vec<RedisResult<Value>> {
+        fan_raw(self.0, cmds)
+    }
+
+    async fn pipeline_durable(
+        &mut self,
+        calls: &[(String, Cmd)],
+        replicas: i64,
+        timeout_ms: u64,
+    ) -> Vec<(RedisResult<Value>, i64)> {
+        self.0.pipeline_durable(calls, replicas, timeout_ms)
+    }
+}
+
+/// Runs a future of the blocking I/O to its end: it never waits (a
+/// [`Blocking`] connection does its I/O inside `poll`), so one poll does.
+pub(crate) fn block<F: std::future::Future>(f: F) -> F::Output {
+    use std::task::{Context, Poll, Waker};
+    let mut f = std::pin::pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => v,
+        Poll::Pending => unreachable!("a blocking connection's future is ready at once"),
+    }
+}
+
+/// An async connection as the handles' I/O (crate feature `aio`): any
+/// `redis::aio::ConnectionLike` that clones into handles of the same
+/// connection (`MultiplexedConnection`, `ConnectionManager`, the async
+/// cluster client). A fan-out sends every command at once, each on a
+/// clone (the multiplexed connection pipelines them; the cluster client
+/// routes each to its node); a durable write sends one pipeline per slot
+/// ending in `WAIT` (on one connection: a multiplexed connection has one,
+/// the cluster client one per node).
+#[cfg(feature = "aio")]
+pub(crate) struct Nonblocking<'a, C>(pub(crate) &'a mut C);
+
+#[cfg(feature = "aio")]
+impl<C: redis::aio::ConnectionLike + Clone + Send> OneIo for Nonblocking<'_, C> {
+    async fn query(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        cmd.query_async::<Value>(self.0).await
+    }
+
+    async fn durable_by_slot(
+        &mut self,
+        calls: &[(String, Cmd)],
+        replicas: i64,
+        timeout_ms: u64,
+    ) -> Vec<(RedisResult<Value>, i64)> {
+        let groups = group_by(calls, |key| {
+            format!("slot {}", routing::key_slot(key.as_bytes()))
+        });
+        let sends = groups.iter().map(|idx| {
+            let mut con = self.0.clone();
+            let mut p = redis::pipe();
+            for &i in idx {
+                p.add_command(calls[i].1.clone());
+            }
+            p.cmd("WAIT").arg(replicas).arg(timeout_ms);
+            let n = idx.len();
+            async move {
+                let res = con.req_packed_commands(&p, 0, n + 1).await;
+                with_wait(res, n)
+            }
+        });
+        let replies = futures_util::future::join_all(sends).await;
+        let mut out: Vec<Option<(RedisResult<Value>, i64)>> =
+            (0..calls.len()).map(|_| None).collect();
+        let mut moved = None;
+        for (idx, res) in groups.iter().zip(replies) {
+            for (&i, r) in idx.iter().zip(res) {
+                if matches!(&r.0, Err(e) if e.kind() == ErrorKind::Moved) {
+                    moved = Some(i);
+                }
+                out[i] = Some(r);
+            }
+        }
+        if let Some(i) = moved {
+            // A read of the key through the client's own path, which
+            // follows MOVED and learns the new owner for the retry.
+            let _ = redis::cmd("EXISTS")
+                .arg(&calls[i].0)
+                .query_async::<Value>(self.0)
+                .await;
+        }
+        out.into_iter()
+            .map(|r| r.expect("every call grouped"))
+            .collect()
+    }
+
+    async fn sleep(&mut self, d: std::time::Duration) {
+        tokio::time::sleep(d).await;
+    }
+}
+
+#[cfg(feature = "aio")]
+impl<C: redis::aio::ConnectionLike + Clone + Send> FanIo for Nonblocking<'_, C> {
+    async fn fan_raw(&mut self, cmds: &[Cmd]) -> Vec<RedisResult<Value>> {
+        futures_util::future::join_all(cmds.iter().map(|c| {
+            let mut con = self.0.clone();
+            async move { c.query_async::<Value>(&mut con).await }
+        }))
+        .await
+    }
+
+    async fn pipeline_durable(
+        &mut self,
+        calls: &[(String, Cmd)],
+        replicas: i64,
+        timeout_ms: u64,
+    ) -> Vec<(RedisResult<Value>, i64)> {
+        self.durable_by_slot(calls, replicas, timeout_ms).await
+    }
+}
+
+/// The async connections the spread handles take (crate feature `aio`):
+/// any `redis::aio::ConnectionLike` that is `Clone` (a clone is a handle
+/// on the same connection) and `Send`, such as `MultiplexedConnection`,
+/// `ConnectionManager` and the async cluster client
+/// (`cluster_async::ClusterConnection`, feature `cluster-async`).
+#[cfg(feature = "aio")]
+pub trait AioCon: redis::aio::ConnectionLike + Clone + Send {}
+
+#[cfg(feature = "aio")]
+impl<C: redis::aio::ConnectionLike + Clone + Send> AioCon for C {}
+
+/// A spread handle's methods over an async connection (crate feature
+/// `aio`): `post.aio().toggle(&mut con, 42).await`. The same methods as
+/// the sync handle, the same commands, merges, replies and errors; the
+/// per-shard commands of a fan-out go out at once, and the retry policy
+/// sleeps with `tokio::time::sleep`.
+#[cfg(feature = "aio")]
+#[derive(Clone, Copy, Debug)]
+pub struct AsyncSpread<'h, H>(pub(crate) &'h H);
+
+#[cfg(feature = "aio")]
+impl<H> AsyncSpread<'_, H> {
+    /// The handle.
+    pub fn handle(&self) -> &H {
+        self.0
+    }
+}
+
+/// [`spread_count`] over an async connection (crate feature `aio`).
+#[cfg(feature = "aio")]
+pub async fn spread_count_async<C: AioCon>(
+    con: &mut C,
+    family: &str,
+    base: &str,
+) -> RedisResult<Option<u32>> {
+    let k0 = String::from_utf8(routing::shard_key(base.as_bytes(), 1, 0))
+        .expect("a UTF-8 base gives a UTF-8 shard key");
+    let v: Value = redis::cmd(&format!("{family}.INFO"))
+        .arg(&k0)
+        .query_async(con)
+        .await?;
+    count_of(&v)
+}
+
+/// The replies of `n` commands and a `WAIT` sent as one pipeline: each
+/// reply or error, with WAIT's count for the replies.
+#[cfg(feature = "aio")]
+fn with_wait(res: RedisResult<Vec<Value>>, n: usize) -> Vec<(RedisResult<Value>, i64)> {
+    match res {
+        Ok(vals) if vals.len() == n + 1 => {
+            let ack = match vals.last() {
+                Some(Value::Int(a)) => *a,
+                _ => 0,
+            };
+            vals.into_iter()
+                .take(n)
+                .map(|v| match v {
+                    Value::ServerError(e) => (Err(e.into()), 0),
+                    v => (Ok(v), ack),
+                })
+                .collect()
+        }
+        Ok(vals) => (0..n)
+            .map(|_| {
+                (
+                    Err(bad_reply("a durable pipeline", &Value::Array(vals.clone()))),
+                    0,
+                )
+            })
+            .collect(),
+        Err(e) => (0..n).map(|_| (Err(copy_error(&e)), 0)).collect(),
+    }
+}
+
+/// The retry policy's rounds over `io`: `$step` (an expression of `io` and
+/// the indexes of the round, awaited) runs each round's calls.
+macro_rules! rounds {
+    ($policy:expr, $names:expr, $io:ident, |$idx:ident| $step:expr) => {{
+        let t0 = std::time::Instant::now();
+        let mut rounds = crate::retry::Rounds::new(&$policy, $names, std::time::Duration::ZERO);
+        loop {
+            let began = t0.elapsed();
+            let $idx: Vec<usize> = rounds.pending().to_vec();
+            let res = $step;
+            match rounds.record(res, began, t0.elapsed()) {
+                Some(d) => $io.sleep(d).await,
+                None => break rounds.finish(),
+            }
+        }
+    }};
+}
+
 impl Exec {
     /// One command on the shard `key`, retried by the policy; a durable
     /// handle's write waits for its replicas.
-    pub(crate) fn query<C: ConnectionLike>(
+    pub(crate) async fn query<I: OneIo>(
         &self,
-        con: &mut C,
+        io: &mut I,
         key: &str,
         cmd: &Cmd,
     ) -> RedisResult<Value> {
         let name = command_name(cmd);
         if let Some((replicas, wait_ms)) = self.durable.filter(|_| is_write(&name)) {
             let calls = [(key.to_string(), cmd.clone())];
-            let r = self
-                .durable_with(con, &calls, replicas, wait_ms, durable_by_slot)
-                .pop()
-                .expect("one outcome")?;
-            return match r {
-                (_, ack) if ack < replicas => Err(not_durable(key, ack, replicas)),
-                (v, _) => Ok(v),
+            let names = [name.as_str()];
+            let mut acks = [0i64];
+            let r = rounds!(self.retry, &names, io, |idx| {
+                let _ = idx;
+                let (r, ack) = io
+                    .durable_by_slot(&calls, replicas, wait_ms)
+                    .await
+                    .pop()
+                    .expect("one outcome");
+                acks[0] = ack;
+                vec![r]
+            })
+            .pop()
+            .expect("one outcome")
+            .map_err(|e| shard_error(key, e))?;
+            return match acks[0] {
+                ack if ack < replicas => Err(not_durable(key, ack, replicas)),
+                _ => Ok(r),
             };
         }
-        self.retry.run(&name, || cmd.query::<Value>(con))
+        let names = [name.as_str()];
+        rounds!(self.retry, &names, io, |idx| {
+            let _ = idx;
+            vec![io.query(cmd).await]
+        })
+        .pop()
+        .expect("one outcome")
     }
 
     /// Runs one command per shard key, all at once (one pipeline per
     /// node), and returns each reply or error (named by its shard key);
     /// the failed ones are sent again by the policy. A durable handle's
     /// writes wait for their replicas.
-    pub(crate) fn fan_out_each<C: FanOut>(
+    pub(crate) async fn fan_out_each<I: FanIo>(
         &self,
-        con: &mut C,
+        io: &mut I,
         calls: &[(String, Cmd)],
     ) -> Vec<RedisResult<Value>> {
         let names: Vec<String> = calls.iter().map(|(_, c)| command_name(c)).collect();
         if let Some((replicas, wait_ms)) = self.durable {
             if names.iter().any(|n| is_write(n)) {
-                return self.durable_each(con, calls, replicas, wait_ms);
+                return self.durable_each(io, calls, replicas, wait_ms).await;
             }
         }
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        self.retry
-            .run_many(&refs, |idx| {
-                let cmds: Vec<Cmd> = idx.iter().map(|&i| calls[i].1.clone()).collect();
-                fan_raw(con, &cmds)
-            })
-            .into_iter()
-            .zip(calls)
-            .map(|(r, (key, _))| r.map_err(|e| shard_error(key, e)))
-            .collect()
+        rounds!(self.retry, &refs, io, |idx| {
+            let cmds: Vec<Cmd> = idx.iter().map(|&i| calls[i].1.clone()).collect();
+            io.fan_raw(&cmds).await
+        })
+        .into_iter()
+        .zip(calls)
+        .map(|(r, (key, _))| r.map_err(|e| shard_error(key, e)))
+        .collect()
     }
 
     /// [`fan_out_each`](Self::fan_out_each), failing on the first shard
     /// error (named by its key).
-    pub(crate) fn fan_out<C: FanOut>(
+    pub(crate) async fn fan_out<I: FanIo>(
         &self,
-        con: &mut C,
+        io: &mut I,
         calls: &[(String, Cmd)],
     ) -> RedisResult<Vec<Value>> {
-        self.fan_out_each(con, calls).into_iter().collect()
+        self.fan_out_each(io, calls).await.into_iter().collect()
     }
 
     /// The durable write of `calls` ([`FanOut::pipeline_durable`]),
     /// retried by the policy: a call whose write reached fewer than
     /// `replicas` replicas is an error (it ran on the master).
-    pub(crate) fn durable_each<C: FanOut>(
+    pub(crate) async fn durable_each<I: FanIo>(
         &self,
-        con: &mut C,
+        io: &mut I,
         calls: &[(String, Cmd)],
         replicas: i64,
         wait_ms: u64,
     ) -> Vec<RedisResult<Value>> {
-        self.durable_raw(con, calls, replicas, wait_ms)
+        self.durable_raw(io, calls, replicas, wait_ms)
+            .await
             .into_iter()
             .zip(calls)
             .map(|(r, (key, _))| match r {
@@ -449,34 +730,22 @@ impl Exec {
     /// [`FanOut::pipeline_durable`] retried by the policy: each reply with
     /// the replicas that acknowledged it, or the error (named by its
     /// shard key).
-    pub(crate) fn durable_raw<C: FanOut>(
+    pub(crate) async fn durable_raw<I: FanIo>(
         &self,
-        con: &mut C,
+        io: &mut I,
         calls: &[(String, Cmd)],
         replicas: i64,
         wait_ms: u64,
-    ) -> Vec<RedisResult<(Value, i64)>> {
-        self.durable_with(con, calls, replicas, wait_ms, C::pipeline_durable)
-    }
-
-    /// [`durable_raw`](Self::durable_raw) with `send` as the durable
-    /// pipeline.
-    fn durable_with<C: ConnectionLike>(
-        &self,
-        con: &mut C,
-        calls: &[(String, Cmd)],
-        replicas: i64,
-        wait_ms: u64,
-        mut send: impl FnMut(&mut C, &[(String, Cmd)], i64, u64) -> Vec<(RedisResult<Value>, i64)>,
     ) -> Vec<RedisResult<(Value, i64)>> {
         let names: Vec<String> = calls.iter().map(|(_, c)| command_name(c)).collect();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let mut acks = vec![0i64; calls.len()];
-        let res = self.retry.run_many(&refs, |idx| {
+        let res = rounds!(self.retry, &refs, io, |idx| {
             let part: Vec<(String, Cmd)> = idx.iter().map(|&i| calls[i].clone()).collect();
-            send(con, &part, replicas, wait_ms)
+            io.pipeline_durable(&part, replicas, wait_ms)
+                .await
                 .into_iter()
-                .zip(idx)
+                .zip(&idx)
                 .map(|((r, ack), &i)| {
                     acks[i] = ack;
                     r
@@ -579,7 +848,7 @@ impl Shards {
     /// the others at once. Creating an entity again with the same rules
     /// answers true and changes nothing, so a creation that failed half way
     /// can be run again.
-    pub(crate) fn create<C: FanOut>(
+    pub(crate) async fn create<C: FanIo>(
         &self,
         con: &mut C,
         backend: Backend,
@@ -590,6 +859,7 @@ impl Shards {
         let info = format!("{family}.INFO");
         for (r, key) in exec
             .fan_out_each(con, &self.all(backend, &info, &[]))
+            .await
             .into_iter()
             .zip(&self.keys)
         {
@@ -603,9 +873,10 @@ impl Shards {
         let calls = self.all(backend, &create, args);
         let first: Value = exec
             .query(con, &calls[0].0, &calls[0].1)
+            .await
             .map_err(|e| shard_error(&calls[0].0, e))?;
         crate::replies::ok(&first)?;
-        for v in exec.fan_out(con, &calls[1..])? {
+        for v in exec.fan_out(con, &calls[1..]).await? {
             crate::replies::ok(&v)?;
         }
         Ok(true)
@@ -623,11 +894,16 @@ pub fn spread_count<C: ConnectionLike>(
     let k0 = String::from_utf8(routing::shard_key(base.as_bytes(), 1, 0))
         .expect("a UTF-8 base gives a UTF-8 shard key");
     let v: Value = redis::cmd(&format!("{family}.INFO")).arg(&k0).query(con)?;
+    count_of(&v)
+}
+
+/// The `spread` field of an `INFO` reply of shard 0.
+fn count_of(v: &Value) -> RedisResult<Option<u32>> {
     // A RESP2 array or a RESP3 map; an empty reply (no such post or bag).
-    let items = match &v {
+    let items = match v {
         Value::Array(a) if a.is_empty() => return Ok(None),
         Value::Map(m) if m.is_empty() => return Ok(None),
-        _ => crate::replies::pairs(&v)?,
+        _ => crate::replies::pairs(v)?,
     };
     for (k, v) in items {
         if crate::replies::text(k)? == "spread" {
@@ -720,6 +996,13 @@ impl SpreadLike {
         &self.shards
     }
 
+    /// The handle's methods over an async connection (crate feature
+    /// `aio`; [`AsyncSpread`]).
+    #[cfg(feature = "aio")]
+    pub fn aio(&self) -> AsyncSpread<'_, Self> {
+        AsyncSpread(self)
+    }
+
     /// The shard of a user: `user mod n`.
     pub fn shard_of(&self, user: u64) -> u32 {
         routing::like_slot_of(user, self.shards.n()).0
@@ -727,11 +1010,17 @@ impl SpreadLike {
 
     /// Creates every shard (`LIKE.CREATE K_i SPREAD n`).
     pub fn create<C: FanOut>(&self, con: &mut C) -> RedisResult<bool> {
-        self.shards
-            .create(con, self.backend, &self.exec, "LIKE", &[])
+        block(self.create_in(&mut Blocking(con)))
     }
 
-    fn write<C: ConnectionLike>(
+    /// [`SpreadLike::create`] over any [`FanIo`].
+    pub(crate) async fn create_in<C: FanIo>(&self, con: &mut C) -> RedisResult<bool> {
+        self.shards
+            .create(con, self.backend, &self.exec, "LIKE", &[])
+            .await
+    }
+
+    async fn write_in<C: OneIo>(
         &self,
         con: &mut C,
         name: &str,
@@ -747,7 +1036,8 @@ impl SpreadLike {
         let cmd = self.shards.cmd(self.backend, name, shard, &args);
         let v = self
             .exec
-            .query(con, &self.shards.keys()[shard as usize], &cmd)?;
+            .query(con, &self.shards.keys()[shard as usize], &cmd)
+            .await?;
         let (changed, shard_count) = crate::replies::flag_count(&v)?;
         Ok(ShardLikeChange {
             changed,
@@ -763,22 +1053,58 @@ impl SpreadLike {
         con: &mut C,
         user: u64,
     ) -> RedisResult<ShardLikeChange> {
-        self.write(con, "LIKE.TOGGLE", user, true)
+        block(self.toggle_in(&mut Blocking(con), user))
+    }
+
+    /// [`SpreadLike::toggle`] over any [`OneIo`].
+    pub(crate) async fn toggle_in<C: OneIo>(
+        &self,
+        con: &mut C,
+        user: u64,
+    ) -> RedisResult<ShardLikeChange> {
+        self.write_in(con, "LIKE.TOGGLE", user, true).await
     }
 
     /// `LIKE.ADD` on the user's shard (idempotent).
     pub fn add<C: ConnectionLike>(&self, con: &mut C, user: u64) -> RedisResult<ShardLikeChange> {
-        self.write(con, "LIKE.ADD", user, true)
+        block(self.add_in(&mut Blocking(con), user))
+    }
+
+    /// [`SpreadLike::add`] over any [`OneIo`].
+    pub(crate) async fn add_in<C: OneIo>(
+        &self,
+        con: &mut C,
+        user: u64,
+    ) -> RedisResult<ShardLikeChange> {
+        self.write_in(con, "LIKE.ADD", user, true).await
     }
 
     /// `LIKE.REM` on the user's shard (idempotent).
     pub fn rem<C: ConnectionLike>(&self, con: &mut C, user: u64) -> RedisResult<ShardLikeChange> {
-        self.write(con, "LIKE.REM", user, false)
+        block(self.rem_in(&mut Blocking(con), user))
+    }
+
+    /// [`SpreadLike::rem`] over any [`OneIo`].
+    pub(crate) async fn rem_in<C: OneIo>(
+        &self,
+        con: &mut C,
+        user: u64,
+    ) -> RedisResult<ShardLikeChange> {
+        self.write_in(con, "LIKE.REM", user, false).await
     }
 
     /// Whether each user likes the post, in order: one `LIKE.CHECK` per
     /// shard asked, all at once.
     pub fn check<C: FanOut>(&self, con: &mut C, users: &[u64]) -> RedisResult<Vec<bool>> {
+        block(self.check_in(&mut Blocking(con), users))
+    }
+
+    /// [`SpreadLike::check`] over any [`FanIo`].
+    pub(crate) async fn check_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        users: &[u64],
+    ) -> RedisResult<Vec<bool>> {
         let n = self.shards.n() as usize;
         let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); n];
         for (i, &u) in users.iter().enumerate() {
@@ -796,7 +1122,7 @@ impl SpreadLike {
             })
             .collect();
         let mut out = vec![false; users.len()];
-        for (s, v) in asked.iter().zip(self.exec.fan_out(con, &calls)?) {
+        for (s, v) in asked.iter().zip(self.exec.fan_out(con, &calls).await?) {
             let flags = crate::replies::ints(&v)?;
             if flags.len() != by_shard[*s].len() {
                 return Err(RedisError::from((
@@ -814,20 +1140,32 @@ impl SpreadLike {
 
     /// Whether one user likes the post (one shard read).
     pub fn likes<C: ConnectionLike>(&self, con: &mut C, user: u64) -> RedisResult<bool> {
+        block(self.likes_in(&mut Blocking(con), user))
+    }
+
+    /// [`SpreadLike::likes`] over any [`OneIo`].
+    pub(crate) async fn likes_in<C: OneIo>(&self, con: &mut C, user: u64) -> RedisResult<bool> {
         let shard = self.shard_of(user);
         let cmd = self
             .shards
             .cmd(self.backend, "LIKE.CHECK", shard, &[arg(user)]);
         let v = self
             .exec
-            .query(con, &self.shards.keys()[shard as usize], &cmd)?;
+            .query(con, &self.shards.keys()[shard as usize], &cmd)
+            .await?;
         Ok(crate::replies::ints(&v)?.first() == Some(&1))
     }
 
     /// The exact like count of every shard, shard 0 first.
     pub fn shard_counts<C: FanOut>(&self, con: &mut C) -> RedisResult<Vec<i64>> {
+        block(self.shard_counts_in(&mut Blocking(con)))
+    }
+
+    /// [`SpreadLike::shard_counts`] over any [`FanIo`].
+    pub(crate) async fn shard_counts_in<C: FanIo>(&self, con: &mut C) -> RedisResult<Vec<i64>> {
         self.exec
-            .fan_out(con, &self.shards.all(self.backend, "LIKE.COUNT", &[]))?
+            .fan_out(con, &self.shards.all(self.backend, "LIKE.COUNT", &[]))
+            .await?
             .iter()
             .map(crate::replies::int)
             .collect()
@@ -835,17 +1173,32 @@ impl SpreadLike {
 
     /// The post's exact like count: the sum over its shards.
     pub fn count<C: FanOut>(&self, con: &mut C) -> RedisResult<i64> {
-        Ok(self.shard_counts(con)?.iter().sum())
+        block(self.count_in(&mut Blocking(con)))
+    }
+
+    /// [`SpreadLike::count`] over any [`FanIo`].
+    pub(crate) async fn count_in<C: FanIo>(&self, con: &mut C) -> RedisResult<i64> {
+        Ok(self.shard_counts_in(con).await?.iter().sum())
     }
 
     /// The latest `n` recorded likers over all shards, newest first (ties
     /// by user id, larger first); every recorded liker without `n`.
     pub fn recent<C: FanOut>(&self, con: &mut C, n: Option<u64>) -> RedisResult<Vec<Liker>> {
+        block(self.recent_in(&mut Blocking(con), n))
+    }
+
+    /// [`SpreadLike::recent`] over any [`FanIo`].
+    pub(crate) async fn recent_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        n: Option<u64>,
+    ) -> RedisResult<Vec<Liker>> {
         let args: Vec<Vec<u8>> = n.map(arg).into_iter().collect();
         let mut all = Vec::new();
         for v in self
             .exec
-            .fan_out(con, &self.shards.all(self.backend, "LIKE.RECENT", &args))?
+            .fan_out(con, &self.shards.all(self.backend, "LIKE.RECENT", &args))
+            .await?
         {
             all.extend(crate::replies::likers(&v)?);
         }
@@ -858,9 +1211,15 @@ impl SpreadLike {
 
     /// `LIKE.INFO` of every shard and the totals.
     pub fn info<C: FanOut>(&self, con: &mut C) -> RedisResult<SpreadLikeInfo> {
+        block(self.info_in(&mut Blocking(con)))
+    }
+
+    /// [`SpreadLike::info`] over any [`FanIo`].
+    pub(crate) async fn info_in<C: FanIo>(&self, con: &mut C) -> RedisResult<SpreadLikeInfo> {
         let shards = self
             .exec
-            .fan_out(con, &self.shards.all(self.backend, "LIKE.INFO", &[]))?
+            .fan_out(con, &self.shards.all(self.backend, "LIKE.INFO", &[]))
+            .await?
             .iter()
             .map(crate::replies::like_info)
             .collect::<RedisResult<Vec<LikeInfo>>>()?;
@@ -1078,10 +1437,27 @@ impl SpreadLuckyBag {
         &self.shards
     }
 
+    /// The handle's methods over an async connection (crate feature
+    /// `aio`; [`AsyncSpread`]).
+    #[cfg(feature = "aio")]
+    pub fn aio(&self) -> AsyncSpread<'_, Self> {
+        AsyncSpread(self)
+    }
+
     /// Creates every shard (`LUCKYBAG.CREATE K_i WINNERS w … SPREAD n`).
     /// `POOLCAP` is the bag's: each shard keeps its share of it. Each
     /// shard has one internal pool unless `shards` says otherwise.
     pub fn create<C: FanOut>(
+        &self,
+        con: &mut C,
+        winners: i64,
+        o: &crate::entities::BagOptions,
+    ) -> RedisResult<bool> {
+        block(self.create_in(&mut Blocking(con), winners, o))
+    }
+
+    /// [`SpreadLuckyBag::create`] over any [`FanIo`].
+    pub(crate) async fn create_in<C: FanIo>(
         &self,
         con: &mut C,
         winners: i64,
@@ -1104,9 +1480,10 @@ impl SpreadLuckyBag {
         opt("TTL", o.ttl.map(arg));
         self.shards
             .create(con, self.backend, &self.exec, "LUCKYBAG", &args)
+            .await
     }
 
-    fn one<C: ConnectionLike>(
+    async fn one_in<C: OneIo>(
         &self,
         con: &mut C,
         name: &str,
@@ -1119,10 +1496,21 @@ impl SpreadLuckyBag {
         let cmd = self.shards.cmd(self.backend, name, shard, &a);
         self.exec
             .query(con, &self.shards.keys()[shard as usize], &cmd)
+            .await
     }
 
     /// `LUCKYBAG.JOIN` on the user's shard.
     pub fn join<C: ConnectionLike>(
+        &self,
+        con: &mut C,
+        user: &str,
+        task_pending: bool,
+    ) -> RedisResult<ShardJoin> {
+        block(self.join_in(&mut Blocking(con), user, task_pending))
+    }
+
+    /// [`SpreadLuckyBag::join`] over any [`OneIo`].
+    pub(crate) async fn join_in<C: OneIo>(
         &self,
         con: &mut C,
         user: &str,
@@ -1133,7 +1521,8 @@ impl SpreadLuckyBag {
         } else {
             Vec::new()
         };
-        let j: Join = crate::replies::join(&self.one(con, "LUCKYBAG.JOIN", user, &extra)?)?;
+        let j: Join =
+            crate::replies::join(&self.one_in(con, "LUCKYBAG.JOIN", user, &extra).await?)?;
         Ok(ShardJoin {
             new: j.new,
             pooled: j.pooled,
@@ -1144,30 +1533,60 @@ impl SpreadLuckyBag {
 
     /// `LUCKYBAG.TASK` on the user's shard.
     pub fn task<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
-        Ok(crate::replies::int(&self.one(con, "LUCKYBAG.TASK", user, &[])?)? == 1)
+        block(self.task_in(&mut Blocking(con), user))
+    }
+
+    /// [`SpreadLuckyBag::task`] over any [`OneIo`].
+    pub(crate) async fn task_in<C: OneIo>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
+        Ok(crate::replies::int(&self.one_in(con, "LUCKYBAG.TASK", user, &[]).await?)? == 1)
     }
 
     /// `LUCKYBAG.LEAVE` on the user's shard.
     pub fn leave<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
-        Ok(crate::replies::int(&self.one(con, "LUCKYBAG.LEAVE", user, &[])?)? == 1)
+        block(self.leave_in(&mut Blocking(con), user))
+    }
+
+    /// [`SpreadLuckyBag::leave`] over any [`OneIo`].
+    pub(crate) async fn leave_in<C: OneIo>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
+        Ok(crate::replies::int(&self.one_in(con, "LUCKYBAG.LEAVE", user, &[]).await?)? == 1)
     }
 
     /// `LUCKYBAG.ENTER` on the user's shard.
     pub fn enter<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
-        Ok(crate::replies::int(&self.one(con, "LUCKYBAG.ENTER", user, &[])?)? == 1)
+        block(self.enter_in(&mut Blocking(con), user))
+    }
+
+    /// [`SpreadLuckyBag::enter`] over any [`OneIo`].
+    pub(crate) async fn enter_in<C: OneIo>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
+        Ok(crate::replies::int(&self.one_in(con, "LUCKYBAG.ENTER", user, &[]).await?)? == 1)
     }
 
     /// `LUCKYBAG.RESULT`, read on the node that owns the user's shard:
     /// `Pending` until that shard has its winners.
     pub fn result<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<BagResult> {
-        crate::replies::bag_result(&self.one(con, "LUCKYBAG.RESULT", user, &[])?)
+        block(self.result_in(&mut Blocking(con), user))
+    }
+
+    /// [`SpreadLuckyBag::result`] over any [`OneIo`].
+    pub(crate) async fn result_in<C: OneIo>(
+        &self,
+        con: &mut C,
+        user: &str,
+    ) -> RedisResult<BagResult> {
+        crate::replies::bag_result(&self.one_in(con, "LUCKYBAG.RESULT", user, &[]).await?)
     }
 
     /// `LUCKYBAG.INFO` of every shard and the bag's totals.
     pub fn info<C: FanOut>(&self, con: &mut C) -> RedisResult<SpreadBagInfo> {
+        block(self.info_in(&mut Blocking(con)))
+    }
+
+    /// [`SpreadLuckyBag::info`] over any [`FanIo`].
+    pub(crate) async fn info_in<C: FanIo>(&self, con: &mut C) -> RedisResult<SpreadBagInfo> {
         let replies = self
             .exec
-            .fan_out(con, &self.shards.all(self.backend, "LUCKYBAG.INFO", &[]))?;
+            .fan_out(con, &self.shards.all(self.backend, "LUCKYBAG.INFO", &[]))
+            .await?;
         let mut per_shard = Vec::with_capacity(replies.len());
         for (v, key) in replies.iter().zip(self.shards.keys()) {
             let info = crate::replies::bag_info(v)?.ok_or_else(|| {
@@ -1198,7 +1617,12 @@ impl SpreadLuckyBag {
 
     /// The participants of every shard, summed.
     pub fn participants<C: FanOut>(&self, con: &mut C) -> RedisResult<i64> {
-        Ok(self.info(con)?.participants)
+        block(self.participants_in(&mut Blocking(con)))
+    }
+
+    /// [`SpreadLuckyBag::participants`] over any [`FanIo`].
+    pub(crate) async fn participants_in<C: FanIo>(&self, con: &mut C) -> RedisResult<i64> {
+        Ok(self.info_in(con).await?.participants)
     }
 
     /// Draws the bag across its shards (docs/spread.md): takes the draw's
@@ -1210,6 +1634,15 @@ impl SpreadLuckyBag {
     /// (with the same token, or any token once the lease ran out) gives the
     /// same winners. A draw already committed answers its winners.
     pub fn draw<C: FanOut>(&self, con: &mut C, o: &DrawOptions) -> RedisResult<Vec<Winner>> {
+        block(self.draw_in(&mut Blocking(con), o))
+    }
+
+    /// [`SpreadLuckyBag::draw`] over any [`FanIo`].
+    pub(crate) async fn draw_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        o: &DrawOptions,
+    ) -> RedisResult<Vec<Winner>> {
         let token = o.token.clone().unwrap_or_else(new_token);
         let mut args = vec![arg(&token), arg("LEASE"), arg(o.lease_ms)];
         if let Some(t) = self.now {
@@ -1223,6 +1656,7 @@ impl SpreadLuckyBag {
         let begin: Value = self
             .exec
             .query(con, &k0, &cmd)
+            .await
             .map_err(|e| shard_error(&k0, e))?;
         let b = crate::replies::array(&begin)?;
         if b.len() < 2 {
@@ -1232,7 +1666,7 @@ impl SpreadLuckyBag {
         let w = crate::replies::int(&b[1])? as usize;
         if state == "drawn" {
             let list = candidates(&Value::Array(b[2..].to_vec()))?;
-            self.publish(con, &list, w, false)?;
+            self.publish_in(con, &list, w, false).await?;
             return Ok(winners_of(&list));
         }
         let n = self.shards.n() as usize;
@@ -1265,6 +1699,7 @@ impl SpreadLuckyBag {
                 for (r, (key, _)) in self
                     .exec
                     .durable_raw(con, &calls, o.replicas, o.wait_ms)
+                    .await
                     .into_iter()
                     .zip(&calls)
                 {
@@ -1280,7 +1715,7 @@ impl SpreadLuckyBag {
                 }
                 out
             } else {
-                self.exec.fan_out(con, &calls)?
+                self.exec.fan_out(con, &calls).await?
             };
             first_round = false;
             for (&i, v) in ask.iter().zip(replies) {
@@ -1309,7 +1744,7 @@ impl SpreadLuckyBag {
         // Every shard checks its part against its own pool before anything
         // is final (PUBLISH … VERIFY writes nothing): a wrong merge is
         // refused here, while the draw can still be run again.
-        self.publish(con, &merged, w, true)?;
+        self.publish_in(con, &merged, w, true).await?;
         let mut commit = vec![arg(&token)];
         for c in &merged {
             commit.push(arg(&c.user));
@@ -1322,12 +1757,14 @@ impl SpreadLuckyBag {
         let (v, acked) = if o.replicas > 0 {
             self.exec
                 .durable_raw(con, &calls, o.replicas, o.wait_ms)
+                .await
                 .pop()
                 .expect("one outcome")?
         } else {
             let v = self
                 .exec
                 .query(con, &k0, &calls[0].1)
+                .await
                 .map_err(|e| shard_error(&k0, e))?;
             (v, 0)
         };
@@ -1342,7 +1779,7 @@ impl SpreadLuckyBag {
                 ),
             )));
         }
-        self.publish(con, &merged, w, false)?;
+        self.publish_in(con, &merged, w, false).await?;
         Ok(winners_of(&merged))
     }
 
@@ -1350,7 +1787,7 @@ impl SpreadLuckyBag {
     /// global list's last winner when the list is full (`LAST`), so that
     /// each shard checks that nothing it holds outside the list ranks
     /// before it. With `verify`, the shards only check (step 4's guard).
-    fn publish<C: FanOut>(
+    async fn publish_in<C: FanIo>(
         &self,
         con: &mut C,
         list: &[Candidate],
@@ -1383,7 +1820,7 @@ impl SpreadLuckyBag {
                 )
             })
             .collect();
-        self.exec.fan_out(con, &calls)?;
+        self.exec.fan_out(con, &calls).await?;
         Ok(())
     }
 }
@@ -1396,4 +1833,130 @@ fn winners_of(list: &[Candidate]) -> Vec<Winner> {
             score: c.r,
         })
         .collect()
+}
+
+#[cfg(feature = "aio")]
+impl AsyncSpread<'_, SpreadLike> {
+    /// Creates every shard (`LIKE.CREATE K_i SPREAD n`).
+    pub async fn create<C: AioCon>(&self, con: &mut C) -> RedisResult<bool> {
+        self.0.create_in(&mut Nonblocking(con)).await
+    }
+
+    /// `LIKE.TOGGLE` on the user's shard: `changed` is whether the user
+    /// likes the post after the call.
+    pub async fn toggle<C: AioCon>(&self, con: &mut C, user: u64) -> RedisResult<ShardLikeChange> {
+        self.0.toggle_in(&mut Nonblocking(con), user).await
+    }
+
+    /// `LIKE.ADD` on the user's shard (idempotent).
+    pub async fn add<C: AioCon>(&self, con: &mut C, user: u64) -> RedisResult<ShardLikeChange> {
+        self.0.add_in(&mut Nonblocking(con), user).await
+    }
+
+    /// `LIKE.REM` on the user's shard (idempotent).
+    pub async fn rem<C: AioCon>(&self, con: &mut C, user: u64) -> RedisResult<ShardLikeChange> {
+        self.0.rem_in(&mut Nonblocking(con), user).await
+    }
+
+    /// Whether each user likes the post, in order: one `LIKE.CHECK` per
+    /// shard asked, all at once.
+    pub async fn check<C: AioCon>(&self, con: &mut C, users: &[u64]) -> RedisResult<Vec<bool>> {
+        self.0.check_in(&mut Nonblocking(con), users).await
+    }
+
+    /// Whether one user likes the post (one shard read).
+    pub async fn likes<C: AioCon>(&self, con: &mut C, user: u64) -> RedisResult<bool> {
+        self.0.likes_in(&mut Nonblocking(con), user).await
+    }
+
+    /// The exact like count of every shard, shard 0 first.
+    pub async fn shard_counts<C: AioCon>(&self, con: &mut C) -> RedisResult<Vec<i64>> {
+        self.0.shard_counts_in(&mut Nonblocking(con)).await
+    }
+
+    /// The post's exact like count: the sum over its shards.
+    pub async fn count<C: AioCon>(&self, con: &mut C) -> RedisResult<i64> {
+        self.0.count_in(&mut Nonblocking(con)).await
+    }
+
+    /// The latest `n` recorded likers over all shards, newest first (ties
+    /// by user id, larger first); every recorded liker without `n`.
+    pub async fn recent<C: AioCon>(&self, con: &mut C, n: Option<u64>) -> RedisResult<Vec<Liker>> {
+        self.0.recent_in(&mut Nonblocking(con), n).await
+    }
+
+    /// `LIKE.INFO` of every shard and the totals.
+    pub async fn info<C: AioCon>(&self, con: &mut C) -> RedisResult<SpreadLikeInfo> {
+        self.0.info_in(&mut Nonblocking(con)).await
+    }
+}
+
+#[cfg(feature = "aio")]
+impl AsyncSpread<'_, SpreadLuckyBag> {
+    /// Creates every shard (`LUCKYBAG.CREATE K_i WINNERS w … SPREAD n`).
+    /// `POOLCAP` is the bag's: each shard keeps its share of it. Each
+    /// shard has one internal pool unless `shards` says otherwise.
+    pub async fn create<C: AioCon>(
+        &self,
+        con: &mut C,
+        winners: i64,
+        o: &crate::entities::BagOptions,
+    ) -> RedisResult<bool> {
+        self.0.create_in(&mut Nonblocking(con), winners, o).await
+    }
+
+    /// `LUCKYBAG.JOIN` on the user's shard.
+    pub async fn join<C: AioCon>(
+        &self,
+        con: &mut C,
+        user: &str,
+        task_pending: bool,
+    ) -> RedisResult<ShardJoin> {
+        self.0
+            .join_in(&mut Nonblocking(con), user, task_pending)
+            .await
+    }
+
+    /// `LUCKYBAG.TASK` on the user's shard.
+    pub async fn task<C: AioCon>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
+        self.0.task_in(&mut Nonblocking(con), user).await
+    }
+
+    /// `LUCKYBAG.LEAVE` on the user's shard.
+    pub async fn leave<C: AioCon>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
+        self.0.leave_in(&mut Nonblocking(con), user).await
+    }
+
+    /// `LUCKYBAG.ENTER` on the user's shard.
+    pub async fn enter<C: AioCon>(&self, con: &mut C, user: &str) -> RedisResult<bool> {
+        self.0.enter_in(&mut Nonblocking(con), user).await
+    }
+
+    /// `LUCKYBAG.RESULT`, read on the node that owns the user's shard:
+    /// `Pending` until that shard has its winners.
+    pub async fn result<C: AioCon>(&self, con: &mut C, user: &str) -> RedisResult<BagResult> {
+        self.0.result_in(&mut Nonblocking(con), user).await
+    }
+
+    /// `LUCKYBAG.INFO` of every shard and the bag's totals.
+    pub async fn info<C: AioCon>(&self, con: &mut C) -> RedisResult<SpreadBagInfo> {
+        self.0.info_in(&mut Nonblocking(con)).await
+    }
+
+    /// The participants of every shard, summed.
+    pub async fn participants<C: AioCon>(&self, con: &mut C) -> RedisResult<i64> {
+        self.0.participants_in(&mut Nonblocking(con)).await
+    }
+
+    /// Draws the bag across its shards (docs/spread.md): takes the draw's
+    /// lease on shard 0, freezes every shard and reads its best candidates
+    /// (deeper only where a shard could still hold a winner), waits for a
+    /// replica of each freeze, merges the exact global top WINNERS,
+    /// commits them on shard 0, then gives each shard its own winners.
+    /// Every step is idempotent: a draw interrupted anywhere and run again
+    /// (with the same token, or any token once the lease ran out) gives the
+    /// same winners. A draw already committed answers its winners.
+    pub async fn draw<C: AioCon>(&self, con: &mut C, o: &DrawOptions) -> RedisResult<Vec<Winner>> {
+        self.0.draw_in(&mut Nonblocking(con), o).await
+    }
 }

@@ -19,7 +19,9 @@ use redis::{Cmd, ConnectionLike, ErrorKind, RedisError, RedisResult, Value};
 use crate::entities::{Backend, PollOptions};
 use crate::replies::{self as r, PollEntry, PollInfo, PollRank, PollSync};
 use crate::retry::RetryPolicy;
-use crate::spread::{Exec, FanOut, Shards};
+use crate::spread::{block, Blocking, Exec, FanIo, FanOut, OneIo, Shards};
+#[cfg(feature = "aio")]
+use crate::spread::{AioCon, AsyncSpread, Nonblocking};
 
 fn arg<T: redis::ToRedisArgs>(v: T) -> Vec<u8> {
     v.to_redis_args().concat()
@@ -151,6 +153,13 @@ impl SpreadPoll {
         &self.shards
     }
 
+    /// The handle's methods over an async connection (crate feature
+    /// `aio`; [`AsyncSpread`]).
+    #[cfg(feature = "aio")]
+    pub fn aio(&self) -> AsyncSpread<'_, Self> {
+        AsyncSpread(self)
+    }
+
     /// The shard of a voter: `routing::shard_of(user, n)`.
     pub fn shard_of(&self, user: &str) -> u32 {
         self.shards.shard_of(user)
@@ -179,10 +188,20 @@ impl SpreadPoll {
     /// clock or this machine's, or, when some shards exist already (a
     /// creation run again), the one that gives their expiry.
     pub fn create<C: FanOut>(&self, con: &mut C, o: &PollOptions) -> RedisResult<bool> {
+        block(self.create_in(&mut Blocking(con), o))
+    }
+
+    /// [`SpreadPoll::create`] over any [`FanIo`].
+    pub(crate) async fn create_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        o: &PollOptions,
+    ) -> RedisResult<bool> {
         let mut now = self.now;
         let checks = self
             .exec
-            .fan_out_each(con, &self.shards.all(self.backend, "POLL.INFO", &[]));
+            .fan_out_each(con, &self.shards.all(self.backend, "POLL.INFO", &[]))
+            .await;
         for (res, key) in checks.into_iter().zip(self.shards.keys()) {
             match res {
                 Ok(v) => {
@@ -229,9 +248,10 @@ impl SpreadPoll {
         let first: Value = self
             .exec
             .query(con, &calls[0].0, &calls[0].1)
+            .await
             .map_err(|e| name_shard(&calls[0].0, e))?;
         r::ok(&first)?;
-        for v in self.exec.fan_out(con, &calls[1..])? {
+        for v in self.exec.fan_out(con, &calls[1..]).await? {
             r::ok(&v)?;
         }
         Ok(true)
@@ -245,9 +265,19 @@ impl SpreadPoll {
         user: &str,
         candidate: &str,
     ) -> RedisResult<bool> {
+        block(self.vote_in(&mut Blocking(con), user, candidate))
+    }
+
+    /// [`SpreadPoll::vote`] over any [`OneIo`].
+    pub(crate) async fn vote_in<C: OneIo>(
+        &self,
+        con: &mut C,
+        user: &str,
+        candidate: &str,
+    ) -> RedisResult<bool> {
         let args = self.with_now(vec![arg(user), arg(candidate)]);
         let (k, c) = self.cmd("POLL.VOTE", self.shard_of(user), &args);
-        Ok(r::int(&self.exec.query(con, &k, &c)?)? == 1)
+        Ok(r::int(&self.exec.query(con, &k, &c).await?)? == 1)
     }
 
     /// `POLL.REVOKE` on the voter's shard: the votes taken back.
@@ -257,18 +287,37 @@ impl SpreadPoll {
         user: &str,
         candidate: Option<&str>,
     ) -> RedisResult<i64> {
+        block(self.revoke_in(&mut Blocking(con), user, candidate))
+    }
+
+    /// [`SpreadPoll::revoke`] over any [`OneIo`].
+    pub(crate) async fn revoke_in<C: OneIo>(
+        &self,
+        con: &mut C,
+        user: &str,
+        candidate: Option<&str>,
+    ) -> RedisResult<i64> {
         let mut args = vec![arg(user)];
         args.extend(candidate.map(arg));
         let (k, c) = self.cmd("POLL.REVOKE", self.shard_of(user), &self.with_now(args));
-        r::int(&self.exec.query(con, &k, &c)?)
+        r::int(&self.exec.query(con, &k, &c).await?)
     }
 
     /// `POLL.STATUS` on the voter's shard: the candidates this voter has
     /// votes for.
     pub fn status<C: ConnectionLike>(&self, con: &mut C, user: &str) -> RedisResult<Vec<String>> {
+        block(self.status_in(&mut Blocking(con), user))
+    }
+
+    /// [`SpreadPoll::status`] over any [`OneIo`].
+    pub(crate) async fn status_in<C: OneIo>(
+        &self,
+        con: &mut C,
+        user: &str,
+    ) -> RedisResult<Vec<String>> {
         let args = self.with_now(vec![arg(user)]);
         let (k, c) = self.cmd("POLL.STATUS", self.shard_of(user), &args);
-        r::texts(&self.exec.query(con, &k, &c)?)
+        r::texts(&self.exec.query(con, &k, &c).await?)
     }
 
     /// Each candidate's exact total (the sum over the shards; `None` for a
@@ -279,11 +328,20 @@ impl SpreadPoll {
         con: &mut C,
         candidates: &[&str],
     ) -> RedisResult<Vec<Option<i64>>> {
+        block(self.totals_in(&mut Blocking(con), candidates))
+    }
+
+    /// [`SpreadPoll::totals`] over any [`FanIo`].
+    pub(crate) async fn totals_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        candidates: &[&str],
+    ) -> RedisResult<Vec<Option<i64>>> {
         let asks: Vec<(String, u32)> = candidates
             .iter()
             .flat_map(|c| (0..self.shards.n()).map(move |i| (c.to_string(), i)))
             .collect();
-        let votes = Io { poll: self, con }.votes(&asks)?;
+        let votes = Io { poll: self, con }.votes(&asks).await?;
         Ok(votes
             .chunks(self.shards.n() as usize)
             .map(|per| {
@@ -303,6 +361,16 @@ impl SpreadPoll {
         count: u64,
         offset: u64,
     ) -> RedisResult<Vec<PollEntry>> {
+        block(self.top_in(&mut Blocking(con), count, offset))
+    }
+
+    /// [`SpreadPoll::top`] over any [`FanIo`].
+    pub(crate) async fn top_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        count: u64,
+        offset: u64,
+    ) -> RedisResult<Vec<PollEntry>> {
         let k = offset.saturating_add(count);
         let first = k.max(SPREAD_POLL_FIRST_PAGE);
         let all = exact_top(
@@ -311,7 +379,8 @@ impl SpreadPoll {
             k,
             first,
             self.page_max,
-        )?;
+        )
+        .await?;
         Ok(all
             .into_iter()
             .skip(usize::try_from(offset).unwrap_or(usize::MAX))
@@ -323,22 +392,41 @@ impl SpreadPoll {
     /// of [`SpreadPoll::top`]) and its total; `None` for a candidate on no
     /// shard's board. Its cost grows with the rank.
     pub fn rank<C: FanOut>(&self, con: &mut C, candidate: &str) -> RedisResult<Option<PollRank>> {
+        block(self.rank_in(&mut Blocking(con), candidate))
+    }
+
+    /// [`SpreadPoll::rank`] over any [`FanIo`].
+    pub(crate) async fn rank_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        candidate: &str,
+    ) -> RedisResult<Option<PollRank>> {
         Ok(exact_rank(
             &mut Io { poll: self, con },
             self.shards.n(),
             candidate,
             SPREAD_POLL_FIRST_PAGE,
             self.page_max,
-        )?
+        )
+        .await?
         .map(|(rank, votes)| PollRank { rank, votes }))
     }
 
     /// `POLL.INFO` of every shard and the sums; `None` when no shard has
     /// the poll's rules (never created).
     pub fn info<C: FanOut>(&self, con: &mut C) -> RedisResult<Option<SpreadPollInfo>> {
+        block(self.info_in(&mut Blocking(con)))
+    }
+
+    /// [`SpreadPoll::info`] over any [`FanIo`].
+    pub(crate) async fn info_in<C: FanIo>(
+        &self,
+        con: &mut C,
+    ) -> RedisResult<Option<SpreadPollInfo>> {
         let raw = self
             .exec
-            .fan_out(con, &self.shards.all(self.backend, "POLL.INFO", &[]))?;
+            .fan_out(con, &self.shards.all(self.backend, "POLL.INFO", &[]))
+            .await?;
         let mut per = Vec::with_capacity(raw.len());
         for v in &raw {
             match r::poll_info(v)? {
@@ -364,11 +452,18 @@ impl SpreadPoll {
     /// shard is checked first (`POLL.INFO`), so that a missing or corrupt
     /// shard fails the call before any shard freezes a snapshot.
     pub fn sync<C: FanOut>(&self, con: &mut C) -> RedisResult<SpreadPollSync> {
+        block(self.sync_in(&mut Blocking(con)))
+    }
+
+    /// [`SpreadPoll::sync`] over any [`FanIo`].
+    pub(crate) async fn sync_in<C: FanIo>(&self, con: &mut C) -> RedisResult<SpreadPollSync> {
         self.exec
-            .fan_out(con, &self.shards.all(self.backend, "POLL.INFO", &[]))?;
+            .fan_out(con, &self.shards.all(self.backend, "POLL.INFO", &[]))
+            .await?;
         let per = self
             .exec
-            .fan_out(con, &self.shards.all(self.backend, "POLL.SYNC", &[]))?
+            .fan_out(con, &self.shards.all(self.backend, "POLL.SYNC", &[]))
+            .await?
             .iter()
             .map(r::poll_sync)
             .collect::<RedisResult<Vec<PollSync>>>()?;
@@ -397,6 +492,15 @@ impl SpreadPoll {
     /// `POLL.SYNCACK` of each shard's epoch of `sync`: per shard, true when
     /// that epoch was its pending snapshot.
     pub fn syncack<C: FanOut>(&self, con: &mut C, sync: &SpreadPollSync) -> RedisResult<Vec<bool>> {
+        block(self.syncack_in(&mut Blocking(con), sync))
+    }
+
+    /// [`SpreadPoll::syncack`] over any [`FanIo`].
+    pub(crate) async fn syncack_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        sync: &SpreadPollSync,
+    ) -> RedisResult<Vec<bool>> {
         let calls: Vec<(String, Cmd)> = sync
             .epochs
             .iter()
@@ -404,7 +508,8 @@ impl SpreadPoll {
             .map(|(i, e)| self.cmd("POLL.SYNCACK", i as u32, &[arg(*e)]))
             .collect();
         self.exec
-            .fan_out(con, &calls)?
+            .fan_out(con, &calls)
+            .await?
             .iter()
             .map(|v| Ok(r::int(v)? == 1))
             .collect()
@@ -446,10 +551,10 @@ fn name_shard(key: &str, e: RedisError) -> RedisError {
 pub(crate) trait Boards {
     /// For each `(shard, offset, count)`, the shard's board from place
     /// `offset`, at most `count` entries, in its order.
-    fn pages(&mut self, asks: &[(u32, u64, u64)]) -> RedisResult<Vec<Vec<(String, i64)>>>;
+    async fn pages(&mut self, asks: &[(u32, u64, u64)]) -> RedisResult<Vec<Vec<(String, i64)>>>;
     /// For each `(candidate, shard)`, the candidate's count on that shard,
     /// `None` when it is not on the shard's board.
-    fn votes(&mut self, asks: &[(String, u32)]) -> RedisResult<Vec<Option<i64>>>;
+    async fn votes(&mut self, asks: &[(String, u32)]) -> RedisResult<Vec<Option<i64>>>;
 }
 
 /// The boards of a spread poll through a connection.
@@ -458,8 +563,8 @@ struct Io<'a, C> {
     con: &'a mut C,
 }
 
-impl<C: FanOut> Boards for Io<'_, C> {
-    fn pages(&mut self, asks: &[(u32, u64, u64)]) -> RedisResult<Vec<Vec<(String, i64)>>> {
+impl<C: FanIo> Boards for Io<'_, C> {
+    async fn pages(&mut self, asks: &[(u32, u64, u64)]) -> RedisResult<Vec<Vec<(String, i64)>>> {
         let calls: Vec<(String, Cmd)> = asks
             .iter()
             .map(|&(i, offset, count)| {
@@ -472,7 +577,8 @@ impl<C: FanOut> Boards for Io<'_, C> {
             .collect();
         self.poll
             .exec
-            .fan_out(self.con, &calls)?
+            .fan_out(self.con, &calls)
+            .await?
             .iter()
             .map(|v| {
                 Ok(r::poll_entries(v)?
@@ -483,14 +589,15 @@ impl<C: FanOut> Boards for Io<'_, C> {
             .collect()
     }
 
-    fn votes(&mut self, asks: &[(String, u32)]) -> RedisResult<Vec<Option<i64>>> {
+    async fn votes(&mut self, asks: &[(String, u32)]) -> RedisResult<Vec<Option<i64>>> {
         let calls: Vec<(String, Cmd)> = asks
             .iter()
             .map(|(c, i)| self.poll.cmd("POLL.RANK", *i, &[arg(c.as_str())]))
             .collect();
         self.poll
             .exec
-            .fan_out(self.con, &calls)?
+            .fan_out(self.con, &calls)
+            .await?
             .iter()
             .map(|v| Ok(r::poll_rank(v)?.map(|p| p.votes)))
             .collect()
@@ -564,7 +671,7 @@ impl Merge {
 
     /// Reads the next `step` entries of every shard not read to its end,
     /// in pages of at most `page_max`.
-    fn read(&mut self, b: &mut impl Boards, step: u64, page_max: u64) -> RedisResult<()> {
+    async fn read(&mut self, b: &mut impl Boards, step: u64, page_max: u64) -> RedisResult<()> {
         let mut asks = Vec::new();
         for i in 0..self.done.len() {
             if self.done[i] {
@@ -578,7 +685,7 @@ impl Merge {
             }
         }
         let n = self.done.len();
-        for (&(i, _, count), page) in asks.iter().zip(b.pages(&asks)?) {
+        for (&(i, _, count), page) in asks.iter().zip(b.pages(&asks).await?) {
             let i = i as usize;
             if self.done[i] {
                 continue;
@@ -611,7 +718,7 @@ impl Merge {
 
     /// Fills in the unknown counts of `cands` (one count per candidate and
     /// shard where it is unknown, all at once).
-    fn resolve(&mut self, b: &mut impl Boards, cands: &[String]) -> RedisResult<()> {
+    async fn resolve(&mut self, b: &mut impl Boards, cands: &[String]) -> RedisResult<()> {
         let asks: Vec<(String, u32)> = cands
             .iter()
             .flat_map(|c| {
@@ -624,7 +731,7 @@ impl Merge {
             return Ok(());
         }
         let n = self.done.len();
-        for ((c, i), v) in asks.iter().zip(b.votes(&asks)?) {
+        for ((c, i), v) in asks.iter().zip(b.votes(&asks).await?) {
             self.known.entry(c.clone()).or_insert_with(|| vec![None; n])[*i as usize] =
                 Some(v.unwrap_or(0));
         }
@@ -652,7 +759,7 @@ fn order(a: &(String, i64), b: &(String, i64)) -> std::cmp::Ordering {
 /// they are at most [`resolve_budget`]; else the next round reads deeper),
 /// and stops when the `k`-th exact total exceeds what any unread candidate
 /// can have (or every board was read whole).
-pub(crate) fn exact_top(
+pub(crate) async fn exact_top(
     b: &mut impl Boards,
     n: u32,
     k: u64,
@@ -666,7 +773,7 @@ pub(crate) fn exact_top(
     let mut m = Merge::new(n);
     let mut step = first.max(1);
     loop {
-        m.read(b, step, page_max)?;
+        m.read(b, step, page_max).await?;
         let mut lowers: Vec<i64> = m.known.keys().map(|c| m.bounds(c).0).collect();
         let floor = if lowers.len() >= k {
             lowers.sort_unstable_by(|a, b| b.cmp(a));
@@ -687,7 +794,7 @@ pub(crate) fn exact_top(
         // top is not known.
         let resolved = m.unknowns(&need) <= resolve_budget(n, k);
         if resolved {
-            m.resolve(b, &need)?;
+            m.resolve(b, &need).await?;
         }
         let mut exact: Vec<(String, i64)> = m
             .known
@@ -711,7 +818,7 @@ pub(crate) fn exact_top(
 /// `n` shards, `None` when no shard lists it: its total from every shard,
 /// then pages of every board until no unread candidate can reach that
 /// total; the seen candidates whose bounds straddle it are resolved.
-pub(crate) fn exact_rank(
+pub(crate) async fn exact_rank(
     b: &mut impl Boards,
     n: u32,
     cand: &str,
@@ -719,7 +826,7 @@ pub(crate) fn exact_rank(
     page_max: u64,
 ) -> RedisResult<Option<(i64, i64)>> {
     let asks: Vec<(String, u32)> = (0..n).map(|i| (cand.to_string(), i)).collect();
-    let own = b.votes(&asks)?;
+    let own = b.votes(&asks).await?;
     if own.iter().all(Option::is_none) {
         return Ok(None);
     }
@@ -733,7 +840,7 @@ pub(crate) fn exact_rank(
     let me = (cand.to_string(), total);
     let (mut above, mut unsure);
     loop {
-        m.read(b, step, page_max)?;
+        m.read(b, step, page_max).await?;
         step = step.saturating_mul(2);
         // An unread candidate has at most `bound`: below `total`, it ranks
         // below; equal, it might still come first by name.
@@ -756,12 +863,112 @@ pub(crate) fn exact_rank(
             break;
         }
     }
-    m.resolve(b, &unsure)?;
+    m.resolve(b, &unsure).await?;
     for c in &unsure {
         let (lo, _, _) = m.bounds(c);
         above += i64::from(order(&(c.clone(), lo), &me).is_lt());
     }
     Ok(Some((above, total)))
+}
+
+#[cfg(feature = "aio")]
+impl AsyncSpread<'_, SpreadPoll> {
+    /// Creates every shard with the poll's rules (`POLL.CREATE K_i …
+    /// SPREAD n`), after checking them all: a shard in use (another count,
+    /// other rules, a single-slot poll) stops the creation before anything
+    /// is written. Shard 0 first, then the others at once. With a TTL,
+    /// every shard expires at the same instant: `NOW` is the handle's
+    /// clock or this machine's, or, when some shards exist already (a
+    /// creation run again), the one that gives their expiry.
+    pub async fn create<C: AioCon>(&self, con: &mut C, o: &PollOptions) -> RedisResult<bool> {
+        self.0.create_in(&mut Nonblocking(con), o).await
+    }
+
+    /// `POLL.VOTE` on the voter's shard: true when counted, false for a
+    /// duplicate.
+    pub async fn vote<C: AioCon>(
+        &self,
+        con: &mut C,
+        user: &str,
+        candidate: &str,
+    ) -> RedisResult<bool> {
+        self.0.vote_in(&mut Nonblocking(con), user, candidate).await
+    }
+
+    /// `POLL.REVOKE` on the voter's shard: the votes taken back.
+    pub async fn revoke<C: AioCon>(
+        &self,
+        con: &mut C,
+        user: &str,
+        candidate: Option<&str>,
+    ) -> RedisResult<i64> {
+        self.0
+            .revoke_in(&mut Nonblocking(con), user, candidate)
+            .await
+    }
+
+    /// `POLL.STATUS` on the voter's shard: the candidates this voter has
+    /// votes for.
+    pub async fn status<C: AioCon>(&self, con: &mut C, user: &str) -> RedisResult<Vec<String>> {
+        self.0.status_in(&mut Nonblocking(con), user).await
+    }
+
+    /// Each candidate's exact total (the sum over the shards; `None` for a
+    /// candidate on no shard's board), in order: one `POLL.RANK` per
+    /// candidate and shard, all at once.
+    pub async fn totals<C: AioCon>(
+        &self,
+        con: &mut C,
+        candidates: &[&str],
+    ) -> RedisResult<Vec<Option<i64>>> {
+        self.0.totals_in(&mut Nonblocking(con), candidates).await
+    }
+
+    /// The exact top `count` candidates from place `offset` of the merged
+    /// board (most votes first; ties: name descending byte-wise, as
+    /// `POLL.TOP` orders one board). Its cost grows with `offset + count`.
+    pub async fn top<C: AioCon>(
+        &self,
+        con: &mut C,
+        count: u64,
+        offset: u64,
+    ) -> RedisResult<Vec<PollEntry>> {
+        self.0.top_in(&mut Nonblocking(con), count, offset).await
+    }
+
+    /// A candidate's exact rank on the merged board (0-based, in the order
+    /// of [`SpreadPoll::top`]) and its total; `None` for a candidate on no
+    /// shard's board. Its cost grows with the rank.
+    pub async fn rank<C: AioCon>(
+        &self,
+        con: &mut C,
+        candidate: &str,
+    ) -> RedisResult<Option<PollRank>> {
+        self.0.rank_in(&mut Nonblocking(con), candidate).await
+    }
+
+    /// `POLL.INFO` of every shard and the sums; `None` when no shard has
+    /// the poll's rules (never created).
+    pub async fn info<C: AioCon>(&self, con: &mut C) -> RedisResult<Option<SpreadPollInfo>> {
+        self.0.info_in(&mut Nonblocking(con)).await
+    }
+
+    /// `POLL.SYNC` on every shard, and the merge of their deltas. Every
+    /// shard is checked first (`POLL.INFO`), so that a missing or corrupt
+    /// shard fails the call before any shard freezes a snapshot.
+    pub async fn sync<C: AioCon>(&self, con: &mut C) -> RedisResult<SpreadPollSync> {
+        self.0.sync_in(&mut Nonblocking(con)).await
+    }
+
+    /// `POLL.SYNCACK` of each shard's epoch of `sync`: per shard, true when
+    /// that epoch was its pending snapshot.
+    pub async fn syncack<C: AioCon>(
+        &self,
+        con: &mut C,
+        sync: &SpreadPollSync,
+    ) -> RedisResult<Vec<bool>> {
+        self.0.syncack_in(&mut Nonblocking(con), sync).await
+    }
 }
 
 #[cfg(test)]
@@ -800,7 +1007,10 @@ mod tests {
     }
 
     impl Boards for Mem {
-        fn pages(&mut self, asks: &[(u32, u64, u64)]) -> RedisResult<Vec<Vec<(String, i64)>>> {
+        async fn pages(
+            &mut self,
+            asks: &[(u32, u64, u64)],
+        ) -> RedisResult<Vec<Vec<(String, i64)>>> {
             self.pages += asks.len();
             Ok(asks
                 .iter()
@@ -814,7 +1024,7 @@ mod tests {
                 })
                 .collect())
         }
-        fn votes(&mut self, asks: &[(String, u32)]) -> RedisResult<Vec<Option<i64>>> {
+        async fn votes(&mut self, asks: &[(String, u32)]) -> RedisResult<Vec<Option<i64>>> {
             self.votes += asks.len();
             Ok(asks
                 .iter()
@@ -881,7 +1091,7 @@ mod tests {
                     (40, 40, 7),
                     (1000, 1000, 1000),
                 ] {
-                    let got = exact_top(&mut mem, n as u32, k, first, page).unwrap();
+                    let got = block(exact_top(&mut mem, n as u32, k, first, page)).unwrap();
                     let want: Vec<(String, i64)> =
                         merged.iter().take(k as usize).cloned().collect();
                     assert_eq!(
@@ -890,11 +1100,11 @@ mod tests {
                     );
                 }
                 for (r, (c, v)) in merged.iter().enumerate().step_by(7) {
-                    let got = exact_rank(&mut mem, n as u32, c, 3, 5).unwrap();
+                    let got = block(exact_rank(&mut mem, n as u32, c, 3, 5)).unwrap();
                     assert_eq!(got, Some((r as i64, *v)), "seed {seed} {c}");
                 }
                 assert_eq!(
-                    exact_rank(&mut mem, n as u32, "nobody", 3, 5).unwrap(),
+                    block(exact_rank(&mut mem, n as u32, "nobody", 3, 5)).unwrap(),
                     None
                 );
             }
@@ -907,13 +1117,13 @@ mod tests {
         // many near-ties, the bound falls slowly.
         let mut mem = Mem::new(boards(9, 16, 5000, 100_000, true));
         let merged = mem.merged();
-        let got = exact_top(
+        let got = block(exact_top(
             &mut mem,
             16,
             10,
             SPREAD_POLL_FIRST_PAGE,
             SPREAD_POLL_PAGE_MAX,
-        )
+        ))
         .unwrap();
         assert_eq!(got, merged[..10]);
         eprintln!(
@@ -922,13 +1132,13 @@ mod tests {
         );
         let (pages, votes) = (mem.pages, mem.votes);
         let mid = &merged[2500];
-        let got = exact_rank(
+        let got = block(exact_rank(
             &mut mem,
             16,
             &mid.0,
             SPREAD_POLL_FIRST_PAGE,
             SPREAD_POLL_PAGE_MAX,
-        )
+        ))
         .unwrap();
         assert_eq!(got, Some((2500, mid.1)));
         eprintln!(
@@ -943,13 +1153,13 @@ mod tests {
         // 16 shards, 100,000 votes over 5,000 candidates, skewed.
         let mut mem = Mem::new(boards(7, 16, 5000, 100_000, false));
         let want: Vec<(String, i64)> = mem.merged().into_iter().take(10).collect();
-        let got = exact_top(
+        let got = block(exact_top(
             &mut mem,
             16,
             10,
             SPREAD_POLL_FIRST_PAGE,
             SPREAD_POLL_PAGE_MAX,
-        )
+        ))
         .unwrap();
         assert_eq!(got, want);
         eprintln!(

@@ -14,7 +14,9 @@ use redis::{Cmd, ConnectionLike, ErrorKind, RedisError, RedisResult, Value};
 use crate::entities::{Backend, Keep, RankOptions};
 use crate::replies::{RankEntry, RankMember, RankPlace};
 use crate::retry::RetryPolicy;
-use crate::spread::{shard_error, Exec, FanOut, Shards};
+use crate::spread::{block, shard_error, Blocking, Exec, FanIo, FanOut, OneIo, Shards};
+#[cfg(feature = "aio")]
+use crate::spread::{AioCon, AsyncSpread, Nonblocking};
 
 /// The most places one `RANK.POSITION` returns: `rank-range-max`'s
 /// default.
@@ -202,6 +204,13 @@ impl SpreadRank {
         &self.shards
     }
 
+    /// The handle's methods over an async connection (crate feature
+    /// `aio`; [`AsyncSpread`]).
+    #[cfg(feature = "aio")]
+    pub fn aio(&self) -> AsyncSpread<'_, Self> {
+        AsyncSpread(self)
+    }
+
     /// The shard of a member (`routing::shard_of`).
     pub fn shard_of(&self, member: &str) -> u32 {
         self.shards.shard_of(member)
@@ -229,6 +238,15 @@ impl SpreadRank {
     /// n`), shard 0 first. Creating the board again with the same layout
     /// and count answers true and changes nothing.
     pub fn create<C: FanOut>(&self, con: &mut C, o: &RankOptions) -> RedisResult<bool> {
+        block(self.create_in(&mut Blocking(con), o))
+    }
+
+    /// [`SpreadRank::create`] over any [`FanIo`].
+    pub(crate) async fn create_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        o: &RankOptions,
+    ) -> RedisResult<bool> {
         let mut args = Vec::new();
         let mut opt = |name: &str, v: Option<Vec<u8>>| {
             if let Some(v) = v {
@@ -249,15 +267,16 @@ impl SpreadRank {
         let first: Value = self
             .exec
             .query(con, &calls[0].0, &calls[0].1)
+            .await
             .map_err(|e| shard_error(&calls[0].0, e))?;
         crate::replies::ok(&first)?;
-        for v in self.exec.fan_out(con, &calls[1..])? {
+        for v in self.exec.fan_out(con, &calls[1..]).await? {
             crate::replies::ok(&v)?;
         }
         Ok(true)
     }
 
-    fn write<C: ConnectionLike>(
+    async fn write_in<C: OneIo>(
         &self,
         con: &mut C,
         name: &str,
@@ -268,7 +287,7 @@ impl SpreadRank {
         args.insert(0, arg(member));
         self.now_args(&mut args);
         let (key, cmd) = self.call(name, shard, &args);
-        let v: Value = self.exec.query(con, &key, &cmd)?;
+        let v: Value = self.exec.query(con, &key, &cmd).await?;
         Ok(ShardRankWrite {
             points: crate::replies::int(&v)?,
             shard,
@@ -283,13 +302,24 @@ impl SpreadRank {
         points: i64,
         keep: Option<Keep>,
     ) -> RedisResult<ShardRankWrite> {
+        block(self.add_in(&mut Blocking(con), member, points, keep))
+    }
+
+    /// [`SpreadRank::add`] over any [`OneIo`].
+    pub(crate) async fn add_in<C: OneIo>(
+        &self,
+        con: &mut C,
+        member: &str,
+        points: i64,
+        keep: Option<Keep>,
+    ) -> RedisResult<ShardRankWrite> {
         let mut args = vec![arg(points)];
         match keep {
             Some(Keep::Greater) => args.push(arg("GT")),
             Some(Keep::Less) => args.push(arg("LT")),
             None => {}
         }
-        self.write(con, "RANK.ADD", member, args)
+        self.write_in(con, "RANK.ADD", member, args).await
     }
 
     /// `RANK.INCR` on the member's shard.
@@ -299,12 +329,28 @@ impl SpreadRank {
         member: &str,
         delta: i64,
     ) -> RedisResult<ShardRankWrite> {
-        self.write(con, "RANK.INCR", member, vec![arg(delta)])
+        block(self.incr_in(&mut Blocking(con), member, delta))
+    }
+
+    /// [`SpreadRank::incr`] over any [`OneIo`].
+    pub(crate) async fn incr_in<C: OneIo>(
+        &self,
+        con: &mut C,
+        member: &str,
+        delta: i64,
+    ) -> RedisResult<ShardRankWrite> {
+        self.write_in(con, "RANK.INCR", member, vec![arg(delta)])
+            .await
     }
 
     /// `RANK.REM` of each member on its shard, all at once: the members
     /// removed.
     pub fn rem<C: FanOut>(&self, con: &mut C, members: &[&str]) -> RedisResult<i64> {
+        block(self.rem_in(&mut Blocking(con), members))
+    }
+
+    /// [`SpreadRank::rem`] over any [`FanIo`].
+    pub(crate) async fn rem_in<C: FanIo>(&self, con: &mut C, members: &[&str]) -> RedisResult<i64> {
         let n = self.shards.n() as usize;
         let mut by_shard: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
         for m in members {
@@ -315,7 +361,7 @@ impl SpreadRank {
             .map(|i| self.call("RANK.REM", i as u32, &by_shard[i]))
             .collect();
         let mut removed = 0;
-        for v in self.exec.fan_out(con, &calls)? {
+        for v in self.exec.fan_out(con, &calls).await? {
             removed += crate::replies::int(&v)?;
         }
         Ok(removed)
@@ -323,11 +369,17 @@ impl SpreadRank {
 
     /// The members of every shard, shard 0 first.
     pub fn shard_counts<C: FanOut>(&self, con: &mut C) -> RedisResult<Vec<i64>> {
+        block(self.shard_counts_in(&mut Blocking(con)))
+    }
+
+    /// [`SpreadRank::shard_counts`] over any [`FanIo`].
+    pub(crate) async fn shard_counts_in<C: FanIo>(&self, con: &mut C) -> RedisResult<Vec<i64>> {
         let calls: Vec<(String, Cmd)> = (0..self.shards.n())
             .map(|i| self.call("RANK.COUNT", i, &[]))
             .collect();
         self.exec
-            .fan_out(con, &calls)?
+            .fan_out(con, &calls)
+            .await?
             .iter()
             .map(crate::replies::int)
             .collect()
@@ -335,11 +387,16 @@ impl SpreadRank {
 
     /// The board's members: the sum over its shards.
     pub fn count<C: FanOut>(&self, con: &mut C) -> RedisResult<i64> {
-        Ok(self.shard_counts(con)?.iter().sum())
+        block(self.count_in(&mut Blocking(con)))
+    }
+
+    /// [`SpreadRank::count`] over any [`FanIo`].
+    pub(crate) async fn count_in<C: FanIo>(&self, con: &mut C) -> RedisResult<i64> {
+        Ok(self.shard_counts_in(con).await?.iter().sum())
     }
 
     /// Step 1 of a member's read: `RANK.POSITION` on its own shard.
-    fn own<C: ConnectionLike>(
+    async fn own_in<C: OneIo>(
         &self,
         con: &mut C,
         member: &str,
@@ -354,6 +411,7 @@ impl SpreadRank {
         let v: Value = self
             .exec
             .query(con, &key, &cmd)
+            .await
             .map_err(|e| shard_error(&key, e))?;
         let Some(p) = rank_position(&v)? else {
             return Ok(None);
@@ -382,12 +440,21 @@ impl SpreadRank {
     /// is not on the board. The rank is the sum over the shards of the
     /// members that rank above it.
     pub fn get<C: FanOut>(&self, con: &mut C, member: &str) -> RedisResult<Option<RankEntry>> {
-        let Some((own, at)) = self.own(con, member, 0)? else {
+        block(self.get_in(&mut Blocking(con), member))
+    }
+
+    /// [`SpreadRank::get`] over any [`FanIo`].
+    pub(crate) async fn get_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        member: &str,
+    ) -> RedisResult<Option<RankEntry>> {
+        let Some((own, at)) = self.own_in(con, member, 0).await? else {
             return Ok(None);
         };
         let mut calls = self.others(member, &at, 0);
         calls.push(self.call("RANK.GET", self.shard_of(member), &[arg(member)]));
-        let replies = self.exec.fan_out(con, &calls)?;
+        let replies = self.exec.fan_out(con, &calls).await?;
         let (get, others) = replies.split_last().expect("a RANK.GET");
         let mut rank = own.above;
         for v in others {
@@ -408,11 +475,20 @@ impl SpreadRank {
 
     /// A member's global 0-based rank, `None` when it is not on the board.
     pub fn rank<C: FanOut>(&self, con: &mut C, member: &str) -> RedisResult<Option<i64>> {
-        let Some((own, at)) = self.own(con, member, 0)? else {
+        block(self.rank_in(&mut Blocking(con), member))
+    }
+
+    /// [`SpreadRank::rank`] over any [`FanIo`].
+    pub(crate) async fn rank_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        member: &str,
+    ) -> RedisResult<Option<i64>> {
+        let Some((own, at)) = self.own_in(con, member, 0).await? else {
             return Ok(None);
         };
         let mut rank = own.above;
-        for v in self.exec.fan_out(con, &self.others(member, &at, 0))? {
+        for v in self.exec.fan_out(con, &self.others(member, &at, 0)).await? {
             rank += rank_position(&v)?
                 .ok_or_else(|| bad_reply("RANK.POSITION", &v))?
                 .above;
@@ -432,12 +508,33 @@ impl SpreadRank {
         count: i64,
         offset: i64,
     ) -> RedisResult<Vec<RankMember>> {
-        self.top_paged(con, count, offset, PAGE_MAX)
+        block(self.top_in(&mut Blocking(con), count, offset))
+    }
+
+    /// [`SpreadRank::top`] over any [`FanIo`].
+    pub(crate) async fn top_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        count: i64,
+        offset: i64,
+    ) -> RedisResult<Vec<RankMember>> {
+        self.top_paged_in(con, count, offset, PAGE_MAX).await
     }
 
     /// [`top`](Self::top) for a server whose `rank-range-max` is
     /// `page_max`.
     pub fn top_paged<C: FanOut>(
+        &self,
+        con: &mut C,
+        count: i64,
+        offset: i64,
+        page_max: i64,
+    ) -> RedisResult<Vec<RankMember>> {
+        block(self.top_paged_in(&mut Blocking(con), count, offset, page_max))
+    }
+
+    /// [`SpreadRank::top_paged`] over any [`FanIo`].
+    pub(crate) async fn top_paged_in<C: FanIo>(
         &self,
         con: &mut C,
         count: i64,
@@ -451,7 +548,8 @@ impl SpreadRank {
         };
         if offset.saturating_add(count) <= page_max {
             return Ok(self
-                .merged(con, None, offset + count)?
+                .merged_in(con, None, offset + count)
+                .await?
                 .into_iter()
                 .skip(offset as usize)
                 .take(count as usize)
@@ -461,7 +559,7 @@ impl SpreadRank {
         let (mut skip, mut out) = (offset, Vec::new());
         let mut cursor = None;
         loop {
-            let (page, next) = self.top_after(con, page_max, cursor.as_ref())?;
+            let (page, next) = self.top_after_in(con, page_max, cursor.as_ref()).await?;
             for e in page {
                 if skip > 0 {
                     skip -= 1;
@@ -487,8 +585,18 @@ impl SpreadRank {
         count: i64,
         cursor: Option<&RankPositionEntry>,
     ) -> RedisResult<(Vec<RankPositionEntry>, Option<RankPositionEntry>)> {
+        block(self.top_after_in(&mut Blocking(con), count, cursor))
+    }
+
+    /// [`SpreadRank::top_after`] over any [`FanIo`].
+    pub(crate) async fn top_after_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        count: i64,
+        cursor: Option<&RankPositionEntry>,
+    ) -> RedisResult<(Vec<RankPositionEntry>, Option<RankPositionEntry>)> {
         let count = count.max(0);
-        let mut page = self.merged(con, cursor, count)?;
+        let mut page = self.merged_in(con, cursor, count).await?;
         page.truncate(count as usize);
         let next = match page.last() {
             Some(e) if page.len() as i64 == count => Some(e.clone()),
@@ -500,7 +608,7 @@ impl SpreadRank {
     /// Every shard's best `depth` below `cursor` (from the top when
     /// `None`), merged in the board's order: its first `depth` are the
     /// board's (no shard can hold more of them than it gave).
-    fn merged<C: FanOut>(
+    async fn merged_in<C: FanIo>(
         &self,
         con: &mut C,
         cursor: Option<&RankPositionEntry>,
@@ -514,7 +622,7 @@ impl SpreadRank {
             .map(|i| self.call("RANK.POSITION", i, &a))
             .collect();
         let mut all = Vec::new();
-        for v in self.exec.fan_out(con, &calls)? {
+        for v in self.exec.fan_out(con, &calls).await? {
             all.extend(
                 rank_position(&v)?
                     .ok_or_else(|| bad_reply("RANK.POSITION", &v))?
@@ -535,13 +643,23 @@ impl SpreadRank {
         member: &str,
         n: i64,
     ) -> RedisResult<Option<Vec<RankPlace>>> {
-        let Some((own, at)) = self.own(con, member, n)? else {
+        block(self.around_in(&mut Blocking(con), member, n))
+    }
+
+    /// [`SpreadRank::around`] over any [`FanIo`].
+    pub(crate) async fn around_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        member: &str,
+        n: i64,
+    ) -> RedisResult<Option<Vec<RankPlace>>> {
+        let Some((own, at)) = self.own_in(con, member, n).await? else {
             return Ok(None);
         };
         let mut rank = own.above;
         let mut above = own.above_list;
         let mut below = own.below_list;
-        for v in self.exec.fan_out(con, &self.others(member, &at, n))? {
+        for v in self.exec.fan_out(con, &self.others(member, &at, n)).await? {
             let p = rank_position(&v)?.ok_or_else(|| bad_reply("RANK.POSITION", &v))?;
             rank += p.above;
             above.extend(p.above_list);
@@ -578,6 +696,17 @@ impl SpreadRank {
         count: i64,
         at: Option<(i64, &str)>,
     ) -> RedisResult<Option<RankPosition>> {
+        block(self.position_in(&mut Blocking(con), shard, count, at))
+    }
+
+    /// [`SpreadRank::position`] over any [`OneIo`].
+    pub(crate) async fn position_in<C: OneIo>(
+        &self,
+        con: &mut C,
+        shard: u32,
+        count: i64,
+        at: Option<(i64, &str)>,
+    ) -> RedisResult<Option<RankPosition>> {
         let mut args = vec![arg(count)];
         if let Some((score, member)) = at {
             args.extend([arg("AT"), arg(score), arg(member)]);
@@ -587,7 +716,145 @@ impl SpreadRank {
             &self
                 .exec
                 .query(con, &key, &cmd)
+                .await
                 .map_err(|e| shard_error(&key, e))?,
         )
+    }
+}
+
+#[cfg(feature = "aio")]
+impl AsyncSpread<'_, SpreadRank> {
+    /// Creates every shard with the same layout (`RANK.CREATE K_i … SPREAD
+    /// n`), shard 0 first. Creating the board again with the same layout
+    /// and count answers true and changes nothing.
+    pub async fn create<C: AioCon>(&self, con: &mut C, o: &RankOptions) -> RedisResult<bool> {
+        self.0.create_in(&mut Nonblocking(con), o).await
+    }
+
+    /// `RANK.ADD` on the member's shard.
+    pub async fn add<C: AioCon>(
+        &self,
+        con: &mut C,
+        member: &str,
+        points: i64,
+        keep: Option<Keep>,
+    ) -> RedisResult<ShardRankWrite> {
+        self.0
+            .add_in(&mut Nonblocking(con), member, points, keep)
+            .await
+    }
+
+    /// `RANK.INCR` on the member's shard.
+    pub async fn incr<C: AioCon>(
+        &self,
+        con: &mut C,
+        member: &str,
+        delta: i64,
+    ) -> RedisResult<ShardRankWrite> {
+        self.0.incr_in(&mut Nonblocking(con), member, delta).await
+    }
+
+    /// `RANK.REM` of each member on its shard, all at once: the members
+    /// removed.
+    pub async fn rem<C: AioCon>(&self, con: &mut C, members: &[&str]) -> RedisResult<i64> {
+        self.0.rem_in(&mut Nonblocking(con), members).await
+    }
+
+    /// The members of every shard, shard 0 first.
+    pub async fn shard_counts<C: AioCon>(&self, con: &mut C) -> RedisResult<Vec<i64>> {
+        self.0.shard_counts_in(&mut Nonblocking(con)).await
+    }
+
+    /// The board's members: the sum over its shards.
+    pub async fn count<C: AioCon>(&self, con: &mut C) -> RedisResult<i64> {
+        self.0.count_in(&mut Nonblocking(con)).await
+    }
+
+    /// A member's points, **global** 0-based rank and achievement time (as
+    /// `RANK.GET` answers them on a single board), `None` when the member
+    /// is not on the board. The rank is the sum over the shards of the
+    /// members that rank above it.
+    pub async fn get<C: AioCon>(
+        &self,
+        con: &mut C,
+        member: &str,
+    ) -> RedisResult<Option<RankEntry>> {
+        self.0.get_in(&mut Nonblocking(con), member).await
+    }
+
+    /// A member's global 0-based rank, `None` when it is not on the board.
+    pub async fn rank<C: AioCon>(&self, con: &mut C, member: &str) -> RedisResult<Option<i64>> {
+        self.0.rank_in(&mut Nonblocking(con), member).await
+    }
+
+    /// The best `count` members after skipping `offset`, in the order
+    /// `RANK.TOP` gives on a single board (ties included). Within
+    /// [`PAGE_MAX`] (the server's `rank-range-max` default) it is one
+    /// round, a merge of every shard's best `offset + count`; deeper, it
+    /// walks the board page by page with [`top_after`](Self::top_after)'s
+    /// cursor (set a lower page with [`top_paged`](Self::top_paged)).
+    pub async fn top<C: AioCon>(
+        &self,
+        con: &mut C,
+        count: i64,
+        offset: i64,
+    ) -> RedisResult<Vec<RankMember>> {
+        self.0.top_in(&mut Nonblocking(con), count, offset).await
+    }
+
+    /// [`top`](Self::top) for a server whose `rank-range-max` is
+    /// `page_max`.
+    pub async fn top_paged<C: AioCon>(
+        &self,
+        con: &mut C,
+        count: i64,
+        offset: i64,
+        page_max: i64,
+    ) -> RedisResult<Vec<RankMember>> {
+        self.0
+            .top_paged_in(&mut Nonblocking(con), count, offset, page_max)
+            .await
+    }
+
+    /// One page of the board in `RANK.TOP`'s order: the best `count`
+    /// places (at most `rank-range-max`) after `cursor` (the last entry of
+    /// the page before; `None` for the top), and the cursor of the next
+    /// page (`None` when this page is the last). A cursor is a position,
+    /// not an offset: a page stays exact while the board changes above it.
+    pub async fn top_after<C: AioCon>(
+        &self,
+        con: &mut C,
+        count: i64,
+        cursor: Option<&RankPositionEntry>,
+    ) -> RedisResult<(Vec<RankPositionEntry>, Option<RankPositionEntry>)> {
+        self.0
+            .top_after_in(&mut Nonblocking(con), count, cursor)
+            .await
+    }
+
+    /// The places around a member: its global rank and the `n` places just
+    /// above and below it (clipped at both ends), exactly as `RANK.AROUND`
+    /// answers on a single board; `None` when the member is not on the
+    /// board.
+    pub async fn around<C: AioCon>(
+        &self,
+        con: &mut C,
+        member: &str,
+        n: i64,
+    ) -> RedisResult<Option<Vec<RankPlace>>> {
+        self.0.around_in(&mut Nonblocking(con), member, n).await
+    }
+
+    /// `RANK.POSITION` of one shard (the raw per-shard read).
+    pub async fn position<C: AioCon>(
+        &self,
+        con: &mut C,
+        shard: u32,
+        count: i64,
+        at: Option<(i64, &str)>,
+    ) -> RedisResult<Option<RankPosition>> {
+        self.0
+            .position_in(&mut Nonblocking(con), shard, count, at)
+            .await
     }
 }

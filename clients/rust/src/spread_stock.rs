@@ -14,7 +14,9 @@ use redis::{ConnectionLike, ErrorKind, RedisError, RedisResult, Value};
 use crate::entities::Backend;
 use crate::replies::{array, int, text, Reservation, ReserveStatus, StockInfo};
 use crate::retry::RetryPolicy;
-use crate::spread::{Exec, FanOut, Shards};
+use crate::spread::{block, Blocking, Exec, FanIo, FanOut, OneIo, Shards};
+#[cfg(feature = "aio")]
+use crate::spread::{AioCon, AsyncSpread, Nonblocking};
 
 fn arg<T: redis::ToRedisArgs>(v: T) -> Vec<u8> {
     v.to_redis_args().concat()
@@ -137,12 +139,19 @@ impl SpreadStock {
         &self.shards
     }
 
+    /// The handle's methods over an async connection (crate feature
+    /// `aio`; [`AsyncSpread`]).
+    #[cfg(feature = "aio")]
+    pub fn aio(&self) -> AsyncSpread<'_, Self> {
+        AsyncSpread(self)
+    }
+
     /// The shard of `user`.
     pub fn shard_of(&self, user: &str) -> u32 {
         self.shards.shard_of(user)
     }
 
-    fn run<C: ConnectionLike>(
+    async fn run_in<C: OneIo>(
         &self,
         con: &mut C,
         name: &str,
@@ -150,11 +159,25 @@ impl SpreadStock {
         args: &[Vec<u8>],
     ) -> RedisResult<Value> {
         let cmd = self.shards.cmd(self.backend, name, i, args);
-        self.exec.query(con, &self.shards.keys()[i as usize], &cmd)
+        self.exec
+            .query(con, &self.shards.keys()[i as usize], &cmd)
+            .await
     }
 
     /// Creates every shard (shard 0, with the pool of `total`, first).
     pub fn create<C: FanOut>(
+        &self,
+        con: &mut C,
+        total: i64,
+        limit: Option<i64>,
+        lease_ms: Option<i64>,
+        ttl: Option<i64>,
+    ) -> RedisResult<bool> {
+        block(self.create_in(&mut Blocking(con), total, limit, lease_ms, ttl))
+    }
+
+    /// [`SpreadStock::create`] over any [`FanIo`].
+    pub(crate) async fn create_in<C: FanIo>(
         &self,
         con: &mut C,
         total: i64,
@@ -175,6 +198,7 @@ impl SpreadStock {
         }
         self.shards
             .create(con, self.backend, &self.exec, "STOCK", &a)
+            .await
     }
 
     fn with_now(&self, mut a: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
@@ -196,10 +220,21 @@ impl SpreadStock {
         order: &str,
         quantity: i64,
     ) -> RedisResult<Reservation> {
+        block(self.reserve_in(&mut Blocking(con), user, order, quantity))
+    }
+
+    /// [`SpreadStock::reserve`] over any [`FanIo`].
+    pub(crate) async fn reserve_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        user: &str,
+        order: &str,
+        quantity: i64,
+    ) -> RedisResult<Reservation> {
         let i = self.shard_of(user);
         let a = self.with_now(vec![arg(user), arg(order), arg(quantity)]);
         for round in 0..=self.rounds {
-            let v = self.run(con, "STOCK.RESERVE", i, &a)?;
+            let v = self.run_in(con, "STOCK.RESERVE", i, &a).await?;
             let r = array(&v)?;
             if r.len() != 3 {
                 return Err(bad_reply("STOCK.RESERVE", &v));
@@ -210,7 +245,7 @@ impl SpreadStock {
                 "LIMIT" => ReserveStatus::Limit,
                 "REFILL" => {
                     if round < self.rounds {
-                        self.refill(con, i, quantity)?;
+                        self.refill_in(con, i, quantity).await?;
                     }
                     continue;
                 }
@@ -235,8 +270,21 @@ impl SpreadStock {
         user: &str,
         order: &str,
     ) -> RedisResult<bool> {
+        block(self.confirm_in(&mut Blocking(con), user, order))
+    }
+
+    /// [`SpreadStock::confirm`] over any [`OneIo`].
+    pub(crate) async fn confirm_in<C: OneIo>(
+        &self,
+        con: &mut C,
+        user: &str,
+        order: &str,
+    ) -> RedisResult<bool> {
         let a = self.with_now(vec![arg(order)]);
-        Ok(int(&self.run(con, "STOCK.CONFIRM", self.shard_of(user), &a)?)? == 1)
+        Ok(int(&self
+            .run_in(con, "STOCK.CONFIRM", self.shard_of(user), &a)
+            .await?)?
+            == 1)
     }
 
     /// `STOCK.RELEASE` of the user's order on the user's shard.
@@ -246,17 +294,37 @@ impl SpreadStock {
         user: &str,
         order: &str,
     ) -> RedisResult<bool> {
-        Ok(int(&self.run(con, "STOCK.RELEASE", self.shard_of(user), &[arg(order)])?)? == 1)
+        block(self.release_in(&mut Blocking(con), user, order))
+    }
+
+    /// [`SpreadStock::release`] over any [`OneIo`].
+    pub(crate) async fn release_in<C: OneIo>(
+        &self,
+        con: &mut C,
+        user: &str,
+        order: &str,
+    ) -> RedisResult<bool> {
+        Ok(int(&self
+            .run_in(con, "STOCK.RELEASE", self.shard_of(user), &[arg(order)])
+            .await?)?
+            == 1)
     }
 
     /// `STOCK.POOL` on shard 0.
     pub fn pool<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<StockPool> {
-        let v = self.run(con, "STOCK.POOL", 0, &[])?;
-        let a = array(&v)?;
+        block(self.pool_in(&mut Blocking(con)))
+    }
+
+    /// [`SpreadStock::pool`] over any [`OneIo`].
+    pub(crate) async fn pool_in<C: OneIo>(&self, con: &mut C) -> RedisResult<StockPool> {
+        let v = self.run_in(con, "STOCK.POOL", 0, &[]).await?;
+        // A RESP2 array of fields and values, or a RESP3 map.
+        let fields = crate::replies::pairs(&v)?;
         let get = |name: &str| -> RedisResult<&Value> {
-            a.chunks(2)
-                .find(|p| p.len() == 2 && text(&p[0]).is_ok_and(|t| t == name))
-                .map(|p| &p[1])
+            fields
+                .iter()
+                .find(|(k, _)| text(k).is_ok_and(|t| t == name))
+                .map(|(_, v)| *v)
                 .ok_or_else(|| bad_reply("STOCK.POOL", &v))
         };
         let list = array(get("pending")?)?;
@@ -278,10 +346,15 @@ impl SpreadStock {
 
     /// The pool and every shard's counts.
     pub fn info<C: FanOut>(&self, con: &mut C) -> RedisResult<SpreadStockInfo> {
-        let pool = self.pool(con)?;
+        block(self.info_in(&mut Blocking(con)))
+    }
+
+    /// [`SpreadStock::info`] over any [`FanIo`].
+    pub(crate) async fn info_in<C: FanIo>(&self, con: &mut C) -> RedisResult<SpreadStockInfo> {
+        let pool = self.pool_in(con).await?;
         let calls = self.shards.all(self.backend, "STOCK.INFO", &[]);
         let mut shards = Vec::new();
-        for v in self.exec.fan_out(con, &calls)? {
+        for v in self.exec.fan_out(con, &calls).await? {
             shards
                 .push(crate::replies::stock_info(&v)?.ok_or_else(|| bad_reply("STOCK.INFO", &v))?);
         }
@@ -296,7 +369,20 @@ impl SpreadStock {
         shard: u32,
         delta: i64,
     ) -> RedisResult<(String, i64, i64, i64)> {
-        let v = self.run(con, "STOCK.TRANSFER", 0, &[arg(id), arg(shard), arg(delta)])?;
+        block(self.transfer_in(&mut Blocking(con), id, shard, delta))
+    }
+
+    /// [`SpreadStock::transfer`] over any [`OneIo`].
+    pub(crate) async fn transfer_in<C: OneIo>(
+        &self,
+        con: &mut C,
+        id: &str,
+        shard: u32,
+        delta: i64,
+    ) -> RedisResult<(String, i64, i64, i64)> {
+        let v = self
+            .run_in(con, "STOCK.TRANSFER", 0, &[arg(id), arg(shard), arg(delta)])
+            .await?;
         let a = array(&v)?;
         if a.len() != 4 {
             return Err(bad_reply("STOCK.TRANSFER", &v));
@@ -313,28 +399,47 @@ impl SpreadStock {
         shard: u32,
         delta: i64,
     ) -> RedisResult<i64> {
-        let v = self.run(con, "STOCK.APPLY", shard, &[arg(id), arg(delta)])?;
+        block(self.finish_in(&mut Blocking(con), id, shard, delta))
+    }
+
+    /// [`SpreadStock::finish`] over any [`OneIo`].
+    pub(crate) async fn finish_in<C: OneIo>(
+        &self,
+        con: &mut C,
+        id: &str,
+        shard: u32,
+        delta: i64,
+    ) -> RedisResult<i64> {
+        let v = self
+            .run_in(con, "STOCK.APPLY", shard, &[arg(id), arg(delta)])
+            .await?;
         let a = array(&v)?;
         let applied = int(a.first().ok_or_else(|| bad_reply("STOCK.APPLY", &v))?)?;
-        self.run(con, "STOCK.SETTLE", 0, &[arg(id), arg(applied)])?;
+        self.run_in(con, "STOCK.SETTLE", 0, &[arg(id), arg(applied)])
+            .await?;
         Ok(applied)
     }
 
     /// Finishes every transfer the pool lists as open (a crashed client's):
     /// how many.
     pub fn recover<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<usize> {
-        let p = self.pool(con)?;
+        block(self.recover_in(&mut Blocking(con)))
+    }
+
+    /// [`SpreadStock::recover`] over any [`OneIo`].
+    pub(crate) async fn recover_in<C: OneIo>(&self, con: &mut C) -> RedisResult<usize> {
+        let p = self.pool_in(con).await?;
         for (id, shard, delta) in &p.pending {
-            self.finish(con, id, *shard, *delta)?;
+            self.finish_in(con, id, *shard, *delta).await?;
         }
         Ok(p.pending.len())
     }
 
-    fn chunk<C: ConnectionLike>(&self, con: &mut C) -> RedisResult<i64> {
+    async fn chunk_in<C: OneIo>(&self, con: &mut C) -> RedisResult<i64> {
         if let Some(c) = self.chunk {
             return Ok(c);
         }
-        let total = self.pool(con)?.total;
+        let total = self.pool_in(con).await?.total;
         Ok((total / (16 * i64::from(self.shards.n()))).max(1))
     }
 
@@ -343,20 +448,30 @@ impl SpreadStock {
     /// finished or the other shards' available units handed back; when
     /// none is left anywhere, the shard is marked dry.
     pub fn refill<C: FanOut>(&self, con: &mut C, i: u32, quantity: i64) -> RedisResult<()> {
-        let want = quantity.max(self.chunk(con)?);
+        block(self.refill_in(&mut Blocking(con), i, quantity))
+    }
+
+    /// [`SpreadStock::refill`] over any [`FanIo`].
+    pub(crate) async fn refill_in<C: FanIo>(
+        &self,
+        con: &mut C,
+        i: u32,
+        quantity: i64,
+    ) -> RedisResult<()> {
+        let want = quantity.max(self.chunk_in(con).await?);
         let id = transfer_id(i);
-        let (status, units, _, open) = self.transfer(con, &id, i, want)?;
+        let (status, units, _, open) = self.transfer_in(con, &id, i, want).await?;
         if status == "OPEN" && units > 0 {
-            self.finish(con, &id, i, units)?;
+            self.finish_in(con, &id, i, units).await?;
             return Ok(());
         }
         if open > 0 {
-            self.recover(con)?;
+            self.recover_in(con).await?;
             return Ok(());
         }
         // The sweep: hand back what the other shards have available.
         let calls = self.shards.all(self.backend, "STOCK.INFO", &[]);
-        let infos = self.exec.fan_out(con, &calls)?;
+        let infos = self.exec.fan_out(con, &calls).await?;
         let mut got = 0;
         for (j, v) in infos.iter().enumerate() {
             let j = j as u32;
@@ -369,14 +484,15 @@ impl SpreadStock {
             }
             let take = avail.min(want - got);
             let hid = transfer_id(j);
-            self.transfer(con, &hid, j, -take)?;
-            got -= self.finish(con, &hid, j, -take)?;
+            self.transfer_in(con, &hid, j, -take).await?;
+            got -= self.finish_in(con, &hid, j, -take).await?;
         }
         if got > 0 {
             return Ok(());
         }
         // Nothing anywhere: the shard's REFILL becomes SOLDOUT.
-        self.run(con, "STOCK.APPLY", i, &[arg(transfer_id(i)), arg(0)])?;
+        self.run_in(con, "STOCK.APPLY", i, &[arg(transfer_id(i)), arg(0)])
+            .await?;
         Ok(())
     }
 
@@ -384,7 +500,12 @@ impl SpreadStock {
     /// (none: `free + in-transit + Σ shards total = total`). Exact when
     /// no transfer moves during the call.
     pub fn audit<C: FanOut>(&self, con: &mut C) -> RedisResult<Vec<String>> {
-        let info = self.info(con)?;
+        block(self.audit_in(&mut Blocking(con)))
+    }
+
+    /// [`SpreadStock::audit`] over any [`FanIo`].
+    pub(crate) async fn audit_in<C: FanIo>(&self, con: &mut C) -> RedisResult<Vec<String>> {
+        let info = self.info_in(con).await?;
         let mut problems = Vec::new();
         let mut in_transit = 0;
         if info.pool.open > info.pool.pending.len() as i64 {
@@ -396,7 +517,9 @@ impl SpreadStock {
         }
         for (id, shard, delta) in &info.pool.pending {
             let key = format!("{}:applied", self.shards.keys()[*shard as usize]);
-            let applied: Option<i64> = redis::cmd("HGET").arg(&key).arg(id).query(con)?;
+            let applied: Option<i64> = redis::from_owned_redis_value(
+                con.query(redis::cmd("HGET").arg(&key).arg(id)).await?,
+            )?;
             match (*delta > 0, applied) {
                 (true, None) => in_transit += delta,
                 (false, Some(a)) => in_transit -= a,
@@ -416,5 +539,116 @@ impl SpreadStock {
             }
         }
         Ok(problems)
+    }
+}
+
+#[cfg(feature = "aio")]
+impl AsyncSpread<'_, SpreadStock> {
+    /// Creates every shard (shard 0, with the pool of `total`, first).
+    pub async fn create<C: AioCon>(
+        &self,
+        con: &mut C,
+        total: i64,
+        limit: Option<i64>,
+        lease_ms: Option<i64>,
+        ttl: Option<i64>,
+    ) -> RedisResult<bool> {
+        self.0
+            .create_in(&mut Nonblocking(con), total, limit, lease_ms, ttl)
+            .await
+    }
+
+    /// `STOCK.RESERVE` on the user's shard, refilling it as needed: OK,
+    /// LIMIT or SOLDOUT (the whole SKU: the shard was marked dry). An error
+    /// "shard still refilling" when the shard still lacked units after
+    /// its rounds (other clients took them first): try again.
+    pub async fn reserve<C: AioCon>(
+        &self,
+        con: &mut C,
+        user: &str,
+        order: &str,
+        quantity: i64,
+    ) -> RedisResult<Reservation> {
+        self.0
+            .reserve_in(&mut Nonblocking(con), user, order, quantity)
+            .await
+    }
+
+    /// `STOCK.CONFIRM` of the user's order on the user's shard.
+    pub async fn confirm<C: AioCon>(
+        &self,
+        con: &mut C,
+        user: &str,
+        order: &str,
+    ) -> RedisResult<bool> {
+        self.0.confirm_in(&mut Nonblocking(con), user, order).await
+    }
+
+    /// `STOCK.RELEASE` of the user's order on the user's shard.
+    pub async fn release<C: AioCon>(
+        &self,
+        con: &mut C,
+        user: &str,
+        order: &str,
+    ) -> RedisResult<bool> {
+        self.0.release_in(&mut Nonblocking(con), user, order).await
+    }
+
+    /// `STOCK.POOL` on shard 0.
+    pub async fn pool<C: AioCon>(&self, con: &mut C) -> RedisResult<StockPool> {
+        self.0.pool_in(&mut Nonblocking(con)).await
+    }
+
+    /// The pool and every shard's counts.
+    pub async fn info<C: AioCon>(&self, con: &mut C) -> RedisResult<SpreadStockInfo> {
+        self.0.info_in(&mut Nonblocking(con)).await
+    }
+
+    /// Opens a transfer on the pool: (status, units, free, open).
+    pub async fn transfer<C: AioCon>(
+        &self,
+        con: &mut C,
+        id: &str,
+        shard: u32,
+        delta: i64,
+    ) -> RedisResult<(String, i64, i64, i64)> {
+        self.0
+            .transfer_in(&mut Nonblocking(con), id, shard, delta)
+            .await
+    }
+
+    /// Applies a transfer on its shard and settles it on the pool; the
+    /// signed units applied.
+    pub async fn finish<C: AioCon>(
+        &self,
+        con: &mut C,
+        id: &str,
+        shard: u32,
+        delta: i64,
+    ) -> RedisResult<i64> {
+        self.0
+            .finish_in(&mut Nonblocking(con), id, shard, delta)
+            .await
+    }
+
+    /// Finishes every transfer the pool lists as open (a crashed client's):
+    /// how many.
+    pub async fn recover<C: AioCon>(&self, con: &mut C) -> RedisResult<usize> {
+        self.0.recover_in(&mut Nonblocking(con)).await
+    }
+
+    /// Refills shard `i` for a buyer of `quantity` units (docs/stock.md,
+    /// the refill dance): from the pool; when it is dry, open transfers
+    /// finished or the other shards' available units handed back; when
+    /// none is left anywhere, the shard is marked dry.
+    pub async fn refill<C: AioCon>(&self, con: &mut C, i: u32, quantity: i64) -> RedisResult<()> {
+        self.0.refill_in(&mut Nonblocking(con), i, quantity).await
+    }
+
+    /// The cross-shard law, evaluated from the ledgers: problems found
+    /// (none: `free + in-transit + Σ shards total = total`). Exact when
+    /// no transfer moves during the call.
+    pub async fn audit<C: AioCon>(&self, con: &mut C) -> RedisResult<Vec<String>> {
+        self.0.audit_in(&mut Nonblocking(con)).await
     }
 }

@@ -11,9 +11,12 @@ client.py by clients/python/tools/gen_aio.py: do not edit.
 """
 from __future__ import annotations
 
-from typing import Any, Awaitable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
+from typing import (Any, Awaitable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple,
+                    overload)
 
 from . import replies as R
+from .aspread import (AsyncSpreadLike, AsyncSpreadLuckyBag, AsyncSpreadPoll, AsyncSpreadRank,
+                      AsyncSpreadStock)
 from .client import Arg, AsyncPipeline, Backend, HotPath, Key
 
 
@@ -345,7 +348,7 @@ class AsyncStock(Protocol):
 
 class AsyncHotPath(Protocol):
     """:class:`hotpath.HotPath` over a ``redis.asyncio`` client (spread
-    handles need a sync client)."""
+    handles: ``hotpath.aspread``)."""
     client: Any
     backend: Backend
 
@@ -353,24 +356,52 @@ class AsyncHotPath(Protocol):
         """A pipeline of hotpath commands on this client (a MULTI/EXEC transaction unless ``transaction=False``; on a cluster, a transaction's keys share one slot)::"""
         ...
 
-    def poll(self, key: Key) -> AsyncPoll:
-        """A poll."""
+    @overload
+    def poll(self, key: Key, spread: None = None) -> AsyncPoll: ...
+
+    @overload
+    def poll(self, key: Key, spread: int) -> AsyncSpreadPoll: ...
+
+    def poll(self, key: Key, spread: Optional[int] = None) -> AsyncPoll | AsyncSpreadPoll:
+        """A poll; with ``spread=n``, its asyncio spread handle."""
         ...
 
-    def rank(self, key: Key) -> AsyncRank:
-        """A leaderboard."""
+    @overload
+    def rank(self, key: Key, spread: None = None) -> AsyncRank: ...
+
+    @overload
+    def rank(self, key: Key, spread: int) -> AsyncSpreadRank: ...
+
+    def rank(self, key: Key, spread: Optional[int] = None) -> AsyncRank | AsyncSpreadRank:
+        """A leaderboard; with ``spread=n``, its asyncio spread handle."""
         ...
 
-    def like(self, key: Key) -> AsyncLike:
-        """A post."""
+    @overload
+    def like(self, key: Key, spread: None = None) -> AsyncLike: ...
+
+    @overload
+    def like(self, key: Key, spread: int) -> AsyncSpreadLike: ...
+
+    def like(self, key: Key, spread: Optional[int] = None) -> AsyncLike | AsyncSpreadLike:
+        """A post; with ``spread=n``, its asyncio spread handle."""
+        ...
+
+    def spread_count(self, family: str, key: Key) -> Awaitable[Optional[int]]:
+        """The shard count of the spread entity ``key`` of ``family`` (``"LIKE"``, …), read from its shard 0; None when it is not spread."""
         ...
 
     def redpacket(self, key: Key) -> AsyncRedPacket:
         """A red packet."""
         ...
 
-    def luckybag(self, key: Key) -> AsyncLuckyBag:
-        """A lucky bag."""
+    @overload
+    def luckybag(self, key: Key, spread: None = None) -> AsyncLuckyBag: ...
+
+    @overload
+    def luckybag(self, key: Key, spread: int) -> AsyncSpreadLuckyBag: ...
+
+    def luckybag(self, key: Key, spread: Optional[int] = None) -> AsyncLuckyBag | AsyncSpreadLuckyBag:
+        """A lucky bag; with ``spread=n``, its asyncio spread handle."""
         ...
 
     def rate(self, key: Key) -> AsyncRate:
@@ -389,8 +420,14 @@ class AsyncHotPath(Protocol):
         """An idempotency key."""
         ...
 
-    def stock(self, key: Key) -> AsyncStock:
-        """Flash-sale stock."""
+    @overload
+    def stock(self, key: Key, spread: None = None) -> AsyncStock: ...
+
+    @overload
+    def stock(self, key: Key, spread: int) -> AsyncSpreadStock: ...
+
+    def stock(self, key: Key, spread: Optional[int] = None) -> AsyncStock | AsyncSpreadStock:
+        """Flash-sale stock; with ``spread=n``, its asyncio spread handle."""
         ...
 
     def rate_multi(self, rules: Iterable[Tuple[Key, int, int]], cost: Optional[int]=None, peek: bool=False, now: Optional[int]=None) -> Awaitable[R.RateResult]:
@@ -414,4 +451,5 @@ def typed(hp: HotPath) -> AsyncHotPath:
     return hp  # type: ignore[return-value]
 
 
-__all__ = ["AsyncHotPath", "typed", "AsyncPoll", "AsyncRank", "AsyncLike", "AsyncRedPacket", "AsyncLuckyBag", "AsyncRate", "AsyncLock", "AsyncDelayQueue", "AsyncIdem", "AsyncStock"]
+__all__ = ["AsyncHotPath", "typed", "AsyncSpreadLike", "AsyncSpreadLuckyBag", "AsyncSpreadPoll",
+           "AsyncSpreadRank", "AsyncSpreadStock", "AsyncPoll", "AsyncRank", "AsyncLike", "AsyncRedPacket", "AsyncLuckyBag", "AsyncRate", "AsyncLock", "AsyncDelayQueue", "AsyncIdem", "AsyncStock"]

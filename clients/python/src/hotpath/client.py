@@ -14,6 +14,7 @@ over the shards through ``Backend.call_many``.
 """
 from __future__ import annotations
 
+import asyncio
 import inspect
 from typing import (TYPE_CHECKING, Any, Awaitable, Callable, Dict, Generic, Iterable, List, Optional,
                     Sequence, Tuple, TypeVar, Union, cast, overload)
@@ -78,6 +79,26 @@ class Backend:
         This default serves a single server."""
         out = self.call_many(calls)
         acked = int(self.call("WAIT", [replicas, timeout_ms], []))
+        return out, [acked] * len(calls)
+
+    async def acall_many(self, calls: Sequence[Call]) -> List[Any]:
+        """:meth:`call_many` on an asyncio client (the spread handles of
+        ``hotpath.aspread``). This default awaits them one after the
+        other."""
+        out: List[Any] = []
+        for command, argv, keys in calls:
+            try:
+                out.append(await self.acall(command, argv, keys))
+            except Exception as e:  # noqa: BLE001 (each shard's own outcome)
+                out.append(e)
+        return out
+
+    async def acall_many_durable(self, calls: Sequence[Call], replicas: int,
+                                 timeout_ms: int) -> Tuple[List[Any], List[int]]:
+        """:meth:`call_many_durable` on an asyncio client. This default
+        serves a single server."""
+        out = await self.acall_many(calls)
+        acked = int(await self.acall("WAIT", [replicas, timeout_ms], []))
         return out, [acked] * len(calls)
 
     def call_durable(self, command: str, argv: Sequence[Arg], keys: Sequence[Key],
@@ -161,6 +182,87 @@ def pipeline_durable(client: Any, wires: Sequence[Sequence[Arg]], keys: Sequence
     return out, acks
 
 
+async def _initialized(client: Any) -> None:
+    """An asyncio ``RedisCluster`` reads its slot map on its first command;
+    a pipeline or a node's own connection needs it before (redis-py 8.1:
+    a cluster whose first command is a pipeline's cannot ``aclose()``
+    afterwards)."""
+    if getattr(client, "_initialize", False) and hasattr(client, "nodes_manager"):
+        await client.initialize()
+
+
+async def apipeline_many(client: Any, wires: Sequence[Sequence[Arg]]) -> List[Any]:
+    """:func:`pipeline_many` on an asyncio client (``redis.asyncio.Redis``
+    or ``RedisCluster``, which sends every node's part at once)."""
+    if not wires:
+        return []
+    await _initialized(client)
+    pipe = client.pipeline(transaction=False)
+    for wire in wires:
+        pipe.execute_command(*wire)
+    return list(await pipe.execute(raise_on_error=False))
+
+
+async def apipeline_durable(client: Any, wires: Sequence[Sequence[Arg]], keys: Sequence[Key],
+                            replicas: int, timeout_ms: int) -> Tuple[List[Any], List[int]]:
+    """:func:`pipeline_durable` on an asyncio client: per node, one
+    pipeline on one connection ending in ``WAIT`` (on a ``RedisCluster``,
+    the node's own ``execute_pipeline``, which keeps the commands on one
+    connection); the nodes at once."""
+    await _initialized(client)
+    groups: Dict[Optional[str], List[int]] = {}
+    nodes: Dict[str, Any] = {}
+    get_node = getattr(client, "get_node_from_key", None)
+    out: List[Any] = [None] * len(wires)
+    acks: List[int] = [0] * len(wires)
+    for i, key in enumerate(keys):
+        if get_node is None:
+            name = None
+        else:
+            try:
+                node = get_node(key)
+            except Exception as e:  # noqa: BLE001 (no owner known: this call's error)
+                out[i] = e
+                continue
+            name = node.name
+            nodes[name] = node
+        groups.setdefault(name, []).append(i)
+
+    async def one(name: Optional[str], idx: List[int]) -> None:
+        wait: List[Arg] = ["WAIT", replicas, timeout_ms]
+        try:
+            if name is None:
+                pipe = client.pipeline(transaction=False)
+                for i in idx:
+                    pipe.execute_command(*wires[i])
+                pipe.execute_command(*wait)
+                res = list(await pipe.execute(raise_on_error=False))
+            else:
+                from redis.asyncio.cluster import PipelineCommand
+                cmds = [PipelineCommand(j, *wires[i]) for j, i in enumerate(idx)]
+                cmds.append(PipelineCommand(len(idx), *wait))
+                await nodes[name].execute_pipeline(cmds)
+                res = [c.result for c in cmds]
+        except Exception as e:  # noqa: BLE001 (the node failed: each call fails)
+            res = [e] * (len(idx) + 1)
+        ack = res[-1]
+        for j, i in enumerate(idx):
+            out[i] = res[j]
+            ok = isinstance(ack, int) and not isinstance(res[j], BaseException)
+            acks[i] = ack if ok else 0
+
+    await asyncio.gather(*(one(name, idx) for name, idx in groups.items()))
+    nodes_manager = getattr(client, "nodes_manager", None)
+    if nodes_manager is not None:
+        from .retry import classify
+        if any(isinstance(e, BaseException) and classify(e) is not None for e in out):
+            try:
+                await nodes_manager.initialize()
+            except Exception:  # noqa: BLE001 (the next attempt reports it)
+                pass
+    return out, acks
+
+
 class ModuleBackend(Backend):
     """Sends the module's own commands."""
 
@@ -187,6 +289,16 @@ class ModuleBackend(Backend):
         (:func:`pipeline_durable`)."""
         return pipeline_durable(self.client, [self.wire(*c) for c in calls],
                                 [c[2][0] for c in calls], replicas, timeout_ms)
+
+    async def acall_many(self, calls: Sequence[Call]) -> List[Any]:
+        """One asyncio pipeline (:func:`apipeline_many`)."""
+        return await apipeline_many(self.client, [self.wire(*c) for c in calls])
+
+    async def acall_many_durable(self, calls: Sequence[Call], replicas: int,
+                                 timeout_ms: int) -> Tuple[List[Any], List[int]]:
+        """One pipeline per node ending in ``WAIT`` (:func:`apipeline_durable`)."""
+        return await apipeline_durable(self.client, [self.wire(*c) for c in calls],
+                                       [c[2][0] for c in calls], replicas, timeout_ms)
 
 
 # ---- The one place commands are sent ------------------------------------
@@ -1000,7 +1112,9 @@ class HotPath:
     ``backend`` replaces the default (the module, falling back to the
     Functions library on servers without it: ``hotpath.fallback``);
     ``retry`` is the retry policy of the spread handles (``hotpath.retry``:
-    10 s by default). Spread handles (``spread=n``) need a sync client.
+    10 s by default). Spread handles (``spread=n``) work on sync and
+    asyncio clients (``hotpath.aspread``: every method that sends is a
+    coroutine), not on a pipeline.
     """
 
     def __init__(self, client: Any, backend: Optional[Backend] = None,
@@ -1023,10 +1137,21 @@ class HotPath:
         return self._runner.mode
 
     def _spread_backend(self) -> Backend:
-        if not isinstance(self._runner, SyncRunner):
-            raise TypeError("spread handles need a sync client (redis.Redis or redis.RedisCluster), "
-                            f"not a {self.mode} one")
+        if isinstance(self._runner, PipelineRunner):
+            raise TypeError("spread handles need a client (sync or asyncio), not a pipeline: "
+                            "their reads take several rounds")
         return self.backend
+
+    def _spread(self, sync_cls: Any, key: Key, n: int) -> Any:
+        """The spread handle of ``sync_cls`` for this client: the class
+        itself on a sync client, its ``hotpath.aspread`` twin
+        (``Async<name>``) on an asyncio one."""
+        backend = self._spread_backend()
+        cls = sync_cls
+        if isinstance(self._runner, AsyncRunner):
+            from . import aspread
+            cls = getattr(aspread, "Async" + sync_cls.__name__)
+        return cls(backend, key, n).with_retry(self.retry)
 
     def _run(self, cmd: Cmd[T]) -> T:
         return self._runner.run(cmd)
@@ -1066,7 +1191,7 @@ class HotPath:
         (docs/spread.md)."""
         if spread is not None:
             from .spread_poll import SpreadPoll
-            return SpreadPoll(self._spread_backend(), key, spread).with_retry(self.retry)
+            return cast(SpreadPoll, self._spread(SpreadPoll, key, spread))
         return Poll(self._runner, key)
 
     @overload
@@ -1080,7 +1205,7 @@ class HotPath:
         shards (docs/spread.md)."""
         if spread is not None:
             from .spread_rank import SpreadRank
-            return SpreadRank(self._spread_backend(), key, spread).with_retry(self.retry)
+            return cast(SpreadRank, self._spread(SpreadRank, key, spread))
         return Rank(self._runner, key)
 
     @overload
@@ -1093,12 +1218,15 @@ class HotPath:
         """A post; with ``spread=n``, the post spread over ``n`` shards
         (docs/spread.md)."""
         if spread is not None:
-            return SpreadLike(self._spread_backend(), key, spread).with_retry(self.retry)
+            return cast(SpreadLike, self._spread(SpreadLike, key, spread))
         return Like(self._runner, key)
 
     def spread_count(self, family: str, key: Key) -> Optional[int]:
         """The shard count of the spread entity ``key`` of ``family``
         (``"LIKE"``, …), read from its shard 0; None when it is not spread."""
+        if isinstance(self._runner, AsyncRunner):
+            from .aspread import aspread_count
+            return cast(Optional[int], aspread_count(self.backend, family, key))
         return spread_count(self._spread_backend(), family, key)
 
     def redpacket(self, key: Key) -> RedPacket:
@@ -1115,7 +1243,7 @@ class HotPath:
         """A lucky bag; with ``spread=n``, the bag spread over ``n`` shards
         (docs/spread.md)."""
         if spread is not None:
-            return SpreadLuckyBag(self._spread_backend(), key, spread).with_retry(self.retry)
+            return cast(SpreadLuckyBag, self._spread(SpreadLuckyBag, key, spread))
         return LuckyBag(self._runner, key)
 
     def rate(self, key: Key) -> Rate:
@@ -1145,7 +1273,7 @@ class HotPath:
         shards (docs/stock.md, "Spread form")."""
         if spread is not None:
             from .spread_stock import SpreadStock
-            return SpreadStock(self._spread_backend(), key, spread).with_retry(self.retry)
+            return cast(SpreadStock, self._spread(SpreadStock, key, spread))
         return Stock(self._runner, key)
 
     def rate_multi(self, rules: Iterable[Tuple[Key, int, int]], cost: Optional[int] = None,

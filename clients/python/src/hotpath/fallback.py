@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any, List, Optional, Sequence, Tuple
 
-from .client import (Arg, Backend, Call, Key, ModuleBackend, pipeline_durable,
-                     pipeline_many)
+from .client import (Arg, Backend, Call, Key, ModuleBackend, apipeline_durable, apipeline_many,
+                     pipeline_durable, pipeline_many)
 
 #: LIKE's twins take the module's three configs first (a script cannot
 #: read them): like-max-id, like-promote-at, like-recent, the module's
@@ -102,6 +102,16 @@ class FunctionsBackend(Backend):
         connection of the node's writes (``client.pipeline_durable``)."""
         return pipeline_durable(self.client, [self.wire(*c) for c in calls],
                                 [c[2][0] for c in calls], replicas, timeout_ms)
+
+    async def acall_many(self, calls: Sequence[Call]) -> List[Any]:
+        """:meth:`call_many` on an asyncio client."""
+        return await apipeline_many(self.client, [self.wire(*c) for c in calls])
+
+    async def acall_many_durable(self, calls: Sequence[Call], replicas: int,
+                                 timeout_ms: int) -> Tuple[List[Any], List[int]]:
+        """:meth:`call_many_durable` on an asyncio client."""
+        return await apipeline_durable(self.client, [self.wire(*c) for c in calls],
+                                       [c[2][0] for c in calls], replicas, timeout_ms)
 
 
 #: "unknown command", as the server says it, or as redis-py reports it
@@ -198,6 +208,35 @@ class FallbackBackend(Backend):
             again = self._decide(out)
             if again:
                 res, ack2 = self.functions.call_many_durable(
+                    [calls[i] for i in again], replicas, timeout_ms)
+                for j, i in enumerate(again):
+                    out[i], acks[i] = res[j], ack2[j]
+        return out, acks
+
+
+    async def acall_many(self, calls: Sequence[Call]) -> List[Any]:
+        """:meth:`call_many` on an asyncio client."""
+        if self.mode == "functions":
+            return await self.functions.acall_many(calls)
+        out = await self.module.acall_many(calls)
+        if self.mode is None:
+            again = self._decide(out)
+            if again:
+                res = await self.functions.acall_many([calls[i] for i in again])
+                for i, r in zip(again, res):
+                    out[i] = r
+        return out
+
+    async def acall_many_durable(self, calls: Sequence[Call], replicas: int,
+                                 timeout_ms: int) -> Tuple[List[Any], List[int]]:
+        """:meth:`call_many_durable` on an asyncio client."""
+        if self.mode == "functions":
+            return await self.functions.acall_many_durable(calls, replicas, timeout_ms)
+        out, acks = await self.module.acall_many_durable(calls, replicas, timeout_ms)
+        if self.mode is None:
+            again = self._decide(out)
+            if again:
+                res, ack2 = await self.functions.acall_many_durable(
                     [calls[i] for i in again], replicas, timeout_ms)
                 for j, i in enumerate(again):
                     out[i], acks[i] = res[j], ack2[j]

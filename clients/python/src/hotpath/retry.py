@@ -32,10 +32,11 @@ when that one alone took longer.
 """
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, List, Optional, Sequence
+from typing import Any, Awaitable, Callable, Iterator, List, Optional, Sequence
 
 from redis.exceptions import (AskError, BusyLoadingError, ClusterDownError, ClusterError,
                               ConnectionError, RedisClusterException, ResponseError,
@@ -137,6 +138,49 @@ class RetryPolicy:
             if (clock() - start) + d + longest > self.deadline_ms / 1000:
                 return out
             sleep(d)
+            pending = again
+
+
+    async def arun(self, fn: Callable[[], Awaitable[Any]], command: str,
+                   clock: Callable[[], float] = time.monotonic) -> Any:
+        """:meth:`run` on asyncio: ``await fn()``, tried again as
+        :meth:`run` does (sleeping with ``asyncio.sleep``)."""
+        async def step(calls: Sequence[int]) -> List[Any]:
+            try:
+                return [await fn()]
+            except Exception as e:  # noqa: BLE001 (classified by run_many)
+                return [e]
+
+        res = (await self.arun_many(step, [command], clock))[0]
+        if isinstance(res, BaseException):
+            raise res
+        return res
+
+    async def arun_many(self, step: Callable[[Sequence[int]], Awaitable[List[Any]]],
+                        commands: Sequence[str],
+                        clock: Callable[[], float] = time.monotonic) -> List[Any]:
+        """:meth:`run_many` on asyncio: ``await step(indexes)``, the same
+        rounds, deadline and sleeps (``asyncio.sleep``)."""
+        start = clock()
+        out: List[Any] = [None] * len(commands)
+        pending = list(range(len(commands)))
+        delays = self.delays()
+        longest = 0.0
+        while True:
+            began = clock()
+            res = await step(pending)
+            longest = max(longest, clock() - began)
+            again = []
+            for i, r in zip(pending, res):
+                out[i] = r
+                if isinstance(r, BaseException) and retryable(r, commands[i]):
+                    again.append(i)
+            if not again:
+                return out
+            d = next(delays)
+            if (clock() - start) + d + longest > self.deadline_ms / 1000:
+                return out
+            await asyncio.sleep(d)
             pending = again
 
 
