@@ -19,8 +19,11 @@
 //!   its length as a u64 little-endian), see [`digest`];
 //! - reply: the reply tree, see "replies" below.
 //!
-//! The field `` (empty name) of the store holds the instant the next sweep
-//! is due (i64 little-endian, 8 bytes).
+//! The field `` (empty name) of the store holds 16 bytes: the instant the
+//! next sweep is due and the expiry the kit last gave the store (its
+//! PEXPIRETIME), two i64 little-endian. A writer that moves the store's
+//! expiry updates both; a reader that finds another length treats the
+//! field as missing (the next write sweeps and rewrites it).
 //!
 //! A 40-bit digest: a token reused with other arguments is refused unless
 //! the two digests collide, which happens with odds of 2^-40 (about 1 in
@@ -82,8 +85,7 @@ pub fn position<'a>(n: usize, min: usize, arg: impl Fn(usize) -> &'a [u8]) -> Op
 pub fn digest<'a>(name: &[u8], rest: impl Iterator<Item = &'a [u8]>) -> Digest {
     let mut buf: smallvec::SmallVec<[u8; 256]> = smallvec::SmallVec::new();
     buf.extend_from_slice(&(name.len() as u64).to_le_bytes());
-    buf.extend_from_slice(name);
-    buf[8..].make_ascii_lowercase();
+    buf.extend(name.iter().map(u8::to_ascii_lowercase));
     for a in rest {
         buf.extend_from_slice(&(a.len() as u64).to_le_bytes());
         buf.extend_from_slice(a);
