@@ -596,7 +596,7 @@ fn store(ctx: &Context, open: Open, token: &RedisString, now: i64, rec: &mut [u8
         crate::replicate::command(ctx, c"HDEL", &argv);
     }
     match &m {
-        Some(m) => crate::replicate::command(
+        Some(m) => crate::replicate::command_fixed(
             ctx,
             c"HSET",
             &[
@@ -607,7 +607,9 @@ fn store(ctx: &Context, open: Open, token: &RedisString, now: i64, rec: &mut [u8
                 m.inner,
             ],
         ),
-        None => crate::replicate::command(ctx, c"HSET", &[store.inner, token.inner, value.inner]),
+        None => {
+            crate::replicate::command_fixed(ctx, c"HSET", &[store.inner, token.inner, value.inner])
+        }
     }
     if let Some(a) = new_at {
         crate::replicate::pexpireat(ctx, store, a);
