@@ -8,12 +8,15 @@
 //!
 //! The store is the derived key `B:idem`, a Hash in the entity's slot
 //! (`B` the command's first key): one field per token, and the field ``
-//! (empty name) holding the instant the next sweep is due. It expires with
-//! its latest token.
+//! (empty name) holding the instant the next sweep is due and the store's
+//! expiry. It expires with its latest token. The byte layout of both is
+//! documented once, in [`wire`]. A call opens the store once: looked up
+//! before the command runs, written after it.
 //!
 //! Replication: the family replicates its effect as it always does; the
 //! kit then replicates the store's change as `HDEL` (swept tokens), `HSET`
-//! (the token, with its absolute expiry inside, and the sweep instant) and
+//! (the token, with its absolute expiry inside, and the field `` when it
+//! changed) and
 //! `PEXPIREAT`, all in the command's `MULTI`/`EXEC`. A command that reaches
 //! a replica or the AOF verbatim still carries `IDEM token`: run from the
 //! replication link or while loading, the kit strips it and runs the
