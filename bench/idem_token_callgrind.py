@@ -5,8 +5,11 @@ per call (the write, its reply captured and stored), and a retry (the
 stored reply replayed). `python3 bench/idem_token_callgrind.py` (needs
 valgrind; about a minute). HOTPATH_SO=<path> counts another build (e.g.
 the build before the token, for the "without" rows), which then skips
-the token rows; `memory` rows: bytes per token (MEMORY USAGE of a store
-of 1,000 tokens, divided)."""
+the token rows. The two native HSET rows are the floors "plus the store
+of its reply": into a hashtable (RATE's long records) and into a listpack
+of the size RANK's stores have (short records). `memory` rows: bytes per
+token (MEMORY USAGE of a store of 100 tokens, a listpack, and of 1,000, a
+hashtable, divided), with the mean stored reply."""
 import os
 import random
 import sys
@@ -24,6 +27,8 @@ if OTHER:
 
 CALLS = 1500
 KEYS = 300
+# Bytes before the reply in a token's record (src/idem_token/wire.rs).
+HEADER = 11
 
 
 def main():
@@ -45,13 +50,22 @@ def main():
     row("RATE.CHECK GCRA", [rate(k) for k in range(KEYS)], [rate(k) for k in keys])
     row("RANK.INCR", [rank(k) for k in range(KEYS)], [rank(k) for k in keys])
     if not OTHER:
-        # The store of a reply, natively: one HSET of a token's record (24
+        # The store of a reply, natively: one HSET of a token's record (11
         # bytes + RATE.CHECK's stored reply, ~80 bytes) into the entity's
         # Hash, as the kit writes it (the floor "plus the store of its
         # reply" is measured against).
-        value = "x" * 104
+        value = "x" * (HEADER + 80)
         row("native HSET of a token record (floor of the store)", [("HSET", f"h{k}{{x}}", "w", value) for k in range(KEYS)],
             [("HSET", f"h{k}{{x}}", f"tok-{i:08d}", value) for i, k in enumerate(keys)])
+        # RANK.INCR's records are short (an integer reply), so its stores
+        # stay listpacks (up to hash-max-listpack-entries, 128 by default),
+        # where every lookup and insert walks the list: the same writes
+        # natively, 30 hashes of 10 records growing to 60, as the RANK rows
+        # below fill their stores.
+        short = "x" * (HEADER + 3)
+        row("native HSET of a short record into a 10-60 field listpack (floor for RANK)",
+            [("HSET", f"l{k % 30}{{x}}", f"w{k}", short) for k in range(KEYS)],
+            [("HSET", f"l{k % 30}{{x}}", f"tok-{i:08d}", short) for i, k in enumerate(keys)])
         row("RATE.CHECK GCRA IDEM (new token)", [rate(k, "IDEM", f"w{k}") for k in range(KEYS)],
             [rate(k, "IDEM", f"tok-{i:08d}") for i, k in enumerate(keys)])
         row("RATE.CHECK GCRA IDEM (retry, replayed)", [], [rate(k, "IDEM", f"tok-{i:08d}") for i, k in enumerate(keys)])
@@ -66,9 +80,12 @@ def main():
             for i in range(n):
                 cg.r.execute_command("RANK.INCR", key, "m", 1, "IDEM", f"tok-{i:08d}")
             usage = cg.r.memory_usage(f"{key}:idem", samples=0)
-            reply = len(cg.r.hget(f"{key}:idem", "tok-00000000")) - 24
-            print(f"| memory, {n} tokens of 12 bytes | {usage / n:.1f} B/token "
-                  f"(stored reply {reply} B, header 24 B) |", flush=True)
+            records = [v for f, v in cg.r.hgetall(f"{key}:idem").items() if f != b""]
+            reply = sum(len(v) for v in records) / len(records) - HEADER
+            enc = cg.r.object("encoding", f"{key}:idem").decode()
+            print(f"| memory, {n} tokens of 12 bytes ({enc}) | {usage / n:.1f} B/token "
+                  f"(mean stored reply {reply:.1f} B, header {HEADER} B: "
+                  f"{usage / n - reply:.1f} B beyond the reply) |", flush=True)
     cg.stop()
 
 

@@ -57,6 +57,27 @@ pub fn command(ctx: &Context, cmd: &CStr, args: &[Arg]) {
     };
 }
 
+/// Replicates `cmd args…` as [`command`] does, with the format spelled
+/// out (`sss`, `sssss`) for three or five arguments: Redis sizes its
+/// argument vector from the format, so `v` costs a reallocation.
+#[inline]
+pub fn command_fixed(ctx: &Context, cmd: &CStr, args: &[Arg]) {
+    let Some(f) = replicator() else { return };
+    unsafe {
+        match *args {
+            [a, b, c] => f(ctx.ctx, cmd.as_ptr(), c"sss".as_ptr(), a, b, c),
+            [a, b, c, d, e] => f(ctx.ctx, cmd.as_ptr(), c"sssss".as_ptr(), a, b, c, d, e),
+            _ => f(
+                ctx.ctx,
+                cmd.as_ptr(),
+                c"v".as_ptr(),
+                args.as_ptr(),
+                args.len(),
+            ),
+        }
+    };
+}
+
 /// Replicates the client's command (`args[0]` its name) with `extra`
 /// Redis strings appended, in one call: no vector on the heap for up to
 /// eight arguments, no string built here.

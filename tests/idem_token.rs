@@ -334,6 +334,66 @@ fn tokens_expire_are_swept_and_capped() {
 
 /// Writes with tokens, without NOW (the master's clock must reach the
 /// replica and the AOF), retried.
+/// The record's bytes are as src/idem_token/wire.rs documents them (the
+/// Lua twins and any other reader follow that layout): 6 bytes of expiry
+/// (unix ms, little-endian), 5 bytes of digest, the reply tree; the field
+/// `` holds the next sweep instant and the store's expiry (two i64 LE),
+/// the latter equal to the store's PEXPIRETIME.
+#[test]
+fn the_record_is_laid_out_as_documented() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    let ttl = 86_400_000;
+    let before = now_ms();
+    assert_eq!(
+        run(&mut c, &["RANK.INCR", "b{1}", "m", "1", "IDEM", "t"]),
+        "1"
+    );
+    let after = now_ms();
+    let rec: Vec<u8> = redis::cmd("HGET")
+        .arg("b{1}:idem")
+        .arg("t")
+        .query(&mut c)
+        .unwrap();
+    // The reply tree: the integer 1 (tag `i`, zigzag varint 2).
+    assert_eq!(rec.len(), 11 + 2, "{rec:?}");
+    assert_eq!(&rec[11..], b"i\x02");
+    let mut e = [0u8; 8];
+    e[..6].copy_from_slice(&rec[..6]);
+    let expiry = i64::from_le_bytes(e);
+    assert!(expiry >= before + ttl && expiry <= after + ttl, "{expiry}");
+    // SipHash-2-4 of `RANK.INCR` `m` `1`, first 5 bytes (the value the
+    // unit test pins, checked against an independent implementation).
+    assert_eq!(&rec[6..11], &[250, 47, 171, 39, 190]);
+    let meta: Vec<u8> = redis::cmd("HGET")
+        .arg("b{1}:idem")
+        .arg("")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(meta.len(), 16, "{meta:?}");
+    let next = i64::from_le_bytes(meta[..8].try_into().unwrap());
+    let at = i64::from_le_bytes(meta[8..].try_into().unwrap());
+    assert_eq!(next, expiry);
+    assert_eq!(at, expiry + ttl / 16);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "b{1}:idem"]), at);
+    // A second token: the store's expiry holds (within TTL/16), so
+    // neither the field nor PEXPIRETIME moves.
+    run(&mut c, &["RANK.INCR", "b{1}", "m", "1", "IDEM", "u"]);
+    let meta2: Vec<u8> = redis::cmd("HGET")
+        .arg("b{1}:idem")
+        .arg("")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(meta2, meta);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "b{1}:idem"]), at);
+    assert_eq!(int(&mut c, &["HLEN", "b{1}:idem"]), 3);
+    // Its own digest: other arguments after the key.
+    assert_eq!(
+        run(&mut c, &["RANK.INCR", "b{1}", "m", "1", "IDEM", "t"]),
+        "1"
+    );
+}
+
 fn workload(c: &mut Raw) {
     for i in 0..30 {
         let (k, t) = (format!("e{{{}}}", i % 5), format!("t{i}"));

@@ -8,12 +8,15 @@
 //!
 //! The store is the derived key `B:idem`, a Hash in the entity's slot
 //! (`B` the command's first key): one field per token, and the field ``
-//! (empty name) holding the instant the next sweep is due. It expires with
-//! its latest token.
+//! (empty name) holding the instant the next sweep is due and the store's
+//! expiry. It expires with its latest token. The byte layout of both is
+//! documented once, in [`wire`]. A call opens the store once: looked up
+//! before the command runs, written after it.
 //!
 //! Replication: the family replicates its effect as it always does; the
 //! kit then replicates the store's change as `HDEL` (swept tokens), `HSET`
-//! (the token, with its absolute expiry inside, and the sweep instant) and
+//! (the token, with its absolute expiry inside, and the field `` when it
+//! changed) and
 //! `PEXPIREAT`, all in the command's `MULTI`/`EXEC`. A command that reaches
 //! a replica or the AOF verbatim still carries `IDEM token`: run from the
 //! replication link or while loading, the kit strips it and runs the
@@ -40,11 +43,11 @@ use redis_module::{
 
 use crate::config;
 use crate::error;
-use crate::keys::{self, call::Arg, HashField, Key};
+use crate::keys::{self, call::Arg, Field, Key};
 use crate::registry::Keys;
 use crate::stats::Counter;
 
-use wire::{Dec, Enc, Item};
+use wire::{Dec, Digest, Enc, Item, HEADER};
 
 /// Writes that stored their token with their reply.
 pub static STORED: Counter = Counter::new("idem_tokens_stored");
@@ -59,8 +62,11 @@ pub static EVICTED: Counter = Counter::new("idem_tokens_evicted");
 
 /// The token store's suffix: `B:idem`.
 const SUFFIX: &str = "idem";
-/// The field holding the instant the next sweep is due (i64 LE).
+/// The field holding the instant the next sweep is due and the expiry the
+/// kit last gave the store (two i64 LE, see [`Meta`]).
 const META: &[u8] = b"";
+/// The same field as a Redis string made once.
+static META_FIELD: Field = Field::new(c"");
 
 /// A command's handler, as its `command!` or `borrowed_command!` entry
 /// declares it.
@@ -77,7 +83,8 @@ thread_local! {
     /// also write what they send into [`BUF`]. Commands run on the main
     /// thread only.
     static ON: Cell<bool> = const { Cell::new(false) };
-    static BUF: RefCell<Enc> = const { RefCell::new(Enc(Vec::new())) };
+    /// The record being built: the header's bytes, then the reply tree.
+    static BUF: RefCell<Enc> = const { RefCell::new(Enc::new()) };
 }
 
 /// Returns true while a reply is being captured (one thread-local load on
@@ -262,12 +269,20 @@ fn key_pos(keys: Keys) -> usize {
     }
 }
 
-/// Runs a handler under the panic guard.
-fn call(ctx: &Context, run: Run, args: Vec<RedisString>) -> RedisResult {
+/// Runs a handler under the panic guard, on views of the client's
+/// arguments (without `IDEM token`): an owned handler gets them retained,
+/// a borrowed one reads them in place (nothing retained or copied).
+fn call(ctx: &Context, run: Run, args: &[RedisString]) -> RedisResult {
     let r = catch_unwind(AssertUnwindSafe(|| match run {
-        Run::Owned(f) => f(ctx, args),
+        Run::Owned(f) => {
+            let owned = args
+                .iter()
+                .map(|a| RedisString::new(std::ptr::NonNull::new(ctx.ctx), a.inner))
+                .collect();
+            f(ctx, owned)
+        }
         Run::Borrowed(f) => {
-            let mut a = crate::argv::Args::new(&args, 0)?;
+            let mut a = crate::argv::Args::new(args, 0)?;
             f(ctx, &mut a)
         }
     }));
@@ -313,14 +328,37 @@ fn with_token(
     name: &'static str,
     arity: i32,
 ) -> c_int {
-    let mut args = redis_module::decode_args(ctx, argv, argc);
+    let raw_args: &[*mut raw::RedisModuleString] = if argv.is_null() || argc <= 0 {
+        &[]
+    } else {
+        // SAFETY: `argv` holds `argc` strings Redis passed to the command,
+        // alive for the whole call.
+        unsafe { std::slice::from_raw_parts(argv, argc as usize) }
+    };
+    // Views of Redis's own strings: never released by us.
+    let views: smallvec::SmallVec<[std::mem::ManuallyDrop<RedisString>; 12]> = raw_args
+        .iter()
+        .map(|&p| std::mem::ManuallyDrop::new(RedisString::from_redis_module_string(ctx, p)))
+        .collect();
+    // SAFETY: ManuallyDrop<T> has the same layout as T.
+    let all: &[RedisString] =
+        unsafe { std::slice::from_raw_parts(views.as_ptr() as *const RedisString, views.len()) };
     let min = arity.unsigned_abs() as usize;
-    let Some(p) = wire::position(args.len(), min, |i| args[i].as_slice()) else {
-        let r = call(context, run, args);
+    let Some(p) = wire::position(all.len(), min, |i| all[i].as_slice()) else {
+        let r = call(context, run, all);
         return crate::registry::reply_to(context, r);
     };
-    let token = args.remove(p + 1);
-    args.remove(p);
+    let token = &all[p + 1];
+    // The arguments without `IDEM token`, views again.
+    let rest: smallvec::SmallVec<[std::mem::ManuallyDrop<RedisString>; 12]> = raw_args
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != p && i != p + 1)
+        .map(|(_, &a)| std::mem::ManuallyDrop::new(RedisString::from_redis_module_string(ctx, a)))
+        .collect();
+    // SAFETY: as above.
+    let args: &[RedisString] =
+        unsafe { std::slice::from_raw_parts(rest.as_ptr() as *const RedisString, rest.len()) };
     let flags = context.get_flags();
     if flags.contains(ContextFlags::REPLICATED) || flags.contains(ContextFlags::LOADING) {
         // The master ran the token's logic; its store write follows this
@@ -331,40 +369,83 @@ fn with_token(
     let family = name.split('.').next().unwrap_or(name);
     let kp = key_pos(keys).min(args.len() - 1);
     let now = crate::util::now_ms();
-    let digest = match check(context, family, &args, kp, &token, now, name) {
-        Ok(Found::Run(d)) => d,
+    let open = match check(context, family, args, kp, token, now, name) {
+        Ok(Found::Run(open)) => open,
         Ok(Found::Replay) => return raw::REDISMODULE_OK as c_int,
         Err(e) => return error::reply(context, Err(e)),
     };
-    BUF.with(|b| b.borrow_mut().0.clear());
+    // The record is built in place: header bytes first, filled in by
+    // `store`, then the reply as the reply functions send it. The buffer
+    // keeps its capacity from call to call (no reallocation on the write
+    // path).
+    BUF.with(|b| b.borrow_mut().reset(HEADER));
     ON.with(|c| c.set(true));
-    let store_name = keys::derived_name(args[kp].as_slice(), SUFFIX);
     let r = call(context, run, args);
     ON.with(|c| c.set(false));
     if !matches!(r, Ok(RedisValue::NoReply)) {
         BUF.with(|b| encode_result(&mut b.borrow_mut(), &r));
     }
     let rc = crate::registry::reply_to(context, r);
-    // The buffer keeps its capacity from call to call (no reallocation on
-    // the write path). Nothing captured: the command blocked its client
-    // (its reply comes later), so there is nothing to store.
+    // Nothing captured: the command blocked its client (its reply comes
+    // later), so there is nothing to store.
     BUF.with(|b| {
-        let enc = b.borrow();
-        if !enc.0.is_empty() && wire::valid(&enc.0) {
-            store(context, &store_name, &token, &digest, now, &enc.0);
+        let mut enc = b.borrow_mut();
+        if enc.complete() {
+            store(context, open, token, now, &mut enc.buf);
         }
     });
     rc
 }
 
+/// The entity's token store, opened once for the whole call: looked up
+/// before the command runs, written after it (the command itself never
+/// touches `<key>:idem`).
+struct Open {
+    /// The digest of the call's arguments.
+    digest: Digest,
+    /// `<key>:idem`, open for writing.
+    store: Key,
+    /// The store's sweep instant and expiry, when it holds them.
+    meta: Option<Meta>,
+}
+
+/// The store's field `` (16 bytes): the instant the next sweep is due and
+/// the expiry the kit last set on the store, so that a write does not
+/// read the key's expiry (the field is replicated with the token's
+/// `HSET`, so a replica's copy is the same).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Meta {
+    next: i64,
+    at: i64,
+}
+
+impl Meta {
+    fn read(b: &[u8]) -> Option<Meta> {
+        let b: &[u8; 16] = b.try_into().ok()?;
+        let (n, a) = b.split_at(8);
+        Some(Meta {
+            next: i64::from_le_bytes(n.try_into().ok()?),
+            at: i64::from_le_bytes(a.try_into().ok()?),
+        })
+    }
+
+    fn bytes(self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&self.next.to_le_bytes());
+        b[8..].copy_from_slice(&self.at.to_le_bytes());
+        b
+    }
+}
+
 enum Found {
-    /// Not stored (or expired): run the command, store under this digest.
-    Run([u8; 16]),
+    /// Not stored (or expired): run the command, then store.
+    Run(Open),
     /// The stored reply was sent.
     Replay,
 }
 
-/// Validates the token, looks it up, and replays a stored reply.
+/// Validates the token, looks it up (with the store's sweep instant, in
+/// the same `HashGet`), and replays a stored reply.
 fn check(
     ctx: &Context,
     family: &str,
@@ -396,17 +477,31 @@ fn check(
             .filter(|&(i, _)| i + 1 != kp)
             .map(|(_, a)| a.as_slice()),
     );
-    let store_name = keys::derived_name(base, SUFFIX);
-    let store = Key::open(ctx, &store_name, false);
+    let store = Key::open(ctx, &keys::derived_name(base, SUFFIX), true);
     if !store.check(KeyType::Hash)? {
-        return Ok(Found::Run(digest));
+        return Ok(Found::Run(Open {
+            digest,
+            store,
+            meta: None,
+        }));
     }
-    let Some(v) = store.hget_arg(HashField::Arg(token)) else {
-        return Ok(Found::Run(digest));
+    let (v, m) = store.hget_arg_and_field(token, &META_FIELD);
+    let meta = m.and_then(|m| Meta::read(m.as_slice()));
+    let Some(v) = v else {
+        return Ok(Found::Run(Open {
+            digest,
+            store,
+            meta,
+        }));
     };
-    let s = wire::read(v.as_slice()).ok_or_else(|| error::corrupt(family, &store_name, None))?;
+    let s = wire::read(v.as_slice())
+        .ok_or_else(|| error::corrupt(family, store.name().as_slice(), None))?;
     if s.expiry <= now {
-        return Ok(Found::Run(digest));
+        return Ok(Found::Run(Open {
+            digest,
+            store,
+            meta,
+        }));
     }
     if s.digest != digest {
         MISMATCHED.incr();
@@ -420,31 +515,26 @@ fn check(
     Ok(Found::Replay)
 }
 
-/// Stores a token with its reply in the entity's store `name`, after a
-/// sweep when one is due, and replicates the store's change.
-fn store(
-    ctx: &Context,
-    name: &[u8],
-    token: &RedisString,
-    digest: &[u8; 16],
-    now: i64,
-    reply: &[u8],
-) {
+/// Stores a token with its reply in the entity's store, after a sweep
+/// when one is due, and replicates the store's change. `rec` is the
+/// record: [`HEADER`] bytes to fill, then the captured reply.
+fn store(ctx: &Context, open: Open, token: &RedisString, now: i64, rec: &mut [u8]) {
+    let Open {
+        digest,
+        store: k,
+        meta,
+    } = open;
     let ttl = config::get(&config::IDEM_TOKEN_TTL).saturating_mul(1000);
     let cap = config::get(&config::IDEM_TOKEN_CAP).max(1) as usize;
-    let expiry = now.saturating_add(ttl);
-    let k = Key::open(ctx, name, true);
+    let expiry = now.saturating_add(ttl).min(wire::MAX_EXPIRY);
+    wire::seal(&mut rec[..HEADER], expiry, &digest);
     if !matches!(k.kind(), KeyType::Hash | KeyType::Empty) {
         return;
     }
     let t = token.as_slice();
-    let meta = k
-        .hget_arg(HashField::Name(c""))
-        .and_then(|m| <[u8; 8]>::try_from(m.as_slice()).ok())
-        .map(i64::from_le_bytes);
     let fields = k.len().saturating_sub(usize::from(meta.is_some()));
     let due = match meta {
-        Some(n) => now >= n,
+        Some(m) => now >= m.next,
         None => fields > 0,
     } || fields >= cap;
     let mut deleted: Vec<Vec<u8>> = Vec::new();
@@ -468,18 +558,18 @@ fn store(
         }
         plan.next
     } else {
-        meta.unwrap_or(expiry).min(expiry)
+        meta.map_or(expiry, |m| m.next).min(expiry)
     };
-    let value = RedisString::create_from_slice(ctx.ctx, &wire::record(expiry, digest, reply));
+    let value = RedisString::create_from_slice(ctx.ctx, rec);
     k.hset_arg(token, &value);
-    let write_meta = meta != Some(next);
-    if write_meta {
-        k.hput(META, &next.to_le_bytes());
-    }
     // The store outlives its latest token by up to TTL/16, so that its
     // expiry moves (and a PEXPIREAT is replicated) once per TTL/16, not
-    // at every token.
-    let at = k.abs_expire_ms();
+    // at every token. Its expiry is the one the field `` holds (the key's
+    // own is read only when the field is missing).
+    let at = match meta {
+        Some(m) => Some(m.at),
+        None => k.abs_expire_ms(),
+    };
     let new_at = match at {
         Some(a) if a >= expiry => None,
         _ => Some(expiry.saturating_add(ttl / 16)),
@@ -487,6 +577,15 @@ fn store(
     if let Some(a) = new_at {
         k.set_abs_expire_ms(a);
     }
+    let now_meta = Meta {
+        next,
+        at: new_at.or(at).unwrap_or(expiry),
+    };
+    let m = (meta != Some(now_meta)).then(|| {
+        let m = RedisString::create_from_slice(ctx.ctx, &now_meta.bytes());
+        k.hput_field(&META_FIELD, &m);
+        m
+    });
     STORED.incr();
 
     let store = k.name();
@@ -499,16 +598,21 @@ fn store(
         argv.extend(strings.iter().map(|s| s.inner));
         crate::replicate::command(ctx, c"HDEL", &argv);
     }
-    if write_meta {
-        let m = RedisString::create_from_slice(ctx.ctx, &next.to_le_bytes());
-        let empty = RedisString::create_from_slice(ctx.ctx, META);
-        crate::replicate::command(
+    match &m {
+        Some(m) => crate::replicate::command_fixed(
             ctx,
             c"HSET",
-            &[store.inner, token.inner, value.inner, empty.inner, m.inner],
-        );
-    } else {
-        crate::replicate::command(ctx, c"HSET", &[store.inner, token.inner, value.inner]);
+            &[
+                store.inner,
+                token.inner,
+                value.inner,
+                META_FIELD.string(),
+                m.inner,
+            ],
+        ),
+        None => {
+            crate::replicate::command_fixed(ctx, c"HSET", &[store.inner, token.inner, value.inner])
+        }
     }
     if let Some(a) = new_at {
         crate::replicate::pexpireat(ctx, store, a);

@@ -1,13 +1,52 @@
 //! The pure part of `IDEM token` (no Redis types): where the option is in
 //! a command's arguments, the digest of the other arguments, the stored
-//! record (`expiry | digest | reply`), the protocol-neutral encoding of a
-//! reply tree, and the sweep plan of a token store. Unit-tested below.
+//! record, the protocol-neutral encoding of a reply tree, and the sweep
+//! plan of a token store. Unit-tested below.
+//!
+//! **The record** (the one place its layout is written down; the Lua twins
+//! and any other reader follow it): the value of the token's field in
+//! `<key>:idem` is
+//!
+//! ```text
+//! <expiry: 6 bytes> <digest: 5 bytes> <reply tree: the rest>
+//! ```
+//!
+//! - expiry: the instant the token expires, unix ms, unsigned 48-bit
+//!   little-endian (good until the year 10889);
+//! - digest: the first 5 bytes (little-endian) of SipHash-2-4, keys
+//!   `0x686f_7470_6174_6831` / `0x6964_656d_746f_6b31`, over the command
+//!   name in lower case and every argument after the key (each preceded by
+//!   its length as a u64 little-endian), see [`digest`];
+//! - reply: the reply tree, see "replies" below.
+//!
+//! The field `` (empty name) of the store holds 16 bytes: the instant the
+//! next sweep is due and the expiry the kit last gave the store (its
+//! PEXPIRETIME), two i64 little-endian. A writer that moves the store's
+//! expiry updates both; a reader that finds another length treats the
+//! field as missing (the next write sweeps and rewrites it).
+//!
+//! A 40-bit digest: a token reused with other arguments is refused unless
+//! the two digests collide, which happens with odds of 2^-40 (about 1 in
+//! 1.1 × 10^12) per reuse; the token is the client's own, so a collision
+//! can only hand a client its own earlier reply. With 11 header bytes a
+//! record of a reply up to 3 bytes is 16 bytes in a hashtable store (one
+//! allocation of jemalloc's smallest class but one), so a 12-byte token
+//! costs 64 bytes (see docs/idem.md, "Memory per token").
 
 use std::hash::Hasher;
 
-/// Bytes before the reply in a stored token: the expiry (unix ms, i64
-/// little-endian) and the 16-byte digest of the arguments.
-pub const HEADER: usize = 24;
+/// Bytes before the reply in a stored token: the expiry (6 bytes) and the
+/// digest of the arguments (5 bytes).
+pub const HEADER: usize = 11;
+/// Bytes of the expiry in a record.
+const EXPIRY: usize = 6;
+/// Bytes of the digest in a record.
+pub const DIGEST: usize = 5;
+/// The largest expiry a record holds (2^48 - 1 ms).
+pub const MAX_EXPIRY: i64 = (1 << 48) - 1;
+
+/// The digest of a call's arguments, as stored.
+pub type Digest = [u8; DIGEST];
 
 /// Returns true when `arg` is the keyword `kw` (ASCII, any case).
 #[inline]
@@ -38,12 +77,12 @@ pub fn position<'a>(n: usize, min: usize, arg: impl Fn(usize) -> &'a [u8]) -> Op
     None
 }
 
-/// The 16-byte digest of a call: the command name (any case) and every
-/// argument after the key, each length-prefixed. SipHash-2-4 twice with two
-/// fixed key pairs over one buffer: stable across builds and platforms (the
-/// digest is stored, replicated and compared after a restart or an
-/// upgrade).
-pub fn digest<'a>(name: &[u8], rest: impl Iterator<Item = &'a [u8]>) -> [u8; 16] {
+/// The digest of a call: the command name (any case) and every argument
+/// after the key, each length-prefixed, hashed with SipHash-2-4 under a
+/// fixed key pair (stable across builds and platforms: the digest is
+/// stored, replicated and compared after a restart or an upgrade); the
+/// first [`DIGEST`] bytes of the hash, little-endian.
+pub fn digest<'a>(name: &[u8], rest: impl Iterator<Item = &'a [u8]>) -> Digest {
     let mut buf: smallvec::SmallVec<[u8; 256]> = smallvec::SmallVec::new();
     buf.extend_from_slice(&(name.len() as u64).to_le_bytes());
     buf.extend(name.iter().map(u8::to_ascii_lowercase));
@@ -52,16 +91,10 @@ pub fn digest<'a>(name: &[u8], rest: impl Iterator<Item = &'a [u8]>) -> [u8; 16]
         buf.extend_from_slice(a);
     }
     #[allow(deprecated)]
-    let run = |k0: u64, k1: u64| {
-        let mut h = std::hash::SipHasher::new_with_keys(k0, k1);
-        h.write(&buf);
-        h.finish()
-    };
-    let a = run(0x686f_7470_6174_6831, 0x6964_656d_746f_6b31);
-    let b = run(0x686f_7470_6174_6832, 0x6964_656d_746f_6b32);
-    let mut out = [0u8; 16];
-    out[..8].copy_from_slice(&a.to_le_bytes());
-    out[8..].copy_from_slice(&b.to_le_bytes());
+    let mut h = std::hash::SipHasher::new_with_keys(0x686f_7470_6174_6831, 0x6964_656d_746f_6b31);
+    h.write(&buf);
+    let mut out = [0u8; DIGEST];
+    out.copy_from_slice(&h.finish().to_le_bytes()[..DIGEST]);
     out
 }
 
@@ -69,8 +102,16 @@ pub fn digest<'a>(name: &[u8], rest: impl Iterator<Item = &'a [u8]>) -> [u8; 16]
 #[derive(Debug, PartialEq, Eq)]
 pub struct Stored<'a> {
     pub expiry: i64,
-    pub digest: [u8; 16],
+    pub digest: Digest,
     pub reply: &'a [u8],
+}
+
+/// Reads the 6-byte expiry at the start of `v` (at least [`HEADER`] long).
+#[inline]
+fn expiry_at(v: &[u8]) -> i64 {
+    let mut b = [0u8; 8];
+    b[..EXPIRY].copy_from_slice(&v[..EXPIRY]);
+    i64::from_le_bytes(b)
 }
 
 /// Reads a stored token; None when it is not one (corrupt data).
@@ -78,21 +119,28 @@ pub fn read(v: &[u8]) -> Option<Stored<'_>> {
     if v.len() < HEADER {
         return None;
     }
-    let expiry = i64::from_le_bytes(v[..8].try_into().ok()?);
-    let digest: [u8; 16] = v[8..HEADER].try_into().ok()?;
+    let digest: Digest = v[EXPIRY..HEADER].try_into().ok()?;
     let reply = &v[HEADER..];
     valid(reply).then_some(Stored {
-        expiry,
+        expiry: expiry_at(v),
         digest,
         reply,
     })
 }
 
+/// Writes the header of a record (the expiry, clamped to
+/// 0..=[`MAX_EXPIRY`], and the digest) into `head`, the first [`HEADER`]
+/// bytes of the record: the reply is captured after them, in place.
+pub fn seal(head: &mut [u8], expiry: i64, digest: &Digest) {
+    let e = expiry.clamp(0, MAX_EXPIRY).to_le_bytes();
+    head[..EXPIRY].copy_from_slice(&e[..EXPIRY]);
+    head[EXPIRY..HEADER].copy_from_slice(digest);
+}
+
 /// Returns the stored form of a token.
-pub fn record(expiry: i64, digest: &[u8; 16], reply: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(HEADER + reply.len());
-    v.extend_from_slice(&expiry.to_le_bytes());
-    v.extend_from_slice(digest);
+pub fn record(expiry: i64, digest: &Digest, reply: &[u8]) -> Vec<u8> {
+    let mut v = vec![0u8; HEADER];
+    seal(&mut v, expiry, digest);
     v.extend_from_slice(reply);
     v
 }
@@ -100,7 +148,7 @@ pub fn record(expiry: i64, digest: &[u8; 16], reply: &[u8]) -> Vec<u8> {
 /// Returns the expiry of a stored token (None when corrupt), without
 /// checking its reply: the sweep reads only this.
 pub fn expiry_of(v: &[u8]) -> Option<i64> {
-    (v.len() >= HEADER).then(|| i64::from_le_bytes(v[..8].try_into().unwrap()))
+    (v.len() >= HEADER).then(|| expiry_at(v))
 }
 
 // ------------------------------------------------------------ replies --
@@ -121,60 +169,127 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-/// A reply tree being written.
-#[derive(Default)]
-pub struct Enc(pub Vec<u8>);
+/// A reply tree being written, after `base` bytes that are not part of it
+/// (the record's header). It counts the nodes still owed, so that
+/// [`Enc::complete`] tells in O(1) whether it holds exactly one
+/// well-formed tree (what [`valid`] checks by reading it back).
+pub struct Enc {
+    pub buf: Vec<u8>,
+    /// Nodes still owed to complete the tree.
+    need: usize,
+    /// Set when a node came after the tree was complete, or a simple
+    /// string or error holds a NUL or a line break.
+    bad: bool,
+}
+
+impl Default for Enc {
+    fn default() -> Enc {
+        Enc::new()
+    }
+}
 
 impl Enc {
+    /// An empty tree (one node owed).
+    pub const fn new() -> Enc {
+        Enc {
+            buf: Vec::new(),
+            need: 1,
+            bad: false,
+        }
+    }
+
+    /// Starts again with `base` zero bytes before the tree (the buffer
+    /// keeps its capacity).
+    pub fn reset(&mut self, base: usize) {
+        self.buf.clear();
+        self.buf.resize(base, 0);
+        self.need = 1;
+        self.bad = false;
+    }
+
+    /// Returns true when the tree is exactly one well-formed reply.
+    pub fn complete(&self) -> bool {
+        self.need == 0 && !self.bad
+    }
+
+    /// Counts a node with `children` nodes under it.
+    #[inline]
+    fn node(&mut self, children: usize) {
+        match self.need.checked_sub(1) {
+            Some(n) => match n.checked_add(children) {
+                Some(n) => self.need = n,
+                None => self.bad = true,
+            },
+            None => self.bad = true,
+        }
+    }
+
     pub fn int(&mut self, v: i64) {
-        self.0.push(b'i');
-        varint(&mut self.0, ((v << 1) ^ (v >> 63)) as u64);
+        self.node(0);
+        self.buf.push(b'i');
+        varint(&mut self.buf, ((v << 1) ^ (v >> 63)) as u64);
     }
     fn text(&mut self, tag: u8, b: &[u8]) {
-        self.0.push(tag);
-        varint(&mut self.0, b.len() as u64);
-        self.0.extend_from_slice(b);
+        self.node(0);
+        self.buf.push(tag);
+        varint(&mut self.buf, b.len() as u64);
+        self.buf.extend_from_slice(b);
     }
     pub fn bulk(&mut self, b: &[u8]) {
         self.text(b'b', b);
     }
+    /// A line of text (replied as a C string: no NUL, no line break).
+    fn line(&mut self, tag: u8, b: &[u8]) {
+        if b.iter().any(|&c| matches!(c, 0 | b'\r' | b'\n')) {
+            self.bad = true;
+        }
+        self.text(tag, b);
+    }
     pub fn simple(&mut self, b: &[u8]) {
-        self.text(b's', b);
+        self.line(b's', b);
     }
     pub fn error(&mut self, b: &[u8]) {
-        self.text(b'e', b);
+        self.line(b'e', b);
     }
     pub fn big(&mut self, b: &[u8]) {
         self.text(b'N', b);
     }
     pub fn null(&mut self) {
-        self.0.push(b'n');
+        self.node(0);
+        self.buf.push(b'n');
     }
     pub fn arity(&mut self) {
-        self.0.push(b'A');
+        self.node(0);
+        self.buf.push(b'A');
     }
     pub fn boolean(&mut self, v: bool) {
-        self.0.push(if v { b't' } else { b'f' });
+        self.node(0);
+        self.buf.push(if v { b't' } else { b'f' });
     }
     pub fn double(&mut self, v: f64) {
-        self.0.push(b'd');
-        self.0.extend_from_slice(&v.to_le_bytes());
+        self.node(0);
+        self.buf.push(b'd');
+        self.buf.extend_from_slice(&v.to_le_bytes());
     }
-    fn head(&mut self, tag: u8, n: usize) {
-        self.0.push(tag);
-        varint(&mut self.0, n as u64);
+    fn head(&mut self, tag: u8, n: usize, children: Option<usize>) {
+        match children {
+            Some(c) => self.node(c),
+            None => self.bad = true,
+        }
+        self.buf.push(tag);
+        varint(&mut self.buf, n as u64);
     }
     pub fn array(&mut self, n: usize) {
-        self.head(b'a', n);
+        self.head(b'a', n, Some(n));
     }
     pub fn map(&mut self, n: usize) {
-        self.head(b'm', n);
+        self.head(b'm', n, n.checked_mul(2));
     }
     pub fn set(&mut self, n: usize) {
-        self.head(b'S', n);
+        self.head(b'S', n, Some(n));
     }
     pub fn record(&mut self, n: usize) {
-        self.head(b'r', n);
+        self.head(b'r', n, n.checked_mul(2));
     }
 }
 
@@ -355,6 +470,10 @@ pub fn plan(tokens: &[i64], now: i64, expiry: i64, ttl: i64, cap: usize) -> Swee
 mod tests {
     use super::*;
 
+    /// `digest(b"RANK.INCR", ["m", "1"])`, checked against an independent
+    /// SipHash-2-4 written in Python.
+    const DIGEST_OF_RANK_INCR_M_1: Digest = [250, 47, 171, 39, 190];
+
     fn pos(args: &[&str], min: usize) -> Option<usize> {
         position(args.len(), min, |i| args[i].as_bytes())
     }
@@ -407,10 +526,15 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_ne!(a, d);
-        // Stable across builds: the digest is stored and replicated.
         assert_eq!(
             digest(b"x", std::iter::empty()),
             digest(b"X", std::iter::empty())
+        );
+        // Stable across builds: the digest is stored and replicated (the
+        // Lua twins compute the same bytes).
+        assert_eq!(
+            digest(b"RANK.INCR", [&b"m"[..], b"1"].into_iter()),
+            DIGEST_OF_RANK_INCR_M_1
         );
     }
 
@@ -432,10 +556,11 @@ mod tests {
         f.simple(b"k");
         f.error(b"ERR x");
         f.boolean(true);
-        for b in [&e.0, &f.0] {
-            assert!(valid(b), "{b:?}");
+        for x in [&e, &f] {
+            assert!(valid(&x.buf), "{:?}", x.buf);
+            assert!(x.complete(), "{:?}", x.buf);
         }
-        let mut d = Dec::new(&f.0);
+        let mut d = Dec::new(&f.buf);
         assert_eq!(d.next_item(), Some(Item::Array(6)));
         assert_eq!(d.next_item(), Some(Item::Int(i64::MIN)));
         assert_eq!(d.next_item(), Some(Item::Int(i64::MAX)));
@@ -463,16 +588,59 @@ mod tests {
             assert!(!valid(b), "{b:?}");
         }
         assert_eq!(read(b"short"), None);
-        let r = record(5, &[1; 16], b"i\x02");
+        let r = record(5, &[1; 5], b"i\x02");
+        assert_eq!(r, b"\x05\0\0\0\0\0\x01\x01\x01\x01\x01i\x02");
         assert_eq!(
             read(&r),
             Some(Stored {
                 expiry: 5,
-                digest: [1; 16],
+                digest: [1; 5],
                 reply: b"i\x02"
             })
         );
         assert_eq!(expiry_of(&r), Some(5));
+        // The expiry: 48 bits, little-endian.
+        let at = 1_764_806_400_123;
+        let r = record(at, &[2; 5], b"n");
+        assert_eq!(r.len(), HEADER + 1);
+        assert_eq!(expiry_of(&r), Some(at));
+        assert_eq!(&r[..6], &at.to_le_bytes()[..6]);
+        assert_eq!(
+            expiry_of(&record(i64::MAX, &[0; 5], b"n")),
+            Some(MAX_EXPIRY)
+        );
+        assert_eq!(expiry_of(&record(-1, &[0; 5], b"n")), Some(0));
+    }
+
+    #[test]
+    fn the_encoder_knows_when_its_tree_is_complete() {
+        let mut e = Enc::new();
+        assert!(!e.complete());
+        e.array(2);
+        e.int(1);
+        assert!(!e.complete());
+        e.bulk(b"x");
+        assert!(e.complete());
+        // A node after the tree: not one reply.
+        e.int(2);
+        assert!(!e.complete());
+        assert!(!valid(&e.buf));
+        // A simple string with a line break.
+        e.reset(0);
+        e.simple(b"a\r\nb");
+        assert!(!e.complete());
+        // Reset keeps `base` bytes before the tree.
+        e.reset(HEADER);
+        e.map(1);
+        e.bulk(b"k");
+        e.null();
+        assert!(e.complete());
+        assert!(valid(&e.buf[HEADER..]));
+        assert_eq!(&e.buf[..HEADER], &[0; HEADER]);
+        // Huge counts do not overflow.
+        e.reset(0);
+        e.map(usize::MAX);
+        assert!(!e.complete());
     }
 
     #[test]
