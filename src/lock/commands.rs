@@ -1,8 +1,9 @@
-//! LOCK's handlers: parse and validate everything, open `B`, serve the
-//! clients already waiting (a lease that ended goes to the first in line),
-//! apply the model to the state read (in memory), then write `B` once from
-//! the plan (`Mutex::format`, `model::plan_sem_write`), replicate what was
-//! written, reply. A refusal changes nothing in memory that is written
+//! LOCK's handlers: parse and validate everything, open `B` and read it,
+//! serve the clients already waiting (a lease that ended goes to the first
+//! in line), decide on the state read (model/plan.rs: `State`, in memory,
+//! holder fields read through the key only when needed), then write `B`
+//! once from the plan (`State::take_write`), replicate what was written,
+//! reply. A refusal changes nothing in memory that is written
 //! (tests/no_partial_writes.rs).
 //!
 //! Replication: a mutex is written and replicated as one `SET B <state>`,
@@ -10,16 +11,12 @@
 //! carries the instants used, so replicas and the AOF end byte-identical
 //! without re-reading a clock, and they need no module to replay it.
 
-use std::collections::BTreeMap;
-
 use redis_module::{
     Context, ContextFlags, KeyType, RedisError, RedisResult, RedisString, RedisValue,
 };
 
-use super::model::{
-    self, holder_field, Acquired, Hold, Mutex, Request, SemMeta, HOLDER_PREFIX, MAX_INT, MAX_LIMIT,
-    MAX_TIME_MS, MAX_TTL_MS,
-};
+use super::model::plan::{Refusal, SemStore, State, Stored, Write};
+use super::model::{self, Acquired, Hold, Mutex, Request, MAX_LIMIT, MAX_TIME_MS, MAX_TTL_MS};
 use super::{
     COUNT_ACQUIRED, COUNT_BUSY, COUNT_HANDOFFS, COUNT_REENTERED, COUNT_RELEASED, COUNT_RENEWED,
     COUNT_WAITS, FAMILY,
@@ -32,351 +29,106 @@ use crate::replicate;
 use crate::reply;
 use crate::util;
 
-/// A semaphore as far as one command has read it.
-struct Sem {
-    meta: SemMeta,
-    /// Holder fields present (live ones only, once purged).
-    holders: i64,
-    /// Holders read or changed: owner -> hold (None: deleted).
-    seen: BTreeMap<Vec<u8>, Option<Hold>>,
-    /// Owners whose field changed.
-    changed: Vec<Vec<u8>>,
-    meta_changed: bool,
+/// A semaphore's Hash read through its open key.
+struct Fields<'k>(&'k Key);
+
+impl SemStore for Fields<'_> {
+    fn get(&self, field: &[u8]) -> Option<Vec<u8>> {
+        self.0.hget(field)
+    }
+    fn scan(&self, f: impl FnMut(&[u8], &[u8]) -> bool) {
+        self.0.scan_pairs(f);
+    }
 }
 
-/// What `B` holds.
-enum Kind {
-    /// No key: becomes a mutex or a semaphore on the first acquisition.
-    Free,
-    Mutex(Mutex),
-    Sem(Sem),
-}
-
-/// An open lock: its key, what it holds, and whether it changed.
+/// An open lock: its key and the state the plans decide on.
 struct Lock<'a> {
     key: Key,
     /// The key as the client sent it.
     arg: &'a RedisString,
     name: &'a [u8],
-    kind: Kind,
-    changed: bool,
+    state: State,
 }
 
 fn corrupt(name: &[u8], field: Option<&str>) -> RedisError {
     error::corrupt(FAMILY, name, field)
 }
 
-fn limit_differs(asked: i64, has: i64) -> RedisError {
-    error::family(
-        FAMILY,
-        &format!("LIMIT {asked} differs from the lock's limit {has}"),
-    )
+/// Returns the error of a plan's refusal on the lock `name`.
+#[cold]
+fn refused(name: &[u8], r: Refusal) -> RedisError {
+    match r {
+        Refusal::WrongType => error::wrongtype(),
+        Refusal::Corrupt(f) => corrupt(name, f.map(|f| error::key_text(&f)).as_deref()),
+        Refusal::LimitDiffers { asked, has } => error::family(
+            FAMILY,
+            &format!("LIMIT {asked} differs from the lock's limit {has}"),
+        ),
+        Refusal::Overflow(f) => {
+            error::overflow(FAMILY, name, f.map(|f| error::key_text(&f)).as_deref())
+        }
+    }
 }
 
 impl<'a> Lock<'a> {
-    /// Opens `B` and reads its kind.
+    /// Opens `B` and reads it (model/plan.rs, `State::read`).
     ///
     /// Occurs as `WRONGTYPE` when `B` is neither a String nor a Hash, and
     /// as a corrupt-data error when it holds a value LOCK never writes.
     fn open(ctx: &Context, arg: &'a RedisString, write: bool) -> Result<Lock<'a>, RedisError> {
         let name = arg.as_slice();
         let key = Key::open_arg(ctx, arg, write);
-        let kind = match key.kind() {
-            KeyType::Empty => Kind::Free,
-            KeyType::String => {
-                Kind::Mutex(Mutex::parse(key.bytes()).ok_or_else(|| corrupt(name, None))?)
-            }
-            KeyType::Hash => {
-                let field = |f: &str| -> Result<i64, RedisError> {
-                    key.hget(f.as_bytes())
-                        .and_then(|v| crate::args::parse_i64_plain(&v))
-                        .filter(|v| (0..=MAX_INT).contains(v))
-                        .ok_or_else(|| corrupt(name, Some(f)))
-                };
-                let meta = SemMeta {
-                    fence: field("fence")?,
-                    limit: field("limit")?,
-                    next: field("next")?,
-                };
-                if !(2..=MAX_LIMIT).contains(&meta.limit) {
-                    return Err(corrupt(name, Some("limit")));
-                }
-                let holders = key.len() as i64 - 3;
-                Kind::Sem(Sem {
-                    meta,
-                    holders,
-                    seen: BTreeMap::new(),
-                    changed: Vec::new(),
-                    meta_changed: false,
-                })
-            }
-            _ => return Err(error::wrongtype()),
+        let stored = match key.kind() {
+            KeyType::Empty => Stored::Empty,
+            KeyType::String => Stored::String(key.bytes()),
+            KeyType::Hash => Stored::Hash(key.len()),
+            _ => Stored::Other,
         };
+        let state =
+            State::read(stored, |f| key.hget(f.as_bytes())).map_err(|r| refused(name, r))?;
         Ok(Lock {
             key,
             arg,
             name,
-            kind,
-            changed: false,
+            state,
         })
-    }
-
-    /// Returns the semaphore hold of `owner` (read once, then cached).
-    fn sem_hold(&self, sem: &mut Sem, owner: &[u8]) -> Result<Option<Hold>, RedisError> {
-        if let Some(h) = sem.seen.get(owner) {
-            return Ok(*h);
-        }
-        let field = holder_field(owner);
-        let h = match self.key.hget(&field) {
-            None => None,
-            Some(v) => Some(
-                Hold::parse(&v)
-                    .ok_or_else(|| corrupt(self.name, Some(&error::key_text(&field))))?,
-            ),
-        };
-        sem.seen.insert(owner.to_vec(), h);
-        Ok(h)
-    }
-
-    /// Reads every holder of a semaphore, in owner order.
-    fn sem_all(&self) -> Result<Vec<(Vec<u8>, Hold)>, RedisError> {
-        let mut out: Vec<(Vec<u8>, Hold)> = Vec::with_capacity(self.key.len());
-        let mut bad: Option<Vec<u8>> = None;
-        self.key.scan_pairs(|f, v| {
-            if let Some(owner) = f.strip_prefix(HOLDER_PREFIX) {
-                match Hold::parse(v) {
-                    Some(h) => out.push((owner.to_vec(), h)),
-                    None => {
-                        bad = Some(f.to_vec());
-                        return false;
-                    }
-                }
-            } else if !matches!(f, b"fence" | b"limit" | b"next") {
-                bad = Some(f.to_vec());
-                return false;
-            }
-            true
-        });
-        if let Some(f) = bad {
-            return Err(corrupt(self.name, Some(&error::key_text(&f))));
-        }
-        // A scan may repeat an element (while the table rehashes).
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        out.dedup_by(|a, b| a.0 == b.0);
-        Ok(out)
-    }
-
-    /// Drops the holders whose lease ended, when some may have, and
-    /// recomputes `next`.
-    fn sem_purge(&mut self, sem: &mut Sem, now: i64) -> Result<(), RedisError> {
-        if !sem.meta.needs_purge(now, sem.holders) {
-            return Ok(());
-        }
-        // The stored holders, with this command's own changes on top.
-        let mut all: BTreeMap<Vec<u8>, Hold> = self.sem_all()?.into_iter().collect();
-        for (owner, h) in &sem.seen {
-            match h {
-                Some(h) => all.insert(owner.clone(), *h),
-                None => all.remove(owner),
-            };
-        }
-        let all: Vec<(Vec<u8>, Hold)> = all.into_iter().collect();
-        let (ended, next) = model::purge(&all, now);
-        for owner in &ended {
-            sem.seen.insert(owner.to_vec(), None);
-            sem.changed.push(owner.to_vec());
-            sem.holders -= 1;
-        }
-        if !ended.is_empty() || next != sem.meta.next {
-            sem.meta.next = next;
-            sem.meta_changed = true;
-            self.changed = true;
-        }
-        Ok(())
     }
 
     /// Acquires for one request (a client's or a waiter's).
     fn acquire(&mut self, req: &Request, limit: Option<i64>) -> Result<Acquired, RedisError> {
-        let asked = limit.unwrap_or(1);
-        if matches!(self.kind, Kind::Free) {
-            self.kind = if asked == 1 {
-                Kind::Mutex(Mutex::default())
-            } else {
-                Kind::Sem(Sem {
-                    meta: SemMeta {
-                        fence: 0,
-                        limit: asked,
-                        next: 0,
-                    },
-                    holders: 0,
-                    seen: BTreeMap::new(),
-                    changed: Vec::new(),
-                    meta_changed: true,
-                })
-            };
-        }
         let name = self.name;
-        if let Kind::Mutex(m) = &mut self.kind {
-            if limit.is_some_and(|n| n != 1) {
-                return Err(limit_differs(asked, 1));
-            }
-            let r = m
-                .acquire(req)
-                .map_err(|_| error::overflow(FAMILY, name, None))?;
-            self.changed |= r != Acquired::Busy;
-            return Ok(r);
-        }
-        let mut kind = std::mem::replace(&mut self.kind, Kind::Free);
-        let out = match &mut kind {
-            Kind::Free => unreachable!(),
-            Kind::Mutex(m) => {
-                if limit.is_some_and(|n| n != 1) {
-                    Err(limit_differs(asked, 1))
-                } else {
-                    let r = m
-                        .acquire(req)
-                        .map_err(|_| error::overflow(FAMILY, name, None))?;
-                    if r != Acquired::Busy {
-                        self.changed = true;
-                    }
-                    Ok(r)
-                }
-            }
-            Kind::Sem(sem) => self.sem_acquire(sem, req, limit),
-        };
-        self.kind = kind;
-        out
-    }
-
-    fn sem_acquire(
-        &mut self,
-        sem: &mut Sem,
-        req: &Request,
-        limit: Option<i64>,
-    ) -> Result<Acquired, RedisError> {
-        self.sem_purge(sem, req.now)?;
-        if let Some(n) = limit {
-            if n == 1 {
-                return Err(limit_differs(1, sem.meta.limit));
-            }
-            if n != sem.meta.limit {
-                if sem.holders > 0 {
-                    return Err(limit_differs(n, sem.meta.limit));
-                }
-                sem.meta.limit = n;
-                sem.meta_changed = true;
-                self.changed = true;
-            }
-        }
-        let mine = self.sem_hold(sem, req.owner)?;
-        let field = || error::key_text(&holder_field(req.owner));
-        let (r, hold) =
-            model::sem_acquire(&mut sem.meta, sem.holders, mine, req).map_err(|_| {
-                let f = if mine.is_some() {
-                    field()
-                } else {
-                    "fence".into()
-                };
-                error::overflow(FAMILY, self.name, Some(&f))
-            })?;
-        if r == Acquired::Busy {
-            return Ok(r);
-        }
-        if mine.is_none() {
-            sem.holders += 1;
-        }
-        sem.seen.insert(req.owner.to_vec(), hold);
-        sem.changed.push(req.owner.to_vec());
-        sem.meta_changed = true;
-        self.changed = true;
-        Ok(r)
+        self.state
+            .acquire(&Fields(&self.key), req, limit)
+            .map_err(|r| refused(name, r))
     }
 
     /// Releases one acquisition of `owner`; false when it holds nothing.
     fn release(&mut self, owner: &[u8], now: i64) -> Result<bool, RedisError> {
-        if let Kind::Mutex(m) = &mut self.kind {
-            let released = m.release(owner, now);
-            self.changed |= released;
-            return Ok(released);
-        }
-        let mut kind = std::mem::replace(&mut self.kind, Kind::Free);
-        let out = match &mut kind {
-            Kind::Free => Ok(false),
-            Kind::Mutex(m) => Ok(m.release(owner, now)),
-            Kind::Sem(sem) => (|| {
-                let mine = self.sem_hold(sem, owner)?;
-                match model::sem_release(mine, now) {
-                    None => Ok(false),
-                    Some(left) => {
-                        if left.is_none() {
-                            sem.holders -= 1;
-                        }
-                        sem.seen.insert(owner.to_vec(), left);
-                        sem.changed.push(owner.to_vec());
-                        Ok(true)
-                    }
-                }
-            })(),
-        };
-        self.kind = kind;
-        if matches!(out, Ok(true)) {
-            self.changed = true;
-        }
-        out
+        let name = self.name;
+        self.state
+            .release(&Fields(&self.key), owner, now)
+            .map_err(|r| refused(name, r))
     }
 
     /// Renews `owner`'s lease; the new remaining ms, or 0.
     fn renew(&mut self, owner: &[u8], ttl: i64, now: i64) -> Result<i64, RedisError> {
-        if let Kind::Mutex(m) = &mut self.kind {
-            let left = m.renew(owner, ttl, now).unwrap_or(0);
-            self.changed |= left > 0;
-            return Ok(left);
-        }
-        let mut kind = std::mem::replace(&mut self.kind, Kind::Free);
-        let out = match &mut kind {
-            Kind::Free => Ok(0),
-            Kind::Mutex(m) => Ok(m.renew(owner, ttl, now).unwrap_or(0)),
-            Kind::Sem(sem) => (|| {
-                let mine = self.sem_hold(sem, owner)?;
-                match model::sem_renew(&mut sem.meta, mine, ttl, now) {
-                    None => Ok(0),
-                    Some(h) => {
-                        sem.seen.insert(owner.to_vec(), Some(h));
-                        sem.changed.push(owner.to_vec());
-                        sem.meta_changed = true;
-                        Ok(h.expires - now)
-                    }
-                }
-            })(),
-        };
-        self.kind = kind;
-        if matches!(out, Ok(n) if n > 0) {
-            self.changed = true;
-        }
-        out
+        let name = self.name;
+        self.state
+            .renew(&Fields(&self.key), owner, ttl, now)
+            .map_err(|r| refused(name, r))
     }
 
     /// Returns true when a new acquisition could succeed now.
     fn has_room(&mut self, now: i64) -> Result<bool, RedisError> {
-        let mut kind = std::mem::replace(&mut self.kind, Kind::Free);
-        let out = match &mut kind {
-            Kind::Free => Ok(true),
-            Kind::Mutex(m) => Ok(m.hold(now).is_none()),
-            Kind::Sem(sem) => self
-                .sem_purge(sem, now)
-                .map(|_| sem.holders < sem.meta.limit),
-        };
-        self.kind = kind;
-        out
+        let name = self.name;
+        self.state
+            .has_room(&Fields(&self.key), now)
+            .map_err(|r| refused(name, r))
     }
 
     /// Returns the instant the next lease ends, if any is held.
     fn next_end(&self) -> Option<i64> {
-        match &self.kind {
-            Kind::Free => None,
-            Kind::Mutex(m) => (m.count > 0).then_some(m.expires),
-            Kind::Sem(s) => (s.meta.next > 0).then_some(s.meta.next),
-        }
+        self.state.next_end()
     }
 
     /// Writes what changed to `B` and replicates it.
@@ -384,70 +136,37 @@ impl<'a> Lock<'a> {
         self.commit_as(ctx, false);
     }
 
-    /// Writes what changed to `B`; replicates the command itself when
-    /// `verbatim` (a release the master decided, see [`lock_release`]),
-    /// else the state written.
+    /// Applies the write the plans made, if any; replicates the command
+    /// itself when `verbatim` (a mutex release the master decided, see
+    /// [`lock_release`]), else the state written. A release that frees
+    /// the mutex and is replicated verbatim keeps the stored fence and
+    /// rewrites only what follows it.
     fn commit_as(&mut self, ctx: &Context, verbatim: bool) {
-        if !self.changed {
-            return;
-        }
-        self.changed = false;
-        if verbatim {
-            self.write_only();
-            ctx.replicate_verbatim();
-            return;
-        }
-        match &mut self.kind {
-            Kind::Free => {}
-            Kind::Mutex(m) => {
+        match self.state.take_write() {
+            None => {}
+            Some(Write::Mutex(m)) if verbatim => {
+                if m.is_free() {
+                    self.key.write_tail(m.fence_digits(), Mutex::FREE_TAIL);
+                } else {
+                    self.key.write_in_place(&m.format());
+                }
+                ctx.replicate_verbatim();
+            }
+            Some(Write::Mutex(m)) => {
                 let v = m.format();
                 self.key.write_in_place(&v);
                 replicate::set(ctx, self.arg, &v);
             }
-            Kind::Sem(sem) => {
-                sem.changed.sort();
-                sem.changed.dedup();
-                let plan = model::plan_sem_write(
-                    sem.meta_changed.then_some(sem.meta),
-                    sem.changed
-                        .iter()
-                        .map(|o| (o.as_slice(), sem.seen.get(o).copied().flatten())),
-                );
-                apply_sem_write(ctx, &self.key, self.name, &plan);
-                sem.changed.clear();
-                sem.meta_changed = false;
-            }
-        }
-    }
-
-    /// Writes a mutex's state without replicating it. A release that
-    /// frees the mutex keeps the stored fence and rewrites only what
-    /// follows it.
-    fn write_only(&mut self) {
-        if let Kind::Mutex(m) = &self.kind {
-            if m.is_free() {
-                self.key.write_tail(m.fence_digits(), Mutex::FREE_TAIL);
-            } else {
-                self.key.write_in_place(&m.format());
-            }
+            // A semaphore's write is always replicated as its state.
+            Some(Write::Sem(w)) => apply_sem_write(ctx, &self.key, self.name, &w),
         }
     }
 
     /// Returns the live holds, by token: (owner, hold).
     fn live(&self, now: i64) -> Result<Vec<(Vec<u8>, Hold)>, RedisError> {
-        match &self.kind {
-            Kind::Free => Ok(Vec::new()),
-            Kind::Mutex(m) => Ok(m
-                .hold(now)
-                .map(|h| vec![(m.owner.to_vec(), h)])
-                .unwrap_or_default()),
-            Kind::Sem(_) => {
-                let mut all = self.sem_all()?;
-                all.retain(|(_, h)| h.live(now));
-                all.sort_by_key(|(_, h)| h.token);
-                Ok(all)
-            }
-        }
+        self.state
+            .live(&Fields(&self.key), now)
+            .map_err(|r| refused(self.name, r))
     }
 }
 
@@ -717,7 +436,7 @@ pub fn lock_release(ctx: &Context, c: &mut Args) -> RedisResult {
     {
         served = serve(ctx, &mut lock, now);
     }
-    let verbatim = served == 0 && matches!(lock.kind, Kind::Mutex(_));
+    let verbatim = served == 0 && lock.state.is_mutex();
     lock.commit_as(ctx, verbatim);
     rearm(ctx, &lock, now);
     Ok(RedisValue::Integer(1))
@@ -799,10 +518,9 @@ pub fn lock_check(ctx: &Context, c: &mut Args) -> RedisResult {
     let token = c.next_i64(i64::MIN, i64::MAX)?;
     let now = c.trailing_now(MAX_TIME_MS)?.unwrap_or_else(util::now_ms);
     let lock = Lock::open(ctx, c.string(1), false)?;
-    let ok = match &lock.kind {
-        Kind::Free => false,
-        Kind::Mutex(m) => m.check(token, now),
-        Kind::Sem(_) => lock.live(now)?.iter().any(|(_, h)| h.token == token),
-    };
+    let ok = lock
+        .state
+        .check(&Fields(&lock.key), token, now)
+        .map_err(|r| refused(lock.name, r))?;
     Ok(RedisValue::Integer(ok as i64))
 }

@@ -471,6 +471,8 @@ pub fn plan_sem_write<'a>(
     w
 }
 
+pub mod plan;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
-use super::model::{self, Mode, Rules};
+use super::model::{self, Frozen, Mode, Rules};
 use crate::args::Cursor;
 use crate::argv::{Args, Options};
 use crate::error;
@@ -790,9 +790,6 @@ struct SyncJob {
     seen: bool,
 }
 
-/// A frozen entry: (candidate, frozen votes, acknowledged votes).
-type Frozen = (Vec<u8>, i64, i64);
-
 /// The poll was deleted or its database flushed while a SYNC worked on it.
 fn changed() -> RedisError {
     fail("the poll was deleted or flushed during SYNC, call SYNC again")
@@ -886,15 +883,7 @@ impl SyncJob {
         if !matches!(self.phase, SyncPhase::Sort) {
             return;
         }
-        let mut kept: Vec<(usize, Frozen)> = std::mem::take(&mut self.frozen)
-            .into_iter()
-            .enumerate()
-            .collect();
-        kept.sort_unstable_by(|a, b| a.1 .0.cmp(&b.1 .0).then(b.0.cmp(&a.0)));
-        kept.dedup_by(|a, b| a.1 .0 == b.1 .0);
-        self.frozen = kept.into_iter().map(|(_, e)| e).collect();
-        self.frozen
-            .sort_unstable_by(|a, b| (b.1, &b.0).cmp(&(a.1, &a.0)));
+        self.frozen = model::sort_frozen(std::mem::take(&mut self.frozen));
         self.phase = if self.freeze {
             SyncPhase::Write(0)
         } else {
@@ -1037,21 +1026,15 @@ impl SyncJob {
     /// the frozen board's order, then the ones that left it in the
     /// acknowledged snapshot's order; zero changes left out.
     fn reply(&mut self) -> RedisValue {
-        let mut gone = std::mem::take(&mut self.gone);
-        gone.sort_unstable_by(|a, b| (b.1, &b.0).cmp(&(a.1, &a.0)));
-        gone.dedup_by(|a, b| a.0 == b.0);
-        let mut out = vec![ints(self.epoch)];
-        for (c, v, acked) in std::mem::take(&mut self.frozen) {
-            if v != acked {
-                out.push(bulk(c));
-                out.push(ints(v - acked));
-            }
-        }
-        for (c, acked) in gone {
-            if acked != 0 {
-                out.push(bulk(c));
-                out.push(ints(-acked));
-            }
+        let deltas = model::sync_deltas(
+            std::mem::take(&mut self.frozen),
+            std::mem::take(&mut self.gone),
+        );
+        let mut out = Vec::with_capacity(1 + 2 * deltas.len());
+        out.push(ints(self.epoch));
+        for (c, d) in deltas {
+            out.push(bulk(c));
+            out.push(ints(d));
         }
         RedisValue::Array(out)
     }
@@ -1153,11 +1136,17 @@ pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let pending = meta_int(&meta, &keys.base, c"pending")?;
     let last = meta_int(&meta, &keys.base, c"epoch")?;
     drop((meta, board, synced, syncing));
+    let start = model::plan_sync(pending, last)
+        .map_err(|_| error::overflow(FAMILY, &keys.name("meta"), Some("epoch")))?;
+    let (freeze, epoch) = match start {
+        model::SyncStart::Freeze { epoch } => (true, epoch),
+        model::SyncStart::Retry { epoch } => (false, epoch),
+    };
     let mut job = SyncJob {
         base: keys.base.clone(),
-        epoch: pending,
+        epoch,
         expires: rules.expires,
-        freeze: pending == 0,
+        freeze,
         phase: SyncPhase::Read(ZScan::new()),
         frozen: Vec::new(),
         gone: Vec::new(),
@@ -1166,13 +1155,10 @@ pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         generation: slices::generation(),
         seen: false,
     };
-    if pending == 0 {
-        // Freeze the board as the new snapshot.
-        let epoch = last
-            .checked_add(1)
-            .ok_or_else(|| error::overflow(FAMILY, &keys.name("meta"), Some("epoch")))?;
-        // A retry of the same SYNC (a client whose timeout fired) waits
-        // for the running one and gets its reply.
+    if freeze {
+        // Freeze the board as the new snapshot. A retry of the same SYNC
+        // (a client whose timeout fired) waits for the running one and
+        // gets its reply.
         job.claim = match slices::claim_or_attach(
             ctx,
             &keys.name("syncing"),
@@ -1182,7 +1168,6 @@ pub fn poll_sync(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             Some(claim) => Some(claim),
             None => return Ok(RedisValue::NoReply),
         };
-        job.epoch = epoch;
         // An old frozen copy is dropped in the background (UNLINK), so a
         // large one does not stall the server, here or on replicas.
         let syncing_name = keys.name("syncing");
@@ -1210,7 +1195,7 @@ pub fn poll_syncack(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         refuse_base(ctx, &keys.base, spread, poll_found(ctx, &keys.base))?;
     }
     let pending = meta_int(&meta, &keys.base, c"pending")?;
-    if pending == 0 || epoch != pending {
+    if !model::plan_syncack(pending, epoch) {
         return Ok(ints(0));
     }
     meta.hput(b"pending", b"0");

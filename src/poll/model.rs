@@ -2,7 +2,11 @@
 //! vote list and write-back deltas. No Redis types here. The plans of
 //! POLL.VOTE and POLL.REVOKE are in [`vote`].
 
+mod sync;
 mod vote;
+pub use sync::{
+    plan_sync, plan_syncack, sort_frozen, sync_deltas, EpochOverflow, Frozen, SyncStart,
+};
 pub use vote::{plan_revoke, plan_vote, RevokePlan, VotePlan, VoteRefusal};
 
 /// How many votes a user may cast.

@@ -1,7 +1,8 @@
-//! RATE's handlers: parse and validate everything, read the clock once,
-//! open the limiter key, run the model, write back only what was consumed,
-//! reply, replicate the concrete effects (state and absolute expiry),
-//! notify.
+//! RATE's handlers: parse everything, read the clock once, open the
+//! limiter key, look at what it holds, plan (model/plan.rs: the checks,
+//! the algorithm, what to write and reply, or the refusal), then apply
+//! the plan: write back only what was consumed, reply, replicate the
+//! concrete effects (state and absolute expiry), notify.
 //!
 //! Every write is replicated as plain Redis commands (`SET … PXAT`,
 //! `HSET` + `PEXPIREAT`, `ZREMRANGEBYRANK` + `ZADD` + `PEXPIREAT`,
@@ -20,9 +21,9 @@ use std::ffi::CStr;
 
 use redis_module::{Context, KeyType, RedisError, RedisResult, RedisString, RedisValue};
 
+use super::model::plan::{self, CheckRule, Refusal, Stored, TextWrite, Time};
 use super::model::{
-    self, Algo, Bucket, Log, LogScale, MultiRule, Rule, Sliding, Tat, Text, MAX_COUNT, MAX_NOW_MS,
-    MAX_PERIOD_MS, MAX_REFILL_MS, MAX_STORED_MS, MAX_STORED_US, US,
+    self, Algo, Log, LogScale, MultiRule, Rule, MAX_COUNT, MAX_NOW_MS, MAX_PERIOD_MS, US,
 };
 use super::{ALLOWED, LIMITED, RESETS};
 use crate::args::Cursor;
@@ -32,12 +33,7 @@ use crate::keys::{zadd, Key};
 use crate::replicate;
 
 const FAMILY: &str = "rate";
-/// LOG keeps one entry per request: its limit is capped so that a window
-/// never holds more than this many entries.
-pub const MAX_LOG_LIMIT: i64 = 100_000;
-/// The most entries one LOG request adds (its COST), so that one call
-/// does a bounded amount of work.
-pub const MAX_LOG_COST: i64 = 100;
+pub use super::model::plan::{MAX_LOG_COST, MAX_LOG_LIMIT};
 /// The most rules one RATE.MULTI takes.
 pub const MAX_RULES: i64 = 100;
 /// A LOG of at most this many entries is read by walking its entries; a
@@ -52,18 +48,19 @@ fn fail(msg: &str) -> RedisError {
     error::family(FAMILY, msg)
 }
 
-fn holds(algo: Algo) -> RedisError {
-    fail(&format!("key holds a {} limiter", algo.name()))
-}
-
-fn too_large() -> RedisError {
-    fail(&format!(
-        "burst * period-ms / limit exceeds {MAX_REFILL_MS}"
-    ))
-}
-
 fn corrupt(name: &[u8], field: Option<&str>) -> RedisError {
     error::corrupt(FAMILY, name, field)
+}
+
+/// Returns the error of a plan's refusal; `key` names a corrupt limiter.
+#[cold]
+fn refused(key: &RedisString, r: Refusal) -> RedisError {
+    match r {
+        Refusal::WrongType => error::wrongtype(),
+        Refusal::Holds(algo) => fail(&format!("key holds a {} limiter", algo.name())),
+        Refusal::Corrupt(field) => corrupt(key.as_slice(), field),
+        r => fail(&r.message().unwrap_or_default()),
+    }
 }
 
 /// The names of the five reply fields (RESP3 map keys).
@@ -105,13 +102,6 @@ fn clock_us() -> i64 {
         Ok(d) => d.as_secs() as i64 * 1_000_000 + d.subsec_micros() as i64,
         Err(_) => 0,
     }
-}
-
-/// Returns the absolute expiry (unix ms) of a state that is full again
-/// `ttl_us` after `clock_us`, rounded up: the key never expires before the
-/// limiter is full.
-fn expire_at(clock_us: i64, ttl_us: i64) -> i64 {
-    (clock_us + ttl_us.max(1) + US - 1).div_euclid(US)
 }
 
 /// Parses an argument as an integer within `[min, max]` (`min ≥ 0`), with
@@ -165,27 +155,9 @@ impl<'a> Opts<'a> {
     }
 }
 
-/// The instant a command computes at (`now`, µs) and the server clock it
-/// counts expiry times from (`clock`, µs): the same reading unless the
-/// client gave `NOW`/`NOWUS`.
-#[derive(Clone, Copy)]
-struct Time {
-    now: i64,
-    clock: i64,
-}
-
-impl Time {
-    fn new(explicit: Option<i64>) -> Time {
-        let clock = clock_us();
-        Time {
-            now: explicit.unwrap_or(clock),
-            clock,
-        }
-    }
-
-    fn expire_at(&self, ttl_us: i64) -> i64 {
-        expire_at(self.clock, ttl_us)
-    }
+/// Reads the server clock once: the command's time.
+fn time(explicit: Option<i64>) -> Time {
+    Time::new(clock_us(), explicit)
 }
 
 // ------------------------------------------------------ replication ----
@@ -199,109 +171,54 @@ fn consumed(ctx: &Context, key: &Key, event: &CStr) {
 
 // ------------------------------------------------------ String states --
 
-/// Reads a limiter for one of the String algorithms: None when the key is
-/// missing; WRONGTYPE for another Redis type or a String that is not a
-/// limiter; `holds` for another algorithm's state; a corrupt-data error
-/// naming the key for a damaged limiter. A SLIDING or BUCKET Hash written
-/// by the millisecond version is read too (the bool is then true: the
-/// next write replaces it with a String).
-fn read_state(key: &Key, algo: Algo, period_ms: i64) -> Result<(Option<Text>, bool), RedisError> {
+/// Calls `f` with what the limiter key holds. A Hash's `algo` field is
+/// read here (a Hash limiter is the millisecond version's, read once).
+#[inline]
+fn look<R>(key: &Key, f: impl FnOnce(Stored) -> R) -> R {
     match key.kind() {
-        KeyType::Empty => Ok((None, false)),
-        KeyType::String => match model::parse_text(key.bytes()) {
-            Text::Foreign => Err(error::wrongtype()),
-            Text::Corrupt => Err(corrupt(key.name().as_slice(), None)),
-            t if t.algo() == Some(algo) => Ok((Some(t), false)),
-            t => Err(holds(t.algo().unwrap_or(algo))),
-        },
+        KeyType::Empty => f(Stored::Empty),
+        KeyType::String => f(Stored::String(key.bytes())),
         KeyType::Hash => {
-            let old = read_old_hash(key, period_ms)?;
-            match old.algo() {
-                Some(a) if a == algo => Ok((Some(old), true)),
-                Some(a) => Err(holds(a)),
-                None => Err(error::wrongtype()),
-            }
+            let algo = key.hget(b"algo");
+            f(Stored::Hash(algo.as_deref()))
         }
-        _ => Err(error::wrongtype()),
+        KeyType::ZSet => f(Stored::ZSet),
+        _ => f(Stored::Other),
     }
 }
 
-/// Reads a GCRA state, refusing any other kind of value.
-fn read_tat(key: &Key) -> Result<Option<Tat>, RedisError> {
-    match read_state(key, Algo::Gcra, 1)?.0 {
-        Some(Text::Gcra(t)) => Ok(Some(t)),
-        _ => Ok(None),
-    }
+/// Reads the three fields of a millisecond version's Hash of `kind`
+/// (window, count, prev; or tokens, carry, ts) in one batched call.
+fn hash_fields(key: &Key, kind: Algo) -> [Option<RedisString>; 3] {
+    let [_, a, b, c] = if kind == Algo::Sliding {
+        key.hget_cnames([c"algo", c"window", c"count", c"prev"])
+    } else {
+        key.hget_cnames([c"algo", c"tokens", c"carry", c"ts"])
+    };
+    [a, b, c]
 }
 
-/// Writes a String state in place and sets its expiry to `at`; replicates
-/// `SET … PXAT at`. With `same_ttl_likely` (a state whose expiry moves
-/// once per window), an unchanged expiry is left alone and replicated as
-/// `KEEPTTL`. A key of another type (a Hash of the millisecond version) is
-/// replaced.
-fn write_text(
-    ctx: &Context,
-    key: &Key,
-    value: &[u8],
-    at: i64,
-    same_ttl_likely: bool,
-    event: &CStr,
-) {
-    let keep = same_ttl_likely && key.kind() == KeyType::String && key.abs_expire_ms() == Some(at);
+/// Reads a GCRA state (THROTTLE's, MULTI's), refusing any other value.
+fn read_tat(key: &Key) -> Result<Option<model::Tat>, RedisError> {
+    look(key, |st| plan::read_tat(st, |k| hash_fields(key, k))).map_err(|r| refused(key.name(), r))
+}
+
+/// Applies a String write: the value in place and its expiry; replicates
+/// `SET … PXAT at`, or `SET … KEEPTTL` when the plan keeps an expiry
+/// already at `at`. A key of another type (a Hash of the millisecond
+/// version) is replaced.
+fn write_text(ctx: &Context, key: &Key, w: &TextWrite, event: &CStr) {
+    let value = w.value.as_bytes();
+    let keep =
+        w.keep_same_ttl && key.kind() == KeyType::String && key.abs_expire_ms() == Some(w.at);
     key.write_string(value);
     if keep {
         replicate::set_at(ctx, key.name(), value, None);
     } else {
-        key.set_abs_expire_ms(at);
-        replicate::set_at(ctx, key.name(), value, Some(at));
+        key.set_abs_expire_ms(w.at);
+        replicate::set_at(ctx, key.name(), value, Some(w.at));
     }
     consumed(ctx, key, event);
-}
-
-// ----------------------------------------- Hash states (older version) --
-
-/// Returns the kind of a Hash limiter of the millisecond version from its
-/// `algo` field; WRONGTYPE for a Hash that is not one of ours.
-fn hash_kind(algo: Option<&[u8]>) -> Result<Algo, RedisError> {
-    match algo {
-        Some(b"sliding") => Ok(Algo::Sliding),
-        Some(b"bucket") => Ok(Algo::Bucket),
-        _ => Err(error::wrongtype()),
-    }
-}
-
-/// Parses a stored hash field as an integer within `[0, max]`; a missing
-/// or malformed field is corrupt data, named in the error.
-fn field(name: &[u8], v: &Option<RedisString>, field: &str, max: i64) -> Result<i64, RedisError> {
-    v.as_ref()
-        .and_then(|s| model::parse_nonneg(s.as_slice()))
-        .filter(|&n| n <= max)
-        .ok_or_else(|| corrupt(name, Some(field)))
-}
-
-/// Reads a SLIDING or BUCKET Hash of the millisecond version (`algo
-/// sliding window <ms> count <n> prev <n>`, `algo bucket tokens <n> carry
-/// <n> ts <ms>`) as the state it stands for; any other Hash is WRONGTYPE.
-/// This runs once per key (the next write replaces the Hash).
-fn read_old_hash(key: &Key, period_ms: i64) -> Result<Text, RedisError> {
-    let name = key.name().as_slice();
-    match hash_kind(key.hget(b"algo").as_deref())? {
-        Algo::Sliding => {
-            let v = key.hget_cnames([c"algo", c"window", c"count", c"prev"]);
-            Ok(Text::Sliding(Sliding {
-                window: field(name, &v[1], "window", MAX_STORED_MS)?,
-                count: field(name, &v[2], "count", MAX_COUNT)?,
-                prev: field(name, &v[3], "prev", MAX_COUNT)?,
-            }))
-        }
-        _ => {
-            let v = key.hget_cnames([c"algo", c"tokens", c"carry", c"ts"]);
-            let tokens = field(name, &v[1], "tokens", MAX_COUNT)?;
-            let carry = field(name, &v[2], "carry", MAX_STORED_US)?;
-            let ts = field(name, &v[3], "ts", MAX_STORED_MS)?;
-            Ok(Text::Bucket(Bucket::from_ms(tokens, carry, ts, period_ms)))
-        }
-    }
 }
 
 // ------------------------------------------------------------- LOG ------
@@ -497,109 +414,35 @@ pub fn rate_check(ctx: &Context, c: &mut Args) -> RedisResult {
             return Err(error::syntax());
         }
     }
-    if burst.is_some() && !algo.has_burst() {
-        return Err(fail("BURST applies only to GCRA and BUCKET"));
-    }
-    if algo == Algo::Log && limit > MAX_LOG_LIMIT {
-        return Err(fail("LOG limit must be at most 100000"));
-    }
-    if algo == Algo::Log && cost > MAX_LOG_COST {
-        return Err(fail("LOG cost must be at most 100"));
-    }
-    let rule = Rule {
+    let check = CheckRule {
+        algo,
         limit,
         period_ms: period,
-        burst: burst.unwrap_or(limit),
-    };
-    if !rule.fits(algo) {
-        return Err(too_large());
-    }
-    let o = Common {
+        burst,
         cost,
-        peek,
-        time: Time::new(now),
     };
+    let rule = plan::plan_rule(check).map_err(|r| refused(&a[1], r))?;
+    let time = time(now);
     let key = Key::open_arg(ctx, &a[1], true);
-    let fields = match algo {
-        Algo::Gcra => check_gcra(ctx, &key, rule, &o)?,
-        Algo::Fixed => check_fixed(ctx, &key, rule, &o)?,
-        Algo::Sliding => check_sliding(ctx, &key, rule, &o)?,
-        Algo::Bucket => check_bucket(ctx, &key, rule, &o)?,
-        Algo::Log => check_log(ctx, &key, rule, &o)?,
+    let reply = if algo == Algo::Log {
+        check_log(ctx, &key, rule, &Common { cost, peek, time })?
+    } else {
+        let fields = |k| hash_fields(&key, k);
+        let (state, old) = look(&key, |st| plan::read_state(st, algo, period, fields))
+            .map_err(|r| refused(key.name(), r))?;
+        let p = plan::plan_check(algo, rule, state, old, time, cost, peek);
+        if let Some(w) = &p.write {
+            write_text(ctx, &key, w, CHECK_EVENT);
+        }
+        p.reply
     };
-    if !o.peek {
-        count(fields[0] == 1);
+    if !peek {
+        count(reply.allowed);
     }
-    Ok(reply(ctx, fields))
+    Ok(self::reply(ctx, reply.fields()))
 }
 
-fn check_gcra(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
-    let tat = read_tat(key)?;
-    let step = model::gcra(rule, tat, o.time.now, o.cost);
-    if let (Some(t), false) = (step.new, o.peek) {
-        let at = o.time.expire_at(step.reset_us());
-        write_text(ctx, key, t.format().as_bytes(), at, false, CHECK_EVENT);
-    }
-    Ok(step.reply.fields())
-}
-
-fn check_fixed(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
-    let state = match read_state(key, Algo::Fixed, rule.period_ms)?.0 {
-        Some(Text::Fixed(w)) => Some(w),
-        _ => None,
-    };
-    let (r, new) = model::fixed(rule.limit, rule.period_ms, state, o.time.now, o.cost);
-    if let (Some((w, ttl)), false) = (new, o.peek) {
-        // The expiry is the window's end: it moves once per window.
-        write_text(
-            ctx,
-            key,
-            w.format().as_bytes(),
-            o.time.expire_at(ttl),
-            true,
-            CHECK_EVENT,
-        );
-    }
-    Ok(r.fields())
-}
-
-fn check_sliding(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
-    let (state, old) = read_state(key, Algo::Sliding, rule.period_ms)?;
-    let state = match state {
-        Some(Text::Sliding(s)) => Some(s),
-        _ => None,
-    };
-    let (r, new) = model::sliding(rule.limit, rule.period_ms, state, o.time.now, o.cost);
-    if let (Some(s), false) = (new, o.peek) {
-        // The state is needed until the end of the window after its own:
-        // the expiry moves once per window.
-        let ttl = (s.window + 2 * rule.period_ms) * US - o.time.now;
-        let at = o.time.expire_at(ttl);
-        write_text(ctx, key, s.format().as_bytes(), at, !old, CHECK_EVENT);
-    }
-    Ok(r.fields())
-}
-
-fn check_bucket(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
-    let state = match read_state(key, Algo::Bucket, rule.period_ms)?.0 {
-        Some(Text::Bucket(b)) => Some(b),
-        _ => None,
-    };
-    let (r, new) = model::bucket(rule, state, o.time.now, o.cost);
-    if let (Some((b, ttl)), false) = (new, o.peek) {
-        write_text(
-            ctx,
-            key,
-            b.format().as_bytes(),
-            o.time.expire_at(ttl),
-            false,
-            CHECK_EVENT,
-        );
-    }
-    Ok(r.fields())
-}
-
-fn check_log(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5], RedisError> {
+fn check_log(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<model::Reply, RedisError> {
     key.check(KeyType::ZSet)?;
     let name = key.name().as_slice();
     let mut newest: Option<(RedisString, f64)> = None;
@@ -680,7 +523,7 @@ fn check_log(ctx: &Context, key: &Key, rule: Rule, o: &Common) -> Result<[i64; 5
         replicate_log(ctx, key.name(), gone.len() as i64, score, &members, at);
         consumed(ctx, key, CHECK_EVENT);
     }
-    Ok(r.fields())
+    Ok(r)
 }
 
 // ------------------------------------------------------------ RATE.MULTI --
@@ -745,44 +588,27 @@ pub fn rate_multi(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             return Err(error::syntax());
         }
     }
-    if rules.iter().any(|r| !r.rule.fits(Algo::Gcra)) {
-        return Err(too_large());
-    }
-    let time = Time::new(now);
+    plan::plan_multi_rules(&rules).map_err(|r| refused(&a[2], r))?;
+    let time = time(now);
     let keys: Vec<Key> = names.iter().map(|k| Key::open_arg(ctx, k, true)).collect();
     // Every type check before any value check.
     for k in &keys {
-        match k.kind() {
-            KeyType::Empty => {}
-            KeyType::String if model::parse_text(k.bytes()) != Text::Foreign => {}
-            KeyType::Hash => {
-                hash_kind(k.hget(b"algo").as_deref())?;
-            }
-            _ => return Err(error::wrongtype()),
-        }
+        look(k, plan::multi_kind).map_err(|r| refused(k.name(), r))?;
     }
     let mut states = Vec::with_capacity(keys.len());
     for k in &keys {
         states.push(read_tat(k)?);
     }
-    let out = model::multi(&rules, &states, time.now, cost);
-    if !peek {
-        for (key, new) in keys.iter().zip(&out.new) {
-            if let Some((t, ttl)) = new {
-                let at = time.expire_at(*ttl);
-                write_text(
-                    ctx,
-                    key,
-                    t.format().as_bytes(),
-                    at,
-                    false,
-                    c"hotpath.rate.multi",
-                );
-            }
+    let p = plan::plan_multi(&rules, &states, time, cost, peek);
+    for (i, key) in keys.iter().enumerate() {
+        if let Some(w) = p.write(i) {
+            write_text(ctx, key, &w, c"hotpath.rate.multi");
         }
-        count(out.reply.allowed);
     }
-    Ok(reply(ctx, out.reply.fields()))
+    if !peek {
+        count(p.reply.allowed);
+    }
+    Ok(reply(ctx, p.reply.fields()))
 }
 
 fn c_arity() -> RedisError {
@@ -819,31 +645,16 @@ pub fn rate_throttle(ctx: &Context, c: &mut Args) -> RedisResult {
     if !o.done() {
         return Err(error::syntax());
     }
-    let rule = Rule {
-        limit: per,
-        period_ms: period_s * 1000,
-        burst: max_burst + 1,
-    };
-    if !rule.fits(Algo::Gcra) {
-        return Err(too_large());
-    }
-    let time = Time::new(now);
+    let rule = plan::plan_throttle_rule(max_burst, per, period_s).map_err(|r| refused(&a[1], r))?;
+    let time = time(now);
     let key = Key::open_arg(ctx, &a[1], true);
     let tat = read_tat(&key)?;
-    let step = model::gcra(rule, tat, time.now, qty);
-    if let Some(t) = step.new {
-        let at = time.expire_at(step.reset_us());
-        write_text(
-            ctx,
-            &key,
-            t.format().as_bytes(),
-            at,
-            false,
-            c"hotpath.rate.throttle",
-        );
+    let p = plan::plan_throttle(rule, tat, time, qty);
+    if let Some(w) = &p.write {
+        write_text(ctx, &key, w, c"hotpath.rate.throttle");
     }
-    count(step.reply.allowed);
-    Ok(throttle_array(ctx, model::throttle_reply(rule, &step)))
+    count(p.allowed);
+    Ok(throttle_array(ctx, p.fields))
 }
 
 // ------------------------------------------------------------ RATE.RESET --
@@ -854,21 +665,9 @@ pub fn rate_reset(ctx: &Context, c: &mut Args) -> RedisResult {
     c.require(2)?;
     let a = c.all();
     let key = Key::open_arg(ctx, &a[1], true);
-    let ours = match key.kind() {
-        KeyType::Empty => false,
-        // A damaged limiter is still ours to drop: resetting it is the
-        // remedy the corrupt-data error points to.
-        KeyType::String => match model::parse_text(key.bytes()) {
-            Text::Foreign => return Err(error::wrongtype()),
-            _ => true,
-        },
-        KeyType::Hash => {
-            hash_kind(key.hget(b"algo").as_deref())?;
-            true
-        }
-        KeyType::ZSet => true,
-        _ => return Err(error::wrongtype()),
-    };
+    // A damaged limiter is still ours to drop: resetting it is the
+    // remedy the corrupt-data error points to.
+    let ours = look(&key, plan::plan_reset).map_err(|r| refused(key.name(), r))?;
     if !ours {
         return Ok(RedisValue::Integer(0));
     }

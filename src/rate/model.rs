@@ -943,5 +943,15 @@ pub fn bucket(rule: Rule, state: Option<Bucket>, now_us: i64, cost: i64) -> Buck
     (reply, new)
 }
 
+/// Returns the absolute expiry (unix ms) of a state that is full again
+/// `ttl_us` after `clock_us`, rounded up: the key never expires before the
+/// limiter is full.
+#[inline]
+pub fn expire_at(clock_us: i64, ttl_us: i64) -> i64 {
+    (clock_us + ttl_us.max(1) + US - 1).div_euclid(US)
+}
+
+pub mod plan;
+
 #[cfg(test)]
 mod tests;
