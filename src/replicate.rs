@@ -114,9 +114,9 @@ pub fn with_clock(ctx: &Context, args: &[RedisString], now: i64, verbatim: bool)
 }
 
 /// Replicates the client's command with `NOW <now>` appended, with every
-/// argument built inside Redis (`RM_Replicate` format `vsl`: the client's
-/// strings, the string `NOW` made once, the integer): no string is created
-/// here.
+/// argument passed as a Redis string (`RM_Replicate` format `vss`: the
+/// client's strings, the string `NOW` made once, the instant's string
+/// kept while the clock stays on the same millisecond).
 /// On a hot path this saves about two thousand instructions per call.
 pub fn client_command_now(ctx: &Context, args: &[RedisString], now: i64) {
     thread_local! {
@@ -128,34 +128,54 @@ pub fn client_command_now(ctx: &Context, args: &[RedisString], now: i64) {
     // A command name's string is an sds, which is always NUL-terminated.
     let mut len = 0usize;
     let name = redis_module::raw::string_ptr_len(args[0].inner, &mut len);
-    let now = now as std::os::raw::c_longlong;
     let replicate = unsafe { redis_module::raw::RedisModule_Replicate.unwrap() };
+    let at = instant_string(now);
     NOW.with(|now_arg| unsafe {
         if let [a, b, c] = argv[..] {
             // Three arguments (POLL.VOTE): Redis sizes its argument vector
             // from the format, so `v` would cost a reallocation.
-            replicate(
-                ctx.ctx,
-                name,
-                c"ssssl".as_ptr(),
-                a,
-                b,
-                c,
-                now_arg.inner,
-                now,
-            );
+            replicate(ctx.ctx, name, c"sssss".as_ptr(), a, b, c, now_arg.inner, at);
         } else {
             replicate(
                 ctx.ctx,
                 name,
-                c"vsl".as_ptr(),
+                c"vss".as_ptr(),
                 argv.as_ptr(),
                 argv.len(),
                 now_arg.inner,
-                now,
+                at,
             );
         }
     });
+}
+
+/// Returns a Redis string of `now` (decimal), kept between calls while
+/// `now` stays the same: the writes of one millisecond (hundreds on a hot
+/// server) share one string, which `RM_Replicate` only counts a reference
+/// to, instead of Redis making and freeing one per call for format `l`
+/// (about 700 instructions). The string is never changed once made (a
+/// new instant makes a new one; the old one lives on in any replicated
+/// command that still holds it). Commands run on the main thread only.
+fn instant_string(now: i64) -> *mut raw::RedisModuleString {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(i64, RedisString)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        match &*last {
+            Some((at, s)) if *at == now => s.inner,
+            _ => {
+                let s = RedisString::create_from_slice(
+                    ptr::null_mut(),
+                    itoa::Buffer::new().format(now).as_bytes(),
+                );
+                let inner = s.inner;
+                *last = Some((now, s));
+                inner
+            }
+        }
+    })
 }
 
 /// Replicates `cmd args… NOW <now>` with `NOW` a C string and `now` an

@@ -15,6 +15,10 @@ fn add(c: &mut Connection, b: &str, m: &str, p: i64, at: i64) -> String {
     run(c, &["RANK.ADD", b, m, &p.to_string(), "NOW", &now(at)])
 }
 
+fn cmd_value(c: &mut Connection, args: &[&str]) -> Value {
+    cmd(c, args).unwrap()
+}
+
 fn exists(c: &mut Connection, k: &str) -> i64 {
     int(c, &["EXISTS", k])
 }
@@ -1370,6 +1374,56 @@ fn rank_writes_replicate_the_command_itself() {
     );
     assert_eq!(rank[2][5], "NOW");
     assert_eq!(*rank[3], strs(&["RANK.ADD", "n{1}", "carol", "3"]));
+    assert_aof_restart_equal(&mut s);
+}
+
+/// A write without NOW replicates the instant it packed, call by call:
+/// the instant's string is kept while the clock stays on one millisecond
+/// (src/replicate.rs), and a new millisecond must never replicate the
+/// last one. Bursts of pipelined writes (many per millisecond) with
+/// pauses between them (new milliseconds); on a UNIT MS board every
+/// member's achievement time is the instant its INCR used, which the
+/// AOF's `NOW` must equal.
+#[test]
+fn writes_without_now_replicate_the_instant_they_used() {
+    let mut s = start_aof();
+    let mut c = s.conn();
+    run(
+        &mut c,
+        &["RANK.CREATE", "ms{1}", "UNIT", "MS", "DIGITS", "13"],
+    );
+    for burst in 0..8 {
+        let mut p = redis::pipe();
+        for i in 0..25 {
+            p.cmd("RANK.INCR")
+                .arg("ms{1}")
+                .arg(format!("m{burst}-{i}"))
+                .arg(1);
+        }
+        let _: Vec<i64> = p.query(&mut c).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let mut instants = std::collections::BTreeSet::new();
+    let mut seen = 0;
+    for cmd in aof_commands(&s) {
+        if !cmd[0].eq_ignore_ascii_case("RANK.INCR") {
+            continue;
+        }
+        assert_eq!(cmd.len(), 6, "{cmd:?}");
+        assert_eq!(cmd[4], "NOW", "{cmd:?}");
+        let got = match cmd_value(&mut c, &["RANK.GET", "ms{1}", &cmd[2]]) {
+            Value::Array(v) => match v[2] {
+                Value::Int(ms) => ms,
+                ref other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(cmd[5], got.to_string(), "{cmd:?}");
+        instants.insert(got);
+        seen += 1;
+    }
+    assert_eq!(seen, 200);
+    assert!(instants.len() >= 8, "{instants:?}");
     assert_aof_restart_equal(&mut s);
 }
 

@@ -270,17 +270,47 @@ impl Board {
         let Some(v) = times.hget(member) else {
             return Ok(None);
         };
+        Ok(Some(self.wide_entry_at(member, &v)?.0))
+    }
+
+    /// [`Board::wide_entry`] on the write path: the member is the client's
+    /// string (looked up in `B:time` without a copy), and the entry comes
+    /// with the stored name as the Redis string its lookup in `B` made,
+    /// which the write reuses to remove it.
+    fn wide_current(
+        &self,
+        member: &RedisString,
+    ) -> Result<Option<(WideEntry, RedisString)>, RedisError> {
+        let times = self.times.as_ref().expect("a wide board has B:time");
+        let Some(v) = times.hget_arg(HashField::Arg(member)) else {
+            return Ok(None);
+        };
+        self.wide_entry_at(member.as_slice(), v.as_slice())
+            .map(Some)
+    }
+
+    /// The entry of `member` whose `B:time` value is `v`, and its stored
+    /// name as a Redis string.
+    fn wide_entry_at(
+        &self,
+        member: &[u8],
+        v: &[u8],
+    ) -> Result<(WideEntry, RedisString), RedisError> {
         let base = self.board.name().as_slice();
         let bad_time = || corrupt(&derived(base, TIMES), member);
-        let at_ms = parse_i64(&v, 0, EXACT_MAX).map_err(|_| bad_time())?;
+        let at_ms = parse_i64(v, 0, EXACT_MAX).map_err(|_| bad_time())?;
         let name = self.layout.wide_name(at_ms, member);
-        let score = self.board.zscore(&name).ok_or_else(bad_time)?;
+        let stored = RedisString::create_from_slice(std::ptr::null_mut(), &name);
+        let score = self.board.zscore_arg(&stored).ok_or_else(bad_time)?;
         let points = Layout::wide_points(score).ok_or_else(|| corrupt(base, &name))?;
-        Ok(Some(WideEntry {
-            points,
-            at_ms,
-            name,
-        }))
+        Ok((
+            WideEntry {
+                points,
+                at_ms,
+                name,
+            },
+            stored,
+        ))
     }
 
     /// Returns the member and points of an entry `B` holds, decoded by the
@@ -300,17 +330,21 @@ impl Board {
 
     /// Applies a write of a LAYOUT WIDE board: the old name out, the new
     /// one in `B`, the time in `B:time`; keys it creates take the expiry
-    /// of `B:meta`.
-    fn apply_wide(&self, member: &[u8], w: &model::WideWrite) {
+    /// of `B:meta`. `old` is the member's stored name as its lookup made
+    /// it ([`Board::wide_current`]), reused to remove it.
+    fn apply_wide(&self, member: &RedisString, w: &model::WideWrite, old: Option<&RedisString>) {
         let times = self.times.as_ref().expect("a wide board has B:time");
         let (new_board, new_times) = (!self.board.exists(), !times.exists());
         // The new name first: a board whose only member moves never
         // empties (the key would go, and its expiry with it).
         self.board.zadd(&w.name, w.points as f64);
-        if let Some(old) = &w.remove {
-            self.board.zrem(old);
+        if let Some(name) = &w.remove {
+            match old {
+                Some(s) if s.as_slice() == name.as_slice() => self.board.zrem_arg(s),
+                _ => self.board.zrem(name),
+            };
         }
-        times.hput(member, itoa::Buffer::new().format(w.at_ms).as_bytes());
+        times.hput_arg(member, itoa::Buffer::new().format(w.at_ms).as_bytes());
         if let Some(at) = self.meta.abs_expire_ms() {
             if new_board {
                 self.board.set_abs_expire_ms(at);
@@ -583,14 +617,14 @@ pub fn rank_add(ctx: &Context, c: &mut Args) -> RedisResult {
     let used = now.unwrap_or_else(util::now_ms);
     let t = b.layout.tick(used).map_err(rank_error)?;
     b.layout.check_points(points).map_err(rank_error)?;
-    let (current, at_ms) = b.current(member)?;
-    match model::plan_add(&b.layout, current, points, cond, t).map_err(rank_error)? {
+    let cur = b.current(member)?;
+    match model::plan_add(&b.layout, cur.points, points, cond, t).map_err(rank_error)? {
         Plan::Keep(p) => {
             KEPT.incr();
             Ok(RedisValue::Integer(p))
         }
         Plan::Write { points, t } => {
-            b.write(member, at_ms, points, t);
+            b.write(member, &cur, points, t);
             replicate_write(ctx, c.all(), &b.layout, now, used);
             util::notify_static(ctx, c"hotpath.rank.add", base);
             Ok(RedisValue::Integer(points))
@@ -598,28 +632,50 @@ pub fn rank_add(ctx: &Context, c: &mut Args) -> RedisResult {
     }
 }
 
+/// A member's state before a write: its points (None: not on the board)
+/// and, on a LAYOUT WIDE board, its achievement time and stored name.
+struct Current {
+    points: Option<i64>,
+    at_ms: Option<i64>,
+    stored: Option<RedisString>,
+}
+
 impl Board {
-    /// Returns a member's points and, on a LAYOUT WIDE board, its
-    /// achievement time (None, None: not on the board).
-    fn current(&self, member: &RedisString) -> Result<(Option<i64>, Option<i64>), RedisError> {
+    /// Returns a member's state before a write.
+    fn current(&self, member: &RedisString) -> Result<Current, RedisError> {
         if self.layout.wide {
-            return Ok(match self.wide_entry(member.as_slice())? {
-                Some(e) => (Some(e.points), Some(e.at_ms)),
-                None => (None, None),
+            return Ok(match self.wide_current(member)? {
+                Some((e, stored)) => Current {
+                    points: Some(e.points),
+                    at_ms: Some(e.at_ms),
+                    stored: Some(stored),
+                },
+                None => Current {
+                    points: None,
+                    at_ms: None,
+                    stored: None,
+                },
             });
         }
-        match self.board.zscore_arg(member) {
-            Some(s) => Ok((Some(self.decode(s, member.as_slice())?.points), None)),
-            None => Ok((None, None)),
-        }
+        let points = match self.board.zscore_arg(member) {
+            Some(s) => Some(self.decode(s, member.as_slice())?.points),
+            None => None,
+        };
+        Ok(Current {
+            points,
+            at_ms: None,
+            stored: None,
+        })
     }
 
-    /// Writes `points` achieved at tick `t` for `member`, whose current
-    /// achievement time on a LAYOUT WIDE board is `at_ms`.
-    fn write(&self, member: &RedisString, at_ms: Option<i64>, points: i64, t: i64) {
+    /// Writes `points` achieved at tick `t` for `member`, whose state
+    /// before the write is `cur`.
+    fn write(&self, member: &RedisString, cur: &Current, points: i64, t: i64) {
         if self.layout.wide {
-            let w = self.layout.wide_write(member.as_slice(), at_ms, points, t);
-            self.apply_wide(member.as_slice(), &w);
+            let w = self
+                .layout
+                .wide_write(member.as_slice(), cur.at_ms, points, t);
+            self.apply_wide(member, &w, cur.stored.as_ref());
         } else {
             write_score(self, member, self.layout.pack_tick(points, t));
         }
@@ -659,13 +715,13 @@ fn incr_or_decr(ctx: &Context, c: &mut Args, decr: bool) -> RedisResult {
     b.check_owner(member.as_slice())?;
     let used = now.unwrap_or_else(util::now_ms);
     let t = b.layout.tick(used).map_err(rank_error)?;
-    let (current, at_ms) = b.current(member)?;
-    let (points, t) = match model::plan_incr(&b.layout, current, delta, decr, t) {
+    let cur = b.current(member)?;
+    let (points, t) = match model::plan_incr(&b.layout, cur.points, delta, decr, t) {
         Ok(Plan::Write { points, t }) => (points, t),
         Ok(Plan::Keep(p)) => return Ok(RedisValue::Integer(p)),
         Err(e) => return Err(rank_error(e)),
     };
-    b.write(member, at_ms, points, t);
+    b.write(member, &cur, points, t);
     replicate_write(ctx, c.all(), &b.layout, now, used);
     if decr {
         util::notify_static(ctx, c"hotpath.rank.decr", base);
