@@ -158,6 +158,38 @@ def main():
     row("STOCK.RESERVE, sold out, a lease alive",
         lambda i: ("STOCK.RESERVE", "held", f"u{i}", f"o{i}", 1),
         [("GET", [lambda i: ("GET", "g:stock")])])
+    # The spread form (docs/stock.md): shard 0 of a SKU spread over 1
+    # shard (every user is its), refilled once by a transfer; then a dry
+    # shard's SOLDOUT.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients",
+                                    "python", "src"))
+    from hotpath import routing
+    k = routing.shard_key("sps", 1, 0)
+    r.execute_command("STOCK.CREATE", k, big, "LEASE", 900000, "SPREAD", 1)
+    r.execute_command("STOCK.TRANSFER", k, "t", 0, big, "SPREAD", 1)
+    r.execute_command("STOCK.APPLY", k, "t", big, "SPREAD", 1)
+    r.execute_command("STOCK.SETTLE", k, "t", big, "SPREAD", 1)
+    row("STOCK.RESERVE, a shard of a spread SKU, new order, NOW given",
+        lambda i: ("STOCK.RESERVE", k, f"w{i}", f"r{i}", 1, "NOW", T0 + i, "SPREAD", 1),
+        [("floor HSETNX+DECRBY+HINCRBY+ZADD", floor("f")), ("seckill script", [seed_call("e")])])
+    d = routing.shard_key("spd", 1, 0)
+    r.execute_command("STOCK.CREATE", d, 0, "SPREAD", 1)
+    r.execute_command("STOCK.APPLY", d, "dry", 0, "SPREAD", 1)
+    row("STOCK.RESERVE, sold out, a dry shard",
+        lambda i: ("STOCK.RESERVE", d, f"u{i}", f"o{i}", 1, "SPREAD", 1),
+        [("GET", [lambda i: ("GET", "g:stock")])])
+    # A dry shard whose last units are sold (the end of a spread sale).
+    e = routing.shard_key("spe", 1, 0)
+    r.execute_command("STOCK.CREATE", e, 1, "SPREAD", 1)
+    r.execute_command("STOCK.TRANSFER", e, "t", 0, 1, "SPREAD", 1)
+    r.execute_command("STOCK.APPLY", e, "t", 1, "SPREAD", 1)
+    r.execute_command("STOCK.SETTLE", e, "t", 1, "SPREAD", 1)
+    r.execute_command("STOCK.RESERVE", e, "a", "a1", 1, "SPREAD", 1)
+    r.execute_command("STOCK.CONFIRM", e, "a1", "SPREAD", 1)
+    r.execute_command("STOCK.APPLY", e, "dry", 0, "SPREAD", 1)
+    row("STOCK.RESERVE, sold out, a dry shard whose units are sold",
+        lambda i: ("STOCK.RESERVE", e, f"u{i}", f"o{i}", 1, "SPREAD", 1),
+        [("GET", [lambda i: ("GET", "g:stock")])])
     try:
         r.execute_command("SHUTDOWN", "NOSAVE")
     except redis.ConnectionError:

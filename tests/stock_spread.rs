@@ -146,6 +146,77 @@ fn transfer_steps_are_idempotent_and_keep_the_law() {
     assert_eq!(run(&mut c, &["DEBUG", "DIGEST"]), before);
 }
 
+/// A shard's own calls read its mark (which shard of how many, dry) from
+/// its record, not its meta: the checks the meta gave hold from there.
+#[test]
+fn a_shard_reads_its_mark_from_its_record() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    let s = SpreadStock::new("sku:mark", 2).at(T0);
+    s.create(&mut c, 3, None, Some(1_000), None).unwrap();
+    let k = s.shards().keys().to_vec();
+    let u = |i: u32| {
+        (0..)
+            .map(|u| u.to_string())
+            .find(|u| s.shard_of(u) == i)
+            .unwrap()
+    };
+    let (a, b) = (u(0), u(1));
+    assert_eq!(run(&mut c, &["GET", &k[0]]), "0:0:0:0:0:1000:0:2:0:0");
+    assert_eq!(run(&mut c, &["GET", &k[1]]), "0:0:0:0:0:1000:0:2:1:0");
+    // Not dry: REFILL; marked dry (APPLY 0, once): SOLDOUT.
+    let reserve = |c: &mut Connection, user: &str, n: &str| {
+        run(c, &["STOCK.RESERVE", &k[1], user, "o1", "1", "SPREAD", n])
+    };
+    assert_eq!(reserve(&mut c, &b, "2"), "[REFILL, 0, 0]");
+    assert_eq!(
+        run(&mut c, &["STOCK.APPLY", &k[1], "d", "0", "SPREAD", "2"]),
+        "[0, 0]"
+    );
+    assert_eq!(run(&mut c, &["GET", &k[1]]), "0:0:0:0:0:1000:0:2:1:1");
+    let digest = run(&mut c, &["DEBUG", "DIGEST"]);
+    assert_eq!(
+        run(&mut c, &["STOCK.APPLY", &k[1], "d", "0", "SPREAD", "2"]),
+        "[0, 0]"
+    );
+    assert_eq!(reserve(&mut c, &b, "2"), "[SOLDOUT, 0, 0]");
+    // The sold-out answer keeps the routing and count checks.
+    let e = reserve(&mut c, &a, "2");
+    assert!(e.contains("wrong shard: user"), "{e}");
+    let e = reserve(&mut c, &b, "3");
+    assert!(e.contains("shard counts disagree"), "{e}");
+    // A raw call (no SPREAD) on the shard key runs on the shard.
+    assert_eq!(
+        run(&mut c, &["STOCK.RESERVE", &k[1], &b, "o1", "1"]),
+        "[SOLDOUT, 0, 0]"
+    );
+    assert_eq!(run(&mut c, &["DEBUG", "DIGEST"]), digest);
+    // A shard's record copied to another key, or a shard's record without
+    // its mark, is corrupt data; nothing is written.
+    run(&mut c, &["COPY", &k[1], "copy{1}"]);
+    let digest = run(&mut c, &["DEBUG", "DIGEST"]);
+    let e = run(&mut c, &["STOCK.RESTOCK", "copy{1}", "0"]);
+    assert!(e.contains("corrupt data in 'copy{1}'"), "{e}");
+    let e = run(&mut c, &["STOCK.INFO", "copy{1}"]);
+    assert!(e.contains("corrupt data in 'copy{1}'"), "{e}");
+    run(&mut c, &["SET", &k[0], "0:0:0:0:0:1000:0"]);
+    let digest2 = run(&mut c, &["DEBUG", "DIGEST"]);
+    assert_ne!(digest, digest2);
+    for call in [
+        vec!["STOCK.RESERVE", &k[0], &a, "o2", "1", "SPREAD", "2"],
+        vec!["STOCK.RESERVE", &k[0], &a, "o2", "1"],
+        vec!["STOCK.INFO", &k[0], "SPREAD", "2"],
+        vec!["STOCK.APPLY", &k[0], "d", "0", "SPREAD", "2"],
+    ] {
+        let e = run(&mut c, &call);
+        assert!(
+            e.contains(&format!("corrupt data in '{}'", k[0])),
+            "{call:?}: {e}"
+        );
+    }
+    assert_eq!(run(&mut c, &["DEBUG", "DIGEST"]), digest2);
+}
+
 #[test]
 fn a_dry_shard_answers_soldout_and_a_refill_clears_it() {
     let srv = Server::start();
@@ -183,11 +254,10 @@ fn a_dry_shard_answers_soldout_and_a_refill_clears_it() {
         s.reserve(&mut c, &b, "b2", 1).unwrap().status,
         ReserveStatus::SoldOut
     );
+    // The dry marks sit in the shards' records: `…:<n>:<i>:<dry>`.
     let k = s.shards().keys().to_vec();
-    assert_eq!(
-        run(&mut c, &["HGET", &format!("{}:meta", k[0]), "dry"]),
-        "1"
-    );
+    assert!(run(&mut c, &["GET", &k[0]]).ends_with(":2:0:1"));
+    assert!(run(&mut c, &["GET", &k[1]]).ends_with(":2:1:1"));
     // The leases lapse: each returns to its own shard, whose buyers
     // reserve the units directly (shard 0 held a1 and a2).
     let later = s.at(T0 + 2_000);
@@ -203,10 +273,7 @@ fn a_dry_shard_answers_soldout_and_a_refill_clears_it() {
     assert_eq!(later.finish(&mut c, "h", 0, -2).unwrap(), -2);
     assert!(s.audit(&mut c).unwrap().is_empty());
     later.refill(&mut c, 1, 1).unwrap();
-    assert_eq!(
-        run(&mut c, &["HEXISTS", &format!("{}:meta", k[1]), "dry"]),
-        "0"
-    );
+    assert!(run(&mut c, &["GET", &k[1]]).ends_with(":2:1:0"));
     assert_eq!(counts(&mut c, &k[1], 2).1, 2);
     assert_eq!(
         later.reserve(&mut c, &b, "b4", 1).unwrap().status,

@@ -56,8 +56,8 @@ struct Head {
 #[derive(Clone, Copy)]
 struct Spread {
     at: shard::Shard,
-    /// The shard's meta records `dry`: the pool had nothing left when it
-    /// last asked (its SOLDOUT is then the whole SKU's).
+    /// The shard's record is marked dry: the pool had nothing left when
+    /// it last asked (its SOLDOUT is then the whole SKU's).
     dry: bool,
 }
 
@@ -67,21 +67,30 @@ const SPREAD_STOCK: scope::Family = scope::Family {
     data: &["", "orders", "users", "leases", "applied"],
 };
 
-/// The meta field marking a shard dry.
-const FIELD_DRY: &[u8] = b"dry";
-
-/// Decides which shard a call on `base` runs on ([`scope::resolve`]):
-/// `None` for a single-slot stock (one byte compared for a key that does
-/// not start with `{` and declared no count). `found`: whether `B` holds a
-/// stock record; `member`: the user a RESERVE names.
+/// Decides which shard a call on `base` runs on: `None` for a single-slot
+/// stock (one byte compared for a key that does not start with `{` and
+/// declared no count). `found`: whether `B` is a String; `rec`: its
+/// record when it parses; `member`: the user a RESERVE names.
+///
+/// A record with a shard's mark decides alone, from the one key the call
+/// opened anyway (the hot path of a shard: no `:meta` read): the count
+/// the call declared must be the mark's, the key must be that shard's
+/// key, and `member` must belong to it. Any other call on a key that may
+/// be a shard goes through the spread scope ([`scope::resolve`], which
+/// reads `B:meta`), and a shard found there whose record has no mark is
+/// corrupt data in `B`.
 #[inline]
 fn spread_of(
     ctx: &Context,
     base: &[u8],
     declared: Option<u32>,
     found: bool,
+    rec: Option<&Stock>,
     member: Option<(&str, &[u8])>,
 ) -> Result<Option<Spread>, RedisError> {
+    if let Some(m) = rec.and_then(|s| s.mark) {
+        return marked(base, declared, m, member).map(Some);
+    }
     if !scope::may_spread(base, declared) {
         if !found {
             scope::refuse_base(ctx, &SPREAD_STOCK, base)?;
@@ -98,10 +107,60 @@ fn spread_of(
         Some(found),
         member,
     )?;
-    Ok(at.map(|at| Spread {
-        at,
-        dry: meta.hget(FIELD_DRY).is_some(),
-    }))
+    if at.is_some() && rec.is_some() {
+        return Err(error::corrupt(FAMILY, base, None));
+    }
+    Ok(at.map(|at| Spread { at, dry: false }))
+}
+
+/// The shard a record's mark `m` names, for a call on `base` that
+/// declared `declared` and names `member` ([`spread_of`]).
+#[inline]
+fn marked(
+    base: &[u8],
+    declared: Option<u32>,
+    m: model::Mark,
+    member: Option<(&str, &[u8])>,
+) -> Result<Spread, RedisError> {
+    let at = shard::Shard { n: m.n, i: m.i };
+    if let Some(d) = declared {
+        if d != m.n {
+            return Err(shard::counts_disagree(FAMILY, base, d, at));
+        }
+    }
+    if !is_shard_key(base, m) {
+        return Err(error::corrupt(FAMILY, base, None));
+    }
+    if let Some((what, id)) = member {
+        shard::check_owner(FAMILY, what, base, at, id)?;
+    }
+    Ok(Spread { at, dry: m.dry })
+}
+
+thread_local! {
+    /// The last key [`is_shard_key`] found to be the shard its mark names.
+    static SHARD_KEY: std::cell::RefCell<(Vec<u8>, u32, u32)> =
+        const { std::cell::RefCell::new((Vec::new(), 0, 0)) };
+}
+
+/// Returns true when `key` is the key of the shard mark `m` names
+/// ([`route::shard_index`], three key-slot hashes), remembering the last
+/// key found so: a hot shard is checked once, then compared.
+fn is_shard_key(key: &[u8], m: model::Mark) -> bool {
+    SHARD_KEY.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.1 == m.n && c.2 == m.i && c.0 == key {
+            return true;
+        }
+        if route::shard_index(key, m.n) != Some(m.i) {
+            return false;
+        }
+        c.0.clear();
+        c.0.extend_from_slice(key);
+        c.1 = m.n;
+        c.2 = m.i;
+        true
+    })
 }
 
 /// Opens `B` and parses its record; for a spread stock, finds the shard.
@@ -117,12 +176,16 @@ fn open_head(
 ) -> Result<Head, RedisError> {
     let key = Key::open_arg(ctx, base, write);
     let found = key.check(KeyType::String)?;
-    let shard = spread_of(ctx, base.as_slice(), declared, found, None)?;
+    let rec = if found {
+        Stock::parse(key.bytes())
+    } else {
+        None
+    };
+    let shard = spread_of(ctx, base.as_slice(), declared, found, rec.as_ref(), None)?;
     if !found {
         return Err(fail("no such stock"));
     }
-    let stock =
-        Stock::parse(key.bytes()).ok_or_else(|| error::corrupt(FAMILY, base.as_slice(), None))?;
+    let stock = rec.ok_or_else(|| error::corrupt(FAMILY, base.as_slice(), None))?;
     Ok(Head { key, stock, shard })
 }
 
@@ -446,9 +509,16 @@ pub fn stock_create(ctx: &Context, c: &mut Args) -> RedisResult {
         Key::derived(ctx, b, suffix, true).unlink();
     }
     // A shard starts empty: every unit it sells comes from the pool by a
-    // transfer (shard 0 holds the pool of all `total` units).
+    // transfer (shard 0 holds the pool of all `total` units). Its record
+    // carries its mark (which shard of how many, not dry).
     let own = if at.is_some() { 0 } else { total };
-    key.write_in_place(&Stock::new(own, limit, lease, expires).format());
+    let mut rec = Stock::new(own, limit, lease, expires);
+    rec.mark = at.map(|at| model::Mark {
+        n: at.n,
+        i: at.i,
+        dry: false,
+    });
+    key.write_in_place(&rec.format());
     if expires > 0 {
         key.set_abs_expire_ms(expires);
     }
@@ -493,23 +563,45 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
     non_empty(user.as_slice(), "user")?;
     non_empty(order.as_slice(), "order")?;
     util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
+    let b = base.as_slice();
     let key = Key::open_arg(ctx, base, true);
     let found = key.check(KeyType::String)?;
-    let spread = spread_of(
-        ctx,
-        base.as_slice(),
-        declared,
-        found,
-        Some(("user", user.as_slice())),
-    )?;
+    // A key that may be a shard: its record (and mark) read now, once. A
+    // single-slot stock reads its record after the sold-out fast path.
+    let (spread, rec) = if scope::may_spread(b, declared) {
+        // A sold-out shard answers from its mark alone.
+        if found && model::finished(key.bytes()) {
+            if let Some(m) = model::Mark::read(key.bytes()) {
+                let s = marked(b, declared, m, Some(("user", user.as_slice())))?;
+                return reply_soldout(ctx, Some(s), 0);
+            }
+        }
+        let rec = if found {
+            Stock::parse(key.bytes())
+        } else {
+            None
+        };
+        let member = Some(("user", user.as_slice()));
+        (
+            spread_of(ctx, b, declared, found, rec.as_ref(), member)?,
+            rec,
+        )
+    } else {
+        if !found {
+            scope::refuse_base(ctx, &SPREAD_STOCK, b)?;
+        }
+        (None, None)
+    };
     if !found {
         return Err(fail("no such stock"));
     }
     if model::finished(key.bytes()) {
         return reply_soldout(ctx, spread, 0);
     }
-    let stock =
-        Stock::parse(key.bytes()).ok_or_else(|| error::corrupt(FAMILY, base.as_slice(), None))?;
+    let stock = match rec {
+        Some(s) => s,
+        None => Stock::parse(key.bytes()).ok_or_else(|| error::corrupt(FAMILY, b, None))?,
+    };
     let head = Head {
         key,
         stock,
@@ -745,14 +837,18 @@ pub fn stock_info(ctx: &Context, c: &mut Args) -> RedisResult {
     util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
     let key = Key::open_arg(ctx, base, false);
     let found = key.check(KeyType::String)?;
+    let rec = if found {
+        Stock::parse(key.bytes())
+    } else {
+        None
+    };
     if declared.is_some() || found {
-        spread_of(ctx, base.as_slice(), declared, true, None)?;
+        spread_of(ctx, base.as_slice(), declared, true, rec.as_ref(), None)?;
     }
     if !found {
         return Ok(util::map(ctx, Vec::new()));
     }
-    let s =
-        Stock::parse(key.bytes()).ok_or_else(|| error::corrupt(FAMILY, base.as_slice(), None))?;
+    let s = rec.ok_or_else(|| error::corrupt(FAMILY, base.as_slice(), None))?;
     let orders = Key::derived_hot(ctx, base.as_slice(), "orders", false);
     orders.check(KeyType::Hash)?;
     let n = orders.len() as i64;
@@ -1135,24 +1231,23 @@ pub fn stock_apply(ctx: &Context, c: &mut Args) -> RedisResult {
     non_empty(id.as_slice(), "transfer")?;
     let b = base.as_slice();
     let head = open_head(ctx, base, true, Some(n))?;
-    let Some(spread) = head.shard else {
+    if head.shard.is_none() {
         return Err(RedisError::Str(error::INTERNAL));
-    };
+    }
     let applied = Key::derived_hot(ctx, b, "applied", true);
     applied.check(KeyType::Hash)?;
     if delta == 0 {
-        // The dry notice: nothing moves; SOLDOUT becomes final here.
-        let available = head.stock.available;
+        // The dry notice: nothing moves; SOLDOUT becomes final here (the
+        // mark in the shard's record).
         drop(applied);
-        drop(head);
-        if !spread.dry {
-            let meta = Key::derived(ctx, b, "meta", true);
-            meta.hput(FIELD_DRY, b"1");
-            drop(meta);
+        let mut next = head.stock;
+        if model::mark_dry(&mut next) {
+            head.key.write_in_place(&next.format());
+            drop(head);
             ctx.replicate_verbatim();
             util::notify_static(ctx, c"hotpath.stock.apply", base);
         }
-        return reply_applied(ctx, 0, available);
+        return reply_applied(ctx, 0, next.available);
     }
     let known = match applied.hget_arg(HashField::Arg(id)) {
         None => None,
@@ -1178,9 +1273,6 @@ pub fn stock_apply(ctx: &Context, c: &mut Args) -> RedisResult {
     head.key.write_in_place(&next.format());
     drop(applied);
     drop(head);
-    if spread.dry && a > 0 {
-        Key::derived(ctx, b, "meta", true).hdel(FIELD_DRY);
-    }
     ctx.replicate_verbatim();
     util::notify_static(ctx, c"hotpath.stock.apply", base);
     reply_applied(ctx, a, next.available)

@@ -31,7 +31,9 @@ pub const MAX_AUDIT_COUNT: i64 = 500;
 pub const DEFAULT_AUDIT_COUNT: i64 = 100;
 
 /// The stock record, the value of `B`:
-/// `<available>:<reserved>:<sold>:<total>:<limit>:<lease-ms>:<expires>`.
+/// `<available>:<reserved>:<sold>:<total>:<limit>:<lease-ms>:<expires>`,
+/// and on a shard of a spread stock `…:<n>:<i>:<dry>` after it (the
+/// shard's mark, so that a call on a shard reads one key: see [`Mark`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stock {
     /// Units that can be reserved.
@@ -48,6 +50,79 @@ pub struct Stock {
     pub lease_ms: i64,
     /// The instant every key of the stock expires (0: never).
     pub expires: i64,
+    /// On a shard of a spread stock: which shard it is and its dry mark.
+    pub mark: Option<Mark>,
+}
+
+/// The mark of a shard of a spread stock, the last three fields of its
+/// record: shard `i` of `n`, and `dry` (1 while the pool had nothing left
+/// for it when it last asked: its SOLDOUT is then the whole SKU's).
+/// `K_i:meta` records `spread` n and `shard` i too (for the spread kit's
+/// base-key checks); the record is what the shard's own calls read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mark {
+    pub n: u32,
+    pub i: u32,
+    pub dry: bool,
+}
+
+impl Mark {
+    /// Reads the mark alone from a record, without the counts before it
+    /// (the sold-out fast path of a shard, after [`finished`]): Some only
+    /// for a value of ten ':'-separated fields whose last three are a
+    /// mark. The full path parses the rest (and refuses it if corrupt).
+    pub fn read(v: &[u8]) -> Option<Mark> {
+        let mut colons = 0;
+        let mut at = 0;
+        for (k, &c) in v.iter().enumerate() {
+            if c == b':' {
+                colons += 1;
+                if colons == 7 {
+                    at = k + 1;
+                }
+            }
+        }
+        if colons != 9 {
+            return None;
+        }
+        let ([n, i, dry], _) = ints::<3>(&v[at..], true)?;
+        ((1..=MAX_MARK_SHARDS).contains(&n) && i < n && dry <= 1).then_some(Mark {
+            n: n as u32,
+            i: i as u32,
+            dry: dry == 1,
+        })
+    }
+}
+
+/// The most shards a spread stock has (as `SPREAD n` takes).
+const MAX_MARK_SHARDS: i64 = 1024;
+
+/// Reads `N` canonical non-negative integers separated by ':' from the
+/// start of `v`, stopping right after the last one; returns them and
+/// where it stopped.
+fn ints_prefix<const N: usize>(v: &[u8]) -> Option<([i64; N], usize)> {
+    let mut out = [0i64; N];
+    let mut i = 0;
+    for (k, slot) in out.iter_mut().enumerate() {
+        if k > 0 {
+            if v.get(i) != Some(&b':') {
+                return None;
+            }
+            i += 1;
+        }
+        let start = i;
+        let mut n: i64 = 0;
+        while i < v.len() && v[i].is_ascii_digit() && i - start < 16 {
+            n = n * 10 + i64::from(v[i] - b'0');
+            i += 1;
+        }
+        let digits = i - start;
+        if digits == 0 || (digits > 1 && v[start] == b'0') || n > MAX_INT {
+            return None;
+        }
+        *slot = n;
+    }
+    Some((out, i))
 }
 
 /// Reads up to `N` canonical non-negative integers separated by ':' from
@@ -99,13 +174,31 @@ impl Stock {
             limit,
             lease_ms,
             expires,
+            mark: None,
         }
     }
 
     /// Parses the stored record; None for anything STOCK never writes
     /// (the law broken included).
     pub fn parse(v: &[u8]) -> Option<Stock> {
-        let ([available, reserved, sold, total, limit, lease_ms, expires], _) = ints::<7>(v, true)?;
+        let ([available, reserved, sold, total, limit, lease_ms, expires], at) =
+            ints_prefix::<7>(v)?;
+        let mark = if at == v.len() {
+            None
+        } else {
+            if v[at] != b':' {
+                return None;
+            }
+            let ([n, i, dry], _) = ints::<3>(&v[at + 1..], true)?;
+            if !(1..=MAX_MARK_SHARDS).contains(&n) || i >= n || dry > 1 {
+                return None;
+            }
+            Some(Mark {
+                n: n as u32,
+                i: i as u32,
+                dry: dry == 1,
+            })
+        };
         let s = Stock {
             available,
             reserved,
@@ -114,6 +207,7 @@ impl Stock {
             limit,
             lease_ms,
             expires,
+            mark,
         };
         let ok = s.conserved() && (1..=MAX_LEASE_MS).contains(&lease_ms);
         ok.then_some(s)
@@ -151,6 +245,12 @@ impl Stock {
                 out.push(b':');
             }
             out.extend_from_slice(b.format(*v).as_bytes());
+        }
+        if let Some(m) = self.mark {
+            for v in [m.n, m.i, u32::from(m.dry)] {
+                out.push(b':');
+                out.extend_from_slice(b.format(v).as_bytes());
+            }
         }
     }
 
@@ -581,6 +681,19 @@ pub fn open_transfer(
     }
 }
 
+/// Marks a shard dry (APPLY with delta 0: the pool had nothing left for
+/// it); returns true when that changed the record (false for a stock
+/// that is no shard, or one marked already).
+pub fn mark_dry(stock: &mut Stock) -> bool {
+    match stock.mark.as_mut() {
+        Some(m) if !m.dry => {
+            m.dry = true;
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Applies a transfer of `delta` units on a shard's stock, once per id
 /// (`known`: the units recorded when it was applied before): > 0 adds
 /// them (the shard's `total` and `available`); < 0 takes up to −delta
@@ -610,6 +723,10 @@ pub fn apply_transfer(
         }
         stock.available += delta;
         stock.total += delta;
+        // Units came: the shard's SOLDOUT is no longer the SKU's.
+        if let Some(m) = stock.mark.as_mut() {
+            m.dry = false;
+        }
         Ok((delta, true))
     } else {
         let t = (-delta).min(stock.available);
@@ -682,6 +799,42 @@ mod tests {
         let s = Stock::new(10, 2, 60_000, 0);
         assert_eq!(s.format(), b"10:0:0:10:2:60000:0");
         assert_eq!(Stock::parse(&s.format()), Some(s));
+        let mut k = Stock::new(0, 2, 60_000, 0);
+        k.mark = Some(Mark {
+            n: 8,
+            i: 3,
+            dry: false,
+        });
+        assert_eq!(k.format(), b"0:0:0:0:2:60000:0:8:3:0");
+        assert_eq!(Stock::parse(&k.format()), Some(k));
+        assert!(mark_dry(&mut k));
+        assert!(!mark_dry(&mut k));
+        assert_eq!(k.format(), b"0:0:0:0:2:60000:0:8:3:1");
+        assert_eq!(Stock::parse(&k.format()), Some(k));
+        // A refill clears the mark; a handback leaves it.
+        assert_eq!(apply_transfer(&mut k, None, -1), Ok((0, true)));
+        assert!(k.mark.unwrap().dry);
+        assert_eq!(apply_transfer(&mut k, None, 4), Ok((4, true)));
+        assert_eq!(k.format(), b"4:0:0:4:2:60000:0:8:3:0");
+        assert!(!mark_dry(&mut Stock::new(1, 0, 1, 0)));
+        // The mark alone, as the sold-out fast path reads it.
+        assert_eq!(
+            Mark::read(b"0:0:0:0:2:60000:0:8:3:1"),
+            Some(Mark {
+                n: 8,
+                i: 3,
+                dry: true
+            })
+        );
+        for bad in [
+            &b"0:0:5:5:0:60000:0"[..],
+            b"0:0:0:0:2:60000:0:8:3:1:",
+            b"0:0:0:0:2:60000:0:8:8:1",
+            b"0:0:0:0:2:60000:0:8:3:2",
+            b"0:0:0:0:2:60000:0:0:0:0",
+        ] {
+            assert_eq!(Mark::read(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]
@@ -696,6 +849,15 @@ mod tests {
             b"1:0:0:1:0:0:0",
             b"1:0:0:1:0:60000:x",
             b"9007199254740992:0:0:9007199254740992:0:1:0",
+            // A shard's mark: n from 1 to 1024, i below n, dry 0 or 1.
+            b"0:0:0:0:0:60000:0:8:3",
+            b"0:0:0:0:0:60000:0:8:3:0:",
+            b"0:0:0:0:0:60000:0:0:0:0",
+            b"0:0:0:0:0:60000:0:1025:3:0",
+            b"0:0:0:0:0:60000:0:8:8:0",
+            b"0:0:0:0:0:60000:0:8:3:2",
+            b"0:0:0:0:0:60000:0:08:3:0",
+            b"0:0:0:0:0:60000:0x8:3:0",
         ] {
             assert_eq!(Stock::parse(bad), None, "{}", String::from_utf8_lossy(bad));
         }
