@@ -60,23 +60,25 @@ pub trait Store {
     fn create_chunk(&mut self, range: u64);
     /// Cuts the migrated chunk of `range` back to [`CHUNK_BYTES`].
     fn settle_chunk(&mut self, range: u64);
-    /// Moves likers from the Set into their chunks: removes each `member`
-    /// from the Set and sets bit `off` of the chunk of `range`.
+    /// Moves likers from the Set into their chunks: removes each `id`
+    /// (the member, its canonical digits) from the Set and sets bit `off`
+    /// of the chunk of `range`.
     fn migrate(&mut self, moved: &[Moved]) -> Result<(), Self::Error>;
 }
 
-/// A slice of the Set: its members and the next cursor (`0` at the end of
-/// the pass).
+/// A slice of the Set: the members that are user ids (canonical digits up
+/// to [`model::MAX_ID`]; a step never moves anything else) and the next
+/// cursor (`0` at the end of the pass).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Slice {
-    pub members: Vec<Vec<u8>>,
+    pub ids: Vec<u64>,
     pub cursor: Vec<u8>,
 }
 
-/// A liker a migration slice moves: the Set member, its range and its bit.
+/// A liker a migration slice moves: its id, its range and its bit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Moved {
-    pub member: Vec<u8>,
+    pub id: u64,
     pub range: u64,
     pub off: u64,
 }
@@ -239,17 +241,11 @@ fn move_slice<S: Store>(s: &mut S, at: &[u8]) -> Result<Ran, S::Error> {
     if s.set_size().is_none() {
         return Ok(STEPPED);
     }
-    let Slice {
-        members,
-        cursor: next,
-    } = s.scan(at, model::MOVE_STEP)?;
+    let Slice { ids, cursor: next } = s.scan(at, model::MOVE_STEP)?;
     // Whether each range seen has a chunk to move into, asked once.
     let mut usable: Vec<(u64, bool)> = Vec::new();
     let mut moved: Vec<Moved> = Vec::new();
-    for m in members {
-        let Some(id) = model::parse_user(&m, model::MAX_ID) else {
-            continue;
-        };
+    for id in ids {
         let (range, off) = model::locate(id);
         let ok = match usable.iter().find(|(r, _)| *r == range) {
             Some(&(_, ok)) => ok,
@@ -259,12 +255,8 @@ fn move_slice<S: Store>(s: &mut S, at: &[u8]) -> Result<Ran, S::Error> {
                 ok
             }
         };
-        if ok && !moved.iter().any(|x| x.member == m) {
-            moved.push(Moved {
-                member: m,
-                range,
-                off,
-            });
+        if ok && !moved.iter().any(|x| x.id == id) {
+            moved.push(Moved { id, range, off });
         }
     }
     if !moved.is_empty() {
@@ -376,7 +368,7 @@ mod tests {
                 _ => b"0".to_vec(),
             };
             Ok(Slice {
-                members: got.iter().map(|i| i.to_string().into_bytes()).collect(),
+                ids: got,
                 cursor: next,
             })
         }
@@ -416,7 +408,7 @@ mod tests {
         }
         fn migrate(&mut self, moved: &[Moved]) -> Result<(), ()> {
             for m in moved {
-                let id: u64 = std::str::from_utf8(&m.member).unwrap().parse().unwrap();
+                let id = m.id;
                 assert!(self.set.remove(&id), "moved a liker not in the Set");
                 assert_eq!(model::locate(id), (m.range, m.off));
                 model::set_bit(self.chunks.get_mut(&m.range).unwrap(), m.off, true);

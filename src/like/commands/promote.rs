@@ -37,6 +37,7 @@ pub(super) fn promotion_step(
         meta: &meta,
         meta_name: &meta_name,
         fx,
+        chunks: Vec::new(),
     };
     let started = thread_cpu_us();
     let ran = promotion::step(&mut store, count, migrating, cfg);
@@ -53,15 +54,33 @@ fn thread_cpu_us() -> u64 {
 }
 
 /// A post's keys as the promotion's store: `B:meta` open for the step,
-/// every other key opened where a step reads or writes it. Each write is
-/// also pushed to `fx`, the explicit commands replicated after the write
-/// the step rides on.
+/// the chunks a step looks at opened once each and kept open for the step
+/// (a slice looks at up to 64 ranges, then writes their bits), every other
+/// key opened where a step reads or writes it. Each write is also pushed
+/// to `fx`, the explicit commands replicated after the write the step
+/// rides on.
 struct PostSteps<'a, 'c> {
     ctx: &'a Context,
     base: &'a [u8],
     meta: &'a Key,
     meta_name: &'a [u8],
     fx: &'a mut Effects<'c>,
+    chunks: Vec<(u64, Key)>,
+}
+
+impl PostSteps<'_, '_> {
+    /// Where the chunk key of `range` is in `chunks`, open for writing
+    /// (opened on first use).
+    fn open_chunk(&mut self, range: u64) -> usize {
+        match self.chunks.iter().position(|(r, _)| *r == range) {
+            Some(i) => i,
+            None => {
+                let key = Key::open(self.ctx, &chunk_name(self.base, range), true);
+                self.chunks.push((range, key));
+                self.chunks.len() - 1
+            }
+        }
+    }
 }
 
 impl promotion::Store for PostSteps<'_, '_> {
@@ -96,7 +115,10 @@ impl promotion::Store for PostSteps<'_, '_> {
             RedisString::create_from_slice(self.ctx.ctx, &derived_name(self.base, "set"));
         let scan = sscan(self.ctx, &set_name, cursor, n)?;
         Ok(Slice {
-            members: scan.members().map(<[u8]>::to_vec).collect(),
+            ids: scan
+                .members()
+                .filter_map(|m| model::parse_user(m, model::MAX_ID))
+                .collect(),
             cursor: scan.cursor().to_vec(),
         })
     }
@@ -131,7 +153,8 @@ impl promotion::Store for PostSteps<'_, '_> {
     }
 
     fn chunk(&mut self, range: u64) -> Chunk {
-        let key = Key::open(self.ctx, &chunk_name(self.base, range), true);
+        let i = self.open_chunk(range);
+        let key = &self.chunks[i].1;
         match key.check(KeyType::String) {
             Ok(true) => Chunk::Bytes(key.len()),
             Ok(false) => Chunk::Missing,
@@ -141,7 +164,8 @@ impl promotion::Store for PostSteps<'_, '_> {
 
     fn create_chunk(&mut self, range: u64) {
         let name = chunk_name(self.base, range);
-        let key = Key::open(self.ctx, &name, true);
+        let i = self.open_chunk(range);
+        let key = &self.chunks[i].1;
         key.truncate(MIGRATING_BYTES);
         self.fx.push(
             c"SETRANGE",
@@ -151,12 +175,13 @@ impl promotion::Store for PostSteps<'_, '_> {
                 b"\0",
             ],
         );
-        self.fx.created(&key, &name);
+        self.fx.created(key, &name);
     }
 
     fn settle_chunk(&mut self, range: u64) {
         let name = chunk_name(self.base, range);
-        let key = Key::open(self.ctx, &name, true);
+        let i = self.open_chunk(range);
+        let key = &self.chunks[i].1;
         key.truncate(CHUNK_BYTES);
         self.fx.push(c"SET", &[&name, key.bytes(), b"KEEPTTL"]);
     }
@@ -168,22 +193,19 @@ impl promotion::Store for PostSteps<'_, '_> {
             RedisString::create_from_slice(self.ctx.ctx, &derived_name(self.base, "set"));
         let users: Vec<RedisString> = moved
             .iter()
-            .map(|m| RedisString::create_from_slice(self.ctx.ctx, &m.member))
+            .map(|m| {
+                RedisString::create_from_slice(
+                    self.ctx.ctx,
+                    itoa::Buffer::new().format(m.id).as_bytes(),
+                )
+            })
             .collect();
         let mut a = vec![set_name.inner];
         a.extend(users.iter().map(|u| u.inner));
         call(self.ctx, c"SREM", &a)?;
-        let mut chunks: Vec<(u64, Key)> = Vec::new();
         for m in moved {
-            let i = match chunks.iter().position(|(r, _)| *r == m.range) {
-                Some(i) => i,
-                None => {
-                    let key = Key::open(self.ctx, &chunk_name(self.base, m.range), true);
-                    chunks.push((m.range, key));
-                    chunks.len() - 1
-                }
-            };
-            let key = &chunks[i].1;
+            let i = self.open_chunk(m.range);
+            let key = &self.chunks[i].1;
             model::set_bit(key.bytes_mut(key.len()), m.off, true);
         }
         let mut args = vec![RedisString::create_from_slice(self.ctx.ctx, self.base)];
