@@ -134,23 +134,23 @@ def bench(b):
           ("like.toggle", (("LIKE.TOGGLE", "m{s}", u) for u in new)),
           (lua("toggle", ("l{s}", "l{s}:c"), u) for u in new),
           [("sadd", (("SADD", "n{s}", u) for u in new)), ("incr", (("INCR", "n{s}:c") for _ in new))],
-          "≤ 1.5× the floor")
+          "≤ 2.5× the floor (issue 27: set form)")
     three("LIKE.TOGGLE (an unlike), set form",
           ("like.toggle", (("LIKE.TOGGLE", "m{s}", u) for u in new)),
           (lua("toggle", ("l{s}", "l{s}:c"), u) for u in new),
           [("srem", (("SREM", "n{s}", u) for u in new)), ("decr", (("DECR", "n{s}:c") for _ in new))],
-          "≤ 1.5× the floor")
+          "≤ 2.5× the floor (issue 27: set form)")
     new = [rng.randrange(MAX_ID) for _ in range(N)]
     three("LIKE.ADD, set form",
           ("like.add", (("LIKE.ADD", "m{s}", u) for u in new)),
           (lua("add", ("l{s}", "l{s}:c"), u) for u in new),
           [("sadd", (("SADD", "n{s}", u) for u in new)), ("incr", (("INCR", "n{s}:c") for _ in new))],
-          "≤ 1.5× the floor")
+          "≤ 2.5× the floor (issue 27: set form)")
     three("LIKE.REM, set form",
           ("like.rem", (("LIKE.REM", "m{s}", u) for u in new)),
           (lua("rem", ("l{s}", "l{s}:c"), u) for u in new),
           [("srem", (("SREM", "n{s}", u) for u in new)), ("decr", (("DECR", "n{s}:c") for _ in new))],
-          "≤ 1.5× the floor")
+          "≤ 2.5× the floor (issue 27: set form)")
 
     # ---- hot writes, bitmap form: 200k likers below 10M (157 chunks).
     drive(r, "m{b}", rng.sample(range(10_000_000), 200_000))
@@ -161,23 +161,23 @@ def bench(b):
           ("like.toggle", (("LIKE.TOGGLE", "m{b}", u) for u in new)),
           (lua("btoggle", ("l{b}", "l{b}:c"), u) for u in new),
           [("setbit", (("SETBIT", "n{b}", u, 1) for u in new)), ("incr", (("INCR", "n{b}:c") for _ in new))],
-          "≤ 1.5× the floor")
+          "≤ 1.5× the floor or the floor + 0.3 µs (issue 27)")
     three("LIKE.TOGGLE (an unlike), bitmap form",
           ("like.toggle", (("LIKE.TOGGLE", "m{b}", u) for u in new)),
           (lua("btoggle", ("l{b}", "l{b}:c"), u) for u in new),
           [("setbit", (("SETBIT", "n{b}", u, 0) for u in new)), ("decr", (("DECR", "n{b}:c") for _ in new))],
-          "≤ 1.5× the floor")
+          "≤ 1.5× the floor or the floor + 0.3 µs (issue 27)")
     new = rng.sample(range(10_000_000), N)
     three("LIKE.ADD, bitmap form",
           ("like.add", (("LIKE.ADD", "m{b}", u) for u in new)),
           (lua("badd", ("l{b}", "l{b}:c"), u) for u in new),
           [("setbit", (("SETBIT", "n{b}", u, 1) for u in new)), ("incr", (("INCR", "n{b}:c") for _ in new))],
-          "≤ 1.5× the floor")
+          "≤ 1.5× the floor or the floor + 0.3 µs (issue 27)")
     three("LIKE.REM, bitmap form",
           ("like.rem", (("LIKE.REM", "m{b}", u) for u in new)),
           (lua("brem", ("l{b}", "l{b}:c"), u) for u in new),
           [("setbit", (("SETBIT", "n{b}", u, 0) for u in new)), ("decr", (("DECR", "n{b}:c") for _ in new))],
-          "≤ 1.5× the floor")
+          "≤ 1.5× the floor or the floor + 0.3 µs (issue 27)")
 
     # ---- LIKE.CHECK of 20 users against 20 pipelined SISMEMBER / GETBIT.
     for form, base, native, cmd, top in (("set", "m{s}", "n{s}", "sismember", MAX_ID),

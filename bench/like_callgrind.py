@@ -13,6 +13,11 @@ the counts barely depend on the machine's load:
 - Set form: a post of 300 likers (an intset), 2,000 toggles of ids below
   600 (so about half like, half unlike); ADD and REM of ids not held /
   held. Floor: `SADD` + `INCR` / `SREM` + `DECR`.
+- Set form as `bench/like.py` runs it: a post of 20,000 likers spread
+  over 4e9 ids (a hashtable, every call a different range), 2,000 new ids
+  liked by TOGGLE then unliked by TOGGLE, then liked by ADD and unliked by
+  REM; the floor on a Set of the same ids. Bitmap form ADD and REM of
+  2,000 new ids of the 4-chunk post.
 
 Set `HOTPATH_SO` to measure another build of the module.
 """
@@ -82,6 +87,37 @@ def main():
         v = cg.run(c)
         print(f"| {c[0][0]} set form `{base}` | {v:,.0f} | {label} {floor:,.0f} | {v / floor:.2f}× | "
               f"{v - floor:,.0f} |", flush=True)
+    # Set form, a hashtable and random ids (bench/like.py's shape).
+    big = rng.sample(range(4_294_967_295), 20_000)
+    for i in range(0, len(big), 5000):
+        cg.run([("SADD", "hs:set", *big[i:i + 5000]), ("SADD", "hn", *big[i:i + 5000])], count=False)
+    cg.run([("SET", "hs:count", len(big))], count=False)
+    fresh = [rng.randrange(4_294_967_295) for _ in range(CALLS)]
+    h_sadd = cg.run([("SADD", "hn", u) for u in fresh])
+    h_srem = cg.run([("SREM", "hn", u) for u in fresh])
+    hf = h_sadd + incr, h_srem + decr
+    for label, c, floor, fl in [
+        ("TOGGLE (a like)", [("LIKE.TOGGLE", "hs", u) for u in fresh], hf[0], "SADD + INCR"),
+        ("TOGGLE (an unlike)", [("LIKE.TOGGLE", "hs", u) for u in fresh], hf[1], "SREM + DECR"),
+        ("ADD", [("LIKE.ADD", "hs", u) for u in fresh], hf[0], "SADD + INCR"),
+        ("REM", [("LIKE.REM", "hs", u) for u in fresh], hf[1], "SREM + DECR"),
+    ]:
+        v = cg.run(c)
+        print(f"| {label} set form, 20k hashtable | {v:,.0f} | {fl} {floor:,.0f} | {v / floor:.2f}× | "
+              f"{v - floor:,.0f} |", flush=True)
+    # Bitmap form ADD and REM of new ids (the post `x` of the toggles).
+    toggled = set(ids)
+    fresh = [i for i in rng.sample(range(IDS), 3 * CALLS) if i not in toggled][:CALLS]
+    for label, c, native in [
+        ("ADD", [("LIKE.ADD", "x", i) for i in fresh], "INCR"),
+        ("REM", [("LIKE.REM", "x", i) for i in fresh], "DECR"),
+    ]:
+        v = cg.run(c)
+        bit = 1 if label == "ADD" else 0
+        sb = cg.run([("SETBIT", f"nb:{i // 64000}", i % 64000, bit) for i in fresh])
+        n = cg.run([(native, "nb:count") for _ in fresh])
+        print(f"| {label} bitmap form `x` | {v:,.0f} | SETBIT + {native} {sb + n:,.0f} | "
+              f"{v / (sb + n):.2f}× | {v - sb - n:,.0f} |", flush=True)
     print("natives: " + ", ".join(f"{k} {v:,.0f}" for k, v in out.items() if " " not in k)
           + f", SADD {sadd:,.0f}, SREM {srem:,.0f}, INCR {incr:,.0f}, DECR {decr:,.0f}")
     cg.stop()

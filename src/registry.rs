@@ -254,6 +254,8 @@ pub fn dispatch_measured(
 pub(crate) fn reply_to(context: &Context, reply: RedisResult) -> c_int {
     let ints = |items: &[RedisValue]| items.iter().all(|v| matches!(v, RedisValue::Integer(_)));
     match &reply {
+        // The handler replied itself (reply.rs).
+        Ok(RedisValue::NoReply) => {}
         Ok(RedisValue::Integer(v)) => unsafe {
             raw::RedisModule_ReplyWithLongLong.unwrap()(context.ctx, *v);
         },

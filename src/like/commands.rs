@@ -295,8 +295,9 @@ struct PostStore<'a> {
     ctx: &'a Context,
     base: &'a [u8],
     user: &'a RedisString,
-    /// `B:set`, named on first use (kept with a hot post's names).
-    set_name: std::cell::OnceCell<RedisString>,
+    /// `B:set`: the kept name, or one built on first use.
+    set_kept: Option<KeptView>,
+    set_built: std::cell::OnceCell<RedisString>,
     chunk: &'a Key,
     bytes: &'a mut [u8],
     off: u64,
@@ -304,8 +305,15 @@ struct PostStore<'a> {
 
 impl PostStore<'_> {
     fn set_name(&self) -> &RedisString {
-        self.set_name
-            .get_or_init(|| set_name_of(self.ctx, self.base))
+        match &self.set_kept {
+            Some(v) => &v.0,
+            None => self.set_built.get_or_init(|| {
+                RedisString::create_from_slice(
+                    self.ctx.ctx,
+                    StackName::new(self.base, b"set", None).as_slice(),
+                )
+            }),
+        }
     }
 
     fn member(&self, cmd: &CStr) -> Result<bool, RedisError> {
@@ -372,30 +380,32 @@ fn user_id(ctx: &Context, bytes: &[u8]) -> Result<u64, RedisError> {
     }
 }
 
-// ---- the key names of hot posts ----
+// ---- the key names of recent posts ----
 //
 // A like opens `B:bits:<k>` and `B:count` (and names `B:set` in set form).
-// Creating and freeing those Redis strings costs about 700 instructions, a
-// sixth of a like in bitmap form. A post in bitmap form is a popular one,
-// liked again and again, so the names of the last few such posts are kept
-// between calls in two small direct-mapped tables: each post's `count` and
-// `set` names, and its chunk names by range. Other posts (set form, cold)
-// only pay a lookup that misses (a hash of a few bytes): their names are
-// built for the call as before. A name is an immutable Redis string the
-// module owns, created without a context so that it outlives the command;
-// Redis only reads it, and `RM_OpenKey` takes its own reference. Main
-// thread only, like every command. At most 2 × 8 + 256 names are kept (a
-// few tens of KB).
+// Creating and freeing those Redis strings costs about 300 instructions
+// each, a tenth of a like. A post that is liked is often liked again soon
+// (a popular post in either form), so the names of recent posts are kept
+// between calls in two small direct-mapped tables: each post's `count`
+// and `set` names, and chunk names by post and range. A post that is not
+// in the table takes its slot: its names are built once, as they would
+// be for the call, and the previous post's are freed, as they would have
+// been after its call, so a post liked once pays about what it paid
+// before (a hash and a copy of the base's bytes into the slot's buffer).
+// A name is an immutable Redis string the module owns, created without a
+// context so that it outlives the command; Redis only reads it, and
+// `RM_OpenKey` takes its own reference. Main thread only, like every
+// command. At most 2 × 64 + 256 names are kept (a few tens of KB).
 
-/// Hot posts whose `count` and `set` names are kept (a power of two).
-const HOT_POSTS: usize = 8;
-/// Chunk names kept, over all hot posts (a power of two).
+/// Posts whose `count` and `set` names are kept (a power of two).
+const HOT_POSTS: usize = 64;
+/// Chunk names kept, over all posts (a power of two).
 const HOT_CHUNKS: usize = 256;
 
 struct HotPost {
     base: Vec<u8>,
     count: RedisString,
-    set: Option<RedisString>,
+    set: RedisString,
 }
 
 struct HotChunk {
@@ -432,101 +442,82 @@ fn chunk_slot(h: usize, range: u64) -> usize {
     h.wrapping_add(range as usize).wrapping_mul(0x9E37) & (HOT_CHUNKS - 1)
 }
 
-/// Opens `B:bits:<range>` and `B:count` for writing: with the names kept
-/// when `base` is a hot post (then `true`), else with names built for the
-/// call.
-fn open_post(ctx: &Context, base: &[u8], range: u64) -> (Key, Key, bool) {
+/// Opens `B:bits:<range>` and `B:count` for writing, by the names kept
+/// for `base` (made now when the post is not in the table), and returns a
+/// view of the kept name `B:set` with them.
+fn open_post(ctx: &Context, base: &[u8], range: u64) -> (Key, Key, Option<KeptView>) {
     let h = post_hash(base);
     HOT.with(|hot| {
-        let mut hot = hot.borrow_mut();
+        // Should a server event ever come back here while the table is
+        // borrowed, that call builds its names for itself.
+        let Ok(mut hot) = hot.try_borrow_mut() else {
+            return open_post_plain(ctx, base, range);
+        };
         let hot = &mut *hot;
-        let Some(Some(post)) = hot.posts.get(h & (HOT_POSTS - 1)) else {
-            return open_post_plain(ctx, base, range);
-        };
-        if post.base != base {
-            return open_post_plain(ctx, base, range);
+        if hot.posts.is_empty() {
+            hot.posts.resize_with(HOT_POSTS, || None);
+            hot.chunks.resize_with(HOT_CHUNKS, || None);
         }
-        let count = Key::open_kept(ctx, &post.count, true);
-        let c = &mut hot.chunks[chunk_slot(h, range)];
-        if !matches!(c, Some(e) if e.range == range && e.base == base) {
-            let name = kept_name(StackName::new(base, b"bits:", Some(range)).as_slice());
-            match c {
-                // The entry's buffer is reused: no allocation for the base.
-                Some(e) => {
-                    e.base.clear();
-                    e.base.extend_from_slice(base);
-                    e.range = range;
-                    e.name = name;
-                }
-                None => {
-                    *c = Some(HotChunk {
-                        base: base.to_vec(),
-                        range,
-                        name,
-                    })
-                }
+        let p = &mut hot.posts[h & (HOT_POSTS - 1)];
+        let post = match p {
+            Some(e) if e.base == base => e,
+            // The slot's buffer is reused: no allocation for the base.
+            Some(e) => {
+                e.base.clear();
+                e.base.extend_from_slice(base);
+                e.count = kept_name(StackName::new(base, b"count", None).as_slice());
+                e.set = kept_name(StackName::new(base, b"set", None).as_slice());
+                e
             }
-        }
-        let chunk = match c {
-            Some(e) => Key::open_kept(ctx, &e.name, true),
-            None => Key::open(
-                ctx,
-                StackName::new(base, b"bits:", Some(range)).as_slice(),
-                true,
-            ),
+            None => p.insert(HotPost {
+                base: base.to_vec(),
+                count: kept_name(StackName::new(base, b"count", None).as_slice()),
+                set: kept_name(StackName::new(base, b"set", None).as_slice()),
+            }),
         };
-        (chunk, count, true)
+        let count = Key::open_kept(ctx, &post.count, true);
+        let set = KeptView::of(ctx, &post.set);
+        let c = &mut hot.chunks[chunk_slot(h, range)];
+        let chunk = match c {
+            Some(e) if e.range == range && e.base == base => e,
+            Some(e) => {
+                e.base.clear();
+                e.base.extend_from_slice(base);
+                e.range = range;
+                e.name = kept_name(StackName::new(base, b"bits:", Some(range)).as_slice());
+                e
+            }
+            None => c.insert(HotChunk {
+                base: base.to_vec(),
+                range,
+                name: kept_name(StackName::new(base, b"bits:", Some(range)).as_slice()),
+            }),
+        };
+        (Key::open_kept(ctx, &chunk.name, true), count, Some(set))
     })
 }
 
-fn open_post_plain(ctx: &Context, base: &[u8], range: u64) -> (Key, Key, bool) {
+fn open_post_plain(ctx: &Context, base: &[u8], range: u64) -> (Key, Key, Option<KeptView>) {
     let chunk = Key::open(
         ctx,
         StackName::new(base, b"bits:", Some(range)).as_slice(),
         true,
     );
     let count = Key::open(ctx, StackName::new(base, b"count", None).as_slice(), true);
-    (chunk, count, false)
+    (chunk, count, None)
 }
 
-/// Keeps the names of `base`, a post found in bitmap form.
-fn remember_post(base: &[u8]) {
-    let h = post_hash(base);
-    HOT.with(|hot| {
-        let mut hot = hot.borrow_mut();
-        if hot.posts.is_empty() {
-            hot.posts.resize_with(HOT_POSTS, || None);
-            hot.chunks.resize_with(HOT_CHUNKS, || None);
-        }
-        let p = &mut hot.posts[h & (HOT_POSTS - 1)];
-        if matches!(p, Some(e) if e.base == base) {
-            return;
-        }
-        *p = Some(HotPost {
-            base: base.to_vec(),
-            count: kept_name(StackName::new(base, b"count", None).as_slice()),
-            set: None,
-        });
-    })
-}
+/// A view of a name kept in the table, for the command that opened the
+/// post: not released (the table owns the name and keeps it until another
+/// post takes the slot, which only a later command does).
+struct KeptView(std::mem::ManuallyDrop<RedisString>);
 
-/// Returns the name `B:set`: kept with a hot post's other names, else
-/// built for the call.
-fn set_name_of(ctx: &Context, base: &[u8]) -> RedisString {
-    HOT.with(|hot| {
-        let mut hot = hot.borrow_mut();
-        let h = post_hash(base);
-        match hot.posts.get_mut(h & (HOT_POSTS - 1)) {
-            Some(Some(post)) if post.base == base => post
-                .set
-                .get_or_insert_with(|| kept_name(StackName::new(base, b"set", None).as_slice()))
-                .safe_clone(ctx),
-            _ => RedisString::create_from_slice(
-                ctx.ctx,
-                StackName::new(base, b"set", None).as_slice(),
-            ),
-        }
-    })
+impl KeptView {
+    fn of(ctx: &Context, name: &RedisString) -> KeptView {
+        KeptView(std::mem::ManuallyDrop::new(
+            RedisString::from_redis_module_string(ctx.ctx, name.inner),
+        ))
+    }
 }
 
 // The hot writes read their arguments where Redis holds them (argv.rs):
@@ -573,12 +564,9 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
     let user = stored_user.as_ref().unwrap_or(&args[2]);
 
     let (range, off) = model::locate(id);
-    let (chunk, count, kept) = open_post(ctx, base, range);
+    let (chunk, count, set_kept) = open_post(ctx, base, range);
     let has_chunk = chunk.check(KeyType::String)?;
     let has_count = count.check(KeyType::String)?;
-    if has_chunk && !kept {
-        remember_post(base);
-    }
     // Recording recent likers is the opt-in feature: only then is
     // `B:recent` read, so its type is checked before anything is written.
     let recent_cap = config::get(&config::LIKE_RECENT).max(0) as u64;
@@ -588,10 +576,15 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
     if let Some(r) = &recent {
         r.check(KeyType::ZSet)?;
     }
-    // The count's type is known: its bytes are read without another
-    // type lookup.
+    // The count's type is known: its bytes are read without another type
+    // lookup, through the one access that also rewrites them (below).
+    // (Access for writing may turn an integer-encoded value into a plain
+    // string of the same bytes, as `SETRANGE` does; the value is the same.)
+    // Nothing else changes `B:count`'s value before the write: the Set
+    // command below touches another key, and the slice stays valid.
+    let count_bytes = count.bytes_for_write();
     let stored = if has_count {
-        match model::parse_count(count.bytes()) {
+        match model::parse_count(count_bytes) {
             Some(v) => Some(v),
             None => return Err(corrupt_count(ctx, base)),
         }
@@ -638,7 +631,8 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
         ctx,
         base,
         user,
-        set_name: std::cell::OnceCell::new(),
+        set_kept,
+        set_built: std::cell::OnceCell::new(),
         chunk: &chunk,
         bytes,
         off,
@@ -677,9 +671,9 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
             let mut digits = itoa::Buffer::new();
             let digits = digits.format(new).as_bytes();
             // The common case: as many digits as before, rewritten in place.
-            let bytes = count.bytes_mut(0);
-            if bytes.len() == digits.len() {
-                bytes.copy_from_slice(digits);
+            if count_bytes.len() == digits.len() {
+                count_bytes.copy_from_slice(digits);
+                count.mark_modified();
             } else {
                 count.write_in_place(digits);
             }
@@ -710,22 +704,25 @@ fn write(ctx: &Context, c: &mut Args, op: Op) -> RedisResult {
     drop(count);
 
     // Master-only work, replicated as explicit effects after the command.
-    let mut fx = Effects::new(ctx, expires_at);
+    let mut fx = None;
     let mut promoted = false;
     if step && !follower(ctx) {
+        let fx = fx.insert(Effects::new(ctx, expires_at));
         if let Some(r) = &recent {
             // Recent likers are kept under their own ids, also in a shard.
-            record_recent(r, base, args[2].as_slice(), liked, now, recent_cap, &mut fx);
+            record_recent(r, base, args[2].as_slice(), liked, now, recent_cap, fx);
         }
         drop(recent);
         if model::observes(new) || migrating {
-            promoted = promotion_step(ctx, base, new, migrating, &mut fx);
+            promoted = promotion_step(ctx, base, new, migrating, fx);
         }
     }
     if dirty {
         ctx.replicate_verbatim();
     }
-    fx.replicate();
+    if let Some(fx) = &fx {
+        fx.replicate();
+    }
     if changed {
         if liked {
             LIKES.incr();

@@ -26,6 +26,7 @@
 
 pub mod commands;
 pub mod model;
+pub mod promotion;
 
 use crate::registry::{CommandSpec, Keys};
 use crate::stats::Counter;
