@@ -108,13 +108,7 @@ pub const FAMILIES: &[Family] = &[
 
 /// Commands with no Lua twin in lua-compat/ (none so far): tests/families.rs
 /// and tests/lua_library.rs expect a twin for every other command.
-pub const WITHOUT_LUA_TWIN: &[&str] = &[
-    // STOCK's spread form: the twins refuse SPREAD (lua-compat/docs/stock.md).
-    "stock.apply",
-    "stock.pool",
-    "stock.settle",
-    "stock.transfer",
-];
+pub const WITHOUT_LUA_TWIN: &[&str] = &[];
 
 #[cfg_attr(test, allow(dead_code))]
 fn init(ctx: &Context, args: &[RedisString]) -> Status {

@@ -84,13 +84,17 @@
 --   hotpath_redpacket_info      REDPACKET.INFO  (no-writes: FCALL_RO)
 --   hotpath_redpacket_refund    REDPACKET.REFUND
 --   hotpath_redpacket_split     REDPACKET.SPLIT
+--   hotpath_stock_apply         STOCK.APPLY
 --   hotpath_stock_audit         STOCK.AUDIT  (no-writes: FCALL_RO)
 --   hotpath_stock_confirm       STOCK.CONFIRM
 --   hotpath_stock_create        STOCK.CREATE
 --   hotpath_stock_info          STOCK.INFO  (no-writes: FCALL_RO)
+--   hotpath_stock_pool          STOCK.POOL  (no-writes: FCALL_RO)
 --   hotpath_stock_release       STOCK.RELEASE
 --   hotpath_stock_reserve       STOCK.RESERVE
 --   hotpath_stock_restock       STOCK.RESTOCK
+--   hotpath_stock_settle        STOCK.SETTLE
+--   hotpath_stock_transfer      STOCK.TRANSFER
 
 -- Shared helpers (lua-compat/src/shared.lua).
 -- Redis's own error texts, as the module words them.
@@ -6794,55 +6798,178 @@ local DEFAULT_AUDIT_COUNT = 100
 local function stored(s) return arg_int(s, 0, MAX_INT) end
 local function corrupt(k, field) return data_error('stock', 'corrupt data', k, field) end
 local function fail(what) return redis.error_reply('ERR stock: ' .. what) end
--- The twins have no spread form: the keyword SPREAD among the options
--- (argv[i...]) is refused; nil when there is none.
-local function no_spread(argv, i)
-  for j = i, #argv do
-    if string.upper(argv[j]) == 'SPREAD' then
-      return fail('SPREAD is not supported by the Lua twins: a spread stock needs the module (lua-compat/docs/stock.md)')
-    end
-  end
-  return nil
+-- A spread stock's data keys besides K:meta ('' is K itself;
+-- stock/commands.rs SPREAD_STOCK): data there without a record means the
+-- record was deleted.
+local STOCK_DATA = {'', 'orders', 'users', 'leases', 'applied'}
+-- Reads `SPREAD n`'s value argv[i]: n, or nil and the error.
+local function spread_value(argv, i)
+  if i > #argv then return nil, redis.error_reply(SYNTAX) end
+  return spread().spread_count('stock', argv[i])
 end
--- Reads a trailing [NOW unix-ms], given once, from argv[i...]; nil, error on bad input.
-local function parse_now(argv, i)
-  local now = false
+-- Reads an optional trailing `SPREAD n` (nothing else) from argv[i...]:
+-- n, or nil when there is none, or nil and the error (anything else is a
+-- syntax error).
+local function only_spread(argv, i)
+  if i > #argv then return nil end
+  if string.upper(argv[i]) ~= 'SPREAD' then return nil, redis.error_reply(SYNTAX) end
+  local n, e = spread_value(argv, i + 1)
+  if e then return nil, e end
+  if i + 2 <= #argv then return nil, redis.error_reply(SYNTAX) end
+  return n
+end
+-- The `SPREAD n` a transfer command requires after its arguments.
+local function required_spread(argv, i)
+  local n, e = only_spread(argv, i)
+  if e then return nil, e end
+  if n == nil then return nil, redis.error_reply(SYNTAX) end
+  return n
+end
+-- Reads `[NOW unix-ms] [SPREAD n]` in either order, each at most once,
+-- from argv[i...]: now (false when not given) and the declared count (nil
+-- when not given); or nil, nil and the error.
+local function parse_now_spread(argv, i)
+  local now, declared = false, nil
   while i <= #argv do
-    if string.upper(argv[i]) ~= 'NOW' or i + 1 > #argv or now then return nil, redis.error_reply(SYNTAX) end
-    now = arg_int(argv[i + 1], 0, MAX_TIME)
-    if not now then return nil, redis.error_reply(NOTINT) end
+    local kw = string.upper(argv[i])
+    if kw == 'NOW' and not now then
+      if i + 1 > #argv then return nil, nil, redis.error_reply(SYNTAX) end
+      now = arg_int(argv[i + 1], 0, MAX_TIME)
+      if not now then return nil, nil, redis.error_reply(NOTINT) end
+    elseif kw == 'SPREAD' and declared == nil then
+      local n, e = spread_value(argv, i + 1)
+      if e then return nil, nil, e end
+      declared = n
+    else
+      return nil, nil, redis.error_reply(SYNTAX)
+    end
     i = i + 2
   end
-  return now
+  return now, declared
+end
+-- The shard a record's mark m names, for a call on B that declared
+-- `declared` and names `user` (stock/commands.rs marked): {n =, i =, dry
+-- =}, or nil and the error (other counts; a mark that names another key,
+-- a copied record, is corrupt data in B; a user of another shard).
+local function marked(B, declared, m, user)
+  if declared ~= nil and declared ~= m.n then
+    return nil, fail("shard counts disagree: '" .. key_text(B) .. "' is shard " .. fmt(m.i) .. ' of '
+      .. fmt(m.n) .. ', the call says ' .. fmt(declared))
+  end
+  if spread().shard_index(B, m.n) ~= m.i then return nil, corrupt(B) end
+  local sh = {n = m.n, i = m.i, dry = m.dry}
+  if user then
+    local e = spread().check_owner('stock', 'user', B, sh, user)
+    if e then return nil, e end
+  end
+  return sh
+end
+-- Which shard a call on B runs on (stock/commands.rs spread_of): false
+-- for a single-slot stock; {n =, i =, dry =} for a shard of a spread
+-- stock; or nil and the error. `found`: whether B is a String; `rec`: its
+-- record when it parses (a shard's record carries its mark, which decides
+-- alone: no B:meta read); `user`: the user a RESERVE names (it must
+-- belong to the shard). A key that declares no count and does not start
+-- with `{` costs one byte comparison. Any other call on a key that may be
+-- a shard goes through the spread scope (B:meta), and a shard found there
+-- whose record has no mark is corrupt data in B.
+local function spread_of(B, declared, found, rec, user)
+  if rec and rec.mark then return marked(B, declared, rec.mark, user) end
+  if declared == nil and not looks_like_shard(B) then
+    if not found then
+      local e = spread().refuse_spread_base('stock', B, STOCK_DATA)
+      if e then return nil, e end
+    end
+    return false
+  end
+  local S = spread()
+  local meta = B .. ':meta'
+  local tm = redis.call('TYPE', meta).ok
+  if tm ~= 'none' and tm ~= 'hash' then return nil, redis.error_reply(WRONGTYPE) end
+  local r, e = S.read_record('stock', B)
+  if e then return nil, e end
+  local sh, e2 = S.resolve('stock', B, declared, r, function() return S.holds_data(B, STOCK_DATA) end)
+  if e2 then return nil, e2 end
+  if sh and user then
+    local e3 = S.check_owner('stock', 'user', B, sh, user)
+    if e3 then return nil, e3 end
+  end
+  if not sh then
+    if not found then
+      local e4 = S.refuse_spread_base('stock', B, STOCK_DATA)
+      if e4 then return nil, e4 end
+    end
+    return false
+  end
+  if rec then return nil, corrupt(B) end
+  return {n = sh.n, i = sh.i, dry = false}
+end
+-- RESERVE's answer when the units are lacking: SOLDOUT, or on a shard of
+-- a spread stock not marked dry REFILL (the shard lacks units, the SKU
+-- may not).
+local function soldout(sh, left)
+  if sh and not sh.dry then return {'REFILL', left, 0} end
+  return {'SOLDOUT', left, 0}
 end
 -- The stock record, the value of B:
--- '<available>:<reserved>:<sold>:<total>:<limit>:<lease-ms>:<expires>'; nil
--- for anything STOCK never writes (the law broken included). The sum is
--- exact: the counts are at most 2^53 - 1, and a sum past 2^53 rounds to
--- 2^53 or more, above any total.
+-- '<available>:<reserved>:<sold>:<total>:<limit>:<lease-ms>:<expires>',
+-- and on a shard of a spread stock its mark ':<n>:<i>:<dry>' after it
+-- (stock/model.rs Stock, Mark); nil for anything STOCK never writes (the
+-- law broken included). The sum is exact: the counts are at most 2^53 - 1,
+-- and a sum past 2^53 rounds to 2^53 or more, above any total.
+--
+-- A shard's mark from its three fields: {n =, i =, dry =}, or nil.
+local function make_mark(n, i, d)
+  n, i, d = stored(n), stored(i), stored(d)
+  if not (n and i and d) or n < 1 or n > 1024 or i >= n or d > 1 then return nil end
+  return {n = n, i = i, dry = d == 1}
+end
 local function parse_stock(v)
-  local a, r, s, t, l, m, e = string.match(v, '^([^:]*):([^:]*):([^:]*):([^:]*):([^:]*):([^:]*):([^:]*)$')
+  local a, r, s, t, l, m, e, rest = string.match(v, '^([^:]*):([^:]*):([^:]*):([^:]*):([^:]*):([^:]*):([^:]*)(.*)$')
   if not a then return nil end
   local st = {available = stored(a), reserved = stored(r), sold = stored(s), total = stored(t),
     limit = stored(l), lease = stored(m), expires = stored(e)}
   for _, f in ipairs({'available', 'reserved', 'sold', 'total', 'limit', 'lease', 'expires'}) do
     if not st[f] then return nil end
   end
+  if rest ~= '' then
+    local n, i, d = string.match(rest, '^:([^:]*):([^:]*):([^:]*)$')
+    if not n then return nil end
+    st.mark = make_mark(n, i, d)
+    if not st.mark then return nil end
+  end
   if st.available + st.reserved + st.sold ~= st.total then return nil end
   if st.lease < 1 or st.lease > MAX_LEASE then return nil end
   return st
 end
+-- The mark alone, as a shard's sold-out fast path reads it (Mark::read):
+-- a value of ten ':'-separated fields whose last three are a mark; the
+-- counts before it are not read.
+local function read_mark(v)
+  local _, colons = string.gsub(v, ':', '')
+  if colons ~= 9 then return nil end
+  local n, i, d = string.match(v, '^[^:]*:[^:]*:[^:]*:[^:]*:[^:]*:[^:]*:[^:]*:([^:]*):([^:]*):([^:]*)$')
+  return make_mark(n, i, d)
+end
 local function format_stock(s)
-  return fmt(s.available) .. ':' .. fmt(s.reserved) .. ':' .. fmt(s.sold) .. ':' .. fmt(s.total)
+  local v = fmt(s.available) .. ':' .. fmt(s.reserved) .. ':' .. fmt(s.sold) .. ':' .. fmt(s.total)
     .. ':' .. fmt(s.limit) .. ':' .. fmt(s.lease) .. ':' .. fmt(s.expires)
+  if s.mark then v = v .. ':' .. fmt(s.mark.n) .. ':' .. fmt(s.mark.i) .. ':' .. (s.mark.dry and '1' or '0') end
+  return v
 end
 local function same_stock(a, b)
+  local ma, mb = a.mark, b.mark
+  local same_mark = (ma == nil and mb == nil)
+    or (ma ~= nil and mb ~= nil and ma.n == mb.n and ma.i == mb.i and ma.dry == mb.dry)
   return a.available == b.available and a.reserved == b.reserved and a.sold == b.sold
     and a.total == b.total and a.limit == b.limit and a.lease == b.lease and a.expires == b.expires
+    and same_mark
 end
 local function copy_stock(s)
+  local mark = nil
+  if s.mark then mark = {n = s.mark.n, i = s.mark.i, dry = s.mark.dry} end
   return {available = s.available, reserved = s.reserved, sold = s.sold, total = s.total,
-    limit = s.limit, lease = s.lease, expires = s.expires}
+    limit = s.limit, lease = s.lease, expires = s.expires, mark = mark}
 end
 -- The sold-out fast path: the value begins '0:0:' (nothing available,
 -- nothing reserved).
@@ -6868,14 +6995,18 @@ local function parse_held(v)
   if n and n > 0 then return n end
   return nil
 end
--- Opens B: the stock, or nil and an error reply.
-local function open_head(B)
+-- Opens B (stock/commands.rs open_head): the stock and its shard (false
+-- for a single-slot stock; see spread_of), or nil and an error reply.
+local function open_head(B, declared)
   local t = redis.call('TYPE', B).ok
+  if t ~= 'none' and t ~= 'string' then return nil, redis.error_reply(WRONGTYPE) end
+  local rec = nil
+  if t == 'string' then rec = parse_stock(redis.call('GET', B)) end
+  local sh, se = spread_of(B, declared, t == 'string', rec, nil)
+  if sh == nil then return nil, se end
   if t == 'none' then return nil, fail('no such stock') end
-  if t ~= 'string' then return nil, redis.error_reply(WRONGTYPE) end
-  local s = parse_stock(redis.call('GET', B))
-  if not s then return nil, corrupt(B) end
-  return s
+  if not rec then return nil, corrupt(B) end
+  return rec, sh
 end
 -- Checks the types of B:orders, B:users and B:leases; an error reply or nil.
 local function check_ledger(B)
@@ -6984,6 +7115,155 @@ local function bytes_less(a, b)
   end
   return #a < #b
 end
+-- ---- The spread form's pool and transfers (docs/stock.md, "Spread form") ----
+-- The record layouts of the pool, its transfers and a shard's applied
+-- transfers are decoded and encoded here only (stock/model.rs Pool,
+-- Transfer, parse_applied).
+--
+-- The pool, K_0:pool: '<free>:<transit>:<total>:<expires>'; nil for
+-- anything STOCK never writes.
+local function parse_pool(v)
+  local f, t, tot, e = string.match(v, '^([^:]*):([^:]*):([^:]*):([^:]*)$')
+  if not f then return nil end
+  local p = {free = stored(f), transit = stored(t), total = stored(tot), expires = stored(e)}
+  if not (p.free and p.transit and p.total and p.expires) or p.free > p.total then return nil end
+  return p
+end
+local function format_pool(p)
+  return fmt(p.free) .. ':' .. fmt(p.transit) .. ':' .. fmt(p.total) .. ':' .. fmt(p.expires)
+end
+local function same_pool(a, b)
+  return a.free == b.free and a.transit == b.transit and a.total == b.total and a.expires == b.expires
+end
+-- A transfer, a field of K_0:transfers:
+-- '<O|C>:<R|H>:<shard>:<asked>:<units>' (open or closed, refill or
+-- handback); {open =, dir = 'R'|'H', shard =, asked =, units =}, or nil.
+local function parse_transfer(v)
+  local o, d, sh, a, u = string.match(v, '^([OC]):([RH]):([^:]*):([^:]*):([^:]*)$')
+  if not o then return nil end
+  local t = {open = o == 'O', dir = d, shard = stored(sh), asked = stored(a), units = stored(u)}
+  if not (t.shard and t.asked and t.units) or t.shard > 4294967295 then return nil end
+  if t.asked < 1 or t.units > t.asked then return nil end
+  if d == 'R' and t.units < 1 then return nil end
+  if d == 'H' and t.open and t.units ~= 0 then return nil end
+  return t
+end
+local function format_transfer(t)
+  return (t.open and 'O' or 'C') .. ':' .. t.dir .. ':' .. fmt(t.shard) .. ':' .. fmt(t.asked) .. ':' .. fmt(t.units)
+end
+-- A shard's record of an applied transfer, a field of K_i:applied: the
+-- signed units applied, a canonical integer ('-0' is not one); or nil.
+local function parse_applied(v)
+  if string.byte(v, 1) == 45 then
+    local n = stored(string.sub(v, 2))
+    if n and n > 0 then return -n end
+    return nil
+  end
+  return stored(v)
+end
+-- Gives key the instant `expires` when it has no expiry (a key this call
+-- created); nothing for 0.
+local function expire_if_unset(k, expires)
+  if expires > 0 and redis.call('PTTL', k) == -1 then redis.call('PEXPIREAT', k, fmt(expires)) end
+end
+-- Fails unless sh is shard 0, the one holding the pool.
+local function require_pool_shard(K, sh, n)
+  if sh and sh.i == 0 then return nil end
+  local _, base = spread().split_shard_key(K)
+  return fail('the pool is on shard 0 of ' .. fmt(n) .. " ('" .. key_text(spread().first_shard_key(base or K))
+    .. "'), not on '" .. key_text(K) .. "'")
+end
+-- Opens K_0:pool, K_0:transfers and K_0:open (types checked) and reads
+-- the pool: the pool, or nil and the error (a missing pool is corrupt).
+local function open_pool(K)
+  for _, p in ipairs({{'pool', 'string'}, {'transfers', 'hash'}, {'open', 'zset'}}) do
+    local t = redis.call('TYPE', K .. ':' .. p[1]).ok
+    if t ~= 'none' and t ~= p[2] then return nil, redis.error_reply(WRONGTYPE) end
+  end
+  local v = redis.call('GET', K .. ':pool')
+  local p = v and parse_pool(v)
+  if not p then return nil, corrupt(K .. ':pool') end
+  return p
+end
+-- The record of transfer id: false when unknown, or nil and the error.
+local function get_transfer(K, id)
+  local v = redis.call('HGET', K .. ':transfers', id)
+  if not v then return false end
+  local t = parse_transfer(v)
+  if not t then return nil, corrupt(K .. ':transfers', id) end
+  return t
+end
+-- Writes a transfer's record, the pool (when it changed) and the open set.
+local function write_transfer(K, id, t, pool, before)
+  redis.call('HSET', K .. ':transfers', id, format_transfer(t))
+  if t.open then
+    redis.call('ZADD', K .. ':open', 0, id)
+  else
+    redis.call('ZREM', K .. ':open', id)
+  end
+  if not same_pool(pool, before) then redis.call('SET', K .. ':pool', format_pool(pool), 'KEEPTTL') end
+  expire_if_unset(K .. ':transfers', pool.expires)
+  expire_if_unset(K .. ':open', pool.expires)
+end
+
+-- STOCK.APPLY (lua-compat/src/stock/apply.lua)
+local function stock_apply(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('stock.apply') end
+local K = KEYS[1]
+if #ARGV ~= 4 then
+  return redis.error_reply("ERR wrong number of arguments for 'stock.apply' command")
+end
+local id = ARGV[1]
+local delta = arg_int(ARGV[2], -MAX_INT, MAX_INT)
+if not delta then return redis.error_reply(NOTINT) end
+local n, ne = required_spread(ARGV, 3)
+if not n then return ne end
+if id == '' then return fail('transfer must not be empty') end
+local head, sh = open_head(K, n)
+if not head then return sh end
+local APPLIED = K .. ':applied'
+local ta = redis.call('TYPE', APPLIED).ok
+if ta ~= 'none' and ta ~= 'hash' then return redis.error_reply(WRONGTYPE) end
+if delta == 0 then
+  -- The dry notice: nothing moves; SOLDOUT becomes final here (the mark
+  -- in the shard's record).
+  if head.mark and not head.mark.dry then
+    local s = copy_stock(head)
+    s.mark.dry = true
+    write_stock(K, s)
+  end
+  return {0, head.available}
+end
+local v = redis.call('HGET', APPLIED, id)
+if v then
+  local a = parse_applied(v)
+  if not a then return corrupt(APPLIED, id) end
+  -- A replay: the same sign and at most the size asked.
+  local same
+  if delta > 0 then same = a == delta else same = a <= 0 and -a <= -delta end
+  if not same then return fail('transfer exists with another shard or quantity') end
+  return {a, head.available}
+end
+local s = copy_stock(head)
+local a
+if delta > 0 then
+  if s.total > MAX_INT - delta then return data_error('stock', 'integer overflow', K) end
+  a = delta
+else
+  a = -math.min(-delta, s.available)
+  if a == 0 then a = 0 end
+end
+s.available = s.available + a
+s.total = s.total + a
+-- Units came: the shard's SOLDOUT is no longer the SKU's.
+if a > 0 and s.mark then s.mark.dry = false end
+redis.call('HSET', APPLIED, id, fmt(a))
+expire_if_unset(APPLIED, s.expires)
+write_stock(K, s)
+return {a, s.available}
+end
+redis.register_function{function_name = 'hotpath_stock_apply', callback = stock_apply,
+  description = 'STOCK.APPLY key transfer delta SPREAD n'}
 
 -- STOCK.AUDIT (lua-compat/src/stock/audit.lua)
 local function stock_audit(KEYS, ARGV)
@@ -6992,8 +7272,6 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.audit' command")
 end
-local ns = no_spread(ARGV, 2)
-if ns then return ns end
 local cursor = ARGV[1]
 -- An HSCAN cursor: decimal digits of a value in the u64 range.
 if not string.match(cursor, '^%d+$') then return redis.error_reply(NOTINT) end
@@ -7001,15 +7279,24 @@ local digits = string.gsub(cursor, '^0+', '')
 if #digits > 20 or (#digits == 20 and digits > '18446744073709551615') then
   return redis.error_reply(NOTINT)
 end
-local count = DEFAULT_AUDIT_COUNT
+local count, declared = DEFAULT_AUDIT_COUNT, nil
 local i = 2
 while i <= #ARGV do
-  if string.upper(ARGV[i]) ~= 'COUNT' or i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
-  count = arg_int(ARGV[i + 1], 1, MAX_AUDIT_COUNT)
-  if not count then return redis.error_reply(NOTINT) end
+  local kw = string.upper(ARGV[i])
+  if kw == 'COUNT' then
+    if i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+    count = arg_int(ARGV[i + 1], 1, MAX_AUDIT_COUNT)
+    if not count then return redis.error_reply(NOTINT) end
+  elseif kw == 'SPREAD' then
+    local n, e = spread_value(ARGV, i + 1)
+    if e then return e end
+    declared = n
+  else
+    return redis.error_reply(SYNTAX)
+  end
   i = i + 2
 end
-local s, he = open_head(B)
+local s, he = open_head(B, declared)
 if not s then return he end
 local e = check_ledger(B)
 if e then return e end
@@ -7129,13 +7416,11 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.confirm' command")
 end
-local ns = no_spread(ARGV, 2)
-if ns then return ns end
 local order = ARGV[1]
-local now, err = parse_now(ARGV, 2)
+local now, declared, err = parse_now_spread(ARGV, 2)
 if now == nil then return err end
 if order == '' then return fail('order must not be empty') end
-local head, he = open_head(B)
+local head, he = open_head(B, declared)
 if not head then return he end
 now = now or clock_ms()
 local e = check_ledger(B)
@@ -7174,38 +7459,79 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.create' command")
 end
-local ns = no_spread(ARGV, 2)
-if ns then return ns end
 local total = arg_int(ARGV[1], 0, MAX_INT)
 if not total then return redis.error_reply(NOTINT) end
-local limit, lease, ttl, now = 0, DEFAULT_LEASE, nil, nil
+local limit, lease, ttl, now, declared = 0, DEFAULT_LEASE, nil, nil, nil
 local i = 2
 while i <= #ARGV do
   local kw = string.upper(ARGV[i])
-  local lo, hi
-  if kw == 'LIMIT' then lo, hi = 0, MAX_INT
-  elseif kw == 'LEASE' then lo, hi = 1, MAX_LEASE
-  elseif kw == 'TTL' then lo, hi = 1, MAX_TTL
-  elseif kw == 'NOW' then lo, hi = 0, MAX_TIME
-  else return redis.error_reply(SYNTAX) end
-  if i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
-  local n = arg_int(ARGV[i + 1], lo, hi)
-  if not n then return redis.error_reply(NOTINT) end
-  if kw == 'LIMIT' then limit = n elseif kw == 'LEASE' then lease = n
-  elseif kw == 'TTL' then ttl = n else now = n end
+  if kw == 'SPREAD' then
+    local n, e = spread_value(ARGV, i + 1)
+    if e then return e end
+    declared = n
+  else
+    local lo, hi
+    if kw == 'LIMIT' then lo, hi = 0, MAX_INT
+    elseif kw == 'LEASE' then lo, hi = 1, MAX_LEASE
+    elseif kw == 'TTL' then lo, hi = 1, MAX_TTL
+    elseif kw == 'NOW' then lo, hi = 0, MAX_TIME
+    else return redis.error_reply(SYNTAX) end
+    if i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+    local n = arg_int(ARGV[i + 1], lo, hi)
+    if not n then return redis.error_reply(NOTINT) end
+    if kw == 'LIMIT' then limit = n elseif kw == 'LEASE' then lease = n
+    elseif kw == 'TTL' then ttl = n else now = n end
+  end
   i = i + 2
+end
+now = now or clock_ms()
+local expires = 0
+if ttl then expires = now + ttl * 1000 end
+local index = nil
+if declared then
+  index = spread().shard_index(B, declared)
+  if index == nil then return spread().not_a_shard_key('stock', B, declared) end
 end
 local t = redis.call('TYPE', B).ok
 if t == 'string' then return fail('already exists') end
 if t ~= 'none' then return redis.error_reply(WRONGTYPE) end
-now = now or clock_ms()
-local expires = 0
-if ttl then expires = now + ttl * 1000 end
+local META = B .. ':meta'
+local tm = redis.call('TYPE', META).ok
+if tm ~= 'none' and tm ~= 'hash' then return redis.error_reply(WRONGTYPE) end
+if index == nil then
+  local e = spread().refuse_spread_base('stock', B, STOCK_DATA)
+  if e then return e end
+elseif tm ~= 'none' then
+  -- A meta without a stock record: a shard whose record was deleted.
+  return corrupt(B)
+elseif index == 0 then
+  -- Shard 0 shares its base key's slot: a single-slot stock under the
+  -- base must not be shadowed by a spread one.
+  local _, base = spread().split_shard_key(B)
+  base = base or B
+  if (spread().has_hash_tag(base) or not spread().cluster_enabled()) and redis.call('EXISTS', base) == 1 then
+    return fail("'" .. key_text(base) .. "' is a single-slot stock already")
+  end
+end
 -- Leftovers of an earlier stock of this name would join the new one.
-redis.call('DEL', B .. ':orders', B .. ':users', B .. ':leases')
-redis.call('SET', B, format_stock({available = total, reserved = 0, sold = 0, total = total,
-  limit = limit, lease = lease, expires = expires}))
+redis.call('DEL', B .. ':orders', B .. ':users', B .. ':leases', B .. ':applied', B .. ':pool',
+  B .. ':transfers', B .. ':open')
+-- A shard starts empty: every unit it sells comes from the pool by a
+-- transfer (shard 0 holds the pool of all `total` units).
+-- Its record carries its mark (which shard of how many, not dry).
+local own, mark = total, nil
+if index then own, mark = 0, {n = declared, i = index, dry = false} end
+redis.call('SET', B, format_stock({available = own, reserved = 0, sold = 0, total = own,
+  limit = limit, lease = lease, expires = expires, mark = mark}))
 if expires > 0 then redis.call('PEXPIREAT', B, fmt(expires)) end
+if index then
+  redis.call('HSET', META, 'spread', fmt(declared), 'shard', fmt(index))
+  if expires > 0 then redis.call('PEXPIREAT', META, fmt(expires)) end
+  if index == 0 then
+    redis.call('SET', B .. ':pool', format_pool({free = total, transit = 0, total = total, expires = expires}))
+    if expires > 0 then redis.call('PEXPIREAT', B .. ':pool', fmt(expires)) end
+  end
+end
 return {ok = 'OK'}
 end
 redis.register_function{function_name = 'hotpath_stock_create', callback = stock_create,
@@ -7215,13 +7541,17 @@ redis.register_function{function_name = 'hotpath_stock_create', callback = stock
 local function stock_info(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('stock.info') end
 local B = KEYS[1]
-local ns = no_spread(ARGV, 1)
-if ns then return ns end
-if #ARGV ~= 0 then return redis.error_reply(SYNTAX) end
+local declared, de = only_spread(ARGV, 1)
+if de then return de end
 local t = redis.call('TYPE', B).ok
+if t ~= 'none' and t ~= 'string' then return redis.error_reply(WRONGTYPE) end
+local s = nil
+if t == 'string' then s = parse_stock(redis.call('GET', B)) end
+if declared or t == 'string' then
+  local sh, se = spread_of(B, declared, true, s, nil)
+  if sh == nil then return se end
+end
 if t == 'none' then return {} end
-if t ~= 'string' then return redis.error_reply(WRONGTYPE) end
-local s = parse_stock(redis.call('GET', B))
 if not s then return corrupt(B) end
 local ot = redis.call('TYPE', B .. ':orders').ok
 if ot ~= 'none' and ot ~= 'hash' then return redis.error_reply(WRONGTYPE) end
@@ -7232,6 +7562,38 @@ end
 redis.register_function{function_name = 'hotpath_stock_info', callback = stock_info, flags = {'no-writes'},
   description = 'STOCK.INFO key [SPREAD n]'}
 
+-- STOCK.POOL (lua-compat/src/stock/pool.lua)
+local function stock_pool(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('stock.pool') end
+local K = KEYS[1]
+if #ARGV ~= 2 then
+  return redis.error_reply("ERR wrong number of arguments for 'stock.pool' command")
+end
+local n, ne = required_spread(ARGV, 1)
+if not n then return ne end
+local head, sh = open_head(K, n)
+if not head then return sh end
+local pe = require_pool_shard(K, sh, n)
+if pe then return pe end
+local p, oe = open_pool(K)
+if not p then return oe end
+local pending = {}
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', K .. ':open', '-inf', '+inf', 'LIMIT', 0, 100)) do
+  local t, te = get_transfer(K, id)
+  if t == nil then return te end
+  if not t or not t.open then return corrupt(K .. ':open', id) end
+  local d = t.units
+  if t.dir == 'H' then d = -t.asked end
+  table.insert(pending, id)
+  table.insert(pending, t.shard)
+  table.insert(pending, d)
+end
+return {'total', p.total, 'free', p.free, 'transit', p.transit, 'open', redis.call('ZCARD', K .. ':open'),
+  'pending', pending}
+end
+redis.register_function{function_name = 'hotpath_stock_pool', callback = stock_pool, flags = {'no-writes'},
+  description = 'STOCK.POOL key SPREAD n'}
+
 -- STOCK.RELEASE (lua-compat/src/stock/release.lua)
 local function stock_release(KEYS, ARGV)
 if #KEYS ~= 1 then return arity('stock.release') end
@@ -7239,12 +7601,11 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.release' command")
 end
-local ns = no_spread(ARGV, 2)
-if ns then return ns end
-if #ARGV > 1 then return redis.error_reply(SYNTAX) end
+local declared, de = only_spread(ARGV, 2)
+if de then return de end
 local order = ARGV[1]
 if order == '' then return fail('order must not be empty') end
-local head, he = open_head(B)
+local head, he = open_head(B, declared)
 if not head then return he end
 local e = check_ledger(B)
 if e then return e end
@@ -7276,21 +7637,37 @@ local B = KEYS[1]
 if #ARGV < 3 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.reserve' command")
 end
-local ns = no_spread(ARGV, 4)
-if ns then return ns end
 local user, order = ARGV[1], ARGV[2]
 local qty = arg_int(ARGV[3], 1, MAX_INT)
 if not qty then return redis.error_reply(NOTINT) end
-local now, err = parse_now(ARGV, 4)
+local now, declared, err = parse_now_spread(ARGV, 4)
 if now == nil then return err end
 if user == '' then return fail('user must not be empty') end
 if order == '' then return fail('order must not be empty') end
 local t = redis.call('TYPE', B).ok
-if t == 'none' then return fail('no such stock') end
-if t ~= 'string' then return redis.error_reply(WRONGTYPE) end
-local raw = redis.call('GET', B)
-if finished(raw) then return {'SOLDOUT', 0, 0} end
-local head = parse_stock(raw)
+if t ~= 'none' and t ~= 'string' then return redis.error_reply(WRONGTYPE) end
+local found = t == 'string'
+local raw = found and redis.call('GET', B)
+-- A key that may be a shard: its record (and mark) read now, once; a
+-- sold-out shard answers from its mark alone. A single-slot stock reads
+-- its record after the sold-out fast path.
+local head = nil
+if declared ~= nil or looks_like_shard(B) then
+  if found and finished(raw) then
+    local m = read_mark(raw)
+    if m then
+      local ms, me = marked(B, declared, m, user)
+      if not ms then return me end
+      return soldout(ms, 0)
+    end
+  end
+  if found then head = parse_stock(raw) end
+end
+local sh, se = spread_of(B, declared, found, head, user)
+if sh == nil then return se end
+if not found then return fail('no such stock') end
+if finished(raw) then return soldout(sh, 0) end
+head = head or parse_stock(raw)
 if not head then return corrupt(B) end
 now = now or clock_ms()
 local e = check_ledger(B)
@@ -7357,6 +7734,7 @@ end
 if not same_stock(s, head) or #list > 0 or status == 'OK' then
   expire_ledger(B, s.expires)
 end
+if status == 'SOLDOUT' then return soldout(sh, left) end
 return {status, left, lease_end}
 end
 redis.register_function{function_name = 'hotpath_stock_reserve', callback = stock_reserve,
@@ -7369,14 +7747,15 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.restock' command")
 end
-local ns = no_spread(ARGV, 2)
-if ns then return ns end
 local delta = arg_int(ARGV[1], -MAX_INT, MAX_INT)
 if not delta then return redis.error_reply(NOTINT) end
-local now, err = parse_now(ARGV, 2)
+local now, declared, err = parse_now_spread(ARGV, 2)
 if now == nil then return err end
-local head, he = open_head(B)
-if not head then return he end
+local head, sh = open_head(B, declared)
+if not head then return sh end
+if sh and delta ~= 0 then
+  return fail('a shard of a spread stock takes units only by transfers (RESTOCK 0 returns lapsed leases)')
+end
 now = now or clock_ms()
 local e = check_ledger(B)
 if e then return e end
@@ -7397,4 +7776,94 @@ return s.available
 end
 redis.register_function{function_name = 'hotpath_stock_restock', callback = stock_restock,
   description = 'STOCK.RESTOCK key delta [NOW unix-ms] [SPREAD n] [IDEM token]'}
+
+-- STOCK.SETTLE (lua-compat/src/stock/settle.lua)
+local function stock_settle(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('stock.settle') end
+local K = KEYS[1]
+if #ARGV ~= 4 then
+  return redis.error_reply("ERR wrong number of arguments for 'stock.settle' command")
+end
+local id = ARGV[1]
+local applied = arg_int(ARGV[2], -MAX_INT, MAX_INT)
+if not applied then return redis.error_reply(NOTINT) end
+local n, ne = required_spread(ARGV, 3)
+if not n then return ne end
+if id == '' then return fail('transfer must not be empty') end
+local head, sh = open_head(K, n)
+if not head then return sh end
+local pe = require_pool_shard(K, sh, n)
+if pe then return pe end
+local before, oe = open_pool(K)
+if not before then return oe end
+local t, te = get_transfer(K, id)
+if t == nil then return te end
+if not t then return fail('no such transfer') end
+if not t.open then return 0 end
+local pool = {free = before.free, transit = before.transit, total = before.total, expires = before.expires}
+if t.dir == 'R' then
+  if applied ~= t.units or pool.transit < t.units then return fail('units do not match the transfer') end
+  pool.transit = pool.transit - t.units
+else
+  if applied > 0 or -applied > t.asked or pool.free - applied > pool.total then
+    return fail('units do not match the transfer')
+  end
+  t.units = -applied
+  pool.free = pool.free + t.units
+end
+t.open = false
+write_transfer(K, id, t, pool, before)
+return 1
+end
+redis.register_function{function_name = 'hotpath_stock_settle', callback = stock_settle,
+  description = 'STOCK.SETTLE key transfer delta SPREAD n'}
+
+-- STOCK.TRANSFER (lua-compat/src/stock/transfer.lua)
+local function stock_transfer(KEYS, ARGV)
+if #KEYS ~= 1 then return arity('stock.transfer') end
+local K = KEYS[1]
+if #ARGV ~= 5 then
+  return redis.error_reply("ERR wrong number of arguments for 'stock.transfer' command")
+end
+local id = ARGV[1]
+local shard = arg_int(ARGV[2], 0, 1023)
+if not shard then return redis.error_reply(NOTINT) end
+local delta = arg_int(ARGV[3], -MAX_INT, MAX_INT)
+if not delta then return redis.error_reply(NOTINT) end
+local n, ne = required_spread(ARGV, 4)
+if not n then return ne end
+if id == '' then return fail('transfer must not be empty') end
+if delta == 0 then return fail('delta must not be 0') end
+if shard >= n then return fail('shard must be from 0 to ' .. fmt(n - 1)) end
+local head, sh = open_head(K, n)
+if not head then return sh end
+local pe = require_pool_shard(K, sh, n)
+if pe then return pe end
+local before, oe = open_pool(K)
+if not before then return oe end
+local known, te = get_transfer(K, id)
+if known == nil then return te end
+local dir, asked = 'R', delta
+if delta < 0 then dir, asked = 'H', -delta end
+local open_count = function() return redis.call('ZCARD', K .. ':open') end
+if known then
+  if known.shard ~= shard or known.dir ~= dir or known.asked ~= asked then
+    return fail('transfer exists with another shard or quantity')
+  end
+  return {known.open and 'OPEN' or 'CLOSED', known.units, before.free, open_count()}
+end
+local pool = {free = before.free, transit = before.transit, total = before.total, expires = before.expires}
+local t = {open = true, dir = dir, shard = shard, asked = asked, units = 0}
+if dir == 'R' then
+  local g = math.min(asked, pool.free)
+  if g == 0 then return {'DRY', 0, pool.free, open_count()} end
+  pool.free = pool.free - g
+  pool.transit = pool.transit + g
+  t.units = g
+end
+write_transfer(K, id, t, pool, before)
+return {'OPEN', t.units, pool.free, open_count()}
+end
+redis.register_function{function_name = 'hotpath_stock_transfer', callback = stock_transfer,
+  description = 'STOCK.TRANSFER key transfer shard delta SPREAD n'}
 end

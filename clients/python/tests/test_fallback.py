@@ -69,11 +69,6 @@ class OnTheFunctionsLibrary(Families, unittest.TestCase):
         load_library(cls.r)
         cls.hp = hotpath.HotPath(cls.r, backend=hotpath.FallbackBackend(cls.r, LIKE_CONFIGS))
 
-    def test_spread_stock(self):
-        # STOCK's spread form has no twins: the library refuses SPREAD.
-        with self.assertRaisesRegex(Exception, "SPREAD is not supported by the Lua twins"):
-            self.hp.stock(self.k("ssku"), spread=3).create(5)
-
     def test_the_server_has_no_module_and_the_client_fell_back(self):
         with self.assertRaisesRegex(redis.ResponseError, "unknown command"):
             self.r.execute_command("POLL.INFO", self.k("p"))
@@ -92,11 +87,6 @@ class OnTheFunctionsLibraryInResp2(Families, unittest.TestCase):
         cls.r = redis.Redis.from_url(URL, protocol=2)
         load_library(cls.r)
         cls.hp = hotpath.HotPath(cls.r, backend=hotpath.FunctionsBackend(cls.r, LIKE_CONFIGS))
-
-    def test_spread_stock(self):
-        # STOCK's spread form has no twins: the library refuses SPREAD.
-        with self.assertRaisesRegex(Exception, "SPREAD is not supported by the Lua twins"):
-            self.hp.stock(self.k("ssku"), spread=3).create(5)
 
 
 def _skip_spread(cls):
@@ -123,11 +113,6 @@ class AsyncOnTheFunctionsLibrary(AsyncSuite, Families, unittest.TestCase):
     def tearDownClass(cls):
         cls.loop.run_until_complete(cls.ar.aclose())
         cls.loop.close()
-
-    def test_spread_stock(self):
-        # STOCK's spread form has no twins: the library refuses SPREAD.
-        with self.assertRaisesRegex(Exception, "SPREAD is not supported by the Lua twins"):
-            self.hp.stock(self.k("ssku"), spread=3).create(5)
 
     def test_the_client_fell_back(self):
         self.hp.poll(self.k("p")).info()

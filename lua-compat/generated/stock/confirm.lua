@@ -1,5 +1,6 @@
 -- STOCK.CONFIRM key order [NOW unix-ms] [SPREAD n]
--- KEYS[1] = B; ARGV = order [NOW unix-ms].
+-- KEYS[1] = B (or K_u, the user's shard of a spread stock); ARGV = order
+-- [NOW unix-ms] [SPREAD n].
 -- Reply: 1 when the reservation became a sale, 0 when the order was
 -- already confirmed.
 -- Same replies, errors and stored data as the module (lua-compat/docs/stock.md).
@@ -303,6 +304,17 @@ local function spread()
   spread_helpers = S
   return S
 end
+-- True when k may be a shard key (`{` and the tag of its own slot): one
+-- byte for a key that does not start with `{`.
+local function looks_like_shard(k)
+  if string.byte(k, 1) ~= 123 then return false end
+  -- A table tag has 1 to 3 characters: longer `{…}` prefixes (a hash tag
+  -- such as `{user:42}`) and a bare tag (`{bm}`: the base is empty) are
+  -- told apart without building the helpers.
+  local close = string.find(k, '}', 2, true)
+  if not close or close < 3 or close > 5 or close == #k then return false end
+  return spread().split_shard_key(k) ~= nil
+end
 -- STOCK helpers (lua-compat/src/stock/family.lua), those this script uses.
 local MAX_INT = 9007199254740991
 local MAX_TIME = 253402300799999
@@ -311,51 +323,136 @@ local MAX_RECLAIM = 100
 local function stored(s) return arg_int(s, 0, MAX_INT) end
 local function corrupt(k, field) return data_error('stock', 'corrupt data', k, field) end
 local function fail(what) return redis.error_reply('ERR stock: ' .. what) end
--- The twins have no spread form: the keyword SPREAD among the options
--- (argv[i...]) is refused; nil when there is none.
-local function no_spread(argv, i)
-  for j = i, #argv do
-    if string.upper(argv[j]) == 'SPREAD' then
-      return fail('SPREAD is not supported by the Lua twins: a spread stock needs the module (lua-compat/docs/stock.md)')
-    end
-  end
-  return nil
+-- A spread stock's data keys besides K:meta ('' is K itself;
+-- stock/commands.rs SPREAD_STOCK): data there without a record means the
+-- record was deleted.
+local STOCK_DATA = {'', 'orders', 'users', 'leases', 'applied'}
+-- Reads `SPREAD n`'s value argv[i]: n, or nil and the error.
+local function spread_value(argv, i)
+  if i > #argv then return nil, redis.error_reply(SYNTAX) end
+  return spread().spread_count('stock', argv[i])
 end
--- Reads a trailing [NOW unix-ms], given once, from argv[i...]; nil, error on bad input.
-local function parse_now(argv, i)
-  local now = false
+-- Reads `[NOW unix-ms] [SPREAD n]` in either order, each at most once,
+-- from argv[i...]: now (false when not given) and the declared count (nil
+-- when not given); or nil, nil and the error.
+local function parse_now_spread(argv, i)
+  local now, declared = false, nil
   while i <= #argv do
-    if string.upper(argv[i]) ~= 'NOW' or i + 1 > #argv or now then return nil, redis.error_reply(SYNTAX) end
-    now = arg_int(argv[i + 1], 0, MAX_TIME)
-    if not now then return nil, redis.error_reply(NOTINT) end
+    local kw = string.upper(argv[i])
+    if kw == 'NOW' and not now then
+      if i + 1 > #argv then return nil, nil, redis.error_reply(SYNTAX) end
+      now = arg_int(argv[i + 1], 0, MAX_TIME)
+      if not now then return nil, nil, redis.error_reply(NOTINT) end
+    elseif kw == 'SPREAD' and declared == nil then
+      local n, e = spread_value(argv, i + 1)
+      if e then return nil, nil, e end
+      declared = n
+    else
+      return nil, nil, redis.error_reply(SYNTAX)
+    end
     i = i + 2
   end
-  return now
+  return now, declared
+end
+-- The shard a record's mark m names, for a call on B that declared
+-- `declared` and names `user` (stock/commands.rs marked): {n =, i =, dry
+-- =}, or nil and the error (other counts; a mark that names another key,
+-- a copied record, is corrupt data in B; a user of another shard).
+local function marked(B, declared, m, user)
+  if declared ~= nil and declared ~= m.n then
+    return nil, fail("shard counts disagree: '" .. key_text(B) .. "' is shard " .. fmt(m.i) .. ' of '
+      .. fmt(m.n) .. ', the call says ' .. fmt(declared))
+  end
+  if spread().shard_index(B, m.n) ~= m.i then return nil, corrupt(B) end
+  local sh = {n = m.n, i = m.i, dry = m.dry}
+  if user then
+    local e = spread().check_owner('stock', 'user', B, sh, user)
+    if e then return nil, e end
+  end
+  return sh
+end
+-- Which shard a call on B runs on (stock/commands.rs spread_of): false
+-- for a single-slot stock; {n =, i =, dry =} for a shard of a spread
+-- stock; or nil and the error. `found`: whether B is a String; `rec`: its
+-- record when it parses (a shard's record carries its mark, which decides
+-- alone: no B:meta read); `user`: the user a RESERVE names (it must
+-- belong to the shard). A key that declares no count and does not start
+-- with `{` costs one byte comparison. Any other call on a key that may be
+-- a shard goes through the spread scope (B:meta), and a shard found there
+-- whose record has no mark is corrupt data in B.
+local function spread_of(B, declared, found, rec, user)
+  if rec and rec.mark then return marked(B, declared, rec.mark, user) end
+  if declared == nil and not looks_like_shard(B) then
+    if not found then
+      local e = spread().refuse_spread_base('stock', B, STOCK_DATA)
+      if e then return nil, e end
+    end
+    return false
+  end
+  local S = spread()
+  local meta = B .. ':meta'
+  local tm = redis.call('TYPE', meta).ok
+  if tm ~= 'none' and tm ~= 'hash' then return nil, redis.error_reply(WRONGTYPE) end
+  local r, e = S.read_record('stock', B)
+  if e then return nil, e end
+  local sh, e2 = S.resolve('stock', B, declared, r, function() return S.holds_data(B, STOCK_DATA) end)
+  if e2 then return nil, e2 end
+  if sh and user then
+    local e3 = S.check_owner('stock', 'user', B, sh, user)
+    if e3 then return nil, e3 end
+  end
+  if not sh then
+    if not found then
+      local e4 = S.refuse_spread_base('stock', B, STOCK_DATA)
+      if e4 then return nil, e4 end
+    end
+    return false
+  end
+  if rec then return nil, corrupt(B) end
+  return {n = sh.n, i = sh.i, dry = false}
 end
 -- The stock record, the value of B:
--- '<available>:<reserved>:<sold>:<total>:<limit>:<lease-ms>:<expires>'; nil
--- for anything STOCK never writes (the law broken included). The sum is
--- exact: the counts are at most 2^53 - 1, and a sum past 2^53 rounds to
--- 2^53 or more, above any total.
+-- '<available>:<reserved>:<sold>:<total>:<limit>:<lease-ms>:<expires>',
+-- and on a shard of a spread stock its mark ':<n>:<i>:<dry>' after it
+-- (stock/model.rs Stock, Mark); nil for anything STOCK never writes (the
+-- law broken included). The sum is exact: the counts are at most 2^53 - 1,
+-- and a sum past 2^53 rounds to 2^53 or more, above any total.
+--
+-- A shard's mark from its three fields: {n =, i =, dry =}, or nil.
+local function make_mark(n, i, d)
+  n, i, d = stored(n), stored(i), stored(d)
+  if not (n and i and d) or n < 1 or n > 1024 or i >= n or d > 1 then return nil end
+  return {n = n, i = i, dry = d == 1}
+end
 local function parse_stock(v)
-  local a, r, s, t, l, m, e = string.match(v, '^([^:]*):([^:]*):([^:]*):([^:]*):([^:]*):([^:]*):([^:]*)$')
+  local a, r, s, t, l, m, e, rest = string.match(v, '^([^:]*):([^:]*):([^:]*):([^:]*):([^:]*):([^:]*):([^:]*)(.*)$')
   if not a then return nil end
   local st = {available = stored(a), reserved = stored(r), sold = stored(s), total = stored(t),
     limit = stored(l), lease = stored(m), expires = stored(e)}
   for _, f in ipairs({'available', 'reserved', 'sold', 'total', 'limit', 'lease', 'expires'}) do
     if not st[f] then return nil end
   end
+  if rest ~= '' then
+    local n, i, d = string.match(rest, '^:([^:]*):([^:]*):([^:]*)$')
+    if not n then return nil end
+    st.mark = make_mark(n, i, d)
+    if not st.mark then return nil end
+  end
   if st.available + st.reserved + st.sold ~= st.total then return nil end
   if st.lease < 1 or st.lease > MAX_LEASE then return nil end
   return st
 end
 local function format_stock(s)
-  return fmt(s.available) .. ':' .. fmt(s.reserved) .. ':' .. fmt(s.sold) .. ':' .. fmt(s.total)
+  local v = fmt(s.available) .. ':' .. fmt(s.reserved) .. ':' .. fmt(s.sold) .. ':' .. fmt(s.total)
     .. ':' .. fmt(s.limit) .. ':' .. fmt(s.lease) .. ':' .. fmt(s.expires)
+  if s.mark then v = v .. ':' .. fmt(s.mark.n) .. ':' .. fmt(s.mark.i) .. ':' .. (s.mark.dry and '1' or '0') end
+  return v
 end
 local function copy_stock(s)
+  local mark = nil
+  if s.mark then mark = {n = s.mark.n, i = s.mark.i, dry = s.mark.dry} end
   return {available = s.available, reserved = s.reserved, sold = s.sold, total = s.total,
-    limit = s.limit, lease = s.lease, expires = s.expires}
+    limit = s.limit, lease = s.lease, expires = s.expires, mark = mark}
 end
 -- Writes B, keeping its expiry.
 local function write_stock(B, s) redis.call('SET', B, format_stock(s), 'KEEPTTL') end
@@ -378,14 +475,18 @@ local function parse_held(v)
   if n and n > 0 then return n end
   return nil
 end
--- Opens B: the stock, or nil and an error reply.
-local function open_head(B)
+-- Opens B (stock/commands.rs open_head): the stock and its shard (false
+-- for a single-slot stock; see spread_of), or nil and an error reply.
+local function open_head(B, declared)
   local t = redis.call('TYPE', B).ok
+  if t ~= 'none' and t ~= 'string' then return nil, redis.error_reply(WRONGTYPE) end
+  local rec = nil
+  if t == 'string' then rec = parse_stock(redis.call('GET', B)) end
+  local sh, se = spread_of(B, declared, t == 'string', rec, nil)
+  if sh == nil then return nil, se end
   if t == 'none' then return nil, fail('no such stock') end
-  if t ~= 'string' then return nil, redis.error_reply(WRONGTYPE) end
-  local s = parse_stock(redis.call('GET', B))
-  if not s then return nil, corrupt(B) end
-  return s
+  if not rec then return nil, corrupt(B) end
+  return rec, sh
 end
 -- Checks the types of B:orders, B:users and B:leases; an error reply or nil.
 local function check_ledger(B)
@@ -481,13 +582,11 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.confirm' command")
 end
-local ns = no_spread(ARGV, 2)
-if ns then return ns end
 local order = ARGV[1]
-local now, err = parse_now(ARGV, 2)
+local now, declared, err = parse_now_spread(ARGV, 2)
 if now == nil then return err end
 if order == '' then return fail('order must not be empty') end
-local head, he = open_head(B)
+local head, he = open_head(B, declared)
 if not head then return he end
 now = now or clock_ms()
 local e = check_ledger(B)

@@ -1,5 +1,6 @@
 -- STOCK.AUDIT key cursor [COUNT count] [SPREAD n]
--- KEYS[1] = B; ARGV = cursor [COUNT count].
+-- KEYS[1] = B (or K_i, a shard of a spread stock); ARGV = cursor
+-- [COUNT count] [SPREAD n].
 -- Reply: {next-cursor, checked, problem...}: the conservation law, then one
 -- HSCAN step of B:orders (and the ledger's sums when the whole ledger was
 -- read in one call).
@@ -11,8 +12,6 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.audit' command")
 end
-local ns = no_spread(ARGV, 2)
-if ns then return ns end
 local cursor = ARGV[1]
 -- An HSCAN cursor: decimal digits of a value in the u64 range.
 if not string.match(cursor, '^%d+$') then return redis.error_reply(NOTINT) end
@@ -20,15 +19,24 @@ local digits = string.gsub(cursor, '^0+', '')
 if #digits > 20 or (#digits == 20 and digits > '18446744073709551615') then
   return redis.error_reply(NOTINT)
 end
-local count = DEFAULT_AUDIT_COUNT
+local count, declared = DEFAULT_AUDIT_COUNT, nil
 local i = 2
 while i <= #ARGV do
-  if string.upper(ARGV[i]) ~= 'COUNT' or i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
-  count = arg_int(ARGV[i + 1], 1, MAX_AUDIT_COUNT)
-  if not count then return redis.error_reply(NOTINT) end
+  local kw = string.upper(ARGV[i])
+  if kw == 'COUNT' then
+    if i + 1 > #ARGV then return redis.error_reply(SYNTAX) end
+    count = arg_int(ARGV[i + 1], 1, MAX_AUDIT_COUNT)
+    if not count then return redis.error_reply(NOTINT) end
+  elseif kw == 'SPREAD' then
+    local n, e = spread_value(ARGV, i + 1)
+    if e then return e end
+    declared = n
+  else
+    return redis.error_reply(SYNTAX)
+  end
   i = i + 2
 end
-local s, he = open_head(B)
+local s, he = open_head(B, declared)
 if not s then return he end
 local e = check_ledger(B)
 if e then return e end

@@ -1,5 +1,6 @@
 -- STOCK.CONFIRM key order [NOW unix-ms] [SPREAD n]
--- KEYS[1] = B; ARGV = order [NOW unix-ms].
+-- KEYS[1] = B (or K_u, the user's shard of a spread stock); ARGV = order
+-- [NOW unix-ms] [SPREAD n].
 -- Reply: 1 when the reservation became a sale, 0 when the order was
 -- already confirmed.
 -- Same replies, errors and stored data as the module (lua-compat/docs/stock.md).
@@ -9,13 +10,11 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.confirm' command")
 end
-local ns = no_spread(ARGV, 2)
-if ns then return ns end
 local order = ARGV[1]
-local now, err = parse_now(ARGV, 2)
+local now, declared, err = parse_now_spread(ARGV, 2)
 if now == nil then return err end
 if order == '' then return fail('order must not be empty') end
-local head, he = open_head(B)
+local head, he = open_head(B, declared)
 if not head then return he end
 now = now or clock_ms()
 local e = check_ledger(B)

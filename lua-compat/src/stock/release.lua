@@ -1,5 +1,6 @@
 -- STOCK.RELEASE key order [SPREAD n]
--- KEYS[1] = B; ARGV = order.
+-- KEYS[1] = B (or K_u, the user's shard of a spread stock); ARGV = order
+-- [SPREAD n].
 -- Reply: 1 when the order's units went back, 0 when there is nothing to
 -- give back (unknown, released, or returned at its lease's end).
 -- Same replies, errors and stored data as the module (lua-compat/docs/stock.md).
@@ -10,12 +11,11 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.release' command")
 end
-local ns = no_spread(ARGV, 2)
-if ns then return ns end
-if #ARGV > 1 then return redis.error_reply(SYNTAX) end
+local declared, de = only_spread(ARGV, 2)
+if de then return de end
 local order = ARGV[1]
 if order == '' then return fail('order must not be empty') end
-local head, he = open_head(B)
+local head, he = open_head(B, declared)
 if not head then return he end
 local e = check_ledger(B)
 if e then return e end

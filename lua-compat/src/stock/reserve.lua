@@ -1,10 +1,12 @@
 -- STOCK.RESERVE key user order quantity [NOW unix-ms] [SPREAD n] [IDEM token]
 -- (IDEM token: the module only; this twin does not take it yet and
 -- refuses it with a syntax or arity error, docs/idem.md.)
--- KEYS[1] = B; ARGV = user order quantity [NOW unix-ms], exactly as the command.
+-- KEYS[1] = B (or K_u, the user's shard of a spread stock); ARGV = user
+-- order quantity [NOW unix-ms] [SPREAD n], exactly as the command.
 -- Reply: {status, left, lease-end}: {'OK', left, lease-end},
 -- {'SOLDOUT', available, 0} or {'LIMIT', available, 0}; a known order gets
--- its first reply again.
+-- its first reply again. A shard not marked dry answers {'REFILL',
+-- available, 0} where a single-slot stock answers SOLDOUT.
 -- Same replies, errors and stored data as the module (lua-compat/docs/stock.md).
 --@ keys 1
 
@@ -12,21 +14,37 @@ local B = KEYS[1]
 if #ARGV < 3 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.reserve' command")
 end
-local ns = no_spread(ARGV, 4)
-if ns then return ns end
 local user, order = ARGV[1], ARGV[2]
 local qty = arg_int(ARGV[3], 1, MAX_INT)
 if not qty then return redis.error_reply(NOTINT) end
-local now, err = parse_now(ARGV, 4)
+local now, declared, err = parse_now_spread(ARGV, 4)
 if now == nil then return err end
 if user == '' then return fail('user must not be empty') end
 if order == '' then return fail('order must not be empty') end
 local t = redis.call('TYPE', B).ok
-if t == 'none' then return fail('no such stock') end
-if t ~= 'string' then return redis.error_reply(WRONGTYPE) end
-local raw = redis.call('GET', B)
-if finished(raw) then return {'SOLDOUT', 0, 0} end
-local head = parse_stock(raw)
+if t ~= 'none' and t ~= 'string' then return redis.error_reply(WRONGTYPE) end
+local found = t == 'string'
+local raw = found and redis.call('GET', B)
+-- A key that may be a shard: its record (and mark) read now, once; a
+-- sold-out shard answers from its mark alone. A single-slot stock reads
+-- its record after the sold-out fast path.
+local head = nil
+if declared ~= nil or looks_like_shard(B) then
+  if found and finished(raw) then
+    local m = read_mark(raw)
+    if m then
+      local ms, me = marked(B, declared, m, user)
+      if not ms then return me end
+      return soldout(ms, 0)
+    end
+  end
+  if found then head = parse_stock(raw) end
+end
+local sh, se = spread_of(B, declared, found, head, user)
+if sh == nil then return se end
+if not found then return fail('no such stock') end
+if finished(raw) then return soldout(sh, 0) end
+head = head or parse_stock(raw)
 if not head then return corrupt(B) end
 now = now or clock_ms()
 local e = check_ledger(B)
@@ -93,4 +111,5 @@ end
 if not same_stock(s, head) or #list > 0 or status == 'OK' then
   expire_ledger(B, s.expires)
 end
+if status == 'SOLDOUT' then return soldout(sh, left) end
 return {status, left, lease_end}

@@ -1,7 +1,8 @@
 -- STOCK.RESTOCK key delta [NOW unix-ms] [SPREAD n] [IDEM token]
 -- (IDEM token: the module only; this twin does not take it yet and
 -- refuses it with a syntax or arity error, docs/idem.md.)
--- KEYS[1] = B; ARGV = delta [NOW unix-ms].
+-- KEYS[1] = B (or K_i, a shard of a spread stock: delta 0 only); ARGV =
+-- delta [NOW unix-ms] [SPREAD n].
 -- Reply: the units available after the call (lapsed leases returned
 -- first).
 -- Same replies, errors and stored data as the module (lua-compat/docs/stock.md).
@@ -11,14 +12,15 @@ local B = KEYS[1]
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'stock.restock' command")
 end
-local ns = no_spread(ARGV, 2)
-if ns then return ns end
 local delta = arg_int(ARGV[1], -MAX_INT, MAX_INT)
 if not delta then return redis.error_reply(NOTINT) end
-local now, err = parse_now(ARGV, 2)
+local now, declared, err = parse_now_spread(ARGV, 2)
 if now == nil then return err end
-local head, he = open_head(B)
-if not head then return he end
+local head, sh = open_head(B, declared)
+if not head then return sh end
+if sh and delta ~= 0 then
+  return fail('a shard of a spread stock takes units only by transfers (RESTOCK 0 returns lapsed leases)')
+end
 now = now or clock_ms()
 local e = check_ledger(B)
 if e then return e end
