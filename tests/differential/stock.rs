@@ -4,7 +4,10 @@
 //! by the next writes, reads, audits, malformed arguments, calls on the
 //! server clock, and faults in the stock and its ledger keys. Every TTL
 //! counts from a given `NOW` ([`Ttl::Exact`]); a creation on the server
-//! clock is unpinned.
+//! clock is unpinned. One SKU is spread over 3 shards: its steps create
+//! the shards, reserve (mostly on the buyer's shard), confirm, release,
+//! open, apply and settle transfers (replayed, with the right units or
+//! not), mark shards dry and read the pool.
 
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -17,6 +20,19 @@ const MAX_INT: i64 = (1 << 53) - 1;
 /// TTLs long enough that `NOW + TTL` (NOW near T0) is still ahead of the
 /// server clock when the keys are compared.
 const TTLS: [i64; 2] = [400_000_000, 3_153_600_000];
+/// The spread SKU's base and shard count.
+const SPREAD_BASE: &str = "stock:{s}";
+const SPREAD_N: u32 = 3;
+
+/// The key of shard `i` of the spread SKU.
+fn shard_key(i: usize) -> String {
+    String::from_utf8(hotpath_client::routing::shard_key(
+        SPREAD_BASE.as_bytes(),
+        SPREAD_N,
+        i as u32,
+    ))
+    .unwrap()
+}
 
 pub struct Stock {
     now: i64,
@@ -40,16 +56,26 @@ impl Family for Stock {
     }
 
     fn bases(&self) -> Vec<String> {
-        (0..KEYS).map(key).collect()
+        // The single-slot stocks first: the fault sweep takes the first two.
+        let mut b: Vec<String> = (0..KEYS).map(key).collect();
+        b.extend((0..SPREAD_N as usize).map(shard_key));
+        b.push(SPREAD_BASE.to_string());
+        b
     }
 
     fn keys_of(&self, base: &str) -> Vec<String> {
-        vec![
+        let mut k = vec![
             base.to_string(),
             format!("{base}:orders"),
             format!("{base}:users"),
             format!("{base}:leases"),
-        ]
+        ];
+        if base.starts_with('{') {
+            for sfx in ["meta", "applied", "pool", "transfers", "open"] {
+                k.push(format!("{base}:{sfx}"));
+            }
+        }
+        k
     }
 
     fn targets(&self, base: &str) -> Vec<Target> {
@@ -136,6 +162,9 @@ impl Family for Stock {
             5..=8 => rng.gen_range(1..400),
             _ => rng.gen_range(1000..5000),
         };
+        if rng.gen_bool(0.25) {
+            return self.spread_step(rng);
+        }
         let b = key(rng.gen_range(0..KEYS));
         let user = s(*pick(
             rng,
@@ -292,5 +321,70 @@ impl Family for Stock {
             ]);
         }
         (setup, probes)
+    }
+}
+
+impl Stock {
+    /// A step on the spread SKU (docs/stock.md, "Spread form").
+    fn spread_step(&mut self, rng: &mut StdRng) -> Call {
+        let i = rng.gen_range(0..SPREAD_N as usize);
+        let k = shard_key(i);
+        let k0 = shard_key(0);
+        let n = s(SPREAD_N);
+        let now = s(self.now);
+        // Mostly the right count; sometimes none, another, or the base key.
+        let sp: Vec<String> = match rng.gen_range(0..25) {
+            0 => vec![],
+            1 => vec![s("SPREAD"), s(4)],
+            _ => vec![s("SPREAD"), n.clone()],
+        };
+        let k = if rng.gen_bool(0.03) {
+            SPREAD_BASE.to_string()
+        } else {
+            k
+        };
+        let order = format!("o{}", rng.gen_range(0..10));
+        let id = format!("t{}", rng.gen_range(0..10));
+        let with = |mut v: Vec<String>| {
+            v.extend(sp.iter().cloned());
+            v
+        };
+        match rng.gen_range(0..100) {
+            0..=9 => {
+                let lease = *pick(rng, &[300, 1000, 5000]);
+                let args = vec![s(12), s("LIMIT"), s(3), s("LEASE"), s(lease), s("NOW"), now];
+                Call::owned("STOCK.CREATE", &k, with(args))
+            }
+            10..=40 => {
+                // Integer users route by value: mostly the shard's own.
+                let mut u = rng.gen_range(0..30u32);
+                if rng.gen_bool(0.85) {
+                    u = u - u % SPREAD_N + i as u32;
+                }
+                let qty = *pick(rng, &[1, 1, 2, 3]);
+                let args = vec![s(u), order, s(qty), s("NOW"), now];
+                Call::owned("STOCK.RESERVE", &k, with(args))
+            }
+            41..=50 => Call::owned("STOCK.CONFIRM", &k, with(vec![order, s("NOW"), now])),
+            51..=57 => Call::owned("STOCK.RELEASE", &k, with(vec![order])),
+            58..=69 => {
+                let sh = rng.gen_range(0..SPREAD_N);
+                let d: i64 = *pick(rng, &[1, 2, 3, 5, 8, -1, -2, -4]);
+                let key = if rng.gen_bool(0.95) { k0 } else { k };
+                Call::owned("STOCK.TRANSFER", &key, with(vec![id, s(sh), s(d)]))
+            }
+            70..=81 => {
+                let d: i64 = *pick(rng, &[0, 1, 2, 3, 5, 8, -1, -2, -4]);
+                Call::owned("STOCK.APPLY", &k, with(vec![id, s(d)]))
+            }
+            82..=90 => {
+                let a: i64 = *pick(rng, &[0, 1, 2, 3, 5, 8, -1, -2, -4]);
+                Call::owned("STOCK.SETTLE", &k0, with(vec![id, s(a)]))
+            }
+            91..=93 => Call::owned("STOCK.POOL", &k0, with(vec![])),
+            94..=95 => Call::owned("STOCK.INFO", &k, with(vec![])),
+            96..=97 => Call::owned("STOCK.AUDIT", &k, with(vec![s("0")])),
+            _ => Call::owned("STOCK.RESTOCK", &k, with(vec![s(0), s("NOW"), now])),
+        }
     }
 }
