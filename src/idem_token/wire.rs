@@ -3,8 +3,6 @@
 //! record (`expiry | digest | reply`), the protocol-neutral encoding of a
 //! reply tree, and the sweep plan of a token store. Unit-tested below.
 
-use std::hash::Hasher;
-
 /// Bytes before the reply in a stored token: the expiry (unix ms, i64
 /// little-endian) and the 16-byte digest of the arguments.
 pub const HEADER: usize = 24;
@@ -39,11 +37,14 @@ pub fn position<'a>(n: usize, min: usize, arg: impl Fn(usize) -> &'a [u8]) -> Op
 }
 
 /// The 16-byte digest of a call: the command name (any case) and every
-/// argument after the key, each length-prefixed. SipHash-2-4 twice with two
-/// fixed key pairs over one buffer: stable across builds and platforms (the
-/// digest is stored, replicated and compared after a restart or an
-/// upgrade).
+/// argument after the key, each after its length (u64 little-endian); the
+/// first 16 bytes of the SHA-1 of that buffer. Stable across builds and
+/// platforms (the digest is stored, replicated and compared after a
+/// restart or an upgrade), and one a Lua twin computes too
+/// (`redis.sha1hex`, lua-compat/src/idem_token.lua), so that a token
+/// stored by the module replays through the twin and the reverse.
 pub fn digest<'a>(name: &[u8], rest: impl Iterator<Item = &'a [u8]>) -> [u8; 16] {
+    use sha1::Digest;
     let mut buf: smallvec::SmallVec<[u8; 256]> = smallvec::SmallVec::new();
     buf.extend_from_slice(&(name.len() as u64).to_le_bytes());
     buf.extend(name.iter().map(u8::to_ascii_lowercase));
@@ -51,17 +52,9 @@ pub fn digest<'a>(name: &[u8], rest: impl Iterator<Item = &'a [u8]>) -> [u8; 16]
         buf.extend_from_slice(&(a.len() as u64).to_le_bytes());
         buf.extend_from_slice(a);
     }
-    #[allow(deprecated)]
-    let run = |k0: u64, k1: u64| {
-        let mut h = std::hash::SipHasher::new_with_keys(k0, k1);
-        h.write(&buf);
-        h.finish()
-    };
-    let a = run(0x686f_7470_6174_6831, 0x6964_656d_746f_6b31);
-    let b = run(0x686f_7470_6174_6832, 0x6964_656d_746f_6b32);
+    let full = sha1::Sha1::digest(&buf);
     let mut out = [0u8; 16];
-    out[..8].copy_from_slice(&a.to_le_bytes());
-    out[8..].copy_from_slice(&b.to_le_bytes());
+    out.copy_from_slice(&full[..16]);
     out
 }
 
@@ -407,7 +400,15 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_ne!(a, d);
-        // Stable across builds: the digest is stored and replicated.
+        // Stable across builds: the digest is stored and replicated, and a
+        // Lua twin computes the same (SHA-1 of the length-prefixed parts).
+        assert_eq!(
+            digest(b"RATE.CHECK", [&b"1"[..], b"1000"].into_iter()),
+            [
+                0x76, 0xea, 0xd7, 0xc7, 0xb8, 0xdb, 0x20, 0xb9, 0x2b, 0x7e, 0x49, 0xb8, 0x92, 0x14,
+                0x1e, 0x3d
+            ]
+        );
         assert_eq!(
             digest(b"x", std::iter::empty()),
             digest(b"X", std::iter::empty())
