@@ -31,6 +31,7 @@ mod lock;
 mod lua_library;
 mod lua_parity_delayq;
 mod lua_parity_idem;
+mod lua_parity_idem_token;
 mod lua_parity_like;
 mod lua_parity_lock;
 mod lua_parity_luckybag;

@@ -1,12 +1,11 @@
 -- STOCK.RESERVE key user order quantity [NOW unix-ms] [SPREAD n] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- KEYS[1] = B; ARGV = user order quantity [NOW unix-ms], exactly as the command.
 -- Reply: {status, left, lease-end}: {'OK', left, lease-end},
 -- {'SOLDOUT', available, 0} or {'LIMIT', available, 0}; a known order gets
 -- its first reply again.
 -- Same replies, errors and stored data as the module (lua-compat/docs/stock.md).
 --@ keys 1
+--@ idem -5
 
 local B = KEYS[1]
 if #ARGV < 3 then

@@ -1,11 +1,10 @@
 -- STOCK.RESTOCK key delta [NOW unix-ms] [SPREAD n] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- KEYS[1] = B; ARGV = delta [NOW unix-ms].
 -- Reply: the units available after the call (lapsed leases returned
 -- first).
 -- Same replies, errors and stored data as the module (lua-compat/docs/stock.md).
 --@ keys 1
+--@ idem -3
 
 local B = KEYS[1]
 if #ARGV < 1 then
