@@ -24,6 +24,7 @@ mod families;
 mod fuzz;
 mod idem;
 mod idem_token;
+mod idem_token_more;
 mod kept_names;
 mod like;
 mod load;
