@@ -110,3 +110,157 @@ fn restock_and_split_replay_refuse_and_write_nothing() {
         assert_eq!(data(&mut c), before, "{other:?}: the refusal wrote nothing");
     }
 }
+
+/// The reply's fourth element (a DELAYQ.POLL receipt).
+fn receipt(c: &mut redis::Connection, q: &str, t: &str) -> String {
+    let v: Vec<redis::Value> = redis::cmd("DELAYQ.POLL")
+        .arg(q)
+        .arg(60_000)
+        .arg("NOW")
+        .arg(t)
+        .query(c)
+        .unwrap();
+    assert_eq!(v.len(), 4, "{v:?}");
+    redis::from_redis_value(&v[3]).unwrap()
+}
+
+/// DELAYQ.NACK and POLL.REVOKE: a retry replays (where a plain retry
+/// would answer otherwise: a stale receipt, nothing left to revoke), a
+/// reuse with other arguments is refused, nothing is written.
+#[test]
+fn nack_and_revoke_replay_refuse_and_write_nothing() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let t = T0.to_string();
+    run(&mut c, &["DELAYQ.ADD", "q", "j1", "p", "NOW", &t]);
+    let r = receipt(&mut c, "q", &t);
+    run(
+        &mut c,
+        &["POLL.CREATE", "pl", "CANDIDATES", "2", "a", "b", "NOW", &t],
+    );
+    assert_eq!(run(&mut c, &["POLL.VOTE", "pl", "u1", "a", "NOW", &t]), "1");
+    let cases: [(&[&str], &[&str], &[&str]); 2] = [
+        (
+            &[
+                "DELAYQ.NACK",
+                "q",
+                "j1",
+                &r,
+                "DELAY",
+                "1000",
+                "NOW",
+                &t,
+                "IDEM",
+                "n1",
+            ],
+            &[
+                "DELAYQ.NACK",
+                "q",
+                "j1",
+                &r,
+                "DELAY",
+                "2000",
+                "NOW",
+                &t,
+                "IDEM",
+                "n1",
+            ],
+            &["DELAYQ.NACK", "q", "j1", &r, "DELAY", "1000", "NOW", &t],
+        ),
+        (
+            &["POLL.REVOKE", "pl", "u1", "NOW", &t, "IDEM", "v1"],
+            &["POLL.REVOKE", "pl", "u1", "a", "NOW", &t, "IDEM", "v1"],
+            &["POLL.REVOKE", "pl", "u1", "NOW", &t],
+        ),
+    ];
+    for (first, other, plain) in cases {
+        let a = run(&mut c, first);
+        assert_eq!(a, "1", "{first:?}");
+        let before = data(&mut c);
+        assert_eq!(run(&mut c, first), a, "{first:?}: replayed");
+        assert_eq!(data(&mut c), before, "{first:?}: the replay wrote nothing");
+        let e = run(&mut c, other);
+        assert!(e.contains("IDEM token reused with other arguments"), "{e}");
+        assert_eq!(data(&mut c), before, "{other:?}: the refusal wrote nothing");
+        // Without the token the retry is another call: it answers 0.
+        assert_eq!(run(&mut c, plain), "0", "{plain:?}");
+    }
+}
+
+/// A spread write with a token: the token lives with the shard key that
+/// took the write (`<shard key>:idem`); a retry to the same shard replays.
+#[test]
+fn spread_writes_keep_their_token_with_the_shard() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let t = T0.to_string();
+    let shards: Vec<String> = hotpath_client::routing::shard_keys(b"sp", 2)
+        .into_iter()
+        .map(|k| String::from_utf8(k).unwrap())
+        .collect();
+    for k in &shards {
+        let r = run(&mut c, &["STOCK.CREATE", k, "10", "NOW", &t, "SPREAD", "2"]);
+        assert_eq!(r, "OK", "{k}");
+    }
+    // u1 belongs to shard 1 of 2 (users are routed by id).
+    let k0 = shards[1].as_str();
+    let w = [
+        "STOCK.RESERVE",
+        k0,
+        "u1",
+        "o1",
+        "2",
+        "NOW",
+        &t,
+        "SPREAD",
+        "2",
+        "IDEM",
+        "s1",
+    ];
+    let a = run(&mut c, &w);
+    assert!(!a.starts_with("ERR"), "{a}");
+    let before = data(&mut c);
+    assert_eq!(run(&mut c, &w), a, "replayed on the same shard");
+    assert_eq!(data(&mut c), before);
+    let store = format!("{k0}:idem");
+    let n: i64 = redis::cmd("HEXISTS")
+        .arg(&store)
+        .arg("s1")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 1, "the token is in {store}");
+    let other = format!("{}:idem", shards[0]);
+    let n: i64 = redis::cmd("EXISTS").arg(&other).query(&mut c).unwrap();
+    assert_eq!(n, 0, "nothing in the other shard's store");
+    // The same token on the other shard is that shard's own token (a
+    // user of shard 0: the first one shard 1 refuses).
+    let u0 = (2..200)
+        .map(|u| format!("u{u}"))
+        .find(|u| {
+            let o = format!("p{u}");
+            let w = ["STOCK.RESERVE", k0, u, &o, "1", "NOW", &t, "SPREAD", "2"];
+            run(&mut c, &w).contains("wrong shard")
+        })
+        .expect("a user of shard 0");
+    let w1 = [
+        "STOCK.RESERVE",
+        &shards[0],
+        &u0,
+        "o2",
+        "3",
+        "NOW",
+        &t,
+        "SPREAD",
+        "2",
+        "IDEM",
+        "s1",
+    ];
+    let b = run(&mut c, &w1);
+    assert!(!b.starts_with("ERR"), "{b}");
+    let n: i64 = redis::cmd("HEXISTS")
+        .arg(&other)
+        .arg("s1")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 1, "shard 0 stored its own s1");
+}
