@@ -264,3 +264,73 @@ fn spread_writes_keep_their_token_with_the_shard() {
         .unwrap();
     assert_eq!(n, 1, "shard 0 stored its own s1");
 }
+
+/// On a 3-master cluster: RATE and LOCK refuse a token on a key without a
+/// `{hash tag}` (their store would be in another slot) and take one with
+/// a tag; a token write acknowledged by WAIT replays on the replica
+/// promoted after its master is killed.
+#[test]
+fn cluster_tokens_need_a_tag_and_survive_a_promotion() {
+    use common::cluster::{Cluster, ClusterOpts};
+    let mut cl = Cluster::start_opts(ClusterOpts {
+        node_timeout_ms: 2000,
+        ..ClusterOpts::default()
+    });
+    let t = T0.to_string();
+    for (key, args) in [
+        ("u:1", vec!["RATE.CHECK", "u:1", "5", "60000", "NOW", &t]),
+        (
+            "lk:1",
+            vec!["LOCK.ACQUIRE", "lk:1", "o", "60000", "NOW", &t],
+        ),
+    ] {
+        let mut oc = cl.nodes[cl.owner_of_key(key)].conn();
+        let mut with = args.clone();
+        with.extend(["IDEM", "x"]);
+        let e = run(&mut oc, &with);
+        assert!(
+            e.contains("needs a {hash tag} in cluster mode"),
+            "{with:?}: {e}"
+        );
+        let ok = run(&mut oc, &args);
+        assert!(!ok.starts_with("ERR"), "{args:?} without a token: {ok}");
+    }
+    // With a tag: on the owner, on one connection (WAIT counts its writes).
+    let (rate, board) = ("u:{ha}", "r:{ha}");
+    let owner = cl.owner_of_key(rate);
+    assert_eq!(owner, cl.owner_of_key(board));
+    let mut oc = cl.nodes[owner].conn();
+    run(&mut oc, &["RANK.CREATE", board, "NOW", &t]);
+    let writes: [&[&str]; 2] = [
+        &["RATE.CHECK", rate, "2", "60000", "NOW", &t, "IDEM", "c1"],
+        &["RANK.INCR", board, "m", "5", "NOW", &t, "IDEM", "i1"],
+    ];
+    let first: Vec<String> = writes.iter().map(|w| run(&mut oc, w)).collect();
+    assert_eq!(first[1], "5");
+    for (w, f) in writes.iter().zip(&first) {
+        assert_eq!(&run(&mut oc, w), f, "{w:?}: replayed");
+    }
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(10_000)
+        .query(&mut oc)
+        .unwrap();
+    assert_eq!(acked, 1);
+    drop(oc);
+    let promoted = cl.kill_master(owner);
+    let mut pc = cl.nodes[promoted].conn();
+    for (w, f) in writes.iter().zip(&first) {
+        assert_eq!(
+            &run(&mut pc, w),
+            f,
+            "{w:?}: replayed on the promoted replica"
+        );
+    }
+    assert_eq!(
+        run(
+            &mut pc,
+            &["RANK.INCR", board, "m", "5", "NOW", &t, "IDEM", "i2"]
+        ),
+        "10"
+    );
+}
