@@ -14,6 +14,7 @@ every file there, its README.md included, and removes any other):
 
 Sources (lua-compat/src/README.md describes them):
   shared.lua               helpers of every family
+  idem_token.lua           `IDEM token` on the twins' writes (shared too)
   spread.lua               the routing of spread entities (docs/spread.md),
                            shared too; its slot-tag table is computed by
                            the Python client's routing spec
@@ -148,6 +149,7 @@ class Command:
         self.header = []
         self.keys = None
         self.flags = []
+        self.idem = None
         i = 0
         while i < len(lines) and lines[i].startswith("--"):
             line = lines[i]
@@ -157,6 +159,17 @@ class Command:
                     self.keys = parts[1]
                 elif parts[:1] == ["flags"] and parts[1:] and set(parts[1:]) <= FLAGS:
                     self.flags = parts[1:]
+                elif parts[:1] == ["idem"] and len(parts) >= 2 and re.fullmatch(r"-?\d+", parts[1]):
+                    self.idem = (abs(int(parts[1])), 0, [])
+                    rest = parts[2:]
+                    if rest[:1] == ["configs"] and len(rest) >= 2 and rest[1].isdigit():
+                        self.idem = (self.idem[0], int(rest[1]), [])
+                        rest = rest[2:]
+                    if rest[:1] == ["record"] and len(rest) >= 2 and all(re.fullmatch(r"\w+", n) for n in rest[1:]):
+                        self.idem = (self.idem[0], self.idem[1], rest[1:])
+                        rest = []
+                    if rest:
+                        raise SourceError(f"{path.relative_to(ROOT)}: bad line {line!r}")
                 else:
                     raise SourceError(f"{path.relative_to(ROOT)}: bad line {line!r}")
             else:
@@ -166,6 +179,8 @@ class Command:
             raise SourceError(f"{path.relative_to(ROOT)}: no `--@ keys` line")
         if not self.header:
             raise SourceError(f"{path.relative_to(ROOT)}: no header comment")
+        if (self.idem is not None) != self.header[0].endswith(" [IDEM token]"):
+            raise SourceError(f"{path.relative_to(ROOT)}: `--@ idem` goes with a syntax ending in [IDEM token]")
         body = "\n".join(lines[i:]).lstrip("\n")
         if not body.endswith("\n"):
             body += "\n"
@@ -185,6 +200,17 @@ class Command:
         if self.keys == "1":
             return f"if #KEYS ~= 1 then return arity('{self.command.lower()}') end\n"
         return ""
+
+    def idem_call(self, run):
+        """The call of idem_token() that runs the body `run` with the
+        module's `IDEM token` rules (lua-compat/src/idem_token.lua)."""
+        arity, configs, record = self.idem
+        nk = 1 if self.keys == "n" else 0
+        names = "{" + ", ".join(lua_string(n) for n in record) + "}" if record else "nil"
+        return (
+            f"return idem_token('{self.command.lower()}', {arity}, {nk}, {configs}, {names},\n"
+            f"  KEYS, ARGV, {run})\n"
+        )
 
 
 class Family:
@@ -221,7 +247,8 @@ def shared_source():
     spread = helper_file(SRC / "spread.lua", top_level_names(shared))
     if "'@SLOT_TAGS@'" not in spread:
         raise SourceError("lua-compat/src/spread.lua: no '@SLOT_TAGS@' placeholder")
-    return shared + spread.replace("'@SLOT_TAGS@'", slot_tags_literal())
+    idem = helper_file(SRC / "idem_token.lua", top_level_names(shared + spread))
+    return shared + spread.replace("'@SLOT_TAGS@'", slot_tags_literal()) + idem
 
 
 def load():
@@ -234,7 +261,10 @@ def load():
 def script(shared, fam, cmd):
     """The standalone EVALSHA script of one command: the helpers its body
     needs, then the body."""
-    code = cmd.guard() + cmd.body
+    if cmd.idem:
+        code = cmd.guard() + "local function run(KEYS, ARGV)\n" + cmd.body + "end\n" + cmd.idem_call("run")
+    else:
+        code = cmd.guard() + cmd.body
     own = needed(fam.definitions, code)
     common = needed(definitions(SRC / "shared.lua", shared), own + code)
     out = ["\n".join(cmd.header) + "\n"]
@@ -295,7 +325,11 @@ def library(shared, families):
         for c in fam.commands:
             local = f"{fam.name}_{c.name}"
             out.append(f"\n-- {c.command} (lua-compat/src/{fam.name}/{c.name}.lua)\n")
-            out.append(f"local function {local}(KEYS, ARGV)\n{c.guard()}{c.body}end\n")
+            if c.idem:
+                out.append(f"local function {local}_run(KEYS, ARGV)\n{c.body}end\n")
+                out.append(f"local function {local}(KEYS, ARGV)\n{c.guard()}{c.idem_call(local + '_run')}end\n")
+            else:
+                out.append(f"local function {local}(KEYS, ARGV)\n{c.guard()}{c.body}end\n")
             flags = ""
             if c.flags:
                 flags = ", flags = {" + ", ".join(lua_string(f) for f in c.flags) + "}"

@@ -13,10 +13,10 @@
 //!
 //! - expiry: the instant the token expires, unix ms, unsigned 48-bit
 //!   little-endian (good until the year 10889);
-//! - digest: the first 5 bytes (little-endian) of SipHash-2-4, keys
-//!   `0x686f_7470_6174_6831` / `0x6964_656d_746f_6b31`, over the command
-//!   name in lower case and every argument after the key (each preceded by
-//!   its length as a u64 little-endian), see [`digest`];
+//! - digest: the first 5 bytes of the SHA-1 of the command name in lower
+//!   case and every argument after the key, each preceded by its length as
+//!   a u64 little-endian (a Lua twin computes it with `redis.sha1hex`), see
+//!   [`digest`];
 //! - reply: the reply tree, see "replies" below.
 //!
 //! The field `` (empty name) of the store holds 16 bytes: the instant the
@@ -32,8 +32,6 @@
 //! record of a reply up to 3 bytes is 16 bytes in a hashtable store (one
 //! allocation of jemalloc's smallest class but one), so a 12-byte token
 //! costs 64 bytes (see docs/idem.md, "Memory per token").
-
-use std::hash::Hasher;
 
 /// Bytes before the reply in a stored token: the expiry (6 bytes) and the
 /// digest of the arguments (5 bytes).
@@ -78,11 +76,14 @@ pub fn position<'a>(n: usize, min: usize, arg: impl Fn(usize) -> &'a [u8]) -> Op
 }
 
 /// The digest of a call: the command name (any case) and every argument
-/// after the key, each length-prefixed, hashed with SipHash-2-4 under a
-/// fixed key pair (stable across builds and platforms: the digest is
-/// stored, replicated and compared after a restart or an upgrade); the
-/// first [`DIGEST`] bytes of the hash, little-endian.
+/// after the key, each after its length (u64 little-endian); the first
+/// [`DIGEST`] bytes of the SHA-1 of that buffer. Stable across builds and
+/// platforms (the digest is stored, replicated and compared after a
+/// restart or an upgrade), and one a Lua twin computes too
+/// (`redis.sha1hex`, lua-compat/src/idem_token.lua), so that a token
+/// stored by the module replays through the twin and the reverse.
 pub fn digest<'a>(name: &[u8], rest: impl Iterator<Item = &'a [u8]>) -> Digest {
+    use sha1::Digest as _;
     let mut buf: smallvec::SmallVec<[u8; 256]> = smallvec::SmallVec::new();
     buf.extend_from_slice(&(name.len() as u64).to_le_bytes());
     buf.extend(name.iter().map(u8::to_ascii_lowercase));
@@ -90,11 +91,9 @@ pub fn digest<'a>(name: &[u8], rest: impl Iterator<Item = &'a [u8]>) -> Digest {
         buf.extend_from_slice(&(a.len() as u64).to_le_bytes());
         buf.extend_from_slice(a);
     }
-    #[allow(deprecated)]
-    let mut h = std::hash::SipHasher::new_with_keys(0x686f_7470_6174_6831, 0x6964_656d_746f_6b31);
-    h.write(&buf);
+    let full = sha1::Sha1::digest(&buf);
     let mut out = [0u8; DIGEST];
-    out.copy_from_slice(&h.finish().to_le_bytes()[..DIGEST]);
+    out.copy_from_slice(&full[..DIGEST]);
     out
 }
 
@@ -470,9 +469,9 @@ pub fn plan(tokens: &[i64], now: i64, expiry: i64, ttl: i64, cap: usize) -> Swee
 mod tests {
     use super::*;
 
-    /// `digest(b"RANK.INCR", ["m", "1"])`, checked against an independent
-    /// SipHash-2-4 written in Python.
-    const DIGEST_OF_RANK_INCR_M_1: Digest = [250, 47, 171, 39, 190];
+    /// `digest(b"RANK.INCR", ["m", "1"])`, checked against Python's
+    /// hashlib.sha1 of the same length-prefixed buffer.
+    const DIGEST_OF_RANK_INCR_M_1: Digest = [90, 63, 91, 138, 46];
 
     fn pos(args: &[&str], min: usize) -> Option<usize> {
         position(args.len(), min, |i| args[i].as_bytes())
@@ -526,6 +525,12 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_ne!(a, d);
+        // Stable across builds: the digest is stored and replicated, and a
+        // Lua twin computes the same (SHA-1 of the length-prefixed parts).
+        assert_eq!(
+            digest(b"RATE.CHECK", [&b"1"[..], b"1000"].into_iter()),
+            [0x76, 0xea, 0xd7, 0xc7, 0xb8]
+        );
         assert_eq!(
             digest(b"x", std::iter::empty()),
             digest(b"X", std::iter::empty())

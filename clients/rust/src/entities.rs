@@ -210,7 +210,7 @@ macro_rules! entity {
             /// take `IDEM token` (docs/idem.md) send `IDEM token`, so that
             /// resending a write with the same handle replays its first
             /// reply instead of writing twice. Use one token per logical
-            /// write. The module backend only (the Lua twins take none).
+            /// write. Both backends (the Lua twins take the option too).
             pub fn with_idem(&self, token: impl Into<String>) -> Self {
                 $name { idem: Some(token.into()), ..self.clone() }
             }
@@ -666,7 +666,12 @@ impl Rate {
     }
 
     /// The `RATE.MULTI` command of `multi`.
-    fn multi_call(rules: &[(&str, i64, i64)], o: &RateOptions, now: Option<i64>) -> Call {
+    fn multi_call(
+        rules: &[(&str, i64, i64)],
+        o: &RateOptions,
+        now: Option<i64>,
+        idem: Option<&str>,
+    ) -> Call {
         let mut c = Call {
             name: "RATE.MULTI",
             argv: Vec::new(),
@@ -680,7 +685,10 @@ impl Rate {
         for (_, l, p) in rules {
             c = c.arg(*l).arg(*p);
         }
-        c.opt("COST", o.cost).flag("PEEK", o.peek).opt("NOW", now)
+        c.opt("COST", o.cost)
+            .flag("PEEK", o.peek)
+            .opt("NOW", now)
+            .opt("IDEM", idem)
     }
 
     /// `RATE.MULTI`: every `(key, limit, period_ms)` rule checked
@@ -691,7 +699,22 @@ impl Rate {
         o: &RateOptions,
         now: Option<i64>,
     ) -> RedisResult<RateResult> {
-        r::rate(&Rate::multi_call(rules, o, now).run(Backend::default(), con)?)
+        r::rate(&Rate::multi_call(rules, o, now, None).run(Backend::default(), con)?)
+    }
+
+    /// [`Rate::multi`] with a retry-safe token (`IDEM token`, like the
+    /// handles' `with_idem`): resending the same call with the same token
+    /// replays its first reply instead of consuming twice. The token lives
+    /// with the first key (`<key>:idem`).
+    pub fn multi_idem<C: ConnectionLike>(
+        con: &mut C,
+        rules: &[(&str, i64, i64)],
+        o: &RateOptions,
+        now: Option<i64>,
+        token: &str,
+    ) -> RedisResult<RateResult> {
+        let call = Rate::multi_call(rules, o, now, Some(token));
+        r::rate(&call.run(Backend::default(), con)?)
     }
 
     /// `RATE.MULTI` over an async connection (crate feature `aio`).
@@ -702,13 +725,37 @@ impl Rate {
         o: &RateOptions,
         now: Option<i64>,
     ) -> RedisResult<RateResult> {
-        let call = Rate::multi_call(rules, o, now);
+        let call = Rate::multi_call(rules, o, now, None);
+        r::rate(&call.run_async(Backend::default(), con).await?)
+    }
+
+    /// [`Rate::multi_idem`] over an async connection (crate feature `aio`).
+    #[cfg(feature = "aio")]
+    pub async fn multi_idem_async<C: redis::aio::ConnectionLike + Send>(
+        con: &mut C,
+        rules: &[(&str, i64, i64)],
+        o: &RateOptions,
+        now: Option<i64>,
+        token: &str,
+    ) -> RedisResult<RateResult> {
+        let call = Rate::multi_call(rules, o, now, Some(token));
         r::rate(&call.run_async(Backend::default(), con).await?)
     }
 
     /// The `RATE.MULTI` command, for pipelines.
     pub fn multi_cmd(rules: &[(&str, i64, i64)], o: &RateOptions, now: Option<i64>) -> Cmd {
-        Rate::multi_call(rules, o, now).cmd(Backend::Module)
+        Rate::multi_call(rules, o, now, None).cmd(Backend::Module)
+    }
+
+    /// The `RATE.MULTI … IDEM token` command of [`Rate::multi_idem`], for
+    /// pipelines.
+    pub fn multi_idem_cmd(
+        rules: &[(&str, i64, i64)],
+        o: &RateOptions,
+        now: Option<i64>,
+        token: &str,
+    ) -> Cmd {
+        Rate::multi_call(rules, o, now, Some(token)).cmd(Backend::Module)
     }
 }
 

@@ -1,6 +1,4 @@
 -- RANK.ADD key member points [GT|LT] [NOW unix-ms] [SPREAD n] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- Lua twin of RANK.ADD B member points [GT|LT] [NOW unix-ms] [SPREAD n]
 -- -> points stored
 -- KEYS[1] = B; ARGV = member points [options], verbatim.
@@ -31,6 +29,7 @@ local function int(s)
   end
   return tonumber(s)
 end
+local function fmt(n) return string.format('%d', n) end
 -- A key name as the module shows it in an error line: control characters
 -- (which would break the line) become '?'.
 local function key_text(k) return (string.gsub(k, '%c', '?')) end
@@ -44,6 +43,11 @@ local function data_error(family, what, k, field)
 end
 local function arity(cmd)
   return redis.error_reply("ERR wrong number of arguments for '" .. cmd .. "' command")
+end
+-- The server clock in unix milliseconds (TIME).
+local function clock_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 -- Spread entities (docs/spread.md): the routing spec and the shard record
 -- checks of src/spread/route.rs and src/spread/shard.rs, word for word, for
@@ -303,6 +307,311 @@ local function looks_like_shard(k)
   if not close or close < 3 or close > 5 or close == #k then return false end
   return spread().split_shard_key(k) ~= nil
 end
+-- `IDEM token` on a twin's write (docs/idem.md, "IDEM tokens on writes"
+-- and "Lua twins"): the module's rules and the module's stored records,
+-- so that a token stored by the module replays through the twin and the
+-- reverse. The generator wraps the body of every twin whose header has a
+-- `--@ idem` line in idem_token(). A script cannot read module configs:
+-- idem-token-ttl, idem-token-cap and idem-token-max are their defaults.
+local IDEM_TOKEN_TTL_MS = 86400000
+local IDEM_TOKEN_CAP = 1000
+local IDEM_TOKEN_MAX = 40
+-- An integer (within +-2^53) as an i64, 8 bytes little-endian.
+local function le64(n)
+  local neg = n < 0
+  if neg then n = -n - 1 end
+  local out = {}
+  for i = 1, 8 do
+    local b = n % 256
+    out[i] = string.char(neg and 255 - b or b)
+    n = (n - b) / 256
+  end
+  return table.concat(out)
+end
+-- The i64 little-endian at s[at .. at + 7].
+local function read_le64(s, at)
+  local neg = string.byte(s, at + 7) >= 128
+  local n = 0
+  for i = at + 7, at, -1 do
+    local b = string.byte(s, i)
+    n = n * 256 + (neg and 255 - b or b)
+  end
+  return neg and -n - 1 or n
+end
+-- A record's expiry (unix ms, 0 .. 2^48 - 1) as 6 bytes little-endian.
+local function le48(n)
+  local out = {}
+  for i = 1, 6 do
+    local b = n % 256
+    out[i] = string.char(b)
+    n = (n - b) / 256
+  end
+  return table.concat(out)
+end
+-- The unsigned 48-bit little-endian at s[at .. at + 5].
+local function read_le48(s, at)
+  local n = 0
+  for i = at + 5, at, -1 do n = n * 256 + string.byte(s, i) end
+  return n
+end
+-- The record's layout (src/idem_token/wire.rs): expiry (6 bytes), digest
+-- (5 bytes), reply tree; the store's field '' holds the next sweep instant
+-- and the store's expiry (two i64 little-endian).
+local IDEM_HEADER = 11
+local IDEM_MAX_EXPIRY = 281474976710655
+-- Appends a LEB128 varint (v >= 0) to the parts `out`.
+local function idem_varint(out, v)
+  while v >= 128 do
+    local b = v % 128
+    out[#out + 1] = string.char(b + 128)
+    v = (v - b) / 128
+  end
+  out[#out + 1] = string.char(v)
+end
+-- Appends the reply tree of `v`, a script's reply as Redis sends it
+-- (src/idem_token/wire.rs: tag byte, varints, integers zigzag): a number
+-- is an integer (cut toward zero), a string a bulk, {ok=} a status,
+-- {err=} an error, false or nil a null, true the integer 1, any other
+-- table an array up to its first nil.
+local function idem_encode(out, v)
+  local t = type(v)
+  if t == 'number' then
+    local n = v >= 0 and math.floor(v) or -math.floor(-v)
+    out[#out + 1] = 'i'
+    idem_varint(out, n >= 0 and 2 * n or -2 * n - 1)
+  elseif t == 'string' then
+    out[#out + 1] = 'b'
+    idem_varint(out, #v)
+    out[#out + 1] = v
+  elseif t == 'table' and type(v.err) == 'string' then
+    out[#out + 1] = 'e'
+    idem_varint(out, #v.err)
+    out[#out + 1] = v.err
+  elseif t == 'table' and type(v.ok) == 'string' then
+    out[#out + 1] = 's'
+    idem_varint(out, #v.ok)
+    out[#out + 1] = v.ok
+  elseif t == 'table' then
+    local n = 0
+    while v[n + 1] ~= nil do n = n + 1 end
+    out[#out + 1] = 'a'
+    idem_varint(out, n)
+    for i = 1, n do idem_encode(out, v[i]) end
+  elseif v == true then
+    out[#out + 1] = 'i'
+    idem_varint(out, 2)
+  else
+    out[#out + 1] = 'n'
+  end
+end
+-- Reads a varint at `pos`: the value and the position after it, or nil.
+local function idem_read_varint(s, pos)
+  local v, mul = 0, 1
+  for _ = 1, 10 do
+    local b = string.byte(s, pos)
+    if not b then return nil end
+    pos = pos + 1
+    v = v + (b % 128) * mul
+    if b < 128 then return v, pos end
+    mul = mul * 128
+  end
+  return nil
+end
+-- Reads one reply tree at `pos` as the script's reply that sends what a
+-- RESP2 client of the module gets (a map is its 2n items, a record its
+-- values, a double its text, a boolean 1 or 0): the position after it
+-- and the value, or nil when the tree is not well formed (the module's
+-- wire::valid).
+local function idem_decode(s, pos, cmd, depth)
+  if depth > 64 then return nil end
+  local tag = string.sub(s, pos, pos)
+  pos = pos + 1
+  if tag == 'i' then
+    local z
+    z, pos = idem_read_varint(s, pos)
+    if not z then return nil end
+    if z % 2 == 0 then return pos, z / 2 end
+    return pos, -(z + 1) / 2
+  elseif tag == 'b' or tag == 's' or tag == 'e' or tag == 'N' then
+    local n
+    n, pos = idem_read_varint(s, pos)
+    if not n or pos + n - 1 > #s then return nil end
+    local text = string.sub(s, pos, pos + n - 1)
+    pos = pos + n
+    if tag == 'b' or tag == 'N' then return pos, text end
+    if string.find(text, '[%z\r\n]') then return nil end
+    if tag == 's' then return pos, {ok = text} end
+    return pos, redis.error_reply(text)
+  elseif tag == 'n' then
+    return pos, false
+  elseif tag == 'A' then
+    return pos, arity(cmd)
+  elseif tag == 't' or tag == 'f' then
+    return pos, tag == 't' and 1 or 0
+  elseif tag == 'd' then
+    if pos + 7 > #s then return nil end
+    local v = struct.unpack('<d', string.sub(s, pos, pos + 7))
+    return pos + 8, string.format('%.17g', v)
+  elseif tag == 'a' or tag == 'S' or tag == 'm' or tag == 'r' then
+    local n
+    n, pos = idem_read_varint(s, pos)
+    if not n or n > #s - pos + 1 then return nil end
+    local pairs_of = tag == 'm' or tag == 'r'
+    local items = {}
+    for i = 1, pairs_of and 2 * n or n do
+      local v
+      pos, v = idem_decode(s, pos, cmd, depth + 1)
+      if not pos then return nil end
+      if tag ~= 'r' or i % 2 == 0 then items[#items + 1] = v end
+    end
+    return pos, items
+  end
+  return nil
+end
+-- Stores `token` -> expiry | digest | reply in the store `store` at `now`,
+-- after a sweep when one is due: the module's store() and wire::plan.
+-- `m` is the store's field '' as the lookup read it (or nil).
+local function idem_store(store, token, digest, reply, now, m)
+  local ttl, cap = IDEM_TOKEN_TTL_MS, IDEM_TOKEN_CAP
+  local expiry = math.min(now + ttl, IDEM_MAX_EXPIRY)
+  local meta, meta_at
+  if m and #m == 16 then
+    meta, meta_at = read_le64(m, 1), read_le64(m, 9)
+  end
+  local fields = redis.call('HLEN', store) - (meta and 1 or 0)
+  local due
+  if meta then due = now >= meta else due = fields > 0 end
+  due = due or fields >= cap
+  local due_at
+  if due then
+    local all = redis.call('HGETALL', store)
+    local dead, live = {}, {}
+    for i = 1, #all, 2 do
+      local f, v = all[i], all[i + 1]
+      if f ~= '' and f ~= token then
+        local e = (#v >= IDEM_HEADER) and read_le48(v, 1) or -math.huge
+        if e <= now then dead[#dead + 1] = f else live[#live + 1] = {e, #live, f} end
+      end
+    end
+    if #live + 1 > cap then
+      local go = math.min(#live + 1 - cap + math.floor(cap / 16), #live)
+      table.sort(live, function(a, b) return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2]) end)
+      for i = 1, go do dead[#dead + 1] = live[i][3] end
+      local kept = {}
+      for i = go + 1, #live do kept[#kept + 1] = live[i] end
+      live = kept
+    end
+    local earliest = math.huge
+    for _, l in ipairs(live) do if l[1] < earliest then earliest = l[1] end end
+    due_at = math.min(math.max(earliest, now + math.floor(ttl / 16)), expiry)
+    for i = 1, #dead, 1000 do
+      redis.call('HDEL', store, unpack(dead, i, math.min(i + 999, #dead)))
+    end
+  else
+    due_at = math.min(meta or expiry, expiry)
+  end
+  local record = le48(expiry) .. digest .. reply
+  -- The store outlives its latest token by up to TTL/16; its expiry is
+  -- the one the field '' holds (the key's own only when the field is
+  -- missing: PEXPIRETIME on Redis 7, PTTL before).
+  local at = meta_at
+  if not meta then
+    if redis.call('EXISTS', store) == 1 then
+      at = redis.pcall('PEXPIRETIME', store)
+      if type(at) ~= 'number' then
+        local pt = redis.call('PTTL', store)
+        at = pt >= 0 and now + pt or -1
+      end
+      if at < 0 then at = nil end
+    end
+  end
+  local new_at
+  if not (at and at >= expiry) then new_at = expiry + math.floor(ttl / 16) end
+  local now_at = new_at or at or expiry
+  if meta ~= due_at or meta_at ~= now_at then
+    redis.call('HSET', store, token, record, '', le64(due_at) .. le64(now_at))
+  else
+    redis.call('HSET', store, token, record)
+  end
+  if new_at then redis.call('PEXPIREAT', store, new_at) end
+end
+-- Runs a twin's write `run(keys, argv)` with the module's `IDEM token`
+-- rules: `cmd` the command's name, `min` its arity (the module's), `nk` 1
+-- when the command counts its keys (numkeys), `nconf` the configs before
+-- the command's arguments in `argv` (LIKE). Without the option: run.
+-- With it: strip it (only when the arguments without it still meet the
+-- arity; last, or before a final NOW/NOWUS), look the token up in
+-- `<first key>:idem`, replay / refuse a mismatch / run and store.
+local function idem_token(cmd, min, nk, nconf, record, keys, argv, run)
+  local n = #argv
+  local argc = 1 + nk + #keys + n - nconf
+  local p
+  if argc >= min + 2 and argc >= 4 then
+    if string.upper(argv[n - 1]) == 'IDEM' then
+      p = n - 1
+    elseif argc >= min + 4 and argc >= 6 then
+      local kw = string.upper(argv[n - 1])
+      if (kw == 'NOW' or kw == 'NOWUS') and string.upper(argv[n - 3]) == 'IDEM' then p = n - 3 end
+    end
+  end
+  if not p then return run(keys, argv) end
+  local token = argv[p + 1]
+  local args = {}
+  for i = 1, n do
+    if i ~= p and i ~= p + 1 then args[#args + 1] = argv[i] end
+  end
+  local family = string.match(cmd, '^[^.]*')
+  if #token == 0 or #token > IDEM_TOKEN_MAX then
+    return redis.error_reply('ERR ' .. family .. ': IDEM token must be 1 to ' .. fmt(IDEM_TOKEN_MAX) .. ' bytes')
+  end
+  -- The digest (wire::digest): the first 5 bytes of the SHA-1 of the
+  -- name and every argument after the key, each after its length.
+  local parts = {le64(#cmd), string.lower(cmd)}
+  local function add(a)
+    parts[#parts + 1] = le64(#a)
+    parts[#parts + 1] = a
+  end
+  if nk == 1 then add(fmt(#keys)) end
+  for i = 2, #keys do add(keys[i]) end
+  for i = nconf + 1, #args do add(args[i]) end
+  local digest = (string.gsub(string.sub(redis.sha1hex(table.concat(parts)), 1, 10), '..',
+    function(h) return string.char(tonumber(h, 16)) end))
+  local store = keys[1] .. ':idem'
+  local kind = redis.call('TYPE', store).ok
+  if kind ~= 'none' and kind ~= 'hash' then return redis.error_reply(WRONGTYPE) end
+  local now = clock_ms()
+  local m
+  if kind == 'hash' then
+    local got = redis.call('HMGET', store, token, '')
+    local v = got[1]
+    m = got[2] or nil
+    if v then
+      local pos, reply
+      if #v >= IDEM_HEADER then pos, reply = idem_decode(v, IDEM_HEADER + 1, cmd, 0) end
+      if pos ~= #v + 1 then return data_error(family, 'corrupt data', store) end
+      if read_le48(v, 1) > now then
+        if string.sub(v, 7, IDEM_HEADER) ~= digest then
+          return redis.error_reply('ERR ' .. family .. ': IDEM token reused with other arguments')
+        end
+        return reply
+      end
+    end
+  end
+  local r = run(keys, args)
+  local out = {}
+  if record and type(r) == 'table' and r.err == nil and r.ok == nil and #r == #record then
+    out[1] = 'r'
+    idem_varint(out, #record)
+    for i = 1, #record do
+      idem_encode(out, record[i])
+      idem_encode(out, r[i])
+    end
+  else
+    idem_encode(out, r)
+  end
+  idem_store(store, token, digest, table.concat(out), now, m)
+  return r
+end
 -- RANK helpers (lua-compat/src/rank/family.lua), those this script uses.
 local EXACT_MAX = 9007199254740991
 local NOT_INT = 'ERR value is not an integer or out of range'
@@ -522,6 +831,7 @@ local function write_score(B, member, packed)
 end
 -- RANK.ADD (lua-compat/src/rank/add.lua).
 if #KEYS ~= 1 then return arity('rank.add') end
+local function run(KEYS, ARGV)
 local B = KEYS[1]
 if #ARGV < 2 then return arity('rank.add') end
 local member = ARGV[1]
@@ -585,3 +895,6 @@ if score then
 end
 write_score(B, member, pack(l, points, t))
 return points
+end
+return idem_token('rank.add', 4, 0, 0, nil,
+  KEYS, ARGV, run)

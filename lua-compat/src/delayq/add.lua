@@ -1,10 +1,9 @@
 -- DELAYQ.ADD key id payload [DELAY ms | AT unix-ms] [ATTEMPTS n] [LOSTMAX n] [REPLACE] [NOW unix-ms] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- KEYS[1] = B; ARGV = id payload [options...], exactly as the command.
 -- Reply: 1 added (or replaced), 0 when the id exists and REPLACE was not given.
 -- Same replies, errors and stored data as the module (lua-compat/docs/delayq.md).
 --@ keys 1
+--@ idem -4
 
 local B = KEYS[1]
 if #ARGV < 2 then

@@ -1,10 +1,9 @@
 -- DELAYQ.NACK key id receipt [DELAY ms | BACKOFF base-ms max-ms] [NOW unix-ms] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- KEYS[1] = B; ARGV = id receipt [options...].
 -- Reply: 1 back in line, 2 moved to the dead letters, 0 for a stale receipt.
 -- Same replies, errors and stored data as the module (lua-compat/docs/delayq.md).
 --@ keys 1
+--@ idem -4
 
 local B = KEYS[1]
 if #ARGV < 2 then

@@ -1,12 +1,11 @@
 -- LOCK.ACQUIRE key owner ttl-ms [LIMIT n] [MAXHOLD ms] [BLOCK timeout-ms] [NOW unix-ms] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- KEYS[1] = B; ARGV = owner ttl-ms [options...], exactly as the command.
 -- Reply: the fencing token, or nil when the lock is held by others (or the
 -- semaphore is full). BLOCK is accepted but cannot wait in a script: the
 -- twin answers at once, as the module does inside MULTI or a script.
 -- Same replies, errors and stored data as the module (lua-compat/docs/lock.md).
 --@ keys 1
+--@ idem -4
 
 local B = KEYS[1]
 if #ARGV < 2 then

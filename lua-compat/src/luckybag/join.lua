@@ -1,8 +1,7 @@
 -- LUCKYBAG.JOIN key user [TASK DONE|PENDING] [SPREAD n] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- LUCKYBAG.JOIN B user [TASK DONE|PENDING] -> {new, pooled, participants}
 --@ keys 1
+--@ idem -3
 
 local B = KEYS[1]
 if #ARGV < 1 then return arity('luckybag.join') end

@@ -1,6 +1,4 @@
 -- POLL.REVOKE key user [candidate] [NOW unix-ms] [SPREAD n] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- hotpath Lua twin of POLL.REVOKE
 -- Usage:  EVALSHA <sha> 1 B user [candidate] [NOW unix-ms] [SPREAD n]
 -- KEYS[1] = B, the poll's base key.
@@ -12,6 +10,7 @@
 -- B:board for every candidate still on the board.
 --@ keys 1
 --@ flags allow-oom
+--@ idem -3
 
 local B = KEYS[1]
 local function arity() fail("ERR wrong number of arguments for 'poll.revoke' command") end

@@ -1,6 +1,4 @@
 -- POLL.VOTE key user candidate [NOW unix-ms] [SPREAD n] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- hotpath Lua twin of POLL.VOTE
 -- Usage:  EVALSHA <sha> 1 B user candidate [NOW unix-ms] [SPREAD n]
 -- KEYS[1] = B, the poll's base key.
@@ -11,6 +9,7 @@
 -- (ZINCRBY 1) and, in MODE MULTI, B:uservotes (user -> JSON array);
 -- keys it creates get PEXPIREAT at B:meta's `expires`.
 --@ keys 1
+--@ idem -4
 
 local B = KEYS[1]
 local function arity() fail("ERR wrong number of arguments for 'poll.vote' command") end

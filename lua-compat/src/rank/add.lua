@@ -1,10 +1,9 @@
 -- RANK.ADD key member points [GT|LT] [NOW unix-ms] [SPREAD n] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- Lua twin of RANK.ADD B member points [GT|LT] [NOW unix-ms] [SPREAD n]
 -- -> points stored
 -- KEYS[1] = B; ARGV = member points [options], verbatim.
 --@ keys 1
+--@ idem -4
 
 
 local B = KEYS[1]

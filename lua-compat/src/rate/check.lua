@@ -1,11 +1,10 @@
 -- RATE.CHECK key limit period-ms [ALGO GCRA|FIXED|SLIDING|LOG|BUCKET] [BURST burst] [COST cost] [PEEK] [NOW unix-ms | NOWUS unix-us] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- KEYS[1] = B; ARGV = limit period-ms [options...], exactly as the command.
 -- Same replies, errors and stored data as the module (see README.md).
 -- Time is in microseconds; every value stays below 2^53, and products
 -- that could pass it go through mdm (an exact multiply-divide).
 --@ keys 1
+--@ idem -4 record allowed limit remaining retry_after_ms reset_after_ms
 
 local key = KEYS[1]
 if #ARGV < 2 then

@@ -1,9 +1,8 @@
 -- RATE.MULTI numkeys key [key ...] LIMITS limit period-ms [limit period-ms ...] [COST cost] [PEEK] [NOW unix-ms | NOWUS unix-us] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- KEYS = B1 ... Bn; ARGV = LIMITS limit1 period1-ms ... [options...], exactly
 -- as the command. GCRA rules checked together, consumed only if all allow.
 --@ keys n
+--@ idem -6 record allowed limit remaining retry_after_ms reset_after_ms
 
 local ARITY = "ERR wrong number of arguments for 'rate.multi' command"
 local n = #KEYS

@@ -1,10 +1,9 @@
 -- RATE.THROTTLE key max-burst count period-s [quantity] [NOW unix-ms | NOWUS unix-us] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- KEYS[1] = B; ARGV = max-burst count period-s [quantity] [time option].
 -- redis-cell's CL.THROTTLE reply: [limited, limit, remaining,
 -- retry-after-s, reset-after-s]; state shared with RATE.CHECK's GCRA.
 --@ keys 1
+--@ idem -5
 
 local key = KEYS[1]
 if #ARGV < 3 then

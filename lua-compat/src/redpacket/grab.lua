@@ -1,9 +1,8 @@
 -- REDPACKET.GRAB key user [NOW unix-ms] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- REDPACKET.GRAB twin. KEYS[1] = B; ARGV = user [NOW unix-ms].
 -- Reply {status, cents}: OK, ALREADY, EMPTY, CLOSED or NOSUCH.
 --@ keys 1
+--@ idem -3
 
 if #ARGV < 1 then
   return redis.error_reply("ERR wrong number of arguments for 'redpacket.grab' command")

@@ -1,12 +1,11 @@
 -- REDPACKET.SPLIT key total-cents count [MODE RANDOM|EQUAL] [TTL seconds] [NOW unix-ms] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- REDPACKET.SPLIT twin. KEYS[1] = B; ARGV = total-cents count
 -- [MODE RANDOM|EQUAL] [TTL seconds] [NOW unix-ms]. Writes B:pool and B:meta
 -- like the module. The shares are drawn by Lua's own generator (seeded from
 -- the server clock), so RANDOM splits differ from the module's; EQUAL is
 -- identical. redpacket-max-count cannot be read from a script: 10000 here.
 --@ keys 1
+--@ idem -4
 
 if #ARGV < 2 then
   return redis.error_reply("ERR wrong number of arguments for 'redpacket.split' command")

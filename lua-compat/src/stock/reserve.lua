@@ -1,6 +1,4 @@
 -- STOCK.RESERVE key user order quantity [NOW unix-ms] [SPREAD n] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- KEYS[1] = B (or K_u, the user's shard of a spread stock); ARGV = user
 -- order quantity [NOW unix-ms] [SPREAD n], exactly as the command.
 -- Reply: {status, left, lease-end}: {'OK', left, lease-end},
@@ -9,6 +7,7 @@
 -- available, 0} where a single-slot stock answers SOLDOUT.
 -- Same replies, errors and stored data as the module (lua-compat/docs/stock.md).
 --@ keys 1
+--@ idem -5
 
 local B = KEYS[1]
 if #ARGV < 3 then

@@ -1,12 +1,11 @@
 -- STOCK.RESTOCK key delta [NOW unix-ms] [SPREAD n] [IDEM token]
--- (IDEM token: the module only; this twin does not take it yet and
--- refuses it with a syntax or arity error, docs/idem.md.)
 -- KEYS[1] = B (or K_i, a shard of a spread stock: delta 0 only); ARGV =
 -- delta [NOW unix-ms] [SPREAD n].
 -- Reply: the units available after the call (lapsed leases returned
 -- first).
 -- Same replies, errors and stored data as the module (lua-compat/docs/stock.md).
 --@ keys 1
+--@ idem -3
 
 local B = KEYS[1]
 if #ARGV < 1 then

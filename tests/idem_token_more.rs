@@ -1,0 +1,336 @@
+//! `IDEM token`, what tests/idem_token.rs left out: the Rust client's
+//! static `Rate::multi_idem` (module and Functions-library backends), and
+//! STOCK.RESTOCK and REDPACKET.SPLIT: a retry replays, a reuse with other
+//! arguments is refused, and neither writes anything.
+
+use crate::common;
+
+use common::*;
+use hotpath_client::*;
+
+/// A NOW far ahead (2030-01-01), so that explicit instants stay valid.
+const T0: i64 = 1_893_456_000_000;
+
+fn rate_multi_idem_on(c: &mut redis::Connection, tag: &str, module: bool) {
+    let (a, b) = (format!("{{{tag}}}a"), format!("{{{tag}}}b"));
+    let rules = [(a.as_str(), 2, 60_000), (b.as_str(), 5, 60_000)];
+    let o = RateOptions::default();
+    let first = Rate::multi_idem(c, &rules, &o, Some(T0), "t1").unwrap();
+    assert!(first.allowed);
+    assert_eq!(first.remaining, 1);
+    for _ in 0..3 {
+        let again = Rate::multi_idem(c, &rules, &o, Some(T0), "t1").unwrap();
+        assert_eq!(again, first, "{tag}: replayed, nothing consumed");
+    }
+    // A new token consumes; the pipeline form (the module's command)
+    // sends the token too.
+    let second = Rate::multi_idem(c, &rules, &o, Some(T0), "t2").unwrap();
+    assert_eq!(second.remaining, 0);
+    if module {
+        let cmd = Rate::multi_idem_cmd(&rules, &o, Some(T0), "t2");
+        let v: redis::Value = cmd.query(c).unwrap();
+        let text = format!("{v:?}");
+        assert!(text.contains("int(0)") || text.contains("Int(0)"), "{text}");
+    }
+    // Same token, other arguments: refused.
+    let cost = RateOptions {
+        cost: Some(2),
+        ..RateOptions::default()
+    };
+    let e = Rate::multi_idem(c, &rules, &cost, Some(T0), "t1").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("IDEM token reused with other arguments"),
+        "{e}"
+    );
+    // Without a token it consumes as before: the third call is refused.
+    assert!(!Rate::multi(c, &rules, &o, Some(T0)).unwrap().allowed);
+}
+
+#[test]
+fn rust_rate_multi_takes_a_token_on_the_module_and_the_twins() {
+    let s = Server::start();
+    rate_multi_idem_on(&mut s.conn(), "m", true);
+    let bare = Server::start_bare(&[]);
+    let mut c = bare.conn();
+    load_library(&mut c);
+    rate_multi_idem_on(&mut c, "l", false);
+}
+
+/// The data of every key but the token stores.
+fn data(c: &mut redis::Connection) -> Vec<String> {
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+    keys.retain(|k| !k.ends_with(":idem"));
+    keys.sort();
+    keys.iter().flat_map(|k| dump_keys(c, k)).collect()
+}
+
+#[test]
+fn restock_and_split_replay_refuse_and_write_nothing() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let t = T0.to_string();
+    run(&mut c, &["STOCK.CREATE", "st", "10", "NOW", &t]);
+    let cases: [(&[&str], &[&str]); 2] = [
+        (
+            &["STOCK.RESTOCK", "st", "5", "NOW", &t, "IDEM", "r1"],
+            &["STOCK.RESTOCK", "st", "6", "NOW", &t, "IDEM", "r1"],
+        ),
+        (
+            &[
+                "REDPACKET.SPLIT",
+                "rp",
+                "1000",
+                "4",
+                "NOW",
+                &t,
+                "IDEM",
+                "s1",
+            ],
+            &[
+                "REDPACKET.SPLIT",
+                "rp",
+                "1000",
+                "5",
+                "NOW",
+                &t,
+                "IDEM",
+                "s1",
+            ],
+        ),
+    ];
+    for (first, other) in cases {
+        let a = run(&mut c, first);
+        assert!(!a.starts_with("ERR"), "{first:?}: {a}");
+        let before = data(&mut c);
+        assert_eq!(run(&mut c, first), a, "{first:?}: replayed");
+        assert_eq!(data(&mut c), before, "{first:?}: the replay wrote nothing");
+        let e = run(&mut c, other);
+        assert!(e.contains("IDEM token reused with other arguments"), "{e}");
+        assert_eq!(data(&mut c), before, "{other:?}: the refusal wrote nothing");
+    }
+}
+
+/// The reply's fourth element (a DELAYQ.POLL receipt).
+fn receipt(c: &mut redis::Connection, q: &str, t: &str) -> String {
+    let v: Vec<redis::Value> = redis::cmd("DELAYQ.POLL")
+        .arg(q)
+        .arg(60_000)
+        .arg("NOW")
+        .arg(t)
+        .query(c)
+        .unwrap();
+    assert_eq!(v.len(), 4, "{v:?}");
+    redis::from_redis_value(&v[3]).unwrap()
+}
+
+/// DELAYQ.NACK and POLL.REVOKE: a retry replays (where a plain retry
+/// would answer otherwise: a stale receipt, nothing left to revoke), a
+/// reuse with other arguments is refused, nothing is written.
+#[test]
+fn nack_and_revoke_replay_refuse_and_write_nothing() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let t = T0.to_string();
+    run(&mut c, &["DELAYQ.ADD", "q", "j1", "p", "NOW", &t]);
+    let r = receipt(&mut c, "q", &t);
+    run(
+        &mut c,
+        &["POLL.CREATE", "pl", "CANDIDATES", "2", "a", "b", "NOW", &t],
+    );
+    assert_eq!(run(&mut c, &["POLL.VOTE", "pl", "u1", "a", "NOW", &t]), "1");
+    let cases: [(&[&str], &[&str], &[&str]); 2] = [
+        (
+            &[
+                "DELAYQ.NACK",
+                "q",
+                "j1",
+                &r,
+                "DELAY",
+                "1000",
+                "NOW",
+                &t,
+                "IDEM",
+                "n1",
+            ],
+            &[
+                "DELAYQ.NACK",
+                "q",
+                "j1",
+                &r,
+                "DELAY",
+                "2000",
+                "NOW",
+                &t,
+                "IDEM",
+                "n1",
+            ],
+            &["DELAYQ.NACK", "q", "j1", &r, "DELAY", "1000", "NOW", &t],
+        ),
+        (
+            &["POLL.REVOKE", "pl", "u1", "NOW", &t, "IDEM", "v1"],
+            &["POLL.REVOKE", "pl", "u1", "a", "NOW", &t, "IDEM", "v1"],
+            &["POLL.REVOKE", "pl", "u1", "NOW", &t],
+        ),
+    ];
+    for (first, other, plain) in cases {
+        let a = run(&mut c, first);
+        assert_eq!(a, "1", "{first:?}");
+        let before = data(&mut c);
+        assert_eq!(run(&mut c, first), a, "{first:?}: replayed");
+        assert_eq!(data(&mut c), before, "{first:?}: the replay wrote nothing");
+        let e = run(&mut c, other);
+        assert!(e.contains("IDEM token reused with other arguments"), "{e}");
+        assert_eq!(data(&mut c), before, "{other:?}: the refusal wrote nothing");
+        // Without the token the retry is another call: it answers 0.
+        assert_eq!(run(&mut c, plain), "0", "{plain:?}");
+    }
+}
+
+/// A spread write with a token: the token lives with the shard key that
+/// took the write (`<shard key>:idem`); a retry to the same shard replays.
+#[test]
+fn spread_writes_keep_their_token_with_the_shard() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let t = T0.to_string();
+    let shards: Vec<String> = hotpath_client::routing::shard_keys(b"sp", 2)
+        .into_iter()
+        .map(|k| String::from_utf8(k).unwrap())
+        .collect();
+    for k in &shards {
+        let r = run(&mut c, &["STOCK.CREATE", k, "10", "NOW", &t, "SPREAD", "2"]);
+        assert_eq!(r, "OK", "{k}");
+    }
+    // u1 belongs to shard 1 of 2 (users are routed by id).
+    let k0 = shards[1].as_str();
+    let w = [
+        "STOCK.RESERVE",
+        k0,
+        "u1",
+        "o1",
+        "2",
+        "NOW",
+        &t,
+        "SPREAD",
+        "2",
+        "IDEM",
+        "s1",
+    ];
+    let a = run(&mut c, &w);
+    assert!(!a.starts_with("ERR"), "{a}");
+    let before = data(&mut c);
+    assert_eq!(run(&mut c, &w), a, "replayed on the same shard");
+    assert_eq!(data(&mut c), before);
+    let store = format!("{k0}:idem");
+    let n: i64 = redis::cmd("HEXISTS")
+        .arg(&store)
+        .arg("s1")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 1, "the token is in {store}");
+    let other = format!("{}:idem", shards[0]);
+    let n: i64 = redis::cmd("EXISTS").arg(&other).query(&mut c).unwrap();
+    assert_eq!(n, 0, "nothing in the other shard's store");
+    // The same token on the other shard is that shard's own token (a
+    // user of shard 0: the first one shard 1 refuses).
+    let u0 = (2..200)
+        .map(|u| format!("u{u}"))
+        .find(|u| {
+            let o = format!("p{u}");
+            let w = ["STOCK.RESERVE", k0, u, &o, "1", "NOW", &t, "SPREAD", "2"];
+            run(&mut c, &w).contains("wrong shard")
+        })
+        .expect("a user of shard 0");
+    let w1 = [
+        "STOCK.RESERVE",
+        &shards[0],
+        &u0,
+        "o2",
+        "3",
+        "NOW",
+        &t,
+        "SPREAD",
+        "2",
+        "IDEM",
+        "s1",
+    ];
+    let b = run(&mut c, &w1);
+    assert!(!b.starts_with("ERR"), "{b}");
+    let n: i64 = redis::cmd("HEXISTS")
+        .arg(&other)
+        .arg("s1")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 1, "shard 0 stored its own s1");
+}
+
+/// On a 3-master cluster: RATE and LOCK refuse a token on a key without a
+/// `{hash tag}` (their store would be in another slot) and take one with
+/// a tag; a token write acknowledged by WAIT replays on the replica
+/// promoted after its master is killed.
+#[test]
+fn cluster_tokens_need_a_tag_and_survive_a_promotion() {
+    use common::cluster::{Cluster, ClusterOpts};
+    let mut cl = Cluster::start_opts(ClusterOpts {
+        node_timeout_ms: 2000,
+        ..ClusterOpts::default()
+    });
+    let t = T0.to_string();
+    for (key, args) in [
+        ("u:1", vec!["RATE.CHECK", "u:1", "5", "60000", "NOW", &t]),
+        (
+            "lk:1",
+            vec!["LOCK.ACQUIRE", "lk:1", "o", "60000", "NOW", &t],
+        ),
+    ] {
+        let mut oc = cl.nodes[cl.owner_of_key(key)].conn();
+        let mut with = args.clone();
+        with.extend(["IDEM", "x"]);
+        let e = run(&mut oc, &with);
+        assert!(
+            e.contains("needs a {hash tag} in cluster mode"),
+            "{with:?}: {e}"
+        );
+        let ok = run(&mut oc, &args);
+        assert!(!ok.starts_with("ERR"), "{args:?} without a token: {ok}");
+    }
+    // With a tag: on the owner, on one connection (WAIT counts its writes).
+    let (rate, board) = ("u:{ha}", "r:{ha}");
+    let owner = cl.owner_of_key(rate);
+    assert_eq!(owner, cl.owner_of_key(board));
+    let mut oc = cl.nodes[owner].conn();
+    run(&mut oc, &["RANK.CREATE", board, "NOW", &t]);
+    let writes: [&[&str]; 2] = [
+        &["RATE.CHECK", rate, "2", "60000", "NOW", &t, "IDEM", "c1"],
+        &["RANK.INCR", board, "m", "5", "NOW", &t, "IDEM", "i1"],
+    ];
+    let first: Vec<String> = writes.iter().map(|w| run(&mut oc, w)).collect();
+    assert_eq!(first[1], "5");
+    for (w, f) in writes.iter().zip(&first) {
+        assert_eq!(&run(&mut oc, w), f, "{w:?}: replayed");
+    }
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(10_000)
+        .query(&mut oc)
+        .unwrap();
+    assert_eq!(acked, 1);
+    drop(oc);
+    let promoted = cl.kill_master(owner);
+    let mut pc = cl.nodes[promoted].conn();
+    for (w, f) in writes.iter().zip(&first) {
+        assert_eq!(
+            &run(&mut pc, w),
+            f,
+            "{w:?}: replayed on the promoted replica"
+        );
+    }
+    assert_eq!(
+        run(
+            &mut pc,
+            &["RANK.INCR", board, "m", "5", "NOW", &t, "IDEM", "i2"]
+        ),
+        "10"
+    );
+}
