@@ -117,12 +117,17 @@ def main():
     r.execute_command("STOCK.CREATE", "sk", big, "LEASE", 900000)
 
     def floor(p):
-        """The native floor on keys `p:*`: what a reservation changes."""
+        """The native floor on keys `p:*`: what a reservation of one unit
+        at NOW T0 + i changes: the order's record as the module writes it
+        (R:qty:lease-end:left:user), the stock, the buyer's count and the
+        lease, whose ends increase as the module's do (one shared score
+        would make every ZADD compare members, which the module's never
+        does)."""
         r.set(f"{p}:stock", big)
-        return [lambda i: ("HSETNX", f"{p}:orders", f"o{i}", f"R:1:{T0 + 900000}:{i}:u{i}"),
+        return [lambda i: ("HSETNX", f"{p}:orders", f"o{i}", f"R:1:{T0 + i + 900000}:{big - 1 - i}:u{i}"),
                 lambda i: ("DECRBY", f"{p}:stock", 1),
                 lambda i: ("HINCRBY", f"{p}:users", f"u{i}", 1),
-                lambda i: ("ZADD", f"{p}:leases", T0 + 900000, f"o{i}")]
+                lambda i: ("ZADD", f"{p}:leases", T0 + i + 900000, f"o{i}")]
 
     def seed_call(p):
         r.set(f"{p}:stock", big)
