@@ -14,28 +14,14 @@
 
 use crate::common;
 
-#[path = "differential/delayq.rs"]
-mod delayq;
 #[path = "differential/harness.rs"]
 mod harness;
-#[path = "differential/idem.rs"]
-mod idem;
-#[path = "differential/like.rs"]
-mod like;
-#[path = "differential/lock.rs"]
-mod lock;
-#[path = "differential/luckybag.rs"]
-mod luckybag;
-#[path = "differential/poll.rs"]
-mod poll;
-#[path = "differential/rank.rs"]
-mod rank;
-#[path = "differential/rate.rs"]
-mod rate;
-#[path = "differential/redpacket.rs"]
-mod redpacket;
-#[path = "differential/stock.rs"]
-mod stock;
+
+// Every other tests/differential/<family>.rs file is a family: build.rs
+// writes its module, its two tests (`<family>_random_calls`,
+// `<family>_every_fault_and_pair`) and its line in `CAMPAIGN` (a new family
+// needs no line here; tests/families.rs checks that every family has them).
+include!(concat!(env!("OUT_DIR"), "/differential_families.rs"));
 
 use harness::{random, seed_or, sweep, Family, Stats};
 
@@ -54,8 +40,9 @@ fn report<F: Family>(what: &str, seed: Option<u64>, st: &Stats) {
     );
 }
 
-fn stream<F: Family>(default_seed: u64) {
-    let seed = seed_or(default_seed);
+/// The family's random stream, from its `SEED` unless `DIFF_SEED` is set.
+fn stream<F: Family>() {
+    let seed = seed_or(F::SEED);
     let calls = std::env::var("DIFF_CALLS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -69,96 +56,6 @@ fn faults<F: Family>() {
     let st = sweep::<F>();
     report::<F>("fault sweep", None, &st);
     assert!(st.faults > 0, "{st:?}");
-}
-
-#[test]
-fn rate_random_calls() {
-    stream::<rate::Rate>(16_001);
-}
-
-#[test]
-fn rate_every_fault_and_pair() {
-    faults::<rate::Rate>();
-}
-
-#[test]
-fn lock_random_calls() {
-    stream::<lock::Lock>(16_002);
-}
-
-#[test]
-fn lock_every_fault_and_pair() {
-    faults::<lock::Lock>();
-}
-
-#[test]
-fn idem_random_calls() {
-    stream::<idem::Idem>(16_009);
-}
-
-#[test]
-fn idem_every_fault_and_pair() {
-    faults::<idem::Idem>();
-}
-
-#[test]
-fn delayq_random_calls() {
-    stream::<delayq::Delayq>(16_003);
-}
-
-#[test]
-fn delayq_every_fault_and_pair() {
-    faults::<delayq::Delayq>();
-}
-
-#[test]
-fn like_random_calls() {
-    stream::<like::Like>(16_005);
-}
-
-#[test]
-fn like_every_fault_and_pair() {
-    faults::<like::Like>();
-}
-
-#[test]
-fn luckybag_random_calls() {
-    stream::<luckybag::Luckybag>(16_006);
-}
-
-#[test]
-fn luckybag_every_fault_and_pair() {
-    faults::<luckybag::Luckybag>();
-}
-
-#[test]
-fn poll_random_calls() {
-    stream::<poll::Poll>(16_007);
-}
-
-#[test]
-fn poll_every_fault_and_pair() {
-    faults::<poll::Poll>();
-}
-
-#[test]
-fn rank_random_calls() {
-    stream::<rank::Rank>(16_008);
-}
-
-#[test]
-fn rank_every_fault_and_pair() {
-    faults::<rank::Rank>();
-}
-
-#[test]
-fn redpacket_random_calls() {
-    stream::<redpacket::Redpacket>(16_004);
-}
-
-#[test]
-fn redpacket_every_fault_and_pair() {
-    faults::<redpacket::Redpacket>();
 }
 
 /// RANDOM splits, which the stream copies from the module, hold their
@@ -242,6 +139,12 @@ fn module_errors_are_utf8() {
     );
 }
 
+/// One family's long run, from `seed`.
+fn campaign_one<F: Family>(seed: u64, calls: usize) {
+    let st = random::<F>(seed, calls);
+    report::<F>("campaign", Some(seed), &st);
+}
+
 /// The long campaign (`make differential`): `DIFF_CALLS` calls per family
 /// (default 200,000), from a fresh seed unless `DIFF_SEED` is set.
 #[test]
@@ -262,32 +165,7 @@ fn campaign() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(200_000);
     eprintln!("differential campaign: seed {seed}, {calls} calls per family (rerun: DIFF_SEED={seed} make differential)");
-    let st = random::<rate::Rate>(seed, calls);
-    report::<rate::Rate>("campaign", Some(seed), &st);
-    let st = random::<lock::Lock>(seed.wrapping_add(1), calls);
-    report::<lock::Lock>("campaign", Some(seed + 1), &st);
-    let st = random::<delayq::Delayq>(seed.wrapping_add(2), calls);
-    report::<delayq::Delayq>("campaign", Some(seed + 2), &st);
-    let st = random::<redpacket::Redpacket>(seed.wrapping_add(3), calls);
-    report::<redpacket::Redpacket>("campaign", Some(seed + 3), &st);
-    let st = random::<like::Like>(seed.wrapping_add(4), calls);
-    report::<like::Like>("campaign", Some(seed + 4), &st);
-    let st = random::<luckybag::Luckybag>(seed.wrapping_add(5), calls);
-    report::<luckybag::Luckybag>("campaign", Some(seed + 5), &st);
-    let st = random::<poll::Poll>(seed.wrapping_add(6), calls);
-    report::<poll::Poll>("campaign", Some(seed + 6), &st);
-    let st = random::<rank::Rank>(seed.wrapping_add(7), calls);
-    report::<rank::Rank>("campaign", Some(seed + 7), &st);
-    let st = random::<stock::Stock>(seed.wrapping_add(8), calls);
-    report::<stock::Stock>("campaign", Some(seed + 8), &st);
-}
-
-#[test]
-fn stock_random_calls() {
-    stream::<stock::Stock>(26_001);
-}
-
-#[test]
-fn stock_every_fault_and_pair() {
-    faults::<stock::Stock>();
+    for (i, run) in CAMPAIGN.iter().enumerate() {
+        run(seed.wrapping_add(i as u64), calls);
+    }
 }

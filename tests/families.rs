@@ -5,7 +5,8 @@
 //!
 //! - its guide and reference page, linked from the reference's index, and
 //!   its row in the README's command table;
-//! - its integration tests, Lua parity tests and differential harness;
+//! - its integration tests, Lua parity tests, differential harness and
+//!   error cases (tests/no_partial_writes/<family>.rs);
 //! - a Lua twin per command whose first header line is the command's
 //!   declared syntax;
 //! - its entity in both clients, with a method per command (or a line in
@@ -183,23 +184,30 @@ fn every_command_has_a_lua_twin_headed_by_its_declared_syntax() {
     fail_on(missing);
 }
 
+/// The lists build.rs derives from the family files under tests/ (see
+/// tests/differential.rs and tests/no_partial_writes.rs).
+const DIFFERENTIAL: &str = include_str!(concat!(env!("OUT_DIR"), "/differential_families.rs"));
+const NO_PARTIAL_WRITES: &str =
+    include_str!(concat!(env!("OUT_DIR"), "/no_partial_writes_families.rs"));
+
 #[test]
 fn the_differential_harness_runs_every_family() {
-    let harness = read("tests/differential.rs");
     let mut missing = Vec::new();
     for f in FAMILIES {
         let n = f.name;
         let file = format!("tests/differential/{n}.rs");
         if !exists(&file) {
             missing.push(file);
+            continue;
         }
         for needle in [
-            format!("#[path = \"differential/{n}.rs\"]"),
             format!("fn {n}_random_calls()"),
             format!("fn {n}_every_fault_and_pair()"),
         ] {
-            if !harness.contains(&needle) {
-                missing.push(format!("tests/differential.rs: `{needle}`"));
+            if !DIFFERENTIAL.contains(&needle) {
+                missing.push(format!(
+                    "tests/differential/{n}.rs: `impl Family for <Type> {{` (build.rs writes `{needle}` from it)"
+                ));
             }
         }
     }
@@ -209,6 +217,36 @@ fn the_differential_harness_runs_every_family() {
     for extra in files.difference(&names) {
         missing.push(format!(
             "a family `{extra}` in FAMILIES (tests/differential/{extra}.rs)"
+        ));
+    }
+    fail_on(missing);
+}
+
+/// Every family with a write command has its error cases, in a file of its
+/// own that tests/no_partial_writes.rs runs (build.rs lists it).
+#[test]
+fn every_write_family_has_its_no_partial_writes_cases() {
+    let mut missing = Vec::new();
+    for f in FAMILIES {
+        let n = f.name;
+        if !f
+            .commands
+            .iter()
+            .any(|c| c.flags.split(' ').any(|x| x == "write"))
+        {
+            continue;
+        }
+        let file = format!("tests/no_partial_writes/{n}.rs");
+        if !exists(&file) {
+            missing.push(format!("{file} (`pub const FAMILY: Family`, its error cases)"));
+        } else if !NO_PARTIAL_WRITES.contains(&format!("&{n}::FAMILY")) {
+            missing.push(format!("{file} in build.rs's list (rebuild)"));
+        }
+    }
+    let names: BTreeSet<String> = FAMILIES.iter().map(|f| f.name.to_string()).collect();
+    for extra in stems("tests/no_partial_writes", "rs").difference(&names) {
+        missing.push(format!(
+            "a family `{extra}` in FAMILIES (tests/no_partial_writes/{extra}.rs)"
         ));
     }
     fail_on(missing);

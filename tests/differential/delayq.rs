@@ -31,6 +31,7 @@ fn key(k: usize) -> String {
 
 impl Family for Delayq {
     const NAME: &'static str = "delayq";
+    const SEED: u64 = 16_003;
     const TTL: Ttl = Ttl::Exact;
 
     fn new() -> Delayq {

@@ -386,6 +386,8 @@ impl Target {
 pub trait Family {
     /// The family, as in `lua-compat/generated/<name>/` and its commands' prefix.
     const NAME: &'static str;
+    /// The random stream's seed in `make test` (`DIFF_SEED` overrides it).
+    const SEED: u64;
     /// How expiry times compare.
     const TTL: Ttl;
 

@@ -32,6 +32,7 @@ fn key(k: usize) -> String {
 
 impl Family for Idem {
     const NAME: &'static str = "idem";
+    const SEED: u64 = 16_009;
     const TTL: Ttl = Ttl::Clock;
 
     fn new() -> Idem {

@@ -51,6 +51,7 @@ fn call(cmd: &'static str, keys: &[&str], args: Vec<String>) -> Call {
 
 impl Family for Like {
     const NAME: &'static str = "like";
+    const SEED: u64 = 16_005;
     const TTL: Ttl = Ttl::Exact;
 
     fn new() -> Like {

@@ -28,6 +28,7 @@ fn key(k: usize) -> String {
 
 impl Family for Lock {
     const NAME: &'static str = "lock";
+    const SEED: u64 = 16_002;
     const TTL: Ttl = Ttl::Exact;
 
     fn new() -> Lock {

@@ -62,6 +62,7 @@ fn key(k: usize) -> String {
 
 impl Family for Luckybag {
     const NAME: &'static str = "luckybag";
+    const SEED: u64 = 16_006;
     const TTL: Ttl = Ttl::Exact;
 
     fn new() -> Luckybag {

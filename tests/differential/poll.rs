@@ -44,6 +44,7 @@ fn key(k: usize) -> String {
 
 impl Family for Poll {
     const NAME: &'static str = "poll";
+    const SEED: u64 = 16_007;
     const TTL: Ttl = Ttl::Exact;
 
     fn new() -> Poll {

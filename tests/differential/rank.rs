@@ -46,6 +46,7 @@ fn key(k: usize) -> String {
 
 impl Family for Rank {
     const NAME: &'static str = "rank";
+    const SEED: u64 = 16_008;
     const TTL: Ttl = Ttl::Exact;
 
     fn new() -> Rank {

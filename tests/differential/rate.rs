@@ -103,6 +103,7 @@ impl Rate {
 
 impl Family for Rate {
     const NAME: &'static str = "rate";
+    const SEED: u64 = 16_001;
     const TTL: Ttl = Ttl::Clock;
 
     fn new() -> Rate {

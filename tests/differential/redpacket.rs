@@ -29,6 +29,7 @@ fn key(k: usize) -> String {
 
 impl Family for Redpacket {
     const NAME: &'static str = "redpacket";
+    const SEED: u64 = 16_004;
     const TTL: Ttl = Ttl::Exact;
 
     fn new() -> Redpacket {

@@ -49,6 +49,7 @@ fn key(k: usize) -> String {
 
 impl Family for Stock {
     const NAME: &'static str = "stock";
+    const SEED: u64 = 26_001;
     const TTL: Ttl = Ttl::Exact;
 
     fn new() -> Stock {
