@@ -381,17 +381,18 @@ fn with_token(
     BUF.with(|b| b.borrow_mut().reset(HEADER));
     ON.with(|c| c.set(true));
     // A command that blocks its client takes this (see [`take_pending`]).
+    // Pointers only (no copy on the write path): copied if it blocks.
     ACTIVE.with(|a| {
-        *a.borrow_mut() = Some(Pending {
-            token: token.as_slice().to_vec(),
-            base: args[kp].as_slice().to_vec(),
+        a.set(Some(Active {
+            token: token.as_slice(),
+            base: args[kp].as_slice(),
             digest: open.digest,
-        })
+        }))
     });
     LATE.with(|l| l.set(false));
     let r = call(context, run, args);
     ON.with(|c| c.set(false));
-    ACTIVE.with(|a| a.borrow_mut().take());
+    ACTIVE.with(|a| a.set(None));
     // A waiter's token stored while the command ran (it served waiters)
     // may have written this very store through another handle: look at
     // it again before writing.
@@ -422,7 +423,7 @@ fn with_token(
 
 thread_local! {
     /// The token of the call running now, for a command that blocks.
-    static ACTIVE: RefCell<Option<Pending>> = const { RefCell::new(None) };
+    static ACTIVE: Cell<Option<Active>> = const { Cell::new(None) };
     /// Set when a waiter's token was stored ([`store_late`]).
     static LATE: Cell<bool> = const { Cell::new(false) };
 }
@@ -435,10 +436,27 @@ pub struct Pending {
     digest: Digest,
 }
 
+/// The token of the call running now: views of the client's arguments,
+/// alive while the call runs (cleared when it returns).
+#[derive(Clone, Copy)]
+struct Active {
+    token: *const [u8],
+    base: *const [u8],
+    digest: Digest,
+}
+
 /// Takes the token of the call running now, if it has one: a command
 /// that blocks its client calls this and keeps the token with its waiter.
 pub fn take_pending() -> Option<Pending> {
-    ACTIVE.with(|a| a.borrow_mut().take())
+    let a = ACTIVE.with(|a| a.take())?;
+    // SAFETY: set by `with_token` from the call's own arguments, which
+    // live until the call returns, and cleared before it returns.
+    let (token, base) = unsafe { ((*a.token).to_vec(), (*a.base).to_vec()) };
+    Some(Pending {
+        token,
+        base,
+        digest: a.digest,
+    })
 }
 
 /// Opens `<base>:idem` again (after [`store_late`] wrote it during the
