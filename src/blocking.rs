@@ -37,6 +37,11 @@ pub trait Waiting: Sized + Send + 'static {
     /// Serves the waiters of `key` (selected db) when its timer fires; may
     /// arm the timer again.
     fn on_timer(ctx: &Context, key: &[u8]);
+    /// Called when a waiter's timeout passed, just before its client gets
+    /// [`Waiting::timeout_reply`] (in the timeout's own callback, with
+    /// the waiter's database selected): a write made here replicates with
+    /// that reply.
+    fn timed_out(_ctx: &Context, _req: &Self) {}
 }
 
 /// `(db, key)`: waiters and timers are per key of one database.
@@ -399,20 +404,22 @@ extern "C" fn free_cb(_ctx: *mut raw::RedisModuleCtx, p: *mut c_void) {
     }
 }
 
-/// Removes the waiter with handle `bc`; returns true if it was queued.
-fn forget<T: Waiting>(bc: usize) -> bool {
+/// Removes the waiter with handle `bc`; returns its database and request
+/// if it was queued.
+fn forget<T: Waiting>(bc: usize) -> Option<(i32, T)> {
     T::registry().with(|r| {
-        let Some(slot) = r.by_client.remove(&bc) else {
-            return false;
-        };
+        let slot = r.by_client.remove(&bc)?;
         T::registry().queued.fetch_sub(1, Ordering::Relaxed);
+        let mut req = None;
         if let Some(q) = r.queues.get_mut(&slot) {
-            q.retain(|w| w.bc != bc);
+            if let Some(i) = q.iter().position(|w| w.bc == bc) {
+                req = q.remove(i).map(|w| w.req);
+            }
             if q.is_empty() {
                 r.queues.remove(&slot);
             }
         }
-        true
+        req.map(|req| (slot.0, req))
     })
 }
 
@@ -425,8 +432,13 @@ extern "C" fn timeout_cb<T: Waiting>(
     let bc = unsafe { raw::RedisModule_GetBlockedClientHandle.unwrap()(ctx) };
     // The handle must be released by the module (a client blocked without
     // keys is never freed by Redis itself); the reply is given here.
-    if forget::<T>(bc as usize) {
+    if let Some((db_of, req)) = forget::<T>(bc as usize) {
         unsafe { raw::RedisModule_UnblockClient.unwrap()(bc, std::ptr::null_mut()) };
+        // The callback runs on the blocked client, in the database it
+        // blocked from; anywhere else nothing is written.
+        if db(&context) == db_of && serving(&context) {
+            let _ = catch_unwind(AssertUnwindSafe(|| T::timed_out(&context, &req)));
+        }
     }
     context.reply(Ok(T::timeout_reply())) as c_int
 }
@@ -437,7 +449,7 @@ extern "C" fn disconnect_cb<T: Waiting>(
 ) {
     // A client served just before it went away was already unblocked:
     // only a client still queued is released here.
-    if forget::<T>(bc as usize) {
+    if forget::<T>(bc as usize).is_some() {
         unsafe { raw::RedisModule_UnblockClient.unwrap()(bc, std::ptr::null_mut()) };
     }
 }

@@ -835,3 +835,42 @@ fn rust_examples_run_and_the_readme_shows_them() {
         );
     }
 }
+
+/// `SpreadStock::with_backend(Backend::Functions(…))` runs a spread SKU on
+/// the Functions library alone (a server without the module): create,
+/// reserve with refills from the pool, confirm, release, info and audit;
+/// the module backend gets the server's unknown-command error there.
+#[test]
+fn rust_spread_stock_runs_on_the_functions_library() {
+    let bare = Server::start_bare(&[]);
+    let mut c = bare.conn();
+    load_library(&mut c);
+    let sku = SpreadStock::new("lsku", 3)
+        .at(NOW)
+        .with_chunk(1)
+        .with_backend(Backend::Functions(LikeConfigs::default()));
+    assert!(sku.create(&mut c, 5, None, Some(60_000), None).unwrap());
+    let mut ok = 0;
+    for u in 0..12 {
+        let r = sku
+            .reserve(&mut c, &format!("u{u}"), &format!("o{u}"), 1)
+            .unwrap();
+        if r.status == ReserveStatus::Ok {
+            ok += 1;
+        } else {
+            assert_eq!((r.status, ok), (ReserveStatus::SoldOut, 5));
+        }
+    }
+    assert_eq!(ok, 5);
+    assert_eq!(sku.audit(&mut c).unwrap(), Vec::<String>::new());
+    assert!(sku.confirm(&mut c, "u0", "o0").unwrap());
+    assert!(sku.release(&mut c, "u1", "o1").unwrap());
+    let info = sku.info(&mut c).unwrap();
+    assert_eq!((info.reserved(), info.sold(), info.available()), (3, 1, 1));
+    assert_eq!(sku.pool(&mut c).unwrap().free, 0, "{info:?}");
+    let e = sku
+        .with_backend(Backend::Module)
+        .info(&mut c)
+        .unwrap_err();
+    assert!(fallback::is_unknown_command(&e), "{e}");
+}

@@ -1,7 +1,8 @@
 //! `IDEM token`, what tests/idem_token.rs left out: the Rust client's
 //! static `Rate::multi_idem` (module and Functions-library backends), and
 //! STOCK.RESTOCK and REDPACKET.SPLIT: a retry replays, a reuse with other
-//! arguments is refused, and neither writes anything.
+//! arguments is refused, and neither writes anything; and a
+//! LOCK.ACQUIRE … BLOCK that waits, stored with its late reply.
 
 use crate::common;
 
@@ -333,4 +334,115 @@ fn cluster_tokens_need_a_tag_and_survive_a_promotion() {
         ),
         "10"
     );
+}
+
+/// Sends one command on its own socket and returns the raw bytes of its
+/// one-line reply (an integer, a nil or an error).
+fn raw_line(port: u16, args: &[&str]) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut req = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        req.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+    }
+    s.write_all(&req).unwrap();
+    let mut out = Vec::new();
+    let mut b = [0u8; 1];
+    while !out.ends_with(b"\r\n") {
+        assert_eq!(s.read(&mut b).unwrap(), 1, "closed: {out:?}");
+        out.push(b[0]);
+    }
+    out
+}
+
+/// Waits until `n` clients are blocked on the server.
+fn wait_blocked(c: &mut redis::Connection, n: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let info: String = redis::cmd("INFO").arg("clients").query(c).unwrap();
+        let blocked = info
+            .lines()
+            .find_map(|l| l.strip_prefix("blocked_clients:"))
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        if blocked >= n {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "never {n} blocked");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Starts a raw call on its own thread.
+fn raw_later(port: u16, args: &[&str]) -> std::thread::JoinHandle<Vec<u8>> {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    std::thread::spawn(move || {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        raw_line(port, &a)
+    })
+}
+
+#[test]
+fn blocked_lock_acquire_stores_its_token_with_the_late_reply() {
+    let p = Pair::start();
+    let port = p.master.port;
+    let mut c = p.master.conn();
+    let state = |c: &mut redis::Connection| dump_keys(c, "L");
+    assert_eq!(run(&mut c, &["LOCK.ACQUIRE", "L", "a", "60000"]), "1");
+
+    // Woken by a release: the token is stored with the reply then.
+    let w1 = ["LOCK.ACQUIRE", "L", "b", "60000", "BLOCK", "10000", "IDEM", "t1"];
+    let first = raw_later(port, &w1);
+    wait_blocked(&mut c, 1);
+    assert_eq!(run(&mut c, &["HEXISTS", "L:idem", "t1"]), "0", "waiting");
+    assert_eq!(run(&mut c, &["LOCK.RELEASE", "L", "a"]), "1");
+    let first = first.join().unwrap();
+    assert_eq!(first, b":2\r\n");
+    let before = state(&mut c);
+    for _ in 0..2 {
+        // Replayed at once, byte for byte; not reentered (count stays 1).
+        assert_eq!(raw_line(port, &w1), first);
+    }
+    assert_eq!(state(&mut c), before, "a replay writes nothing");
+    let other = ["LOCK.ACQUIRE", "L", "b", "5000", "BLOCK", "10000", "IDEM", "t1"];
+    let e = raw_line(port, &other);
+    assert!(
+        String::from_utf8_lossy(&e).contains("IDEM token reused with other arguments"),
+        "{e:?}"
+    );
+
+    // A timeout's nil is stored too: after the lock is free, the retry
+    // still answers nil and takes nothing.
+    let w2 = ["LOCK.ACQUIRE", "L", "c", "5000", "BLOCK", "100", "IDEM", "t2"];
+    let nil = raw_line(port, &w2);
+    assert!(nil == b"$-1\r\n" || nil == b"_\r\n", "{nil:?}");
+    assert_eq!(run(&mut c, &["HEXISTS", "L:idem", "t2"]), "1");
+    assert_eq!(run(&mut c, &["LOCK.RELEASE", "L", "b"]), "1");
+    assert_eq!(raw_line(port, &w2), nil);
+    assert_eq!(run(&mut c, &["LOCK.INFO", "L"]), "[]", "the retry took nothing");
+
+    // A waiter served by a call that itself carries a token (its store
+    // is written twice in one command): both tokens stored.
+    let t = (T0 + 120_000).to_string();
+    assert_eq!(run(&mut c, &["LOCK.ACQUIRE", "M", "a", "1000", "NOW", &T0.to_string()]), "1");
+    let w3 = ["LOCK.ACQUIRE", "M", "b", "60000", "BLOCK", "0", "IDEM", "t3"];
+    let third = raw_later(port, &w3);
+    wait_blocked(&mut c, 1);
+    let w4 = ["LOCK.ACQUIRE", "M", "c", "60000", "NOW", &t, "IDEM", "t4"];
+    let fourth = raw_line(port, &w4);
+    assert!(fourth == b"$-1\r\n" || fourth == b"_\r\n", "{fourth:?}");
+    assert_eq!(third.join().unwrap(), b":2\r\n");
+    assert_eq!(raw_line(port, &w3), b":2\r\n");
+    assert_eq!(raw_line(port, &w4), fourth);
+
+    // The replica holds the same stores, with the same expiries.
+    p.assert_equal();
+    let mut r = p.replica.conn();
+    for (k, f) in [("L:idem", "t1"), ("L:idem", "t2"), ("M:idem", "t3"), ("M:idem", "t4")] {
+        let get = |c: &mut redis::Connection| run(c, &["HGET", k, f]);
+        assert_eq!(get(&mut c), get(&mut r), "{k} {f}");
+        assert_ne!(get(&mut c), "nil", "{k} {f}");
+        let pt = |c: &mut redis::Connection| run(c, &["PEXPIRETIME", k]);
+        assert_eq!(pt(&mut c), pt(&mut r), "{k}");
+    }
 }

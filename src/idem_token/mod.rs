@@ -380,8 +380,32 @@ fn with_token(
     // path).
     BUF.with(|b| b.borrow_mut().reset(HEADER));
     ON.with(|c| c.set(true));
+    // A command that blocks its client takes this (see [`take_pending`]).
+    // Pointers only (no copy on the write path): copied if it blocks.
+    ACTIVE.with(|a| {
+        a.set(Some(Active {
+            token: token.as_slice(),
+            base: args[kp].as_slice(),
+            digest: open.digest,
+        }))
+    });
+    LATE.with(|l| l.set(false));
     let r = call(context, run, args);
     ON.with(|c| c.set(false));
+    ACTIVE.with(|a| a.set(None));
+    // A waiter's token stored while the command ran (it served waiters)
+    // may have written this very store through another handle: look at
+    // it again before writing.
+    let open = if LATE.with(|l| l.replace(false)) {
+        let digest = open.digest;
+        drop(open);
+        match reopen(context, args[kp].as_slice(), token, digest) {
+            Some(o) => o,
+            None => return crate::registry::reply_to(context, r),
+        }
+    } else {
+        open
+    };
     if !matches!(r, Ok(RedisValue::NoReply)) {
         BUF.with(|b| encode_result(&mut b.borrow_mut(), &r));
     }
@@ -395,6 +419,99 @@ fn with_token(
         }
     });
     rc
+}
+
+thread_local! {
+    /// The token of the call running now, for a command that blocks.
+    static ACTIVE: Cell<Option<Active>> = const { Cell::new(None) };
+    /// Set when a waiter's token was stored ([`store_late`]).
+    static LATE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The token of a call that blocked its client: stored with the reply the
+/// client finally gets ([`store_late`]), when it is served or times out.
+pub struct Pending {
+    token: Vec<u8>,
+    base: Vec<u8>,
+    digest: Digest,
+}
+
+/// The token of the call running now: views of the client's arguments,
+/// alive while the call runs (cleared when it returns).
+#[derive(Clone, Copy)]
+struct Active {
+    token: *const [u8],
+    base: *const [u8],
+    digest: Digest,
+}
+
+/// Takes the token of the call running now, if it has one: a command
+/// that blocks its client calls this and keeps the token with its waiter.
+pub fn take_pending() -> Option<Pending> {
+    let a = ACTIVE.with(|a| a.take())?;
+    // SAFETY: set by `with_token` from the call's own arguments, which
+    // live until the call returns, and cleared before it returns.
+    let (token, base) = unsafe { ((*a.token).to_vec(), (*a.base).to_vec()) };
+    Some(Pending {
+        token,
+        base,
+        digest: a.digest,
+    })
+}
+
+/// Opens `<base>:idem` again (after [`store_late`] wrote it during the
+/// call) and reads its field ``.
+fn reopen(ctx: &Context, base: &[u8], token: &RedisString, digest: Digest) -> Option<Open> {
+    let store = Key::open(ctx, &keys::derived_name(base, SUFFIX), true);
+    let meta = if store.check(KeyType::Hash).ok()? {
+        let (_, m) = store.hget_arg_and_field(token, &META_FIELD);
+        m.and_then(|m| Meta::read(m.as_slice()))
+    } else {
+        None
+    };
+    Some(Open {
+        digest,
+        store,
+        meta,
+    })
+}
+
+/// Stores the token of a call that blocked its client with the reply it
+/// is sent now (the lock handed to it, an error, or the timeout's nil),
+/// in the execution unit that sends it, and replicates the store's change
+/// there, with the effect when there is one. A token stored meanwhile (a
+/// retry that ran while this call waited) is kept: the store keeps the
+/// first reply stored.
+pub fn store_late(ctx: &Context, p: &Pending, reply: &RedisResult) {
+    let now = crate::util::now_ms();
+    let k = Key::open(ctx, &keys::derived_name(&p.base, SUFFIX), true);
+    let token = RedisString::create_from_slice(ctx.ctx, &p.token);
+    let meta = match k.check(KeyType::Hash) {
+        Err(_) => return,
+        Ok(false) => None,
+        Ok(true) => {
+            let (v, m) = k.hget_arg_and_field(&token, &META_FIELD);
+            if v.and_then(|v| wire::expiry_of(v.as_slice())) > Some(now) {
+                return;
+            }
+            m.and_then(|m| Meta::read(m.as_slice()))
+        }
+    };
+    let mut enc = Enc::new();
+    enc.reset(HEADER);
+    encode_result(&mut enc, reply);
+    store(
+        ctx,
+        Open {
+            digest: p.digest,
+            store: k,
+            meta,
+        },
+        &token,
+        now,
+        &mut enc.buf,
+    );
+    LATE.with(|l| l.set(true));
 }
 
 /// The entity's token store, opened once for the whole call: looked up

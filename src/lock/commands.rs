@@ -24,6 +24,7 @@ use super::{
 use crate::argv::{is, Args};
 use crate::blocking::{self, Waiting};
 use crate::error;
+use crate::idem_token;
 use crate::keys::Key;
 use crate::replicate;
 use crate::reply;
@@ -200,6 +201,8 @@ pub struct LockWaiter {
     ttl: i64,
     maxhold: Option<i64>,
     limit: Option<i64>,
+    /// `IDEM token` of the call: stored with the reply it finally gets.
+    idem: Option<idem_token::Pending>,
 }
 
 static WAITERS: blocking::Registry<LockWaiter> = blocking::Registry::new();
@@ -211,6 +214,12 @@ impl Waiting for LockWaiter {
 
     fn timeout_reply() -> RedisValue {
         RedisValue::Null
+    }
+
+    fn timed_out(ctx: &Context, w: &Self) {
+        if let Some(p) = &w.idem {
+            idem_token::store_late(ctx, p, &Ok(Self::timeout_reply()));
+        }
     }
 
     fn on_timer(ctx: &Context, key: &[u8]) {
@@ -226,8 +235,12 @@ impl Waiting for LockWaiter {
             // waiting for a state that cannot be read.
             Err(e) => {
                 let msg = e.to_string();
-                blocking::serve::<LockWaiter>(ctx, key, |_| {
-                    Some(Err(RedisError::String(msg.clone())))
+                blocking::serve::<LockWaiter>(ctx, key, |w| {
+                    let r = Err(RedisError::String(msg.clone()));
+                    if let Some(p) = &w.idem {
+                        idem_token::store_late(ctx, p, &r);
+                    }
+                    Some(r)
                 });
             }
         }
@@ -258,14 +271,20 @@ fn serve(ctx: &Context, lock: &mut Lock, now: i64) -> usize {
             maxhold: w.maxhold,
             now,
         };
-        match lock.acquire(&req, w.limit) {
-            Ok(Acquired::Busy) => None,
+        let r = match lock.acquire(&req, w.limit) {
+            Ok(Acquired::Busy) => return None,
             Ok(Acquired::New(t)) | Ok(Acquired::Reentered(t)) => {
                 handed += 1;
-                Some(Ok(RedisValue::Integer(t)))
+                Ok(RedisValue::Integer(t))
             }
-            Err(e) => Some(Err(e)),
+            Err(e) => Err(e),
+        };
+        // The token goes with the reply, in this execution unit, which
+        // replicates the acquire too.
+        if let Some(p) = &w.idem {
+            idem_token::store_late(ctx, p, &r);
         }
+        Some(r)
     });
     // Each waiter handed the lock is one LOCK.ACQUIRE call that completes
     // now: it raises its one event, as a call that acquired at once does.
@@ -378,6 +397,7 @@ pub fn lock_acquire(ctx: &Context, c: &mut Args) -> RedisResult {
                     ttl,
                     maxhold,
                     limit,
+                    idem: idem_token::take_pending(),
                 };
                 blocking::block(ctx, key.as_slice(), timeout, waiter);
                 blocking::arm::<LockWaiter>(ctx, key.as_slice(), wake_at(end, now));

@@ -111,6 +111,16 @@ impl SpreadStock {
         }
     }
 
+    /// The same handle on another backend ([`Backend::Functions`]: the
+    /// `hotpath_stock_*` functions of the Functions library, with the
+    /// same replies and data as the module's commands).
+    pub fn with_backend(&self, backend: Backend) -> SpreadStock {
+        SpreadStock {
+            backend,
+            ..self.clone()
+        }
+    }
+
     /// The same handle refilling `chunk` units at a time (default: the
     /// total / (16 n), at least 1).
     pub fn with_chunk(&self, chunk: i64) -> SpreadStock {
