@@ -56,7 +56,7 @@ cluster-bench: build ## fan-out measured client-side vs over the cluster bus (pr
 	cargo test --release --test integration cluster_ha::fanout_ -- --ignored --nocapture
 	cargo test --release --test integration cluster_spread::bench_ -- --ignored --nocapture --test-threads=1
 
-clients-polyglot: build ## the Node (ioredis) and Go (go-redis) snippets of docs/clients.md on a server with the module (runtimes from Debian, libraries from npm and the Go module proxy)
+clients-polyglot: build ## the Node (ioredis) and Go (go-redis) snippets of docs/clients.md on a server with the module (runtimes from Debian, libraries from npm and the Go module proxy; offline Go: GO_MODULES_DIR=dir from scripts/go-modules-dir.sh; SERVER=...)
 	@bash scripts/clients-polyglot.sh
 
 lua-gen: ## rebuild lua-compat/generated/ (the Lua twins, the Functions library) from lua-compat/src/, then check it

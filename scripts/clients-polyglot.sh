@@ -7,7 +7,24 @@
 # prints "<lang>: N passed, M failed" (one per snippet). A language whose
 # runtime or library cannot be installed here fails the target with a
 # message saying so: nothing is skipped silently.
+#
+# Offline Go: GO_MODULES_DIR=DIR takes go-redis and the modules it needs
+# from sources in DIR instead of the proxy, laid out by module path like a
+# vendor/ tree:
+#   DIR/github.com/redis/go-redis/v9        (e.g. `git archive v9.0.5`)
+#   DIR/github.com/cespare/xxhash/v2        (the version go-redis's go.mod names)
+#   DIR/github.com/dgryski/go-rendezvous    (its commit, 9f7001d12a5f for v9.0.5)
+# The script copies them, adds a go.mod where a module has none (as the
+# proxy does), writes a `replace` line per module of go-redis's go.mod that
+# DIR holds, and runs with GOPROXY=off: a module DIR lacks fails the build
+# with Go's error. go-redis's test-only requirements (bsm/ginkgo,
+# bsm/gomega) are not needed. The go-redis version reported is the one its
+# version.go gives; GO_REDIS_VERSION is then not used.
+#   make clients-polyglot GO_MODULES_DIR=/path/to/dir [SERVER=valkey-server]
 set -uo pipefail
+if [ -n "${GO_MODULES_DIR:-}" ]; then
+  GO_MODULES_DIR=$(cd "$GO_MODULES_DIR" && pwd) || { echo "GO_MODULES_DIR: no such directory" >&2; exit 2; }
+fi
 cd "$(dirname "$0")/.."
 root=$PWD
 so=${HOTPATH_SO:-$root/target/release/libhotpath.so}
@@ -49,6 +66,7 @@ run_node() {
   mkdir -p "$work/node" && cd "$work/node" || return 1
   npm init -y >/dev/null && npm install --no-audit --no-fund --silent "ioredis@$IOREDIS_VERSION" || {
     echo "node: ioredis could not be installed from the npm registry" >&2; return 1; }
+  echo "ioredis $(node -p 'require("ioredis/package.json").version') on node $(node --version)"
   mapfile -d '' -t js < <(cd "$root" && blocks js)
   {
     echo "${js[0]}"
@@ -69,6 +87,30 @@ run_node() {
 }
 
 # ---- Go
+# GO_MODULES_DIR: go-redis and its requirements from local sources (header).
+go_local_modules() {
+  local dir=$GO_MODULES_DIR redis_mod=github.com/redis/go-redis/v9 mods mod version
+  [ -f "$dir/$redis_mod/go.mod" ] || {
+    echo "go: GO_MODULES_DIR=$dir has no $redis_mod/go.mod (go-redis's sources)" >&2; return 1; }
+  version=$(sed -n 's/.*return "\([0-9][^"]*\)".*/\1/p' "$dir/$redis_mod/version.go")
+  [ -n "$version" ] || { echo "go: no version in $dir/$redis_mod/version.go" >&2; return 1; }
+  # go-redis itself, then every module its go.mod requires (one per line in
+  # the require block, or `require path version`).
+  mods=$(printf '%s\n' "$redis_mod"; awk '
+    /^require \(/ { inblock = 1; next }
+    inblock && /^\)/ { inblock = 0; next }
+    inblock && NF >= 2 { print $1 }
+    /^require [^(]/ { print $2 }' "$dir/$redis_mod/go.mod")
+  for mod in $mods; do
+    [ -d "$dir/$mod" ] || continue
+    mkdir -p "$work/gomods/$mod" && cp -a "$dir/$mod/." "$work/gomods/$mod/" || return 1
+    [ -f "$work/gomods/$mod/go.mod" ] || echo "module $mod" >"$work/gomods/$mod/go.mod"
+    go mod edit -replace="$mod=$work/gomods/$mod" || return 1
+  done
+  go mod edit -require="$redis_mod@v$version" || return 1
+  export GOPROXY=off GOSUMDB=off
+}
+
 run_go() {
   command -v go >/dev/null || apt_install golang-go || {
     echo "go: golang-go could not be installed from Debian's packages" >&2; return 1; }
@@ -99,19 +141,27 @@ run_go() {
   gofmt -e -l main.go >/dev/null || { echo "go: the snippets do not parse" >&2; return 1; }
   export GOPATH=$work/gopath GOCACHE=$work/gocache GOFLAGS=-mod=mod
   go mod init snippets >/dev/null 2>&1
-  if ! timeout 120 go get "github.com/redis/go-redis/v9@$GO_REDIS_VERSION" >"$work/go-get.log" 2>&1; then
+  if [ -n "${GO_MODULES_DIR:-}" ]; then
+    go_local_modules || return 1
+  elif ! timeout 120 go get "github.com/redis/go-redis/v9@$GO_REDIS_VERSION" >"$work/go-get.log" 2>&1; then
     tail -3 "$work/go-get.log" >&2
     echo "go: github.com/redis/go-redis/v9 could not be fetched through the Go module proxy" \
-      "($(go env GOPROXY)); the Go snippets parse (gofmt) but were NOT compiled or run" >&2
+      "($(go env GOPROXY)); the Go snippets parse (gofmt) but were NOT compiled or run;" \
+      "GO_MODULES_DIR takes the modules from local sources (see this script's header)" >&2
     return 1
   fi
-  REDIS_ADDR="127.0.0.1:$port" go run .
+  echo "go-redis $(go list -m -f '{{.Version}}' github.com/redis/go-redis/v9)" \
+    "(${GO_MODULES_DIR:+from $GO_MODULES_DIR, }GOPROXY=$(go env GOPROXY)) on $(go env GOVERSION)"
+  go build -o snippets . || {
+    echo "go: the snippets did not compile${GO_MODULES_DIR:+ (\"module lookup disabled by GOPROXY=off\": GO_MODULES_DIR lacks that module)}" >&2
+    return 1; }
+  REDIS_ADDR="127.0.0.1:$port" ./snippets
 }
 
 echo "== Node snippets (ioredis $IOREDIS_VERSION) on $("$SERVER" --version | head -c 40)"
 redis-cli -p "$port" FLUSHALL >/dev/null
 (run_node) || failed+=(node)
-echo "== Go snippets (go-redis $GO_REDIS_VERSION) on $("$SERVER" --version | head -c 40)"
+echo "== Go snippets (go-redis ${GO_MODULES_DIR:+from }${GO_MODULES_DIR:-$GO_REDIS_VERSION}) on $("$SERVER" --version | head -c 40)"
 redis-cli -p "$port" FLUSHALL >/dev/null
 (run_go) || failed+=(go)
 if [ ${#failed[@]} -gt 0 ]; then
