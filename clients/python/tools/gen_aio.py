@@ -1,10 +1,17 @@
-"""Writes src/hotpath/aio.py: the types of the entity handles on an asyncio
-client, generated from src/hotpath/client.py (each method's parameters as
-they are, its reply type ``T`` as ``Awaitable[T]``); and
-src/hotpath/aspread.py: the asyncio spread handles, generated from the sync
-ones (spread*.py; see "the asyncio spread handles" below). Run it after
-changing a handle; ``--check`` fails when either file is not what it would
-write (tests/test_api.py runs the check).
+"""Writes three generated files of the Python client; ``--check`` fails when
+any is not what it would write (tests/test_api.py runs the check). Run it
+after changing a handle or adding a family:
+
+- src/hotpath/entities/__init__.py: the family files of src/hotpath/entities/
+  gathered (each ``<family>.py`` holds its entity handles and
+  ``HotPathMethods``, the ``HotPath`` methods that give them): their imports,
+  ``__all__`` (the entity handles) and ``Families`` (``HotPath``'s base, with
+  every family's methods), so that a new family edits no shared file;
+- src/hotpath/aio.py: the types of the entity handles on an asyncio
+  client, generated from the family files and ``HotPath`` (client.py): each
+  method's parameters as they are, its reply type ``T`` as ``Awaitable[T]``;
+- src/hotpath/aspread.py: the asyncio spread handles, generated from the
+  sync ones (spread*.py; see "the asyncio spread handles" below).
 
     python3 clients/python/tools/gen_aio.py [--check]
 """
@@ -12,15 +19,69 @@ import ast
 import copy
 import os
 import sys
+import textwrap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "..", "src", "hotpath")
-HANDLES = ["Poll", "Rank", "Like", "RedPacket", "LuckyBag", "Rate", "Lock", "DelayQueue", "Idem",
-           "Stock"]
-#: HotPath's methods that give a handle, and those that stay sync.
-FACTORIES = {h.lower(): h for h in HANDLES}
-FACTORIES.update({"redpacket": "RedPacket", "luckybag": "LuckyBag", "delayq": "DelayQueue"})
+ENTITIES = os.path.join(SRC, "entities")
+#: HotPath's methods that stay sync.
 SYNC_ONLY = {"pipeline"}
+
+ENTITIES_HEAD = '''"""Every family's entity handles, one file per family (``poll.py``:
+:class:`Poll`, and ``HotPathMethods``, the ``HotPath`` methods that give
+it), gathered: ``__all__`` lists the entity handles, and :class:`Families`
+has every family's ``HotPath`` methods (``hotpath.HotPath`` derives from it).
+A new family adds its file here and runs clients/python/tools/gen_aio.py,
+which wrote this file from the files of this folder: do not edit.
+"""
+'''
+
+
+def family_modules():
+    """The family files of src/hotpath/entities/ (every ``.py`` but
+    ``__init__.py``), in name order: (module name, its syntax tree)."""
+    out = []
+    for name in sorted(os.listdir(ENTITIES)):
+        if name.endswith(".py") and name != "__init__.py":
+            with open(os.path.join(ENTITIES, name), encoding="utf-8") as f:
+                out.append((name[:-3], ast.parse(f.read())))
+    return out
+
+
+def _entity_classes(tree):
+    """A family file's entity handles: its classes deriving from ``_Entity``."""
+    return [n for n in tree.body if isinstance(n, ast.ClassDef)
+            and any(isinstance(b, ast.Name) and b.id == "_Entity" for b in n.bases)]
+
+
+def _hotpath_methods(tree):
+    """A family file's ``class HotPathMethods``, or None."""
+    return next((n for n in tree.body if isinstance(n, ast.ClassDef)
+                 and n.name == "HotPathMethods"), None)
+
+
+def generate_entities():
+    """The text of entities/__init__.py."""
+    out = [ENTITIES_HEAD.rstrip("\n")]
+    names, bases = [], []
+    for mod, tree in family_modules():
+        imported = [c.name for c in _entity_classes(tree)]
+        names += imported
+        if _hotpath_methods(tree) is not None:
+            alias = "_" + mod.capitalize() + "Methods"
+            imported.append(f"HotPathMethods as {alias}")
+            bases.append(alias)
+        if imported:
+            out.append(f"from .{mod} import {', '.join(imported)}")
+    out.append("\n")
+    out.append("class Families(" + "".join(f"\n    {b}," for b in bases) + "\n):")
+    out.append('    """``HotPath``\'s methods of every family (each family file\'s\n'
+               '    ``HotPathMethods``)."""')
+    out.append("\n")
+    out.append(textwrap.fill(", ".join(f'"{n}"' for n in names), 99, initial_indent="__all__ = [",
+                             subsequent_indent=" " * 11, break_on_hyphens=False) + "]")
+    return "\n".join(out) + "\n"
+
 
 HEAD = '''"""The entity handles' types on an asyncio client (``redis.asyncio``):
 :class:`AsyncHotPath` is :class:`hotpath.HotPath` as it behaves there, each
@@ -75,57 +136,68 @@ def _method(fn, ret):
 
 
 def generate():
+    """The text of aio.py."""
     with open(os.path.join(SRC, "client.py"), encoding="utf-8") as f:
         tree = ast.parse(f.read())
-    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    hp = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "HotPath")
+    # The entity handles, and HotPath's methods: its own (client.py), then
+    # each family's (entities/<family>.py), in file order.
+    handles = []
+    body = list(hp.body)
+    for _, t in family_modules():
+        handles += _entity_classes(t)
+        methods = _hotpath_methods(t)
+        if methods is not None:
+            body += methods.body
+    names = [c.name for c in handles]
     out = [HEAD]
-    for name in HANDLES:
-        cls = classes[name]
-        out.append(f"\nclass Async{name}(Protocol):")
-        out.append(f'    """:class:`hotpath.{name}` on an asyncio client."""')
+    for cls in handles:
+        out.append(f"\nclass Async{cls.name}(Protocol):")
+        out.append(f'    """:class:`hotpath.{cls.name}` on an asyncio client."""')
         out.append("    key: Key\n")
         methods = [n for n in cls.body if isinstance(n, ast.FunctionDef)
                    and not n.name.startswith("_")]
         out.append("\n\n".join(_method(fn, f"Awaitable[{ast.unparse(fn.returns)}]")
                                for fn in methods))
         out.append("")
-    hp = classes["HotPath"]
     out.append("\nclass AsyncHotPath(Protocol):")
     out.append('    """:class:`hotpath.HotPath` over a ``redis.asyncio`` client (spread\n'
                '    handles: ``hotpath.aspread``)."""')
     out.append("    client: Any")
     out.append("    backend: Backend\n")
     methods = []
-    for fn in hp.body:
+    for fn in body:
         if not isinstance(fn, ast.FunctionDef) or fn.name.startswith("_"):
             continue
         if any(isinstance(d, ast.Name) and d.id in ("overload", "property")
                for d in fn.decorator_list):
             continue
-        spread = [ast.unparse(o.returns).strip("'\"") for o in hp.body
+        spread = [ast.unparse(o.returns).strip("'\"") for o in body
                   if isinstance(o, ast.FunctionDef) and o.name == fn.name and o is not fn
                   and any(a.arg == "spread" and ast.unparse(a.annotation) == "int"
                           for a in o.args.args)]
-        if fn.name in FACTORIES and spread:
+        # A factory: a method whose reply is an entity handle.
+        gives = [n.id for n in ast.walk(fn.returns) if isinstance(n, ast.Name)
+                 and n.id in names] if fn.returns is not None else []
+        if gives and spread:
             doc = _doc(fn).split(";")[0].rstrip(".")
             methods.append(f"    @overload\n    def {fn.name}(self, key: Key, spread: None = None)"
-                           f" -> Async{FACTORIES[fn.name]}: ...\n\n"
+                           f" -> Async{gives[0]}: ...\n\n"
                            f"    @overload\n    def {fn.name}(self, key: Key, spread: int)"
                            f" -> Async{spread[0]}: ...\n\n"
                            f"    def {fn.name}(self, key: Key, spread: Optional[int] = None) -> "
-                           f"Async{FACTORIES[fn.name]} | Async{spread[0]}:\n"
+                           f"Async{gives[0]} | Async{spread[0]}:\n"
                            f'        """{doc}; with ``spread=n``, its asyncio spread handle."""\n'
                            f"        ...")
-        elif fn.name in FACTORIES:
-            methods.append(f"    def {fn.name}(self, key: Key) -> Async{FACTORIES[fn.name]}:\n"
+        elif gives:
+            methods.append(f"    def {fn.name}(self, key: Key) -> Async{gives[0]}:\n"
                            f'        """{_doc(fn).split(";")[0].rstrip(".")}."""\n        ...')
         elif fn.name == "pipeline":
             methods.append(_method(fn, "AsyncPipeline"))
         elif fn.name not in SYNC_ONLY:
             methods.append(_method(fn, f"Awaitable[{ast.unparse(fn.returns)}]"))
     out.append("\n\n".join(methods))
-    names = ", ".join(f'"Async{h}"' for h in HANDLES)
-    return "\n".join(out) + "\n" + TAIL % names
+    return "\n".join(out) + "\n" + TAIL % ", ".join(f'"Async{n}"' for n in names)
 
 
 
@@ -478,12 +550,17 @@ def generate_spread():
 
 
 def main():
-    for name, text in (("aio.py", generate()), ("aspread.py", generate_spread())):
+    for name, text in ((os.path.join("entities", "__init__.py"), generate_entities()),
+                       ("aio.py", generate()), ("aspread.py", generate_spread())):
         path = os.path.join(SRC, name)
         if "--check" in sys.argv:
-            with open(path, encoding="utf-8") as f:
-                if f.read() != text:
-                    sys.exit(f"{path} is stale: run python3 clients/python/tools/gen_aio.py")
+            try:
+                with open(path, encoding="utf-8") as f:
+                    current = f.read()
+            except FileNotFoundError:
+                current = None
+            if current != text:
+                sys.exit(f"{path} is stale: run python3 clients/python/tools/gen_aio.py")
             continue
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)

@@ -17,8 +17,9 @@ family and kind (``hotpath.errors``); the routing spec of spread entities
 is ``hotpath.routing`` (docs/spread.md). ``__all__`` lists what is public.
 """
 from . import aio, errors, replies, retry, routing, spread
-from .client import (Arg, AsyncPipeline, Backend, Cmd, DelayQueue, HotPath, Idem, Key, Like, Lock,
-                     LuckyBag, ModuleBackend, Pipeline, Poll, Rank, Rate, RedPacket, Stock)
+from .client import Arg, AsyncPipeline, Backend, Cmd, HotPath, Key, ModuleBackend, Pipeline
+from .entities import *  # noqa: F401,F403  (every family's entity handle: entities.__all__)
+from .entities import __all__ as _entities
 from .errors import HotPathError
 from .fallback import FallbackBackend, FunctionsBackend
 from .replies import *  # noqa: F401,F403  (the reply types: replies.__all__)
@@ -33,7 +34,8 @@ __version__ = "2.0.0"
 __all__ = [
     # the entry point and what it gives
     "HotPath", "Pipeline", "AsyncPipeline",
-    "Poll", "Rank", "Like", "RedPacket", "LuckyBag", "Rate", "Lock", "DelayQueue", "Idem", "Stock",
+    # every family's entity handle (hotpath.entities, a file per family)
+    *_entities,
     # spread entities (sync clients)
     "SpreadPoll", "SpreadRank", "SpreadLike", "SpreadLuckyBag", "Shards", "ShardError",
     "NotDurableError", "SpreadPollInfo", "SpreadPollSync", "RankPosition", "RankPositionEntry",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any, List, Optional, Sequence, Tuple
 
-from .client import (Arg, Backend, Call, Key, ModuleBackend, apipeline_durable, apipeline_many,
+from ._base import (Arg, Backend, Call, Key, ModuleBackend, apipeline_durable, apipeline_many,
                      pipeline_durable, pipeline_many)
 
 #: LIKE's twins take the module's three configs first (a script cannot
