@@ -85,8 +85,8 @@ pub struct Family {
     /// The family's `INFO hotpath` counters.
     pub counters: &'static [&'static crate::stats::Counter],
     /// The name of the family's entity in the clients (the Python class
-    /// in clients/python/src/hotpath/client.py and the Rust struct in
-    /// clients/rust/src/entities.rs); None for a family whose commands
+    /// in clients/python/src/hotpath/entities/<family>.py and the Rust
+    /// struct in clients/rust/src/entities/<family>.rs); None for a family whose commands
     /// the clients only send by name.
     pub entity: Option<&'static str>,
 }
