@@ -108,7 +108,8 @@ fn plan() -> (Vec<Vec<String>>, Vec<Write>) {
             cmd: "LIKE.TOGGLE",
             key: s1(&like),
             first: tail(&["4", "NOW", &t], "lk"),
-            other: tail(&["7", "NOW", &t], "lk"),
+            // User 8 belongs to shard 2: the token is checked first.
+            other: tail(&["8", "NOW", &t], "lk"),
         },
         Write {
             cmd: "LIKE.TOGGLE",
