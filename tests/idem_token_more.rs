@@ -268,8 +268,11 @@ fn spread_writes_keep_their_token_with_the_shard() {
 
 /// On a 3-master cluster: RATE and LOCK refuse a token on a key without a
 /// `{hash tag}` (their store would be in another slot) and take one with
-/// a tag; a token write acknowledged by WAIT replays on the replica
-/// promoted after its master is killed.
+/// a tag; every family's token writes in one slot replay, refuse a reuse
+/// with other arguments and write nothing doing so; a spread post's
+/// shards, on their own masters, keep their tokens there; and the writes
+/// acknowledged by WAIT replay on the replica promoted after their master
+/// is killed.
 #[test]
 fn cluster_tokens_need_a_tag_and_survive_a_promotion() {
     use common::cluster::{Cluster, ClusterOpts};
@@ -296,21 +299,65 @@ fn cluster_tokens_need_a_tag_and_survive_a_promotion() {
         let ok = run(&mut oc, &args);
         assert!(!ok.starts_with("ERR"), "{args:?} without a token: {ok}");
     }
-    // With a tag: on the owner, on one connection (WAIT counts its writes).
-    let (rate, board) = ("u:{ha}", "r:{ha}");
-    let owner = cl.owner_of_key(rate);
-    assert_eq!(owner, cl.owner_of_key(board));
+    // With a tag: every family's token writes in one slot, on its owner,
+    // on one connection (WAIT counts its writes).
+    let owner = cl.owner_of_key("x:{ha}");
     let mut oc = cl.nodes[owner].conn();
-    run(&mut oc, &["RANK.CREATE", board, "NOW", &t]);
-    let writes: [&[&str]; 2] = [
-        &["RATE.CHECK", rate, "2", "60000", "NOW", &t, "IDEM", "c1"],
-        &["RANK.INCR", board, "m", "5", "NOW", &t, "IDEM", "i1"],
+    let setup: [&[&str]; 7] = [
+        &["RANK.CREATE", "r:{ha}", "NOW", &t],
+        &["POLL.CREATE", "p:{ha}", "MODE", "MULTI", "MAXVOTES", "3", "NOW", &t],
+        &["LUCKYBAG.CREATE", "b:{ha}", "WINNERS", "2", "NOW", &t],
+        &["STOCK.CREATE", "s:{ha}", "10", "NOW", &t],
+        &["REDPACKET.SPLIT", "g:{ha}", "1000", "4", "MODE", "EQUAL", "NOW", &t],
+        &["DELAYQ.ADD", "q:{ha}", "j1", "x", "NOW", &t],
+        &["LOCK.ACQUIRE", "lk:{ha}", "o0", "60000", "LIMIT", "9", "NOW", &t],
+    ];
+    for w in setup {
+        let r = run(&mut oc, w);
+        assert!(!r.starts_with("ERR"), "{w:?}: {r}");
+    }
+    let rc = receipt(&mut oc, "q:{ha}", &t);
+    let writes: Vec<Vec<&str>> = vec![
+        vec!["RATE.CHECK", "u:{ha}", "2", "60000", "NOW", &t, "IDEM", "c1"],
+        vec![
+            "RATE.MULTI", "2", "u:{ha}", "v:{ha}", "LIMITS", "5", "60000", "9", "60000", "NOW", &t,
+            "IDEM", "m1",
+        ],
+        vec!["RATE.THROTTLE", "w:{ha}", "4", "10", "60", "NOW", &t, "IDEM", "h1"],
+        vec!["RANK.INCR", "r:{ha}", "m", "5", "NOW", &t, "IDEM", "i1"],
+        vec!["RANK.ADD", "r:{ha}", "n", "7", "NOW", &t, "IDEM", "a1"],
+        vec!["RANK.DECR", "r:{ha}", "n", "2", "NOW", &t, "IDEM", "d1"],
+        vec!["LIKE.TOGGLE", "l:{ha}", "9", "NOW", &t, "IDEM", "l1"],
+        vec!["POLL.VOTE", "p:{ha}", "u1", "a", "NOW", &t, "IDEM", "v1"],
+        vec!["POLL.REVOKE", "p:{ha}", "u1", "a", "NOW", &t, "IDEM", "v2"],
+        vec!["LUCKYBAG.JOIN", "b:{ha}", "u1", "IDEM", "j1"],
+        vec!["STOCK.RESTOCK", "s:{ha}", "5", "NOW", &t, "IDEM", "k1"],
+        vec!["STOCK.RESERVE", "s:{ha}", "u1", "o1", "2", "NOW", &t, "IDEM", "k2"],
+        vec!["REDPACKET.GRAB", "g:{ha}", "u1", "NOW", &t, "IDEM", "g1"],
+        vec!["DELAYQ.ADD", "q:{ha}", "j2", "y", "NOW", &t, "IDEM", "e1"],
+        vec!["DELAYQ.NACK", "q:{ha}", "j1", &rc, "NOW", &t, "IDEM", "e2"],
+        vec!["LOCK.ACQUIRE", "lk:{ha}", "o1", "60000", "LIMIT", "9", "NOW", &t, "IDEM", "o1"],
     ];
     let first: Vec<String> = writes.iter().map(|w| run(&mut oc, w)).collect();
-    assert_eq!(first[1], "5");
+    for (w, f) in writes.iter().zip(&first) {
+        assert!(!f.starts_with("ERR"), "{w:?}: {f}");
+    }
+    assert_eq!(first[3], "5");
+    let d: String = redis::cmd("DEBUG").arg("DIGEST").query(&mut oc).unwrap();
     for (w, f) in writes.iter().zip(&first) {
         assert_eq!(&run(&mut oc, w), f, "{w:?}: replayed");
+        // The same token with other arguments (a NOW added: another
+        // digest): refused before the command parses them.
+        let mut other: Vec<&str> = w[..w.len() - 2].to_vec();
+        other.extend(["NOW", "1", "IDEM", w[w.len() - 1]]);
+        let e = run(&mut oc, &other);
+        assert!(
+            e.contains("IDEM token reused with other arguments"),
+            "{other:?}: {e}"
+        );
     }
+    let d2: String = redis::cmd("DEBUG").arg("DIGEST").query(&mut oc).unwrap();
+    assert_eq!(d, d2, "the replays and refusals wrote nothing");
     let acked: i64 = redis::cmd("WAIT")
         .arg(1)
         .arg(10_000)
@@ -318,6 +365,29 @@ fn cluster_tokens_need_a_tag_and_survive_a_promotion() {
         .unwrap();
     assert_eq!(acked, 1);
     drop(oc);
+    // A spread post: each shard's write on the shard's own master keeps
+    // its token there, in `<shard key>:idem`.
+    let shards: Vec<String> = hotpath_client::routing::shard_keys(b"post:{sp}", 3)
+        .into_iter()
+        .map(|k| String::from_utf8(k).unwrap())
+        .collect();
+    let owners: Vec<usize> = shards.iter().map(|k| cl.owner_of_key(k)).collect();
+    assert!(owners.iter().any(|&o| o != owners[0]), "{owners:?}");
+    for (i, k) in shards.iter().enumerate() {
+        let mut sc = cl.nodes[owners[i]].conn();
+        assert_eq!(run(&mut sc, &["LIKE.CREATE", k, "SPREAD", "3"]), "OK");
+        let id = (i + 3).to_string(); // a user of shard i: id mod 3
+        let w = ["LIKE.TOGGLE", k, &id, "NOW", &t, "SPREAD", "3", "IDEM", "s1"];
+        let a = run(&mut sc, &w);
+        assert_eq!(a, "[1, 1]", "{w:?}");
+        assert_eq!(run(&mut sc, &w), a, "{w:?}: replayed");
+        let n: i64 = redis::cmd("HEXISTS")
+            .arg(format!("{k}:idem"))
+            .arg("s1")
+            .query(&mut sc)
+            .unwrap();
+        assert_eq!(n, 1, "{k}:idem on node {}", owners[i]);
+    }
     let promoted = cl.kill_master(owner);
     let mut pc = cl.nodes[promoted].conn();
     for (w, f) in writes.iter().zip(&first) {
@@ -330,7 +400,7 @@ fn cluster_tokens_need_a_tag_and_survive_a_promotion() {
     assert_eq!(
         run(
             &mut pc,
-            &["RANK.INCR", board, "m", "5", "NOW", &t, "IDEM", "i2"]
+            &["RANK.INCR", "r:{ha}", "m", "5", "NOW", &t, "IDEM", "i2"]
         ),
         "10"
     );
