@@ -8,6 +8,10 @@ machine's load.
 
 `--annotate NAME` also prints callgrind_annotate's function list for the
 phase NAME (e.g. "JOIN new"), to see where a command's instructions go.
+`HOTPATH_SO=<path>` counts another build of the module instead of
+target/release's; `HOTPATH_SO_BEFORE=<path>` also counts that build (an
+older one, say) in the same run, on a server of its own fed the same
+commands, and adds its count of each module row as a "before" column.
 Needs valgrind; takes a few minutes."""
 import glob
 import os
@@ -22,6 +26,10 @@ import redis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ROOT, SO, free_port  # noqa: E402
+
+if os.environ.get("HOTPATH_SO"):
+    SO = os.environ["HOTPATH_SO"]
+BEFORE_SO = os.environ.get("HOTPATH_SO_BEFORE")
 
 N = 2000
 CROWD = 100_000
@@ -57,14 +65,14 @@ return {'OK', share}
 
 
 class Counter:
-    def __init__(self):
+    def __init__(self, so=None):
         self.dir = tempfile.mkdtemp(prefix="hotpath-callgrind-")
         self.out = os.path.join(self.dir, "cg.out")
         port = free_port()
         self.srv = subprocess.Popen(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={self.out}",
              "--toggle-collect=call", "redis-server", "--port", str(port), "--save", "",
-             "--dir", self.dir, "--loadmodule", SO],
+             "--dir", self.dir, "--loadmodule", os.path.abspath(so or SO)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.r = redis.Redis(port=port, socket_timeout=600)
         for _ in range(600):
@@ -75,6 +83,10 @@ class Counter:
                 time.sleep(0.1)
         self.counts = {}
         self.annotate = set()
+        # The same family's counts on another build (HOTPATH_SO_BEFORE),
+        # or None; a counter that only collects them prints nothing.
+        self.before = None
+        self.quiet = False
 
     def fill(self, cmds, batch=2000):
         pipe = self.r.pipeline(transaction=False)
@@ -117,9 +129,22 @@ class Counter:
         self.srv.wait()
 
 
+def header(c, *rest):
+    if c.quiet:
+        return
+    before = ["before"] if c.before else []
+    cols = ["command", "module"] + before + list(rest)
+    print("| " + " | ".join(cols) + " |")
+    print("|---|" + "---:|" * (len(cols) - 1))
+
+
 def row(c, name, module, script=None, floor=None):
+    if c.quiet:
+        return
     a = c.counts[module]
     cells = [f"{a:,.0f}"]
+    if c.before:
+        cells.append(f"{c.before.counts[module]:,.0f}")
     for k in (script, floor):
         if k is None:
             cells.append("—")
@@ -168,8 +193,7 @@ def luckybag(c):
                           for u in new])
     c.phase("seed LEAVE", [("EVALSHA", seed_leave, 2, cand(u), "n{1}:stored", u) for u in new])
     c.phase("seed ENTER", [("EVALSHA", seed_enter, 2, cand(u), "n{1}:stored", u) for u in new])
-    print("| command | module | seed-style script | native floor |")
-    print("|---|---:|---:|---:|")
+    header(c, "seed-style script", "native floor")
     row(c, "LUCKYBAG.JOIN (new)", "JOIN new", "seed JOIN", ("ZADD NX", "INCR"))
     row(c, "LUCKYBAG.JOIN (duplicate)", "JOIN duplicate", None, "ZSCORE")
     row(c, "LUCKYBAG.LEAVE", "LEAVE", "seed LEAVE", ("ZSCORE", "HSET", "ZADD -1"))
@@ -186,23 +210,38 @@ def redpacket(c):
     r.execute_command("REDPACKET.SPLIT", "p{1}", 10**7, shares, "TTL", 86400)
     r.execute_command("REDPACKET.SPLIT", "p{2}", 10**7, shares, "TTL", 86400)
     r.execute_command("REDPACKET.SPLIT", "p{3}", 10**7, shares, "TTL", 86400)
+    # A packet whose only share is gone, for EMPTY.
+    r.execute_command("REDPACKET.SPLIT", "e{1}", 100, 1, "TTL", 86400)
+    r.execute_command("REDPACKET.GRAB", "e{1}", "first")
     users = [f"user:{i}" for i in range(N)]
     # Half-full grabbed hashes, as in the middle of a big packet.
     c.fill(("REDPACKET.GRAB", "p{1}", f"warm:{i}") for i in range(N))
     c.fill(("HSET", "n{2}:grabbed", f"warm:{i}", 100) for i in range(N))
     c.fill(("HSET", "s{3}:grabbed", f"warm:{i}", 100) for i in range(N))
     c.fill(("RPUSH", "s{3}:pool", *range(100, 100 + 1000)) for _ in range(10))
+    # The running total natively: a meta of SPLIT's five fields in SPLIT's
+    # order (a listpack), its left_cents counted down by each share.
+    r.hset("n{2}:meta", mapping={"expires": 0, "left_cents": 10**7, "state": "open",
+                                 "total": 10**7, "count": shares})
     c.phase("GRAB wins", [("REDPACKET.GRAB", "p{1}", u) for u in users])
     c.phase("GRAB already", [("REDPACKET.GRAB", "p{1}", u) for u in users])
+    c.phase("GRAB empty", [("REDPACKET.GRAB", "e{1}", u) for u in users])
     c.phase("HEXISTS", [("HEXISTS", "n{2}:grabbed", "new:" + u) for u in users])
     c.phase("LPOP", [("LPOP", "p{2}:pool") for _ in users])
     c.phase("HSET grabbed", [("HSET", "n{2}:grabbed", u, 100) for u in users])
+    c.phase("HINCRBY left_cents", [("HINCRBY", "n{2}:meta", "left_cents", -100) for _ in users])
+    c.phase("LPOP (nil)", [("LPOP", "e{2}:pool") for _ in users])
     c.phase("seed GRAB", [("EVALSHA", seed_grab, 2, "s{3}:pool", "s{3}:grabbed", u) for u in users])
     c.phase("INFO", [("REDPACKET.INFO", "p{1}") for _ in range(20)])
-    print("| command | module | seed-style script | native floor |")
-    print("|---|---:|---:|---:|")
-    row(c, "REDPACKET.GRAB (wins)", "GRAB wins", "seed GRAB", ("HEXISTS", "LPOP", "HSET grabbed"))
+    header(c, "seed-style script", "native floor")
+    # Issue 27, decision 4: the floor includes the running total (HINCRBY
+    # left_cents), which keeps INFO and REFUND O(1); the bar is 1.5x.
+    row(c, "REDPACKET.GRAB (wins)", "GRAB wins", "seed GRAB",
+        ("HEXISTS", "LPOP", "HSET grabbed", "HINCRBY left_cents"))
+    row(c, "REDPACKET.GRAB (wins), floor without the running total", "GRAB wins", None,
+        ("HEXISTS", "LPOP", "HSET grabbed"))
     row(c, "REDPACKET.GRAB (ALREADY)", "GRAB already", None, "HEXISTS")
+    row(c, "REDPACKET.GRAB (EMPTY)", "GRAB empty", None, ("HEXISTS", "LPOP (nil)"))
     row(c, "REDPACKET.INFO (10k-share pool)", "INFO")
 
 
@@ -215,8 +254,17 @@ def main():
         del args[i:i + 2]
     families = args or ["luckybag", "redpacket"]
     for fam in families:
+        before = None
+        if BEFORE_SO:
+            before = Counter(BEFORE_SO)
+            before.quiet = True
+            try:
+                globals()[fam](before)
+            finally:
+                before.stop()
         c = Counter()
         c.annotate = annotate
+        c.before = before
         try:
             globals()[fam](c)
         finally:

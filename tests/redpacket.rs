@@ -619,6 +619,29 @@ fn corrupt_data_is_named_and_nothing_is_written() {
     );
     assert_eq!(pool(&mut c, "p"), vec![-5]);
     assert_eq!(int(&mut c, &["PEXPIRETIME", "p:pool"]), at);
+    // GRAB pops the head share before checking it; a refused share goes
+    // back without signalling the pool as modified: a WATCH on the
+    // packet's keys holds, for the last share (the pop deletes the pool,
+    // the share makes it again) as for one of several.
+    for count in ["1", "3"] {
+        let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+        int(&mut c, &["REDPACKET.SPLIT", "w", "100", count, "TTL", "600"]);
+        run(&mut c, &["LSET", "w:pool", "0", "-5"]);
+        let before = dump_keys(&mut c, "*");
+        run(&mut c, &["WATCH", "w:pool", "w:meta", "w:grabbed"]);
+        assert_eq!(
+            err(&mut c, &["REDPACKET.GRAB", "w", "u1"]),
+            "ERR redpacket: corrupt data in 'w:pool'"
+        );
+        run(&mut c, &["MULTI"]);
+        run(&mut c, &["PING"]);
+        let exec: Value = redis::cmd("EXEC").query(&mut c).unwrap();
+        assert!(
+            !matches!(exec, Value::Nil),
+            "a refused grab ({count} shares) signalled a watched key"
+        );
+        assert_eq!(dump_keys(&mut c, "*"), before, "{count} shares");
+    }
     // Empty user ids are refused before any key is read.
     assert_eq!(
         err(&mut c, &["REDPACKET.GRAB", "p", ""]),

@@ -26,16 +26,23 @@ impl Key {
         (!p.is_null()).then(|| RedisString::from_redis_module_string(self.ctx, p))
     }
 
-    /// Returns the element at the head (`LINDEX key 0`) without removing
-    /// it: `None` when the key is not a list or is empty. A command reads
-    /// the element it will pop, checks it, and pops only once every check
-    /// passed.
-    pub fn head_string(&self) -> Option<RedisString> {
-        if self.kind() != KeyType::List {
-            return None;
+    /// Puts back at the head the element [`Key::lpop_string`] just took
+    /// from this handle (`value`), with the key's expiry `expire_at` when
+    /// that pop emptied, and so deleted, the list; then forgets the change,
+    /// so the key is not signalled as modified (`WATCH` and client-side
+    /// caching see the list as it was). Only right after that pop, on a
+    /// handle that changed nothing else.
+    ///
+    /// A command pops the element it will use and checks it: reading it
+    /// first (`RedisModule_ListGet`) would cost every call an iterator and
+    /// a second string (about 1,300 instructions a grab), where only a
+    /// refused element, which the module never writes, pays for this.
+    pub fn unpop_head(&self, value: &RedisString, expire_at: Option<i64>) {
+        self.list_push(raw::REDISMODULE_LIST_HEAD, value.inner);
+        if let Some(at) = expire_at {
+            self.set_abs_expire_ms(at);
         }
-        let p = unsafe { raw::RedisModule_ListGet.unwrap()(self.ptr, 0) };
-        (!p.is_null()).then(|| RedisString::from_redis_module_string(self.ctx, p))
+        self.modified.set(false);
     }
 
     /// Pushes a string at the head or the tail (`REDISMODULE_LIST_HEAD`,

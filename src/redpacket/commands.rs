@@ -302,8 +302,8 @@ fn grab_meta(packet: &Packet, base: &[u8]) -> Result<(i64, bool, Option<RedisStr
 /// `NOSUCH 0`.
 ///
 /// Cost: three keys opened and type-checked, one lookup of the user in
-/// `B:grabbed`, one `HashGet` of `expires` and `left_cents`, one read of
-/// the head share, one pop, one insert, one write of `left_cents`; the
+/// `B:grabbed`, one `HashGet` of `expires` and `left_cents`, one pop (the
+/// share checked once popped), one insert, one write of `left_cents`; the
 /// user and the share go to Redis as the strings they are. Replicated
 /// verbatim (see the module docs).
 pub fn redpacket_grab(ctx: &Context, c: &mut Args) -> RedisResult {
@@ -370,27 +370,48 @@ pub fn redpacket_grab(ctx: &Context, c: &mut Args) -> RedisResult {
         return reply_grab(ctx, outcome);
     }
     let left = meta_value(base, &F_LEFT, &left, model::parse::cents)?;
-    // The head share is read and checked before it is popped: a share the
-    // module never writes (not a positive integer), or more than the
-    // running total says is left, is refused with the pool as it was.
-    let head = packet.pool.head_string();
-    let plan = model::plan_take(
+    // Popping the last share deletes the pool and its expiry: kept in case
+    // the share must go back.
+    let pool_at = if packet.pool.len() == 1 {
+        packet.pool.abs_expire_ms()
+    } else {
+        None
+    };
+    // The head share is popped, then checked: a share the module never
+    // writes (not a positive integer), or more than the running total says
+    // is left, is refused and goes back, with the pool as it was (its
+    // expiry too, and no modified-key signal). Reading the head before
+    // popping it costs every grab about 1,300 instructions
+    // (`RedisModule_ListGet`'s iterator and a second string); this costs
+    // only a refused share.
+    let share = packet.pool.lpop_string();
+    let plan = match model::plan_take(
         left,
-        head.as_ref().map(|h| h.as_slice()),
+        share.as_ref().map(|s| s.as_slice()),
         packet.has_grabbed,
         expires,
-    )
-    .map_err(refusal(base))?;
-    let model::TakePlan::Take {
-        cents,
-        left: rest,
-        expire_grabbed,
-    } = plan
+    ) {
+        Ok(plan) => plan,
+        Err(refused) => {
+            if let Some(share) = &share {
+                packet.pool.unpop_head(share, pool_at);
+            }
+            return Err(refusal(base)(refused));
+        }
+    };
+    let (
+        model::TakePlan::Take {
+            cents,
+            left: rest,
+            expire_grabbed,
+        },
+        Some(share),
+    ) = (plan, share)
     else {
         COUNT_EMPTY.incr();
         return reply_grab(ctx, Grab::Empty);
     };
-    apply_take(ctx, &packet, user, head, rest, expire_grabbed);
+    apply_take(ctx, &packet, user, &share, rest, expire_grabbed);
     drop(packet);
     ctx.replicate_verbatim();
     // No allocation for the event's name: this runs on every share won.
@@ -399,24 +420,21 @@ pub fn redpacket_grab(ctx: &Context, c: &mut Args) -> RedisResult {
     reply_grab(ctx, Grab::Won(cents))
 }
 
-/// Writes a grab's plan: pops the head share just checked (`head`) into
-/// `B:grabbed` for `user`, gives a `B:grabbed` born now the packet's
-/// expiry, and records the running total `rest`.
+/// Writes the rest of a grab's plan, once the share (`share`, just popped
+/// and checked) is taken: records it in `B:grabbed` for `user`, gives a
+/// `B:grabbed` born now the packet's expiry, and records the running total
+/// `rest`.
 fn apply_take(
     ctx: &Context,
     packet: &Packet,
     user: &RedisString,
-    head: Option<RedisString>,
+    share: &RedisString,
     rest: i64,
     expire_grabbed: Option<i64>,
 ) {
-    // A plan to take a share was made from the share at the head.
-    let Some(share) = head else { return };
-    // The pop takes that very share: nothing ran in between.
-    drop(packet.pool.lpop_string());
     // The user was just found absent: a plain set, without NX's second
     // lookup of the field.
-    packet.grabbed.hset_arg(user, &share);
+    packet.grabbed.hset_arg(user, share);
     if let Some(at) = expire_grabbed {
         // B:grabbed is born now: it gets the packet's expiry, the very
         // instant in `expires` (replicas and the AOF re-run this grab and

@@ -346,10 +346,10 @@ pub enum TakePlan {
 }
 
 /// Plans the last step of a grab from the share at the head of the pool
-/// (read, not popped: `None` for an empty pool), the running total `left`
-/// (`left_cents`), whether `B:grabbed` exists and the packet's expiry.
-/// A share SPLIT never writes, or more than `left`, is refused with
-/// nothing written.
+/// (`None` for an empty pool), the running total `left` (`left_cents`),
+/// whether `B:grabbed` exists and the packet's expiry. A share SPLIT never
+/// writes, or more than `left`, is refused: the handler, which popped it to
+/// read it, puts it back, and nothing else is written.
 pub fn plan_take(
     left: i64,
     head: Option<&[u8]>,
