@@ -48,7 +48,7 @@ pub struct Shard {
 /// is not an integer, and `ERR <family>: SPREAD must be from 1 to 1024`
 /// outside that range.
 pub fn parse_count(family: &str, bytes: &[u8]) -> Result<u32, RedisError> {
-    let v = crate::args::parse_i64_plain(bytes).ok_or_else(error::not_integer)?;
+    let v = crate::args::parse_i64_fast(bytes).ok_or_else(error::not_integer)?;
     if !route::valid_shards(v) {
         return Err(error::family(
             family,

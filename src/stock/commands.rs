@@ -389,7 +389,7 @@ impl Helds {
 /// Plans the return of `lapsed` leases: the stock and users' counts after.
 fn plan_returns(
     l: &Ledger,
-    head: &Head,
+    base: &[u8],
     stock: &mut Stock,
     lapsed: &[Lapsed],
     helds: &mut Helds,
@@ -397,7 +397,7 @@ fn plan_returns(
     for x in lapsed {
         stock
             .give_back(x.order.qty)
-            .ok_or_else(|| error::corrupt(FAMILY, head.key.name().as_slice(), None))?;
+            .ok_or_else(|| error::corrupt(FAMILY, base, None))?;
         helds.take(l, x.user(), x.order.qty)?;
     }
     Ok(())
@@ -560,30 +560,30 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
     let (now, declared) = now_and_spread(c)?;
     let args = c.all();
     let (base, user, order) = (&args[1], &args[2], &args[3]);
-    non_empty(user.as_slice(), "user")?;
+    // Each argument's bytes read once (every read is a call into Redis).
+    let (b, u) = (base.as_slice(), user.as_slice());
+    non_empty(u, "user")?;
     non_empty(order.as_slice(), "order")?;
-    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
-    let b = base.as_slice();
+    util::require_hash_tag(ctx, FAMILY, b)?;
     let key = Key::open_arg(ctx, base, true);
     let found = key.check(KeyType::String)?;
-    // A key that may be a shard: its record (and mark) read now, once. A
-    // single-slot stock reads its record after the sold-out fast path.
+    // The record, read once: it aliases `B`'s value, which nothing below
+    // changes before the record is rewritten (the last write).
+    let raw = if found { key.bytes() } else { &[] };
+    // A key that may be a shard: its record (and mark) parsed now, once.
+    // A single-slot stock parses its record after the sold-out fast path.
     let (spread, rec) = if scope::may_spread(b, declared) {
         // A sold-out shard answers from its mark alone.
-        if found && model::finished(key.bytes()) {
-            if let Some(m) = model::Mark::read(key.bytes()) {
-                let s = marked(b, declared, m, Some(("user", user.as_slice())))?;
+        if found && model::finished(raw) {
+            if let Some(m) = model::Mark::read(raw) {
+                let s = marked(b, declared, m, Some(("user", u)))?;
                 return reply_soldout(ctx, Some(s), 0);
             }
         }
-        let rec = if found {
-            Stock::parse(key.bytes())
-        } else {
-            None
-        };
-        let member = Some(("user", user.as_slice()));
+        let rec = if found { Stock::parse_split(raw) } else { None };
+        let member = Some(("user", u));
         (
-            spread_of(ctx, b, declared, found, rec.as_ref(), member)?,
+            spread_of(ctx, b, declared, found, rec.as_ref().map(|r| &r.0), member)?,
             rec,
         )
     } else {
@@ -595,34 +595,29 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
     if !found {
         return Err(fail("no such stock"));
     }
-    if model::finished(key.bytes()) {
+    if model::finished(raw) {
         return reply_soldout(ctx, spread, 0);
     }
-    let stock = match rec {
+    let (stock, tail) = match rec {
         Some(s) => s,
-        None => Stock::parse(key.bytes()).ok_or_else(|| error::corrupt(FAMILY, b, None))?,
-    };
-    let head = Head {
-        key,
-        stock,
-        shard: spread,
+        None => Stock::parse_split(raw).ok_or_else(|| error::corrupt(FAMILY, b, None))?,
     };
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
     let l = Ledger::open(ctx, base, true)?;
     if let Some((rec, o, at)) = l.order(order)? {
-        if &rec.as_slice()[at..] != user.as_slice() || o.qty != qty {
+        if &rec.as_slice()[at..] != u || o.qty != qty {
             return Err(fail("order exists with another user or quantity"));
         }
         return reply_reserve(ctx, b"OK", o.left, o.lease_end);
     }
     let lapsed = l.lapsed(now)?;
-    let mut next = head.stock;
+    let mut next = stock;
     let mut helds = Helds::default();
-    plan_returns(&l, &head, &mut next, &lapsed, &mut helds)?;
+    plan_returns(&l, b, &mut next, &lapsed, &mut helds)?;
     // The buyer's count: from the plan when a lapsed lease of theirs is
     // being returned, else read with the client's string as the field.
-    let planned = helds.find(user.as_slice());
+    let planned = helds.find(u);
     let held = match planned {
         Some(n) => n,
         None => l.held_arg(user)?,
@@ -632,7 +627,7 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
     write_returns(&l, &lapsed, &mut buf);
     if let Reserve::Ok { left, lease_end } = decision {
         if planned.is_some() {
-            helds.set(user.as_slice(), held + qty);
+            helds.set(u, held + qty);
         } else {
             l.users
                 .hput_arg(user, itoa::Buffer::new().format(held + qty).as_bytes());
@@ -643,7 +638,7 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
             lease_end,
             left,
         }
-        .write(user.as_slice(), &mut buf);
+        .write(u, &mut buf);
         l.orders.hput_arg(order, &buf);
         l.leases.zadd_arg(order, lease_end as f64);
     }
@@ -652,17 +647,17 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
     // counts as they were, yet the ledger changed: it is a write all the
     // same (replicated, notified, its keys given the stock's expiry, since
     // emptying B:leases deleted it and the ZADD made it again).
-    let stock_changed = next != head.stock;
+    let stock_changed = next != stock;
     let wrote = stock_changed || !lapsed.is_empty() || matches!(decision, Reserve::Ok { .. });
     if stock_changed {
-        next.write(&mut buf);
-        head.key.write_in_place(&buf);
+        next.rewrite(&stock, raw, tail, &mut buf);
+        key.write_in_place(&buf);
     }
     if wrote {
         l.expire(next.expires);
     }
     drop(l);
-    drop(head);
+    drop(key);
     if wrote {
         replicate::with_clock(ctx, args, now, had_now);
         util::notify_static(ctx, c"hotpath.stock.reserve", base);
@@ -711,7 +706,7 @@ pub fn stock_confirm(ctx: &Context, c: &mut Args) -> RedisResult {
     let lapsed = l.lapsed(now)?;
     let mut next = head.stock;
     let mut helds = Helds::default();
-    plan_returns(&l, &head, &mut next, &lapsed, &mut helds)?;
+    plan_returns(&l, base.as_slice(), &mut next, &lapsed, &mut helds)?;
     next.sell(o.qty)
         .ok_or_else(|| error::corrupt(FAMILY, base.as_slice(), None))?;
     let mut buf = Vec::with_capacity(64);
@@ -799,7 +794,7 @@ pub fn stock_restock(ctx: &Context, c: &mut Args) -> RedisResult {
     let lapsed = l.lapsed(now)?;
     let mut next = head.stock;
     let mut helds = Helds::default();
-    plan_returns(&l, &head, &mut next, &lapsed, &mut helds)?;
+    plan_returns(&l, base.as_slice(), &mut next, &lapsed, &mut helds)?;
     match model::restock(&mut next, delta) {
         Ok(()) => {}
         Err(RestockError::NotEnough) => return Err(fail("not enough available units")),
