@@ -189,15 +189,23 @@ fn open_head(
     Ok(Head { key, stock, shard })
 }
 
+/// Returns true when `arg` is the keyword `upper` in any case, for a
+/// keyword of the letters A–Z only: one mask per byte (a letter's two
+/// cases differ in bit 0x20 alone, and no other byte masks to a capital).
+#[inline(always)]
+fn is_letters(arg: &[u8], upper: &[u8]) -> bool {
+    arg.len() == upper.len() && arg.iter().zip(upper).all(|(&a, &u)| a & !0x20 == u)
+}
+
 /// Reads `[NOW unix-ms] [SPREAD n]` in either order (each at most once) up
 /// to the last argument.
 fn now_and_spread(c: &mut Args) -> Result<(Option<i64>, Option<u32>), RedisError> {
     let (mut now, mut declared) = (None, None);
     while !c.done() {
         let k = c.keyword()?;
-        if is(k, "NOW") && now.is_none() {
+        if is_letters(k, b"NOW") && now.is_none() {
             now = Some(c.option_i64(0, MAX_TIME_MS)?);
-        } else if scope::is_keyword(k) && declared.is_none() {
+        } else if is_letters(k, shard::KEYWORD) && declared.is_none() {
             declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
         } else {
             return Err(error::syntax());
@@ -1371,4 +1379,26 @@ pub fn stock_pool(ctx: &Context, c: &mut Args) -> RedisResult {
         reply::int(ctx, *d);
     }
     Ok(RedisValue::NoReply)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_letters;
+
+    #[test]
+    fn is_letters_ignores_case_and_nothing_else() {
+        for k in [&b"NOW"[..], b"now", b"NoW", b"nOw"] {
+            assert!(is_letters(k, b"NOW"));
+        }
+        for k in [&b"NO"[..], b"NOWX", b"", b"N0W", b"SPREAD"] {
+            assert!(!is_letters(k, b"NOW"));
+        }
+        // Only 'N' and 'n' mask to 'N'.
+        for b in 0..=255u8 {
+            let k = [b, b'O', b'W'];
+            assert_eq!(is_letters(&k, b"NOW"), b == b'N' || b == b'n', "{b}");
+        }
+        assert!(is_letters(b"spread", b"SPREAD"));
+        assert!(is_letters(b"Spread", b"SPREAD"));
+    }
 }
