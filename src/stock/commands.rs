@@ -573,7 +573,9 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
     non_empty(u, "user")?;
     non_empty(order.as_slice(), "order")?;
     util::require_hash_tag(ctx, FAMILY, b)?;
-    let key = Key::open_arg(ctx, base, true);
+    // The client's own string names the handle, not retained: it outlives
+    // the call, and RM_OpenKey holds its own reference while `B` is open.
+    let key = Key::open_kept(ctx, base, true);
     let found = key.check(KeyType::String)?;
     // The record, read once: it aliases `B`'s value, which nothing below
     // changes before the record is rewritten (the last write).
