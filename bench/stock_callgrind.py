@@ -4,8 +4,11 @@
 (bench/seeds.py) and, for a sold-out stock, a bare GET; counted by
 valgrind's callgrind inside Redis's `call()`, all in the same server and
 run. Unlike timings, the counts do not depend on the machine's load:
-`python3 bench/stock_callgrind.py [libhotpath.so]` (needs valgrind; about
-a minute).
+`python3 bench/stock_callgrind.py [libhotpath.so ...]` (needs valgrind;
+about a minute a build). Several builds (or `HOTPATH_SO=<old build>`
+before the one given, by default target/release's) are counted one after
+the other in one invocation, each in its own server with its own floors,
+for before/after tables.
 
 Each row also reports, for the module command, how often per call it
 opened a key, went through `RedisModule_Call` and `RedisModule_Replicate`
@@ -30,7 +33,17 @@ API = ["RM_OpenKey", "RM_Call", "RM_Replicate", "RM_ReplicateVerbatim"]
 
 
 def main():
-    so = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else SO
+    builds = sys.argv[1:] or [SO]
+    if os.environ.get("HOTPATH_SO"):
+        builds.insert(0, os.environ["HOTPATH_SO"])
+    for k, so in enumerate(builds):
+        if len(builds) > 1:
+            print(("\n" if k else "") + f"{os.path.abspath(so)}:\n", flush=True)
+        count(os.path.abspath(so))
+
+
+def count(so):
+    """Counts every row against the build `so`, in a server of its own."""
     binary = os.environ.get("HOTPATH_SERVER", "redis-server")
     out_dir = tempfile.mkdtemp(prefix="hotpath-callgrind-")
     out = os.path.join(out_dir, "cg.out")

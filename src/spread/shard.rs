@@ -48,7 +48,11 @@ pub struct Shard {
 /// is not an integer, and `ERR <family>: SPREAD must be from 1 to 1024`
 /// outside that range.
 pub fn parse_count(family: &str, bytes: &[u8]) -> Result<u32, RedisError> {
-    let v = crate::args::parse_i64_plain(bytes).ok_or_else(error::not_integer)?;
+    // One digit, the common count: valid whatever it is but 0.
+    if let [d @ b'1'..=b'9'] = bytes {
+        return Ok(u32::from(d - b'0'));
+    }
+    let v = crate::args::parse_i64_fast(bytes).ok_or_else(error::not_integer)?;
     if !route::valid_shards(v) {
         return Err(error::family(
             family,

@@ -27,7 +27,7 @@ use super::{
 };
 use crate::argv::{is, Args};
 use crate::error;
-use crate::keys::{derived, expire_at_if_unset, HashField, Key};
+use crate::keys::{derived, derived_name, expire_at_if_unset, HashField, Key};
 use crate::spread::{route, scope, shard};
 use crate::util;
 use crate::{replicate, reply};
@@ -189,15 +189,23 @@ fn open_head(
     Ok(Head { key, stock, shard })
 }
 
+/// Returns true when `arg` is the keyword `upper` in any case, for a
+/// keyword of the letters A–Z only: one mask per byte (a letter's two
+/// cases differ in bit 0x20 alone, and no other byte masks to a capital).
+#[inline(always)]
+fn is_letters(arg: &[u8], upper: &[u8]) -> bool {
+    arg.len() == upper.len() && arg.iter().zip(upper).all(|(&a, &u)| a & !0x20 == u)
+}
+
 /// Reads `[NOW unix-ms] [SPREAD n]` in either order (each at most once) up
 /// to the last argument.
 fn now_and_spread(c: &mut Args) -> Result<(Option<i64>, Option<u32>), RedisError> {
     let (mut now, mut declared) = (None, None);
     while !c.done() {
         let k = c.keyword()?;
-        if is(k, "NOW") && now.is_none() {
+        if is_letters(k, b"NOW") && now.is_none() {
             now = Some(c.option_i64(0, MAX_TIME_MS)?);
-        } else if scope::is_keyword(k) && declared.is_none() {
+        } else if is_letters(k, shard::KEYWORD) && declared.is_none() {
             declared = Some(shard::parse_count(FAMILY, c.option_bytes()?)?);
         } else {
             return Err(error::syntax());
@@ -219,6 +227,56 @@ fn only_spread(c: &mut Args) -> Result<Option<u32>, RedisError> {
     Ok(Some(n))
 }
 
+/// The suffixes of a stock's ledger keys, in [`Ledger`]'s order.
+const LEDGER: [&str; 3] = ["orders", "users", "leases"];
+
+/// The ledger key names of the stock the last write opened, kept between
+/// calls: a hot SKU (or shard) opens the same three keys on every call,
+/// and the kit's kept names ([`Key::derived_hot`]) hash, look up and
+/// retain each name (about 190 instructions a key, callgrind). `names`
+/// are built on the second write in a row on `base` (created without a
+/// context, so that they outlive the command), so that writes spread over
+/// many stocks keep the kit's table and pay one comparison more.
+struct LedgerNames {
+    base: Vec<u8>,
+    names: Option<[RedisString; 3]>,
+}
+
+thread_local! {
+    /// The last stock's [`LedgerNames`]; main thread only, like every
+    /// command.
+    static LEDGER_NAMES: std::cell::RefCell<LedgerNames> =
+        const { std::cell::RefCell::new(LedgerNames { base: Vec::new(), names: None }) };
+}
+
+/// Opens `B:orders`, `B:users` and `B:leases` for writing, by the kept
+/// names of `base` when it is the stock the last write opened
+/// ([`LedgerNames`]). Opened with [`Key::open_kept`]: for writing,
+/// `RM_OpenKey` holds its own reference to each name while its key is
+/// open, so names replaced here meanwhile stay valid for the handles.
+fn open_ledger_for_write(ctx: &Context, base: &[u8]) -> [Key; 3] {
+    let kit = || LEDGER.map(|suffix| Key::derived_hot(ctx, base, suffix, true));
+    LEDGER_NAMES.with(|kept| {
+        // Should a server event ever come back here while the names are
+        // borrowed, that call opens its keys the kit's way.
+        let Ok(mut kept) = kept.try_borrow_mut() else {
+            return kit();
+        };
+        if kept.base != base {
+            kept.base.clear();
+            kept.base.extend_from_slice(base);
+            kept.names = None;
+            return kit();
+        }
+        let names = kept.names.get_or_insert_with(|| {
+            LEDGER.map(|suffix| {
+                RedisString::create_from_slice(std::ptr::null_mut(), &derived_name(base, suffix))
+            })
+        });
+        names.each_ref().map(|name| Key::open_kept(ctx, name, true))
+    })
+}
+
 /// The ledger keys of a stock, opened and type-checked.
 struct Ledger<'a> {
     base: &'a RedisString,
@@ -233,9 +291,11 @@ impl<'a> Ledger<'a> {
     /// Occurs as `WRONGTYPE` when any holds another type than its own.
     fn open(ctx: &Context, base: &'a RedisString, write: bool) -> Result<Ledger<'a>, RedisError> {
         let b = base.as_slice();
-        let orders = Key::derived_hot(ctx, b, "orders", write);
-        let users = Key::derived_hot(ctx, b, "users", write);
-        let leases = Key::derived_hot(ctx, b, "leases", write);
+        let [orders, users, leases] = if write {
+            open_ledger_for_write(ctx, b)
+        } else {
+            LEDGER.map(|suffix| Key::derived_hot(ctx, b, suffix, false))
+        };
         orders.check(KeyType::Hash)?;
         users.check(KeyType::Hash)?;
         leases.check(KeyType::ZSet)?;
@@ -389,7 +449,7 @@ impl Helds {
 /// Plans the return of `lapsed` leases: the stock and users' counts after.
 fn plan_returns(
     l: &Ledger,
-    head: &Head,
+    base: &[u8],
     stock: &mut Stock,
     lapsed: &[Lapsed],
     helds: &mut Helds,
@@ -397,7 +457,7 @@ fn plan_returns(
     for x in lapsed {
         stock
             .give_back(x.order.qty)
-            .ok_or_else(|| error::corrupt(FAMILY, head.key.name().as_slice(), None))?;
+            .ok_or_else(|| error::corrupt(FAMILY, base, None))?;
         helds.take(l, x.user(), x.order.qty)?;
     }
     Ok(())
@@ -560,30 +620,32 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
     let (now, declared) = now_and_spread(c)?;
     let args = c.all();
     let (base, user, order) = (&args[1], &args[2], &args[3]);
-    non_empty(user.as_slice(), "user")?;
+    // Each argument's bytes read once (every read is a call into Redis).
+    let (b, u) = (base.as_slice(), user.as_slice());
+    non_empty(u, "user")?;
     non_empty(order.as_slice(), "order")?;
-    util::require_hash_tag(ctx, FAMILY, base.as_slice())?;
-    let b = base.as_slice();
-    let key = Key::open_arg(ctx, base, true);
+    util::require_hash_tag(ctx, FAMILY, b)?;
+    // The client's own string names the handle, not retained: it outlives
+    // the call, and RM_OpenKey holds its own reference while `B` is open.
+    let key = Key::open_kept(ctx, base, true);
     let found = key.check(KeyType::String)?;
-    // A key that may be a shard: its record (and mark) read now, once. A
-    // single-slot stock reads its record after the sold-out fast path.
+    // The record, read once: it aliases `B`'s value, which nothing below
+    // changes before the record is rewritten (the last write).
+    let raw = if found { key.bytes() } else { &[] };
+    // A key that may be a shard: its record (and mark) parsed now, once.
+    // A single-slot stock parses its record after the sold-out fast path.
     let (spread, rec) = if scope::may_spread(b, declared) {
         // A sold-out shard answers from its mark alone.
-        if found && model::finished(key.bytes()) {
-            if let Some(m) = model::Mark::read(key.bytes()) {
-                let s = marked(b, declared, m, Some(("user", user.as_slice())))?;
+        if found && model::finished(raw) {
+            if let Some(m) = model::Mark::read(raw) {
+                let s = marked(b, declared, m, Some(("user", u)))?;
                 return reply_soldout(ctx, Some(s), 0);
             }
         }
-        let rec = if found {
-            Stock::parse(key.bytes())
-        } else {
-            None
-        };
-        let member = Some(("user", user.as_slice()));
+        let rec = if found { Stock::parse_split(raw) } else { None };
+        let member = Some(("user", u));
         (
-            spread_of(ctx, b, declared, found, rec.as_ref(), member)?,
+            spread_of(ctx, b, declared, found, rec.as_ref().map(|r| &r.0), member)?,
             rec,
         )
     } else {
@@ -595,34 +657,29 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
     if !found {
         return Err(fail("no such stock"));
     }
-    if model::finished(key.bytes()) {
+    if model::finished(raw) {
         return reply_soldout(ctx, spread, 0);
     }
-    let stock = match rec {
+    let (stock, tail) = match rec {
         Some(s) => s,
-        None => Stock::parse(key.bytes()).ok_or_else(|| error::corrupt(FAMILY, b, None))?,
-    };
-    let head = Head {
-        key,
-        stock,
-        shard: spread,
+        None => Stock::parse_split(raw).ok_or_else(|| error::corrupt(FAMILY, b, None))?,
     };
     let had_now = now.is_some();
     let now = now.unwrap_or_else(util::now_ms);
     let l = Ledger::open(ctx, base, true)?;
     if let Some((rec, o, at)) = l.order(order)? {
-        if &rec.as_slice()[at..] != user.as_slice() || o.qty != qty {
+        if &rec.as_slice()[at..] != u || o.qty != qty {
             return Err(fail("order exists with another user or quantity"));
         }
         return reply_reserve(ctx, b"OK", o.left, o.lease_end);
     }
     let lapsed = l.lapsed(now)?;
-    let mut next = head.stock;
+    let mut next = stock;
     let mut helds = Helds::default();
-    plan_returns(&l, &head, &mut next, &lapsed, &mut helds)?;
+    plan_returns(&l, b, &mut next, &lapsed, &mut helds)?;
     // The buyer's count: from the plan when a lapsed lease of theirs is
     // being returned, else read with the client's string as the field.
-    let planned = helds.find(user.as_slice());
+    let planned = helds.find(u);
     let held = match planned {
         Some(n) => n,
         None => l.held_arg(user)?,
@@ -632,7 +689,7 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
     write_returns(&l, &lapsed, &mut buf);
     if let Reserve::Ok { left, lease_end } = decision {
         if planned.is_some() {
-            helds.set(user.as_slice(), held + qty);
+            helds.set(u, held + qty);
         } else {
             l.users
                 .hput_arg(user, itoa::Buffer::new().format(held + qty).as_bytes());
@@ -643,7 +700,7 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
             lease_end,
             left,
         }
-        .write(user.as_slice(), &mut buf);
+        .write(u, &mut buf);
         l.orders.hput_arg(order, &buf);
         l.leases.zadd_arg(order, lease_end as f64);
     }
@@ -652,17 +709,17 @@ pub fn stock_reserve(ctx: &Context, c: &mut Args) -> RedisResult {
     // counts as they were, yet the ledger changed: it is a write all the
     // same (replicated, notified, its keys given the stock's expiry, since
     // emptying B:leases deleted it and the ZADD made it again).
-    let stock_changed = next != head.stock;
+    let stock_changed = next != stock;
     let wrote = stock_changed || !lapsed.is_empty() || matches!(decision, Reserve::Ok { .. });
     if stock_changed {
-        next.write(&mut buf);
-        head.key.write_in_place(&buf);
+        next.rewrite(&stock, raw, tail, &mut buf);
+        key.write_in_place(&buf);
     }
     if wrote {
         l.expire(next.expires);
     }
     drop(l);
-    drop(head);
+    drop(key);
     if wrote {
         replicate::with_clock(ctx, args, now, had_now);
         util::notify_static(ctx, c"hotpath.stock.reserve", base);
@@ -711,7 +768,7 @@ pub fn stock_confirm(ctx: &Context, c: &mut Args) -> RedisResult {
     let lapsed = l.lapsed(now)?;
     let mut next = head.stock;
     let mut helds = Helds::default();
-    plan_returns(&l, &head, &mut next, &lapsed, &mut helds)?;
+    plan_returns(&l, base.as_slice(), &mut next, &lapsed, &mut helds)?;
     next.sell(o.qty)
         .ok_or_else(|| error::corrupt(FAMILY, base.as_slice(), None))?;
     let mut buf = Vec::with_capacity(64);
@@ -799,7 +856,7 @@ pub fn stock_restock(ctx: &Context, c: &mut Args) -> RedisResult {
     let lapsed = l.lapsed(now)?;
     let mut next = head.stock;
     let mut helds = Helds::default();
-    plan_returns(&l, &head, &mut next, &lapsed, &mut helds)?;
+    plan_returns(&l, base.as_slice(), &mut next, &lapsed, &mut helds)?;
     match model::restock(&mut next, delta) {
         Ok(()) => {}
         Err(RestockError::NotEnough) => return Err(fail("not enough available units")),
@@ -1376,4 +1433,26 @@ pub fn stock_pool(ctx: &Context, c: &mut Args) -> RedisResult {
         reply::int(ctx, *d);
     }
     Ok(RedisValue::NoReply)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_letters;
+
+    #[test]
+    fn is_letters_ignores_case_and_nothing_else() {
+        for k in [&b"NOW"[..], b"now", b"NoW", b"nOw"] {
+            assert!(is_letters(k, b"NOW"));
+        }
+        for k in [&b"NO"[..], b"NOWX", b"", b"N0W", b"SPREAD"] {
+            assert!(!is_letters(k, b"NOW"));
+        }
+        // Only 'N' and 'n' mask to 'N'.
+        for b in 0..=255u8 {
+            let k = [b, b'O', b'W'];
+            assert_eq!(is_letters(&k, b"NOW"), b == b'N' || b == b'n', "{b}");
+        }
+        assert!(is_letters(b"spread", b"SPREAD"));
+        assert!(is_letters(b"Spread", b"SPREAD"));
+    }
 }

@@ -72,21 +72,23 @@ impl Mark {
     /// for a value of ten ':'-separated fields whose last three are a
     /// mark. The full path parses the rest (and refuses it if corrupt).
     pub fn read(v: &[u8]) -> Option<Mark> {
-        let mut colons = 0;
-        let mut at = 0;
-        for (k, &c) in v.iter().enumerate() {
-            if c == b':' {
-                colons += 1;
-                if colons == 7 {
-                    at = k + 1;
-                }
-            }
-        }
+        // Counted 16 bytes at a time (byte-wide sums the compiler
+        // vectorizes); the mark is after the third ':' from the end.
+        let colons: usize = v
+            .chunks(16)
+            .map(|c| usize::from(c.iter().map(|&b| u8::from(b == b':')).sum::<u8>()))
+            .sum();
         if colons != 9 {
             return None;
         }
-        let ([n, i, dry], _) = ints::<3>(&v[at..], true)?;
-        ((1..=MAX_MARK_SHARDS).contains(&n) && i < n && dry <= 1).then_some(Mark {
+        let mut at = v.len();
+        for _ in 0..3 {
+            at = v[..at].iter().rposition(|&c| c == b':')?;
+        }
+        let n = field(v, &mut at)?;
+        let i = field(v, &mut at)?;
+        let dry = field(v, &mut at)?;
+        (at == v.len() && (1..=MAX_MARK_SHARDS).contains(&n) && i < n && dry <= 1).then_some(Mark {
             n: n as u32,
             i: i as u32,
             dry: dry == 1,
@@ -97,9 +99,43 @@ impl Mark {
 /// The most shards a spread stock has (as `SPREAD n` takes).
 const MAX_MARK_SHARDS: i64 = 1024;
 
+/// Reads one canonical non-negative integer (1 to 16 digits, no leading
+/// zero, at most [`MAX_INT`]) at `v[*i..]`, moving `*i` past its digits.
+/// One compare per digit: a longer run of digits wraps, then is refused
+/// by its length.
+#[inline(always)]
+fn int_at(v: &[u8], i: &mut usize) -> Option<i64> {
+    let start = *i;
+    let mut n: u64 = 0;
+    while let Some(&c) = v.get(*i) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        n = n.wrapping_mul(10).wrapping_add(u64::from(d));
+        *i += 1;
+    }
+    let digits = *i - start;
+    if digits == 0 || digits > 16 || (digits > 1 && v[start] == b'0') || n > MAX_INT as u64 {
+        return None;
+    }
+    Some(n as i64)
+}
+
+/// Reads ':' and one integer ([`int_at`]) at `v[*i..]`.
+#[inline(always)]
+fn field(v: &[u8], i: &mut usize) -> Option<i64> {
+    if v.get(*i) != Some(&b':') {
+        return None;
+    }
+    *i += 1;
+    int_at(v, i)
+}
+
 /// Reads `N` canonical non-negative integers separated by ':' from the
 /// start of `v`, stopping right after the last one; returns them and
 /// where it stopped.
+#[inline(always)]
 fn ints_prefix<const N: usize>(v: &[u8]) -> Option<([i64; N], usize)> {
     let mut out = [0i64; N];
     let mut i = 0;
@@ -110,17 +146,7 @@ fn ints_prefix<const N: usize>(v: &[u8]) -> Option<([i64; N], usize)> {
             }
             i += 1;
         }
-        let start = i;
-        let mut n: i64 = 0;
-        while i < v.len() && v[i].is_ascii_digit() && i - start < 16 {
-            n = n * 10 + i64::from(v[i] - b'0');
-            i += 1;
-        }
-        let digits = i - start;
-        if digits == 0 || (digits > 1 && v[start] == b'0') || n > MAX_INT {
-            return None;
-        }
-        *slot = n;
+        *slot = int_at(v, &mut i)?;
     }
     Some((out, i))
 }
@@ -133,17 +159,7 @@ fn ints<const N: usize>(v: &[u8], last_ends: bool) -> Option<([i64; N], usize)> 
     let mut out = [0i64; N];
     let mut i = 0;
     for (k, slot) in out.iter_mut().enumerate() {
-        let start = i;
-        let mut n: i64 = 0;
-        while i < v.len() && v[i].is_ascii_digit() && i - start < 16 {
-            n = n * 10 + i64::from(v[i] - b'0');
-            i += 1;
-        }
-        let digits = i - start;
-        if digits == 0 || (digits > 1 && v[start] == b'0') || n > MAX_INT {
-            return None;
-        }
-        *slot = n;
+        *slot = int_at(v, &mut i)?;
         if k + 1 < N || !last_ends {
             if v.get(i) != Some(&b':') {
                 return None;
@@ -181,16 +197,27 @@ impl Stock {
     /// Parses the stored record; None for anything STOCK never writes
     /// (the law broken included).
     pub fn parse(v: &[u8]) -> Option<Stock> {
-        let ([available, reserved, sold, total, limit, lease_ms, expires], at) =
-            ints_prefix::<7>(v)?;
+        Stock::parse_split(v).map(|(s, _)| s)
+    }
+
+    /// [`Stock::parse`], also returning where the record's tail begins:
+    /// the ':' before `sold`, after which nothing a reservation or a
+    /// lapsed lease changes is written ([`Stock::rewrite`]).
+    pub fn parse_split(v: &[u8]) -> Option<(Stock, usize)> {
+        let ([available, reserved], tail) = ints_prefix::<2>(v)?;
+        let mut at = tail;
+        let sold = field(v, &mut at)?;
+        let total = field(v, &mut at)?;
+        let limit = field(v, &mut at)?;
+        let lease_ms = field(v, &mut at)?;
+        let expires = field(v, &mut at)?;
         let mark = if at == v.len() {
             None
         } else {
-            if v[at] != b':' {
-                return None;
-            }
-            let ([n, i, dry], _) = ints::<3>(&v[at + 1..], true)?;
-            if !(1..=MAX_MARK_SHARDS).contains(&n) || i >= n || dry > 1 {
+            let n = field(v, &mut at)?;
+            let i = field(v, &mut at)?;
+            let dry = field(v, &mut at)?;
+            if at != v.len() || !(1..=MAX_MARK_SHARDS).contains(&n) || i >= n || dry > 1 {
                 return None;
             }
             Some(Mark {
@@ -210,7 +237,31 @@ impl Stock {
             mark,
         };
         let ok = s.conserved() && (1..=MAX_LEASE_MS).contains(&lease_ms);
-        ok.then_some(s)
+        ok.then_some((s, tail))
+    }
+
+    /// Writes the stored record of this stock into `out` (cleared first),
+    /// given the record `old_raw` it was parsed from as `old` with its tail
+    /// at `tail` ([`Stock::parse_split`]): when only `available` and
+    /// `reserved` changed (a reservation, a lapsed lease), the two counts
+    /// and the old record's tail, copied; else the whole record, as
+    /// [`Stock::write`]. The bytes are the same either way.
+    pub fn rewrite(&self, old: &Stock, old_raw: &[u8], tail: usize, out: &mut Vec<u8>) {
+        let same_tail = self.sold == old.sold
+            && self.total == old.total
+            && self.limit == old.limit
+            && self.lease_ms == old.lease_ms
+            && self.expires == old.expires
+            && self.mark == old.mark;
+        if !same_tail || tail > old_raw.len() {
+            return self.write(out);
+        }
+        out.clear();
+        let mut b = itoa::Buffer::new();
+        out.extend_from_slice(b.format(self.available).as_bytes());
+        out.push(b':');
+        out.extend_from_slice(b.format(self.reserved).as_bytes());
+        out.extend_from_slice(&old_raw[tail..]);
     }
 
     /// Returns true when no count is negative and
@@ -817,7 +868,29 @@ mod tests {
         assert_eq!(apply_transfer(&mut k, None, 4), Ok((4, true)));
         assert_eq!(k.format(), b"4:0:0:4:2:60000:0:8:3:0");
         assert!(!mark_dry(&mut Stock::new(1, 0, 1, 0)));
-        // The mark alone, as the sold-out fast path reads it.
+        // The mark alone, as the sold-out fast path reads it: the parsed
+        // record's own, and none on a record without one.
+        for (n, i, dry) in [
+            (1, 0, false),
+            (1024, 1023, true),
+            (8, 3, false),
+            (10, 9, true),
+        ] {
+            let mark = Some(Mark { n, i, dry });
+            for s in [
+                Stock {
+                    mark,
+                    ..Stock::new(0, 0, 1, 0)
+                },
+                Stock {
+                    mark,
+                    ..Stock::new(MAX_INT, 7, MAX_LEASE_MS, MAX_TIME_MS)
+                },
+            ] {
+                assert_eq!(Mark::read(&s.format()), mark);
+                assert_eq!(Mark::read(&Stock { mark: None, ..s }.format()), None);
+            }
+        }
         assert_eq!(
             Mark::read(b"0:0:0:0:2:60000:0:8:3:1"),
             Some(Mark {
@@ -832,8 +905,79 @@ mod tests {
             b"0:0:0:0:2:60000:0:8:8:1",
             b"0:0:0:0:2:60000:0:8:3:2",
             b"0:0:0:0:2:60000:0:0:0:0",
+            b"0:0:0:0:2:60000:0:8:03:1",
+            b"0:0:0:0:2:60000:0:8::1",
+            b"0:0:0:0:2:60000:0:8:3:",
+            b"0:0:0:0:2:60000:0:8:3:1x",
+            b"0:0:0:0:2:60000:0:8:3:1:0",
+            b":::::::::",
         ] {
             assert_eq!(Mark::read(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn rewrite_writes_the_bytes_write_does() {
+        let marks = [
+            None,
+            Some(Mark {
+                n: 8,
+                i: 3,
+                dry: false,
+            }),
+            Some(Mark {
+                n: 1024,
+                i: 1023,
+                dry: true,
+            }),
+        ];
+        let counts = [0, 1, 9, 10, 99, 1000, 999_999_999_999, MAX_INT];
+        for mark in marks {
+            for &a in &counts {
+                for &r in &counts[..4] {
+                    let Some(total) = a.checked_add(r).and_then(|t| t.checked_add(7)) else {
+                        continue;
+                    };
+                    if total > MAX_INT {
+                        continue;
+                    }
+                    let old = Stock {
+                        available: a,
+                        reserved: r,
+                        sold: 7,
+                        total,
+                        limit: 3,
+                        lease_ms: 900_000,
+                        expires: 1_700_000_000_000,
+                        mark,
+                    };
+                    let raw = old.format();
+                    let (parsed, tail) = Stock::parse_split(&raw).unwrap();
+                    assert_eq!(parsed, old);
+                    assert_eq!(raw[tail], b':');
+                    let mut changed = [old; 4];
+                    // A reservation, a lapsed lease, a sale, a restock.
+                    if a > 0 {
+                        changed[0].available -= 1;
+                        changed[0].reserved += 1;
+                    }
+                    if r > 0 {
+                        changed[1].reserved -= 1;
+                        changed[1].available += 1;
+                        changed[2].reserved -= 1;
+                        changed[2].sold += 1;
+                    }
+                    if total < MAX_INT {
+                        changed[3].available += 1;
+                        changed[3].total += 1;
+                    }
+                    for next in changed {
+                        let mut out = vec![b'x'; 3];
+                        next.rewrite(&old, &raw, tail, &mut out);
+                        assert_eq!(out, next.format(), "{next:?}");
+                    }
+                }
+            }
         }
     }
 
