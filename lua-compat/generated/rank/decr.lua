@@ -319,14 +319,20 @@ local IDEM_TOKEN_MAX = 40
 -- An integer (within +-2^53) as an i64, 8 bytes little-endian (struct
 -- packs it in C: a loop of string.char here cost more than the SHA-1).
 local function le64(n) return struct.pack('<i8', n) end
--- The i64 little-endian at s[at .. at + 7] (the bytes read at once; the
--- sum in the same order as ever, so a value past 2^53 rounds the same).
+-- The i64 little-endian at s[at .. at + 7]: the bytes read in one call
+-- and summed from the top one in the same order as ever (a value past
+-- 2^53 rounds the same).
 local function read_le64(s, at)
-  local b = {string.byte(s, at, at + 7)}
-  local neg = b[8] >= 128
-  local n = 0
-  for i = 8, 1, -1 do n = n * 256 + (neg and 255 - b[i] or b[i]) end
-  return neg and -n - 1 or n
+  local b1, b2, b3, b4, b5, b6, b7, b8 = string.byte(s, at, at + 7)
+  if b8 >= 128 then
+    local n = (255 - b8) * 256 + (255 - b7)
+    n = ((n * 256 + (255 - b6)) * 256 + (255 - b5)) * 256 + (255 - b4)
+    n = ((n * 256 + (255 - b3)) * 256 + (255 - b2)) * 256 + (255 - b1)
+    return -n - 1
+  end
+  local n = b8 * 256 + b7
+  n = ((n * 256 + b6) * 256 + b5) * 256 + b4
+  return ((n * 256 + b3) * 256 + b2) * 256 + b1
 end
 -- A record's expiry (unix ms, 0 .. 2^48 - 1) as 6 bytes little-endian.
 local function le48(n) return struct.pack('<I6', n) end
