@@ -99,8 +99,14 @@ end
 -- and the store's expiry (two i64 little-endian).
 local IDEM_HEADER = 11
 local IDEM_MAX_EXPIRY = 281474976710655
--- Appends a LEB128 varint (v >= 0) to the parts `out`.
-local function idem_varint(out, v)
+-- Appends a tag byte (its code) and a LEB128 varint (v >= 0) to the
+-- parts `out`: one string.char call when v < 128.
+local function idem_head(out, tag, v)
+  if v < 128 then
+    out[#out + 1] = string.char(tag, v)
+    return
+  end
+  out[#out + 1] = string.char(tag)
   while v >= 128 do
     local b = v % 128
     out[#out + 1] = string.char(b + 128)
@@ -117,29 +123,23 @@ local function idem_encode(out, v)
   local t = type(v)
   if t == 'number' then
     local n = v >= 0 and math.floor(v) or -math.floor(-v)
-    out[#out + 1] = 'i'
-    idem_varint(out, n >= 0 and 2 * n or -2 * n - 1)
+    idem_head(out, 105, n >= 0 and 2 * n or -2 * n - 1) -- i
   elseif t == 'string' then
-    out[#out + 1] = 'b'
-    idem_varint(out, #v)
+    idem_head(out, 98, #v) -- b
     out[#out + 1] = v
   elseif t == 'table' and type(v.err) == 'string' then
-    out[#out + 1] = 'e'
-    idem_varint(out, #v.err)
+    idem_head(out, 101, #v.err) -- e
     out[#out + 1] = v.err
   elseif t == 'table' and type(v.ok) == 'string' then
-    out[#out + 1] = 's'
-    idem_varint(out, #v.ok)
+    idem_head(out, 115, #v.ok) -- s
     out[#out + 1] = v.ok
   elseif t == 'table' then
     local n = 0
     while v[n + 1] ~= nil do n = n + 1 end
-    out[#out + 1] = 'a'
-    idem_varint(out, n)
+    idem_head(out, 97, n) -- a
     for i = 1, n do idem_encode(out, v[i]) end
   elseif v == true then
-    out[#out + 1] = 'i'
-    idem_varint(out, 2)
+    out[#out + 1] = 'i\2'
   else
     out[#out + 1] = 'n'
   end
@@ -353,8 +353,7 @@ local function idem_token(cmd, min, nk, nconf, record, keys, argv, run)
   local r = run(keys, args)
   local out = {}
   if record and type(r) == 'table' and r.err == nil and r.ok == nil and #r == #record then
-    out[1] = 'r'
-    idem_varint(out, #record)
+    idem_head(out, 114, #record) -- r
     for i = 1, #record do
       idem_encode(out, record[i])
       idem_encode(out, r[i])
