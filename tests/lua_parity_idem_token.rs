@@ -396,5 +396,61 @@ fn twins_strip_and_refuse_like_the_module() {
             &["7", "IDEM", "l1"],
         );
         assert!(e.contains("corrupt data in 'l{post}:idem'"), "{e}");
+        // Records whose tree is cut or unknown, behind a live header: the
+        // same corrupt-data error (the twins read a tag and its varint's
+        // first byte at once).
+        let mut head = (now_ms() + 3_600_000).to_le_bytes()[..6].to_vec();
+        head.extend_from_slice(b"12345");
+        for (i, tail) in [
+            &b"b\x85"[..],
+            b"b\x85\x01ab",
+            b"b\x05ab",
+            b"r\x02b\x01ai\x02",
+            b"a\x01",
+            b"i",
+            b"x\x00",
+            b"b\x01ai\x02",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let tok = format!("bad{i}");
+            let mut rec = head.clone();
+            rec.extend_from_slice(tail);
+            for k in ["m{post}:idem", "l{post}:idem"] {
+                let _: () = redis::cmd("HSET")
+                    .arg(k)
+                    .arg(&tok)
+                    .arg(&rec)
+                    .query(&mut c)
+                    .unwrap();
+            }
+            let e = like.assert_both(
+                &mut c,
+                "like, bad tree",
+                "LIKE.TOGGLE",
+                &["post"],
+                &["7", "IDEM", &tok],
+            );
+            assert!(e.contains("corrupt data in 'l{post}:idem'"), "{tail:?}: {e}");
+        }
+        // A store that is not a Hash: WRONGTYPE, nothing written.
+        for k in ["m{w}:idem", "l{w}:idem"] {
+            let _: () = redis::cmd("SET").arg(k).arg("x").query(&mut c).unwrap();
+        }
+        let e = rate.assert_both(
+            &mut c,
+            "store not a hash",
+            "RATE.CHECK",
+            &["w"],
+            &["3", "10000", "IDEM", "t"],
+        );
+        assert!(e.contains("WRONGTYPE Operation"), "{e}");
+        let n: i64 = redis::cmd("EXISTS")
+            .arg("m{w}")
+            .arg("l{w}")
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(n, 0);
     }
 }

@@ -69,51 +69,44 @@ end
 local IDEM_TOKEN_TTL_MS = 86400000
 local IDEM_TOKEN_CAP = 1000
 local IDEM_TOKEN_MAX = 40
--- An integer (within +-2^53) as an i64, 8 bytes little-endian.
-local function le64(n)
-  local neg = n < 0
-  if neg then n = -n - 1 end
-  local out = {}
-  for i = 1, 8 do
-    local b = n % 256
-    out[i] = string.char(neg and 255 - b or b)
-    n = (n - b) / 256
-  end
-  return table.concat(out)
-end
--- The i64 little-endian at s[at .. at + 7].
+-- An integer (within +-2^53) as an i64, 8 bytes little-endian (struct
+-- packs it in C: a loop of string.char here cost more than the SHA-1).
+local function le64(n) return struct.pack('<i8', n) end
+-- The i64 little-endian at s[at .. at + 7]: the bytes read in one call
+-- and summed from the top one in the same order as ever (a value past
+-- 2^53 rounds the same).
 local function read_le64(s, at)
-  local neg = string.byte(s, at + 7) >= 128
-  local n = 0
-  for i = at + 7, at, -1 do
-    local b = string.byte(s, i)
-    n = n * 256 + (neg and 255 - b or b)
+  local b1, b2, b3, b4, b5, b6, b7, b8 = string.byte(s, at, at + 7)
+  if b8 >= 128 then
+    local n = (255 - b8) * 256 + (255 - b7)
+    n = ((n * 256 + (255 - b6)) * 256 + (255 - b5)) * 256 + (255 - b4)
+    n = ((n * 256 + (255 - b3)) * 256 + (255 - b2)) * 256 + (255 - b1)
+    return -n - 1
   end
-  return neg and -n - 1 or n
+  local n = b8 * 256 + b7
+  n = ((n * 256 + b6) * 256 + b5) * 256 + b4
+  return ((n * 256 + b3) * 256 + b2) * 256 + b1
 end
 -- A record's expiry (unix ms, 0 .. 2^48 - 1) as 6 bytes little-endian.
-local function le48(n)
-  local out = {}
-  for i = 1, 6 do
-    local b = n % 256
-    out[i] = string.char(b)
-    n = (n - b) / 256
-  end
-  return table.concat(out)
-end
+local function le48(n) return struct.pack('<I6', n) end
 -- The unsigned 48-bit little-endian at s[at .. at + 5].
 local function read_le48(s, at)
-  local n = 0
-  for i = at + 5, at, -1 do n = n * 256 + string.byte(s, i) end
-  return n
+  local b1, b2, b3, b4, b5, b6 = string.byte(s, at, at + 5)
+  return ((((b6 * 256 + b5) * 256 + b4) * 256 + b3) * 256 + b2) * 256 + b1
 end
 -- The record's layout (src/idem_token/wire.rs): expiry (6 bytes), digest
 -- (5 bytes), reply tree; the store's field '' holds the next sweep instant
 -- and the store's expiry (two i64 little-endian).
 local IDEM_HEADER = 11
 local IDEM_MAX_EXPIRY = 281474976710655
--- Appends a LEB128 varint (v >= 0) to the parts `out`.
-local function idem_varint(out, v)
+-- Appends a tag byte (its code) and a LEB128 varint (v >= 0) to the
+-- parts `out`: one string.char call when v < 128.
+local function idem_head(out, tag, v)
+  if v < 128 then
+    out[#out + 1] = string.char(tag, v)
+    return
+  end
+  out[#out + 1] = string.char(tag)
   while v >= 128 do
     local b = v % 128
     out[#out + 1] = string.char(b + 128)
@@ -130,29 +123,23 @@ local function idem_encode(out, v)
   local t = type(v)
   if t == 'number' then
     local n = v >= 0 and math.floor(v) or -math.floor(-v)
-    out[#out + 1] = 'i'
-    idem_varint(out, n >= 0 and 2 * n or -2 * n - 1)
+    idem_head(out, 105, n >= 0 and 2 * n or -2 * n - 1) -- i
   elseif t == 'string' then
-    out[#out + 1] = 'b'
-    idem_varint(out, #v)
+    idem_head(out, 98, #v) -- b
     out[#out + 1] = v
   elseif t == 'table' and type(v.err) == 'string' then
-    out[#out + 1] = 'e'
-    idem_varint(out, #v.err)
+    idem_head(out, 101, #v.err) -- e
     out[#out + 1] = v.err
   elseif t == 'table' and type(v.ok) == 'string' then
-    out[#out + 1] = 's'
-    idem_varint(out, #v.ok)
+    idem_head(out, 115, #v.ok) -- s
     out[#out + 1] = v.ok
   elseif t == 'table' then
     local n = 0
     while v[n + 1] ~= nil do n = n + 1 end
-    out[#out + 1] = 'a'
-    idem_varint(out, n)
+    idem_head(out, 97, n) -- a
     for i = 1, n do idem_encode(out, v[i]) end
   elseif v == true then
-    out[#out + 1] = 'i'
-    idem_varint(out, 2)
+    out[#out + 1] = 'i\2'
   else
     out[#out + 1] = 'n'
   end
@@ -177,45 +164,52 @@ end
 -- wire::valid).
 local function idem_decode(s, pos, cmd, depth)
   if depth > 64 then return nil end
-  local tag = string.sub(s, pos, pos)
+  -- The tag and the next byte in one call (a C call costs more than the
+  -- rest of a node): that byte is the whole varint when below 128.
+  local tag, n = string.byte(s, pos, pos + 1)
   pos = pos + 1
-  if tag == 'i' then
-    local z
-    z, pos = idem_read_varint(s, pos)
-    if not z then return nil end
-    if z % 2 == 0 then return pos, z / 2 end
-    return pos, -(z + 1) / 2
-  elseif tag == 'b' or tag == 's' or tag == 'e' or tag == 'N' then
-    local n
-    n, pos = idem_read_varint(s, pos)
-    if not n or pos + n - 1 > #s then return nil end
+  if tag == 105 or tag == 98 or tag == 115 or tag == 101 or tag == 78
+    or tag == 97 or tag == 83 or tag == 109 or tag == 114 then
+    if n and n < 128 then
+      pos = pos + 1
+    else
+      n, pos = idem_read_varint(s, pos)
+      if not n then return nil end
+    end
+  end
+  if tag == 105 then -- i
+    if n % 2 == 0 then return pos, n / 2 end
+    return pos, -(n + 1) / 2
+  elseif tag == 98 or tag == 78 or tag == 115 or tag == 101 then -- b N s e
+    if pos + n - 1 > #s then return nil end
     local text = string.sub(s, pos, pos + n - 1)
     pos = pos + n
-    if tag == 'b' or tag == 'N' then return pos, text end
+    if tag == 98 or tag == 78 then return pos, text end
     if string.find(text, '[%z\r\n]') then return nil end
-    if tag == 's' then return pos, {ok = text} end
+    if tag == 115 then return pos, {ok = text} end
     return pos, redis.error_reply(text)
-  elseif tag == 'n' then
+  elseif tag == 110 then -- n
     return pos, false
-  elseif tag == 'A' then
+  elseif tag == 65 then -- A
     return pos, arity(cmd)
-  elseif tag == 't' or tag == 'f' then
-    return pos, tag == 't' and 1 or 0
-  elseif tag == 'd' then
+  elseif tag == 116 or tag == 102 then -- t f
+    return pos, tag == 116 and 1 or 0
+  elseif tag == 100 then -- d
     if pos + 7 > #s then return nil end
     local v = struct.unpack('<d', string.sub(s, pos, pos + 7))
     return pos + 8, string.format('%.17g', v)
-  elseif tag == 'a' or tag == 'S' or tag == 'm' or tag == 'r' then
-    local n
-    n, pos = idem_read_varint(s, pos)
-    if not n or n > #s - pos + 1 then return nil end
-    local pairs_of = tag == 'm' or tag == 'r'
-    local items = {}
+  elseif tag == 97 or tag == 83 or tag == 109 or tag == 114 then -- a S m r
+    if n > #s - pos + 1 then return nil end
+    local pairs_of = tag == 109 or tag == 114
+    local items, k = {}, 0
     for i = 1, pairs_of and 2 * n or n do
       local v
       pos, v = idem_decode(s, pos, cmd, depth + 1)
       if not pos then return nil end
-      if tag ~= 'r' or i % 2 == 0 then items[#items + 1] = v end
+      if tag ~= 114 or i % 2 == 0 then
+        k = k + 1
+        items[k] = v
+      end
     end
     return pos, items
   end
@@ -320,24 +314,30 @@ local function idem_token(cmd, min, nk, nconf, record, keys, argv, run)
   -- The digest (wire::digest): the first 5 bytes of the SHA-1 of the
   -- name and every argument after the key, each after its length.
   local parts = {le64(#cmd), string.lower(cmd)}
-  local function add(a)
-    parts[#parts + 1] = le64(#a)
-    parts[#parts + 1] = a
+  local np = 2
+  if nk == 1 then
+    local a = fmt(#keys)
+    parts[3], parts[4], np = le64(#a), a, 4
   end
-  if nk == 1 then add(fmt(#keys)) end
-  for i = 2, #keys do add(keys[i]) end
-  for i = nconf + 1, #args do add(args[i]) end
-  local digest = (string.gsub(string.sub(redis.sha1hex(table.concat(parts)), 1, 10), '..',
-    function(h) return string.char(tonumber(h, 16)) end))
+  for i = 2, #keys do
+    local a = keys[i]
+    parts[np + 1], parts[np + 2], np = le64(#a), a, np + 2
+  end
+  for i = nconf + 1, #args do
+    local a = args[i]
+    parts[np + 1], parts[np + 2], np = le64(#a), a, np + 2
+  end
+  -- The first 10 hex digits (40 bits, exact in a double) as 5 bytes.
+  local digest = struct.pack('>I5', tonumber(string.sub(redis.sha1hex(table.concat(parts)), 1, 10), 16))
   local store = keys[1] .. ':idem'
-  local kind = redis.call('TYPE', store).ok
-  if kind ~= 'none' and kind ~= 'hash' then return redis.error_reply(WRONGTYPE) end
+  -- One HMGET is the type check too (a missing store reads as a hash
+  -- without the token): no TYPE call.
+  local got = redis.pcall('HMGET', store, token, '')
+  if got.err then return redis.error_reply(WRONGTYPE) end
   local now = clock_ms()
-  local m
-  if kind == 'hash' then
-    local got = redis.call('HMGET', store, token, '')
+  local m = got[2] or nil
+  do
     local v = got[1]
-    m = got[2] or nil
     if v then
       local pos, reply
       if #v >= IDEM_HEADER then pos, reply = idem_decode(v, IDEM_HEADER + 1, cmd, 0) end
@@ -353,8 +353,7 @@ local function idem_token(cmd, min, nk, nconf, record, keys, argv, run)
   local r = run(keys, args)
   local out = {}
   if record and type(r) == 'table' and r.err == nil and r.ok == nil and #r == #record then
-    out[1] = 'r'
-    idem_varint(out, #record)
+    idem_head(out, 114, #record) -- r
     for i = 1, #record do
       idem_encode(out, record[i])
       idem_encode(out, r[i])
