@@ -38,23 +38,8 @@ step() {
   fi
 }
 
-if ! cargo test --release --no-run; then
-  echo "the tests do not build" >&2
-  exit 1
-fi
-valkey=
-if [ "$tier" = full ]; then
-  valkey=$(bash scripts/valkey-bin.sh) || exit 1
-fi
-
-# The Python client's types (mypy from requirements.txt, in the venv), and
-# the reply types its users see (clients/python/tests/typing_aio.py).
-if [ "$tier" != matrix ]; then
-  step "mypy --strict clients/python/src/hotpath" \
-    "${HOTPATH_PYTHON:-.venv/bin/python}" -m mypy --strict --cache-dir target/mypy \
-    clients/python/src/hotpath clients/python/tests/typing_aio.py
-fi
-
+# make matrix: the server under test, from SERVER= or built from SOURCE=,
+# checked before anything is built.
 if [ "$tier" = matrix ]; then
   server=${2:-}
   source=${3:-}
@@ -74,7 +59,7 @@ if [ "$tier" = matrix ]; then
       echo "make matrix SOURCE=$source: the server does not build (log: $log.build)" >&2
       exit 1
     fi
-    # Valkey builds valkey-server (and a redis-server link to it).
+    # Valkey 8+ builds valkey-server; Redis (and Valkey 7.2) redis-server.
     for name in valkey-server redis-server; do
       if [ -x "$source/src/$name" ]; then
         server=$(cd "$source/src" && pwd)/$name
@@ -87,6 +72,26 @@ if [ "$tier" = matrix ]; then
     echo "  or:  make matrix SOURCE=<path to a redis or valkey source tree> (built first)" >&2
     exit 2
   fi
+fi
+
+if ! cargo test --release --no-run; then
+  echo "the tests do not build" >&2
+  exit 1
+fi
+valkey=
+if [ "$tier" = full ]; then
+  valkey=$(bash scripts/valkey-bin.sh) || exit 1
+fi
+
+# The Python client's types (mypy from requirements.txt, in the venv), and
+# the reply types its users see (clients/python/tests/typing_aio.py).
+if [ "$tier" != matrix ]; then
+  step "mypy --strict clients/python/src/hotpath" \
+    "${HOTPATH_PYTHON:-.venv/bin/python}" -m mypy --strict --cache-dir target/mypy \
+    clients/python/src/hotpath clients/python/tests/typing_aio.py
+fi
+
+if [ "$tier" = matrix ]; then
   step "integration tests on $("$server" --version | head -c 60)" \
     env HOTPATH_SERVER="$server" cargo test --release --no-fail-fast --test integration -- --test-threads="$threads" --skip stall_
   step "stall tests on $("$server" --version | head -c 40)" \
