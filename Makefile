@@ -83,8 +83,8 @@ fresh-debian: ## run make run + make test in a new Debian 12 chroot, as root (mi
 docker: ## build the Docker image (needs a Docker engine)
 	docker build -f docker/Dockerfile -t hotpath .
 
-matrix: build ## the integration suite once on another server binary: make matrix SERVER=/path/to/redis-server
-	@bash scripts/test.sh matrix "$$(command -v $(SERVER))"
+matrix: build ## the integration suite once on another server: make matrix SERVER=/path/to/redis-server, or SOURCE=/path/to/redis-or-valkey-src (built first)
+	@bash scripts/test.sh matrix "$(if $(filter file,$(origin SERVER)),,$$(command -v $(SERVER)))" "$(SOURCE)"
 
 release: deps ## build dist/hotpath-<version>-<os>-<arch>.so with its SHA-256, and the Python wheel
 	@bash scripts/release.sh

@@ -15,6 +15,10 @@
 # tiers run `mypy --strict` over the Python client first.
 # `make matrix SERVER=<binary>`: scripts/test.sh matrix <binary> runs the
 # integration tests once on that server (docs/operations.md, support matrix).
+# `make matrix SOURCE=<dir>`: scripts/test.sh matrix "" <dir> first builds
+# that Redis or Valkey source tree in place (`make -C <dir>`, with
+# $MATRIX_MAKEFLAGS, e.g. "BUILD_TLS=no MALLOC=libc") and then runs the
+# suite on the server binary it built.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tier=${1:-full}
@@ -34,6 +38,42 @@ step() {
   fi
 }
 
+# make matrix: the server under test, from SERVER= or built from SOURCE=,
+# checked before anything is built.
+if [ "$tier" = matrix ]; then
+  server=${2:-}
+  source=${3:-}
+  if [ -n "$source" ]; then
+    if [ -n "$server" ]; then
+      echo "make matrix: give SERVER= or SOURCE=, not both" >&2
+      exit 2
+    fi
+    if [ ! -f "$source/Makefile" ] || [ ! -d "$source/src" ]; then
+      echo "make matrix SOURCE=$source: not a Redis or Valkey source tree (no Makefile and src/)" >&2
+      exit 2
+    fi
+    echo "== building $source (make -j$(nproc) ${MATRIX_MAKEFLAGS:-})"
+    # shellcheck disable=SC2086 # MATRIX_MAKEFLAGS is a list of make arguments
+    if ! make -C "$source" -j"$(nproc)" ${MATRIX_MAKEFLAGS:-} >"$log.build" 2>&1; then
+      tail -n 30 "$log.build" >&2
+      echo "make matrix SOURCE=$source: the server does not build (log: $log.build)" >&2
+      exit 1
+    fi
+    # Valkey 8+ builds valkey-server; Redis (and Valkey 7.2) redis-server.
+    for name in valkey-server redis-server; do
+      if [ -x "$source/src/$name" ]; then
+        server=$(cd "$source/src" && pwd)/$name
+        break
+      fi
+    done
+  fi
+  if [ -z "$server" ] || ! "$server" --version >/dev/null 2>&1; then
+    echo "make matrix SERVER=<path to a redis-server or valkey-server binary>" >&2
+    echo "  or:  make matrix SOURCE=<path to a redis or valkey source tree> (built first)" >&2
+    exit 2
+  fi
+fi
+
 if ! cargo test --release --no-run; then
   echo "the tests do not build" >&2
   exit 1
@@ -52,11 +92,6 @@ if [ "$tier" != matrix ]; then
 fi
 
 if [ "$tier" = matrix ]; then
-  server=${2:-}
-  if [ -z "$server" ] || ! "$server" --version >/dev/null 2>&1; then
-    echo "make matrix SERVER=<path to a redis-server or valkey-server binary>" >&2
-    exit 2
-  fi
   step "integration tests on $("$server" --version | head -c 60)" \
     env HOTPATH_SERVER="$server" cargo test --release --no-fail-fast --test integration -- --test-threads="$threads" --skip stall_
   step "stall tests on $("$server" --version | head -c 40)" \

@@ -124,10 +124,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         let opt = redis_module::raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as i32;
         unsafe { set(ctx.ctx, opt) };
     }
-    if let Some(add) = unsafe { redis_module::raw::RedisModule_AddACLCategory } {
-        let cat = std::ffi::CString::new("hotpath").unwrap();
-        unsafe { add(ctx.ctx, cat.as_ptr()) };
-    }
+    registry::add_acl_category(ctx);
     cluster_guard::register(ctx);
     // Jobs that run in slices stop when the dataset is swapped under them.
     slices::subscribe(ctx);

@@ -11,10 +11,46 @@ use std::ffi::CString;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::error;
+
+/// Whether the server has the `hotpath` ACL category: the module adds it
+/// at load where the server can (Redis 7.4+, Valkey 8+). Redis 7.2 can put
+/// module commands in the server's own categories (`read`, `write`, `fast`)
+/// but cannot add one, and refuses the whole category list of a command if
+/// one name in it is unknown: there the commands get their categories
+/// without `hotpath`, so that `-@write` still covers the writes.
+static HOTPATH_CATEGORY: AtomicBool = AtomicBool::new(false);
+
+/// Adds the `hotpath` ACL category where the server has the API for it;
+/// called once at load, before [`register`].
+pub fn add_acl_category(ctx: &Context) {
+    let added = match unsafe { raw::RedisModule_AddACLCategory } {
+        Some(add) => {
+            let cat = CString::new("hotpath").unwrap();
+            let rc = unsafe { add(ctx.ctx, cat.as_ptr()) };
+            // EBUSY: the category is there already, from an earlier load
+            // of the module (MODULE UNLOAD does not remove it).
+            rc == raw::REDISMODULE_OK as c_int
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EBUSY)
+        }
+        None => false,
+    };
+    HOTPATH_CATEGORY.store(added, Ordering::Relaxed);
+}
+
+/// The ACL categories of a command, given its own (`"write fast"`) and
+/// whether the server has the `hotpath` category.
+fn acl_categories(own: &str, hotpath: bool) -> String {
+    if hotpath {
+        format!("{own} hotpath").trim().to_string()
+    } else {
+        own.trim().to_string()
+    }
+}
 
 /// A command handler: parse, validate, open keys, apply, reply, replicate.
 pub type Handler = fn(&Context, Vec<RedisString>) -> RedisResult;
@@ -429,7 +465,8 @@ pub fn register(ctx: &Context, table: &[CommandSpec]) -> Result<(), String> {
             }
         }
         if let Some(set_acl) = unsafe { raw::RedisModule_SetCommandACLCategories } {
-            let cats = CString::new(format!("{} hotpath", spec.acl).trim()).unwrap();
+            let hotpath = HOTPATH_CATEGORY.load(Ordering::Relaxed);
+            let cats = CString::new(acl_categories(spec.acl, hotpath)).unwrap();
             if unsafe { set_acl(cmd, cats.as_ptr()) } != raw::REDISMODULE_OK as c_int {
                 ctx.log_warning(&format!(
                     "hotpath: could not set ACL categories of {}",
@@ -439,4 +476,17 @@ pub fn register(ctx: &Context, table: &[CommandSpec]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::acl_categories;
+
+    #[test]
+    fn acl_categories_name_hotpath_only_where_the_server_has_it() {
+        assert_eq!(acl_categories("write fast", true), "write fast hotpath");
+        assert_eq!(acl_categories("write fast", false), "write fast");
+        assert_eq!(acl_categories("read", false), "read");
+        assert_eq!(acl_categories("", true), "hotpath");
+    }
 }

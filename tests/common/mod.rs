@@ -423,6 +423,52 @@ pub fn cmd(c: &mut Connection, args: &[&str]) -> RedisResult<Value> {
     q.query(c)
 }
 
+/// The server under test as `INFO server` names it: `redis` or `valkey`,
+/// and its own version (Valkey's `valkey_version`, not the `redis_version`
+/// 7.2.4 it reports for compatibility; a Redis 8.0 milestone reports 7.9.x).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerVersion {
+    pub name: String,
+    pub version: (u32, u32, u32),
+}
+
+impl ServerVersion {
+    /// True on Redis at `(major, minor)` or later (false on Valkey).
+    pub fn redis_at_least(&self, major: u32, minor: u32) -> bool {
+        self.name == "redis" && (self.version.0, self.version.1) >= (major, minor)
+    }
+
+    /// True on Valkey at `(major, minor)` or later (false on Redis).
+    pub fn valkey_at_least(&self, major: u32, minor: u32) -> bool {
+        self.name == "valkey" && (self.version.0, self.version.1) >= (major, minor)
+    }
+
+    /// True on Valkey.
+    pub fn is_valkey(&self) -> bool {
+        self.name == "valkey"
+    }
+}
+
+/// Reads [`ServerVersion`] from `INFO server`.
+pub fn server_version(c: &mut Connection) -> ServerVersion {
+    let info: String = redis::cmd("INFO").arg("server").query(c).unwrap();
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .map(|v| v.trim().to_string())
+    };
+    let name = field("server_name").unwrap_or_else(|| "redis".into());
+    let text = field(&format!("{name}_version"))
+        .or_else(|| field("redis_version"))
+        .unwrap_or_else(|| panic!("no version in INFO server: {info}"));
+    let mut parts = text.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let mut next = || parts.next().unwrap_or(0);
+    ServerVersion {
+        name,
+        version: (next(), next(), next()),
+    }
+}
+
 /// Runs a command that must fail and returns its full error text, e.g.
 /// `ERR syntax error` or `WRONGTYPE Operation against …`.
 pub fn err(c: &mut Connection, args: &[&str]) -> String {
