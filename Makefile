@@ -69,13 +69,19 @@ lua-load: ## load the Functions library lua-compat/generated/hotpath.lua into UR
 differential: build ## long module-vs-Lua differential campaign, fresh seed (DIFF_SEED, DIFF_CALLS)
 	DIFF_CALLS=$${DIFF_CALLS:-200000} cargo test --release --test integration differential::campaign -- --ignored --nocapture --test-threads=1
 
-lint: ## clippy with warnings as errors
+# Files whose `mod` lines build.rs writes: cargo fmt does not reach them.
+GENERATED_MOD_FILES = tests/*.rs tests/differential/*.rs tests/no_partial_writes/*.rs clients/rust/src/entities/*.rs
+
+lint: ## clippy with warnings as errors, and the formatting check (cargo fmt and the files whose mod lines are generated)
 	@bash scripts/deps.sh --lint
 	cargo clippy --release --all-targets -- -D warnings
+	cargo fmt --all -- --check
+	rustfmt --edition 2021 --check $(GENERATED_MOD_FILES)
 
-fmt: ## format the code
+fmt: ## format the code (cargo fmt, and the files whose mod lines build.rs generates)
 	@bash scripts/deps.sh --lint
-	cargo fmt
+	cargo fmt --all
+	rustfmt --edition 2021 $(GENERATED_MOD_FILES)
 
 fresh-debian: ## run make run + make test in a new Debian 12 chroot, as root (minutes; not in make test)
 	bash scripts/fresh-debian.sh

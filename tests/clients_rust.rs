@@ -868,9 +868,6 @@ fn rust_spread_stock_runs_on_the_functions_library() {
     let info = sku.info(&mut c).unwrap();
     assert_eq!((info.reserved(), info.sold(), info.available()), (3, 1, 1));
     assert_eq!(sku.pool(&mut c).unwrap().free, 0, "{info:?}");
-    let e = sku
-        .with_backend(Backend::Module)
-        .info(&mut c)
-        .unwrap_err();
+    let e = sku.with_backend(Backend::Module).info(&mut c).unwrap_err();
     assert!(fallback::is_unknown_command(&e), "{e}");
 }

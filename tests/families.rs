@@ -238,7 +238,9 @@ fn every_write_family_has_its_no_partial_writes_cases() {
         }
         let file = format!("tests/no_partial_writes/{n}.rs");
         if !exists(&file) {
-            missing.push(format!("{file} (`pub const FAMILY: Family`, its error cases)"));
+            missing.push(format!(
+                "{file} (`pub const FAMILY: Family`, its error cases)"
+            ));
         } else if !NO_PARTIAL_WRITES.contains(&format!("&{n}::FAMILY")) {
             missing.push(format!("{file} in build.rs's list (rebuild)"));
         }

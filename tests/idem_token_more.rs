@@ -305,12 +305,39 @@ fn cluster_tokens_need_a_tag_and_survive_a_promotion() {
     let mut oc = cl.nodes[owner].conn();
     let setup: [&[&str]; 7] = [
         &["RANK.CREATE", "r:{ha}", "NOW", &t],
-        &["POLL.CREATE", "p:{ha}", "MODE", "MULTI", "MAXVOTES", "3", "NOW", &t],
+        &[
+            "POLL.CREATE",
+            "p:{ha}",
+            "MODE",
+            "MULTI",
+            "MAXVOTES",
+            "3",
+            "NOW",
+            &t,
+        ],
         &["LUCKYBAG.CREATE", "b:{ha}", "WINNERS", "2", "NOW", &t],
         &["STOCK.CREATE", "s:{ha}", "10", "NOW", &t],
-        &["REDPACKET.SPLIT", "g:{ha}", "1000", "4", "MODE", "EQUAL", "NOW", &t],
+        &[
+            "REDPACKET.SPLIT",
+            "g:{ha}",
+            "1000",
+            "4",
+            "MODE",
+            "EQUAL",
+            "NOW",
+            &t,
+        ],
         &["DELAYQ.ADD", "q:{ha}", "j1", "x", "NOW", &t],
-        &["LOCK.ACQUIRE", "lk:{ha}", "o0", "60000", "LIMIT", "9", "NOW", &t],
+        &[
+            "LOCK.ACQUIRE",
+            "lk:{ha}",
+            "o0",
+            "60000",
+            "LIMIT",
+            "9",
+            "NOW",
+            &t,
+        ],
     ];
     for w in setup {
         let r = run(&mut oc, w);
@@ -318,12 +345,42 @@ fn cluster_tokens_need_a_tag_and_survive_a_promotion() {
     }
     let rc = receipt(&mut oc, "q:{ha}", &t);
     let writes: Vec<Vec<&str>> = vec![
-        vec!["RATE.CHECK", "u:{ha}", "2", "60000", "NOW", &t, "IDEM", "c1"],
         vec![
-            "RATE.MULTI", "2", "u:{ha}", "v:{ha}", "LIMITS", "5", "60000", "9", "60000", "NOW", &t,
-            "IDEM", "m1",
+            "RATE.CHECK",
+            "u:{ha}",
+            "2",
+            "60000",
+            "NOW",
+            &t,
+            "IDEM",
+            "c1",
         ],
-        vec!["RATE.THROTTLE", "w:{ha}", "4", "10", "60", "NOW", &t, "IDEM", "h1"],
+        vec![
+            "RATE.MULTI",
+            "2",
+            "u:{ha}",
+            "v:{ha}",
+            "LIMITS",
+            "5",
+            "60000",
+            "9",
+            "60000",
+            "NOW",
+            &t,
+            "IDEM",
+            "m1",
+        ],
+        vec![
+            "RATE.THROTTLE",
+            "w:{ha}",
+            "4",
+            "10",
+            "60",
+            "NOW",
+            &t,
+            "IDEM",
+            "h1",
+        ],
         vec!["RANK.INCR", "r:{ha}", "m", "5", "NOW", &t, "IDEM", "i1"],
         vec!["RANK.ADD", "r:{ha}", "n", "7", "NOW", &t, "IDEM", "a1"],
         vec!["RANK.DECR", "r:{ha}", "n", "2", "NOW", &t, "IDEM", "d1"],
@@ -332,11 +389,32 @@ fn cluster_tokens_need_a_tag_and_survive_a_promotion() {
         vec!["POLL.REVOKE", "p:{ha}", "u1", "a", "NOW", &t, "IDEM", "v2"],
         vec!["LUCKYBAG.JOIN", "b:{ha}", "u1", "IDEM", "j1"],
         vec!["STOCK.RESTOCK", "s:{ha}", "5", "NOW", &t, "IDEM", "k1"],
-        vec!["STOCK.RESERVE", "s:{ha}", "u1", "o1", "2", "NOW", &t, "IDEM", "k2"],
+        vec![
+            "STOCK.RESERVE",
+            "s:{ha}",
+            "u1",
+            "o1",
+            "2",
+            "NOW",
+            &t,
+            "IDEM",
+            "k2",
+        ],
         vec!["REDPACKET.GRAB", "g:{ha}", "u1", "NOW", &t, "IDEM", "g1"],
         vec!["DELAYQ.ADD", "q:{ha}", "j2", "y", "NOW", &t, "IDEM", "e1"],
         vec!["DELAYQ.NACK", "q:{ha}", "j1", &rc, "NOW", &t, "IDEM", "e2"],
-        vec!["LOCK.ACQUIRE", "lk:{ha}", "o1", "60000", "LIMIT", "9", "NOW", &t, "IDEM", "o1"],
+        vec![
+            "LOCK.ACQUIRE",
+            "lk:{ha}",
+            "o1",
+            "60000",
+            "LIMIT",
+            "9",
+            "NOW",
+            &t,
+            "IDEM",
+            "o1",
+        ],
     ];
     let first: Vec<String> = writes.iter().map(|w| run(&mut oc, w)).collect();
     for (w, f) in writes.iter().zip(&first) {
@@ -377,7 +455,17 @@ fn cluster_tokens_need_a_tag_and_survive_a_promotion() {
         let mut sc = cl.nodes[owners[i]].conn();
         assert_eq!(run(&mut sc, &["LIKE.CREATE", k, "SPREAD", "3"]), "OK");
         let id = (i + 3).to_string(); // a user of shard i: id mod 3
-        let w = ["LIKE.TOGGLE", k, &id, "NOW", &t, "SPREAD", "3", "IDEM", "s1"];
+        let w = [
+            "LIKE.TOGGLE",
+            k,
+            &id,
+            "NOW",
+            &t,
+            "SPREAD",
+            "3",
+            "IDEM",
+            "s1",
+        ];
         let a = run(&mut sc, &w);
         assert_eq!(a, "[1, 1]", "{w:?}");
         assert_eq!(run(&mut sc, &w), a, "{w:?}: replayed");
@@ -461,7 +549,16 @@ fn blocked_lock_acquire_stores_its_token_with_the_late_reply() {
     assert_eq!(run(&mut c, &["LOCK.ACQUIRE", "L", "a", "60000"]), "1");
 
     // Woken by a release: the token is stored with the reply then.
-    let w1 = ["LOCK.ACQUIRE", "L", "b", "60000", "BLOCK", "10000", "IDEM", "t1"];
+    let w1 = [
+        "LOCK.ACQUIRE",
+        "L",
+        "b",
+        "60000",
+        "BLOCK",
+        "10000",
+        "IDEM",
+        "t1",
+    ];
     let first = raw_later(port, &w1);
     wait_blocked(&mut c, 1);
     assert_eq!(run(&mut c, &["HEXISTS", "L:idem", "t1"]), "0", "waiting");
@@ -474,7 +571,16 @@ fn blocked_lock_acquire_stores_its_token_with_the_late_reply() {
         assert_eq!(raw_line(port, &w1), first);
     }
     assert_eq!(state(&mut c), before, "a replay writes nothing");
-    let other = ["LOCK.ACQUIRE", "L", "b", "5000", "BLOCK", "10000", "IDEM", "t1"];
+    let other = [
+        "LOCK.ACQUIRE",
+        "L",
+        "b",
+        "5000",
+        "BLOCK",
+        "10000",
+        "IDEM",
+        "t1",
+    ];
     let e = raw_line(port, &other);
     assert!(
         String::from_utf8_lossy(&e).contains("IDEM token reused with other arguments"),
@@ -483,19 +589,47 @@ fn blocked_lock_acquire_stores_its_token_with_the_late_reply() {
 
     // A timeout's nil is stored too: after the lock is free, the retry
     // still answers nil and takes nothing.
-    let w2 = ["LOCK.ACQUIRE", "L", "c", "5000", "BLOCK", "100", "IDEM", "t2"];
+    let w2 = [
+        "LOCK.ACQUIRE",
+        "L",
+        "c",
+        "5000",
+        "BLOCK",
+        "100",
+        "IDEM",
+        "t2",
+    ];
     let nil = raw_line(port, &w2);
     assert!(nil == b"$-1\r\n" || nil == b"_\r\n", "{nil:?}");
     assert_eq!(run(&mut c, &["HEXISTS", "L:idem", "t2"]), "1");
     assert_eq!(run(&mut c, &["LOCK.RELEASE", "L", "b"]), "1");
     assert_eq!(raw_line(port, &w2), nil);
-    assert_eq!(run(&mut c, &["LOCK.INFO", "L"]), "[]", "the retry took nothing");
+    assert_eq!(
+        run(&mut c, &["LOCK.INFO", "L"]),
+        "[]",
+        "the retry took nothing"
+    );
 
     // A waiter served by a call that itself carries a token (its store
     // is written twice in one command): both tokens stored.
     let t = (T0 + 120_000).to_string();
-    assert_eq!(run(&mut c, &["LOCK.ACQUIRE", "M", "a", "1000", "NOW", &T0.to_string()]), "1");
-    let w3 = ["LOCK.ACQUIRE", "M", "b", "60000", "BLOCK", "0", "IDEM", "t3"];
+    assert_eq!(
+        run(
+            &mut c,
+            &["LOCK.ACQUIRE", "M", "a", "1000", "NOW", &T0.to_string()]
+        ),
+        "1"
+    );
+    let w3 = [
+        "LOCK.ACQUIRE",
+        "M",
+        "b",
+        "60000",
+        "BLOCK",
+        "0",
+        "IDEM",
+        "t3",
+    ];
     let third = raw_later(port, &w3);
     wait_blocked(&mut c, 1);
     let w4 = ["LOCK.ACQUIRE", "M", "c", "60000", "NOW", &t, "IDEM", "t4"];
@@ -508,7 +642,12 @@ fn blocked_lock_acquire_stores_its_token_with_the_late_reply() {
     // The replica holds the same stores, with the same expiries.
     p.assert_equal();
     let mut r = p.replica.conn();
-    for (k, f) in [("L:idem", "t1"), ("L:idem", "t2"), ("M:idem", "t3"), ("M:idem", "t4")] {
+    for (k, f) in [
+        ("L:idem", "t1"),
+        ("L:idem", "t2"),
+        ("M:idem", "t3"),
+        ("M:idem", "t4"),
+    ] {
         let get = |c: &mut redis::Connection| run(c, &["HGET", k, f]);
         assert_eq!(get(&mut c), get(&mut r), "{k} {f}");
         assert_ne!(get(&mut c), "nil", "{k} {f}");

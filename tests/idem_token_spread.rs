@@ -96,7 +96,15 @@ fn plan() -> (Vec<Vec<String>>, Vec<Write>) {
             "SPREAD",
             &n,
         ]));
-        setup.push(v(&["STOCK.CREATE", &stock[i], "10", "NOW", &t, "SPREAD", &n]));
+        setup.push(v(&[
+            "STOCK.CREATE",
+            &stock[i],
+            "10",
+            "NOW",
+            &t,
+            "SPREAD",
+            &n,
+        ]));
     }
     // Users of shard 1 and 2 (a LIKE user id is an integer: id mod n).
     let (m1, m2) = (id_of_shard("m", 1), id_of_shard("m", 2));
@@ -243,7 +251,12 @@ fn scenario(c: &mut Connection, side: &Side, what: &str) -> Outcome {
     for w in &writes {
         let tok = w.first.last().unwrap();
         let first = exec(c, side, w.cmd, &w.key, &w.first);
-        assert!(!first.starts_with("ERR"), "{what} {} {:?}: {first}", w.cmd, w.first);
+        assert!(
+            !first.starts_with("ERR"),
+            "{what} {} {:?}: {first}",
+            w.cmd,
+            w.first
+        );
         let d = digest(c);
         let again = exec(c, side, w.cmd, &w.key, &w.first);
         assert_eq!(again, first, "{what} {} {:?}: replayed", w.cmd, w.first);
@@ -261,11 +274,7 @@ fn scenario(c: &mut Connection, side: &Side, what: &str) -> Outcome {
         assert_eq!(digest(c), d, "{what} {}: the refusal wrote nothing", w.cmd);
         // The token is in the shard key's store, in the shard's slot.
         let store = format!("{}:idem", w.key);
-        let n: i64 = redis::cmd("HEXISTS")
-            .arg(&store)
-            .arg(tok)
-            .query(c)
-            .unwrap();
+        let n: i64 = redis::cmd("HEXISTS").arg(&store).arg(tok).query(c).unwrap();
         assert_eq!(n, 1, "{what} {}: the token is in {store}", w.cmd);
         assert_eq!(
             routing::key_slot(store.as_bytes()),
@@ -341,6 +350,11 @@ fn spread_writes_with_a_token_replay_refuse_and_keep_it_with_the_shard() {
         let lua = scenario(&mut c, &side, &what);
         assert_eq!(lua, module, "{what}: the twins against the module");
         // And the twins' tokens replay through the module.
-        replay_across(&mut c, &Side::Module, &module.replies, &format!("{what} back"));
+        replay_across(
+            &mut c,
+            &Side::Module,
+            &module.replies,
+            &format!("{what} back"),
+        );
     }
 }

@@ -432,7 +432,10 @@ fn twins_strip_and_refuse_like_the_module() {
                 &["post"],
                 &["7", "IDEM", &tok],
             );
-            assert!(e.contains("corrupt data in 'l{post}:idem'"), "{tail:?}: {e}");
+            assert!(
+                e.contains("corrupt data in 'l{post}:idem'"),
+                "{tail:?}: {e}"
+            );
         }
         // A store that is not a Hash: WRONGTYPE, nothing written.
         for k in ["m{w}:idem", "l{w}:idem"] {

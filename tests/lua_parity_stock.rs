@@ -983,12 +983,7 @@ fn spread_lifecycle(via: Via) {
             k1,
             &["0", "SPREAD", "3"],
         ),
-        (
-            &["SET", "K1", "junk"],
-            "STOCK.INFO",
-            k1,
-            &["SPREAD", "3"],
-        ),
+        (&["SET", "K1", "junk"], "STOCK.INFO", k1, &["SPREAD", "3"]),
         // The mark decides alone: another count is refused from it.
         (
             &["HDEL", "K1:meta", "spread", "shard"],

@@ -153,7 +153,14 @@ fn acl_can_deny_commands_by_name_and_by_category_per_server_version() {
         run(
             &mut c,
             &[
-                "ACL", "SETUSER", "hr", "on", "nopass", "~*", "+@hotpath", "-@write",
+                "ACL",
+                "SETUSER",
+                "hr",
+                "on",
+                "nopass",
+                "~*",
+                "+@hotpath",
+                "-@write",
             ],
         );
         let mut h = srv.conn();
@@ -173,7 +180,11 @@ fn acl_can_deny_commands_by_name_and_by_category_per_server_version() {
         .unwrap();
     for name in &names {
         let info = run(&mut c, &["COMMAND", "INFO", name]);
-        assert_eq!(info.contains("@hotpath"), hotpath_category, "{name}: {info}");
+        assert_eq!(
+            info.contains("@hotpath"),
+            hotpath_category,
+            "{name}: {info}"
+        );
         let (r, w) = (info.contains("@read"), info.contains("@write"));
         assert!(r ^ w, "{name}: {info}");
         assert_eq!(

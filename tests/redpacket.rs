@@ -625,7 +625,10 @@ fn corrupt_data_is_named_and_nothing_is_written() {
     // the share makes it again) as for one of several.
     for count in ["1", "3"] {
         let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
-        int(&mut c, &["REDPACKET.SPLIT", "w", "100", count, "TTL", "600"]);
+        int(
+            &mut c,
+            &["REDPACKET.SPLIT", "w", "100", count, "TTL", "600"],
+        );
         run(&mut c, &["LSET", "w:pool", "0", "-5"]);
         let before = dump_keys(&mut c, "*");
         run(&mut c, &["WATCH", "w:pool", "w:meta", "w:grabbed"]);

@@ -3,7 +3,7 @@
 //! (at least) per write command. build.rs lists this file; a family
 //! without one fails `no_partial_writes::` and `families::`.
 
-use super::{Family};
+use super::Family;
 
 pub const FAMILY: Family = Family {
     name: "poll",
