@@ -78,26 +78,24 @@ impl Key {
 
     /// Sets a field; returns true if the field is new.
     pub fn hset(&self, field: &[u8], value: &[u8]) -> bool {
-        let v = rstr(self.ctx, value);
         let existed = self.hget(field).is_some();
-        self.hash_set_raw(raw::REDISMODULE_HASH_NONE, field, v.inner);
+        with_value(self.ctx, value, |v| {
+            self.hash_set_raw(raw::REDISMODULE_HASH_NONE, field, v)
+        });
         !existed
     }
 
     /// Sets a field without checking whether it existed (one lookup).
     pub fn hput(&self, field: &[u8], value: &[u8]) {
-        let v = rstr(self.ctx, value);
-        self.hash_set_raw(raw::REDISMODULE_HASH_NONE, field, v.inner);
+        with_value(self.ctx, value, |v| {
+            self.hash_set_raw(raw::REDISMODULE_HASH_NONE, field, v)
+        });
     }
 
     /// Sets a field only if it is absent; returns true if it was set.
     pub fn hset_nx(&self, field: &[u8], value: &[u8]) -> bool {
-        let v = rstr(self.ctx, value);
-        self.hash_set_raw(
-            raw::REDISMODULE_HASH_NX | raw::REDISMODULE_HASH_COUNT_ALL,
-            field,
-            v.inner,
-        ) > 0
+        let flags = raw::REDISMODULE_HASH_NX | raw::REDISMODULE_HASH_COUNT_ALL;
+        with_value(self.ctx, value, |v| self.hash_set_raw(flags, field, v)) > 0
     }
 
     /// Deletes a field; returns true if it was there.
@@ -182,10 +180,12 @@ impl Key {
         self.touch();
     }
 
-    /// Sets a hash field the client sent to `value` (no copy of the field).
+    /// Sets a hash field the client sent to `value` (no copy of the field;
+    /// the value goes through a reused string, see [`with_value`]).
     pub fn hput_arg(&self, field: &RedisString, value: &[u8]) {
-        let v = rstr(self.ctx, value);
-        self.hash_set(raw::REDISMODULE_HASH_NONE, field.inner, v.inner);
+        with_value(self.ctx, value, |v| {
+            self.hash_set(raw::REDISMODULE_HASH_NONE, field.inner, v)
+        });
         self.touch();
     }
 
@@ -275,8 +275,8 @@ impl Key {
     /// Sets a field the client sent to `value`, only if it is absent;
     /// returns true if it was set.
     pub fn hset_nx_field_arg(&self, field: &RedisString, value: &[u8]) -> bool {
-        let v = rstr(self.ctx, value);
-        self.hset_nx_arg(field, &v)
+        let flags = raw::REDISMODULE_HASH_NX | raw::REDISMODULE_HASH_COUNT_ALL;
+        self.touch_if(with_value(self.ctx, value, |v| self.hash_set(flags, field.inner, v)) > 0)
     }
 
     /// Reads four hash fields in one `HashGet` call, the names given as C
@@ -356,4 +356,81 @@ impl Field {
         self.string.store(p, Ordering::Relaxed);
         p
     }
+}
+
+// ---- values written from bytes: one reused Redis string per length ----
+
+/// The longest value written through a reused string; a longer one gets a
+/// string of its own per write (its copy into the hash costs more than
+/// the string then).
+const REUSED_MAX: usize = 128;
+
+thread_local! {
+    /// One string per value length (index = length), made on first use
+    /// with a NULL context (never freed automatically) and rewritten in
+    /// place for each write of that length; main thread only, like every
+    /// command.
+    static VALUES: std::cell::RefCell<Vec<*mut raw::RedisModuleString>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` (one `RedisModule_HashSet` call) on a Redis string holding
+/// `value`, without creating and freeing a string per write (about 345
+/// instructions): a string of the value's length, owned by the module
+/// alone, is rewritten in place.
+///
+/// Safe because `RM_HashSet` never keeps the value object: it passes the
+/// value's bytes to `hashTypeSet` with `HASH_SET_COPY`, which copies them
+/// (`lpAppend`/`lpReplace` into a listpack, `sdsdup` into a hashtable
+/// entry), and never takes a reference to the object (Redis 7.0
+/// `module.c`/`t_hash.c`, Valkey 8 and 9). So the string's reference count
+/// stays 1 (the module's), no key, reply or replication stream ever holds
+/// it, and rewriting its bytes between writes changes nothing Redis sees;
+/// the length never changes (one string per length), so its header stays
+/// right. Integration tests write fields of one length through it and read
+/// every earlier one back, on both servers (`hash_value_reuse`).
+fn with_value<R>(
+    ctx: *mut raw::RedisModuleCtx,
+    value: &[u8],
+    f: impl FnOnce(*mut raw::RedisModuleString) -> R,
+) -> R {
+    if value.len() > REUSED_MAX {
+        let v = rstr(ctx, value);
+        return f(v.inner);
+    }
+    VALUES.with(|slots| {
+        // `f` runs with the table borrowed; should it ever come back here,
+        // that write makes its own string.
+        let Ok(mut slots) = slots.try_borrow_mut() else {
+            let v = rstr(ctx, value);
+            return f(v.inner);
+        };
+        if slots.is_empty() {
+            slots.resize(REUSED_MAX + 1, ptr::null_mut());
+        }
+        let slot = &mut slots[value.len()];
+        if slot.is_null() {
+            // A NULL context: the string is the module's for the process's
+            // life; made with the value, so nothing to rewrite this time.
+            *slot = unsafe {
+                raw::RedisModule_CreateString.unwrap()(
+                    ptr::null_mut(),
+                    value.as_ptr().cast::<c_char>(),
+                    value.len(),
+                )
+            };
+        } else {
+            let mut len = 0usize;
+            let bytes = unsafe { raw::RedisModule_StringPtrLen.unwrap()(*slot, &mut len) };
+            if len != value.len() || bytes.is_null() {
+                let v = rstr(ctx, value);
+                return f(v.inner);
+            }
+            // SAFETY: the string is the module's alone (reference count 1,
+            // see above) and `len` bytes long; its bytes are rewritten with
+            // as many.
+            unsafe { ptr::copy_nonoverlapping(value.as_ptr(), bytes as *mut u8, len) };
+        }
+        f(*slot)
+    })
 }

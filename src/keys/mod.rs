@@ -245,10 +245,25 @@ impl Key {
     /// `RM_OpenKey` holds its own reference to the name for as long as the
     /// key is open (Redis 7+, Valkey), which covers the modified-key signal
     /// on drop. Saves a retain and a release (about 100 instructions) per
-    /// key. For a key opened for writing (never a null handle); `name()`
-    /// of the handle is valid while `name` is.
+    /// key. A read of a missing key gets a null handle, which holds no
+    /// reference: then the handle retains the name itself, as
+    /// [`Key::open_arg`] does, so that `name()` stays valid for as long as
+    /// the handle, whatever happens to `name`.
     pub fn open_kept(ctx: &Context, name: &RedisString, write: bool) -> Key {
         let ptr = raw::open_key(ctx.ctx, name.inner, mode(write));
+        if ptr.is_null() {
+            return Key {
+                ctx: ctx.ctx,
+                ptr,
+                // Retains the string (a reference count, no copy).
+                name: std::mem::ManuallyDrop::new(RedisString::new(
+                    std::ptr::NonNull::new(ctx.ctx),
+                    name.inner,
+                )),
+                owns_name: true,
+                modified: Cell::new(false),
+            };
+        }
         Key {
             ctx: ctx.ctx,
             ptr,
@@ -300,7 +315,11 @@ impl Key {
         index: Option<u64>,
         write: bool,
     ) -> Key {
-        with_kept_name(base, suffix, index, |name| Key::open_arg(ctx, name, write))
+        // Opened without retaining the name (see `open_kept`): the open
+        // key holds its own reference, so a kept name the table drops
+        // while the key is open, or a name built for this call alone, lives
+        // until the key is closed.
+        with_kept_name(base, suffix, index, |name| Key::open_kept(ctx, name, write))
     }
 }
 
