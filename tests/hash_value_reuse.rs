@@ -52,10 +52,7 @@ fn values_of_one_length_keep_their_own_bytes() {
             for q in [format!("q{len}"), "mixed".to_string()] {
                 let id = format!("j{len}-{i}");
                 let p = payload(len, i);
-                let added = run(
-                    &mut c,
-                    &["DELAYQ.ADD", &q, &id, &p, "AT", &at, "NOW", &now],
-                );
+                let added = run(&mut c, &["DELAYQ.ADD", &q, &id, &p, "AT", &at, "NOW", &now]);
                 assert_eq!(added, "1", "{q} {id}");
             }
         }
@@ -67,7 +64,17 @@ fn values_of_one_length_keep_their_own_bytes() {
         let id = format!("j30-{i}");
         run(
             &mut c,
-            &["DELAYQ.ADD", "q30", &id, &p, "AT", &at, "REPLACE", "NOW", &now],
+            &[
+                "DELAYQ.ADD",
+                "q30",
+                &id,
+                &p,
+                "AT",
+                &at,
+                "REPLACE",
+                "NOW",
+                &now,
+            ],
         );
     }
     for &len in &lengths {
