@@ -227,10 +227,15 @@ impl Key {
     /// copy costs an allocation and a string object per call).
     pub fn open_arg(ctx: &Context, name: &RedisString, write: bool) -> Key {
         let ptr = raw::open_key(ctx.ctx, name.inner, mode(write));
+        Self::retaining(ctx, name, ptr)
+    }
+
+    /// A handle on `ptr` that retains `name` (a reference count, no copy)
+    /// for as long as it lives.
+    fn retaining(ctx: &Context, name: &RedisString, ptr: *mut raw::RedisModuleKey) -> Key {
         Key {
             ctx: ctx.ctx,
             ptr,
-            // Retains the client's string (a reference count, no copy).
             name: std::mem::ManuallyDrop::new(RedisString::new(
                 std::ptr::NonNull::new(ctx.ctx),
                 name.inner,
@@ -252,17 +257,7 @@ impl Key {
     pub fn open_kept(ctx: &Context, name: &RedisString, write: bool) -> Key {
         let ptr = raw::open_key(ctx.ctx, name.inner, mode(write));
         if ptr.is_null() {
-            return Key {
-                ctx: ctx.ctx,
-                ptr,
-                // Retains the string (a reference count, no copy).
-                name: std::mem::ManuallyDrop::new(RedisString::new(
-                    std::ptr::NonNull::new(ctx.ctx),
-                    name.inner,
-                )),
-                owns_name: true,
-                modified: Cell::new(false),
-            };
+            return Self::retaining(ctx, name, ptr);
         }
         Key {
             ctx: ctx.ctx,
