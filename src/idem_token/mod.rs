@@ -43,7 +43,7 @@ use redis_module::{
 
 use crate::config;
 use crate::error;
-use crate::keys::{self, call::Arg, Field, Key};
+use crate::keys::{call::Arg, Field, Key};
 use crate::registry::Keys;
 use crate::stats::Counter;
 
@@ -462,7 +462,7 @@ pub fn take_pending() -> Option<Pending> {
 /// Opens `<base>:idem` again (after [`store_late`] wrote it during the
 /// call) and reads its field ``.
 fn reopen(ctx: &Context, base: &[u8], token: &RedisString, digest: Digest) -> Option<Open> {
-    let store = Key::open(ctx, &keys::derived_name(base, SUFFIX), true);
+    let store = Key::derived_hot(ctx, base, SUFFIX, true);
     let meta = if store.check(KeyType::Hash).ok()? {
         let (_, m) = store.hget_arg_and_field(token, &META_FIELD);
         m.and_then(|m| Meta::read(m.as_slice()))
@@ -484,7 +484,7 @@ fn reopen(ctx: &Context, base: &[u8], token: &RedisString, digest: Digest) -> Op
 /// first reply stored.
 pub fn store_late(ctx: &Context, p: &Pending, reply: &RedisResult) {
     let now = crate::util::now_ms();
-    let k = Key::open(ctx, &keys::derived_name(&p.base, SUFFIX), true);
+    let k = Key::derived_hot(ctx, &p.base, SUFFIX, true);
     let token = RedisString::create_from_slice(ctx.ctx, &p.token);
     let meta = match k.check(KeyType::Hash) {
         Err(_) => return,
@@ -594,7 +594,7 @@ fn check(
             .filter(|&(i, _)| i + 1 != kp)
             .map(|(_, a)| a.as_slice()),
     );
-    let store = Key::open(ctx, &keys::derived_name(base, SUFFIX), true);
+    let store = Key::derived_hot(ctx, base, SUFFIX, true);
     if !store.check(KeyType::Hash)? {
         return Ok(Found::Run(Open {
             digest,
