@@ -27,7 +27,7 @@ use super::{
 };
 use crate::argv::{is, Args};
 use crate::error;
-use crate::keys::{derived, derived_name, expire_at_if_unset, HashField, Key};
+use crate::keys::{derived, expire_at_if_unset, HashField, Key};
 use crate::spread::{route, scope, shard};
 use crate::util;
 use crate::{replicate, reply};
@@ -230,53 +230,6 @@ fn only_spread(c: &mut Args) -> Result<Option<u32>, RedisError> {
 /// The suffixes of a stock's ledger keys, in [`Ledger`]'s order.
 const LEDGER: [&str; 3] = ["orders", "users", "leases"];
 
-/// The ledger key names of the stock the last write opened, kept between
-/// calls: a hot SKU (or shard) opens the same three keys on every call,
-/// and the kit's kept names ([`Key::derived_hot`]) hash, look up and
-/// retain each name (about 190 instructions a key, callgrind). `names`
-/// are built on the second write in a row on `base` (created without a
-/// context, so that they outlive the command), so that writes spread over
-/// many stocks keep the kit's table and pay one comparison more.
-struct LedgerNames {
-    base: Vec<u8>,
-    names: Option<[RedisString; 3]>,
-}
-
-thread_local! {
-    /// The last stock's [`LedgerNames`]; main thread only, like every
-    /// command.
-    static LEDGER_NAMES: std::cell::RefCell<LedgerNames> =
-        const { std::cell::RefCell::new(LedgerNames { base: Vec::new(), names: None }) };
-}
-
-/// Opens `B:orders`, `B:users` and `B:leases` for writing, by the kept
-/// names of `base` when it is the stock the last write opened
-/// ([`LedgerNames`]). Opened with [`Key::open_kept`]: for writing,
-/// `RM_OpenKey` holds its own reference to each name while its key is
-/// open, so names replaced here meanwhile stay valid for the handles.
-fn open_ledger_for_write(ctx: &Context, base: &[u8]) -> [Key; 3] {
-    let kit = || LEDGER.map(|suffix| Key::derived_hot(ctx, base, suffix, true));
-    LEDGER_NAMES.with(|kept| {
-        // Should a server event ever come back here while the names are
-        // borrowed, that call opens its keys the kit's way.
-        let Ok(mut kept) = kept.try_borrow_mut() else {
-            return kit();
-        };
-        if kept.base != base {
-            kept.base.clear();
-            kept.base.extend_from_slice(base);
-            kept.names = None;
-            return kit();
-        }
-        let names = kept.names.get_or_insert_with(|| {
-            LEDGER.map(|suffix| {
-                RedisString::create_from_slice(std::ptr::null_mut(), &derived_name(base, suffix))
-            })
-        });
-        names.each_ref().map(|name| Key::open_kept(ctx, name, true))
-    })
-}
-
 /// The ledger keys of a stock, opened and type-checked.
 struct Ledger<'a> {
     base: &'a RedisString,
@@ -291,11 +244,7 @@ impl<'a> Ledger<'a> {
     /// Occurs as `WRONGTYPE` when any holds another type than its own.
     fn open(ctx: &Context, base: &'a RedisString, write: bool) -> Result<Ledger<'a>, RedisError> {
         let b = base.as_slice();
-        let [orders, users, leases] = if write {
-            open_ledger_for_write(ctx, b)
-        } else {
-            LEDGER.map(|suffix| Key::derived_hot(ctx, b, suffix, false))
-        };
+        let [orders, users, leases] = LEDGER.map(|suffix| Key::derived_hot(ctx, b, suffix, write));
         orders.check(KeyType::Hash)?;
         users.check(KeyType::Hash)?;
         leases.check(KeyType::ZSet)?;
