@@ -35,7 +35,8 @@ class Counter:
         self.out = os.path.join(self.dir, "cg.out")
         port = free_port()
         args = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={self.out}", "--toggle-collect=call",
-                "redis-server", "--port", str(port), "--save", "", "--dir", self.dir, "--loadmodule", SO]
+                os.environ.get("HOTPATH_SERVER", "redis-server"), "--port", str(port), "--save", "", "--dir", self.dir,
+                "--loadmodule", SO]
         self.cell = bool(CELL) and os.path.exists(CELL)
         if self.cell:
             args += ["--loadmodule", CELL]
