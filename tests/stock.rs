@@ -691,6 +691,15 @@ fn client_batch(port: u16, id: usize, batch: usize, ops: usize, seed: u64) -> (i
             _ => thread::sleep(Duration::from_millis(next(3))),
         }
     }
+    // A buyer who never pays: this reservation is left to lapse, so that
+    // every batch leaves leases for the next writes to return (the ones
+    // above are mostly confirmed or released before their 150 ms end).
+    let _: Vec<Value> = redis::cmd("STOCK.RESERVE")
+        .arg(&["flash", &format!("u{batch}-unpaid-{id}")])
+        .arg(format!("c{id}-b{batch}-unpaid"))
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
     (sold, released)
 }
 
@@ -764,6 +773,10 @@ fn fifty_clients(batches: usize, ops: usize) {
             let (s, _) = h.join().unwrap();
             sold.fetch_add(s, Ordering::Relaxed);
         }
+        check_invariants(&mut c, total, limit, sold.load(Ordering::Relaxed));
+        // The unpaid reservations lapse (LEASE 150): the restock below
+        // returns them.
+        thread::sleep(Duration::from_millis(160));
         check_invariants(&mut c, total, limit, sold.load(Ordering::Relaxed));
         // More units for the next batch's buyers (a restock while
         // reservations and lapsed leases are outstanding).
