@@ -45,7 +45,7 @@ cluster-soak: build ## long cluster runs: repeated failovers and slot moves unde
 stock-soak: build ## long STOCK run: 50 clients, 40 batches of random reserve/confirm/release with short leases, checked after each
 	cargo test --release --test integration stock::soak_ -- --ignored --nocapture
 
-stock-cluster: build ## spread STOCK on the 3+3 cluster: 10,000 units, 100,000 buyers, a master killed and a slot moved
+stock-cluster: build ## spread STOCK on the 3+3 cluster: 10,000 units, 100,000 buyers, a master killed and a slot moved; and the capacity of one master against three, by CPU
 	cargo test --release --test integration stock_spread::soak_ -- --ignored --nocapture --test-threads=1
 
 idem-proof: build ## the long IDEM token proof: 1,000,000 randomized writes retried 0-3 times across a kill -9 and a replica promotion (HOTPATH_IDEM_PROOF_N)

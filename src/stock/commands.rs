@@ -1244,7 +1244,8 @@ pub fn stock_apply(ctx: &Context, c: &mut Args) -> RedisResult {
     applied.check(KeyType::Hash)?;
     if delta == 0 {
         // The dry notice: nothing moves; SOLDOUT becomes final here (the
-        // mark in the shard's record).
+        // mark in the shard's record), unless units are available on the
+        // shard (see `model::mark_dry`).
         drop(applied);
         let mut next = head.stock;
         if model::mark_dry(&mut next) {

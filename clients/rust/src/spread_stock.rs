@@ -498,6 +498,14 @@ impl SpreadStock {
             got -= self.finish_in(con, &hid, j, -take).await?;
         }
         if got > 0 {
+            // Back to the pool's refill at once: handed-back units do not
+            // wait in the pool, where a shard marked dry meanwhile by
+            // another client's sweep would never ask for them.
+            let id = transfer_id(i);
+            let (status, units, _, _) = self.transfer_in(con, &id, i, want).await?;
+            if status == "OPEN" && units > 0 {
+                self.finish_in(con, &id, i, units).await?;
+            }
             return Ok(());
         }
         // Nothing anywhere: the shard's REFILL becomes SOLDOUT.

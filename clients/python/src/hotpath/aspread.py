@@ -897,6 +897,10 @@ class AsyncSpreadStock(_AsyncSpread):
             await self.transfer(hid, j, -take)
             got -= await self.finish(hid, j, -take)
         if got > 0:
+            tid = _transfer_id(i)
+            status, units, _, _ = await self.transfer(tid, i, want)
+            if status == 'OPEN' and units > 0:
+                await self.finish(tid, i, units)
             return
         await self._one('APPLY', i, _transfer_id(i), 0)
 

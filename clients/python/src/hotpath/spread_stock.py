@@ -175,6 +175,13 @@ class SpreadStock(_Spread):
             self.transfer(hid, j, -take)
             got -= self.finish(hid, j, -take)
         if got > 0:
+            # Back to the pool's refill at once: handed-back units do not
+            # wait in the pool, where a shard marked dry meanwhile by
+            # another client's sweep would never ask for them.
+            tid = _transfer_id(i)
+            status, units, _, _ = self.transfer(tid, i, want)
+            if status == "OPEN" and units > 0:
+                self.finish(tid, i, units)
             return
         self._one("APPLY", i, _transfer_id(i), 0)
 
