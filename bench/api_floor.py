@@ -34,15 +34,14 @@ bar.
   record and expiry). Bar: 0.2x the write, plus a native HSET of the
   record.
 """
-import glob
 import os
 import random
 import re
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import callgrind_calls  # noqa: E402
 from rate_callgrind import Counter  # noqa: E402
 
 N = 2000
@@ -68,21 +67,8 @@ class Profiler(Counter):
         inclusive instructions per call}) for the functions in FUNCS and
         the module's entry points (`...::cb`)."""
         subprocess.run(["callgrind_control", "-z", str(self.srv.pid)], stdout=subprocess.DEVNULL)
-        for i in range(0, len(cmds), 100):
-            pipe = self.r.pipeline(transaction=False)
-            for c in cmds[i:i + 100]:
-                pipe.execute_command(*c)
-            pipe.execute(raise_on_error=True)
-        before = set(glob.glob(self.out + ".*"))
-        subprocess.run(["callgrind_control", "-d", str(self.srv.pid)], stdout=subprocess.DEVNULL)
-        new = set()
-        for _ in range(100):
-            new = set(glob.glob(self.out + ".*")) - before
-            if new:
-                break
-            time.sleep(0.1)
-        time.sleep(0.3)
-        path = new.pop()
+        self.run(cmds, count=False)
+        path = self.dump()
         text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", path],
                               capture_output=True, text=True).stdout
         total = int(re.search(r"([\d,]+) \(100.0%\)\s+PROGRAM TOTALS", text).group(1).replace(",", ""))
@@ -92,22 +78,7 @@ class Profiler(Counter):
             if name in FUNCS or name.endswith("::COMMANDS::cb"):
                 key = "cb" if name.endswith("::cb") else name
                 per[key] = per.get(key, 0) + int(m.group(1).replace(",", "")) / len(cmds)
-        # Calls per call: "calls=<n> <target>" lines follow "cfn=(id) name".
-        calls = {}
-        names = {}
-        cfn = None
-        with open(path) as f:
-            for line in f:
-                m = re.match(r"(c?)fn=\((\d+)\)(?: (\S+))?", line)
-                if m:
-                    if m.group(3):
-                        names[m.group(2)] = canonical(m.group(3))
-                    if m.group(1):
-                        cfn = names.get(m.group(2))
-                    continue
-                m = re.match(r"calls=(\d+)", line)
-                if m and cfn in FUNCS:
-                    calls[cfn] = calls.get(cfn, 0) + int(m.group(1)) / len(cmds)
+        calls = {f: n / len(cmds) for f, n in callgrind_calls(path, FUNCS, canonical).items() if n}
         os.unlink(path)
         return total / len(cmds), per, calls
 

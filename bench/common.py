@@ -25,6 +25,30 @@ def free_port():
     return port
 
 
+def callgrind_calls(path, names, rename=lambda name: name):
+    """How often each function of `names` was called in the callgrind dump
+    at `path` ({name: calls}; `rename` maps a dump's function names first,
+    e.g. Valkey's `VM_*` to Redis's `RM_*`). A dump's "calls=<n> <target>"
+    lines follow the "cfn=(id) name" line of the function called."""
+    import re
+    calls = {n: 0 for n in names}
+    ids = {}
+    cfn = None
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"(c?)fn=\((\d+)\)(?: (\S+))?", line)
+            if m:
+                if m.group(3):
+                    ids[m.group(2)] = rename(m.group(3))
+                if m.group(1):
+                    cfn = ids.get(m.group(2))
+                continue
+            m = re.match(r"calls=(\d+)", line)
+            if m and cfn in calls:
+                calls[cfn] += int(m.group(1))
+    return calls
+
+
 class Server:
     """A redis-server with the module loaded, no persistence."""
 

@@ -61,19 +61,25 @@ class Counter:
             pipe.execute(raise_on_error=True)
         if not count:
             return None
+        path = self.dump()
+        text = subprocess.run(["callgrind_annotate", path], capture_output=True, text=True).stdout
+        os.unlink(path)
+        total = int(re.search(r"([\d,]+) \(100.0%\)\s+PROGRAM TOTALS", text).group(1).replace(",", ""))
+        return total / len(cmds)
+
+    def dump(self):
+        """Has callgrind write what it counted since the last zeroing;
+        returns the file's path (the caller removes it)."""
         before = set(glob.glob(self.out + ".*"))
         subprocess.run(["callgrind_control", "-d", str(self.srv.pid)], stdout=subprocess.DEVNULL)
+        new = set()
         for _ in range(100):
             new = set(glob.glob(self.out + ".*")) - before
             if new:
                 break
             time.sleep(0.1)
         time.sleep(0.3)
-        path = new.pop()
-        text = subprocess.run(["callgrind_annotate", path], capture_output=True, text=True).stdout
-        os.unlink(path)
-        total = int(re.search(r"([\d,]+) \(100.0%\)\s+PROGRAM TOTALS", text).group(1).replace(",", ""))
-        return total / len(cmds)
+        return new.pop()
 
     def stop(self):
         try:

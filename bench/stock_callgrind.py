@@ -24,7 +24,7 @@ import time
 import redis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import SO, free_port  # noqa: E402
+from common import SO, callgrind_calls, free_port  # noqa: E402
 from seeds import SECKILL_SEED, SECKILL_SEED_NO_STREAM  # noqa: E402
 
 N = 4000
@@ -82,22 +82,7 @@ def count(so):
         path = new.pop()
         text = subprocess.run(["callgrind_annotate", path], capture_output=True, text=True).stdout
         total = int(re.search(r"([\d,]+) \(100.0%\)\s+PROGRAM TOTALS", text).group(1).replace(",", ""))
-        calls = {a: 0 for a in API}
-        # "calls=<n> <target>" lines follow "cfn=(id) name" lines.
-        names = {}
-        cfn = None
-        with open(path) as f:
-            for line in f:
-                m = re.match(r"(c?)fn=\((\d+)\)(?: (\S+))?", line)
-                if m:
-                    if m.group(3):
-                        names[m.group(2)] = m.group(3)
-                    if m.group(1):
-                        cfn = names.get(m.group(2))
-                    continue
-                m = re.match(r"calls=(\d+)", line)
-                if m and cfn in calls:
-                    calls[cfn] += int(m.group(1))
+        calls = callgrind_calls(path, API)
         return total / len(cmds), {a: n / len(cmds) for a, n in calls.items()}
 
     seed = r.script_load(SECKILL_SEED)
