@@ -331,6 +331,30 @@ fn a_dry_shard_answers_soldout_and_a_refill_clears_it() {
     assert!(s.audit(&mut c).unwrap().is_empty());
 }
 
+/// A refill whose sweep hands units back from another shard moves them on
+/// to its own shard at once (Rust client): none waits in the pool, where
+/// a shard marked dry meanwhile by another client would never ask for it.
+#[test]
+fn a_sweep_moves_the_units_it_hands_back_to_its_shard() {
+    let srv = Server::start();
+    let mut c = srv.conn();
+    let s = SpreadStock::new("sku:hand", 2).at(T0).with_chunk(1);
+    s.create(&mut c, 4, None, Some(60_000), None).unwrap();
+    // Every unit on shard 1, the pool dry.
+    s.transfer(&mut c, "t", 1, 4).unwrap();
+    assert_eq!(s.finish(&mut c, "t", 1, 4).unwrap(), 4);
+    s.refill(&mut c, 0, 1).unwrap();
+    let info = s.info(&mut c).unwrap();
+    assert_eq!(
+        (info.pool.free, info.pool.transit, info.pool.open),
+        (0, 0, 0),
+        "{info:?}"
+    );
+    let avail: Vec<i64> = info.shards.iter().map(|x| x.available).collect();
+    assert_eq!(avail, vec![1, 3]);
+    assert!(s.audit(&mut c).unwrap().is_empty());
+}
+
 /// 16 client threads, batches of buyers (1 or 2 units each, some
 /// confirming, some releasing), the law checked after every batch; at the
 /// end every unit is sold or reserved exactly once, no buyer was told

@@ -424,6 +424,29 @@ class Families:
         with self.assertRaisesRegex(redis.ResponseError, "is spread over 3 shards"):
             self.hp.stock(self.k("ssku")).reserve("u", "o", 1)
 
+    def test_spread_stock_refill_moves_handed_back_units_to_the_shard(self):
+        """A refill whose sweep hands units back from another shard moves
+        them on to its own shard at once: none waits in the pool, where a
+        shard marked dry meanwhile by another client would never ask for
+        it (before 2.1.0 they stayed in the pool for the buyer's next
+        round)."""
+        sku = self.hp.stock(self.k("hsku"), spread=2)
+        self.assertTrue(sku.create(4, limit=4, lease_ms=60_000))
+        # Every unit on shard 1, the pool dry.
+        self.assertEqual(sku.transfer("t", 1, 4)[0], "OPEN")
+        self.assertEqual(sku.finish("t", 1, 4), 4)
+        sku.refill(0, 1)
+        info = sku.info()
+        self.assertEqual((info.pool.free, info.pool.transit, info.pool.open), (0, 0, 0), info)
+        self.assertEqual([s.available for s in info.shards], [1, 3], info)
+        self.assertEqual(sku.audit(), [])
+        # A late dry notice to shard 0, which now holds a unit, marks
+        # nothing: its buyer gets the unit, not SOLDOUT.
+        self.backend_call("STOCK.APPLY", [sku.shards.keys[0], b"late", 0, "SPREAD", 2],
+                          [sku.shards.keys[0]])
+        buyer = next(u for u in (str(x) for x in range(100)) if sku.shard_of(u) == 0)
+        self.assertEqual(sku.reserve(buyer, "o1", 1, now=NOW).status, "OK")
+
     def test_spread_poll(self):
         poll = self.hp.poll(self.k("spoll"), spread=4)
         single = self.hp.poll(self.k("spollsingle"))
