@@ -33,7 +33,8 @@ URL = os.environ.get("HOTPATH_URL")
 CLUSTER = os.environ.get("HOTPATH_CLUSTER")
 
 SPREAD_TESTS = ("test_spread_rank", "test_spread_like", "test_spread_poll",
-                "test_spread_luckybag", "test_spread_stock")
+                "test_spread_luckybag", "test_spread_stock",
+                "test_spread_stock_refill_moves_handed_back_units_to_the_shard")
 
 
 def _cluster_nodes():
