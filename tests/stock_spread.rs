@@ -280,54 +280,6 @@ fn a_dry_shard_answers_soldout_and_a_refill_clears_it() {
         ReserveStatus::Ok
     );
     assert!(s.audit(&mut c).unwrap().is_empty());
-    // A dry notice that comes after a refill landed (a client's sweep saw
-    // the shard empty before): the shard holds a unit, so it is not
-    // marked, by the module or by its twin (script and function), and
-    // nothing changes.
-    let before = srv.digest();
-    assert_eq!(
-        run(&mut c, &["STOCK.APPLY", &k[1], "late", "0", "SPREAD", "2"]),
-        "[0, 1]"
-    );
-    for via in [Via::Script, Via::Function] {
-        twins_via(via, || {
-            let twin = load_twin(&mut c, "stock/apply.lua");
-            let r = call_twin(&mut c, &twin, 1, &[&k[1], "late", "0", "SPREAD", "2"]);
-            assert_eq!(show(&r), "[0, 1]", "{via:?}");
-        });
-    }
-    assert!(run(&mut c, &["GET", &k[1]]).ends_with(":2:1:0"));
-    // SCRIPT LOAD and FUNCTION LOAD change no key.
-    assert_eq!(srv.digest(), before);
-    // Once its last unit is taken, the shard asks for a refill again
-    // (REFILL, not SOLDOUT): the pool is dry and shard 0 has none, so the
-    // client's sweep marks it dry now.
-    assert_eq!(
-        later.reserve(&mut c, &b, "b5", 1).unwrap().status,
-        ReserveStatus::Ok
-    );
-    assert_eq!(
-        run(
-            &mut c,
-            &[
-                "STOCK.RESERVE",
-                &k[1],
-                &b,
-                "b6",
-                "1",
-                "NOW",
-                &(T0 + 2_000).to_string(),
-                "SPREAD",
-                "2"
-            ]
-        ),
-        "[REFILL, 0, 0]"
-    );
-    assert_eq!(
-        later.reserve(&mut c, &b, "b6", 1).unwrap().status,
-        ReserveStatus::SoldOut
-    );
-    assert!(run(&mut c, &["GET", &k[1]]).ends_with(":2:1:1"));
     assert!(s.audit(&mut c).unwrap().is_empty());
 }
 

@@ -7590,8 +7590,8 @@ local ta = redis.call('TYPE', APPLIED).ok
 if ta ~= 'none' and ta ~= 'hash' then return redis.error_reply(WRONGTYPE) end
 if delta == 0 then
   -- The dry notice: nothing moves; SOLDOUT becomes final here (the mark
-  -- in the shard's record), unless units are available on the shard.
-  if head.mark and not head.mark.dry and head.available <= 0 then
+  -- in the shard's record).
+  if head.mark and not head.mark.dry then
     local s = copy_stock(head)
     s.mark.dry = true
     write_stock(K, s)

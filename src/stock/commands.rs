@@ -1244,8 +1244,7 @@ pub fn stock_apply(ctx: &Context, c: &mut Args) -> RedisResult {
     applied.check(KeyType::Hash)?;
     if delta == 0 {
         // The dry notice: nothing moves; SOLDOUT becomes final here (the
-        // mark in the shard's record), unless units are available on the
-        // shard (see `model::mark_dry`).
+        // mark in the shard's record).
         drop(applied);
         let mut next = head.stock;
         if model::mark_dry(&mut next) {

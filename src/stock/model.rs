@@ -734,14 +734,8 @@ pub fn open_transfer(
 
 /// Marks a shard dry (APPLY with delta 0: the pool had nothing left for
 /// it); returns true when that changed the record (false for a stock
-/// that is no shard, one marked already, or one that holds available
-/// units: a refill raced the client's sweep and landed first, so the
-/// shard's SOLDOUT would not be the SKU's, and once those units are gone
-/// the shard must ask for a refill again).
+/// that is no shard, or one marked already).
 pub fn mark_dry(stock: &mut Stock) -> bool {
-    if stock.available > 0 {
-        return false;
-    }
     match stock.mark.as_mut() {
         Some(m) if !m.dry => {
             m.dry = true;
@@ -874,19 +868,19 @@ mod tests {
         assert_eq!(apply_transfer(&mut k, None, 4), Ok((4, true)));
         assert_eq!(k.format(), b"4:0:0:4:2:60000:0:8:3:0");
         assert!(!mark_dry(&mut Stock::new(1, 0, 1, 0)));
-        // A shard holding available units is not marked: a refill landed
-        // between the client's sweep and its dry notice.
-        let mut held = Stock::new(3, 0, 1, 0);
-        held.mark = Some(Mark {
+        // A shard that still holds units, fewer than its buyer asked for,
+        // is marked too: that buyer (2 units beside 1) hears SOLDOUT, as on
+        // a single-slot stock, instead of asking for refills forever; a
+        // buyer of 1 still gets the unit (the mark counts only where the
+        // shard lacks the units).
+        let mut short = Stock::new(1, 0, 1, 0);
+        short.mark = Some(Mark {
             n: 2,
             i: 1,
             dry: false,
         });
-        assert!(!mark_dry(&mut held));
-        assert!(!held.mark.unwrap().dry);
-        held.available = 0;
-        held.reserved = 3;
-        assert!(mark_dry(&mut held));
+        assert!(mark_dry(&mut short));
+        assert_eq!(short.available, 1);
         // The mark alone, as the sold-out fast path reads it: the parsed
         // record's own, and none on a record without one.
         for (n, i, dry) in [

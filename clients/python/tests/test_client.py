@@ -440,12 +440,6 @@ class Families:
         self.assertEqual((info.pool.free, info.pool.transit, info.pool.open), (0, 0, 0), info)
         self.assertEqual([s.available for s in info.shards], [1, 3], info)
         self.assertEqual(sku.audit(), [])
-        # A late dry notice to shard 0, which now holds a unit, marks
-        # nothing: its buyer gets the unit, not SOLDOUT.
-        self.backend_call("STOCK.APPLY", [sku.shards.keys[0], b"late", 0, "SPREAD", 2],
-                          [sku.shards.keys[0]])
-        buyer = next(u for u in (str(x) for x in range(100)) if sku.shard_of(u) == 0)
-        self.assertEqual(sku.reserve(buyer, "o1", 1, now=NOW).status, "OK")
 
     def test_spread_poll(self):
         poll = self.hp.poll(self.k("spoll"), spread=4)

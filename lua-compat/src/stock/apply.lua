@@ -5,9 +5,8 @@
 -- shard; a handback (delta < 0) takes up to -delta available units off;
 -- once per id (the same id again answers what it applied and changes
 -- nothing). Delta 0 marks the shard dry in its record (its REFILL becomes
--- SOLDOUT) and replies {0, available}, unless the shard holds available
--- units (a refill landed first: nothing changes); a refill applied later
--- clears the mark.
+-- SOLDOUT) and replies {0, available}; a refill applied later clears the
+-- mark.
 -- Same replies, errors and stored data as the module (lua-compat/docs/stock.md).
 --@ keys 1
 
@@ -28,8 +27,8 @@ local ta = redis.call('TYPE', APPLIED).ok
 if ta ~= 'none' and ta ~= 'hash' then return redis.error_reply(WRONGTYPE) end
 if delta == 0 then
   -- The dry notice: nothing moves; SOLDOUT becomes final here (the mark
-  -- in the shard's record), unless units are available on the shard.
-  if head.mark and not head.mark.dry and head.available <= 0 then
+  -- in the shard's record).
+  if head.mark and not head.mark.dry then
     local s = copy_stock(head)
     s.mark.dry = true
     write_stock(K, s)
