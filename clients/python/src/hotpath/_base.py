@@ -125,20 +125,15 @@ def _refresh_topology(client: Any, errors: Sequence[Any]) -> None:
             pass
 
 
-def pipeline_durable(client: Any, wires: Sequence[Sequence[Arg]], keys: Sequence[Key],
-                     replicas: int, timeout_ms: int) -> Tuple[List[Any], List[int]]:
-    """The durable write over ``client``: one plain pipeline per node (the
-    node of each command's first key, ``keys[i]``), ending in ``WAIT
-    replicas timeout_ms``, so that the ``WAIT`` runs on the very
-    connection of the node's writes. Returns each reply (or error) and the
-    replicas that acknowledged its node's writes (0 where it failed). A
-    redirection (a slot moved meanwhile) comes back as that call's error,
-    and the cluster's slot map is read again for the next attempt."""
+def _by_node(client: Any, keys: Sequence[Key],
+             out: List[Any]) -> Tuple[Dict[Optional[str], List[int]], Dict[str, Any]]:
+    """The durable write's calls grouped by the node of their first key,
+    ``keys[i]``: {node name: call indexes} and {node name: node} (one group
+    named None on a client that is no cluster). A call whose key has no
+    known owner gets that error in ``out`` and no group."""
     groups: Dict[Optional[str], List[int]] = {}
     nodes: Dict[str, Any] = {}
     get_node = getattr(client, "get_node_from_key", None)
-    out: List[Any] = [None] * len(wires)
-    acks: List[int] = [0] * len(wires)
     for i, key in enumerate(keys):
         if get_node is None:
             name = None
@@ -151,6 +146,32 @@ def pipeline_durable(client: Any, wires: Sequence[Sequence[Arg]], keys: Sequence
             name = node.name
             nodes[name] = node
         groups.setdefault(name, []).append(i)
+    return groups, nodes
+
+
+def _settle(out: List[Any], acks: List[int], idx: List[int], res: List[Any]) -> None:
+    """Files one node's replies: ``res`` holds the replies of the calls
+    ``idx`` and last ``WAIT``'s; a call acknowledged by the replicas
+    ``WAIT`` counted, unless it failed."""
+    ack = res[-1]
+    for j, i in enumerate(idx):
+        out[i] = res[j]
+        ok = isinstance(ack, int) and not isinstance(res[j], BaseException)
+        acks[i] = ack if ok else 0
+
+
+def pipeline_durable(client: Any, wires: Sequence[Sequence[Arg]], keys: Sequence[Key],
+                     replicas: int, timeout_ms: int) -> Tuple[List[Any], List[int]]:
+    """The durable write over ``client``: one plain pipeline per node (the
+    node of each command's first key, ``keys[i]``), ending in ``WAIT
+    replicas timeout_ms``, so that the ``WAIT`` runs on the very
+    connection of the node's writes. Returns each reply (or error) and the
+    replicas that acknowledged its node's writes (0 where it failed). A
+    redirection (a slot moved meanwhile) comes back as that call's error,
+    and the cluster's slot map is read again for the next attempt."""
+    out: List[Any] = [None] * len(wires)
+    acks: List[int] = [0] * len(wires)
+    groups, nodes = _by_node(client, keys, out)
     for name, idx in groups.items():
         node_client = client if name is None else client.get_redis_connection(nodes[name])
         pipe = node_client.pipeline(transaction=False)
@@ -161,11 +182,7 @@ def pipeline_durable(client: Any, wires: Sequence[Sequence[Arg]], keys: Sequence
             res = pipe.execute(raise_on_error=False)
         except Exception as e:  # noqa: BLE001 (the node failed: each call fails)
             res = [e] * (len(idx) + 1)
-        ack = res[-1]
-        for j, i in enumerate(idx):
-            out[i] = res[j]
-            ok = isinstance(ack, int) and not isinstance(res[j], BaseException)
-            acks[i] = ack if ok else 0
+        _settle(out, acks, idx, res)
     _refresh_topology(client, out)
     return out, acks
 
@@ -198,23 +215,9 @@ async def apipeline_durable(client: Any, wires: Sequence[Sequence[Arg]], keys: S
     the node's own ``execute_pipeline``, which keeps the commands on one
     connection); the nodes at once."""
     await _initialized(client)
-    groups: Dict[Optional[str], List[int]] = {}
-    nodes: Dict[str, Any] = {}
-    get_node = getattr(client, "get_node_from_key", None)
     out: List[Any] = [None] * len(wires)
     acks: List[int] = [0] * len(wires)
-    for i, key in enumerate(keys):
-        if get_node is None:
-            name = None
-        else:
-            try:
-                node = get_node(key)
-            except Exception as e:  # noqa: BLE001 (no owner known: this call's error)
-                out[i] = e
-                continue
-            name = node.name
-            nodes[name] = node
-        groups.setdefault(name, []).append(i)
+    groups, nodes = _by_node(client, keys, out)
 
     async def one(name: Optional[str], idx: List[int]) -> None:
         wait: List[Arg] = ["WAIT", replicas, timeout_ms]
@@ -233,11 +236,7 @@ async def apipeline_durable(client: Any, wires: Sequence[Sequence[Arg]], keys: S
                 res = [c.result for c in cmds]
         except Exception as e:  # noqa: BLE001 (the node failed: each call fails)
             res = [e] * (len(idx) + 1)
-        ack = res[-1]
-        for j, i in enumerate(idx):
-            out[i] = res[j]
-            ok = isinstance(ack, int) and not isinstance(res[j], BaseException)
-            acks[i] = ack if ok else 0
+        _settle(out, acks, idx, res)
 
     await asyncio.gather(*(one(name, idx) for name, idx in groups.items()))
     nodes_manager = getattr(client, "nodes_manager", None)
@@ -251,30 +250,24 @@ async def apipeline_durable(client: Any, wires: Sequence[Sequence[Arg]], keys: S
     return out, acks
 
 
-class ModuleBackend(Backend):
-    """Sends the module's own commands."""
+class ClientBackend(Backend):
+    """A backend over one redis-py client (sync or asyncio, standalone or
+    cluster) whose several calls go out as pipelines of the commands
+    :meth:`wire` makes: the module's own (:class:`ModuleBackend`) or the
+    library's ``FCALL``s (``fallback.FunctionsBackend``)."""
 
     def __init__(self, client: Any):
         self.client = client
 
-    def wire(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> List[Arg]:
-        """The command as sent: the module's own."""
-        return [command, *argv]
-
-    def call(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
-        return self.client.execute_command(command, *argv)
-
-    async def acall(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
-        return await self.client.execute_command(command, *argv)
-
     def call_many(self, calls: Sequence[Call]) -> List[Any]:
-        """One pipeline (:func:`pipeline_many`)."""
+        """One pipeline (:func:`pipeline_many`; on a cluster, routed by
+        each command's first key, one pipeline per node)."""
         return pipeline_many(self.client, [self.wire(*c) for c in calls])
 
     def call_many_durable(self, calls: Sequence[Call],
                           replicas: int, timeout_ms: int) -> Tuple[List[Any], List[int]]:
-        """One plain pipeline per node ending in ``WAIT``
-        (:func:`pipeline_durable`)."""
+        """One plain pipeline per node ending in ``WAIT``, on the
+        connection of the node's writes (:func:`pipeline_durable`)."""
         return pipeline_durable(self.client, [self.wire(*c) for c in calls],
                                 [c[2][0] for c in calls], replicas, timeout_ms)
 
@@ -287,6 +280,20 @@ class ModuleBackend(Backend):
         """One pipeline per node ending in ``WAIT`` (:func:`apipeline_durable`)."""
         return await apipeline_durable(self.client, [self.wire(*c) for c in calls],
                                        [c[2][0] for c in calls], replicas, timeout_ms)
+
+
+class ModuleBackend(ClientBackend):
+    """Sends the module's own commands."""
+
+    def wire(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> List[Arg]:
+        """The command as sent: the module's own."""
+        return [command, *argv]
+
+    def call(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
+        return self.client.execute_command(command, *argv)
+
+    async def acall(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> Any:
+        return await self.client.execute_command(command, *argv)
 
 
 # ---- The one place commands are sent ------------------------------------

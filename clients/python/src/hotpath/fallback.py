@@ -17,8 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any, List, Optional, Sequence, Tuple
 
-from ._base import (Arg, Backend, Call, Key, ModuleBackend, apipeline_durable, apipeline_many,
-                     pipeline_durable, pipeline_many)
+from ._base import Arg, Backend, Call, ClientBackend, Key, ModuleBackend
 
 #: LIKE's twins take the module's three configs first (a script cannot
 #: read them): like-max-id, like-promote-at, like-recent, the module's
@@ -61,14 +60,14 @@ def twin_args(command: str, argv: Sequence[Arg], keys: Sequence[Key],
     return out
 
 
-class FunctionsBackend(Backend):
+class FunctionsBackend(ClientBackend):
     """Calls the library's functions: ``FCALL hotpath_<family>_<command>
     numkeys key… arg…`` (``FCALL_RO`` is not used: a reader's ``FCALL``
     runs on a replica the client points at only if that replica allows
     it; the module's commands are routed the same way)."""
 
     def __init__(self, client: Any, like_configs: Sequence[Arg] = LIKE_DEFAULTS):
-        self.client = client
+        super().__init__(client)
         self.like_configs = tuple(like_configs)
 
     def wire(self, command: str, argv: Sequence[Arg], keys: Sequence[Key]) -> List[Arg]:
@@ -90,28 +89,6 @@ class FunctionsBackend(Backend):
             node = self.client.get_node_from_key(keys[0])
             return await self.client.execute_command(*fcall, target_nodes=node)
         return await self.client.execute_command(*fcall)
-
-    def call_many(self, calls: Sequence[Call]) -> List[Any]:
-        """One pipeline of ``FCALL``s (routed by their first key on a
-        cluster, one pipeline per node)."""
-        return pipeline_many(self.client, [self.wire(*c) for c in calls])
-
-    def call_many_durable(self, calls: Sequence[Call],
-                          replicas: int, timeout_ms: int) -> Tuple[List[Any], List[int]]:
-        """One plain pipeline per node ending in ``WAIT``, on the
-        connection of the node's writes (``client.pipeline_durable``)."""
-        return pipeline_durable(self.client, [self.wire(*c) for c in calls],
-                                [c[2][0] for c in calls], replicas, timeout_ms)
-
-    async def acall_many(self, calls: Sequence[Call]) -> List[Any]:
-        """:meth:`call_many` on an asyncio client."""
-        return await apipeline_many(self.client, [self.wire(*c) for c in calls])
-
-    async def acall_many_durable(self, calls: Sequence[Call], replicas: int,
-                                 timeout_ms: int) -> Tuple[List[Any], List[int]]:
-        """:meth:`call_many_durable` on an asyncio client."""
-        return await apipeline_durable(self.client, [self.wire(*c) for c in calls],
-                                       [c[2][0] for c in calls], replicas, timeout_ms)
 
 
 #: "unknown command", as the server says it, or as redis-py reports it
